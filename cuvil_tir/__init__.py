@@ -1,0 +1,38 @@
+"""Cuvil TIR: the tensor IR, its te-style DSL, text form, analysis and lowering.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> A = T.placeholder((128,), name="A")
+    >>> B = T.compute((128,), lambda i: A[i] + 1.0, name="B")
+    >>> f = T.create_prim_func([A, B])
+    >>> f.name
+    'main'
+"""
+
+from . import dtype
+from .errors import (ArgumentError, CodegenError, CuvilError, DTypeError, LoweringError,
+                     ParseError, ScheduleError, ShapeError, TargetError)
+from .node import Node, same
+from .expr import (Add, And, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp, Div,
+                   EQ, Expr, FloatImm, FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let,
+                   Max, Min, Mod, Mul, NE, Not, Or, Ramp, Select, SizeVar, StringImm, Sub,
+                   Var, cast, const)
+from .buffer import Buffer, decl_buffer
+from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate,
+                   For, IfThenElse, IterVar, LetStmt, Range, SeqStmt, Stmt, seq)
+from .function import PrimFunc
+from .op import (abs, all, any, ceil, cos, erf, exp, exp2, floor, floordiv, floormod, fma,
+                 if_then_else, infinity, log, log2, log10, logical_not, max_value,
+                 maximum, min_value, minimum, pow, round, rsqrt, select, sigmoid, sin,
+                 size_var, sqrt, tanh, trunc, truncdiv, truncmod, var)
+from .te import (Tensor, compute, create_prim_func, max, min, placeholder, prod,
+                 reduce_axis, sum)
+from .structural import assert_structural_equal, structural_equal, structural_hash
+from .visitor import Mutator, Visitor, post_order_visit, substitute
+from .printer import to_text
+from .transform import lower
+from .interpreter import interpret
+from .parser import parse, prim_func
+
+__version__ = "0.1.0"

@@ -1,0 +1,118 @@
+"""Buffers: named, typed, shaped regions of memory in a scope.
+
+A buffer compares by identity, like a variable.  ``strides`` is empty for a compact
+row-major buffer; ``scope`` is ``"global"``, ``"local"``, ``"shared"`` or a target's
+memory such as ``"npu.wgt"``.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> A = T.Buffer((4, 8), "float32", name="A")
+    >>> A[1, 2].dtype, A.ndim
+    ('float32', 2)
+"""
+
+from __future__ import annotations
+
+from . import dtype as D
+from .errors import ShapeError
+from .expr import Expr, IntImm, BufferLoad, as_expr, const
+from .node import Node, node
+
+
+@node
+class Buffer(Node):
+    """A multi-dimensional buffer.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> n = T.size_var("n")
+        >>> B = T.decl_buffer((n,), "int8", "B", scope="local")
+        >>> B.scope
+        'local'
+    """
+
+    shape: tuple
+    dtype: str = "float32"
+    name: str = "buffer"
+    strides: tuple = ()
+    scope: str = "global"
+    align: int = 64
+    by_identity = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", D.canonical(self.dtype))
+        object.__setattr__(self, "shape", tuple(as_expr(s, "int32") if not isinstance(s, Expr)
+                                                else s for s in self.shape))
+        object.__setattr__(self, "strides", tuple(as_expr(s, "int32") if not isinstance(s, Expr)
+                                                  else s for s in self.strides))
+        if self.strides and len(self.strides) != len(self.shape):
+            raise ShapeError(f"buffer {self.name}: {len(self.shape)} dims but "
+                             f"{len(self.strides)} strides")
+
+    __hash__ = Node.__hash__
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    def __getitem__(self, indices) -> BufferLoad:
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) != len(self.shape):
+            raise ShapeError(f"buffer {self.name} has {len(self.shape)} dimension(s) but "
+                             f"was indexed with {len(indices)} index(es)")
+        idx = []
+        for ix in indices:
+            if isinstance(ix, slice):
+                raise ShapeError(f"buffer {self.name}: slices are not loads; index with "
+                                 "expressions")
+            idx.append(as_expr(ix, "int32"))
+        return BufferLoad(self, tuple(idx))
+
+    def load(self, indices) -> BufferLoad:
+        """``self[indices]`` with indices as a sequence."""
+        return self[tuple(indices)]
+
+    def default_strides(self) -> tuple:
+        """Row-major strides of the shape (the ``strides`` if given).
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> [int(s) for s in T.decl_buffer((2, 3, 4), "float32", "A").default_strides()]
+            [12, 4, 1]
+        """
+        if self.strides:
+            return self.strides
+        out = []
+        acc: Expr = const(1, "int32")
+        for s in reversed(self.shape):
+            out.append(acc)
+            acc = acc * s if not (isinstance(acc, IntImm) and acc.value == 1) else s
+        return tuple(reversed(out))
+
+    def nbytes_const(self) -> int | None:
+        """Bytes of the buffer when its shape is constant, else None."""
+        n = 1
+        for s in self.shape:
+            if not isinstance(s, IntImm):
+                return None
+            n *= s.value
+        return n * D.itemsize(self.dtype)
+
+
+def decl_buffer(shape, dtype: str = "float32", name: str = "buf", strides=(),
+                scope: str = "global", align: int = 64) -> Buffer:
+    """Declare a buffer.
+
+    Example::
+
+        >>> decl_buffer((16,), "float32", "X").shape[0].value
+        16
+    """
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    return Buffer(tuple(shape), dtype, name, tuple(strides), scope, align)

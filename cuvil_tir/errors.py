@@ -1,0 +1,151 @@
+"""The error hierarchy shared by every Cuvil package.
+
+Every error carries a stable ``code`` (``CVL-E1xx``) documented with its usual fix in
+``docs/errors.md``.  Messages say what was expected, what was found and where.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> try:
+    ...     T.var("i") + T.const(1.0, "float32")
+    ... except T.DTypeError as err:
+    ...     print(err.code)
+    CVL-E101
+"""
+
+from __future__ import annotations
+
+
+class CuvilError(Exception):
+    """Root of every error Cuvil raises on purpose.
+
+    Example::
+
+        >>> issubclass(DTypeError, CuvilError)
+        True
+    """
+
+    code = "CVL-E100"
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+
+class DTypeError(CuvilError, TypeError):
+    """A dtype is unknown, or two dtypes are mixed in a way Cuvil will not guess.
+
+    Example::
+
+        >>> DTypeError("expected int32, found float32").code
+        'CVL-E101'
+    """
+
+    code = "CVL-E101"
+
+
+class ShapeError(CuvilError, ValueError):
+    """A shape, rank or index count does not match.
+
+    Example::
+
+        >>> ShapeError("expected 2 indices, found 3").code
+        'CVL-E102'
+    """
+
+    code = "CVL-E102"
+
+
+class ScheduleError(CuvilError):
+    """A schedule primitive was refused; the schedule is unchanged.
+
+    Example::
+
+        >>> ScheduleError("split: factors disagree with extent").code
+        'CVL-E103'
+    """
+
+    code = "CVL-E103"
+
+
+class LoweringError(CuvilError):
+    """The IR is ill-formed or cannot be lowered.
+
+    Example::
+
+        >>> LoweringError("undefined variable i").code
+        'CVL-E104'
+    """
+
+    code = "CVL-E104"
+
+
+class CodegenError(CuvilError):
+    """A code generator met IR it cannot translate.
+
+    Example::
+
+        >>> CodegenError("unsupported node").code
+        'CVL-E105'
+    """
+
+    code = "CVL-E105"
+
+
+class TargetError(CuvilError):
+    """A target is unknown, misconfigured or registered twice.
+
+    Example::
+
+        >>> TargetError("unknown target 'foo'").code
+        'CVL-E106'
+    """
+
+    code = "CVL-E106"
+
+
+class ArgumentError(CuvilError, TypeError):
+    """An argument passed to a built module is wrong; no native code ran.
+
+    Example::
+
+        >>> ArgumentError("argument 0 'A': expected float32, got int64").code
+        'CVL-E107'
+    """
+
+    code = "CVL-E107"
+
+
+class ParseError(CuvilError, SyntaxError):
+    """The text form could not be parsed; ``line`` and ``column`` are 1-based.
+
+    Example::
+
+        >>> err = ParseError("unknown name 'X'", line=3, column=5, source_line="    X[0]")
+        >>> (err.line, err.column)
+        (3, 5)
+    """
+
+    code = "CVL-E108"
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None,
+                 source_line: str | None = None, filename: str | None = None):
+        self.line = line
+        self.column = column
+        self.source_line = source_line
+        self.filename = filename
+        where = ""
+        if line is not None:
+            where = f"{filename or '<text>'}:{line}:{column or 0}: "
+        text = where + message
+        if source_line is not None and column is not None:
+            text += "\n    " + source_line.rstrip("\n") + "\n    " + " " * (column - 1) + "^"
+        CuvilError.__init__(self, text)
+        self.args = (text,)
+
+
+ALL_ERRORS = (CuvilError, DTypeError, ShapeError, ScheduleError, LoweringError,
+              CodegenError, TargetError, ArgumentError, ParseError)

@@ -1,0 +1,704 @@
+"""Expression nodes and the Python operators that build them.
+
+Every expression has a ``dtype``.  Operators promote dtypes by the rule documented in
+:mod:`cuvil_tir.dtype`; Python ``//`` and ``%`` are *floor* division and modulo (as in
+TVM), ``/`` is true division and only defined for floats, comparisons build boolean
+expressions, and ``&``, ``|``, ``~`` combine booleans.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> i = T.var("i")
+    >>> e = (i * 4 + 1) // 2
+    >>> e.dtype
+    'int32'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from . import dtype as D
+from .errors import DTypeError
+from .node import Node, node, same
+
+
+class Expr(Node):
+    """Base of all expressions; carries operator overloading.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> (T.var("x", "float32") * 2.0).dtype
+        'float32'
+    """
+
+    __slots__ = ()
+
+    # arithmetic -----------------------------------------------------------------
+    def __add__(self, o): return binary(Add, self, o)
+    def __radd__(self, o): return binary(Add, o, self)
+    def __sub__(self, o): return binary(Sub, self, o)
+    def __rsub__(self, o): return binary(Sub, o, self)
+    def __mul__(self, o): return binary(Mul, self, o)
+    def __rmul__(self, o): return binary(Mul, o, self)
+    def __truediv__(self, o): return binary(Div, self, o)
+    def __rtruediv__(self, o): return binary(Div, o, self)
+    def __floordiv__(self, o): return binary(FloorDiv, self, o)
+    def __rfloordiv__(self, o): return binary(FloorDiv, o, self)
+    def __mod__(self, o): return binary(FloorMod, self, o)
+    def __rmod__(self, o): return binary(FloorMod, o, self)
+
+    def __neg__(self):
+        if isinstance(self, IntImm):
+            return IntImm(-self.value, self.dtype)
+        if isinstance(self, FloatImm):
+            return FloatImm(-self.value, self.dtype)
+        if D.is_uint(self.dtype) or D.is_bool(self.dtype):
+            raise DTypeError(f"cannot negate an expression of dtype {self.dtype}")
+        return Sub(zero_like(self), self)
+
+    # comparisons ------------------------------------------------------------------
+    def __lt__(self, o): return binary(LT, self, o)
+    def __le__(self, o): return binary(LE, self, o)
+    def __gt__(self, o): return binary(GT, self, o)
+    def __ge__(self, o): return binary(GE, self, o)
+
+    def __eq__(self, o):
+        try:
+            return binary(EQ, self, o)
+        except DTypeError:
+            return False
+
+    def __ne__(self, o):
+        try:
+            return binary(NE, self, o)
+        except DTypeError:
+            return True
+
+    __hash__ = Node.__hash__
+
+    # logic ----------------------------------------------------------------------------
+    def __and__(self, o): return logical(And, self, o)
+    def __rand__(self, o): return logical(And, o, self)
+    def __or__(self, o): return logical(Or, self, o)
+    def __ror__(self, o): return logical(Or, o, self)
+
+    def __invert__(self):
+        a = as_expr(self)
+        if not D.is_bool(a.dtype):
+            raise DTypeError(f"'~' expects a bool expression, found {a.dtype}; "
+                             "compare first, e.g. ~(x > 0)")
+        return Not(a)
+
+    def __bool__(self):
+        raise DTypeError(f"a symbolic expression ({self}) has no Python truth value; "
+                         "use T.if_then_else / T.select for conditional values, and "
+                         "&, |, ~ (or T.all/T.any) instead of and/or/not")
+
+    def astype(self, dtype: str) -> "Expr":
+        """Convert to ``dtype`` (same as ``T.cast(self, dtype)``).
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> T.var("i").astype("float32").dtype
+            'float32'
+        """
+        return cast(self, dtype)
+
+    @property
+    def lanes(self) -> int:
+        """Vector lanes of this expression's dtype."""
+        return D.lanes(self.dtype)
+
+
+# leaves -------------------------------------------------------------------------------
+
+@node
+class Var(Expr):
+    """A scalar variable; compares by identity.
+
+    Example::
+
+        >>> Var("i").dtype
+        'int32'
+    """
+
+    name: str
+    dtype: str = "int32"
+    by_identity = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", D.canonical(self.dtype))
+
+    __hash__ = Node.__hash__
+
+
+@node
+class SizeVar(Var):
+    """A variable known to be non-negative (a symbolic size).
+
+    Example::
+
+        >>> SizeVar("n").dtype
+        'int32'
+    """
+
+    __hash__ = Node.__hash__
+
+
+@node
+class IntImm(Expr):
+    """An integer (or bool) constant; the value is wrapped into the dtype's range.
+
+    Example::
+
+        >>> IntImm(300, "uint8").value
+        44
+    """
+
+    value: int
+    dtype: str = "int32"
+
+    def __post_init__(self):
+        dt = D.canonical(self.dtype)
+        if not (D.is_integer(dt) or D.is_bool(dt)) or D.lanes(dt) != 1:
+            raise DTypeError(f"IntImm: expected a scalar integer or bool dtype, found {dt}")
+        object.__setattr__(self, "dtype", dt)
+        object.__setattr__(self, "value", D.wrap_int(int(self.value), dt))
+
+    def __bool__(self):
+        return self.value != 0
+
+    def __int__(self):
+        return self.value
+
+    def __index__(self):
+        return self.value
+
+    __hash__ = Node.__hash__
+
+
+@node
+class FloatImm(Expr):
+    """A floating-point constant.
+
+    Example::
+
+        >>> FloatImm(0.5, "float16").dtype
+        'float16'
+    """
+
+    value: float
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        dt = D.canonical(self.dtype)
+        if not D.is_float(dt) or D.lanes(dt) != 1:
+            raise DTypeError(f"FloatImm: expected a scalar float dtype, found {dt}")
+        object.__setattr__(self, "dtype", dt)
+        object.__setattr__(self, "value", float(self.value))
+
+    def __float__(self):
+        return self.value
+
+    __hash__ = Node.__hash__
+
+
+@node
+class StringImm(Expr):
+    """A string constant (annotation values, extern call names).
+
+    Example::
+
+        >>> StringImm("hi").dtype
+        'handle'
+    """
+
+    value: str
+    dtype: str = "handle"
+    __hash__ = Node.__hash__
+
+
+# conversions and arithmetic ----------------------------------------------------------
+
+@node
+class Cast(Expr):
+    """Convert ``value`` to ``dtype`` (C semantics; float to int truncates).
+
+    Example::
+
+        >>> Cast("float32", Var("i")).dtype
+        'float32'
+    """
+
+    dtype: str
+    value: Expr
+
+    def __post_init__(self):
+        dt = D.canonical(self.dtype)
+        object.__setattr__(self, "dtype", dt)
+        if D.lanes(dt) != self.value.lanes:
+            raise DTypeError(f"Cast: cannot change lanes ({self.value.dtype} -> {dt})")
+
+    __hash__ = Node.__hash__
+
+
+class BinaryOp(Expr):
+    """Base of two-operand nodes; both operands have the same dtype.
+
+    Example::
+
+        >>> isinstance(Var("i") + 1, BinaryOp)
+        True
+    """
+
+    __slots__ = ()
+    symbol = "?"
+
+    def __post_init__(self):
+        if self.a.dtype != self.b.dtype:
+            raise DTypeError(f"{type(self).__name__}: operands must have one dtype, "
+                             f"found {self.a.dtype} and {self.b.dtype}")
+
+    @property
+    def dtype(self) -> str:
+        return self.a.dtype
+
+
+def _binop(name: str, symbol: str):
+    cls = type(name, (BinaryOp,), {"__annotations__": {"a": Expr, "b": Expr},
+                                   "symbol": symbol, "__hash__": Node.__hash__,
+                                   "__module__": __name__,
+                                   "__doc__": f"``a {symbol} b``."})
+    return node(cls)
+
+
+Add = _binop("Add", "+")
+Sub = _binop("Sub", "-")
+Mul = _binop("Mul", "*")
+Div = _binop("Div", "/")          # floats: true division; ints: truncating (C) division
+Mod = _binop("Mod", "truncmod")   # truncating remainder (C %)
+FloorDiv = _binop("FloorDiv", "//")
+FloorMod = _binop("FloorMod", "%")
+Min = _binop("Min", "min")
+Max = _binop("Max", "max")
+
+
+class CmpOp(BinaryOp):
+    """Base of comparisons; the result is ``bool`` with the operands' lanes.
+
+    Example::
+
+        >>> (Var("i") < 4).dtype
+        'bool'
+    """
+
+    __slots__ = ()
+
+    @property
+    def dtype(self) -> str:
+        return D.with_lanes("bool", self.a.lanes)
+
+
+def _cmpop(name: str, symbol: str, bool_fn=None):
+    ns = {"__annotations__": {"a": Expr, "b": Expr}, "symbol": symbol,
+          "__hash__": Node.__hash__, "__module__": __name__,
+          "__doc__": f"``a {symbol} b``."}
+    if bool_fn is not None:
+        ns["__bool__"] = bool_fn
+    return node(type(name, (CmpOp,), ns))
+
+
+# ``a == b`` builds EQ; its truth value is structural equality, so dict lookups and
+# ``x in list`` keep working on expressions, as in TVM.
+EQ = _cmpop("EQ", "==", lambda self: same(self.a, self.b))
+NE = _cmpop("NE", "!=", lambda self: not same(self.a, self.b))
+LT = _cmpop("LT", "<")
+LE = _cmpop("LE", "<=")
+GT = _cmpop("GT", ">")
+GE = _cmpop("GE", ">=")
+
+
+class LogicOp(BinaryOp):
+    """Base of ``And``/``Or``; operands are bool.
+
+    Example::
+
+        >>> ((Var("i") < 4) & (Var("j") > 0)).dtype
+        'bool'
+    """
+
+    __slots__ = ()
+
+    def __post_init__(self):
+        BinaryOp.__post_init__(self)
+        if not D.is_bool(self.a.dtype):
+            raise DTypeError(f"{type(self).__name__}: expected bool operands, found "
+                             f"{self.a.dtype}")
+
+
+And = node(type("And", (LogicOp,), {"__annotations__": {"a": Expr, "b": Expr},
+                                    "symbol": "and", "__hash__": Node.__hash__,
+                                    "__module__": __name__, "__doc__": "``a and b``."}))
+Or = node(type("Or", (LogicOp,), {"__annotations__": {"a": Expr, "b": Expr},
+                                  "symbol": "or", "__hash__": Node.__hash__,
+                                  "__module__": __name__, "__doc__": "``a or b``."}))
+
+
+@node
+class Not(Expr):
+    """Logical negation of a bool expression.
+
+    Example::
+
+        >>> Not(Var("i") < 4).dtype
+        'bool'
+    """
+
+    a: Expr
+
+    def __post_init__(self):
+        if not D.is_bool(self.a.dtype):
+            raise DTypeError(f"Not: expected a bool operand, found {self.a.dtype}")
+
+    @property
+    def dtype(self) -> str:
+        return self.a.dtype
+
+    __hash__ = Node.__hash__
+
+
+@node
+class Select(Expr):
+    """``true_value if condition else false_value``; both sides may be evaluated.
+
+    Example::
+
+        >>> Select(Var("i") < 4, IntImm(1), IntImm(0)).dtype
+        'int32'
+    """
+
+    condition: Expr
+    true_value: Expr
+    false_value: Expr
+
+    def __post_init__(self):
+        if not D.is_bool(self.condition.dtype):
+            raise DTypeError(f"Select: condition must be bool, found {self.condition.dtype}")
+        if self.true_value.dtype != self.false_value.dtype:
+            raise DTypeError(f"Select: branches must have one dtype, found "
+                             f"{self.true_value.dtype} and {self.false_value.dtype}")
+
+    @property
+    def dtype(self) -> str:
+        return self.true_value.dtype
+
+    __hash__ = Node.__hash__
+
+
+@node
+class Call(Expr):
+    """A call of a named intrinsic (``"exp"``, ``"fma"``, ``"if_then_else"`` …).
+
+    ``if_then_else`` evaluates only the taken branch.  See :mod:`cuvil_tir.op` for
+    the list of intrinsics and their dtype rules.
+
+    Example::
+
+        >>> Call("float32", "exp", (Var("x", "float32"),)).dtype
+        'float32'
+    """
+
+    dtype: str
+    op: str
+    args: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", D.canonical(self.dtype))
+        object.__setattr__(self, "args", tuple(self.args))
+
+    __hash__ = Node.__hash__
+
+
+@node
+class BufferLoad(Expr):
+    """Read ``buffer[indices]``; a ``Ramp`` last index makes a vector load.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((4,), "float32", "A")
+        >>> A[Var("i")].dtype
+        'float32'
+    """
+
+    buffer: Any
+    indices: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "indices", tuple(self.indices))
+
+    @property
+    def dtype(self) -> str:
+        n = max((ix.lanes for ix in self.indices), default=1)
+        return D.with_lanes(self.buffer.dtype, n)
+
+    __hash__ = Node.__hash__
+
+
+@node
+class Ramp(Expr):
+    """The vector ``[base, base + stride, …]`` of ``lanes`` elements.
+
+    Example::
+
+        >>> Ramp(IntImm(0), IntImm(1), 8).dtype
+        'int32x8'
+    """
+
+    base: Expr
+    stride: Expr
+    lanes: int
+
+    @property
+    def dtype(self) -> str:
+        return D.with_lanes(self.base.dtype, self.lanes)
+
+    __hash__ = Node.__hash__
+
+
+@node
+class Broadcast(Expr):
+    """A scalar repeated over ``lanes`` lanes.
+
+    Example::
+
+        >>> Broadcast(FloatImm(1.0), 4).dtype
+        'float32x4'
+    """
+
+    value: Expr
+    lanes: int
+
+    @property
+    def dtype(self) -> str:
+        return D.with_lanes(self.value.dtype, self.lanes)
+
+    __hash__ = Node.__hash__
+
+
+@node
+class Let(Expr):
+    """Bind ``var`` to ``value`` inside ``body``.
+
+    Example::
+
+        >>> x = Var("x")
+        >>> Let(x, IntImm(2), x * 3).dtype
+        'int32'
+    """
+
+    var: Var
+    value: Expr
+    body: Expr
+
+    @property
+    def dtype(self) -> str:
+        return self.body.dtype
+
+    __hash__ = Node.__hash__
+
+
+# builders --------------------------------------------------------------------------------
+
+def const(value, dtype: str | None = None) -> Expr:
+    """A typed constant; ``dtype`` defaults to int32 / float32 / bool by Python type.
+
+    Example::
+
+        >>> const(3).dtype, const(0.5).dtype, const(True).dtype
+        ('int32', 'float32', 'bool')
+    """
+    if isinstance(value, Expr):
+        return value if dtype is None else cast(value, dtype)
+    if dtype is None:
+        if isinstance(value, bool):
+            dtype = "bool"
+        elif isinstance(value, int):
+            dtype = "int32" if -(1 << 31) <= value < (1 << 31) else "int64"
+        elif isinstance(value, float):
+            dtype = "float32"
+        else:
+            raise DTypeError(f"const: expected a Python bool, int or float, found {value!r}")
+    dtype = D.canonical(dtype)
+    if D.lanes(dtype) > 1:
+        return Broadcast(const(value, D.element(dtype)), D.lanes(dtype))
+    if D.is_float(dtype):
+        return FloatImm(float(value), dtype)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise DTypeError(f"const: {value!r} is not an integer but dtype is {dtype}")
+        value = int(value)
+    return IntImm(int(value), dtype)
+
+
+def zero_like(e: Expr) -> Expr:
+    """Zero of ``e``'s dtype.
+
+    Example::
+
+        >>> zero_like(Var("x", "float32")).value
+        0.0
+    """
+    return const(0, e.dtype)
+
+
+def as_expr(value, like: str | None = None) -> Expr:
+    """Turn a Python scalar into a constant (of dtype ``like`` when given).
+
+    Example::
+
+        >>> as_expr(2, "int64").dtype
+        'int64'
+    """
+    if isinstance(value, Expr):
+        return value
+    if hasattr(value, "as_expr"):     # a te Tensor slice or similar
+        return value.as_expr()
+    if isinstance(value, (bool, int, float)) or _is_np_scalar(value):
+        if _is_np_scalar(value):
+            like = like or value.dtype.name
+            value = value.item()
+        if like is not None:
+            if isinstance(value, float) and not isinstance(value, bool) and \
+                    D.is_integer(like) and not float(value).is_integer():
+                raise DTypeError(f"cannot combine the float literal {value!r} with an "
+                                 f"expression of dtype {like}; cast the expression, e.g. "
+                                 f"x.astype('float32')")
+            if isinstance(value, float) and D.is_integer(like):
+                raise DTypeError(f"cannot combine the float literal {value!r} with an "
+                                 f"expression of dtype {like}; write an int literal or "
+                                 f"cast the expression, e.g. x.astype('float32')")
+            return const(value, like)
+        return const(value)
+    raise DTypeError(f"expected an expression or a Python number, found "
+                     f"{type(value).__name__} {value!r}")
+
+
+def _is_np_scalar(v) -> bool:
+    import numpy as np
+    return isinstance(v, np.generic)
+
+
+def _unify(a, b, where: str) -> tuple[Expr, Expr]:
+    if not isinstance(a, Expr) and not isinstance(b, Expr):
+        a, b = as_expr(a), as_expr(b)
+    elif not isinstance(a, Expr):
+        a = as_expr(a, b.dtype if D.lanes(b.dtype) == 1 else D.element(b.dtype))
+    elif not isinstance(b, Expr):
+        b = as_expr(b, a.dtype if D.lanes(a.dtype) == 1 else D.element(a.dtype))
+    if a.dtype == b.dtype:
+        return a, b
+    target = D.promote(a.dtype, b.dtype, where)
+    return _convert(a, target), _convert(b, target)
+
+
+def _convert(e: Expr, target: str) -> Expr:
+    if e.dtype == target:
+        return e
+    n = D.lanes(target)
+    if e.lanes == 1 and n > 1:
+        e = _convert(e, D.element(target))
+        return Broadcast(e, n)
+    return cast(e, target)
+
+
+_FOLD = {
+    "Add": lambda x, y: x + y, "Sub": lambda x, y: x - y, "Mul": lambda x, y: x * y,
+    "FloorDiv": lambda x, y: x // y, "FloorMod": lambda x, y: x % y,
+    "Min": min, "Max": max,
+    "Div": lambda x, y: int(x / y) if isinstance(x, int) else x / y,
+    "Mod": lambda x, y: int(math.fmod(x, y)),
+    "EQ": lambda x, y: x == y, "NE": lambda x, y: x != y, "LT": lambda x, y: x < y,
+    "LE": lambda x, y: x <= y, "GT": lambda x, y: x > y, "GE": lambda x, y: x >= y,
+}
+
+
+def binary(cls, a, b) -> Expr:
+    """Build ``cls(a, b)`` after promotion, folding integer constants.
+
+    Example::
+
+        >>> binary(Add, IntImm(2), 3).value
+        5
+    """
+    name = cls.__name__
+    a, b = _unify(a, b, f"'{cls.symbol}'")
+    dt = a.dtype
+    if name == "Div" and D.is_integer(dt):
+        raise DTypeError(f"'/' is true division and needs float operands, found {dt}; "
+                         "use '//' (floor division) or T.truncdiv for integers")
+    if D.is_bool(dt) and not issubclass(cls, CmpOp):
+        raise DTypeError(f"'{cls.symbol}' is not defined on bool operands; cast to an "
+                         "integer dtype first")
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        if name in ("FloorDiv", "FloorMod", "Div", "Mod") and b.value == 0:
+            raise ZeroDivisionError(f"integer division by zero in {a} {cls.symbol} {b}")
+        r = _FOLD[name](a.value, b.value)
+        return IntImm(int(r), "bool" if issubclass(cls, CmpOp) else dt)
+    return cls(a, b)
+
+
+def logical(cls, a, b) -> Expr:
+    """Build ``And``/``Or`` of two bool expressions, folding constants.
+
+    Example::
+
+        >>> logical(And, True, Var("i") < 2).dtype
+        'bool'
+    """
+    a, b = as_expr(a, "bool"), as_expr(b, "bool")
+    for x in (a, b):
+        if not D.is_bool(x.dtype):
+            raise DTypeError(f"'{cls.symbol}' expects bool operands, found {x.dtype}; "
+                             "compare first, e.g. (x > 0) & (y > 0)")
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        v = (a.value and b.value) if cls is And else (a.value or b.value)
+        return IntImm(v, "bool")
+    return cls(a, b)
+
+
+def cast(value, dtype: str) -> Expr:
+    """Convert an expression (or Python number) to ``dtype``.
+
+    Constants are converted at once, with C semantics (wrap for integers, truncation
+    toward zero for float to int).
+
+    Example::
+
+        >>> cast(300, "int8").value
+        44
+    """
+    dtype = D.canonical(dtype)
+    e = as_expr(value)
+    if e.dtype == dtype:
+        return e
+    if D.lanes(dtype) != e.lanes:
+        if e.lanes == 1:
+            return Broadcast(cast(e, D.element(dtype)), D.lanes(dtype))
+        raise DTypeError(f"cast: cannot change lanes ({e.dtype} -> {dtype})")
+    if isinstance(e, (IntImm, FloatImm)) and D.lanes(dtype) == 1:
+        v = e.value
+        if D.is_float(dtype):
+            return FloatImm(float(v), dtype)
+        if D.is_bool(dtype):
+            return IntImm(1 if v else 0, "bool")
+        if isinstance(v, float):
+            if math.isnan(v) or math.isinf(v):
+                return Cast(dtype, e)
+            v = int(v)
+        return IntImm(v, dtype)
+    return Cast(dtype, e)

@@ -1,0 +1,2 @@
+def interpret(func, *arrays):
+    raise NotImplementedError("TEMPORARY")

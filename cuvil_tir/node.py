@@ -1,0 +1,140 @@
+"""The base of every IR node: frozen dataclasses compared and hashed by structure.
+
+Variables and buffers are the exception: they compare by identity (two ``Var("i")``
+are different variables).  ``same(a, b)`` is exact structural equality (variables by
+identity); :func:`cuvil_tir.structural_equal` is equality up to renaming.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> i = T.var("i")
+    >>> same(i + 1, i + 1), same(i + 1, T.var("i") + 1)
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+def node(cls):
+    """Class decorator: a frozen, slotted dataclass without generated eq/hash.
+
+    Example::
+
+        >>> @node
+        ... class Pair(Node):
+        ...     a: int
+        ...     b: int
+        >>> same(Pair(1, 2), Pair(1, 2))
+        True
+    """
+    return dataclasses.dataclass(frozen=True, slots=True, eq=False, repr=False)(cls)
+
+
+class Node:
+    """Base of IR nodes (expressions, statements and their parts).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> isinstance(T.const(1), Node)
+        True
+    """
+
+    __slots__ = ()
+    #: nodes compared by identity instead of structure (variables, buffers)
+    by_identity = False
+
+    def children(self):
+        """Field values in declaration order.
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> len((T.var("i") + 1).children())
+            2
+        """
+        return tuple(getattr(self, f) for f in field_names(type(self)))
+
+    def __eq__(self, other):
+        return same(self, other)
+
+    def __ne__(self, other):
+        return not same(self, other)
+
+    def __hash__(self):
+        return node_hash(self)
+
+    def __repr__(self) -> str:
+        from .printer import to_text  # printer imports node: import late
+        return to_text(self)
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def field_names(cls) -> tuple[str, ...]:
+    """Names of a node class's dataclass fields, cached.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> field_names(type(T.var("i") + 1))
+        ('a', 'b')
+    """
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        _FIELDS[cls] = names
+    return names
+
+
+def same(x, y) -> bool:
+    """Exact structural equality; variables and buffers by identity.
+
+    Example::
+
+        >>> same((1, 2), (1, 2))
+        True
+    """
+    if x is y:
+        return True
+    tx = type(x)
+    if tx is not type(y):
+        return False
+    if isinstance(x, Node):
+        if x.by_identity:
+            return False
+        for f in field_names(tx):
+            if not same(getattr(x, f), getattr(y, f)):
+                return False
+        return True
+    if tx is tuple or tx is list:
+        return len(x) == len(y) and all(same(a, b) for a, b in zip(x, y))
+    if tx is float:
+        return x == y or (x != x and y != y)
+    return x == y
+
+
+def node_hash(x) -> int:
+    """Structural hash consistent with :func:`same`.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> node_hash(i + 1) == node_hash(i + 1)
+        True
+    """
+    if isinstance(x, Node):
+        if x.by_identity:
+            return id(x)
+        return hash((type(x).__name__,) + tuple(node_hash(getattr(x, f))
+                                                for f in field_names(type(x))))
+    if isinstance(x, (tuple, list)):
+        return hash(tuple(node_hash(v) for v in x))
+    return hash(x)

@@ -1,0 +1,363 @@
+"""Builders for intrinsic calls, conditionals and integer helpers.
+
+Math intrinsics take float operands (``abs`` also integers) and keep their dtype:
+``T.exp(x)`` of a float16 ``x`` is float16.  ``if_then_else`` evaluates only the
+taken branch, so it may guard an out-of-bounds load; ``select`` may evaluate both.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> x = T.var("x", "float32")
+    >>> T.exp(x).dtype, T.if_then_else(x > 0.0, x, 0.0).op
+    ('float32', 'if_then_else')
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import dtype as D
+from .errors import DTypeError
+from .expr import (Call, Expr, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min,
+                   Mod, Div, Not, Select, _unify, as_expr, binary, const)
+
+#: unary float intrinsics and their numpy counterparts (for the interpreter)
+UNARY_FLOAT = ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh",
+               "sigmoid", "erf", "floor", "ceil", "round", "trunc", "sin", "cos")
+#: all intrinsic names a ``Call`` may carry
+INTRINSICS = UNARY_FLOAT + ("abs", "pow", "fma", "if_then_else")
+
+
+def _float_arg(name: str, x) -> Expr:
+    x = as_expr(x)
+    if not D.is_float(x.dtype):
+        raise DTypeError(f"T.{name} expects a float operand, found {x.dtype}; cast it "
+                         f"first, e.g. T.{name}(x.astype('float32'))")
+    return x
+
+
+def _unary(name: str):
+    def fn(x):
+        x = _float_arg(name, x)
+        return Call(x.dtype, name, (x,))
+    fn.__name__ = name
+    fn.__doc__ = (f"Elementwise ``{name}`` of a float expression.\n\n    Example::\n\n"
+                  f"        >>> import cuvil_tir as T\n"
+                  f"        >>> T.{name}(T.var('x', 'float32')).op\n        '{name}'\n")
+    return fn
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+log2 = _unary("log2")
+log10 = _unary("log10")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+erf = _unary("erf")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001 - the TVM name; rounds half to even like numpy
+trunc = _unary("trunc")
+sin = _unary("sin")
+cos = _unary("cos")
+
+
+def abs(x) -> Expr:  # noqa: A001 - the TVM name
+    """Absolute value of an int or float expression (unsigned: unchanged).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> T.abs(T.var("i")).dtype
+        'int32'
+    """
+    x = as_expr(x)
+    if D.is_uint(x.dtype):
+        return x
+    if D.is_bool(x.dtype):
+        raise DTypeError("T.abs expects a number, found bool")
+    return Call(x.dtype, "abs", (x,))
+
+
+def pow(x, y) -> Expr:  # noqa: A001 - the TVM name
+    """``x ** y`` for floats.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> T.pow(T.var("x", "float32"), 2.0).dtype
+        'float32'
+    """
+    x, y = _unify(x, y, "T.pow")
+    _float_arg("pow", x)
+    return Call(x.dtype, "pow", (x, y))
+
+
+def fma(a, b, c) -> Expr:
+    """``a * b + c`` with one rounding.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> x = T.var("x", "float32")
+        >>> T.fma(x, x, 1.0).op
+        'fma'
+    """
+    a, b = _unify(a, b, "T.fma")
+    a, c = _unify(a, c, "T.fma")
+    b, _ = _unify(b, c, "T.fma")
+    _float_arg("fma", a)
+    return Call(a.dtype, "fma", (a, b, c))
+
+
+def if_then_else(cond, then_value, else_value) -> Expr:
+    """``then_value if cond else else_value``, evaluating only the taken branch.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> T.if_then_else(i < 4, i, 0).dtype
+        'int32'
+    """
+    cond = _bool(cond, "T.if_then_else")
+    a, b = _unify(then_value, else_value, "T.if_then_else")
+    if isinstance(cond, IntImm):
+        return a if cond.value else b
+    return Call(a.dtype, "if_then_else", (cond, a, b))
+
+
+def select(cond, then_value, else_value) -> Expr:
+    """``then_value if cond else else_value``; both sides may be evaluated.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> x = T.var("x", "float32")
+        >>> type(T.select(x > 0.0, x, 0.0)).__name__
+        'Select'
+    """
+    cond = _bool(cond, "T.select")
+    a, b = _unify(then_value, else_value, "T.select")
+    if isinstance(cond, IntImm):
+        return a if cond.value else b
+    return Select(cond, a, b)
+
+
+def _bool(c, where: str) -> Expr:
+    c = as_expr(c, "bool") if isinstance(c, bool) else as_expr(c)
+    if not D.is_bool(c.dtype):
+        raise DTypeError(f"{where}: the condition must be bool, found {c.dtype}; "
+                         "compare first, e.g. x != 0")
+    return c
+
+
+def all(*conds) -> Expr:  # noqa: A001 - the TVM name
+    """Logical and of any number of conditions (``True`` when none).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> T.all(i > 0, i < 4).dtype
+        'bool'
+    """
+    if len(conds) == 1 and isinstance(conds[0], (list, tuple)):
+        conds = tuple(conds[0])
+    out: Expr = const(True)
+    for c in conds:
+        c = _bool(c, "T.all")
+        out = c if isinstance(out, IntImm) and out.value else (out & c)
+    return out
+
+
+def any(*conds) -> Expr:  # noqa: A001 - the TVM name
+    """Logical or of any number of conditions (``False`` when none).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> T.any(i < 0, i >= 4).dtype
+        'bool'
+    """
+    if len(conds) == 1 and isinstance(conds[0], (list, tuple)):
+        conds = tuple(conds[0])
+    out: Expr = const(False)
+    for c in conds:
+        c = _bool(c, "T.any")
+        out = c if isinstance(out, IntImm) and not out.value else (out | c)
+    return out
+
+
+def logical_not(c) -> Expr:
+    """``not c``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> T.logical_not(T.var("i") < 2).dtype
+        'bool'
+    """
+    c = _bool(c, "T.logical_not")
+    if isinstance(c, IntImm):
+        return const(not c.value)
+    return Not(c)
+
+
+def floordiv(a, b) -> Expr:
+    """Floor division (rounds toward negative infinity), like Python ``//``.
+
+    Example::
+
+        >>> floordiv(-7, 2).value
+        -4
+    """
+    return binary(FloorDiv, a, b)
+
+
+def floormod(a, b) -> Expr:
+    """Floor modulo (sign of the divisor), like Python ``%``.
+
+    Example::
+
+        >>> floormod(-7, 2).value
+        1
+    """
+    return binary(FloorMod, a, b)
+
+
+def truncdiv(a, b) -> Expr:
+    """Truncating integer division (rounds toward zero), like C ``/``.
+
+    Example::
+
+        >>> truncdiv(-7, 2).value
+        -3
+    """
+    a, b = _unify(a, b, "T.truncdiv")
+    if not D.is_integer(a.dtype):
+        raise DTypeError(f"T.truncdiv expects integers, found {a.dtype}")
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(int(a.value / b.value) if b.value else _zerodiv(a, b), a.dtype)
+    return Div(a, b)
+
+
+def truncmod(a, b) -> Expr:
+    """Truncating remainder (sign of the dividend), like C ``%``.
+
+    Example::
+
+        >>> truncmod(-7, 2).value
+        -1
+    """
+    a, b = _unify(a, b, "T.truncmod")
+    if not D.is_integer(a.dtype):
+        raise DTypeError(f"T.truncmod expects integers, found {a.dtype}")
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(int(math.fmod(a.value, b.value)) if b.value else _zerodiv(a, b), a.dtype)
+    return Mod(a, b)
+
+
+def _zerodiv(a, b):
+    raise ZeroDivisionError(f"integer division by zero: {a} / {b}")
+
+
+def minimum(a, b) -> Expr:
+    """Elementwise minimum (``T.min(a, b)`` without ``axis``).
+
+    Example::
+
+        >>> minimum(3, 5).value
+        3
+    """
+    return binary(Min, a, b)
+
+
+def maximum(a, b) -> Expr:
+    """Elementwise maximum (``T.max(a, b)`` without ``axis``).
+
+    Example::
+
+        >>> maximum(3, 5).value
+        5
+    """
+    return binary(Max, a, b)
+
+
+def min_value(dtype: str) -> Expr:
+    """The lowest finite value of ``dtype`` (``-inf`` is not used for floats).
+
+    Example::
+
+        >>> min_value("int8").value
+        -128
+    """
+    dtype = D.canonical(dtype)
+    if D.is_float(dtype):
+        return FloatImm(_float_limits(dtype)[0], dtype)
+    return IntImm(D.int_range(dtype)[0], dtype)
+
+
+def max_value(dtype: str) -> Expr:
+    """The highest finite value of ``dtype``.
+
+    Example::
+
+        >>> max_value("uint8").value
+        255
+    """
+    dtype = D.canonical(dtype)
+    if D.is_float(dtype):
+        return FloatImm(_float_limits(dtype)[1], dtype)
+    return IntImm(D.int_range(dtype)[1], dtype)
+
+
+def _float_limits(dtype: str) -> tuple[float, float]:
+    import numpy as np
+    if dtype == "bfloat16":
+        hi = float(np.float32(3.3895313892515355e38))
+        return -hi, hi
+    fi = np.finfo(np.dtype(dtype))
+    return float(fi.min), float(fi.max)
+
+
+def infinity(dtype: str) -> Expr:
+    """``+inf`` of a float dtype.
+
+    Example::
+
+        >>> infinity("float32").value
+        inf
+    """
+    return FloatImm(float("inf"), D.canonical(dtype))
+
+
+def var(name: str = "v", dtype: str = "int32"):
+    """A scalar variable.
+
+    Example::
+
+        >>> var("n", "int64").dtype
+        'int64'
+    """
+    from .expr import Var
+    return Var(name, dtype)
+
+
+def size_var(name: str = "n", dtype: str = "int32"):
+    """A non-negative symbolic size.
+
+    Example::
+
+        >>> type(size_var("n")).__name__
+        'SizeVar'
+    """
+    from .expr import SizeVar
+    return SizeVar(name, dtype)
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math", "D")]

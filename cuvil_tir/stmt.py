@@ -1,0 +1,346 @@
+"""Statement nodes, including TensorIR blocks.
+
+A ``Block`` is the unit of computation: its iter vars say which iterations are
+data-parallel (``"spatial"``) and which reduce (``"reduce"``); ``reads``/``writes`` are
+the buffer regions it touches; ``init`` runs once before the first reduction step.
+A ``BlockRealize`` instantiates a block with iter values bound to the enclosing loops.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> i = T.var("i")
+    >>> A = T.decl_buffer((8,), "float32", "A")
+    >>> s = For(i, T.const(0), T.const(8), "serial", BufferStore(A, T.const(0.0), (i,)))
+    >>> s.kind
+    'serial'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import dtype as D
+from .errors import DTypeError, ShapeError
+from .expr import Expr, IntImm, Var, as_expr
+from .node import Node, node
+
+
+class Stmt(Node):
+    """Base of statements.
+
+    Example::
+
+        >>> isinstance(Evaluate(IntImm(0)), Stmt)
+        True
+    """
+
+    __slots__ = ()
+
+
+FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
+ITER_KINDS = ("spatial", "reduce", "opaque")
+THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
+               "threadIdx.z", "vthread.x", "vthread.y", "vthread.z")
+
+
+def _annotations(ann) -> tuple:
+    if ann is None:
+        return ()
+    if isinstance(ann, dict):
+        ann = ann.items()
+    return tuple(sorted((str(k), v) for k, v in ann))
+
+
+@node
+class Range(Node):
+    """The half-open interval ``[min, min + extent)``.
+
+    Example::
+
+        >>> Range.from_extent(8).extent.value
+        8
+    """
+
+    min: Expr
+    extent: Expr
+
+    @staticmethod
+    def from_extent(extent, lo=0) -> "Range":
+        """``Range(lo, extent)`` from Python numbers or expressions."""
+        e = as_expr(extent, "int32")
+        return Range(as_expr(lo, e.dtype), e)
+
+    __hash__ = Node.__hash__
+
+
+@node
+class IterVar(Node):
+    """A block iteration variable: its domain and kind (spatial/reduce/opaque).
+
+    Example::
+
+        >>> IterVar(Var("vi"), Range.from_extent(4), "spatial").kind
+        'spatial'
+    """
+
+    var: Var
+    dom: Range
+    kind: str = "spatial"
+
+    def __post_init__(self):
+        if self.kind not in ITER_KINDS:
+            raise ValueError(f"IterVar kind must be one of {ITER_KINDS}, found {self.kind!r}")
+
+    __hash__ = Node.__hash__
+
+
+@node
+class BufferRegion(Node):
+    """A rectangular region of a buffer, one ``Range`` per dimension.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((4, 4), "float32", "A")
+        >>> len(BufferRegion.full(A).region)
+        2
+    """
+
+    buffer: Any
+    region: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "region", tuple(self.region))
+
+    @staticmethod
+    def full(buffer) -> "BufferRegion":
+        """The region covering the whole buffer."""
+        return BufferRegion(buffer, tuple(Range(IntImm(0, s.dtype), s) for s in buffer.shape))
+
+    __hash__ = Node.__hash__
+
+
+@node
+class BufferStore(Stmt):
+    """``buffer[indices] = value``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((4,), "float32", "A")
+        >>> BufferStore(A, T.const(1.0), (T.const(0),)).buffer.name
+        'A'
+    """
+
+    buffer: Any
+    value: Expr
+    indices: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "indices", tuple(self.indices))
+        if len(self.indices) != len(self.buffer.shape):
+            raise ShapeError(f"store to {self.buffer.name}: expected "
+                             f"{len(self.buffer.shape)} index(es), found {len(self.indices)}")
+        if D.element(self.value.dtype) != self.buffer.dtype:
+            raise DTypeError(f"store to {self.buffer.name}: expected a value of dtype "
+                             f"{self.buffer.dtype}, found {self.value.dtype}; cast it with "
+                             f"T.cast(value, '{self.buffer.dtype}')")
+
+    __hash__ = Node.__hash__
+
+
+@node
+class For(Stmt):
+    """A loop ``for loop_var in range(min, min + extent)`` of a given kind.
+
+    ``kind`` is one of ``serial parallel vectorized unrolled thread_binding``; a
+    ``thread_binding`` loop names its ``thread_tag`` (``"threadIdx.x"`` …).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> For(T.var("i"), T.const(0), T.const(4), "unrolled", Evaluate(T.const(0))).extent.value
+        4
+    """
+
+    loop_var: Var
+    min: Expr
+    extent: Expr
+    kind: str
+    body: Stmt
+    thread_tag: str | None = None
+    annotations: tuple = ()
+
+    def __post_init__(self):
+        if self.kind not in FOR_KINDS:
+            raise ValueError(f"For kind must be one of {FOR_KINDS}, found {self.kind!r}")
+        if self.kind == "thread_binding" and self.thread_tag not in THREAD_TAGS:
+            raise ValueError(f"thread_binding loop needs a thread tag in {THREAD_TAGS}, "
+                             f"found {self.thread_tag!r}")
+        object.__setattr__(self, "annotations", _annotations(self.annotations))
+
+    __hash__ = Node.__hash__
+
+
+@node
+class SeqStmt(Stmt):
+    """Statements run in order.
+
+    Example::
+
+        >>> len(SeqStmt((Evaluate(IntImm(0)), Evaluate(IntImm(1)))).seq)
+        2
+    """
+
+    seq: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "seq", tuple(self.seq))
+
+    __hash__ = Node.__hash__
+
+
+def seq(*stmts) -> Stmt:
+    """Flatten nested sequences; a single statement is returned as is.
+
+    Example::
+
+        >>> isinstance(seq(Evaluate(IntImm(0))), Evaluate)
+        True
+    """
+    flat = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, (list, tuple)):
+            s = seq(*s)
+            if s is None:
+                continue
+        if isinstance(s, SeqStmt):
+            flat.extend(s.seq)
+        else:
+            flat.append(s)
+    if not flat:
+        return SeqStmt(())
+    return flat[0] if len(flat) == 1 else SeqStmt(tuple(flat))
+
+
+@node
+class IfThenElse(Stmt):
+    """``if condition: then_case else: else_case`` (``else_case`` may be None).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> IfThenElse(T.var("i") < 2, Evaluate(IntImm(0))).else_case is None
+        True
+    """
+
+    condition: Expr
+    then_case: Stmt
+    else_case: Stmt | None = None
+
+    def __post_init__(self):
+        if not D.is_bool(self.condition.dtype):
+            raise DTypeError(f"if condition must be bool, found {self.condition.dtype}")
+
+    __hash__ = Node.__hash__
+
+
+@node
+class LetStmt(Stmt):
+    """Bind ``var = value`` for ``body``.
+
+    Example::
+
+        >>> LetStmt(Var("x"), IntImm(1), Evaluate(IntImm(0))).var.name
+        'x'
+    """
+
+    var: Var
+    value: Expr
+    body: Stmt
+    __hash__ = Node.__hash__
+
+
+@node
+class Allocate(Stmt):
+    """Allocate ``buffer`` (in its scope) for the duration of ``body``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> B = T.decl_buffer((4,), "float32", "B", scope="local")
+        >>> Allocate(B, Evaluate(IntImm(0))).buffer.scope
+        'local'
+    """
+
+    buffer: Any
+    body: Stmt
+    __hash__ = Node.__hash__
+
+
+@node
+class Evaluate(Stmt):
+    """Evaluate an expression for its side effects (e.g. an extern call).
+
+    Example::
+
+        >>> Evaluate(IntImm(0)).value.value
+        0
+    """
+
+    value: Expr
+    __hash__ = Node.__hash__
+
+
+@node
+class Block(Stmt):
+    """A TensorIR block: iter vars, accessed regions, optional init, local buffers.
+
+    Example::
+
+        >>> blk = Block("B", (), (), (), Evaluate(IntImm(0)))
+        >>> blk.name
+        'B'
+    """
+
+    name: str
+    iter_vars: tuple
+    reads: tuple
+    writes: tuple
+    body: Stmt
+    init: Stmt | None = None
+    alloc_buffers: tuple = ()
+    annotations: tuple = ()
+
+    def __post_init__(self):
+        for f in ("iter_vars", "reads", "writes", "alloc_buffers"):
+            object.__setattr__(self, f, tuple(getattr(self, f)))
+        object.__setattr__(self, "annotations", _annotations(self.annotations))
+
+    __hash__ = Node.__hash__
+
+
+@node
+class BlockRealize(Stmt):
+    """Run ``block`` with its iter vars bound to ``iter_values`` when ``predicate``.
+
+    Example::
+
+        >>> br = BlockRealize((), IntImm(1, "bool"), Block("root", (), (), (), Evaluate(IntImm(0))))
+        >>> br.block.name
+        'root'
+    """
+
+    iter_values: tuple
+    predicate: Expr
+    block: Block
+
+    def __post_init__(self):
+        object.__setattr__(self, "iter_values", tuple(self.iter_values))
+        if len(self.iter_values) != len(self.block.iter_vars):
+            raise ShapeError(f"block {self.block.name}: {len(self.block.iter_vars)} iter "
+                             f"vars but {len(self.iter_values)} iter values")
+
+    __hash__ = Node.__hash__

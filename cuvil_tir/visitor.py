@@ -1,0 +1,193 @@
+"""The visitor and mutator every pass is built on.
+
+``Visitor.visit(node)`` calls ``visit_<ClassName>`` (or the method of the nearest base
+class, e.g. ``visit_BinaryOp``, ``visit_Var`` for a ``SizeVar``), falling back to a
+walk over the node's fields.  ``Mutator`` does the same but returns a node: when no
+child changed, it returns the *input object itself*, so unchanged subtrees are shared
+and ``new is old`` tells a pass nothing happened.  Buffers are definitions: they are
+passed to ``visit_buffer`` (identity by default) and not walked into.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> i, j = T.var("i"), T.var("j")
+    >>> e = i * 2 + 1
+    >>> str(substitute(e, {i: j}))
+    'j * 2 + 1'
+    >>> substitute(e, {j: i}) is e
+    True
+"""
+
+from __future__ import annotations
+
+from .buffer import Buffer
+from .expr import Expr, Var
+from .node import Node, field_names
+
+_DISPATCH: dict[tuple[type, type], object] = {}
+
+
+def _method(visitor_cls, node_cls, generic_name):
+    key = (visitor_cls, node_cls)
+    fn = _DISPATCH.get(key)
+    if fn is None:
+        fn = getattr(visitor_cls, generic_name)
+        for klass in node_cls.__mro__:
+            cand = getattr(visitor_cls, "visit_" + klass.__name__, None)
+            if cand is not None:
+                fn = cand
+                break
+        _DISPATCH[key] = fn
+    return fn
+
+
+class Visitor:
+    """Read-only traversal; override ``visit_<Class>`` and call ``self.generic_visit``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> class CountVars(Visitor):
+        ...     def __init__(self): self.n = 0
+        ...     def visit_Var(self, v): self.n += 1
+        >>> c = CountVars(); c.visit(T.var("i") + T.var("j")); c.n
+        2
+    """
+
+    def visit(self, n):
+        if isinstance(n, Node):
+            if isinstance(n, Buffer):
+                return self.visit_buffer(n)
+            return _method(type(self), type(n), "generic_visit")(self, n)
+        if isinstance(n, tuple):
+            for v in n:
+                self.visit(v)
+        return None
+
+    def generic_visit(self, n):
+        for f in field_names(type(n)):
+            v = getattr(n, f)
+            if isinstance(v, (Node, tuple)):
+                self.visit(v)
+
+    def visit_buffer(self, buf):
+        """Called for every buffer reference; nothing by default."""
+        return None
+
+
+class Mutator:
+    """Rebuilding traversal that shares unchanged subtrees.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> class Double(Mutator):
+        ...     def visit_IntImm(self, c): return T.const(c.value * 2, c.dtype)
+        >>> str(Double().visit(T.var("i") + 3))
+        'i + 6'
+    """
+
+    def visit(self, n):
+        if isinstance(n, Node):
+            if isinstance(n, Buffer):
+                return self.visit_buffer(n)
+            return _method(type(self), type(n), "generic_visit")(self, n)
+        if isinstance(n, tuple):
+            return self.visit_tuple(n)
+        return n
+
+    def visit_tuple(self, t: tuple) -> tuple:
+        out = [self.visit(v) if isinstance(v, (Node, tuple)) else v for v in t]
+        if all(a is b for a, b in zip(out, t)):
+            return t
+        return tuple(out)
+
+    def generic_visit(self, n):
+        names = field_names(type(n))
+        vals = []
+        changed = False
+        for f in names:
+            v = getattr(n, f)
+            nv = self.visit(v) if isinstance(v, (Node, tuple)) else v
+            changed |= nv is not v
+            vals.append(nv)
+        if not changed:
+            return n
+        return type(n)(*vals)
+
+    def visit_buffer(self, buf):
+        """Map a buffer reference; identity by default."""
+        return buf
+
+
+class _Substitute(Mutator):
+    def __init__(self, vmap, bmap):
+        self.vmap = vmap
+        self.bmap = bmap
+
+    def visit_Var(self, v):
+        r = self.vmap.get(v)
+        return v if r is None else r
+
+    def visit_buffer(self, buf):
+        r = self.bmap.get(buf) if self.bmap else None
+        return buf if r is None else r
+
+
+def substitute(n, vmap: dict, bmap: dict | None = None):
+    """Replace variables (and optionally buffers) in an expression or statement.
+
+    Values of ``vmap`` may be expressions or Python numbers.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> str(substitute(i + 1, {i: 4}))
+        '4 + 1'
+    """
+    if not vmap and not bmap:
+        return n
+    from .expr import as_expr
+    vm = {k: (v if isinstance(v, Expr) else as_expr(v, k.dtype)) for k, v in vmap.items()}
+    return _Substitute(vm, bmap or {}).visit(n)
+
+
+def post_order_visit(n, fn) -> None:
+    """Call ``fn`` on every node below ``n`` (children first), buffers excluded.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> seen = []
+        >>> post_order_visit(T.var("i") + 1, lambda x: seen.append(type(x).__name__))
+        >>> seen
+        ['Var', 'IntImm', 'Add']
+    """
+
+    class _V(Visitor):
+        def generic_visit(self, node):
+            Visitor.generic_visit(self, node)
+            fn(node)
+
+    _V().visit(n)
+
+
+def used_vars(n) -> list:
+    """Variables used in ``n`` in order of first use (definitions included).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i, j = T.var("i"), T.var("j")
+        >>> [v.name for v in used_vars(i * j + i)]
+        ['i', 'j']
+    """
+    seen: dict = {}
+
+    class _V(Visitor):
+        def visit_Var(self, v):
+            seen.setdefault(id(v), v)
+
+    _V().visit(n)
+    return list(seen.values())
