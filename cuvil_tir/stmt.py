@@ -93,6 +93,24 @@ class IterVar(Node):
 
     __hash__ = Node.__hash__
 
+    def as_expr(self) -> Var:
+        """The iteration variable, so ``ry + 1`` works as in TVM's te."""
+        return self.var
+
+
+def _forward(name):
+    def op(self, *args):
+        return getattr(self.var, name)(*args)
+    op.__name__ = name
+    return op
+
+
+# te code does arithmetic directly on reduce axes (``y + ry``): forward to the variable
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
+              "__gt__", "__ge__", "__neg__", "astype"):
+    setattr(IterVar, _name, _forward(_name))
+
 
 @node
 class BufferRegion(Node):
