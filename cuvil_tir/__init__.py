@@ -34,5 +34,7 @@ from .printer import to_text
 from .transform import lower
 from .interpreter import interpret
 from .parser import parse, prim_func
+from .script import *  # noqa: F401,F403 - TVMScript names: T.float32, T.serial, T.block, ...
+from . import transform
 
 __version__ = "0.1.0"

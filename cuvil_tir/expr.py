@@ -620,8 +620,8 @@ _FOLD = {
     "Add": lambda x, y: x + y, "Sub": lambda x, y: x - y, "Mul": lambda x, y: x * y,
     "FloorDiv": lambda x, y: x // y, "FloorMod": lambda x, y: x % y,
     "Min": min, "Max": max,
-    "Div": lambda x, y: int(x / y) if isinstance(x, int) else x / y,
-    "Mod": lambda x, y: int(math.fmod(x, y)),
+    "Div": lambda x, y: (-1 if (x < 0) != (y < 0) else 1) * (abs(x) // abs(y)),
+    "Mod": lambda x, y: x - y * ((-1 if (x < 0) != (y < 0) else 1) * (abs(x) // abs(y))),
     "EQ": lambda x, y: x == y, "NE": lambda x, y: x != y, "LT": lambda x, y: x < y,
     "LE": lambda x, y: x <= y, "GT": lambda x, y: x > y, "GE": lambda x, y: x >= y,
 }

@@ -242,7 +242,8 @@ def truncdiv(a, b) -> Expr:
     if not D.is_integer(a.dtype):
         raise DTypeError(f"T.truncdiv expects integers, found {a.dtype}")
     if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(int(a.value / b.value) if b.value else _zerodiv(a, b), a.dtype)
+        return IntImm(_exact_truncdiv(a.value, b.value) if b.value else _zerodiv(a, b),
+                      a.dtype)
     return Div(a, b)
 
 
@@ -258,8 +259,16 @@ def truncmod(a, b) -> Expr:
     if not D.is_integer(a.dtype):
         raise DTypeError(f"T.truncmod expects integers, found {a.dtype}")
     if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(int(math.fmod(a.value, b.value)) if b.value else _zerodiv(a, b), a.dtype)
+        return IntImm(a.value - b.value * _exact_truncdiv(a.value, b.value) if b.value
+                      else _zerodiv(a, b), a.dtype)
     return Mod(a, b)
+
+
+def _exact_truncdiv(x: int, y: int) -> int:
+    # integer arithmetic: int(x / y) goes through float and is wrong beyond 2**53
+    # (the builtin abs is shadowed by T.abs in this module)
+    q = (x if x >= 0 else -x) // (y if y >= 0 else -y)
+    return -q if (x < 0) != (y < 0) else q
 
 
 def _zerodiv(a, b):

@@ -49,7 +49,7 @@ COMBINERS = ("sum", "max", "min", "prod")
 
 
 def _axes(axis) -> tuple:
-    if isinstance(axis, IterVar):
+    if not isinstance(axis, (list, tuple)):
         axis = (axis,)
     axis = tuple(axis)
     for a in axis:

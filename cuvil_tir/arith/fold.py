@@ -1,0 +1,215 @@
+"""Constant folding for every operator and dtype.
+
+Integers are computed exactly and wrapped to the dtype (as numpy and C do); integer
+division and modulo by zero give 0 (numpy's convention, Cuvil's semantics).  Floats
+are computed by numpy in the dtype's own precision (``bfloat16`` in float32, rounded to
+bfloat16 after every operation), so a folded constant is the value the hardware gives.
+
+Example::
+
+    >>> from cuvil_tir.expr import IntImm, FloatImm
+    >>> fold_binary("Add", IntImm(100, "int8"), IntImm(100, "int8")).value
+    -56
+    >>> fold_binary("FloorDiv", IntImm(7), IntImm(0)).value
+    0
+    >>> fold_binary("Add", FloatImm(1.0, "float16"), FloatImm(0.0001, "float16")).value
+    1.0
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from fractions import Fraction
+
+import numpy as np
+
+from .. import dtype as D
+from ..expr import Expr, FloatImm, IntImm
+
+_INT_OPS = {
+    "Add": lambda x, y: x + y,
+    "Sub": lambda x, y: x - y,
+    "Mul": lambda x, y: x * y,
+    "FloorDiv": lambda x, y: x // y if y else 0,
+    "FloorMod": lambda x, y: x % y if y else 0,
+    "Div": lambda x, y: (abs(x) // abs(y)) * (1 if (x >= 0) == (y > 0) else -1) if y else 0,
+    "Mod": lambda x, y: x - y * ((abs(x) // abs(y)) * (1 if (x >= 0) == (y > 0) else -1))
+    if y else 0,
+    "Min": min,
+    "Max": max,
+}
+_CMP_OPS = {
+    "EQ": lambda x, y: x == y, "NE": lambda x, y: x != y, "LT": lambda x, y: x < y,
+    "LE": lambda x, y: x <= y, "GT": lambda x, y: x > y, "GE": lambda x, y: x >= y,
+}
+_FLOAT_OPS = {
+    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.true_divide,
+    "FloorDiv": np.floor_divide, "FloorMod": np.mod, "Mod": np.fmod,
+    "Min": np.minimum, "Max": np.maximum,
+}
+
+
+def round_bf16(x: float) -> float:
+    """Round a float to the nearest bfloat16 value (ties to even), as float.
+
+    Example::
+
+        >>> round_bf16(1.00390625)
+        1.0
+    """
+    f = np.float32(x)
+    if np.isnan(f):
+        return float("nan")
+    bits = int(f.view(np.uint32))
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return float(np.uint32(bits).view(np.float32))
+
+
+def np_scalar(value: float, dt: str):
+    """``value`` as a numpy scalar of float dtype ``dt`` (bfloat16 as float32 rounded).
+
+    Example::
+
+        >>> float(np_scalar(0.1, "float16"))
+        0.0999755859375
+    """
+    if dt == "bfloat16":
+        return np.float32(round_bf16(value))
+    return np.dtype(dt).type(value)
+
+
+def float_value(value: float, dt: str) -> float:
+    """``value`` rounded to the precision of float dtype ``dt``.
+
+    Example::
+
+        >>> float_value(0.1, "float32") == 0.1
+        False
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if dt == "bfloat16":
+            return round_bf16(value)
+        return float(np.dtype(dt).type(value))
+
+
+def make_float(value, dt: str) -> FloatImm:
+    """A FloatImm holding ``value`` rounded to ``dt``.
+
+    Example::
+
+        >>> make_float(1e10, "float16").value
+        inf
+    """
+    return FloatImm(float_value(float(value), dt), dt)
+
+
+def _float_op(fn, dt: str, *vals):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = fn(*(np_scalar(v, dt) for v in vals))
+        return make_float(float(r), dt)
+
+
+def fold_binary(name: str, a: Expr, b: Expr) -> Expr | None:
+    """Fold ``name(a, b)`` when both are scalar constants; else None.
+
+    Example::
+
+        >>> fold_binary("LT", IntImm(2), IntImm(3)).value
+        1
+    """
+    if not (isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm))):
+        return None
+    dt = a.dtype
+    if isinstance(a, IntImm):
+        if name in _CMP_OPS:
+            return IntImm(int(_CMP_OPS[name](a.value, b.value)), "bool")
+        if name == "And":
+            return IntImm(int(bool(a.value and b.value)), "bool")
+        if name == "Or":
+            return IntImm(int(bool(a.value or b.value)), "bool")
+        fn = _INT_OPS.get(name)
+        return None if fn is None else IntImm(fn(a.value, b.value), dt)
+    x, y = float_value(a.value, dt), float_value(b.value, dt)
+    if name in _CMP_OPS:
+        return IntImm(int(_CMP_OPS[name](x, y)), "bool")
+    fn = _FLOAT_OPS.get(name)
+    return None if fn is None else _float_op(fn, dt, x, y)
+
+
+def fold_cast(dt: str, v: Expr) -> Expr | None:
+    """Fold ``Cast(dt, v)`` of a scalar constant with C semantics; else None.
+
+    Float to int truncates toward zero and wraps; NaN and infinities are not folded
+    (C leaves them undefined, so the cast is kept for the target to decide).
+
+    Example::
+
+        >>> fold_cast("int8", IntImm(300)).value, fold_cast("int32", FloatImm(-2.7)).value
+        (44, -2)
+    """
+    if not isinstance(v, (IntImm, FloatImm)) or D.lanes(dt) != 1:
+        return None
+    x = v.value
+    if D.is_float(dt):
+        return make_float(float(x), dt)
+    if D.is_bool(dt):
+        return IntImm(int(x != 0), "bool")
+    if isinstance(x, float):
+        if math.isnan(x) or math.isinf(x):
+            return None
+        x = int(float_value(x, v.dtype))
+    return IntImm(x, dt)
+
+
+def _sigmoid(x):
+    one = type(x)(1)
+    return one / (one + np.exp(-x))
+
+
+_UNARY = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "log10": np.log10,
+    "sqrt": np.sqrt, "rsqrt": lambda x: type(x)(1) / np.sqrt(x), "tanh": np.tanh,
+    "sigmoid": _sigmoid, "floor": np.floor, "ceil": np.ceil, "round": np.round,
+    "trunc": np.trunc, "sin": np.sin, "cos": np.cos, "abs": np.abs,
+    "erf": lambda x: type(x)(math.erf(float(x))),
+}
+
+
+def fold_call(dt: str, op: str, args: tuple) -> Expr | None:
+    """Fold an intrinsic call whose arguments are all constants; else None.
+
+    ``if_then_else`` folds when its condition is constant (the arms need not be).
+    ``fma`` folds only when ``a * b + c`` is exact in float64 (one rounding, as fma).
+
+    Example::
+
+        >>> fold_call("float32", "sqrt", (FloatImm(4.0),)).value
+        2.0
+    """
+    if op == "if_then_else":
+        c = args[0]
+        if isinstance(c, IntImm):
+            return args[1] if c.value else args[2]
+        return None
+    if not all(isinstance(a, (IntImm, FloatImm)) for a in args) or D.lanes(dt) != 1:
+        return None
+    if op == "abs" and isinstance(args[0], IntImm):
+        return IntImm(abs(args[0].value), dt)
+    if not D.is_float(dt):
+        return None
+    vals = [float_value(a.value, dt) for a in args]
+    if op in _UNARY and len(vals) == 1:
+        if op == "erf" and math.isnan(vals[0]):
+            return make_float(vals[0], dt)
+        return _float_op(_UNARY[op], dt, vals[0])
+    if op == "pow" and len(vals) == 2:
+        return _float_op(np.power, dt, *vals)
+    if op == "fma" and len(vals) == 3 and all(math.isfinite(v) for v in vals):
+        exact = Fraction(vals[0]) * Fraction(vals[1]) + Fraction(vals[2])
+        approx = vals[0] * vals[1] + vals[2]
+        if math.isfinite(approx) and Fraction(approx) == exact:
+            return make_float(approx, dt)
+    return None

@@ -1,0 +1,328 @@
+"""Scalar semantics of every dtype, as Python functions the interpreter's closures call.
+
+Values are represented as follows: integers as Python ``int`` wrapped into the dtype's
+range after every operation (two's complement, like numpy's fixed-width integers);
+``bool`` as Python ``bool``; ``float16``/``float32``/``float64`` as numpy scalars of
+that type, so arithmetic rounds in the dtype; ``bfloat16`` as a ``numpy.float32``
+holding a bfloat16-representable value, rounded back to nearest-even after every
+operation (arrays store bfloat16 as ``uint16`` bits).  Vectors are tuples of lanes.
+
+Integer division and modulo by zero give 0 (the Cuvil convention, numpy's result)
+instead of raising.
+
+Example::
+
+    >>> add = binary_op("Add", "int8")
+    >>> add(127, 1)
+    -128
+    >>> binary_op("Div", "int32")(-7, 2), binary_op("FloorDiv", "int32")(-7, 2)
+    (-3, -4)
+    >>> binary_op("FloorMod", "int32")(5, 0)
+    0
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from .. import dtype as D
+from ..errors import LoweringError
+
+# bfloat16 bits -> float32 value, for every one of the 65536 bit patterns
+_BF16_TO_F32 = (np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)).view(np.float32)
+_F32 = np.float32
+
+
+def bf16_bits(x) -> int:
+    """The bfloat16 bits nearest (ties to even) to the float ``x``.
+
+    Example::
+
+        >>> hex(bf16_bits(1.0)), hex(bf16_bits(float("nan")))
+        ('0x3f80', '0x7fc0')
+    """
+    f = np.float32(x)
+    u = int(f.view(np.uint32))
+    if f != f:
+        return ((u >> 16) & 0x8000) | 0x7FC0
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def bf16_from_bits(bits: int):
+    """The float32 value of bfloat16 ``bits``.
+
+    Example::
+
+        >>> float(bf16_from_bits(0x3F80))
+        1.0
+    """
+    return _BF16_TO_F32[bits]
+
+
+def round_bf16(x):
+    """``x`` rounded to the nearest bfloat16, as a float32 value.
+
+    Example::
+
+        >>> float(round_bf16(1.00390625))  # halfway between 1 and 1 + 2**-7: ties to even
+        1.0
+    """
+    return _BF16_TO_F32[bf16_bits(x)]
+
+
+def _wrapper(dt: str):
+    """A function wrapping a Python int into integer dtype ``dt``."""
+    code, bits, _ = D.parse(dt)
+    mask = (1 << bits) - 1
+    if code == "uint":
+        return lambda v: v & mask
+    half = 1 << (bits - 1)
+    return lambda v: ((v + half) & mask) - half
+
+
+def to_dtype(dt: str):
+    """A function converting a Python number to the value representation of ``dt``.
+
+    Example::
+
+        >>> to_dtype("uint8")(300), type(to_dtype("float16")(1.5)).__name__
+        (44, 'float16')
+    """
+    e = D.element(dt)
+    if e == "bool":
+        return bool
+    if D.is_integer(e):
+        return _wrapper(e)
+    if e == "bfloat16":
+        return round_bf16
+    return np.dtype(e).type
+
+
+def _trunc_div(w):
+    def div(a, b):
+        if b == 0:
+            return 0
+        q = abs(a) // abs(b)
+        return w(-q if (a < 0) != (b < 0) else q)
+    return div
+
+
+def _trunc_mod(a, b):
+    if b == 0:
+        return 0
+    q = abs(a) // abs(b)
+    return a - b * (-q if (a < 0) != (b < 0) else q)
+
+
+def _fmin(a, b):
+    # NaN-propagating, like numpy.minimum and llvm.minimum
+    if a != a:
+        return a
+    return b if (b < a or b != b) else a
+
+
+def _fmax(a, b):
+    if a != a:
+        return a
+    return b if (b > a or b != b) else a
+
+
+_CMP = {"EQ": operator.eq, "NE": operator.ne, "LT": operator.lt, "LE": operator.le,
+        "GT": operator.gt, "GE": operator.ge}
+
+
+def _int_ops(dt: str) -> dict:
+    w = _wrapper(dt)
+    return {
+        "Add": lambda a, b: w(a + b), "Sub": lambda a, b: w(a - b),
+        "Mul": lambda a, b: w(a * b),
+        "FloorDiv": lambda a, b: w(a // b) if b else 0,
+        "FloorMod": lambda a, b: a % b if b else 0,
+        "Div": _trunc_div(w), "Mod": _trunc_mod, "Min": min, "Max": max,
+    }
+
+
+def _float_ops() -> dict:
+    return {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul,
+            "Div": operator.truediv, "FloorDiv": operator.floordiv,
+            "FloorMod": operator.mod, "Mod": np.fmod, "Min": _fmin, "Max": _fmax}
+
+
+def _round_after(fn):
+    return lambda *args: round_bf16(fn(*args))
+
+
+def binary_op(kind: str, dt: str):
+    """The function computing binary node ``kind`` on scalars of element dtype ``dt``.
+
+    ``dt`` is the operands' dtype (for comparisons too).
+
+    Example::
+
+        >>> binary_op("Mul", "uint8")(16, 17)
+        16
+    """
+    e = D.element(dt)
+    if kind in _CMP:
+        return _CMP[kind]
+    if kind == "And":
+        return lambda a, b: bool(a) and bool(b)
+    if kind == "Or":
+        return lambda a, b: bool(a) or bool(b)
+    if e == "bool":
+        # only reachable with hand-built nodes: compute as uint1
+        ops = _int_ops("uint8")
+        fn = ops[kind]
+        return lambda a, b: bool(fn(int(a), int(b)) & 1)
+    if D.is_integer(e):
+        return _int_ops(e)[kind]
+    fn = _float_ops()[kind]
+    return _round_after(fn) if e == "bfloat16" else fn
+
+
+def cast_op(src: str, dst: str):
+    """The function converting a scalar of ``src`` to ``dst`` (C semantics).
+
+    Float to integer truncates toward zero, then wraps; NaN, infinities and values
+    beyond the 32/64-bit conversion range give what x86 and numpy give.
+
+    Example::
+
+        >>> cast_op("float32", "int8")(np.float32(-3.7)), cast_op("int32", "uint8")(-1)
+        (-3, 255)
+    """
+    s, d = D.element(src), D.element(dst)
+    if s == d:
+        return lambda v: v
+    if d == "bool":
+        return lambda v: bool(v != 0)
+    if D.is_integer(d):
+        w = _wrapper(d)
+        if D.is_float(s):
+            return _float_to_int(d, w)
+        return lambda v: w(int(v))
+    # float destination
+    if d == "bfloat16":
+        return lambda v: round_bf16(float(v))
+    t = np.dtype(d).type
+    if D.is_float(s):
+        return t
+    return lambda v: t(int(v))
+
+
+def _float_to_int(d: str, w):
+    # x86 (and so numpy) converts through a 32- or 64-bit signed integer; NaN, inf and
+    # values outside that integer's range give its "indefinite" value, the minimum
+    width = 64 if D.bits(d) == 64 or d == "uint32" else 32
+    lo, hi = -(1 << (width - 1)), 1 << (width - 1)
+    if d == "uint64":
+        hi = 1 << 64
+
+    def f2i(v):
+        if math.isnan(v) or math.isinf(v):
+            return w(lo)
+        i = int(v)
+        return w(i if lo <= i < hi else lo)
+    return f2i
+
+
+def _sigmoid(t):
+    one = t(1)
+    return lambda x: one / (one + np.exp(-x))
+
+
+def _rsqrt(t):
+    one = t(1)
+    return lambda x: one / np.sqrt(x)
+
+
+def _erf(t):
+    return lambda x: t(math.erf(float(x)))
+
+
+def _fma(t):
+    # one rounding: the product and sum in float64 (exact product for float32 and
+    # narrower), then rounded once to the dtype
+    if t is np.float64:
+        if hasattr(math, "fma"):
+            return lambda a, b, c: np.float64(math.fma(float(a), float(b), float(c)))
+        return lambda a, b, c: a * b + c
+    return lambda a, b, c: t(np.float64(a) * np.float64(b) + np.float64(c))
+
+
+_UNARY_NP = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
+             "log10": np.log10, "sqrt": np.sqrt, "tanh": np.tanh, "floor": np.floor,
+             "ceil": np.ceil, "round": np.rint, "trunc": np.trunc, "sin": np.sin,
+             "cos": np.cos, "abs": np.abs}
+
+
+def intrinsic_op(name: str, dt: str):
+    """The function computing math intrinsic ``name`` on scalars of dtype ``dt``.
+
+    ``if_then_else`` is not here: it is lazy, so the compiler handles it.
+
+    Example::
+
+        >>> float(intrinsic_op("round", "float32")(np.float32(2.5)))
+        2.0
+        >>> intrinsic_op("abs", "int8")(-128)
+        -128
+    """
+    e = D.element(dt)
+    if D.is_integer(e):
+        if name != "abs":
+            raise LoweringError(f"intrinsic {name!r} is defined on floats, found dtype {dt}")
+        w = _wrapper(e)
+        return lambda x: w(abs(x))
+    if not D.is_float(e):
+        raise LoweringError(f"intrinsic {name!r} on dtype {dt} is not defined")
+    t = np.float32 if e == "bfloat16" else np.dtype(e).type
+    if name in _UNARY_NP:
+        fn = _UNARY_NP[name]
+    elif name == "sigmoid":
+        fn = _sigmoid(t)
+    elif name == "rsqrt":
+        fn = _rsqrt(t)
+    elif name == "erf":
+        fn = _erf(t)
+    elif name == "pow":
+        fn = np.power
+    elif name == "fma":
+        fn = _fma(t)
+    else:
+        from ..op import INTRINSICS
+        raise LoweringError(f"unknown intrinsic {name!r}; the interpreter knows "
+                            f"{', '.join(INTRINSICS)}")
+    return _round_after(fn) if e == "bfloat16" else fn
+
+
+def load_converter(dt: str):
+    """A function turning an element read from a storage array into a value.
+
+    Example::
+
+        >>> float(load_converter("bfloat16")(np.uint16(0x4000)))
+        2.0
+    """
+    e = D.element(dt)
+    if e == "bfloat16":
+        return lambda v: _BF16_TO_F32[v]
+    if e == "bool":
+        return bool
+    if D.is_integer(e):
+        return int
+    return None
+
+
+def store_converter(dt: str):
+    """A function turning a value into what a storage array of ``dt`` holds.
+
+    Example::
+
+        >>> hex(store_converter("bfloat16")(np.float32(2.0)))
+        '0x4000'
+    """
+    return bf16_bits if D.element(dt) == "bfloat16" else None

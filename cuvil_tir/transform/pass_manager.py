@@ -1,0 +1,182 @@
+"""Running passes: ``PassContext`` (instruments, options) and ``PassManager``.
+
+A pass is a pure function ``PrimFunc -> PrimFunc``; its name is its ``pass_name``
+attribute or ``__name__``.  Instruments observe every pass run inside a context
+(timing, IR dumps, verification).  The environment variables ``CUVIL_PASS_TIMING=1``
+and ``CUVIL_DUMP_IR=<dir>`` are read only when a top-level context is entered (never
+inside passes), and add a timing table printed to stderr after each lowering and a
+:class:`~cuvil_tir.transform.instruments.DumpIR` instrument.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> from cuvil_tir.transform import PassManager, PassTiming
+    >>> def rename(f): return f.with_attr("global_symbol", "g")
+    >>> timing = PassTiming()
+    >>> with PassContext(instruments=[timing]):
+    ...     f = PassManager([rename])(T.create_prim_func([T.placeholder((2,), name="X")]))
+    >>> f.name, timing.calls("rename")
+    ('g', 1)
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from ..errors import LoweringError
+from ..function import PrimFunc
+
+_STATE = threading.local()
+
+
+def _stack() -> list:
+    s = getattr(_STATE, "stack", None)
+    if s is None:
+        s = _STATE.stack = []
+    return s
+
+
+def pass_name(p) -> str:
+    """The display name of a pass: ``pass_name`` attribute, ``__name__`` or its type.
+
+    Example::
+
+        >>> def my_pass(f): return f
+        >>> pass_name(my_pass)
+        'my_pass'
+    """
+    name = getattr(p, "pass_name", None) or getattr(p, "__name__", None)
+    if name is None:
+        inner = getattr(p, "func", None)     # functools.partial
+        name = getattr(inner, "__name__", None) or type(p).__name__
+    return str(name)
+
+
+class PassContext:
+    """Instruments and options for the passes run inside ``with PassContext(...):``.
+
+    ``opt_level`` and ``config`` are read by passes through
+    ``PassContext.current()``.  Entering a context when none is active also reads
+    ``CUVIL_PASS_TIMING`` / ``CUVIL_DUMP_IR`` (see the module docstring).
+
+    Example::
+
+        >>> with PassContext(opt_level=2, config={"unroll.max_extent": 8}) as ctx:
+        ...     PassContext.current().config["unroll.max_extent"]
+        8
+    """
+
+    def __init__(self, instruments=(), opt_level: int = 3, config: dict | None = None):
+        self.instruments = list(instruments)
+        self.opt_level = opt_level
+        self.config = dict(config or {})
+        self.env_instruments: list = []
+
+    @staticmethod
+    def current() -> "PassContext":
+        """The innermost active context (a fresh default one when none is active)."""
+        s = _stack()
+        return s[-1] if s else PassContext()
+
+    @staticmethod
+    def active() -> bool:
+        """Whether some context is entered."""
+        return bool(_stack())
+
+    def all_instruments(self) -> list:
+        """Explicit instruments, then those the environment asked for."""
+        return self.instruments + self.env_instruments
+
+    def __enter__(self) -> "PassContext":
+        s = _stack()
+        if not s:
+            self.env_instruments = env_instruments(os.environ)
+        elif self is not s[-1]:
+            # a nested context sees the instruments the top level asked for
+            self.env_instruments = list(s[0].env_instruments)
+        s.append(self)
+        for ins in self.all_instruments():
+            ins.enter_pass_ctx()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            for ins in self.all_instruments():
+                ins.exit_pass_ctx()
+        finally:
+            _stack().pop()
+
+
+def env_instruments(environ) -> list:
+    """The instruments ``CUVIL_PASS_TIMING`` and ``CUVIL_DUMP_IR`` ask for.
+
+    Example::
+
+        >>> [type(i).__name__ for i in env_instruments({"CUVIL_PASS_TIMING": "1"})]
+        ['PrintTimingAfterLowering']
+    """
+    from .instruments import DumpIR, PrintTimingAfterLowering
+    out = []
+    if environ.get("CUVIL_PASS_TIMING", "") not in ("", "0"):
+        out.append(PrintTimingAfterLowering())
+    d = environ.get("CUVIL_DUMP_IR", "")
+    if d:
+        out.append(DumpIR(d))
+    return out
+
+
+class PassManager:
+    """Run ``passes`` in order under the current context's instruments (plus its own).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> pm = PassManager([lambda f: f.with_attr("k", 1)])
+        >>> pm(T.create_prim_func([T.placeholder((2,), name="X")])).attr("k")
+        1
+    """
+
+    def __init__(self, passes, instruments=()):
+        self.passes = list(passes)
+        for p in self.passes:
+            if not callable(p):
+                raise LoweringError(f"PassManager: expected passes PrimFunc -> PrimFunc, "
+                                    f"found {p!r}")
+        self.instruments = list(instruments)
+
+    def __call__(self, func: PrimFunc) -> PrimFunc:
+        return self.run(func)
+
+    def run(self, func: PrimFunc) -> PrimFunc:
+        """Apply every pass; instruments see each one before and after."""
+        if not isinstance(func, PrimFunc):
+            raise LoweringError(f"PassManager: expected a PrimFunc, found "
+                                f"{type(func).__name__}")
+        if not PassContext.active():
+            with PassContext():
+                return self.run(func)
+        ctx = PassContext.current()
+        instruments = ctx.all_instruments() + self.instruments
+        for ins in self.instruments:
+            ins.enter_pass_ctx()
+        try:
+            for ins in instruments:
+                ins.run_begin(func)
+            for p in self.passes:
+                name = pass_name(p)
+                for ins in instruments:
+                    ins.run_before_pass(func, name)
+                out = p(func)
+                if not isinstance(out, PrimFunc):
+                    raise LoweringError(f"pass '{name}' returned {type(out).__name__}; a "
+                                        "pass must return a PrimFunc")
+                func = out
+                for ins in instruments:
+                    ins.run_after_pass(func, name)
+            for ins in instruments:
+                ins.run_end(func)
+        finally:
+            for ins in self.instruments:
+                ins.exit_pass_ctx()
+        return func

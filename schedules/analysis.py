@@ -1,0 +1,269 @@
+"""Block and loop queries shared by the schedule primitives.
+
+Resolving handles to paths (with errors naming the primitive), the child blocks of a
+block or loop, producers and consumers among sibling blocks (by the buffers in their
+``reads``/``writes``), whether a loop carries a reduction, and the loop nest of a block.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> from schedules.handles import BlockRV
+    >>> A = T.placeholder((4,), name="A")
+    >>> B = T.compute((4,), lambda i: A[i] * 2.0, name="B")
+    >>> C = T.compute((4,), lambda i: B[i] + 1.0, name="C")
+    >>> f = T.create_prim_func([A, C])
+    >>> [b.block.name for b in producers(f, block_path(f, BlockRV("C"), "get_producers"))]
+    ['B']
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.stmt import Block, BlockRealize, For, IfThenElse, LetStmt, SeqStmt, Allocate
+from cuvil_tir.visitor import Visitor
+
+from . import tree
+from .errors import ScheduleArgumentError, schedule_error
+from .handles import BlockRV, LoopRV
+
+
+def block_path(func, rv, primitive: str) -> tuple:
+    """The path of the ``BlockRealize`` that ``rv`` (a BlockRV) names.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.create_prim_func([T.placeholder((2,), name="A")])
+        >>> block_path(f, BlockRV("root"), "get_loops")
+        ()
+    """
+    if not isinstance(rv, BlockRV):
+        raise schedule_error(ScheduleArgumentError, primitive,
+                             f"expected a BlockRV (from sch.get_block), got {rv!r}")
+    try:
+        return tree.find_block(func, rv.name)
+    except Exception as err:
+        raise schedule_error(ScheduleArgumentError, primitive,
+                             str(getattr(err, "message", err)).split(": ", 1)[-1]) from None
+
+
+def loop_path(func, rv, primitive: str) -> tuple:
+    """The path of the ``For`` that ``rv`` (a LoopRV) names.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> loop = tree.get(f, ("block", "body"))
+        >>> loop_path(f, LoopRV(loop.loop_var), "split")
+        ('block', 'body')
+    """
+    if not isinstance(rv, LoopRV):
+        raise schedule_error(ScheduleArgumentError, primitive,
+                             f"expected a LoopRV (from sch.get_loops), got {rv!r}")
+    return tree.find_loop(func, rv.var, primitive)
+
+
+def stmt_path(func, rv, primitive: str) -> tuple:
+    """The path of a loop or block handle.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.create_prim_func([T.placeholder((2,), name="A")])
+        >>> stmt_path(f, BlockRV("root"), "annotate")
+        ()
+    """
+    if isinstance(rv, LoopRV):
+        return loop_path(func, rv, primitive)
+    if isinstance(rv, BlockRV):
+        return block_path(func, rv, primitive)
+    raise schedule_error(ScheduleArgumentError, primitive,
+                         f"expected a LoopRV or a BlockRV, got {rv!r}")
+
+
+def child_blocks(stmt) -> list:
+    """The ``BlockRealize`` statements under ``stmt`` that no other block encloses.
+
+    For a ``BlockRealize`` the search starts in its block's body.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> [b.block.name for b in child_blocks(f.body)]
+        ['B']
+    """
+    if isinstance(stmt, BlockRealize):
+        stmt = stmt.block
+    if isinstance(stmt, Block):
+        stmt = stmt.body
+    out: list = []
+    _collect_blocks(stmt, out)
+    return out
+
+
+def _collect_blocks(stmt, out: list) -> None:
+    if isinstance(stmt, BlockRealize):
+        out.append(stmt)
+    elif isinstance(stmt, SeqStmt):
+        for s in stmt.seq:
+            _collect_blocks(s, out)
+    elif isinstance(stmt, (For, LetStmt, Allocate)):
+        _collect_blocks(stmt.body, out)
+    elif isinstance(stmt, IfThenElse):
+        _collect_blocks(stmt.then_case, out)
+        if stmt.else_case is not None:
+            _collect_blocks(stmt.else_case, out)
+
+
+def _buffers(regions) -> list:
+    return [r.buffer for r in regions]
+
+
+def _siblings(func, path: tuple) -> list:
+    parent = tree.get(func, tree.enclosing_block(func, path)) if path else None
+    if parent is None:
+        return []
+    me = tree.get(func, path)
+    return [b for b in child_blocks(parent) if b is not me]
+
+
+def producers(func, path: tuple) -> list:
+    """Sibling blocks that write a buffer the block at ``path`` reads, in IR order.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> producers(f, tree.find_block(f, "B"))
+        []
+    """
+    reads = _buffers(tree.get(func, path).block.reads)
+    return [b for b in _siblings(func, path)
+            if any(w is r for w in _buffers(b.block.writes) for r in reads)]
+
+
+def consumers(func, path: tuple) -> list:
+    """Sibling blocks that read a buffer the block at ``path`` writes, in IR order.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> consumers(f, tree.find_block(f, "B"))
+        []
+    """
+    writes = _buffers(tree.get(func, path).block.writes)
+    return [b for b in _siblings(func, path)
+            if any(r is w for r in _buffers(b.block.reads) for w in writes)]
+
+
+def uses_var(node, var: Var) -> bool:
+    """Whether ``var`` (by identity) occurs in ``node``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> uses_var(i * 2 + 1, i), uses_var(T.var("j") + 1, i)
+        (True, False)
+    """
+    found = []
+
+    class _Find(Visitor):
+        def visit_Var(self, v):
+            if v is var:
+                found.append(v)
+
+    _Find().visit(node)
+    return bool(found)
+
+
+def reduction_block(loop: For):
+    """The name of a block under ``loop`` whose reduce iter var it drives, else None.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4, 4), name="A")
+        >>> k = T.reduce_axis((0, 4), name="k")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: T.sum(A[i, k], axis=k),
+        ...                                      name="S")])
+        >>> i_loop = tree.get(f, ("block", "body"))
+        >>> reduction_block(i_loop), reduction_block(i_loop.body)
+        (None, 'S')
+    """
+    for br in tree.blocks_under(loop.body):
+        for iv, value in zip(br.block.iter_vars, br.iter_values):
+            if iv.kind == "reduce" and uses_var(value, loop.loop_var):
+                return br.block.name
+    return None
+
+
+def loop_nest(func, path: tuple) -> list:
+    """The ``For`` loops between the block at ``path`` and its parent block, outer first.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4, 4), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4, 4), lambda i, j: A[i, j], name="B")])
+        >>> [l.loop_var.name for l in loop_nest(f, tree.find_block(f, "B"))]
+        ['i', 'j']
+    """
+    return [loop for _, loop in tree.loops_above(func, path)]
+
+
+def const_int(e):
+    """The Python int of a constant expression, else None.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> const_int(T.const(4)), const_int(T.var("n"))
+        (4, None)
+    """
+    return e.value if isinstance(e, IntImm) else None
+
+
+def total_iterations(stmt):
+    """How many block instances ``stmt`` runs (loop extents multiplied), or None.
+
+    None when some extent is not constant.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4, 8), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4, 8), lambda i, j: A[i, j], name="B")])
+        >>> total_iterations(f.body)
+        33
+    """
+    if isinstance(stmt, BlockRealize):
+        inner = total_iterations(stmt.block.body)
+        init = total_iterations(stmt.block.init) if stmt.block.init is not None else 0
+        return None if inner is None or init is None else 1 + inner + init
+    if isinstance(stmt, For):
+        n = const_int(stmt.extent)
+        inner = total_iterations(stmt.body)
+        return None if n is None or inner is None else n * inner
+    if isinstance(stmt, SeqStmt):
+        total = 0
+        for s in stmt.seq:
+            t = total_iterations(s)
+            if t is None:
+                return None
+            total += t
+        return total
+    if isinstance(stmt, (LetStmt, Allocate)):
+        return total_iterations(stmt.body)
+    if isinstance(stmt, IfThenElse):
+        a = total_iterations(stmt.then_case)
+        b = total_iterations(stmt.else_case) if stmt.else_case is not None else 0
+        return None if a is None or b is None else max(a, b)
+    return 0

@@ -1,0 +1,160 @@
+"""One ``ScheduleError`` subclass per legality failure, and the message builder.
+
+Every refused primitive raises a subclass of :class:`cuvil_tir.errors.ScheduleError`
+whose message reads ``"<primitive>: <reason>"`` followed by the IR with the offending
+loop or block marked (when the printer supports highlighting), so the user sees what
+was refused and where.  The error keeps ``primitive``, ``reason`` and ``node``.
+
+Example::
+
+    >>> err = schedule_error(FactorError, "split", "factor 2 of [-4]: expected a "
+    ...                      "positive int, got -4")
+    >>> str(err)
+    '[CVL-E103] split: factor 2 of [-4]: expected a positive int, got -4'
+    >>> isinstance(err, ScheduleError)
+    True
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.errors import ScheduleError
+
+
+class ScheduleArgumentError(ScheduleError):
+    """An argument has the wrong type or value (a handle of the wrong kind, a bad tag).
+
+    Example::
+
+        >>> ScheduleArgumentError("bind: unknown thread axis").code
+        'CVL-E103'
+    """
+
+
+class FactorError(ScheduleArgumentError):
+    """``split``/``tile`` factors are not positive ints, or disagree with the extent.
+
+    Example::
+
+        >>> issubclass(FactorError, ScheduleArgumentError)
+        True
+    """
+
+
+class LoopNestError(ScheduleError):
+    """Loops are not adjacent / perfectly nested / in a single chain as required.
+
+    Example::
+
+        >>> LoopNestError("fuse: loops are not adjacent").code
+        'CVL-E103'
+    """
+
+
+class ReductionLoopError(ScheduleError):
+    """A loop carries a reduction, which the primitive cannot parallelise.
+
+    Example::
+
+        >>> ReductionLoopError("parallel: loop k carries the reduction of block C").code
+        'CVL-E103'
+    """
+
+
+class NonConstantExtentError(ScheduleError):
+    """The primitive needs a loop whose extent is a constant.
+
+    Example::
+
+        >>> NonConstantExtentError("vectorize: extent n is not constant").code
+        'CVL-E103'
+    """
+
+
+class AnnotationError(ScheduleError):
+    """An annotation key is missing or its value cannot be recorded.
+
+    Example::
+
+        >>> AnnotationError("unannotate: no annotation 'x'").code
+        'CVL-E103'
+    """
+
+
+class UnknownPrimitiveError(ScheduleError):
+    """The primitive named is not registered (its module was not imported).
+
+    Example::
+
+        >>> UnknownPrimitiveError("rfactor: not registered").code
+        'CVL-E103'
+    """
+
+
+class DebugCheckError(ScheduleError):
+    """Debug mode found that a primitive produced ill-formed or different-valued IR.
+
+    Example::
+
+        >>> DebugCheckError("split: results differ").code
+        'CVL-E103'
+    """
+
+
+class TraceError(ScheduleError):
+    """A trace could not be recorded, serialised or replayed.
+
+    Example::
+
+        >>> TraceError("replay: instruction 3 refers to unknown value 7").code
+        'CVL-E103'
+    """
+
+
+def render_ir(func, highlight=None) -> str:
+    """The text of ``func`` with ``highlight`` (a statement) marked when supported.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> "B" in render_ir(f)
+        True
+    """
+    from cuvil_tir.printer import to_text
+    if highlight is not None:
+        try:
+            return to_text(func, highlight=highlight)
+        except TypeError:
+            highlight = None  # printer without highlight support: plain text below
+    return to_text(func)
+
+
+def schedule_error(cls, primitive: str, reason: str, func=None, node=None):
+    """Build ``cls`` with message ``"<primitive>: <reason>"`` (+ the IR if ``func``).
+
+    Example::
+
+        >>> e = schedule_error(LoopNestError, "fuse", "loops i and k are not adjacent")
+        >>> (e.primitive, e.reason)
+        ('fuse', 'loops i and k are not adjacent')
+    """
+    message = f"{primitive}: {reason}"
+    if func is not None:
+        try:
+            text = render_ir(func, node)
+        except Exception:  # the IR text is a courtesy; never hide the real error
+            text = None
+        if text:
+            message += "\nin the IR:\n" + text
+    err = cls(message)
+    err.primitive = primitive
+    err.reason = reason
+    err.node = node
+    return err
+
+
+__all__ = ["ScheduleError", "ScheduleArgumentError", "FactorError", "LoopNestError",
+           "ReductionLoopError", "NonConstantExtentError", "AnnotationError",
+           "UnknownPrimitiveError", "DebugCheckError", "TraceError", "render_ir",
+           "schedule_error"]

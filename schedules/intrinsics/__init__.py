@@ -1,0 +1,10 @@
+"""The tensor intrinsics Cuvil ships; importing this package registers them.
+
+Example::
+
+    >>> from schedules.tensor_intrin import TensorIntrin
+    >>> "cpu.gemm_4x8x4_f32" in TensorIntrin.names()
+    True
+"""
+
+from . import cpu

@@ -1,0 +1,22 @@
+"""Every schedule primitive module; importing one registers its primitives.
+
+One import per line, so that adding a module is a one-line change.
+
+Example::
+
+    >>> from schedules.primitive import PRIMITIVES
+    >>> "split" in PRIMITIVES and "get_block" in PRIMITIVES
+    True
+"""
+
+from . import queries
+from . import loops
+from . import loop_kinds
+from . import compute_location
+from . import inline
+from . import reduction
+from . import blockize
+from . import cache
+from . import storage
+from . import tensorize
+from . import layout

@@ -1,0 +1,290 @@
+"""``blockize(loop)``: wrap the subtree under a loop into an outer block (TVM blockize).
+
+Each iter var ``v`` of the block under ``loop`` is divided into an outer part bound by
+the loops above ``loop`` and an inner part bound by the loops at/under it:
+``v = v_o * E + v_i`` with ``v_i`` in ``[0, E)``.  The outer block ``<name>_o`` gets
+the ``v_o`` iter vars, the inner block keeps its loops with iter vars ``v_i``, and the
+outer block's reads/writes are the inner ones relaxed over the inner iterations.  A
+reduction's init moves to the outer block (as a nest of ``<name>_init``).
+
+Example::
+
+    >>> from schedules.handles import LoopRV
+    >>> from tests.workloads import matmul
+    >>> f = matmul(4, 4, 4).func
+    >>> j = f.body.block.body.body.loop_var
+    >>> g, rv = blockize(f, LoopRV(j))
+    >>> rv.name
+    'C_o'
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.expr import IntImm, Var, Add, Sub, Mul, const
+from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Range
+from cuvil_tir.visitor import substitute, used_vars
+
+from .. import tree
+from ..errors import LoopNestError, ScheduleError, schedule_error
+from ..handles import BlockRV
+from ..primitive import primitive
+from .reduction import fresh_block_name, make_init_nest, resolve_loop, with_write_reads
+
+
+class SubspaceError(ScheduleError):
+    """A block binding cannot be divided into outer and inner parts at the loop.
+
+    Example::
+
+        >>> SubspaceError("blockize: cannot divide v_i").code
+        'CVL-E103'
+    """
+
+
+# -- affine forms ------------------------------------------------------------------------
+
+def linear(e):
+    """``({id(var): (var, coeff)}, const)`` when ``e`` is affine in its vars, else None.
+
+    Example::
+
+        >>> i, j = Var("i"), Var("j")
+        >>> terms, c = linear(i * 4 + j - 1)
+        >>> sorted(k for _, k in terms.values()), c
+        ([1, 4], -1)
+    """
+    if isinstance(e, IntImm):
+        return {}, e.value
+    if isinstance(e, Var):
+        return {id(e): (e, 1)}, 0
+    if isinstance(e, (Add, Sub)):
+        a, b = linear(e.a), linear(e.b)
+        if a is None or b is None:
+            return None
+        sign = 1 if isinstance(e, Add) else -1
+        terms = dict(a[0])
+        for k, (v, c) in b[0].items():
+            terms[k] = (v, terms.get(k, (v, 0))[1] + sign * c)
+        return {k: t for k, t in terms.items() if t[1]}, a[1] + sign * b[1]
+    if isinstance(e, Mul):
+        a, b = linear(e.a), linear(e.b)
+        if a is None or b is None:
+            return None
+        if not a[0]:
+            a, b = b, a
+        if b[0]:
+            return None   # product of two variables
+        k = b[1]
+        return {i: (v, c * k) for i, (v, c) in a[0].items() if c * k}, a[1] * k
+    return None
+
+
+def from_linear(terms, c: int, dtype: str = "int32"):
+    """Rebuild ``sum coeff * var + c`` (vars in their first order).
+
+    Example::
+
+        >>> i = Var("i")
+        >>> from_linear({id(i): (i, 4)}, 1).b.value
+        1
+    """
+    out = None
+    for v, k in terms.values():
+        t = v if k == 1 else v * k
+        out = t if out is None else out + t
+    if out is None:
+        return const(c, dtype)
+    return out + c if c else out
+
+
+def _const_int(e):
+    return e.value if isinstance(e, IntImm) else None
+
+
+def relax_region(region: BufferRegion, dom: dict) -> BufferRegion:
+    """The region covered as the vars in ``dom`` (``{id(var): (var, extent)}``, each
+    ranging over ``[0, extent)``) vary; a dim that is not affine in them widens to the
+    whole buffer dimension.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((16,), "float32", "A")
+        >>> vo, vi = Var("vo"), Var("vi")
+        >>> r = relax_region(BufferRegion(A, (Range(vo * 4 + vi, const(1)),)), {id(vi): (vi, 4)})
+        >>> r.region[0].extent.value
+        4
+    """
+    out = []
+    for d, rg in enumerate(region.region):
+        touched = [v for v in used_vars(rg.min) if id(v) in dom]
+        if not touched:
+            out.append(rg)
+            continue
+        lin = linear(rg.min)
+        ext = _const_int(rg.extent)
+        if lin is None or ext is None:
+            out.append(Range(const(0, region.buffer.shape[d].dtype), region.buffer.shape[d]))
+            continue
+        terms, c = lin
+        rest = {k: t for k, t in terms.items() if k not in dom}
+        lo = 0
+        for k, (v, coeff) in terms.items():
+            if k in dom:
+                span = coeff * (dom[k][1] - 1)
+                lo += min(0, span)
+                ext += abs(span)
+        out.append(Range(from_linear(rest, c + lo, rg.min.dtype), const(ext, rg.extent.dtype)))
+    return BufferRegion(region.buffer, tuple(out))
+
+
+# -- blockize --------------------------------------------------------------------------
+
+def _divide(iv, val, inner_ids, prim, blk_name):
+    """``(outer_binding, outer_extent, inner_binding, E)`` for one iter var."""
+    uses_inner = any(id(u) in inner_ids for u in used_vars(val))
+    uses_outer = any(id(u) not in inner_ids for u in used_vars(val))
+    ext = _const_int(iv.dom.extent)
+    if not uses_inner:
+        return val, iv.dom.extent, None, 1
+    if not uses_outer:
+        return None, const(1, iv.dom.extent.dtype), val, ext if ext is not None \
+            else iv.dom.extent
+    lin = linear(val)
+    why = None
+    if lin is None:
+        why = "it is not affine in the loop variables"
+    elif ext is None:
+        why = "its extent is not constant"
+    else:
+        terms, c = lin
+        inner = {k: t for k, t in terms.items() if k in inner_ids}
+        outer = {k: t for k, t in terms.items() if k not in inner_ids}
+        if any(k <= 0 for _, k in inner.values()):
+            why = "an inner loop has a non-positive coefficient"
+        else:
+            span = sum(k * (inner_ids[i] - 1) for i, (_, k) in inner.items())
+            e_in = span + 1
+            if any(k % e_in for _, k in outer.values()) or c % e_in:
+                why = (f"the outer part is not a multiple of the inner extent {e_in} "
+                       "(split so the inner loops cover whole tiles)")
+            else:
+                outer_b = from_linear({i: (v, k // e_in) for i, (v, k) in outer.items()},
+                                      c // e_in, val.dtype)
+                return outer_b, const(-(-ext // e_in), iv.dom.extent.dtype), \
+                    from_linear(inner, 0, val.dtype), e_in
+    raise schedule_error(SubspaceError, prim,
+                         f"cannot divide the binding {iv.var.name} = {val} of block "
+                         f"{blk_name!r} into outer and inner parts: {why}")
+
+
+def blockize_path(func, lpath: tuple, prim: str = "blockize"):
+    """Blockize the loop at ``lpath``; ``(new_func, outer block name)``.
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> blockize_path(matmul(4, 4, 4).func, ("block", "body"))[1]
+        'C_o'
+    """
+    loop = tree.get(func, lpath)
+    under = tree.blocks_under(loop)
+    if len(under) != 1:
+        raise schedule_error(LoopNestError, prim,
+                             f"loop {loop.loop_var.name!r} holds {len(under)} blocks "
+                             f"{[b.block.name for b in under]}; blockize needs a loop over "
+                             "exactly one block", func, loop)
+    bpath = tree.find_block(func, under[0].block.name)
+    realize = tree.get(func, bpath)
+    blk = realize.block
+    inner_loops = [l for p, l in tree.loops_above(func, bpath) if p[:len(lpath)] == lpath]
+    if not inner_loops or inner_loops[0] is not loop:
+        raise schedule_error(LoopNestError, prim,
+                             f"block {blk.name!r} under loop {loop.loop_var.name!r} is "
+                             "inside a nested block; blockize the loop that directly "
+                             "holds it", func, loop)
+    inner_ids = {}
+    for l in inner_loops:
+        e = _const_int(l.extent)
+        if e is None or _const_int(l.min) != 0:
+            raise schedule_error(SubspaceError, prim,
+                                 f"inner loop {l.loop_var.name!r} needs min 0 and a "
+                                 f"constant extent, found [{l.min}, +{l.extent})", func, l)
+        inner_ids[id(l.loop_var)] = e
+    outer_ivs, outer_vals, inner_ivs, inner_vals, vmap, idom = [], [], [], [], {}, {}
+    for iv, val in zip(blk.iter_vars, realize.iter_values):
+        ob, oext, ib, e_in = _divide(iv, val, inner_ids, prim, blk.name)
+        vo = vi = None
+        if ob is not None and not (_const_int(oext) == 1 and _const_int(ob) == 0):
+            vo = Var(iv.var.name + "_o", iv.var.dtype)
+            outer_ivs.append(type(iv)(vo, Range(const(0, oext.dtype), oext), iv.kind))
+            outer_vals.append(ob)
+        if ib is not None and not (isinstance(e_in, int) and e_in == 1):
+            vi = Var(iv.var.name + "_i", iv.var.dtype)
+            e_expr = e_in if not isinstance(e_in, int) else const(e_in, iv.dom.extent.dtype)
+            inner_ivs.append(type(iv)(vi, Range(const(0, e_expr.dtype), e_expr), iv.kind))
+            inner_vals.append(ib)
+            if isinstance(e_in, int):
+                idom[id(vi)] = (vi, e_in)
+        if vo is not None and vi is not None:
+            vmap[iv.var] = vo * e_in + vi
+        elif vo is not None:
+            vmap[iv.var] = vo
+        elif vi is not None:
+            vmap[iv.var] = vi
+        else:
+            vmap[iv.var] = iv.dom.min
+    body = substitute(blk.body, vmap)
+    reads = tuple(substitute(r, vmap) for r in blk.reads)
+    writes = tuple(substitute(w, vmap) for w in blk.writes)
+    init = substitute(blk.init, vmap) if blk.init is not None else None
+    inner_blk = Block(blk.name, tuple(inner_ivs), reads, writes, body, None,
+                      blk.alloc_buffers, blk.annotations)
+    if init is not None:
+        # the inner block loses its init: it now reads what it accumulates into
+        inner_blk = Block(blk.name, inner_blk.iter_vars, with_write_reads(inner_blk),
+                          writes, body, None, blk.alloc_buffers, blk.annotations)
+    inner = BlockRealize(tuple(inner_vals), realize.predicate, inner_blk)
+    g = tree.replace(func, bpath, inner)
+    outer_name = fresh_block_name(func, blk.name + "_o")
+    outer_init = None
+    if init is not None:
+        with_init = BlockRealize(inner.iter_values, inner.predicate,
+                                 Block(blk.name, inner_blk.iter_vars, (), writes, body, init))
+        outer_init = make_init_nest(with_init, inner_loops,
+                                    fresh_block_name(func, blk.name + "_init"))
+    outer_blk = Block(outer_name, tuple(outer_ivs),
+                      tuple(relax_region(r, idom) for r in inner_blk.reads),
+                      tuple(relax_region(w, idom) for w in writes),
+                      tree.get(g, lpath), outer_init)
+    outer = BlockRealize(tuple(outer_vals), const(True), outer_blk)
+    return tree.replace(g, lpath, outer), outer_name
+
+
+@primitive("blockize")
+def blockize(func, loop):
+    """Wrap the subtree under ``loop`` into an outer block ``<name>_o``; returns it.
+
+    Before / after (``blockize(i_1)`` with ``i = i_0 * 4 + i_1``)::
+
+        for i_0, i_1:                     for i_0:
+          block B: vi = i_0*4 + i_1          block B_o: vi_o = i_0
+            B[vi] = A[vi]                      for i_1:
+                                                 block B: vi_i = i_1
+                                                   B[vi_o*4 + vi_i] = A[vi_o*4 + vi_i]
+
+    Example::
+
+        >>> from schedules.handles import LoopRV
+        >>> from tests.workloads import matmul
+        >>> f = matmul(4, 4, 4).func
+        >>> g, rv = blockize(f, LoopRV(f.body.block.body.loop_var))
+        >>> g.body.block.body.block.iter_vars
+        ()
+    """
+    g, name = blockize_path(func, resolve_loop(func, loop, "blockize"))
+    return g, BlockRV(name)
+
+
+__all__ = ["blockize", "blockize_path", "linear", "from_linear", "relax_region",
+           "SubspaceError"]

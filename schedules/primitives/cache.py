@@ -1,0 +1,257 @@
+"""``cache_read`` and ``cache_write``: stage a buffer through a copy in another scope.
+
+``cache_read(block, i, scope)`` adds a block copying the block's ``i``-th read buffer
+``A`` into a new buffer ``A_<scope>``, right before its first reader; every reader in
+the scope then reads the copy.  ``cache_write(block, i, scope)`` makes the block
+write ``C_<scope>`` instead of its ``i``-th write buffer ``C`` and adds a block right
+after it copying ``C_<scope>`` back to ``C``.  Both return the new block, named like
+the new buffer; the buffer is allocated in the enclosing (root) block.
+
+Before ``cache_read(C, 0, "local")``::
+
+    with T.block("C"): C[vi] = A[vi] + 1
+
+after::
+
+    A_local = T.alloc_buffer((8,), scope="local")
+    for ax0 in range(8):
+        with T.block("A_local"): A_local[v0] = A[v0]
+    for i in range(8):
+        with T.block("C"): C[vi] = A_local[vi] + 1
+
+Inside a loop (when the buffer's writer and its readers share loops) the copy sits
+under the innermost shared loop and covers the region written there.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> from schedules.handles import BlockRV
+    >>> A = T.placeholder((8,), name="A")
+    >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0, name="C")])
+    >>> g, rv = cache_read(f, BlockRV("C"), 0, "local")
+    >>> rv, [b.name for b in g.body.block.alloc_buffers]
+    (BlockRV('A_local'), ['A_local'])
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.expr import Expr, Var, const
+from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
+                            SeqStmt, seq)
+from cuvil_tir.visitor import Mutator, substitute
+
+from .. import tree
+from ..handles import BlockRV
+from ..primitive import primitive
+from ..regions import (CacheStageError, fail, loop_doms, needed_region, provably_le,
+                       readers, simplify, writers)
+from .compute_location import block_names, make_nest, subtrees, with_fields
+
+
+def _unique(base: str, taken: set) -> str:
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def _names(func) -> tuple:
+    blocks = {b.block.name for b in tree.blocks_under(func.body)}
+    bufs = {b.name for b in func.buffers}
+    for b in tree.blocks_under(func.body):
+        bufs |= {x.name for x in b.block.alloc_buffers}
+    return blocks, bufs
+
+
+def _check_scope(prim: str, scope, func):
+    if not isinstance(scope, str) or not scope or not all(
+            c.isalnum() or c in "._" for c in scope):
+        raise fail(CacheStageError, prim, f"scope must be a storage scope name such as "
+                   f"'global', 'local', 'shared' or 'npu.wgt', got {scope!r}", func)
+
+
+def _buffer_at(func, blk, index, kind, prim):
+    regions = getattr(blk, kind)
+    what = "read_buffer_index" if kind == "reads" else "write_buffer_index"
+    if isinstance(index, bool) or not isinstance(index, int) or not \
+            0 <= index < len(regions):
+        raise fail(CacheStageError, prim, f"{what} {index!r} is out of range: block "
+                   f"{blk.name!r} {kind[:-1]}s {len(regions)} buffer(s) "
+                   f"{[r.buffer.name for r in regions]}", func)
+    return regions[index].buffer
+
+
+def _locate(func, scope_path, writer_names, reader_names, prim):
+    """Where the copy goes: ``(container node, container path)`` — the scope block or
+    the innermost loop shared by the writer and its first reader."""
+    node = tree.get(func, scope_path).block
+    path, body_path = scope_path, scope_path + ("block", "body")
+    while True:
+        body = node.body
+        items = subtrees(body)
+        rpos = next((k for k, s in enumerate(items) if block_names(s) & reader_names),
+                    len(items))
+        wpos = max((k for k, s in enumerate(items) if block_names(s) & writer_names),
+                   default=-1)
+        if wpos < rpos:
+            return node, path
+        if wpos > rpos or not isinstance(items[rpos], For):
+            raise fail(CacheStageError, prim, "a reader of the buffer runs before (or inside "
+                       "the same block as) its writer; there is no place for the copy",
+                       func)
+        path = body_path + ((("seq", rpos),) if isinstance(body, SeqStmt) else ())
+        node = items[rpos]
+        body_path = path + ("body",)
+
+
+class _Stage(Mutator):
+    """Insert the copy nest into ``container``, allocate the cache in ``scope_block``
+    and rewrite the blocks named in ``rewrite``."""
+
+    def __init__(self, container, place, scope_block, cache, rewrite):
+        self.container, self.place = container, place
+        self.scope_block, self.cache, self.rewrite = scope_block, cache, rewrite
+
+    def visit(self, n):
+        if isinstance(n, Expr):
+            return n
+        new = super().visit(n)
+        if isinstance(n, Block) and n.name in self.rewrite:
+            new = self.rewrite[n.name](new)
+        if n is self.container:
+            new = self.place(new)
+        if n is self.scope_block:
+            new = with_fields(new, alloc_buffers=new.alloc_buffers + (self.cache,))
+        return new
+
+
+class _Redirect(Mutator):
+    """Loads (and read regions) of ``old`` become loads of ``new``; stores stay."""
+
+    def __init__(self, old, new):
+        self.old, self.new = old, new
+
+    def visit_BufferLoad(self, ld):
+        ld = self.generic_visit(ld)
+        return ld if ld.buffer is not self.old else type(ld)(self.new, ld.indices)
+
+    def visit_Block(self, blk):
+        new = self.generic_visit(blk)
+        reads = tuple(BufferRegion(self.new, r.region) if r.buffer is self.old else r
+                      for r in new.reads)
+        return with_fields(new, reads=reads)
+
+
+def _copy_block(name, src, dst, region, outer):
+    vs = [Var(f"v{d}", s.dtype) for d, s in enumerate(dst.shape)]
+    ivs = tuple(IterVar(v, Range(const(0, s.dtype), s), "spatial")
+                for v, s in zip(vs, dst.shape))
+    point = tuple(Range(v, const(1, v.dtype)) for v in vs)
+    blk = Block(name, ivs, (BufferRegion(src, point),), (BufferRegion(dst, point),),
+                BufferStore(dst, src.load(vs), tuple(vs)))
+    return make_nest(blk, [(r.min, r.extent) for r in region.region], outer), BlockRV(name)
+
+
+def _stage(func, bpath, buf, scope, prim, is_read):
+    scope_path = tree.enclosing_block(func, bpath)
+    ws = writers(func, scope_path, buf)
+    if len(ws) > 1:
+        raise fail(CacheStageError, prim, f"buffer {buf.name!r} is written by "
+                   f"{[b.block.name for _, b in ws]}; only a buffer with a single writer "
+                   "can be cached", func)
+    wnames = {b.block.name for _, b in ws}
+    rs = [(p, b) for p, b in readers(func, scope_path, buf) if b.block.name not in wnames]
+    rnames = {b.block.name for _, b in rs}
+    container, cpath = _locate(func, scope_path, wnames, rnames, prim)
+    outer_loops = tree.loops_above(func, cpath) if isinstance(container, For) else []
+    if isinstance(container, For):
+        outer_loops = outer_loops + [(cpath, container)]
+    outer = loop_doms(outer_loops)
+    if ws:
+        region = needed_region(func, cpath, buf, [ws[0][0]], "writes")
+    else:
+        region = BufferRegion.full(buf)
+    if is_read and ws:
+        under = [p for p, _ in rs if p[:len(cpath)] == cpath]
+        need = needed_region(func, cpath, buf, under, "reads")
+        for have, want in zip(region.region, need.region if need else ()):
+            if not (provably_le(have.min, want.min) and provably_le(
+                    simplify(want.min + want.extent), simplify(have.min + have.extent))):
+                raise fail(CacheStageError, prim, f"the readers of {buf.name!r} need more "
+                           "than its writer produces at the copy's place; move the "
+                           "writer (compute_at) or cache before scheduling", func)
+    blocks, bufs = _names(func)
+    name = _unique(f"{buf.name}_{scope}", bufs | blocks)
+    cache = Buffer(buf.shape, buf.dtype, name, (), scope, buf.align)
+    if is_read:
+        nest, rv = _copy_block(name, buf, cache, region, outer)
+        redirect = _Redirect(buf, cache)
+        rewrite = {n: redirect.visit for n in rnames}
+
+        def position(items):
+            return next(k for k, s in enumerate(items) if block_names(s) & rnames)
+    else:
+        nest, rv = _copy_block(name, cache, buf, region, outer)
+        rewrite = {n: (lambda blk: substitute(blk, {}, {buf: cache})) for n in wnames}
+
+        def position(items):
+            return 1 + max(k for k, s in enumerate(items) if block_names(s) & wnames)
+
+    def place(node):
+        items = subtrees(node.body)
+        pos = position(items)
+        return with_fields(node, body=seq(*items[:pos], nest, *items[pos:]))
+
+    scope_block = tree.get(func, scope_path).block
+    body = _Stage(container, place, scope_block, cache, rewrite).visit(func.body)
+    return func.with_body(body), rv
+
+
+@primitive("cache_read")
+def cache_read(func, block, read_buffer_index: int, scope: str):
+    """Copy the block's ``read_buffer_index``-th read buffer into a new buffer in
+    ``scope`` right before its first reader; every reader reads the copy.  Returns the
+    copy block (named ``<buffer>_<scope>``).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import BlockRV
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i] * 2.0, name="B")])
+        >>> g, rv = cache_read(f, BlockRV("B"), 0, "shared")
+        >>> tree.get(g, tree.find_block(g, "B")).block.reads[0].buffer.scope
+        'shared'
+    """
+    prim = "cache_read"
+    _check_scope(prim, scope, func)
+    bpath = tree.find_block(func, block.name)
+    blk = tree.get(func, bpath).block
+    buf = _buffer_at(func, blk, read_buffer_index, "reads", prim)
+    return _stage(func, bpath, buf, scope, prim, True)
+
+
+@primitive("cache_write")
+def cache_write(func, block, write_buffer_index: int, scope: str):
+    """Make the block write a new buffer in ``scope`` instead of its
+    ``write_buffer_index``-th write buffer, and copy that back right after it.  Returns
+    the copy block (named ``<buffer>_<scope>``).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import BlockRV
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i] * 2.0, name="B")])
+        >>> g, rv = cache_write(f, BlockRV("B"), 0, "local")
+        >>> tree.get(g, tree.find_block(g, "B")).block.writes[0].buffer.name, rv.name
+        ('B_local', 'B_local')
+    """
+    prim = "cache_write"
+    _check_scope(prim, scope, func)
+    bpath = tree.find_block(func, block.name)
+    blk = tree.get(func, bpath).block
+    buf = _buffer_at(func, blk, write_buffer_index, "writes", prim)
+    return _stage(func, bpath, buf, scope, prim, False)

@@ -1,0 +1,367 @@
+"""``compute_at`` and ``reverse_compute_at``: move a block under another block's loop.
+
+``compute_at(block, loop)`` moves a producer under a loop of its consumers' nest and
+regenerates its loops so that, in each iteration of ``loop``, it computes exactly the
+region its consumers under ``loop`` read (TVM's TensorIR semantics).
+``reverse_compute_at(block, loop)`` moves a consumer under a loop of its producers'
+nest, covering the region they write in one iteration.
+
+Before ``compute_at(B, i)``::
+
+    for i, j in T.grid(8, 8):
+        with T.block("B"): B[vi, vj] = A[vi, vj] * 2
+    for i, j in T.grid(8, 8):
+        with T.block("C"): C[vi, vj] = B[vi, vj] + 1
+
+after::
+
+    for i in range(8):
+        for ax0 in range(8):
+            with T.block("B"): vi = i; vj = ax0; B[vi, vj] = A[vi, vj] * 2
+        for j in range(8):
+            with T.block("C"): C[vi, vj] = B[vi, vj] + 1
+
+The module also holds the tree edits the other block primitives share: removing a
+block's own loop nest (:func:`exclusive_nest`) and the :class:`Relocate` mutator.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> from schedules.handles import BlockRV, LoopRV
+    >>> from schedules import tree
+    >>> A = T.placeholder((8,), name="A")
+    >>> B = T.compute((8,), lambda i: A[i] * 2.0, name="B")
+    >>> C = T.compute((8,), lambda i: B[i] + 1.0, name="C")
+    >>> f = T.create_prim_func([A, C])
+    >>> i = tree.get(f, tree.loops_above(f, tree.find_block(f, "C"))[0][0]).loop_var
+    >>> g, _ = compute_at(f, BlockRV("B"), LoopRV(i))
+    >>> [l.loop_var.name for _, l in tree.loops_above(g, tree.find_block(g, "B"))]
+    ['i']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from cuvil_tir.expr import Expr, IntImm, Var, const
+from cuvil_tir.op import all as all_of
+from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, For, Range, SeqStmt, seq
+from cuvil_tir.visitor import Mutator, used_vars
+
+from .. import tree
+from ..primitive import primitive
+from ..regions import (BlockLocationError, bounds, child_blocks, encloses, fail,
+                       is_complete, is_param, is_reduction, loop_doms, needed_region,
+                       precedes, provably_le, region_of, simplify, union, var_domain)
+
+
+class Relocate(Mutator):
+    """Delete one statement (by identity) and rebuild one node (by identity) with
+    ``place(new_node)``, in a single pass over the statements.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> Relocate().visit(f.body) is f.body
+        True
+    """
+
+    def __init__(self, remove=None, target=None, place=None):
+        self.remove = remove
+        self.target = target
+        self.place = place
+
+    def visit(self, n):
+        if isinstance(n, Expr):
+            return n   # statements only: expressions are shared as they are
+        new = super().visit(n)
+        if self.target is not None and n is self.target:
+            new = self.place(new)
+        return new
+
+    def visit_SeqStmt(self, s):
+        items = [self.visit(x) for x in s.seq if x is not self.remove]
+        if len(items) == len(s.seq) and all(a is b for a, b in zip(items, s.seq)):
+            return s
+        return seq(*items)
+
+
+def with_fields(node, **changes):
+    """A copy of a node with some fields replaced.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> with_fields(Block("B", (), (), (), None), name="C").name
+        'C'
+    """
+    return dataclasses.replace(node, **changes)
+
+
+def subtrees(stmt) -> list:
+    """The statements of a ``SeqStmt`` body, or ``[stmt]``.
+
+    Example::
+
+        >>> subtrees(SeqStmt(())) == []
+        True
+    """
+    return list(stmt.seq) if isinstance(stmt, SeqStmt) else [stmt]
+
+
+def block_names(stmt) -> set:
+    """Names of all blocks inside ``stmt``.
+
+    Example::
+
+        >>> block_names(Block("B", (), (), (), SeqStmt(())))
+        set()
+    """
+    return {b.block.name for b in tree.blocks_under(stmt)}
+
+
+def exclusive_nest(func, block_path: tuple, prim: str) -> tuple:
+    """``(path, stmt)`` of the block together with the loops that hold only it: what
+    must go when the block moves or is inlined.  Its parent is a ``SeqStmt``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> B = T.compute((4,), lambda i: A[i] * 2.0, name="B")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: B[i], name="C")])
+        >>> exclusive_nest(f, tree.find_block(f, "B"), "compute_inline")[0]
+        ('block', 'body', ('seq', 0))
+    """
+    top = block_path
+    while top and top[-1] == "body" and isinstance(tree.get(func, top[:-1]), For):
+        top = top[:-1]
+    if not top or not isinstance(top[-1], tuple):
+        name = tree.get(func, block_path).block.name
+        raise fail(BlockLocationError, prim, f"block {name!r} is the only statement of "
+                   "its scope; there is nothing to move it next to")
+    return top, tree.get(func, top)
+
+
+def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool = False):
+    """A loop nest running ``block`` over ``doms`` (``(min, extent)`` per iter var,
+    over the loops of ``outer``, or None for the var's whole domain).
+
+    Each var gets a loop ``axK`` (unless its extent is 1) and the value
+    ``min + axK``; when a range may leave the var's domain (a boundary tile), the
+    realize gets the predicate that keeps it inside (``T.where``).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.stmt import IterVar
+        >>> v = T.var("v")
+        >>> blk = Block("B", (IterVar(v, Range.from_extent(4)),), (), (), SeqStmt(()))
+        >>> make_nest(blk, [None], {}).loop_var.name
+        'ax0'
+    """
+    loops, values, preds = [], [], []
+    for iv, dom in zip(block.iter_vars, doms):
+        lo, ext = (iv.dom.min, iv.dom.extent) if dom is None else dom
+        ext = simplify(ext)
+        if preserve_unit_loops or not (isinstance(ext, IntImm) and ext.value == 1):
+            ax = Var(f"ax{len(loops)}", iv.var.dtype)
+            loops.append((ax, ext))
+            val = simplify(lo + ax)
+        else:
+            val = simplify(lo)
+        values.append(val)
+        if dom is None:
+            continue
+        dmax = simplify(iv.dom.min + iv.dom.extent - 1)
+        vlo, _ = bounds(lo, outer)
+        _, vhi = bounds(simplify(lo + ext - 1), outer)
+        if not provably_le(iv.dom.min, vlo):
+            preds.append(val >= iv.dom.min)
+        if not provably_le(vhi, dmax):
+            preds.append(val <= dmax)
+    pred = all_of(*preds) if preds else const(True)
+    nest = BlockRealize(tuple(values), pred, block)
+    for ax, ext in reversed(loops):
+        nest = For(ax, const(0, ax.dtype), ext, "serial", nest)
+    return nest
+
+
+def _block_domain(block: Block, pairs, prim: str) -> list:
+    """Per iter var of ``block``: the ``(min, extent)`` implied by matching its access
+    regions with the required regions, or None (its whole domain)."""
+    doms = {}
+    for provided, required in pairs:
+        for pdim, rdim in zip(provided.region, required.region):
+            ids = {id(v) for v in used_vars(pdim.min)}
+            hits = [iv for iv in block.iter_vars if id(iv.var) in ids]
+            if not hits:
+                continue
+            c = var_domain(hits[0], pdim) if len(hits) == 1 else None
+            if c is None:
+                raise fail(BlockLocationError, prim,
+                    f"cannot derive the iteration domain of block {block.name!r} "
+                    f"from its access {provided.buffer.name}[... {pdim.min} ...]: each "
+                    "index must be one block variable plus a constant; inline or "
+                    "rewrite the block first")
+            lo, ext = simplify(rdim.min - c), rdim.extent
+            key = id(hits[0].var)
+            if key in doms:
+                prev = BufferRegion(provided.buffer, (Range(*doms[key]),))
+                merged = union(prev, BufferRegion(provided.buffer, (Range(lo, ext),)))
+                lo, ext = merged.region[0].min, merged.region[0].extent
+            doms[key] = (lo, ext)
+    return [doms.get(id(iv.var)) for iv in block.iter_vars]
+
+
+def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
+    prim = "reverse_compute_at" if reverse else "compute_at"
+
+    def err(reason, node=None):
+        return fail(BlockLocationError, prim, reason, func, node)
+
+    bpath = tree.find_block(func, block.name)
+    blk = tree.get(func, bpath).block
+    lpath = tree.find_loop(func, loop.var, prim)
+    loop_node = tree.get(func, lpath)
+    lname = loop_node.loop_var.name
+    if encloses(lpath, bpath):
+        raise err(f"loop {lname!r} is one of block {blk.name!r}'s own "
+                            f"loops; pass a loop of a {'producer' if reverse else 'consumer'}"
+                            f"'s nest (get_loops of that block)")
+    scope = tree.enclosing_block(func, bpath)
+    if tree.enclosing_block(func, lpath) != scope:
+        raise err(f"loop {lname!r} and block {blk.name!r} are in "
+                            "different block scopes; pass a loop of the same scope")
+    if any(iv.kind == "opaque" for iv in blk.iter_vars) or not (
+            is_complete(blk) or is_reduction(blk)):
+        raise err(f"block {blk.name!r} is neither a complete block nor a "
+                            "reduction block (it has opaque iter vars or reads what it "
+                            "writes); only those can be moved")
+    if len(blk.writes) != 1:
+        raise err(f"block {blk.name!r} writes {len(blk.writes)} buffers; "
+                            "only a block writing exactly one buffer can be moved")
+    out = blk.writes[0].buffer
+    if not reverse and is_param(func, out):
+        raise err(f"block {blk.name!r} is an output block (it writes "
+                            f"the parameter {out.name!r}); nothing consumes it, so there is "
+                            "no region to compute. Use reverse_compute_at to move it "
+                            "under its producers' loop")
+    others = [(p, b) for p, b in child_blocks(func, scope) if b.block.name != blk.name]
+    wrote = {id(w.buffer) for w in blk.writes}
+    read = {id(r.buffer) for r in blk.reads}
+    consumers = [(p, b) for p, b in others if any(id(r.buffer) in wrote for r in b.block.reads)]
+    producers = [(p, b) for p, b in others if any(id(w.buffer) in read for w in b.block.writes)]
+    deps, kind = (producers, "producer") if reverse else (consumers, "consumer")
+    if not deps:
+        raise err(f"block {blk.name!r} has no {kind} in its scope, so no "
+                            f"region to cover under loop {lname!r}")
+    outside = [b.block.name for p, b in deps if not encloses(lpath, p)]
+    if outside:
+        raise err(f"onto a loop that does not enclose every {kind}: "
+                            f"{kind}(s) {outside} of block {blk.name!r} are outside loop "
+                            f"{lname!r}; pass a loop that encloses all of them")
+    for p, b in producers:
+        if not encloses(lpath, p) and not precedes(p, lpath):
+            raise err(f"producer {b.block.name!r} of block {blk.name!r} "
+                                f"runs after loop {lname!r}; the block would read it too early")
+    for p, b in consumers:
+        if not encloses(lpath, p) and not precedes(lpath, p):
+            raise err(f"consumer {b.block.name!r} of block {blk.name!r} "
+                                f"runs before loop {lname!r}; it would read the block's "
+                                "result too early")
+    nest_path, nest_obj = exclusive_nest(func, bpath, prim)
+    subs = [s for s in subtrees(loop_node.body) if s is not nest_obj]
+    cons_names = {b.block.name for _, b in consumers}
+    prod_names = {b.block.name for _, b in producers}
+    cpos = [k for k, s in enumerate(subs) if block_names(s) & cons_names]
+    ppos = [k for k, s in enumerate(subs) if block_names(s) & prod_names]
+    if cpos and ppos and max(ppos) >= min(cpos):
+        raise err(f"under loop {lname!r}, a producer and a consumer of "
+                            f"block {blk.name!r} share one statement, so there is no place "
+                            "between them; pass a loop further inside")
+    outer = loop_doms(tree.loops_above(func, lpath) + [(lpath, loop_node)])
+    if reverse:
+        _check_complete_producers(func, blk, producers, outer, lname)
+        pairs = []
+        for r in blk.reads:
+            prods = [p for p, b in producers if region_of(b.block.writes, r.buffer)]
+            if prods:
+                pairs.append((r, needed_region(func, lpath, r.buffer, prods, "writes")))
+    else:
+        pairs = [(blk.writes[0], needed_region(func, lpath, out,
+                                               [p for p, _ in consumers], "reads"))]
+    nest = make_nest(blk, _block_domain(blk, pairs, prim), outer, preserve_unit_loops)
+
+    def place(new_loop):
+        items = subtrees(new_loop.body)
+        if reverse:
+            pos = 1 + max(k for k, s in enumerate(items) if block_names(s) & prod_names)
+        else:
+            pos = min(k for k, s in enumerate(items) if block_names(s) & cons_names)
+        return with_fields(new_loop, body=seq(*items[:pos], nest, *items[pos:]))
+
+    body = Relocate(remove=nest_obj, target=loop_node, place=place).visit(func.body)
+    return func.with_body(body), None
+
+
+def _check_complete_producers(func, blk, producers, outer, lname):
+    # a consumer placed under a loop that drives a producer's reduction would read
+    # partial results
+    for p, b in producers:
+        for iv, val in zip(b.block.iter_vars, b.iter_values):
+            if iv.kind == "reduce" and any(v in outer for v in used_vars(val)):
+                raise fail(BlockLocationError, "reverse_compute_at",
+                    f"loop {lname!r} (or a loop above it) drives the "
+                    f"reduction of producer {b.block.name!r}; block {blk.name!r} would "
+                    "read partial results. Pass a loop outside the reduction loops")
+
+
+@primitive("compute_at")
+def compute_at(func, block, loop, preserve_unit_loops: bool = False):
+    """Move producer ``block`` under ``loop`` of its consumers' nest; it then computes,
+    in each iteration of ``loop``, exactly the region the consumers there read.
+
+    Legal when: ``block`` is a complete or reduction block writing one (non-parameter)
+    buffer; ``loop`` is in the same scope, is not one of the block's own loops, and
+    encloses every consumer; producers of what the block reads run before it.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import BlockRV, LoopRV
+        >>> A = T.placeholder((4, 4), name="A")
+        >>> B = T.compute((4, 4), lambda i, j: A[i, j] + 1.0, name="B")
+        >>> f = T.create_prim_func([A, T.compute((4, 4), lambda i, j: B[i, j], name="C")])
+        >>> i = tree.loops_above(f, tree.find_block(f, "C"))[0][1].loop_var
+        >>> g, _ = compute_at(f, BlockRV("B"), LoopRV(i))
+        >>> tree.get(g, tree.find_block(g, "B")).iter_values[0] is i
+        True
+    """
+    return _move(func, block, loop, False, preserve_unit_loops)
+
+
+@primitive("reverse_compute_at")
+def reverse_compute_at(func, block, loop, preserve_unit_loops: bool = False):
+    """Move consumer ``block`` under ``loop`` of its producers' nest, right after them;
+    it then consumes, in each iteration of ``loop``, the region they wrote there.
+
+    Legal when: ``block`` is a complete or reduction block writing one buffer;
+    ``loop`` is in the same scope, not one of the block's own loops, encloses every
+    producer, and does not drive a producer's reduction.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import BlockRV, LoopRV
+        >>> A = T.placeholder((4, 4), name="A")
+        >>> B = T.compute((4, 4), lambda i, j: A[i, j] + 1.0, name="B")
+        >>> f = T.create_prim_func([A, T.compute((4, 4), lambda i, j: B[i, j], name="C")])
+        >>> i = tree.loops_above(f, tree.find_block(f, "B"))[0][1].loop_var
+        >>> g, _ = reverse_compute_at(f, BlockRV("C"), LoopRV(i))
+        >>> [l.loop_var.name for _, l in tree.loops_above(g, tree.find_block(g, "C"))]
+        ['i', 'ax0']
+    """
+    return _move(func, block, loop, True, preserve_unit_loops)

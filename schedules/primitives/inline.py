@@ -1,0 +1,293 @@
+"""``compute_inline`` and ``reverse_compute_inline``: fuse a block into its neighbours.
+
+``compute_inline(B)`` substitutes B's computation into every load of B's buffer, then
+removes B and the buffer.  ``reverse_compute_inline(C)`` does the converse: it folds
+the consumer C into its single producer, which then writes C's output directly.
+
+Before ``compute_inline(B)``::
+
+    with T.block("B"): B[vi] = A[vi] * 2
+    with T.block("C"): C[vi] = B[vi] + 1
+
+after::
+
+    with T.block("C"): C[vi] = A[vi] * 2 + 1
+
+Before ``reverse_compute_inline(C)`` the same, after::
+
+    with T.block("B"): C[vi] = A[vi] * 2 + 1
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> from schedules.handles import BlockRV
+    >>> A = T.placeholder((8,), name="A")
+    >>> B = T.compute((8,), lambda i: A[i] * 2.0, name="B")
+    >>> f = T.create_prim_func([A, T.compute((8,), lambda i: B[i] + 1.0, name="C")])
+    >>> g, _ = compute_inline(f, BlockRV("B"))
+    >>> [b.block.name for b in tree.blocks_under(g.body)], g.body.block.alloc_buffers
+    (['root', 'C'], ())
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.expr import BufferLoad, Var
+from cuvil_tir.stmt import Block, BufferStore
+from cuvil_tir.te import access_regions
+from cuvil_tir.visitor import Mutator, post_order_visit, substitute
+
+from .. import tree
+from ..primitive import primitive
+from ..regions import (InlineError, child_blocks, fail, is_complete, is_param,
+                       region_of, tree_same, union)
+from .compute_location import Relocate, exclusive_nest, with_fields
+
+
+def _store_of(func, blk, prim, role):
+    """The block's single BufferStore, checked to write its one buffer at distinct
+    block variables covering every iter var (an injective, invertible index map)."""
+    if not isinstance(blk.body, BufferStore) or len(blk.writes) != 1:
+        raise fail(InlineError, prim, f"{role} {blk.name!r} has a non-trivial body: only a "
+                   "block whose body is one BufferStore to one buffer can be inlined",
+                   func)
+    st = blk.body
+    own = [iv.var for iv in blk.iter_vars]
+    idx = list(st.indices)
+    if (len(idx) != len(own) or not all(isinstance(e, Var) for e in idx)
+            or {id(e) for e in idx} != {id(v) for v in own}):
+        raise fail(InlineError, prim, f"{role} {blk.name!r} stores to "
+                   f"{st.buffer.name}[{', '.join(str(e) for e in idx)}]; the indices must "
+                   "be its block variables, each once (an injective store)", func)
+    return st
+
+
+class _InlineLoads(Mutator):
+    """Replace every load of ``buffer`` by ``value`` with the store's index vars bound,
+    drop ``buffer`` from allocations, and refresh the reads of the blocks touched."""
+
+    def __init__(self, buffer, index_vars, value):
+        self.buffer = buffer
+        self.index_vars = index_vars
+        self.value = value
+
+    def visit_BufferLoad(self, ld):
+        ld = self.generic_visit(ld)
+        if ld.buffer is not self.buffer:
+            return ld
+        return substitute(self.value, dict(zip(self.index_vars, ld.indices)))
+
+    def visit_Block(self, blk):
+        new = self.generic_visit(blk)
+        allocs = tuple(b for b in new.alloc_buffers if b is not self.buffer)
+        if region_of(blk.reads, self.buffer) is not None:
+            new = with_fields(new, reads=refresh_reads(new, blk.reads, self.buffer))
+        if len(allocs) != len(new.alloc_buffers):
+            new = with_fields(new, alloc_buffers=allocs)
+        return new
+
+
+def refresh_reads(blk: Block, old_reads, removed) -> tuple:
+    """``old_reads`` without ``removed``, widened by the loads now in the block body.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((4,), "float32", "A")
+        >>> C = T.decl_buffer((4,), "float32", "C")
+        >>> blk = Block("C", (), (), (), BufferStore(C, A[1] + A[2], (T.const(0),)))
+        >>> r = refresh_reads(blk, (), None)[0]
+        >>> (r.buffer.name, r.region[0].min.value, r.region[0].extent.value)
+        ('A', 1, 2)
+    """
+    out = [r for r in old_reads if r.buffer is not removed]
+    written = [w.buffer for w in blk.writes]
+    found = access_regions(blk.body, exclude=written + [removed])
+    if blk.init is not None:
+        found += access_regions(blk.init, exclude=written + [removed])
+    for r in found:
+        k = next((n for n, o in enumerate(out) if o.buffer is r.buffer), None)
+        if k is None:
+            out.append(r)
+        elif not tree_same(out[k], r):
+            out[k] = union(out[k], r)
+    return tuple(out)
+
+
+@primitive("compute_inline")
+def compute_inline(func, block):
+    """Inline a spatial block into its consumers and remove it and its buffer.
+
+    Legal when the block is not a reduction, its body is one BufferStore at its block
+    variables (injective), its buffer is not a function parameter and no other block
+    writes it.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import BlockRV
+        >>> A = T.placeholder((4,), name="A")
+        >>> B = T.compute((4,), lambda i: A[i] * 2.0, name="B")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: B[i], name="C")])
+        >>> g, _ = compute_inline(f, BlockRV("B"))
+        >>> [r.buffer.name for r in tree.get(g, tree.find_block(g, "C")).block.reads]
+        ['A']
+    """
+    prim = "compute_inline"
+    bpath = tree.find_block(func, block.name)
+    blk = tree.get(func, bpath).block
+    if blk.init is not None or any(iv.kind != "spatial" for iv in blk.iter_vars):
+        raise fail(InlineError, prim, f"block {blk.name!r} is a reduction block (it has "
+                   "reduce iter vars or an init); only a spatial block can be inlined. "
+                   "Use reverse_compute_inline on its consumer instead", func)
+    st = _store_of(func, blk, prim, "block")
+    buf = st.buffer
+    if is_param(func, buf):
+        raise fail(InlineError, prim, f"block {blk.name!r} is an output block: it writes "
+                   f"the function parameter {buf.name!r}, which must stay", func)
+    if region_of(blk.reads, buf) is not None or _load_indices(st.value, buf):
+        raise fail(InlineError, prim, f"block {blk.name!r} reads the buffer {buf.name!r} "
+                   "it writes; it cannot be substituted into its readers", func)
+    scope = tree.enclosing_block(func, bpath)
+    others = [b.block.name for p, b in child_blocks(func, scope)
+              if p != bpath and region_of(b.block.writes, buf) is not None]
+    if others:
+        raise fail(InlineError, prim, f"buffer {buf.name!r} of block {blk.name!r} is also "
+                   f"written by {others}; only a buffer with one writer can be inlined",
+                   func)
+    _, nest = exclusive_nest(func, bpath, prim)
+    body = Relocate(remove=nest).visit(func.body)
+    body = _InlineLoads(buf, [iv.var for iv in blk.iter_vars], st.value).visit(body)
+    return func.with_body(body), None
+
+
+def _load_indices(expr, buf) -> list:
+    """The index tuples of every load of ``buf`` in ``expr``."""
+    found = []
+    post_order_visit(expr, lambda n: found.append(n.indices)
+                     if isinstance(n, BufferLoad) and n.buffer is buf else None)
+    return found
+
+
+def _invertible_load(func, consumer, buf, prim):
+    """The indices at which ``consumer`` loads ``buf`` (all loads alike), checked to be
+    distinct spatial block variables covering every iter var."""
+    loads = _load_indices(consumer.body.value, buf)
+    if not loads or any(not tree_same(ix, loads[0]) for ix in loads):
+        raise fail(InlineError, prim, f"block {consumer.name!r} loads {buf.name!r} at "
+                   "different indices; reverse_compute_inline needs one index map", func)
+    idx = loads[0]
+    own = [iv.var for iv in consumer.iter_vars]
+    if (len(idx) != len(own) or not all(isinstance(e, Var) for e in idx)
+            or {id(e) for e in idx} != {id(v) for v in own}):
+        raise fail(InlineError, prim, f"block {consumer.name!r} loads "
+                   f"{buf.name}[{', '.join(str(e) for e in idx)}]: the indices are not an "
+                   "invertible map of its block variables (each must appear once)", func)
+    return idx
+
+
+@primitive("reverse_compute_inline")
+def reverse_compute_inline(func, block):
+    """Inline a consumer into its single producer, which then writes the consumer's
+    output; removes the consumer and the intermediate buffer.
+
+    Legal when the consumer is a complete block whose body is one BufferStore, it
+    reads exactly one buffer produced in its scope, loads it at an invertible map of
+    its block variables, is its only reader, and the producer is a complete block
+    storing that buffer at its block variables over the same domain.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import BlockRV
+        >>> A = T.placeholder((4,), name="A")
+        >>> B = T.compute((4,), lambda i: A[i] * 2.0, name="B")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: B[i] + 1.0, name="C")])
+        >>> g, _ = reverse_compute_inline(f, BlockRV("C"))
+        >>> tree.get(g, tree.find_block(g, "B")).block.body.buffer.name
+        'C'
+    """
+    prim = "reverse_compute_inline"
+    cpath = tree.find_block(func, block.name)
+    cons = tree.get(func, cpath).block
+    if not is_complete(cons):
+        raise fail(InlineError, prim, f"block {cons.name!r} is not a complete block (it is "
+                   "a reduction, or reads what it writes); only a spatial consumer can be "
+                   "inlined into its producer", func)
+    cst = _store_of(func, cons, prim, "block")
+    scope = tree.enclosing_block(func, cpath)
+    blocks = child_blocks(func, scope)
+    produced = []
+    for r in cons.reads:
+        ws = [(p, b) for p, b in blocks if p != cpath and region_of(b.block.writes, r.buffer)]
+        if ws:
+            produced.append((r.buffer, ws))
+    if len(produced) != 1:
+        names = [b.name for b, _ in produced]
+        raise fail(InlineError, prim, f"block {cons.name!r} reads {len(produced)} buffers "
+                   f"produced in its scope ({names}); reverse_compute_inline needs exactly "
+                   "one producer", func)
+    buf, ws = produced[0]
+    if len(ws) != 1:
+        raise fail(InlineError, prim, f"buffer {buf.name!r} has {len(ws)} writers; "
+                   "reverse_compute_inline needs a single producer", func)
+    ppath, preal = ws[0]
+    prod = preal.block
+    if is_param(func, buf):
+        raise fail(InlineError, prim, f"the producer {prod.name!r} writes the function "
+                   f"parameter {buf.name!r}, which must stay", func)
+    if not is_complete(prod):
+        raise fail(InlineError, prim, f"the producer {prod.name!r} of block {cons.name!r} is "
+                   "not a complete block (a reduction); use compute_at / "
+                   "reverse_compute_at instead", func)
+    pst = _store_of(func, prod, prim, "producer")
+    readers = [b.block.name for p, b in blocks
+               if p != cpath and region_of(b.block.reads, buf) is not None]
+    if readers:
+        raise fail(InlineError, prim, f"buffer {buf.name!r} is also read by {readers}; "
+                   f"block {cons.name!r} must be its only consumer", func)
+    idx = _invertible_load(func, cons, buf, prim)
+    sigma = {}
+    pdom = {id(iv.var): iv.dom for iv in prod.iter_vars}
+    cdom = {id(iv.var): iv.dom for iv in cons.iter_vars}
+    for u, p in zip(idx, pst.indices):
+        if not (tree_same(cdom[id(u)].min, pdom[id(p)].min)
+                and tree_same(cdom[id(u)].extent, pdom[id(p)].extent)):
+            raise fail(InlineError, prim, f"block {cons.name!r} iterates {u.name} over "
+                       f"another domain than the producer {prod.name!r} writes "
+                       f"{buf.name!r}; the map is not a bijection", func)
+        sigma[u] = p
+    value = _InlineLoads(buf, list(pst.indices), pst.value).visit(
+        substitute(cst.value, sigma))
+    store = BufferStore(cst.buffer, value, tuple(substitute(e, sigma) for e in cst.indices))
+    reads = list(prod.reads)
+    for r in cons.reads:
+        if r.buffer is buf:
+            continue
+        r = substitute(r, sigma)
+        k = next((n for n, o in enumerate(reads) if o.buffer is r.buffer), None)
+        if k is None:
+            reads.append(r)
+        else:
+            reads[k] = union(reads[k], r)
+    writes = tuple(substitute(w, sigma) for w in cons.writes)
+    new_prod = with_fields(prod, body=store, reads=tuple(reads), writes=writes)
+    _, nest = exclusive_nest(func, cpath, prim)
+
+    def place(_realize):
+        return with_fields(_realize, block=new_prod)
+
+    body = Relocate(remove=nest, target=preal, place=place).visit(func.body)
+    body = _DropAlloc(buf).visit(body)
+    return func.with_body(body), None
+
+
+class _DropAlloc(Mutator):
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def visit_Block(self, blk):
+        new = self.generic_visit(blk)
+        allocs = tuple(b for b in new.alloc_buffers if b is not self.buffer)
+        if len(allocs) == len(new.alloc_buffers):
+            return new
+        return with_fields(new, alloc_buffers=allocs)

@@ -1,0 +1,206 @@
+"""Loop kinds and annotations: parallel, vectorize, unroll, bind, annotate, unannotate.
+
+``parallel`` and ``vectorize`` refuse a loop that carries a reduction (a block under
+it has a reduce iter var whose value uses the loop variable): its iterations are not
+independent.  ``bind`` refuses to bind such a loop to ``blockIdx.*``/``vthread.*``;
+binding it to ``threadIdx.*`` is a cross-thread reduction, recorded as the loop
+annotation ``cross_thread_reduction``.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> from schedules.handles import LoopRV
+    >>> A = T.placeholder((8,), name="A")
+    >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] * 2.0, name="B")])
+    >>> g, _ = vectorize(f, LoopRV(f.body.block.body.loop_var))
+    >>> g.body.block.body.kind
+    'vectorized'
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.stmt import Block, BlockRealize, For, THREAD_TAGS
+
+from .. import tree
+from ..analysis import const_int, loop_path, reduction_block, stmt_path
+from ..errors import (AnnotationError, NonConstantExtentError, ReductionLoopError,
+                      ScheduleArgumentError, schedule_error)
+from ..primitive import primitive
+
+
+def _with_kind(node: For, kind: str, tag=None, annotations=None) -> For:
+    return For(node.loop_var, node.min, node.extent, kind, node.body, tag,
+               node.annotations if annotations is None else annotations)
+
+
+def _set_kind(func, loop, name: str, kind: str):
+    path = loop_path(func, loop, name)
+    node = tree.get(func, path)
+    if kind in ("parallel", "vectorized"):
+        blk = reduction_block(node)
+        if blk is not None:
+            raise schedule_error(ReductionLoopError, name, f"loop {node.loop_var.name} "
+                                 f"carries the reduction of block {blk!r}: its iterations "
+                                 "are not independent; use rfactor first, or pick a "
+                                 "spatial loop", func, node)
+    if kind == "vectorized" and const_int(node.extent) is None:
+        raise schedule_error(NonConstantExtentError, name, f"loop {node.loop_var.name} "
+                             f"has the symbolic extent {node.extent}; vectorize needs a "
+                             "constant extent (split it by a constant first)", func, node)
+    return tree.replace(func, path, _with_kind(node, kind)), None
+
+
+@primitive("parallel")
+def parallel(func, loop):
+    """Run ``loop``'s iterations in parallel (CPU threads).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import LoopRV
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
+        >>> parallel(f, LoopRV(f.body.block.body.loop_var))[0].body.block.body.kind
+        'parallel'
+    """
+    return _set_kind(func, loop, "parallel", "parallel")
+
+
+@primitive("vectorize")
+def vectorize(func, loop):
+    """Vectorize ``loop`` (constant extent, no reduction).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import LoopRV
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
+        >>> vectorize(f, LoopRV(f.body.block.body.loop_var))[0].body.block.body.kind
+        'vectorized'
+    """
+    return _set_kind(func, loop, "vectorize", "vectorized")
+
+
+@primitive("unroll")
+def unroll(func, loop):
+    """Unroll ``loop``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import LoopRV
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
+        >>> unroll(f, LoopRV(f.body.block.body.loop_var))[0].body.block.body.kind
+        'unrolled'
+    """
+    return _set_kind(func, loop, "unroll", "unrolled")
+
+
+@primitive("bind")
+def bind(func, loop, thread_axis):
+    """Bind ``loop`` to a GPU thread axis (``blockIdx.x``, ``threadIdx.y``, ...).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import LoopRV
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
+        >>> g, _ = bind(f, LoopRV(f.body.block.body.loop_var), "threadIdx.x")
+        >>> g.body.block.body.thread_tag
+        'threadIdx.x'
+    """
+    path = loop_path(func, loop, "bind")
+    node = tree.get(func, path)
+    if thread_axis not in THREAD_TAGS:
+        raise schedule_error(ScheduleArgumentError, "bind", f"unknown thread axis "
+                             f"{thread_axis!r}; expected one of {', '.join(THREAD_TAGS)}")
+    annotations = None
+    blk = reduction_block(node)
+    if blk is not None:
+        if not thread_axis.startswith("threadIdx."):
+            raise schedule_error(ReductionLoopError, "bind", f"loop {node.loop_var.name} "
+                                 f"carries the reduction of block {blk!r} and cannot be "
+                                 f"bound to {thread_axis}: different thread blocks cannot "
+                                 "reduce together; bind it to threadIdx.* or use rfactor",
+                                 func, node)
+        annotations = dict(node.annotations)
+        annotations["cross_thread_reduction"] = 1
+    return tree.replace(func, path, _with_kind(node, "thread_binding", thread_axis,
+                                               annotations)), None
+
+
+def _check_value(value, where):
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return tuple(_check_value(v, where) for v in value)
+    raise schedule_error(AnnotationError, where, f"annotation values must be bool, int, "
+                         f"float, str or lists of them (so the trace can record them), "
+                         f"got {type(value).__name__} {value!r}")
+
+
+def _rebuild_annotations(node, annotations):
+    if isinstance(node, For):
+        return For(node.loop_var, node.min, node.extent, node.kind, node.body,
+                   node.thread_tag, annotations)
+    blk = node.block
+    new = Block(blk.name, blk.iter_vars, blk.reads, blk.writes, blk.body, blk.init,
+                blk.alloc_buffers, annotations)
+    return BlockRealize(node.iter_values, node.predicate, new)
+
+
+def _annotations_of(node):
+    return dict(node.annotations if isinstance(node, For) else node.block.annotations)
+
+
+@primitive("annotate")
+def annotate(func, loop_or_block, key, value):
+    """Set annotation ``key`` to ``value`` on a loop or a block.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import BlockRV
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
+        >>> g, _ = annotate(f, BlockRV("B"), "pragma", 4)
+        >>> g.body.block.body.body.block.annotations
+        (('pragma', 4),)
+    """
+    path = stmt_path(func, loop_or_block, "annotate")
+    if not isinstance(key, str) or not key:
+        raise schedule_error(AnnotationError, "annotate", f"the key must be a non-empty "
+                             f"str, got {key!r}")
+    node = tree.get(func, path)
+    ann = _annotations_of(node)
+    ann[key] = _check_value(value, "annotate")
+    return tree.replace(func, path, _rebuild_annotations(node, ann)), None
+
+
+@primitive("unannotate")
+def unannotate(func, loop_or_block, key):
+    """Remove annotation ``key`` from a loop or a block.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import BlockRV
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
+        >>> g, _ = annotate(f, BlockRV("B"), "pragma", 4)
+        >>> unannotate(g, BlockRV("B"), "pragma")[0].body.block.body.body.block.annotations
+        ()
+    """
+    path = stmt_path(func, loop_or_block, "unannotate")
+    node = tree.get(func, path)
+    ann = _annotations_of(node)
+    if key not in ann:
+        what = (f"loop {node.loop_var.name}" if isinstance(node, For)
+                else f"block {node.block.name!r}")
+        raise schedule_error(AnnotationError, "unannotate", f"{what} has no annotation "
+                             f"{key!r}; it has {sorted(ann) or 'none'}", func, node)
+    del ann[key]
+    return tree.replace(func, path, _rebuild_annotations(node, ann)), None

@@ -1,0 +1,307 @@
+"""Loop transformations: split, fuse, reorder, tile.
+
+Each primitive checks first (raising a ``ScheduleError`` subclass that names the
+primitive and marks the loop), then rebuilds only the loops it changes, substituting
+the old loop variables in the bodies.  Loops the primitive does not replace keep their
+variables, so their ``LoopRV`` handles stay valid.
+
+Split semantics: ``factors`` may hold one ``None``, inferred as
+``ceildiv(extent, product of the others)``.  When the factors multiply to *more* than
+the extent (a non-dividing factor) the blocks under the loop get the guard
+``fused < extent`` added to their predicate, so the result stays exact; factors that
+multiply to *less* than the extent would drop iterations and are refused.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> from schedules.handles import LoopRV
+    >>> A = T.placeholder((10,), name="A")
+    >>> f = T.create_prim_func([A, T.compute((10,), lambda i: A[i] * 2.0, name="B")])
+    >>> i = f.body.block.body.loop_var
+    >>> g, (outer, inner) = split(f, LoopRV(i), [None, 4])
+    >>> [outer.var.name, inner.var.name]
+    ['i_0', 'i_1']
+    >>> g.body.block.body.extent.value, g.body.block.body.body.extent.value
+    (3, 4)
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.expr import IntImm, Var, const
+from cuvil_tir.stmt import BlockRealize, For, IfThenElse
+from cuvil_tir.visitor import Mutator, substitute
+
+from .. import tree
+from ..analysis import const_int, loop_path, uses_var
+from ..errors import FactorError, LoopNestError, ScheduleArgumentError, schedule_error
+from ..handles import LoopRV
+from ..primitive import primitive
+
+
+def _loop(func, rv, name):
+    path = loop_path(func, rv, name)
+    return path, tree.get(func, path)
+
+
+def _factor_value(f, k, factors):
+    """A factor as a Python int (or None); refuses anything else."""
+    if f is None:
+        return None
+    if isinstance(f, IntImm):
+        f = f.value
+    if isinstance(f, bool) or not isinstance(f, int):
+        raise schedule_error(FactorError, "split", f"factor {k} of {list(factors)!r}: "
+                             f"expected a positive int or None, got {f!r}")
+    if f <= 0:
+        raise schedule_error(FactorError, "split", f"factor {k} of {list(factors)!r}: "
+                             f"expected a positive int, got {f}")
+    return int(f)
+
+
+def _linear(vars_, strides):
+    """``v0 * s0 + v1 * s1 + ...`` skipping unit strides (deterministic, no simplifier)."""
+    acc = None
+    for v, s in zip(vars_, strides):
+        term = v if (isinstance(s, int) and s == 1) else v * s
+        acc = term if acc is None else acc + term
+    return acc
+
+
+class _Guard(Mutator):
+    """Add ``cond`` to the predicate of every block realize (not descending into it)."""
+
+    def __init__(self, cond):
+        self.cond = cond
+
+    def visit_BlockRealize(self, br):
+        pred = br.predicate
+        if isinstance(pred, IntImm) and pred.value:
+            pred = self.cond
+        else:
+            pred = pred & self.cond
+        return BlockRealize(br.iter_values, pred, br.block)
+
+    def _leaf(self, s):
+        return IfThenElse(self.cond, s)
+
+    visit_BufferStore = _leaf
+    visit_Evaluate = _leaf
+
+
+@primitive("split")
+def split(func, loop, factors):
+    """Split ``loop`` into ``len(factors)`` nested loops; returns their LoopRVs.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
+        >>> g, loops = split(f, LoopRV(f.body.block.body.loop_var), [2, 4])
+        >>> str(g.body.block.body.body.body.iter_values[0])
+        'i_0 * 4 + i_1'
+    """
+    path, node = _loop(func, loop, "split")
+    if not isinstance(factors, (list, tuple)) or len(factors) < 2:
+        raise schedule_error(FactorError, "split", "expected a list of at least 2 "
+                             f"factors, got {factors!r}", func, node)
+    values = [_factor_value(f, k, factors) for k, f in enumerate(factors)]
+    if values.count(None) > 1:
+        raise schedule_error(FactorError, "split", f"at most one factor may be None "
+                             f"(inferred), got {list(factors)!r}", func, node)
+    extent = const_int(node.extent)
+    known = 1
+    for v in values:
+        known *= v if v is not None else 1
+    dt = node.loop_var.dtype
+    if None in values:
+        if extent is not None:
+            lengths = [v if v is not None else -(-extent // known) for v in values]
+        else:
+            lengths = [const(v, dt) if v is not None else (node.extent + (known - 1)) // known
+                       for v in values]
+    else:
+        if extent is None:
+            raise schedule_error(FactorError, "split", f"the extent of loop "
+                                 f"{node.loop_var.name} ({node.extent}) is symbolic: give "
+                                 "one factor as None to infer it", func, node)
+        lengths = values
+    total = None
+    if extent is not None:
+        total = 1
+        for n in lengths:
+            total *= n
+        if total < extent:
+            raise schedule_error(FactorError, "split", f"factors {list(values)!r} multiply "
+                                 f"to {total} but loop {node.loop_var.name} has extent "
+                                 f"{extent}: {extent - total} iterations would be dropped; "
+                                 "use None for one factor", func, node)
+    base = node.loop_var.name
+    new_vars = [Var(f"{base}_{k}", dt) for k in range(len(lengths))]
+    strides = []
+    for k in range(len(lengths)):
+        s = 1
+        for n in lengths[k + 1:]:
+            s = s * n
+        strides.append(s)
+    fused = _linear(new_vars, strides)
+    value = fused if (isinstance(node.min, IntImm) and node.min.value == 0) else node.min + fused
+    body = substitute(node.body, {node.loop_var: value})
+    if total is None or total != extent:
+        body = _Guard(fused < node.extent).visit(body)
+    for v, n in reversed(list(zip(new_vars, lengths))):
+        body = For(v, const(0, dt), n if not isinstance(n, int) else const(n, dt),
+                   "serial", body)
+    return tree.replace(func, path, body), [LoopRV(v) for v in new_vars]
+
+
+@primitive("fuse")
+def fuse(func, *loops):
+    """Fuse adjacent, perfectly nested loops (outer first) into one; returns its LoopRV.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((2, 3), name="A")
+        >>> f = T.create_prim_func([A, T.compute((2, 3), lambda i, j: A[i, j], name="B")])
+        >>> i = f.body.block.body
+        >>> g, ij = fuse(f, LoopRV(i.loop_var), LoopRV(i.body.loop_var))
+        >>> ij.var.name, g.body.block.body.extent.value
+        ('i_j_fused', 6)
+    """
+    if len(loops) < 2:
+        raise schedule_error(ScheduleArgumentError, "fuse",
+                             f"expected at least 2 loops, got {len(loops)}")
+    path, outer = _loop(func, loops[0], "fuse")
+    chain = [outer]
+    for rv in loops[1:]:
+        _, node = _loop(func, rv, "fuse")
+        if any(node is c for c in chain):
+            raise schedule_error(LoopNestError, "fuse", f"loop {node.loop_var.name} is "
+                                 "given twice", func, node)
+        if chain[-1].body is not node:
+            raise schedule_error(LoopNestError, "fuse", f"loops {chain[-1].loop_var.name} "
+                                 f"and {node.loop_var.name} are not adjacent and perfectly "
+                                 f"nested: the body of {chain[-1].loop_var.name} must be "
+                                 f"exactly loop {node.loop_var.name}; give the loops outer "
+                                 "first", func, node)
+        chain.append(node)
+    for node in chain:
+        if not (isinstance(node.min, IntImm) and node.min.value == 0):
+            raise schedule_error(LoopNestError, "fuse", f"loop {node.loop_var.name} starts "
+                                 f"at {node.min}, expected 0", func, node)
+        for other in chain:
+            if uses_var(node.extent, other.loop_var):
+                raise schedule_error(LoopNestError, "fuse", f"the extent of loop "
+                                     f"{node.loop_var.name} depends on loop "
+                                     f"{other.loop_var.name}", func, node)
+    dt = chain[0].loop_var.dtype
+    fused = Var("_".join(n.loop_var.name for n in chain) + "_fused", dt)
+    vmap = {}
+    stride = None
+    for k in range(len(chain) - 1, -1, -1):
+        node = chain[k]
+        e = fused if stride is None else fused // stride
+        if k > 0:
+            e = e % node.extent
+        vmap[node.loop_var] = e
+        stride = node.extent if stride is None else stride * node.extent
+    body = substitute(chain[-1].body, vmap)
+    new = For(fused, const(0, dt), stride, "serial", body)
+    return tree.replace(func, path, new), LoopRV(fused)
+
+
+def _chain(func, loops, name):
+    """Check ``loops`` lie on one chain of nested loops; returns (top path, chain, nodes)."""
+    if not loops:
+        raise schedule_error(ScheduleArgumentError, name, "expected at least one loop")
+    found = [_loop(func, rv, name) for rv in loops]
+    for k, (p, node) in enumerate(found):
+        for p2, node2 in found[:k]:
+            if node2 is node:
+                raise schedule_error(LoopNestError, name, f"loop {node.loop_var.name} is "
+                                     "given twice", func, node)
+    found.sort(key=lambda pn: len(pn[0]))
+    top_path, top = found[0]
+    deep_path, deep = found[-1]
+    for p, node in found:
+        if p[:len(top_path)] != top_path or deep_path[:len(p)] != p:
+            names = ", ".join(n.loop_var.name for _, n in found)
+            raise schedule_error(LoopNestError, name, f"loops {names} are in different "
+                                 "loop nests; they must lie on one chain of nested loops",
+                                 func, node)
+    chain = [top]
+    while chain[-1] is not deep:
+        body = chain[-1].body
+        if not isinstance(body, For):
+            raise schedule_error(LoopNestError, name, f"the loops are not a single chain: "
+                                 f"loop {chain[-1].loop_var.name} contains a "
+                                 f"{type(body).__name__}, not only a loop, above loop "
+                                 f"{deep.loop_var.name}", func, chain[-1])
+        chain.append(body)
+    return top_path, chain, [n for _, n in found]
+
+
+@primitive("reorder")
+def reorder(func, *loops):
+    """Reorder loops of one chain so they appear in the order given (outer first).
+
+    Loops of the chain not given stay where they are; those given take each other's
+    places.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((2, 3), name="A")
+        >>> f = T.create_prim_func([A, T.compute((2, 3), lambda i, j: A[i, j], name="B")])
+        >>> i = f.body.block.body
+        >>> g, _ = reorder(f, LoopRV(i.body.loop_var), LoopRV(i.loop_var))
+        >>> g.body.block.body.loop_var.name
+        'j'
+    """
+    top_path, chain, _ = _chain(func, loops, "reorder")
+    given = [tree.get(func, loop_path(func, rv, "reorder")) for rv in loops]
+    slots = [k for k, node in enumerate(chain) if any(node is g for g in given)]
+    order = list(chain)
+    for k, node in zip(slots, given):
+        order[k] = node
+    for k, node in enumerate(order):
+        for inner in order[k + 1:]:
+            if uses_var(node.min, inner.loop_var) or uses_var(node.extent, inner.loop_var):
+                raise schedule_error(LoopNestError, "reorder", f"the range of loop "
+                                     f"{node.loop_var.name} depends on loop "
+                                     f"{inner.loop_var.name}, which would move inside it",
+                                     func, node)
+    if all(a is b for a, b in zip(order, chain)):
+        return func, None
+    body = chain[-1].body
+    for node in reversed(order):
+        body = For(node.loop_var, node.min, node.extent, node.kind, body, node.thread_tag,
+                   node.annotations)
+    return tree.replace(func, top_path, body), None
+
+
+@primitive("tile")
+def tile(func, loop_a, loop_b, factor_a, factor_b):
+    """Split ``loop_a`` by ``factor_a`` and ``loop_b`` by ``factor_b`` (inner factors),
+    then reorder to ``ao, bo, ai, bi``; returns those four LoopRVs.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4, 6), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4, 6), lambda i, j: A[i, j], name="B")])
+        >>> i = f.body.block.body
+        >>> g, loops = tile(f, LoopRV(i.loop_var), LoopRV(i.body.loop_var), 2, 3)
+        >>> [l.var.name for l in loops]
+        ['i_0', 'j_0', 'i_1', 'j_1']
+    """
+    _, chain, _ = _chain(func, (loop_a, loop_b), "tile")
+    if chain[0].loop_var is not loop_a.var:
+        raise schedule_error(LoopNestError, "tile", f"loop {loop_a.var.name} must enclose "
+                             f"loop {loop_b.var.name}; give the outer loop first", func,
+                             chain[0])
+    func, (ao, ai) = split(func, loop_a, [None, factor_a])
+    func, (bo, bi) = split(func, loop_b, [None, factor_b])
+    func, _ = reorder(func, ao, bo, ai, bi)
+    return func, [ao, bo, ai, bi]

@@ -1,0 +1,545 @@
+"""Reduction primitives: ``decompose_reduction`` and ``rfactor`` (TVM TensorIR semantics).
+
+A reduction block carries an ``init`` (the identity store) and a body
+``C[idx] = C[idx] <op> rhs``.  ``decompose_reduction`` moves the init into a block of
+its own, placed before a chosen loop; ``rfactor`` turns one reduction loop into a
+spatial dimension of a new buffer ``C_rf`` of partial results, then reduces ``C_rf``.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> from schedules.handles import BlockRV, LoopRV
+    >>> from tests.workloads import matmul
+    >>> f = matmul(4, 4, 4).func
+    >>> k = tree.get(f, tree.find_block(f, "C")[:-1])      # the k loop
+    >>> g, init = decompose_reduction(f, BlockRV("C"), LoopRV(k.loop_var))
+    >>> init.name, tree.get(g, tree.find_block(g, "C")).block.init is None
+    ('C_init', True)
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.errors import ScheduleError
+from cuvil_tir.node import same
+from cuvil_tir.expr import (Add, And, BufferLoad, FloatImm, IntImm, Max, Min, Mul, Var,
+                            const)
+from cuvil_tir.op import max_value, maximum, min_value, minimum
+from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar,
+                            Range, SeqStmt)
+from cuvil_tir.visitor import substitute, used_vars
+
+from .. import tree
+from ..errors import LoopNestError, ReductionLoopError, ScheduleArgumentError, schedule_error
+from ..handles import BlockRV, LoopRV
+from ..primitive import primitive
+
+
+class NotReductionError(ScheduleError):
+    """The block is not a reduction block (no init, or no recognised combiner).
+
+    Example::
+
+        >>> NotReductionError("rfactor: block B is not a reduction").code
+        'CVL-E103'
+    """
+
+
+# -- helpers shared with blockize / tensorize ---------------------------------------------
+
+def resolve_block(func, rv, prim: str) -> tuple:
+    """The path of the ``BlockRealize`` a ``BlockRV`` names.
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> len(resolve_block(matmul(4, 4, 4).func, BlockRV("C"), "x")) > 0
+        True
+    """
+    if not isinstance(rv, BlockRV):
+        raise schedule_error(ScheduleArgumentError, prim,
+                             f"expected a BlockRV (from get_block), found {rv!r}")
+    try:
+        return tree.find_block(func, rv.name)
+    except ScheduleError as err:
+        raise schedule_error(ScheduleArgumentError, prim, str(err.message)) from None
+
+
+def resolve_loop(func, rv, prim: str) -> tuple:
+    """The path of the ``For`` a ``LoopRV`` names.
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> f = matmul(4, 4, 4).func
+        >>> resolve_loop(f, LoopRV(f.body.block.body.loop_var), "x")
+        ('block', 'body')
+    """
+    if not isinstance(rv, LoopRV):
+        raise schedule_error(ScheduleArgumentError, prim,
+                             f"expected a LoopRV (from get_loops), found {rv!r}")
+    return tree.find_loop(func, rv.var, prim)
+
+
+def fresh_block_name(func, base: str) -> str:
+    """``base``, or ``base_1``, ``base_2`` … when a block of that name exists.
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> fresh_block_name(matmul(4, 4, 4).func, "C")
+        'C_1'
+    """
+    names = {s.block.name for _, s in tree.walk(func) if isinstance(s, BlockRealize)}
+    if base not in names:
+        return base
+    k = 1
+    while f"{base}_{k}" in names:
+        k += 1
+    return f"{base}_{k}"
+
+
+def insert_before(func, path: tuple, stmt):
+    """A new function with ``stmt`` placed just before the statement at ``path``.
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> from cuvil_tir.stmt import Evaluate
+        >>> f = matmul(4, 4, 4).func
+        >>> g = insert_before(f, ("block", "body"), Evaluate(const(0)))
+        >>> type(g.body.block.body).__name__
+        'SeqStmt'
+    """
+    return _insert(func, path, stmt, before=True)
+
+
+def insert_after(func, path: tuple, stmt):
+    """A new function with ``stmt`` placed just after the statement at ``path``.
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> from cuvil_tir.stmt import Evaluate
+        >>> g = insert_after(matmul(4, 4, 4).func, ("block", "body"), Evaluate(const(0)))
+        >>> type(g.body.block.body.seq[1]).__name__
+        'Evaluate'
+    """
+    return _insert(func, path, stmt, before=False)
+
+
+def _insert(func, path, stmt, before):
+    old = tree.get(func, path)
+    pair = [stmt, old] if before else [old, stmt]
+    if path and isinstance(path[-1], tuple) and path[-1][0] == "seq":
+        return tree.replace(func, path, pair)   # spliced into the parent sequence
+    return tree.replace(func, path, SeqStmt(tuple(pair)))
+
+
+def conjuncts(pred) -> list:
+    """The ``And``-separated parts of a predicate (``[]`` for constant true).
+
+    Example::
+
+        >>> i = Var("i")
+        >>> len(conjuncts((i < 4) & (i > 0)))
+        2
+    """
+    if isinstance(pred, IntImm) and pred.value:
+        return []
+    if isinstance(pred, And):
+        return conjuncts(pred.a) + conjuncts(pred.b)
+    return [pred]
+
+
+def all_of(parts):
+    """``And`` of ``parts`` (constant true when empty).
+
+    Example::
+
+        >>> all_of([]).dtype, all_of([]).value
+        ('bool', 1)
+    """
+    out = const(True)
+    for p in parts:
+        out = p if (isinstance(out, IntImm) and out.value) else And(out, p)
+    return out
+
+
+def _var_ids(e) -> set:
+    return {id(v) for v in used_vars(e)}
+
+
+def make_init_nest(realize: BlockRealize, loops: list, name: str, suffix: str = "_init"):
+    """The init of ``realize``'s block as a block ``name`` under regenerated loops.
+
+    The init block iterates the spatial iter vars only; of ``loops`` (outer to inner)
+    it regenerates those its bindings (or kept predicate parts) use, with fresh loop
+    variables ``<loop>_init``.  Predicate parts on reduction loops are dropped.
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> f = matmul(4, 4, 4).func
+        >>> path = tree.find_block(f, "C")
+        >>> loops = [l for _, l in tree.loops_above(f, path)]
+        >>> nest = make_init_nest(tree.get(f, path), loops, "C_init")
+        >>> nest.loop_var.name, nest.body.loop_var.name
+        ('i_init', 'j_init')
+    """
+    blk = realize.block
+    loop_ids = {id(l.loop_var) for l in loops}
+    reduce_used = set()
+    spatial = []
+    for iv, val in zip(blk.iter_vars, realize.iter_values):
+        if iv.kind == "reduce":
+            reduce_used |= _var_ids(val) & loop_ids
+        else:
+            spatial.append((iv, val))
+    kept = [c for c in conjuncts(realize.predicate) if not (_var_ids(c) & reduce_used)]
+    needed = set()
+    for _, val in spatial:
+        needed |= _var_ids(val) & loop_ids
+    for c in kept:
+        needed |= _var_ids(c) & loop_ids
+    lmap = {}
+    for l in loops:
+        if id(l.loop_var) in needed:
+            lmap[l.loop_var] = Var(l.loop_var.name + suffix, l.loop_var.dtype)
+    bmap = {}
+    ivs = []
+    for iv, _ in spatial:
+        nv = Var(iv.var.name, iv.var.dtype)
+        bmap[iv.var] = nv
+        ivs.append(IterVar(nv, iv.dom, iv.kind))
+    writes = tuple(substitute(w, bmap) for w in blk.writes)
+    body = substitute(blk.init, bmap)
+    init_blk = Block(name, tuple(ivs), (), writes, body)
+    values = tuple(substitute(v, lmap) for _, v in spatial)
+    stmt = BlockRealize(values, all_of(substitute(c, lmap) for c in kept), init_blk)
+    for l in reversed(loops):
+        if l.loop_var in lmap:
+            stmt = For(lmap[l.loop_var], l.min, l.extent, l.kind, stmt, l.thread_tag,
+                       l.annotations)
+    return stmt
+
+
+def with_write_reads(blk: Block) -> tuple:
+    """``blk.reads`` with its written regions prepended (a read-modify-write block).
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> f = matmul(4, 4, 4).func
+        >>> [r.buffer.name for r in with_write_reads(tree.get(f, tree.find_block(f, "C")).block)]
+        ['C', 'A', 'B']
+    """
+    have = {id(r.buffer) for r in blk.reads}
+    return tuple(w for w in blk.writes if id(w.buffer) not in have) + blk.reads
+
+
+# -- reducers -------------------------------------------------------------------------
+
+_COMBINERS = ((Add, "sum"), (Mul, "prod"), (Max, "max"), (Min, "min"))
+
+
+def combine(combiner: str, acc, x):
+    """``acc <combiner> x`` for ``sum prod max min``.
+
+    Example::
+
+        >>> type(combine("max", Var("a", "float32"), Var("b", "float32"))).__name__
+        'Max'
+    """
+    if combiner == "sum":
+        return acc + x
+    if combiner == "prod":
+        return acc * x
+    return maximum(acc, x) if combiner == "max" else minimum(acc, x)
+
+
+def _is_identity(combiner: str, value) -> bool:
+    if not isinstance(value, (IntImm, FloatImm)):
+        return False
+    v, dt = value.value, value.dtype
+    if combiner == "sum":
+        return v == 0
+    if combiner == "prod":
+        return v == 1
+    if combiner == "max":
+        return v == float("-inf") or v == min_value(dt).value
+    return v == float("inf") or v == max_value(dt).value
+
+
+def reducer_of(blk: Block, prim: str, func=None):
+    """``(combiner, rhs)`` of a reduction block ``C[idx] = C[idx] <op> rhs``.
+
+    Raises ``NotReductionError`` naming what is missing.
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> f = matmul(4, 4, 4).func
+        >>> reducer_of(tree.get(f, tree.find_block(f, "C")).block, "rfactor")[0]
+        'sum'
+    """
+    def refuse(why):
+        return schedule_error(NotReductionError, prim, f"block {blk.name!r} {why}", func,
+                              blk)
+    if blk.init is None or not any(iv.kind == "reduce" for iv in blk.iter_vars):
+        raise refuse("is not a reduction block (it needs reduce iter vars and an init); "
+                     "apply it to a block computed with T.sum/T.max/T.min/T.prod")
+    st = blk.body
+    if not isinstance(st, BufferStore):
+        raise refuse(f"has a {type(st).__name__} body; expected one store "
+                     "C[idx] = C[idx] <op> rhs")
+
+    def is_acc(e):
+        return (isinstance(e, BufferLoad) and e.buffer is st.buffer
+                and same(e.indices, st.indices))
+
+    for cls, name in _COMBINERS:
+        if type(st.value) is cls:
+            if is_acc(st.value.a):
+                rhs = st.value.b
+            elif is_acc(st.value.b):
+                rhs = st.value.a
+            else:
+                continue
+            init = blk.init
+            if not (isinstance(init, BufferStore) and init.buffer is st.buffer
+                    and _is_identity(name, init.value)):
+                raise refuse(f"has init {init} which is not the identity of its {name} "
+                             "reduction; only identity inits can be factored")
+            return name, rhs
+    raise refuse(f"has body {st}; no recognised combiner (expected C = C + x, C * x, "
+                 "T.max(C, x) or T.min(C, x))")
+
+
+# -- decompose_reduction --------------------------------------------------------------
+
+@primitive("decompose_reduction")
+def decompose_reduction(func, block, loop):
+    """Split a reduction block's init into a block ``<name>_init`` placed before ``loop``.
+
+    ``loop`` must be above the block and not under any of its reduction loops; the
+    init block regenerates the spatial loops at or under ``loop`` that it needs.
+    Returns the init block.
+
+    Before / after (``decompose_reduction(C, k)``)::
+
+        for i, j, k:                     for i, j:
+          block C: init C[vi, vj] = 0        block C_init: C[vi, vj] = 0
+                   C += A * B                for k:
+                                               block C: C += A * B
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> f = matmul(4, 4, 4).func
+        >>> i = f.body.block.body.loop_var
+        >>> g, rv = decompose_reduction(f, BlockRV("C"), LoopRV(i))
+        >>> type(g.body.block.body).__name__, rv.name
+        ('SeqStmt', 'C_init')
+    """
+    prim = "decompose_reduction"
+    bpath = resolve_block(func, block, prim)
+    lpath = resolve_loop(func, loop, prim)
+    realize = tree.get(func, bpath)
+    blk = realize.block
+    if blk.init is None:
+        raise schedule_error(NotReductionError, prim,
+                             f"block {blk.name!r} is not a reduction block (it has no "
+                             "init); nothing to decompose", func, blk)
+    above = tree.loops_above(func, bpath)
+    paths = [p for p, _ in above]
+    if lpath not in paths:
+        names = [l.loop_var.name for _, l in above]
+        raise schedule_error(LoopNestError, prim,
+                             f"loop {loop.var.name!r} is not above block {blk.name!r} "
+                             f"(within its enclosing block); use one of its loops {names}",
+                             func, tree.get(func, lpath))
+    at = paths.index(lpath)
+    reduce_ids = set()
+    for iv, val in zip(blk.iter_vars, realize.iter_values):
+        if iv.kind == "reduce":
+            reduce_ids |= _var_ids(val)
+    for _, l in above[:at]:
+        if id(l.loop_var) in reduce_ids:
+            raise schedule_error(ReductionLoopError, prim,
+                                 f"loop {loop.var.name!r} is under the reduction loop "
+                                 f"{l.loop_var.name!r} of block {blk.name!r}, so the init "
+                                 "would rerun inside the reduction; pick a loop above it "
+                                 "(or reorder the reduction loops inward first)", func, l)
+    name = fresh_block_name(func, blk.name + "_init")
+    init_nest = make_init_nest(realize, [l for _, l in above[at:]], name)
+    update = Block(blk.name, blk.iter_vars, with_write_reads(blk), blk.writes, blk.body,
+                   None, blk.alloc_buffers, blk.annotations)
+    g = tree.replace(func, bpath, BlockRealize(realize.iter_values, realize.predicate,
+                                               update))
+    return insert_before(g, lpath, init_nest), BlockRV(name)
+
+
+# -- rfactor ----------------------------------------------------------------------------
+
+@primitive("rfactor")
+def rfactor(func, loop, factor_axis: int = 0):
+    """Factor the reduction loop ``loop`` into a new buffer ``<C>_rf`` (TVM rfactor).
+
+    The block ``C`` under ``loop`` becomes two: ``C_rf`` computes partial results
+    ``C_rf[..., vk1 at factor_axis, ...]`` over the original loops, and ``C`` (in new
+    loops after it) reduces ``C_rf`` over ``vk1``.  Returns the rfactor block.
+
+    Before / after (``rfactor(k_1, 0)`` with ``k = k_0 * 4 + k_1``)::
+
+        for i, k_0, k_1:                 for i, k_0, k_1:
+          block C: C[vi] += A[vi, vk]      block C_rf: C_rf[vk_1, vi] += A[vi, vk_0*4+vk_1]
+                                         for i, k_1:
+                                           block C: C[vi] += C_rf[vk_1, vi]
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> f = matmul(4, 4, 4).func
+        >>> k = tree.get(f, tree.find_block(f, "C")[:-1]).loop_var
+        >>> g, rv = rfactor(f, LoopRV(k), 0)
+        >>> rv.name, [b.name for b in g.body.block.alloc_buffers]
+        ('C_rf', ['C_rf'])
+    """
+    prim = "rfactor"
+    lpath = resolve_loop(func, loop, prim)
+    rf_loop = tree.get(func, lpath)
+    under = tree.blocks_under(rf_loop)
+    if len(under) != 1:
+        raise schedule_error(LoopNestError, prim,
+                             f"loop {loop.var.name!r} holds {len(under)} blocks "
+                             f"{[b.block.name for b in under]}; rfactor needs a loop over "
+                             "exactly one reduction block", func, rf_loop)
+    bpath = tree.find_block(func, under[0].block.name)
+    realize = tree.get(func, bpath)
+    blk = realize.block
+    combiner, rhs = reducer_of(blk, prim, func)
+    v = rf_loop.loop_var
+    used_by_reduce = False
+    for iv, val in zip(blk.iter_vars, realize.iter_values):
+        if any(u is v for u in used_vars(val)):
+            if iv.kind != "reduce":
+                raise schedule_error(ReductionLoopError, prim,
+                                     f"loop {v.name!r} is bound to the spatial iter var "
+                                     f"{iv.var.name!r} of block {blk.name!r}; rfactor "
+                                     "needs a loop that only drives reduction iter vars",
+                                     func, rf_loop)
+            used_by_reduce = True
+    if not used_by_reduce:
+        raise schedule_error(ReductionLoopError, prim,
+                             f"loop {v.name!r} is not a reduction loop of block "
+                             f"{blk.name!r} (no reduce iter var uses it); pass one of "
+                             "the loops its reduce iter vars are bound to", func, rf_loop)
+    above = tree.loops_above(func, bpath)
+    top_path, top = above[0]
+    if len(tree.blocks_under(top)) != 1:
+        raise schedule_error(LoopNestError, prim,
+                             f"the outermost loop {top.loop_var.name!r} above block "
+                             f"{blk.name!r} also holds other blocks; rfactor needs the "
+                             "block's loop nest to hold only this block (apply it before "
+                             "compute_at / decompose_reduction)", func, top)
+    buf = blk.body.buffer
+    nd = len(buf.shape)
+    if not isinstance(factor_axis, int) or not -(nd + 1) <= factor_axis <= nd:
+        raise schedule_error(ScheduleArgumentError, prim,
+                             f"factor_axis must be an int in [{-(nd + 1)}, {nd}] for "
+                             f"buffer {buf.name!r} of rank {nd}, found {factor_axis!r}")
+    fa = factor_axis + nd + 1 if factor_axis < 0 else factor_axis
+    loops = [l for _, l in above]
+    rf_buf = Buffer(buf.shape[:fa] + (rf_loop.extent,) + buf.shape[fa:], buf.dtype,
+                    buf.name + "_rf", (), buf.scope, buf.align)
+
+    def rf_index(idx, rv):
+        pos = rv if _is_zero(rf_loop.min) else rv - rf_loop.min
+        return tuple(idx[:fa]) + (pos,) + tuple(idx[fa:])
+
+    # the rfactor block: rf loop as a new spatial iter var, the rest kept
+    rf_iv = IterVar(Var("v" + v.name, v.dtype), Range(rf_loop.min, rf_loop.extent),
+                    "spatial")
+    loop_bvar = {v: rf_iv.var}
+    ivs, vals, vmap = [rf_iv], [v], {}
+    for iv, val in zip(blk.iter_vars, realize.iter_values):
+        if iv.kind != "reduce" or not any(u is v for u in used_vars(val)):
+            nv = Var(iv.var.name, iv.var.dtype)
+            ivs.append(IterVar(nv, iv.dom, iv.kind))
+            vals.append(val)
+            vmap[iv.var] = nv
+            continue
+        for u in used_vars(val):
+            l = next((l for l in loops if l.loop_var is u), None)
+            if l is not None and u not in loop_bvar:
+                nv = Var("v" + u.name, u.dtype)
+                loop_bvar[u] = nv
+                ivs.append(IterVar(nv, Range(l.min, l.extent), "reduce"))
+                vals.append(u)
+        vmap[iv.var] = substitute(val, loop_bvar)
+    st = blk.body
+    idx = tuple(substitute(i, vmap) for i in st.indices)
+    ridx = rf_index(idx, rf_iv.var)
+    rf_name = fresh_block_name(func, blk.name + "_rf")
+    rf_blk = Block(rf_name, tuple(ivs),
+                   tuple(substitute(r, vmap) for r in blk.reads if r.buffer is not buf),
+                   (BufferRegion(rf_buf, tuple(Range(i, const(1, i.dtype)) for i in ridx)),),
+                   BufferStore(rf_buf, combine(combiner, rf_buf[ridx], substitute(rhs, vmap)),
+                               ridx),
+                   BufferStore(rf_buf, blk.init.value, ridx), blk.alloc_buffers,
+                   blk.annotations)
+    rf_realize = BlockRealize(tuple(vals), realize.predicate, rf_blk)
+
+    # the write-back block: reduce C_rf over the rf iter var, in fresh loops
+    wb_rv = IterVar(Var("v" + v.name, v.dtype), Range(rf_loop.min, rf_loop.extent), "reduce")
+    wivs, wvals, wmap = [wb_rv], [v], {}
+    for iv, val in zip(blk.iter_vars, realize.iter_values):
+        if iv.kind != "reduce":
+            nv = Var(iv.var.name, iv.var.dtype)
+            wivs.append(IterVar(nv, iv.dom, iv.kind))
+            wvals.append(val)
+            wmap[iv.var] = nv
+    widx = tuple(substitute(i, wmap) for i in st.indices)
+    wridx = rf_index(widx, wb_rv.var)
+    needed = set()
+    for val in wvals:
+        needed |= _var_ids(val)
+    lmap = {l.loop_var: Var(l.loop_var.name, l.loop_var.dtype) for l in loops
+            if id(l.loop_var) in needed}
+    kept = [c for c in conjuncts(realize.predicate)
+            if all(id(u) in needed or not any(u is l.loop_var for l in loops)
+                   for u in used_vars(c))]
+    wb_blk = Block(blk.name, tuple(wivs),
+                   (BufferRegion(rf_buf, tuple(Range(i, const(1, i.dtype)) for i in wridx)),),
+                   tuple(substitute(w, wmap) for w in blk.writes),
+                   BufferStore(buf, combine(combiner, buf[widx], rf_buf[wridx]), widx),
+                   substitute(blk.init, wmap), (), blk.annotations)
+    wb = BlockRealize(tuple(substitute(x, lmap) for x in wvals),
+                      all_of(substitute(c, lmap) for c in kept), wb_blk)
+    for l in reversed(loops):
+        if l.loop_var in lmap:
+            # the rf loop now carries the final reduction: it must run serially
+            kind = "serial" if l is rf_loop else l.kind
+            wb = For(lmap[l.loop_var], l.min, l.extent, kind, wb,
+                     l.thread_tag if kind == "thread_binding" else None, l.annotations)
+
+    g = tree.replace(func, bpath, rf_realize)
+    g = insert_after(g, top_path, wb)
+    scope_path = tree.enclosing_block(func, bpath)
+    scope = tree.get(g, scope_path)
+    sb = scope.block
+    new_scope = Block(sb.name, sb.iter_vars, sb.reads, sb.writes, sb.body, sb.init,
+                      sb.alloc_buffers + (rf_buf,), sb.annotations)
+    g = tree.replace(g, scope_path, BlockRealize(scope.iter_values, scope.predicate,
+                                                 new_scope))
+    return g, BlockRV(rf_name)
+
+
+def _is_zero(e) -> bool:
+    return isinstance(e, IntImm) and e.value == 0
+
+
+__all__ = ["decompose_reduction", "rfactor", "NotReductionError", "make_init_nest",
+           "reducer_of", "combine", "resolve_block", "resolve_loop", "fresh_block_name",
+           "insert_before", "insert_after", "conjuncts", "all_of", "with_write_reads"]

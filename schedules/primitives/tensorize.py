@@ -1,0 +1,396 @@
+"""``tensorize(loop_or_block, intrin_name)``: replace a loop nest by a tensor intrinsic.
+
+The subtree is matched against the intrinsic's ``desc`` up to renaming: loop extents,
+block iter kinds and domains, bindings, the body's expression structure and dtypes.
+Each desc buffer binds to a region of a scheduled buffer: the scheduled index is the
+desc index plus an offset that depends only on the enclosing (outer) variables.  The
+first mismatch is reported precisely.  On success the block's body becomes ``impl``,
+whose buffer accesses are shifted by the bound offsets.  A loop is blockized first.
+
+Example::
+
+    >>> import schedules as S
+    >>> from tests.workloads import matmul
+    >>> sch = S.Schedule(matmul(8, 8, 8).func)
+    >>> i, j, k = sch.get_loops(sch.get_block("C"))
+    >>> try:
+    ...     sch.tensorize(i, "cpu.gemm_4x8x4_f32")
+    ... except S.ScheduleError as err:
+    ...     print(err.message)
+    tensorize: loop extent mismatch at loop 'i': desc has 4, found 8 (intrinsic 'cpu.gemm_4x8x4_f32')
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.errors import ScheduleError
+from cuvil_tir.expr import Expr, FloatImm, IntImm, Ramp, Var, const
+from cuvil_tir.node import Node, field_names, same
+from cuvil_tir.stmt import Block, BlockRealize, For, LetStmt
+from cuvil_tir.visitor import Mutator, substitute, used_vars
+
+from .. import tree
+from ..errors import ScheduleArgumentError, schedule_error
+from ..handles import BlockRV, LoopRV
+from ..primitive import primitive
+from ..tensor_intrin import TensorIntrin
+from .blockize import blockize_path, from_linear, linear
+from .reduction import resolve_block, resolve_loop
+
+
+class TensorizeMismatchError(ScheduleError):
+    """The scheduled subtree does not match the intrinsic's ``desc``.
+
+    Example::
+
+        >>> TensorizeMismatchError("tensorize: loop extent mismatch").code
+        'CVL-E103'
+    """
+
+
+def strip_root(func) -> tuple:
+    """``(body, alloc_buffers)`` of a function, without a trivial root block.
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> type(strip_root(matmul(4, 4, 4).func)[0]).__name__
+        'For'
+    """
+    body = func.body
+    if isinstance(body, BlockRealize) and not body.block.iter_vars:
+        return body.block.body, body.block.alloc_buffers
+    return body, ()
+
+
+class _Matcher:
+    """Walk desc (``p``) and the scheduled subtree (``q``) together."""
+
+    def __init__(self, intrin: TensorIntrin):
+        self.name = intrin.name
+        self.params = {id(b): b for b in intrin.desc.params}
+        self.vmap: dict = {}      # id(desc var) -> scheduled var
+        self.inner: set = set()   # ids of scheduled vars bound inside the subtree
+        self.bufs: dict = {}      # id(desc buffer) -> (buffer, lead, offsets)
+        self.where = "the top of the desc"
+
+    def fail(self, what: str):
+        # "<kind>: <detail>" reads "<kind> <where>: <detail>", naming the first mismatch
+        kind, _, detail = what.partition(": ")
+        text = f"{kind} {self.where}" + (f": {detail}" if detail else "")
+        return schedule_error(TensorizeMismatchError, "tensorize",
+                              f"{text} (intrinsic {self.name!r})")
+
+    # statements ------------------------------------------------------------------------
+    def stmt(self, p, q):
+        if type(p) is not type(q):
+            raise self.fail(f"statement mismatch: desc has {type(p).__name__}, found "
+                            f"{type(q).__name__}")
+        if isinstance(p, For):
+            self.where = f"at loop {q.loop_var.name!r}"
+            for what, a, b in (("extent", p.extent, q.extent), ("min", p.min, q.min)):
+                if not (isinstance(b, IntImm) and isinstance(a, IntImm)) or a.value != b.value:
+                    raise self.fail(f"loop {what} mismatch: desc has {a}, found {b}")
+            self.bind_var(p.loop_var, q.loop_var)
+            self.stmt(p.body, q.body)
+        elif isinstance(p, BlockRealize):
+            self.block(p, q)
+        elif type(p).__name__ == "SeqStmt":
+            if len(p.seq) != len(q.seq):
+                raise self.fail(f"sequence length mismatch: desc has {len(p.seq)} "
+                                f"statements, found {len(q.seq)}")
+            for a, b in zip(p.seq, q.seq):
+                self.stmt(a, b)
+        elif type(p).__name__ == "BufferStore":
+            self.where = f"in the store to {q.buffer.name!r}"
+            self.buffer(p.buffer, p.indices, q.buffer, q.indices)
+            self.expr(p.value, q.value)
+        else:
+            self.fields(p, q)
+
+    def block(self, p, q):
+        pb, qb = p.block, q.block
+        self.where = f"at block {qb.name!r}"
+        if len(pb.iter_vars) != len(qb.iter_vars):
+            raise self.fail(f"block iter var count mismatch: desc has "
+                            f"{len(pb.iter_vars)}, found {len(qb.iter_vars)}")
+        for a, b in zip(pb.iter_vars, qb.iter_vars):
+            if a.kind != b.kind:
+                raise self.fail(f"block iter kind mismatch for {b.var.name!r}: desc has "
+                                f"{a.kind}, found {b.kind}")
+            for what, x, y in (("extent", a.dom.extent, b.dom.extent),
+                               ("min", a.dom.min, b.dom.min)):
+                if not same(x, y):
+                    raise self.fail(f"block iter var {b.var.name!r} {what} mismatch: "
+                                    f"desc has {x}, found {y}")
+        for a, b in zip(p.iter_values, q.iter_values):
+            self.expr(a, b)
+        self.expr(p.predicate, q.predicate)
+        for a, b in zip(pb.iter_vars, qb.iter_vars):
+            self.bind_var(a.var, b.var)
+        if qb.init is not None:
+            raise self.fail("the scheduled block has an init but the desc describes an "
+                            "update; tensorize the loop (it blockizes, moving the init "
+                            "out) or decompose_reduction first")
+        self.stmt(pb.body, qb.body)
+
+    def bind_var(self, a, b):
+        self.vmap[id(a)] = b
+        self.inner.add(id(b))
+
+    # expressions ---------------------------------------------------------------------
+    def expr(self, p, q):
+        if type(p) is not type(q):
+            raise self.fail(f"expression mismatch: desc has {type(p).__name__} ({p}), "
+                            f"found {type(q).__name__} ({q})")
+        if isinstance(p, Expr) and p.dtype != q.dtype:
+            raise self.fail(f"dtype mismatch: desc has {p.dtype}, found {q.dtype} "
+                            f"(in {q})")
+        if isinstance(p, Var):
+            got = self.vmap.get(id(p))
+            if got is not q:
+                raise self.fail(f"variable mismatch: desc uses {p.name!r} where "
+                                f"{q.name!r} is found")
+        elif isinstance(p, (IntImm, FloatImm)):
+            if p.value != q.value:
+                raise self.fail(f"constant mismatch: desc has {p}, found {q}")
+        elif type(p).__name__ == "BufferLoad":
+            self.buffer(p.buffer, p.indices, q.buffer, q.indices)
+        else:
+            self.fields(p, q)
+
+    def fields(self, p, q):
+        for f in field_names(type(p)):
+            a, b = getattr(p, f), getattr(q, f)
+            if isinstance(a, Node) and not isinstance(a, Buffer):
+                if isinstance(a, Expr):
+                    self.expr(a, b)
+                else:
+                    self.stmt(a, b)
+            elif isinstance(a, tuple):
+                if len(a) != len(b):
+                    raise self.fail(f"{f} length mismatch in {type(p).__name__}")
+                for x, y in zip(a, b):
+                    self.fields_item(x, y)
+            elif a != b and not isinstance(a, Buffer):
+                raise self.fail(f"{type(p).__name__}.{f} mismatch: desc has {a!r}, "
+                                f"found {b!r}")
+
+    def fields_item(self, x, y):
+        if isinstance(x, Expr):
+            self.expr(x, y)
+        elif isinstance(x, Node):
+            self.stmt(x, y)
+        elif x != y:
+            raise self.fail(f"mismatch: desc has {x!r}, found {y!r}")
+
+    # buffers ---------------------------------------------------------------------------
+    def buffer(self, pbuf, pidx, qbuf, qidx):
+        if id(pbuf) not in self.params:
+            raise self.fail(f"desc buffer {pbuf.name!r} is not a desc parameter")
+        if pbuf.dtype != qbuf.dtype:
+            raise self.fail(f"dtype mismatch: desc buffer {pbuf.name!r} is {pbuf.dtype}, "
+                            f"found {qbuf.name!r} of {qbuf.dtype}")
+        d, r = len(pidx), len(qidx)
+        if d > r:
+            raise self.fail(f"rank mismatch: desc buffer {pbuf.name!r} has {d} dims, "
+                            f"{qbuf.name!r} has {r}")
+        lead = tuple(qidx[:r - d])
+        for e in lead:
+            self.outer_only(e, qbuf)
+        offs = []
+        for a, b in zip(pidx, qidx[r - d:]):
+            mapped = substitute(a, {v: self.vmap[id(v)] for v in used_vars(a)
+                                    if id(v) in self.vmap})
+            la, lb = linear(mapped), linear(b)
+            if la is None or lb is None:
+                if not same(mapped, b):
+                    raise self.fail(f"index mismatch on {qbuf.name!r}: desc has {a}, "
+                                    f"found {b}")
+                offs.append(const(0, b.dtype))
+                continue
+            terms = dict(lb[0])
+            for k, (v, c) in la[0].items():
+                terms[k] = (v, terms.get(k, (v, 0))[1] - c)
+            terms = {k: t for k, t in terms.items() if t[1]}
+            off = from_linear(terms, lb[1] - la[1], b.dtype)
+            self.outer_only(off, qbuf, f"index {b} is not desc index {a} plus an offset "
+                                       "fixed for the whole tile")
+            offs.append(off)
+        key = (qbuf, lead, tuple(offs))
+        old = self.bufs.get(id(pbuf))
+        if old is None:
+            self.bufs[id(pbuf)] = key
+        elif old[0] is not qbuf or not same(old[1:], key[1:]):
+            raise self.fail(f"desc buffer {pbuf.name!r} is accessed at two different "
+                            f"regions of {qbuf.name!r}")
+
+    def outer_only(self, e, qbuf, why=None):
+        bad = [v.name for v in used_vars(e) if id(v) in self.inner]
+        if bad:
+            raise self.fail(f"index mismatch on {qbuf.name!r}: "
+                            f"{why or f'leading index {e} varies inside the tile'} "
+                            f"(uses {bad})")
+
+
+def _offset(off, idx):
+    if isinstance(off, IntImm) and off.value == 0:
+        return idx
+    if isinstance(idx, Ramp):
+        base = off if isinstance(idx.base, IntImm) and idx.base.value == 0 else off + idx.base
+        return Ramp(base, idx.stride, idx.lanes)
+    if isinstance(idx, IntImm) and idx.value == 0:
+        return off
+    return off + idx
+
+
+class _Rebind(Mutator):
+    """Point impl's parameter accesses at the matched regions."""
+
+    def __init__(self, binding: dict):
+        self.binding = binding   # id(impl param) -> (buffer, lead, offsets)
+
+    def _idx(self, buf, indices):
+        buf2, lead, offs = self.binding[id(buf)]
+        return buf2, lead + tuple(_offset(o, i) for o, i in zip(offs, indices))
+
+    def visit_BufferLoad(self, ld):
+        idx = self.visit(ld.indices)
+        if id(ld.buffer) not in self.binding:
+            return ld if idx is ld.indices else type(ld)(ld.buffer, idx)
+        buf, full = self._idx(ld.buffer, idx)
+        return type(ld)(buf, full)
+
+    def visit_BufferStore(self, st):
+        idx = self.visit(st.indices)
+        value = self.visit(st.value)
+        if id(st.buffer) not in self.binding:
+            if idx is st.indices and value is st.value:
+                return st
+            return type(st)(st.buffer, value, idx)
+        buf, full = self._idx(st.buffer, idx)
+        return type(st)(buf, value, full)
+
+
+def instantiate(intrin: TensorIntrin, binding: dict) -> tuple:
+    """``(body, alloc_buffers)`` of impl with fresh local vars/buffers, params rebound.
+
+    ``binding`` maps ``id(desc param)`` to ``(buffer, lead indices, offsets)``.
+
+    Example::
+
+        >>> intrin = TensorIntrin.get("cpu.gemm_4x8x4_f32")
+        >>> import cuvil_tir as T
+        >>> big = [T.decl_buffer((8, 8), "float32", n) for n in "ABC"]
+        >>> z = (T.const(0), T.const(0))
+        >>> b = {id(p): (big[k], (), z) for k, p in enumerate(intrin.desc.params)}
+        >>> body, allocs = instantiate(intrin, b)
+        >>> [a.name for a in allocs]
+        ['acc']
+    """
+    body, allocs = strip_root(intrin.impl)
+    vmap, bmap = {}, {}
+    for _, s in tree.walk(body):
+        if isinstance(s, (For, LetStmt)):
+            v = s.loop_var if isinstance(s, For) else s.var
+            vmap[v] = Var(v.name, v.dtype)
+        if isinstance(s, BlockRealize):
+            for iv in s.block.iter_vars:
+                vmap[iv.var] = Var(iv.var.name, iv.var.dtype)
+            for b in s.block.alloc_buffers:
+                bmap[b] = _copy_buffer(b)
+
+    class _Lets(Mutator):
+        def visit_Let(self, e):
+            vmap.setdefault(e.var, Var(e.var.name, e.var.dtype))
+            return Mutator.generic_visit(self, e)
+
+    _Lets().visit(body)
+    for b in allocs:
+        bmap[b] = _copy_buffer(b)
+    body = substitute(body, vmap, bmap)
+    rebind = {id(ip): binding[id(dp)] for dp, ip in zip(intrin.desc.params, intrin.impl.params)
+              if id(dp) in binding}
+    for dp, ip in zip(intrin.desc.params, intrin.impl.params):
+        if id(dp) not in binding and any(
+                isinstance(s, Node) and getattr(s, "buffer", None) is ip
+                for _, s in tree.walk(body)):
+            raise schedule_error(ScheduleArgumentError, "tensorize",
+                                 f"intrinsic {intrin.name!r}: impl uses parameter "
+                                 f"{ip.name!r} whose desc counterpart {dp.name!r} is "
+                                 "never accessed, so it has no region to bind to")
+    return _Rebind(rebind).visit(body), tuple(bmap[b] for b in allocs)
+
+
+def _copy_buffer(b: Buffer) -> Buffer:
+    return Buffer(b.shape, b.dtype, b.name, b.strides, b.scope, b.align)
+
+
+def tensorize_block_path(func, bpath: tuple, intrin: TensorIntrin):
+    """Tensorize the block whose ``BlockRealize`` is at ``bpath``.
+
+    Example::
+
+        >>> from tests.workloads import matmul
+        >>> f = matmul(4, 8, 4).func
+        >>> g = tensorize_block_path(*blockize_path(f, ("block", "body"))[:1],
+        ...     ("block", "body"), TensorIntrin.get("cpu.gemm_4x8x4_f32"))
+        >>> g.body.block.body.block.name
+        'C_o'
+    """
+    realize = tree.get(func, bpath)
+    blk = realize.block
+    if not tree.blocks_under(blk.body):
+        raise schedule_error(ScheduleArgumentError, "tensorize",
+                             f"block {blk.name!r} has no loop nest with a block inside; "
+                             "pass the loop that should become the intrinsic (tensorize "
+                             "blockizes it)", func, blk)
+    pattern, _ = strip_root(intrin.desc)
+    m = _Matcher(intrin)
+    m.stmt(pattern, blk.body)
+    body, allocs = instantiate(intrin, m.bufs)
+    new = Block(blk.name, blk.iter_vars, blk.reads, blk.writes, body, blk.init,
+                blk.alloc_buffers + allocs, blk.annotations)
+    return tree.replace(func, bpath, BlockRealize(realize.iter_values, realize.predicate,
+                                                  new))
+
+
+@primitive("tensorize")
+def tensorize(func, loop_or_block, intrin_name: str):
+    """Replace the subtree under a loop (or a blockized block) by a tensor intrinsic.
+
+    Before / after (``tensorize(i_1, "cpu.gemm_4x8x4_f32")`` on a 4x8x4-tiled matmul)::
+
+        for i_0, j_0, k_0:                for i_0, j_0, k_0:
+          for i_1, j_1, k_1:                block C_o: init C tile = 0
+            block C: C += A * B               acc = C tile; acc += A x B (vector ops)
+                                              C tile = acc
+
+    Example::
+
+        >>> import schedules as S
+        >>> from tests.workloads import matmul
+        >>> sch = S.Schedule(matmul(4, 8, 4).func)
+        >>> i, j, k = sch.get_loops(sch.get_block("C"))
+        >>> sch.tensorize(i, "cpu.gemm_4x8x4_f32")
+        >>> sch.get_block("C_o").name
+        'C_o'
+    """
+    intrin = TensorIntrin.get(intrin_name) if isinstance(intrin_name, str) else None
+    if intrin is None:
+        raise schedule_error(ScheduleArgumentError, "tensorize",
+                             f"intrin_name must be a registered name (str), found "
+                             f"{intrin_name!r}")
+    if isinstance(loop_or_block, LoopRV):
+        g, name = blockize_path(func, resolve_loop(func, loop_or_block, "tensorize"),
+                                "tensorize")
+        return tensorize_block_path(g, tree.find_block(g, name), intrin), None
+    if isinstance(loop_or_block, BlockRV):
+        return tensorize_block_path(func, resolve_block(func, loop_or_block, "tensorize"),
+                                    intrin), None
+    raise schedule_error(ScheduleArgumentError, "tensorize",
+                         f"expected a LoopRV or BlockRV, found {loop_or_block!r}")
+
+
+__all__ = ["tensorize", "TensorizeMismatchError", "instantiate", "strip_root",
+           "tensorize_block_path"]

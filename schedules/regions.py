@@ -1,0 +1,494 @@
+"""Region analysis for the block primitives: which part of a buffer a block touches.
+
+A block's ``reads``/``writes`` regions are written over its block variables.  The
+primitives that move or stage computation (``compute_at``, ``cache_read`` …) need them
+over the *loop* variables instead, and "relaxed" over the loops between a chosen loop
+and the block: the region that all iterations of those inner loops touch, as a
+function of the loops above.  Bounds come from :func:`cuvil_tir.arith.bound_of`.
+
+The module also answers the scope questions the primitives share: the child blocks of
+a scope, which of them read or write a buffer, and how a block is classified.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> from schedules import tree
+    >>> A = T.placeholder((8,), name="A")
+    >>> B = T.compute((8,), lambda i: A[i] * 2.0, name="B")
+    >>> C = T.compute((4,), lambda i: B[2 * i] + B[2 * i + 1], name="C")
+    >>> f = T.create_prim_func([A, C])
+    >>> r = needed_region(f, (), f.body.block.alloc_buffers[0], [tree.find_block(f, "C")])
+    >>> (r.region[0].min.value, r.region[0].extent.value)
+    (0, 8)
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.errors import ScheduleError
+from cuvil_tir.expr import Expr, IntImm, Var, const
+from cuvil_tir.function import PrimFunc
+from cuvil_tir.op import maximum, minimum
+from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Range
+from cuvil_tir.visitor import substitute
+
+from . import tree
+
+
+# errors -------------------------------------------------------------------------------
+
+class BlockLocationError(ScheduleError):
+    """``compute_at``/``reverse_compute_at`` cannot move the block under that loop.
+
+    Example::
+
+        >>> BlockLocationError("compute_at: loop i is the block's own loop").code
+        'CVL-E103'
+    """
+
+
+class InlineError(ScheduleError):
+    """``compute_inline``/``reverse_compute_inline`` cannot inline the block.
+
+    Example::
+
+        >>> InlineError("compute_inline: block C is a reduction block").code
+        'CVL-E103'
+    """
+
+
+class CacheStageError(ScheduleError):
+    """``cache_read``/``cache_write`` cannot stage the buffer.
+
+    Example::
+
+        >>> CacheStageError("cache_read: read_buffer_index 3 out of range").code
+        'CVL-E103'
+    """
+
+
+class StorageError(ScheduleError):
+    """``set_scope``/``storage_align`` cannot change the buffer's storage.
+
+    Example::
+
+        >>> StorageError("set_scope: buffer C is a function parameter").code
+        'CVL-E103'
+    """
+
+
+def fail(cls, primitive: str, reason: str, func=None, node=None) -> ScheduleError:
+    """The error ``cls`` with message ``"<primitive>: <reason>"`` and the IR (``node``
+    marked) appended when ``func`` is given.
+
+    Example::
+
+        >>> str(fail(InlineError, "compute_inline", "block C is a reduction block"))
+        '[CVL-E103] compute_inline: block C is a reduction block'
+    """
+    from .errors import schedule_error
+    return schedule_error(cls, primitive, reason, func, node)
+
+
+# arithmetic ---------------------------------------------------------------------------
+
+def simplify(e: Expr) -> Expr:
+    """``cuvil_tir.arith.simplify`` of ``e`` (imported late: arith is a peer module).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> simplify(T.const(2) + 3).value
+        5
+    """
+    from cuvil_tir import arith
+    return arith.simplify(e)
+
+
+def bounds(e: Expr, doms: dict) -> tuple:
+    """Inclusive ``(lo, hi)`` of ``e`` when each variable of ``doms`` ranges over its
+    ``Range``; other variables stay symbolic.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> lo, hi = bounds(i * 2 + 1, {i: Range.from_extent(4)})
+        >>> (lo.value, hi.value)
+        (1, 7)
+    """
+    from cuvil_tir import arith
+    lo, hi = arith.bound_of(e, doms)
+    if lo is None or hi is None:
+        raise ScheduleError(f"region analysis: cannot bound the index {e} over the loops "
+                            f"{[v.name for v in doms]}; use affine indices")
+    return (simplify(const(lo, e.dtype) if not isinstance(lo, Expr) else lo),
+            simplify(const(hi, e.dtype) if not isinstance(hi, Expr) else hi))
+
+
+def provably_le(a: Expr, b: Expr) -> bool:
+    """True when ``a <= b`` is known (both fold to constants, or they are the same).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> provably_le(T.const(1), T.const(3)), provably_le(T.var("i"), T.const(3))
+        (True, False)
+    """
+    d = simplify(b - a)
+    return isinstance(d, IntImm) and d.value >= 0
+
+
+# regions --------------------------------------------------------------------------------
+
+def iter_map(realize: BlockRealize) -> dict:
+    """``{block var: iter value}`` of a block realize.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> br = tree.get(f, tree.find_block(f, "B"))
+        >>> [(k.name, v.name) for k, v in iter_map(br).items()]
+        [('v_i', 'i')]
+    """
+    return {iv.var: val for iv, val in zip(realize.block.iter_vars, realize.iter_values)}
+
+
+def region_of(regions, buffer):
+    """The entry of ``regions`` (a block's reads or writes) for ``buffer``, or None.
+
+    Example::
+
+        >>> region_of((), None) is None
+        True
+    """
+    for r in regions:
+        if r.buffer is buffer:
+            return r
+    return None
+
+
+def bound_region(realize: BlockRealize, region: BufferRegion) -> BufferRegion:
+    """``region`` (over block vars) rewritten over the realize's iter values.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> br = tree.get(f, tree.find_block(f, "B"))
+        >>> bound_region(br, br.block.reads[0]).region[0].min.name
+        'i'
+    """
+    vm = iter_map(realize)
+    return BufferRegion(region.buffer, tuple(Range(substitute(r.min, vm),
+                                                   substitute(r.extent, vm))
+                                             for r in region.region))
+
+
+def relax(region: BufferRegion, doms: dict) -> BufferRegion:
+    """The region covered when the variables of ``doms`` range over their domains.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((16,), "float32", "A")
+        >>> i, j = T.var("i"), T.var("j")
+        >>> r = relax(BufferRegion(A, (Range(i * 4 + j, T.const(1)),)),
+        ...           {j: Range.from_extent(4)})
+        >>> r.region[0].extent.value
+        4
+    """
+    if not doms:
+        return region
+    out = []
+    for r in region.region:
+        lo, _ = bounds(r.min, doms)
+        _, hi = bounds(simplify(r.min + r.extent - 1), doms)
+        out.append(Range(lo, simplify(hi - lo + 1)))
+    return BufferRegion(region.buffer, tuple(out))
+
+
+def union(a: BufferRegion | None, b: BufferRegion) -> BufferRegion:
+    """The bounding box of two regions of one buffer (``a`` may be None).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((16,), "float32", "A")
+        >>> u = union(BufferRegion(A, (Range(T.const(0), T.const(4)),)),
+        ...           BufferRegion(A, (Range(T.const(8), T.const(2)),)))
+        >>> (u.region[0].min.value, u.region[0].extent.value)
+        (0, 10)
+    """
+    if a is None:
+        return b
+    out = []
+    for ra, rb in zip(a.region, b.region):
+        if tree_same(ra.min, rb.min) and tree_same(ra.extent, rb.extent):
+            out.append(ra)
+            continue
+        lo = simplify(minimum(ra.min, rb.min))
+        hi = simplify(maximum(ra.min + ra.extent, rb.min + rb.extent))
+        out.append(Range(lo, simplify(hi - lo)))
+    return BufferRegion(a.buffer, tuple(out))
+
+
+def tree_same(a, b) -> bool:
+    """Exact structural equality (variables by identity).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> tree_same(T.const(1), T.const(1))
+        True
+    """
+    from cuvil_tir.node import same
+    return same(a, b)
+
+
+def loop_doms(loops) -> dict:
+    """``{loop var: Range}`` of ``(path, For)`` pairs.
+
+    Example::
+
+        >>> loop_doms([])
+        {}
+    """
+    return {f.loop_var: Range(f.min, f.extent) for _, f in loops}
+
+
+def inner_loops(func: PrimFunc, loop_path: tuple, block_path: tuple) -> list:
+    """``(path, For)`` of the loops strictly between ``loop_path`` and the block.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4, 4), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4, 4), lambda i, j: A[i, j], name="B")])
+        >>> p = tree.find_block(f, "B")
+        >>> [l.loop_var.name for _, l in inner_loops(f, p[:2], p)]
+        ['j']
+    """
+    n = len(loop_path)
+    return [(p, s) for p, s in tree.loops_above(func, block_path) if len(p) > n]
+
+
+def needed_region(func: PrimFunc, loop_path: tuple, buffer, block_paths,
+                  kind: str = "reads") -> BufferRegion | None:
+    """The region of ``buffer`` that the blocks at ``block_paths`` (all under the loop at
+    ``loop_path``) read (``kind="reads"``) or write (``"writes"``) during one iteration
+    of that loop: over the loop variables from ``loop_path`` up.  None when none of the
+    blocks accesses ``buffer``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4, 4), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4, 4), lambda i, j: A[i, j], name="B")])
+        >>> p = tree.find_block(f, "B")
+        >>> r = needed_region(f, p[:2], f.params[0], [p])
+        >>> [x.extent.value for x in r.region]
+        [1, 4]
+    """
+    out = None
+    for bp in block_paths:
+        br = tree.get(func, bp)
+        reg = region_of(getattr(br.block, kind), buffer)
+        if reg is None:
+            continue
+        out = union(out, relax(bound_region(br, reg), loop_doms(inner_loops(func, loop_path,
+                                                                            bp))))
+    return out
+
+
+# scopes and blocks --------------------------------------------------------------------
+
+def child_blocks(func: PrimFunc, scope_path: tuple) -> list:
+    """``(path, BlockRealize)`` of the blocks directly in the scope at ``scope_path``
+    (not nested inside another block), in program order.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> [b.block.name for _, b in child_blocks(f, ())]
+        ['B']
+    """
+    scope = tree.get(func, scope_path)
+    out = []
+
+    def visit(path, node):
+        for p, s in _children(path, node):
+            if isinstance(s, BlockRealize):
+                out.append((p, s))
+            else:
+                visit(p, s)
+
+    visit(scope_path + ("block",), scope.block)
+    return out
+
+
+def _children(path, node):
+    from cuvil_tir.node import field_names
+    from cuvil_tir.stmt import Stmt
+    for f in field_names(type(node)):
+        v = getattr(node, f)
+        if isinstance(v, Stmt):
+            yield path + (f,), v
+        elif isinstance(v, tuple) and f == "seq":
+            for k, s in enumerate(v):
+                yield path + ((f, k),), s
+
+
+def readers(func: PrimFunc, scope_path: tuple, buffer) -> list:
+    """``(path, BlockRealize)`` of the scope's child blocks that read ``buffer``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> [b.block.name for _, b in readers(f, (), f.params[0])]
+        ['B']
+    """
+    return [(p, b) for p, b in child_blocks(func, scope_path)
+            if region_of(b.block.reads, buffer) is not None]
+
+
+def writers(func: PrimFunc, scope_path: tuple, buffer) -> list:
+    """``(path, BlockRealize)`` of the scope's child blocks that write ``buffer``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> [b.block.name for _, b in writers(f, (), f.params[1])]
+        ['B']
+    """
+    return [(p, b) for p, b in child_blocks(func, scope_path)
+            if region_of(b.block.writes, buffer) is not None]
+
+
+def is_reduction(block: Block) -> bool:
+    """A block with reduction iter vars (and usually an ``init``).
+
+    Example::
+
+        >>> is_reduction(Block("B", (), (), (), None))
+        False
+    """
+    return any(iv.kind == "reduce" for iv in block.iter_vars)
+
+
+def is_complete(block: Block) -> bool:
+    """All iter vars spatial, no init, and it does not read what it writes.
+
+    Example::
+
+        >>> is_complete(Block("B", (), (), (), None))
+        True
+    """
+    if block.init is not None or any(iv.kind != "spatial" for iv in block.iter_vars):
+        return False
+    written = {id(w.buffer) for w in block.writes}
+    return not any(id(r.buffer) in written for r in block.reads)
+
+
+def is_param(func: PrimFunc, buffer) -> bool:
+    """Whether ``buffer`` is one of the function's parameters.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.create_prim_func([T.placeholder((2,), name="A")])
+        >>> is_param(f, f.params[0])
+        True
+    """
+    return any(p is buffer for p in func.params)
+
+
+def precedes(p: tuple, q: tuple) -> bool:
+    """Whether the statement at path ``p`` runs before the one at ``q`` (neither inside
+    the other): they part at one ``SeqStmt``, ``p`` at the smaller index.
+
+    Example::
+
+        >>> precedes((("seq", 0),), (("seq", 1), "body"))
+        True
+    """
+    for a, b in zip(p, q):
+        if a == b:
+            continue
+        return isinstance(a, tuple) and isinstance(b, tuple) and a[1] < b[1]
+    return False
+
+
+def encloses(outer: tuple, inner: tuple) -> bool:
+    """Whether the statement at path ``outer`` contains the one at ``inner`` (or is it).
+
+    Example::
+
+        >>> encloses(("block",), ("block", "body"))
+        True
+    """
+    return inner[:len(outer)] == outer
+
+
+def var_domain(iter_var, dim: Range):
+    """When ``dim`` is ``Range(v + c, 1)`` for the block var ``v`` of ``iter_var``:
+    the constant ``c``; else None.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.stmt import IterVar
+        >>> v = T.var("v")
+        >>> var_domain(IterVar(v, Range.from_extent(4)), Range(v + 2, T.const(1)))
+        2
+    """
+    if not (isinstance(dim.extent, IntImm) and dim.extent.value == 1):
+        return None
+    e = dim.min
+    v = iter_var.var
+    if isinstance(e, Var):
+        return 0 if e is v else None
+    from cuvil_tir.expr import Add, Sub
+    if isinstance(e, (Add, Sub)) and e.a is v and isinstance(e.b, IntImm):
+        return e.b.value if isinstance(e, Add) else -e.b.value
+    return None
+
+
+def loop_var(name: str, dtype: str = "int32") -> Var:
+    """A fresh loop variable (the ``ax0, ax1 …`` of regenerated nests).
+
+    Example::
+
+        >>> loop_var("ax0").name
+        'ax0'
+    """
+    return Var(name, dtype)
+
+
+def uses_loop(e, loops) -> bool:
+    """Whether expression ``e`` uses one of the loop variables of ``(path, For)`` pairs.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> uses_loop(T.const(1), [])
+        False
+    """
+    from cuvil_tir.visitor import used_vars
+    ids = {id(f.loop_var) for _, f in loops}
+    return any(id(v) in ids for v in used_vars(e))
+
+
+__all__ = ["BlockLocationError", "InlineError", "CacheStageError", "StorageError",
+           "fail", "bounds", "simplify", "provably_le", "iter_map", "region_of", "bound_region",
+           "relax", "union", "loop_doms", "inner_loops", "needed_region", "child_blocks",
+           "readers", "writers", "is_reduction", "is_complete", "is_param", "precedes",
+           "encloses", "var_domain", "loop_var", "uses_loop"]

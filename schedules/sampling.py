@@ -1,0 +1,218 @@
+"""Sampling primitives: random decisions recorded in the trace (the search space).
+
+A sampler is ``fn(func, rng, *args, decision=None, **kw) -> (values, decision)``: with
+``decision=None`` it draws one from ``rng`` (a ``random.Random``), otherwise it checks
+and uses the one given (replay).  Sampled values are returned as :class:`SampledInt`
+(or ``SampledFloat``/``SampledStr``): plain Python values that the trace recognises by
+identity, so a ``split`` fed with them records *which sample* it used, and replaying
+the trace with another decision changes the split too.
+
+Example::
+
+    >>> import random
+    >>> import cuvil_tir as T
+    >>> from schedules.handles import LoopRV
+    >>> A = T.placeholder((16,), name="A")
+    >>> f = T.create_prim_func([A, T.compute((16,), lambda i: A[i], name="B")])
+    >>> i = LoopRV(f.body.block.body.loop_var)
+    >>> values, decision = sample_perfect_tile(f, random.Random(0), i, 2, decision=[4, 4])
+    >>> values, decision
+    ([4, 4], [4, 4])
+"""
+
+from __future__ import annotations
+
+from . import tree
+from .analysis import const_int, loop_path
+from .errors import NonConstantExtentError, ScheduleArgumentError, schedule_error
+
+
+class Sampled:
+    """Mixin marking a value produced by a sampling primitive (tracked by identity).
+
+    Example::
+
+        >>> isinstance(SampledInt(3), Sampled), SampledInt(3) + 1
+        (True, 4)
+    """
+
+    __slots__ = ()
+
+
+class SampledInt(Sampled, int):
+    """An int drawn by a sampling primitive.
+
+    Example::
+
+        >>> SampledInt(8) * 2
+        16
+    """
+
+    __slots__ = ()
+
+
+class SampledFloat(Sampled, float):
+    """A float drawn by a sampling primitive.
+
+    Example::
+
+        >>> SampledFloat(0.5) + 1
+        1.5
+    """
+
+    __slots__ = ()
+
+
+class SampledStr(Sampled, str):
+    """A str drawn by a sampling primitive.
+
+    Example::
+
+        >>> SampledStr("a") + "b"
+        'ab'
+    """
+
+    __slots__ = ()
+
+
+def wrap(value):
+    """``value`` as a tracked sampled value (bools and other types are returned as is).
+
+    Example::
+
+        >>> type(wrap(3)).__name__, type(wrap("x")).__name__
+        ('SampledInt', 'SampledStr')
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return SampledInt(value)
+    if isinstance(value, float):
+        return SampledFloat(value)
+    if isinstance(value, str):
+        return SampledStr(value)
+    return value
+
+
+def _divisors(n: int) -> list:
+    small, large = [], []
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d * d != n:
+                large.append(n // d)
+        d += 1
+    return small + large[::-1]
+
+
+def perfect_tiles(extent: int, n: int, max_innermost_factor: int) -> list:
+    """All ordered ``n``-tuples of positive ints multiplying to ``extent`` whose last
+    element is at most ``max_innermost_factor``.
+
+    Example::
+
+        >>> perfect_tiles(4, 2, 16)
+        [[1, 4], [2, 2], [4, 1]]
+        >>> perfect_tiles(8, 2, 2)
+        [[4, 2], [8, 1]]
+    """
+    out: list = []
+
+    def rec(rest, k, prefix):
+        if k == 1:
+            if rest <= max_innermost_factor or n == 1:
+                out.append(prefix + [rest])
+            return
+        for d in _divisors(rest):
+            rec(rest // d, k - 1, prefix + [d])
+
+    rec(extent, n, [])
+    return out
+
+
+def sample_perfect_tile(func, rng, loop, n, max_innermost_factor=16, decision=None):
+    """``n`` factors of ``loop``'s constant extent (product equal to it), innermost at
+    most ``max_innermost_factor``; drawn uniformly from all such tilings.
+
+    Example::
+
+        >>> import random
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import LoopRV
+        >>> A = T.placeholder((12,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((12,), lambda i: A[i], name="B")])
+        >>> vals, dec = sample_perfect_tile(f, random.Random(1), LoopRV(
+        ...     f.body.block.body.loop_var), 3, max_innermost_factor=4)
+        >>> vals[0] * vals[1] * vals[2], vals[2] <= 4
+        (12, True)
+    """
+    name = "sample_perfect_tile"
+    node = tree.get(func, loop_path(func, loop, name))
+    extent = const_int(node.extent)
+    if extent is None:
+        raise schedule_error(NonConstantExtentError, name, f"loop {node.loop_var.name} has "
+                             f"the symbolic extent {node.extent}; perfect tiling needs a "
+                             "constant extent", func, node)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise schedule_error(ScheduleArgumentError, name, f"n: expected a positive int, "
+                             f"got {n!r}")
+    if isinstance(max_innermost_factor, bool) or not isinstance(max_innermost_factor, int) \
+            or max_innermost_factor < 1:
+        raise schedule_error(ScheduleArgumentError, name, f"max_innermost_factor: expected "
+                             f"a positive int, got {max_innermost_factor!r}")
+    if decision is None:
+        decision = rng.choice(perfect_tiles(extent, n, max_innermost_factor))
+    else:
+        decision = list(decision)
+        prod = 1
+        for d in decision:
+            if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+                raise schedule_error(ScheduleArgumentError, name, f"decision {decision!r}: "
+                                     f"expected positive ints, got {d!r}")
+            prod *= d
+        if len(decision) != n or prod != extent:
+            raise schedule_error(ScheduleArgumentError, name, f"decision {decision!r}: "
+                                 f"expected {n} factors multiplying to the extent "
+                                 f"{extent} of loop {node.loop_var.name}")
+    decision = [int(d) for d in decision]
+    return [SampledInt(d) for d in decision], decision
+
+
+def sample_categorical(func, rng, candidates, probs, decision=None):
+    """One of ``candidates`` with probabilities ``probs``; the decision is its index.
+
+    Example::
+
+        >>> import random
+        >>> sample_categorical(None, random.Random(0), [1, 2, 4], [0, 0, 1])
+        (4, 2)
+    """
+    name = "sample_categorical"
+    candidates = list(candidates)
+    probs = list(probs)
+    if not candidates or len(candidates) != len(probs):
+        raise schedule_error(ScheduleArgumentError, name, f"expected as many probabilities "
+                             f"as candidates (at least one), got {len(candidates)} "
+                             f"candidates and {len(probs)} probabilities")
+    for c in candidates:
+        if isinstance(c, bool) or not isinstance(c, (int, float, str)):
+            raise schedule_error(ScheduleArgumentError, name, f"candidates must be ints, "
+                                 f"floats or strs, got {c!r}")
+    if any((not isinstance(p, (int, float))) or p < 0 for p in probs) or sum(probs) <= 0:
+        raise schedule_error(ScheduleArgumentError, name, f"probabilities must be "
+                             f"non-negative numbers with a positive sum, got {probs!r}")
+    if decision is None:
+        decision = rng.choices(range(len(candidates)), weights=probs)[0]
+    elif isinstance(decision, bool) or not isinstance(decision, int) or \
+            not 0 <= decision < len(candidates):
+        raise schedule_error(ScheduleArgumentError, name, f"decision {decision!r}: expected "
+                             f"an index in [0, {len(candidates)})")
+    return wrap(candidates[decision]), int(decision)
+
+
+SAMPLERS = {
+    "sample_perfect_tile": sample_perfect_tile,
+    "sample_categorical": sample_categorical,
+}
+"""Sampling primitives by trace name."""

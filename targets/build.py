@@ -1,0 +1,95 @@
+"""``build``: schedule or PrimFunc -> lowering passes -> codegen -> runtime -> Module.
+
+Example::
+
+    >>> import numpy as np, cuvil_tir as T, targets
+    >>> n = T.size_var("n")
+    >>> A = T.placeholder((n,), name="A")
+    >>> B = T.compute((n,), lambda i: A[i] * A[i], name="B")
+    >>> mod = targets.build(T.create_prim_func([A, B]), "llvm", name="square")
+    >>> b = np.zeros(3, "float32"); mod(np.arange(3, dtype="float32"), b); b.tolist()
+    [0.0, 1.0, 4.0]
+"""
+
+from __future__ import annotations
+
+import re
+
+from cuvil_tir.errors import CodegenError, TargetError
+from cuvil_tir.function import PrimFunc
+
+from .module import Module
+from .signature import Signature
+from .target import as_target
+
+
+def _as_func(func_or_sch) -> PrimFunc:
+    if isinstance(func_or_sch, PrimFunc):
+        return func_or_sch
+    func = getattr(func_or_sch, "func", None)
+    if isinstance(func, PrimFunc):
+        return func
+    raise TargetError(f"build: expected a PrimFunc or a Schedule (an object with .func), "
+                      f"got {type(func_or_sch).__name__}")
+
+
+def lower_for(func: PrimFunc, target) -> PrimFunc:
+    """``func`` after the lowering passes of ``target``'s kind.
+
+    A kind whose ``passes`` is ``None`` uses the default pipeline of
+    :func:`cuvil_tir.transform.lower`; otherwise its registered pipeline runs.
+
+    Example::
+
+        >>> import cuvil_tir as T, targets
+        >>> f = T.create_prim_func([T.placeholder((2,), name="X")])
+        >>> isinstance(lower_for(f, targets.Target("llvm")), T.PrimFunc)
+        True
+    """
+    from cuvil_tir import transform
+    target = as_target(target)
+    kind = target.kind_obj
+    passes = getattr(kind, "passes", None)
+    if passes is None:
+        out = transform.lower(func)
+    elif getattr(transform, "register_pipeline", None) is not None:
+        out = transform.lower(func, kind.name)
+    else:
+        out = func
+        for p in passes:
+            out = p(out)
+    if not isinstance(out, PrimFunc):
+        raise TargetError(f"build: lowering for target {target.kind!r} returned "
+                          f"{type(out).__name__}, expected a PrimFunc")
+    return out
+
+
+def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
+    """Compile a PrimFunc (or a Schedule's current function) for ``target``.
+
+    ``name`` is the native symbol (default: the function's name).  The signature
+    (shapes, dtypes, symbolic sizes) is read from the unlowered function, so the
+    returned :class:`Module` checks arguments against what the user wrote.
+
+    Example::
+
+        >>> import cuvil_tir as T, targets
+        >>> f = T.create_prim_func([T.placeholder((2,), name="X")])
+        >>> targets.build(f).signature.describe()
+        'main(X: float32(2,))'
+    """
+    func = _as_func(func_or_sch)
+    target = as_target(target)
+    kind = target.kind_obj
+    name = name or func.name
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise CodegenError(f"build: the function name {name!r} is not a valid symbol; "
+                           "use letters, digits and underscores")
+    func = func.with_attr("global_symbol", name)
+    lowered = lower_for(func, target)
+    sig = Signature.from_func(func, lowered, name)
+    lowered = lowered.with_attr("global_symbol", name).with_attr("cuvil.size_vars",
+                                                                 sig.size_vars)
+    source = kind.codegen(lowered, target)
+    runtime = kind.runtime(source, target, sig)
+    return Module(runtime, sig, lowered, target)

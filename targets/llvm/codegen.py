@@ -1,0 +1,547 @@
+"""Lowered PrimFunc -> LLVM IR text for the host CPU.
+
+The input is the output of the lowering pipeline: no blocks, buffers usually flat
+(N-d buffers are accepted and indexed row-major), ``Allocate`` for internal buffers.
+
+ABI of the generated function (a plain C function)::
+
+    void <name>(ptr A, ptr B, ..., <scalar params>, i64 n0, i64 n1, ...)
+
+buffer parameters come first as data pointers, in parameter order, interleaved with
+scalar ``Var`` parameters exactly as in ``func.params`` (bool passed as ``i8``,
+float16/bfloat16 as ``float``), then one ``i64`` per symbolic size (the function's
+``cuvil.size_vars`` attribute, set by :func:`targets.build`, or the size variables of
+the parameters' shapes in order of first use).  Buffer pointers are ``noalias``:
+arguments must not overlap.  ``parallel`` loops run on the native thread pool
+(:mod:`targets.llvm.parallel`; nested ones serially inside their task); ``vectorized``
+loops are serial loops carrying ``llvm.loop.vectorize.enable``; ``unrolled`` loops
+carry ``llvm.loop.unroll.full``.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> A = T.decl_buffer((4,), "float32", "A")
+    >>> i = T.var("i")
+    >>> f = T.PrimFunc([A], T.For(i, T.const(0), T.const(4), "serial",
+    ...                 T.BufferStore(A, T.const(1.0), (i,))))
+    >>> "define void @main(ptr noalias align 4 %arg0.A" in codegen_llvm(f)
+    True
+"""
+
+from __future__ import annotations
+
+import re
+
+from cuvil_tir import dtype as D
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.errors import CodegenError
+from cuvil_tir.expr import IntImm, Ramp, Var
+from cuvil_tir.visitor import used_vars
+
+from . import intrinsics as I
+from .builder import IRBuilder
+from .parallel import emit_parallel_for
+from .types import mem_type, reg_type, scalar_const, splat
+
+#: stack-allocate internal buffers up to this many bytes; larger ones use the heap
+STACK_LIMIT = 64 << 10
+
+_FLOAT_OPS = {"Add": "fadd", "Sub": "fsub", "Mul": "fmul", "Div": "fdiv", "Mod": "frem"}
+_INT_OPS = {"Add": "add", "Sub": "sub", "Mul": "mul"}
+_ICMP = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge"}
+_FCMP = {"EQ": "oeq", "NE": "une", "LT": "olt", "LE": "ole", "GT": "ogt", "GE": "oge"}
+
+
+def abi_type(dt: str) -> str:
+    """The LLVM type a scalar parameter of dtype ``dt`` is passed as.
+
+    Example::
+
+        >>> abi_type("bool"), abi_type("float16"), abi_type("int64")
+        ('i8', 'float', 'i64')
+    """
+    e = D.element(dt)
+    if e == "bool":
+        return "i8"
+    if e in ("float16", "bfloat16"):
+        return "float"
+    return reg_type(e)
+
+
+def size_vars_of(func) -> list:
+    """The symbolic sizes passed after the parameters, in ABI order.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> n = T.size_var("n")
+        >>> [v.name for v in size_vars_of(T.PrimFunc([T.decl_buffer((n, 4), "float32", "A")],
+        ...                                          T.Evaluate(T.const(0))))]
+        ['n']
+    """
+    attr = func.attr("cuvil.size_vars")
+    if attr is not None:
+        return list(attr)
+    scalars = {id(p) for p in func.params if isinstance(p, Var)}
+    out = []
+    for p in func.params:
+        if isinstance(p, Buffer):
+            for v in used_vars(p.shape):
+                if id(v) not in scalars and all(v is not o for o in out):
+                    out.append(v)
+    return out
+
+
+def _symbol(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name) else f'"{name}"'
+
+
+class LLVMCodegen:
+    """Translate one lowered PrimFunc; ``emit()`` returns the module text.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.PrimFunc([], T.Evaluate(T.const(0)))
+        >>> "ret void" in LLVMCodegen(f).emit()
+        True
+    """
+
+    def __init__(self, func, name: str | None = None, cpu: str = "", features: str = "",
+                 fast_math: str = "", triple: str = ""):
+        self.func = func
+        self.name = name or func.name
+        self.cpu, self.features, self.triple = cpu, features, triple
+        self.fm = (fast_math + " ") if fast_math else ""
+        self.b = IRBuilder()
+        self.vars: dict[int, str] = {}
+        self.bufs: dict[int, str] = {}
+        self.functions: list[str] = []   # outlined functions (parallel loop tasks)
+        self.in_task = False
+
+    def child(self) -> "LLVMCodegen":
+        """A code generator for another function of the same module (shared
+        declarations, metadata numbering and outlined-function list)."""
+        sub = LLVMCodegen(self.func, self.name, self.cpu, self.features, "", self.triple)
+        sub.fm = self.fm
+        sub.b.declarations = self.b.declarations
+        sub.b.metadata = self.b.metadata
+        sub.functions = self.functions
+        sub.in_task = True
+        return sub
+
+    # driver -------------------------------------------------------------------------
+    def emit(self) -> str:
+        b = self.b
+        params = []
+        for k, p in enumerate(self.func.params):
+            if isinstance(p, Buffer):
+                ptr = f"%arg{k}.{_clean(p.name)}"
+                params.append(f"ptr noalias align {D.itemsize(p.dtype)} {ptr}")
+                self.bufs[id(p)] = ptr
+            else:
+                raw = f"%arg{k}.{_clean(p.name)}"
+                params.append(f"{abi_type(p.dtype)} {raw}")
+                self.vars[id(p)] = self._from_abi(raw, p.dtype)
+        for k, v in enumerate(size_vars_of(self.func)):
+            raw = f"%size{k}.{_clean(v.name)}"
+            params.append(f"i64 {raw}")
+            self.vars[id(v)] = I.convert(b, raw, "int64", v.dtype)
+        self.stmt(self.func.body)
+        b.raw("ret void")
+        out = ["; generated by cuvil targets.llvm", 'source_filename = "cuvil"']
+        if self.triple:
+            out.append(f'target triple = "{self.triple}"')
+        out.append("")
+        out.extend(b.declarations.values())
+        out.append("")
+        out.append(f"define void @{_symbol(self.name)}({', '.join(params)}) #0 {{")
+        out.append("entry:")
+        out.extend(b.entry_lines)
+        out.extend(b.lines)
+        out.append("}")
+        out.append("")
+        out.extend(f + "\n" for f in self.functions)
+        attrs = ["nounwind"]
+        if self.cpu:
+            attrs.append(f'"target-cpu"="{self.cpu}"')
+        if self.features:
+            attrs.append(f'"target-features"="{self.features}"')
+        out.append(f"attributes #0 = {{ {' '.join(attrs)} }}")
+        out.extend(b.metadata)
+        return "\n".join(out) + "\n"
+
+    def _from_abi(self, raw: str, dt: str) -> str:
+        e = D.element(dt)
+        if e == "bool":
+            return self.b.op(f"icmp ne i8 {raw}, 0")
+        if e in ("float16", "bfloat16"):
+            return I.narrow(self.b, raw, dt)
+        return raw
+
+    # expressions ----------------------------------------------------------------------
+    def expr(self, e) -> str:
+        for klass in type(e).__mro__:
+            fn = getattr(self, "e_" + klass.__name__, None)
+            if fn is not None:
+                return fn(e)
+        raise CodegenError(f"llvm codegen: no translation for expression node "
+                           f"{type(e).__name__} ({e})")
+
+    def e_Var(self, v):
+        try:
+            return self.vars[id(v)]
+        except KeyError:
+            raise CodegenError(f"llvm codegen: variable '{v.name}' is used but never "
+                               "defined (not a parameter, loop variable, let or size "
+                               "variable of a parameter's shape)") from None
+
+    def e_IntImm(self, c):
+        return scalar_const(c.value, c.dtype)
+
+    def e_FloatImm(self, c):
+        return scalar_const(c.value, c.dtype)
+
+    def e_StringImm(self, s):
+        raise CodegenError(f"llvm codegen: string constant {s.value!r} used as a value")
+
+    def e_Cast(self, c):
+        return I.convert(self.b, self.expr(c.value), c.value.dtype, c.dtype)
+
+    def e_BinaryOp(self, e):
+        kind = type(e).__name__
+        dt = e.a.dtype
+        x, y = self.expr(e.a), self.expr(e.b)
+        b = self.b
+        if D.is_float(dt):
+            cdt = I.compute_dtype(dt)
+            x, y = I.widen(b, x, dt), I.widen(b, y, dt)
+            r = self._float_binary(kind, x, y, cdt)
+            return I.narrow(b, r, dt)
+        t = reg_type(dt)
+        if kind in _INT_OPS:
+            return b.op(f"{_INT_OPS[kind]} {t} {x}, {y}")
+        if kind in ("Div", "Mod", "FloorDiv", "FloorMod"):
+            return I.int_divmod(b, kind, x, y, dt)
+        if kind in ("Min", "Max"):
+            pred = ("s" if D.is_int(dt) else "u") + ("lt" if kind == "Min" else "gt")
+            c = b.op(f"icmp {pred} {t} {x}, {y}")
+            return b.op(f"select {reg_type(D.with_lanes('bool', D.lanes(dt)))} {c}, "
+                        f"{t} {x}, {t} {y}")
+        raise CodegenError(f"llvm codegen: integer operator {kind}")
+
+    def _float_binary(self, kind: str, x: str, y: str, dt: str) -> str:
+        b, t, fm = self.b, reg_type(dt), self.fm
+        if kind in _FLOAT_OPS:
+            return b.op(f"{_FLOAT_OPS[kind]} {fm}{t} {x}, {y}")
+        if kind in ("Min", "Max"):
+            # NaN-propagating, like numpy.minimum/maximum
+            fn = I.declare_intrinsic(b, "minimum" if kind == "Min" else "maximum", dt, 2)
+            return b.op(f"call {t} @{fn}({t} {x}, {t} {y})")
+        if kind == "FloorDiv":
+            q = b.op(f"fdiv {fm}{t} {x}, {y}")
+            return I.math_call(b, "floor", [q], dt)
+        if kind == "FloorMod":
+            # fmod, then move a remainder of the wrong sign into the divisor's sign
+            r = b.op(f"frem {fm}{t} {x}, {y}")
+            bt = reg_type(D.with_lanes("bool", D.lanes(dt)))
+            zero = splat(scalar_const(0.0, D.element(dt)), dt)
+            nz = b.op(f"fcmp une {t} {r}, {zero}")
+            rn = b.op(f"fcmp olt {t} {r}, {zero}")
+            yn = b.op(f"fcmp olt {t} {y}, {zero}")
+            d = b.op(f"xor {bt} {rn}, {yn}")
+            fix = b.op(f"and {bt} {nz}, {d}")
+            s = b.op(f"fadd {fm}{t} {r}, {y}")
+            return b.op(f"select {bt} {fix}, {t} {s}, {t} {r}")
+        raise CodegenError(f"llvm codegen: float operator {kind}")
+
+    def e_CmpOp(self, e):
+        kind = type(e).__name__
+        dt = e.a.dtype
+        x, y = self.expr(e.a), self.expr(e.b)
+        if D.is_float(dt):
+            x, y = I.widen(self.b, x, dt), I.widen(self.b, y, dt)
+            return self.b.op(f"fcmp {_FCMP[kind]} {reg_type(I.compute_dtype(dt))} {x}, {y}")
+        pred = _ICMP[kind]
+        if kind not in ("EQ", "NE"):
+            pred = ("s" if D.is_int(dt) else "u") + pred
+        return self.b.op(f"icmp {pred} {reg_type(dt)} {x}, {y}")
+
+    def e_And(self, e):
+        return self.b.op(f"and {reg_type(e.dtype)} {self.expr(e.a)}, {self.expr(e.b)}")
+
+    def e_Or(self, e):
+        return self.b.op(f"or {reg_type(e.dtype)} {self.expr(e.a)}, {self.expr(e.b)}")
+
+    def e_Not(self, e):
+        return self.b.op(f"xor {reg_type(e.dtype)} {self.expr(e.a)}, "
+                         f"{splat('true', e.dtype)}")
+
+    def e_Select(self, e):
+        c, x, y = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
+        t = reg_type(e.dtype)
+        return self.b.op(f"select {reg_type(e.condition.dtype)} {c}, {t} {x}, {t} {y}")
+
+    def e_Call(self, e):
+        if e.op == "if_then_else":
+            return self._if_then_else(*e.args, dt=e.dtype)
+        return I.math_call(self.b, e.op, [self.expr(a) for a in e.args], e.dtype)
+
+    def _if_then_else(self, cond, then_value, else_value, dt):
+        b = self.b
+        if D.lanes(cond.dtype) > 1:   # a vector condition has no branch: select
+            c, x, y = self.expr(cond), self.expr(then_value), self.expr(else_value)
+            return b.op(f"select {reg_type(cond.dtype)} {c}, {reg_type(dt)} {x}, "
+                        f"{reg_type(dt)} {y}")
+        c = self.expr(cond)
+        lt, lf, end = b.label("ite.then"), b.label("ite.else"), b.label("ite.end")
+        b.raw(f"br i1 {c}, label %{lt}, label %{lf}")
+        b.start(lt)
+        x = self.expr(then_value)
+        from_t = b.current
+        b.raw(f"br label %{end}")
+        b.start(lf)
+        y = self.expr(else_value)
+        from_f = b.current
+        b.raw(f"br label %{end}")
+        b.start(end)
+        return b.op(f"phi {reg_type(dt)} [{x}, %{from_t}], [{y}, %{from_f}]")
+
+    def e_Let(self, e):
+        old = self.vars.get(id(e.var))
+        self.vars[id(e.var)] = self.expr(e.value)
+        try:
+            return self.expr(e.body)
+        finally:
+            self._restore(e.var, old)
+
+    def _restore(self, var, old):
+        if old is None:
+            self.vars.pop(id(var), None)
+        else:
+            self.vars[id(var)] = old
+
+    def _broadcast(self, v: str, dt: str, lanes: int) -> str:
+        vt = reg_type(D.with_lanes(dt, lanes))
+        x = self.b.op(f"insertelement {vt} poison, {reg_type(dt)} {v}, i32 0")
+        return self.b.op(f"shufflevector {vt} {x}, {vt} poison, <{lanes} x i32> "
+                         "zeroinitializer")
+
+    def e_Broadcast(self, e):
+        return self._broadcast(self.expr(e.value), e.value.dtype, e.lanes)
+
+    def e_Ramp(self, e):
+        dt = e.base.dtype
+        base = self._broadcast(self.expr(e.base), dt, e.lanes)
+        stride = self._broadcast(self.expr(e.stride), dt, e.lanes)
+        t = reg_type(e.dtype)
+        steps = "<" + ", ".join(f"{reg_type(dt)} {k}" for k in range(e.lanes)) + ">"
+        m = self.b.op(f"mul {t} {stride}, {steps}")
+        return self.b.op(f"add {t} {base}, {m}")
+
+    # memory ---------------------------------------------------------------------------
+    def _buffer_ptr(self, buf) -> str:
+        try:
+            return self.bufs[id(buf)]
+        except KeyError:
+            raise CodegenError(f"llvm codegen: buffer '{buf.name}' is accessed but is "
+                               "neither a parameter nor allocated (Allocate) around the "
+                               "access") from None
+
+    def _flat_index(self, buf, indices):
+        if len(indices) == 1:
+            return indices[0]
+        flat = None
+        for ix, st in zip(indices, buf.default_strides()):
+            term = ix if isinstance(st, IntImm) and st.value == 1 else ix * st
+            flat = term if flat is None else flat + term
+        return flat
+
+    def _address(self, buf, indices):
+        """``(pointer, lanes)`` of a contiguous access, or ``(None, per-lane pointers)``."""
+        base = self._buffer_ptr(buf)
+        last = indices[-1]
+        contiguous = (isinstance(last, Ramp) and isinstance(last.stride, IntImm)
+                      and last.stride.value == 1 and not buf.strides
+                      and all(ix.lanes == 1 for ix in indices[:-1]))
+        if contiguous:
+            flat = self._flat_index(buf, tuple(indices[:-1]) + (last.base,))
+            return self._gep(buf, base, self.expr(flat), flat.dtype), last.lanes
+        flat = self._flat_index(buf, tuple(indices))
+        v = self.expr(flat)
+        n = flat.lanes
+        if n == 1:
+            return self._gep(buf, base, v, flat.dtype), 1
+        vt = reg_type(flat.dtype)
+        ptrs = []
+        for lane in range(n):
+            x = self.b.op(f"extractelement {vt} {v}, i32 {lane}")
+            ptrs.append(self._gep(buf, base, x, D.element(flat.dtype)))
+        return None, ptrs
+
+    def _gep(self, buf, base: str, idx: str, idx_dt: str) -> str:
+        i64 = I.convert(self.b, idx, idx_dt, "int64")
+        return self.b.op(f"getelementptr inbounds {mem_type(buf.dtype)}, ptr {base}, "
+                         f"i64 {i64}")
+
+    def e_BufferLoad(self, e):
+        buf = e.buffer
+        ptr, lanes = self._address(buf, e.indices)
+        al = D.itemsize(buf.dtype)
+        b = self.b
+        if ptr is not None:
+            mt = mem_type(D.with_lanes(buf.dtype, lanes))
+            v = b.op(f"load {mt}, ptr {ptr}, align {al}")
+            dt = D.with_lanes(buf.dtype, lanes)
+        else:
+            st = mem_type(buf.dtype)
+            dt = D.with_lanes(buf.dtype, len(lanes))
+            vt = mem_type(dt)
+            v = "poison"
+            for k, p in enumerate(lanes):
+                x = b.op(f"load {st}, ptr {p}, align {al}")
+                v = b.op(f"insertelement {vt} {v}, {st} {x}, i32 {k}")
+        if D.is_bool(buf.dtype):
+            v = b.op(f"icmp ne {mem_type(dt)} {v}, {splat('0', D.with_lanes('int8', D.lanes(dt)))}")
+        return v
+
+    # statements -------------------------------------------------------------------------
+    def stmt(self, s) -> None:
+        fn = getattr(self, "s_" + type(s).__name__, None)
+        if fn is None:
+            raise CodegenError(f"llvm codegen: no translation for statement "
+                               f"{type(s).__name__}")
+        fn(s)
+
+    def s_Block(self, s):
+        raise CodegenError(f"llvm codegen: block '{s.name}' was not lowered; build with "
+                           "targets.build(func, 'llvm') or lower first with "
+                           "T.lower(func, 'llvm')")
+
+    def s_BlockRealize(self, s):
+        self.s_Block(s.block)
+
+    def s_SeqStmt(self, s):
+        for x in s.seq:
+            self.stmt(x)
+
+    def s_Evaluate(self, s):
+        if not isinstance(s.value, IntImm):
+            self.expr(s.value)
+
+    def s_BufferStore(self, s):
+        buf, b = s.buffer, self.b
+        v, vdt = self.expr(s.value), s.value.dtype
+        ptr, lanes = self._address(buf, s.indices)
+        if ptr is not None and lanes != D.lanes(vdt):
+            v, vdt = self._broadcast(v, vdt, lanes), D.with_lanes(vdt, lanes)
+        if D.is_bool(buf.dtype):
+            v = b.op(f"zext {reg_type(vdt)} {v} to {mem_type(vdt)}")
+        al = D.itemsize(buf.dtype)
+        if ptr is not None:
+            b.raw(f"store {mem_type(vdt)} {v}, ptr {ptr}, align {al}")
+            return
+        st = mem_type(buf.dtype)
+        for k, p in enumerate(lanes):
+            x = v if D.lanes(vdt) == 1 else b.op(f"extractelement {mem_type(vdt)} {v}, i32 {k}")
+            b.raw(f"store {st} {x}, ptr {p}, align {al}")
+
+    def s_For(self, s):
+        if s.kind == "thread_binding":
+            raise CodegenError(f"llvm codegen: loop '{s.loop_var.name}' is bound to "
+                               f"{s.thread_tag}; thread bindings need a GPU target "
+                               "such as 'cuda'")
+        if s.kind == "parallel" and not self.in_task:
+            emit_parallel_for(self, s)
+            return
+        b = self.b
+        dt = s.loop_var.dtype
+        t = reg_type(dt)
+        lo = I.convert(b, self.expr(s.min), s.min.dtype, dt)
+        ext = I.convert(b, self.expr(s.extent), s.extent.dtype, dt)
+        end = b.op(f"add {t} {lo}, {ext}")
+        pre = b.current
+        head, body, latch, done = (b.label("for.head"), b.label("for.body"),
+                                   b.label("for.latch"), b.label("for.end"))
+        b.raw(f"br label %{head}")
+        b.start(head)
+        i, nxt = b.tmp(), b.tmp()
+        b.lines.append(f"  {i} = phi {t} [{lo}, %{pre}], [{nxt}, %{latch}]")
+        c = b.op(f"icmp {'s' if D.is_int(dt) else 'u'}lt {t} {i}, {end}")
+        b.raw(f"br i1 {c}, label %{body}, label %{done}")
+        b.start(body)
+        old = self.vars.get(id(s.loop_var))
+        self.vars[id(s.loop_var)] = i
+        self.stmt(s.body)
+        self._restore(s.loop_var, old)
+        b.raw(f"br label %{latch}")
+        b.start(latch)
+        b.lines.append(f"  {nxt} = add nuw {t} {i}, 1")
+        md = ""
+        if s.kind == "unrolled":
+            md = ", !llvm.loop " + b.loop_metadata('!"llvm.loop.unroll.full"')
+        elif s.kind == "vectorized":
+            md = ", !llvm.loop " + b.loop_metadata('!"llvm.loop.vectorize.enable", i1 true')
+        b.raw(f"br label %{head}{md}")
+        b.start(done)
+
+    def s_IfThenElse(self, s):
+        b = self.b
+        c = self.expr(s.condition)
+        then, other, end = b.label("if.then"), b.label("if.else"), b.label("if.end")
+        b.raw(f"br i1 {c}, label %{then}, label %{other if s.else_case else end}")
+        b.start(then)
+        self.stmt(s.then_case)
+        b.raw(f"br label %{end}")
+        if s.else_case is not None:
+            b.start(other)
+            self.stmt(s.else_case)
+            b.raw(f"br label %{end}")
+        b.start(end)
+
+    def s_LetStmt(self, s):
+        old = self.vars.get(id(s.var))
+        self.vars[id(s.var)] = I.convert(self.b, self.expr(s.value), s.value.dtype,
+                                         s.var.dtype)
+        self.stmt(s.body)
+        self._restore(s.var, old)
+
+    def s_Allocate(self, s):
+        buf, b = s.buffer, self.b
+        mt = mem_type(buf.dtype)
+        nbytes = buf.nbytes_const()
+        if nbytes is not None and nbytes <= STACK_LIMIT:
+            n = max(1, nbytes // D.itemsize(buf.dtype))
+            self.bufs[id(buf)] = b.entry_alloca(f"alloca [{n} x {mt}], align 64")
+            self.stmt(s.body)
+            return
+        count = "1"
+        for dim in buf.shape:
+            d = I.convert(b, self.expr(dim), dim.dtype, "int64")
+            count = b.op(f"mul i64 {count}, {d}")
+        size = b.op(f"mul i64 {count}, {D.itemsize(buf.dtype)}")
+        # aligned_alloc wants a nonzero multiple of the alignment
+        padded = b.op(f"add i64 {size}, 64")
+        rounded = b.op(f"and i64 {padded}, -64")
+        b.declare("aligned_alloc", "declare ptr @aligned_alloc(i64, i64)")
+        b.declare("free", "declare void @free(ptr)")
+        ptr = b.op(f"call ptr @aligned_alloc(i64 64, i64 {rounded})")
+        self.bufs[id(buf)] = ptr
+        self.stmt(s.body)
+        b.raw(f"call void @free(ptr {ptr})")
+
+
+def _clean(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def codegen_llvm(func, name: str | None = None, **options) -> str:
+    """LLVM IR text of a lowered PrimFunc (see :class:`LLVMCodegen` for options).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> "define void @f()" in codegen_llvm(T.PrimFunc([], T.Evaluate(T.const(0))), "f")
+        True
+    """
+    return LLVMCodegen(func, name, **options).emit()

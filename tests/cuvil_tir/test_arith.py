@@ -1,0 +1,370 @@
+"""Arithmetic analysis: exact rewrite results, bounds, and hypothesis soundness checks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import cuvil_tir as T
+from cuvil_tir import arith, dtype as D
+from cuvil_tir.arith import Analyzer, bound_of, const_int_bound
+from cuvil_tir.arith.fold import fold_binary, fold_call, fold_cast, round_bf16
+from cuvil_tir.expr import (Add, And, Call, Cast, Div, EQ, FloatImm, FloorDiv, FloorMod,
+                            GE, GT, IntImm, LE, LT, Max, Min, Mod, Mul, NE, Not, Or, Select,
+                            Sub, Var)
+
+
+# an exact reference evaluator with Cuvil's integer semantics -----------------------------
+
+def _wrap(v, dt):
+    return D.wrap_int(int(v), dt) if not D.is_bool(dt) else int(bool(v))
+
+
+def _tdiv(x, y):
+    if y == 0:
+        return 0
+    q = abs(x) // abs(y)
+    return q if (x >= 0) == (y > 0) else -q
+
+
+def evaluate(e, env):
+    """Evaluate an integer/bool expression exactly (wrap per op, x//0 == 0)."""
+    if isinstance(e, IntImm):
+        return e.value
+    if isinstance(e, Var):
+        return env[e]
+    dt = e.dtype
+    if isinstance(e, Select):
+        c = evaluate(e.condition, env)
+        t, f = evaluate(e.true_value, env), evaluate(e.false_value, env)
+        return t if c else f
+    if isinstance(e, Call) and e.op == "if_then_else":
+        return evaluate(e.args[1] if evaluate(e.args[0], env) else e.args[2], env)
+    if isinstance(e, Not):
+        return int(not evaluate(e.a, env))
+    if isinstance(e, Cast):
+        return _wrap(evaluate(e.value, env), dt)
+    a, b = evaluate(e.a, env), evaluate(e.b, env)
+    ops = {Add: lambda: a + b, Sub: lambda: a - b, Mul: lambda: a * b,
+           FloorDiv: lambda: a // b if b else 0, FloorMod: lambda: a % b if b else 0,
+           Div: lambda: _tdiv(a, b), Mod: lambda: a - b * _tdiv(a, b) if b else 0,
+           Min: lambda: min(a, b), Max: lambda: max(a, b),
+           LT: lambda: a < b, LE: lambda: a <= b, GT: lambda: a > b, GE: lambda: a >= b,
+           EQ: lambda: a == b, NE: lambda: a != b,
+           And: lambda: bool(a) and bool(b), Or: lambda: bool(a) or bool(b)}
+    return _wrap(ops[type(e)](), dt)
+
+
+# random expressions ------------------------------------------------------------------------
+
+VARS = {dt: [Var(n, dt) for n in ("i", "j", "k")] for dt in ("int32", "int8", "uint8")}
+LIMITS = {"int32": (-40, 40), "int8": (-20, 20), "uint8": (0, 40)}
+
+
+def int_exprs(dt):
+    lo, hi = LIMITS[dt]
+    leaf = st.one_of(st.sampled_from(VARS[dt]),
+                     st.integers(D.int_range(dt)[0] if dt != "int32" else -20,
+                                 D.int_range(dt)[1] if dt != "int32" else 20)
+                     .map(lambda v: IntImm(v, dt)))
+
+    def extend(children):
+        const = st.sampled_from([0, 1, 2, 3, 4, 8, 16, -1, -4] if dt != "uint8"
+                                else [0, 1, 2, 3, 4, 8, 16]).map(lambda v: IntImm(v, dt))
+        binop = st.sampled_from([Add, Sub, Mul, Min, Max, FloorDiv, FloorMod, Div, Mod])
+        cmp = st.sampled_from([LT, LE, GT, GE, EQ, NE])
+        return st.one_of(
+            st.builds(lambda op, a, b: op(a, b), binop, children, children),
+            st.builds(lambda op, a, c: op(a, c), binop, children, const),
+            st.builds(lambda c, a, b, x, y: Select(c(a, b), x, y), cmp, children, children,
+                      children, children),
+            st.builds(lambda c, a, b, x, y: Call(dt, "if_then_else", (c(a, b), x, y)), cmp,
+                      children, children, children, children),
+        )
+
+    return st.recursive(leaf, extend, max_leaves=10), lo, hi
+
+
+def _check(dt, data, e):
+    strat_lo_hi = {}
+    bounds = {}
+    env = {}
+    for v in VARS[dt]:
+        lo, hi = LIMITS[dt]
+        a = data.draw(st.integers(lo, hi))
+        b = data.draw(st.integers(a, hi))
+        bounds[v] = T.Range(IntImm(a, dt), IntImm(b - a + 1, dt))
+        env[v] = data.draw(st.integers(a, b))
+        strat_lo_hi[v] = (a, b)
+    s = arith.simplify(e, bounds)
+    want = evaluate(e, env)
+    got = evaluate(s, env)
+    assert got == want, f"{e}  ->  {s}  at {env}"
+    lo, hi = const_int_bound(e, bounds)
+    assert lo <= want <= hi, f"bound {lo, hi} of {e} misses {want} at {env}"
+    return s
+
+
+@pytest.mark.parametrize("dt", ["int32", "int8", "uint8"])
+@settings(max_examples=150)
+@given(data=st.data())
+def test_simplify_and_const_bound_are_sound(dt, data):
+    strat, _, _ = int_exprs(dt)
+    e = data.draw(strat)
+    _check(dt, data, e)
+
+
+@settings(max_examples=120)
+@given(data=st.data())
+def test_simplify_bool_exprs_sound(data):
+    strat, _, _ = int_exprs("int32")
+    cmp = st.sampled_from([LT, LE, GT, GE, EQ, NE])
+    atom = st.builds(lambda c, a, b: c(a, b), cmp, strat, strat)
+    boolean = st.recursive(atom, lambda ch: st.one_of(
+        st.builds(And, ch, ch), st.builds(Or, ch, ch), st.builds(Not, ch)), max_leaves=4)
+    _check("int32", data, data.draw(boolean))
+
+
+@settings(max_examples=80)
+@given(data=st.data())
+def test_affine_index_rules_sound(data):
+    # structured index expressions, where the division rules fire most
+    i, j, k = VARS["int32"]
+    c = data.draw(st.sampled_from([2, 4, 8]))
+    a1 = data.draw(st.integers(-3, 3))
+    k0 = data.draw(st.integers(-9, 9))
+    e = (i * c * a1 + j + k * c + k0)
+    for op in (FloorDiv, FloorMod):
+        for d in (c, c * 2, 1, 3):
+            _check("int32", data, op(e, IntImm(d)))
+    _check("int32", data, FloorDiv(FloorDiv(e, IntImm(c)), IntImm(2)))
+    _check("int32", data, FloorMod(FloorMod(e, IntImm(c * 2)), IntImm(c)))
+
+
+@settings(max_examples=80)
+@given(data=st.data())
+def test_bound_of_is_sound(data):
+    i, j = Var("i"), Var("j")
+    io = Var("io")
+    strat = st.recursive(
+        st.one_of(st.sampled_from([i, j, io]), st.integers(-6, 6).map(IntImm)),
+        lambda ch: st.one_of(
+            st.builds(lambda a, b: a + b, ch, ch), st.builds(lambda a, b: a - b, ch, ch),
+            st.builds(lambda a, c: a * c, ch, st.integers(-3, 3)),
+            st.builds(lambda a, b: a * b, ch, ch),
+            st.builds(lambda a, c: a // c, ch, st.sampled_from([2, 3, 4, -2])),
+            st.builds(lambda a, c: a % c, ch, st.sampled_from([2, 3, 4])),
+            st.builds(Min, ch, ch), st.builds(Max, ch, ch)),
+        max_leaves=8)
+    e = data.draw(strat)
+    ei = data.draw(st.integers(1, 6))
+    ej = data.draw(st.integers(1, 6))
+    # j's range depends on io (a tile), as in compute_at region analysis
+    ranges = {i: T.Range(IntImm(0), IntImm(ei)), j: T.Range(io * 2, IntImm(ej))}
+    lo, hi = bound_of(e, ranges)
+    io_v = data.draw(st.integers(-5, 5))
+    lo_v, hi_v = evaluate(lo, {io: io_v}), evaluate(hi, {io: io_v})
+    for iv in range(ei):
+        for jv in range(io_v * 2, io_v * 2 + ej):
+            v = evaluate(e, {i: iv, j: jv, io: io_v})
+            assert lo_v <= v <= hi_v, f"{e}: {v} not in [{lo}, {hi}] = [{lo_v}, {hi_v}]"
+
+
+# exact rewrite results ----------------------------------------------------------------------
+
+i, j, k = Var("i"), Var("j"), Var("k")
+R = {i: T.Range.from_extent(4), j: T.Range.from_extent(8), k: T.Range.from_extent(16)}
+
+
+@pytest.mark.parametrize("expr, bounds, want", [
+    ((i * 4 + j) - i * 4, None, "j"),
+    (i * 1 + 0, None, "i"),
+    (0 * i + j, None, "j"),
+    ((i + 2) * 3 - 6, None, "i * 3"),
+    (i + j - i - j, None, "0"),
+    ((i * 8 + j) // 8, R, "i"),
+    ((i * 8 + j) % 8, R, "j"),
+    ((i * 8 + j + 8) // 8, R, "i + 1"),
+    ((i * 8 + j) // 4, R, "i * 2 + j // 4"),
+    ((i * 8 + k) // 8, {i: (0, 10), k: (0, 1000)}, "i + k // 8"),
+    ((i * 8 + k) % 8, {i: (0, 10), k: (-5, 1000)}, "k % 8"),
+    ((i // 4) // 2, None, "i // 8"),
+    ((i % 16) % 4, None, "i % 4"),
+    (i % 8, R, "i"),
+    (i // 8, R, "0"),
+    (T.min(i, 16), R, "i"),
+    (T.max(i, 16), R, "16"),
+    (T.min(i, i + 1), R, "i"),
+    (T.max(j * 2, j), R, "j * 2"),
+    (i < 16, {i: T.Range.from_extent(16)}, "T.bool(True)"),
+    (i >= 16, {i: T.Range.from_extent(16)}, "T.bool(False)"),
+    (i + 1 > i, R, "T.bool(True)"),
+    (T.truncdiv(k, 4), R, "k // 4"),
+    (T.truncmod(k, 4), R, "k % 4"),
+    (T.select(i < 8, i, j), R, "i"),
+    (T.if_then_else(k < 8, k, 0), R, "T.if_then_else(k < 8, k, 0)"),
+    (T.if_then_else(i < 8, i + 1, 0), R, "i + 1"),
+    ((i < 4) & (j < 3), R, "j < 3"),
+    ((i < 0) | (j < 8), R, "T.bool(True)"),
+    (~(i < j), None, "i >= j"),
+    (T.if_then_else(i < 2, T.min(i, 2), 5), R, "T.if_then_else(i < 2, i, 5)"),
+    (i // 0, None, "0"),
+    (i % 1, None, "0"),
+])
+def test_rewrite_results(expr, bounds, want):
+    got = arith.simplify(expr, bounds)
+    assert T.to_text(got) == want
+
+
+def test_wrap_around_blocks_rules():
+    # i + 1 wraps at INT_MAX, so without bounds min(i, i + 1) is not i
+    assert T.to_text(arith.simplify(T.min(i, i + 1))) == "T.min(i, i + 1)"
+    assert T.to_text(Analyzer(index_no_overflow=True).simplify(T.min(i, i + 1))) == "i"
+
+
+def test_overflow_blocks_division_rule():
+    # x*8 wraps in int8 when x reaches 16: (x*8 + 1) // 8 is not x there
+    x = Var("x", "int8")
+    e = FloorDiv(x * 8 + 1, IntImm(8, "int8"))
+    assert T.to_text(arith.simplify(e, {x: (0, 100)})) == T.to_text(e)
+    assert T.to_text(arith.simplify(e, {x: (0, 15)})) == "x"
+    ana = Analyzer(index_no_overflow=True)
+    y = Var("y")
+    assert T.to_text(ana.simplify((y * 8 + 1) // 8)) == "y"
+
+
+def test_constraint_tightens_bounds():
+    ana = Analyzer()
+    ana.bind(i, T.Range.from_extent(16))
+    ana.bind(j, T.Range.from_extent(16))
+    with ana.constraint((i < 10) & (i * 4 + j >= 40)):
+        # i*4 >= 40 - 15 forces i >= 7; then j >= 40 - 36
+        assert ana.const_int_bound(i) == (7, 9)
+        assert ana.const_int_bound(j) == (4, 15)
+    with ana.constraint(~(i >= 3)):
+        assert ana.const_int_bound(i) == (0, 2)
+    assert ana.const_int_bound(i) == (0, 15)
+    n = T.size_var("n")
+    with ana.constraint(i < n):
+        assert ana.can_prove(i < n)
+        assert ana.can_prove(n > i)
+        assert not ana.can_prove(i + 1 < n)
+    assert not ana.can_prove(i < n)
+
+
+def test_const_int_bound_cases():
+    ana = Analyzer()
+    ana.bind(i, T.Range(T.const(-3), T.const(7)))   # [-3, 3]
+    assert ana.const_int_bound(i * i) == (-9, 9)
+    assert ana.const_int_bound(i // 2) == (-2, 1)
+    assert ana.const_int_bound(i % 4) == (0, 3)
+    assert ana.const_int_bound(T.truncdiv(i, 2)) == (-1, 1)
+    assert ana.const_int_bound(T.truncmod(i, 2)) == (-1, 1)
+    assert ana.const_int_bound(T.abs(i)) == (0, 3)
+    assert ana.const_int_bound(T.cast(i, "float32")) == (arith.NEG_INF, arith.POS_INF)
+    assert ana.const_int_bound(T.var("u", "uint8") + 1) == (0, 255)
+    assert ana.const_int_bound(T.size_var("n")) == (0, 2**31 - 1)
+    assert ana.const_int_bound(i // T.var("d")) == (-3, 3)
+
+
+@pytest.mark.parametrize("expr, ranges, want", [
+    (i * 8 + j, R, ("0", "31")),
+    (i * 8 - j, R, ("-7", "24")),
+    ((i * 8 + j) // 4, R, ("0", "7")),
+    (k % 8, R, ("0", "7")),
+    (T.min(k, 9), R, ("0", "9")),
+])
+def test_bound_of_exact(expr, ranges, want):
+    lo, hi = bound_of(expr, ranges)
+    assert (T.to_text(lo), T.to_text(hi)) == want
+
+
+def test_bound_of_symbolic():
+    n, io = T.size_var("n"), Var("io")
+    lo, hi = bound_of(io * 4 + i, {i: T.Range.from_extent(4)})
+    assert (T.to_text(lo), T.to_text(hi)) == ("io * 4", "io * 4 + 3")
+    lo, hi = bound_of(i // 4, {i: T.Range(T.const(0), n)})
+    assert (T.to_text(lo), T.to_text(hi)) == ("0", "(n - 1) // 4")
+    # nested: i ranges inside a tile of io, io ranges over n tiles
+    lo, hi = bound_of(i, {i: T.Range(io * 4, T.const(4)), io: T.Range(T.const(0), n)})
+    assert (T.to_text(lo), T.to_text(hi)) == ("0", "n * 4 - 1")
+    lo, hi = bound_of(T.Ramp(i * 8, T.const(1), 8), {i: T.Range.from_extent(4)})
+    assert (T.to_text(lo), T.to_text(hi)) == ("0", "31")
+
+
+# constant folding ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dt", ["int8", "int16", "int32", "int64", "uint8", "uint16",
+                                "uint32", "uint64"])
+@settings(max_examples=40)
+@given(data=st.data())
+def test_fold_ints_match_numpy(dt, data):
+    lo, hi = D.int_range(dt)
+    a, b = data.draw(st.integers(lo, hi)), data.draw(st.integers(lo, hi))
+    x, y = np.array([a], dt), np.array([b], dt)
+    with np.errstate(all="ignore"):
+        want = {"Add": x + y, "Sub": x - y, "Mul": x * y, "FloorDiv": x // y,
+                "FloorMod": x % y, "Min": np.minimum(x, y), "Max": np.maximum(x, y)}
+    for name, w in want.items():
+        if name in ("FloorDiv", "FloorMod") and D.is_int(dt) and a == lo and b == -1:
+            continue  # numpy's overflow there is platform-defined; Cuvil wraps
+        got = fold_binary(name, IntImm(a, dt), IntImm(b, dt))
+        assert got.value == int(w[0]) and got.dtype == dt, (name, a, b)
+    assert fold_binary("LT", IntImm(a, dt), IntImm(b, dt)).value == int(a < b)
+
+
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
+@settings(max_examples=40)
+@given(a=st.floats(-1e4, 1e4), b=st.floats(-1e4, 1e4))
+def test_fold_floats_in_dtype_precision(dt, a, b):
+    npt = np.dtype(dt).type
+    x, y = npt(a), npt(b)
+    with np.errstate(all="ignore"):
+        for name, w in {"Add": x + y, "Sub": x - y, "Mul": x * y, "Div": x / y,
+                        "Min": np.minimum(x, y)}.items():
+            got = fold_binary(name, FloatImm(a, dt), FloatImm(b, dt))
+            assert got.dtype == dt
+            assert got.value == float(w) or (math.isnan(got.value) and np.isnan(w))
+        got = fold_call(dt, "exp", (FloatImm(a / 1e4, dt),))
+        assert got.value == float(np.exp(npt(a / 1e4)))
+
+
+def test_fold_misc():
+    assert fold_binary("Add", FloatImm(1.0, "bfloat16"), FloatImm(2**-9, "bfloat16")).value == 1.0
+    assert round_bf16(1.0 + 2**-7) == 1.0 + 2**-7
+    assert fold_cast("int8", IntImm(200)).value == -56
+    assert fold_cast("uint8", FloatImm(-1.5)).value == 255
+    assert fold_cast("float16", IntImm(70000)).value == math.inf
+    assert fold_cast("bool", IntImm(5)).value == 1
+    assert fold_cast("int32", FloatImm(math.nan)) is None
+    assert fold_binary("Div", IntImm(-7), IntImm(2)).value == -3
+    assert fold_binary("Mod", IntImm(-7), IntImm(2)).value == -1
+    assert fold_binary("Mod", IntImm(-7), IntImm(0)).value == 0
+    assert fold_call("float32", "fma", (FloatImm(2.0), FloatImm(3.0), FloatImm(1.0))).value == 7.0
+    assert fold_call("int32", "abs", (IntImm(-5),)).value == 5
+    x = T.var("x", "float32")
+    # x + 0.0 is not x for x = -0.0, so it stays
+    assert T.to_text(arith.simplify(x + 0.0)) == "x + T.float32(0)"
+    assert T.to_text(arith.simplify(x * 1.0 - 0.0)) == "x"
+    assert T.to_text(arith.simplify(T.exp(T.const(0.0)) + x)) == "T.float32(1) + x"
+
+
+def test_vector_rules():
+    r = T.Ramp(i, T.const(1), 4)
+    e = r * T.Broadcast(T.const(4), 4) + T.Broadcast(j, 4)
+    assert T.to_text(arith.simplify(e)) == T.to_text(T.Ramp(i * 4 + j, T.const(4), 4))
+    assert T.to_text(arith.simplify(T.Ramp(i, T.const(0), 4))) == \
+        T.to_text(T.Broadcast(i, 4))
+
+
+def test_analyzer_bind_value_and_let():
+    ana = Analyzer()
+    ana.bind(i, T.const(5))
+    assert T.to_text(ana.simplify(i * 2 + j)) == "j + 10"
+    x = Var("x")
+    e = T.Let(x, j + 1, x * 2 - j)
+    assert T.to_text(arith.simplify(T.Let(x, T.const(3), x + j))) == "j + 3"
+    assert T.to_text(arith.simplify(e)) == T.to_text(e)

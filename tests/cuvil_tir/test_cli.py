@@ -1,0 +1,115 @@
+"""The ``cuvil`` command, run as a subprocess like a user would."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import cuvil_tir as T
+
+KERNEL_PY = textwrap.dedent('''
+    import cuvil_tir as T
+
+    N = 16
+
+    @T.prim_func
+    def add_one(A: T.Buffer((N,), "float32"), B: T.Buffer((N,), "float32")):
+        for i in T.serial(N):
+            with T.block("B"):
+                vi = T.axis.spatial(N, i)
+                B[vi] = A[vi] + T.float32(1)
+''')
+
+
+def run_cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "cuvil_tir", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=120)
+
+
+@pytest.fixture
+def kernel_py(tmp_path):
+    p = tmp_path / "kernel.py"
+    p.write_text(KERNEL_PY)
+    return p
+
+
+@pytest.fixture
+def kernel_tir(tmp_path):
+    A = T.placeholder((8, 8), name="A")
+    k = T.reduce_axis((0, 8), name="k")
+    S = T.compute((8,), lambda i: T.sum(A[i, k], axis=k), name="S")
+    p = tmp_path / "rowsum.tir"
+    p.write_text(str(T.create_prim_func([A, S], name="rowsum")))
+    return p
+
+
+def test_show_py(kernel_py):
+    r = run_cli("show", str(kernel_py))
+    assert r.returncode == 0, r.stderr
+    assert "def add_one(A: T.Buffer((16,), \"float32\")" in r.stdout
+    assert 'with T.block("B"):' in r.stdout
+
+
+def test_show_tir(kernel_tir):
+    r = run_cli("show", str(kernel_tir))
+    assert r.returncode == 0, r.stderr
+    assert "def rowsum(" in r.stdout and "with T.init():" in r.stdout
+
+
+def test_lower_prints_loops_without_blocks(kernel_tir):
+    r = run_cli("lower", str(kernel_tir), "--target", "llvm")
+    assert r.returncode == 0, r.stderr
+    assert "T.block" not in r.stdout
+    assert "for i in" in r.stdout
+
+
+def test_build_emit_asm_and_ll(kernel_py, tmp_path):
+    out = tmp_path / "k.s"
+    r = run_cli("build", str(kernel_py), "--target", "llvm", "--emit", "asm", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    asm = out.read_text()
+    assert "add_one" in asm and ("ret" in asm)
+    r = run_cli("build", str(kernel_py), "--emit", "ll")
+    assert r.returncode == 0, r.stderr
+    assert "define" in r.stdout and "add_one" in r.stdout
+
+
+def test_run_random_inputs_prints_checksums(kernel_py):
+    r = run_cli("run", str(kernel_py), "--target", "llvm", "--random-inputs", "--repeat", "2")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    a_sum = float(lines[0].split("checksum=")[1])
+    b_sum = float(lines[1].split("checksum=")[1])
+    assert b_sum == pytest.approx(a_sum + 16, rel=1e-4, abs=1e-3)
+    assert "time: median" in r.stdout
+
+
+def test_pass_timing_and_dump_ir(kernel_tir, tmp_path):
+    dump = tmp_path / "dump"
+    r = run_cli("lower", str(kernel_tir), "--pass-timing", "--dump-ir", str(dump))
+    assert r.returncode == 0, r.stderr
+    assert "lower_blocks" in r.stderr
+    files = sorted(p.name for p in dump.iterdir())
+    assert files and any("lower_blocks" in f for f in files)
+
+
+@pytest.mark.parametrize("sub", ["show", "lower", "build", "run"])
+def test_every_subcommand_has_help(sub):
+    r = run_cli(sub, "--help")
+    assert r.returncode == 0
+    assert "--pass-timing" in r.stdout and "--dump-ir" in r.stdout
+
+
+def test_bad_input_exits_nonzero_with_code(tmp_path):
+    bad = tmp_path / "bad.tir"
+    bad.write_text("@T.prim_func\ndef f(A: T.Buffer((4,), \"float32\")):\n    A[0] = B[0]\n")
+    r = run_cli("show", str(bad))
+    assert r.returncode == 1
+    assert "CVL-E108" in r.stderr and "B" in r.stderr
+
+
+def test_missing_file_exits_nonzero(tmp_path):
+    r = run_cli("show", str(tmp_path / "nope.tir"))
+    assert r.returncode == 1
+    assert "No such file" in r.stderr

@@ -1,0 +1,116 @@
+"""blockize: outer/inner iter var division, derived regions, init placement, legality.
+
+Numerics run with the reference interpreter; every test replays its trace.
+"""
+
+import numpy as np
+
+import cuvil_tir as T
+import schedules as S
+from schedules import tree
+from schedules.errors import LoopNestError
+from schedules.primitives.blockize import SubspaceError
+from tests import workloads
+from tests.schedules.testing import (assert_refused, check_workload, run,
+                                     verify_trace_roundtrip)
+
+
+def block(sch, name):
+    return tree.get(sch.func, tree.find_block(sch.func, name)).block
+
+
+def tiled_matmul(m=8, n=16, k=8, ti=4, tj=8, tk=4):
+    w = workloads.matmul(m, n, k)
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    i, j, kk = sch.get_loops(c)
+    io, ii = sch.split(i, [None, ti])
+    jo, ji = sch.split(j, [None, tj])
+    ko, ki = sch.split(kk, [None, tk])
+    sch.reorder(io, jo, ko, ii, ji, ki)
+    return w, sch, (io, jo, ko, ii, ji, ki)
+
+
+def region_text(region):
+    return [(str(r.min), str(r.extent)) for r in region.region]
+
+
+def test_blockize_tiled_matmul_structure_and_values():
+    w, sch, (io, jo, ko, ii, ji, ki) = tiled_matmul()
+    outer = sch.blockize(ii)
+    assert outer.name == "C_o"
+    ob = block(sch, "C_o")
+    assert [(iv.var.name, iv.kind, iv.dom.extent.value) for iv in ob.iter_vars] == [
+        ("v_i_o", "spatial", 2), ("v_j_o", "spatial", 2), ("v_k_o", "reduce", 2)]
+    ib = block(sch, "C")
+    assert [(iv.var.name, iv.kind, iv.dom.extent.value) for iv in ib.iter_vars] == [
+        ("v_i_i", "spatial", 4), ("v_j_i", "spatial", 8), ("v_k_i", "reduce", 4)]
+    assert ib.init is None and ob.init is not None
+    assert [r.buffer.name for r in ob.reads] == ["C", "A", "B"]
+    assert region_text(ob.writes[0]) == [("v_i_o * 4", "4"), ("v_j_o * 8", "8")]
+    assert region_text(ob.reads[1]) == [("v_i_o * 4", "4"), ("v_k_o * 4", "4")]
+    # the loops keep their handles: the inner loops are inside the outer block
+    assert [l.var.name for l in sch.get_loops(sch.get_block("C"))][-3:] == ["i_1", "j_1", "k_1"]
+    assert [l.var.name for l in sch.get_loops(outer)] == ["i_0", "j_0", "k_0"]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_blockize_inner_reduction_only_keeps_init_outside():
+    w, sch, loops = tiled_matmul()
+    sch.reorder(loops[2], loops[3])             # io, jo, ii, ko, ji, ki: k split across
+    sch.blockize(loops[4])                      # ji: the inner part holds only k_1
+    ob = block(sch, "C_o")
+    kinds = [(iv.var.name, iv.kind) for iv in ob.iter_vars]
+    assert kinds == [("v_i_o", "spatial"), ("v_j_o", "spatial"), ("v_k_o", "reduce")]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_blockize_whole_nest_has_no_outer_iter_vars():
+    w = workloads.matmul(4, 4, 4)
+    sch = S.Schedule(w.func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    sch.blockize(i)
+    ob = block(sch, "C_o")
+    assert ob.iter_vars == ()
+    assert region_text(ob.writes[0]) == [("0", "4"), ("0", "4")]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_blockize_elementwise_tile_values():
+    A = T.placeholder((32,), name="A")
+    f = T.create_prim_func([A, T.compute((32,), lambda i: A[i] * 3.0, name="B")])
+    sch = S.Schedule(f)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    io, ii = sch.split(i, [None, 8])
+    sch.blockize(ii)
+    ib = block(sch, "B")
+    assert str(ib.body.indices[0]) == "v_i_o * 8 + v_i_i"
+    a = np.arange(32, dtype="float32")
+    out = run(sch, [a, np.zeros(32, "float32")])
+    np.testing.assert_array_equal(out[1], a * 3)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_blockize_refuses_loop_over_two_blocks():
+    w = workloads.matmul(4, 4, 4)
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    sch.decompose_reduction(c, j)
+    assert_refused(sch, lambda: sch.blockize(i),
+                   r"blockize: loop 'i' holds 2 blocks \['C_init', 'C'\]", LoopNestError)
+
+
+def test_blockize_refuses_undividable_binding():
+    A = T.placeholder((8, 8), name="A")
+    f = T.create_prim_func([A, T.compute((8, 8), lambda i, j: A[i, j] + 1.0, name="B")])
+    sch = S.Schedule(f)
+    i, j = sch.get_loops(sch.get_block("B"))
+    fused = sch.fuse(i, j)
+    fo, fi = sch.split(fused, [None, 3])
+    assert_refused(sch, lambda: sch.blockize(fi),
+                   "blockize: cannot divide the binding v_i = .* of block 'B'",
+                   SubspaceError)

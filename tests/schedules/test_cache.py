@@ -1,0 +1,147 @@
+"""cache_read and cache_write: numerics, printed IR, combination with compute_at."""
+
+import pytest
+
+import schedules as S
+from schedules import tree
+from schedules.regions import CacheStageError
+from tests import workloads
+from tests.schedules.testing import assert_refused, check_workload, verify_trace_roundtrip
+
+
+def block_names(sch):
+    return [b.block.name for b in tree.blocks_under(sch.func.body)]
+
+
+def reads_of(sch, name):
+    blk = tree.get(sch.func, tree.find_block(sch.func, name)).block
+    return [(r.buffer.name, r.buffer.scope) for r in blk.reads]
+
+
+@pytest.mark.parametrize("scope", ["global", "local", "shared", "npu.wgt"])
+def test_cache_read_matmul(scope):
+    w = workloads.matmul(4, 5, 3)
+    sch = S.Schedule(w.func)
+    rv = sch.cache_read(sch.get_block("C"), 1, scope)
+    assert rv == S.BlockRV(f"B_{scope}")
+    assert block_names(sch) == ["root", f"B_{scope}", "C"]
+    assert reads_of(sch, "C") == [("A", "global"), (f"B_{scope}", scope)]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_cache_read_printed_ir():
+    w = workloads.elementwise_chain(8)
+    sch = S.Schedule(w.func)
+    sch.cache_read(sch.get_block("D"), 0, "local")
+    lines = str(sch.func).splitlines()
+    assert '    E_local = T.alloc_buffer((8,), "float32", scope="local")' in lines
+    k = lines.index('        with T.block("E_local"):')
+    assert lines[k - 1:k + 5] == [
+        "    for ax0 in T.serial(8):",
+        '        with T.block("E_local"):',
+        '            v0 = T.axis.remap("S", [ax0])',
+        "            T.reads(E[v0])",
+        "            T.writes(E_local[v0])",
+        "            E_local[v0] = E[v0]",
+    ]
+    # the copy runs after E's nest and before D's
+    assert block_names(sch) == ["root", "E", "E_local", "D"]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_cache_read_then_compute_at():
+    w = workloads.matmul(8, 8, 4)
+    sch = S.Schedule(w.func)
+    a_sh = sch.cache_read(sch.get_block("C"), 0, "shared")
+    b_loc = sch.cache_read(sch.get_block("C"), 1, "local")
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(a_sh, i)
+    sch.compute_at(b_loc, k)
+    blk_loops = tree.loops_above(sch.func, tree.find_block(sch.func, "A_shared"))
+    assert [(l.loop_var.name, l.extent.value) for _, l in blk_loops] == [("i", 8),
+                                                                         ("ax0", 4)]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_cache_read_inside_shared_loop_covers_written_region():
+    # after compute_at the writer E and reader D share loop i: the copy goes there too
+    w = workloads.elementwise_chain(8)
+    sch = S.Schedule(w.func)
+    (i,) = sch.get_loops(sch.get_block("D"))
+    sch.compute_at(sch.get_block("E"), i)
+    sch.cache_read(sch.get_block("D"), 0, "local")
+    loops = tree.loops_above(sch.func, tree.find_block(sch.func, "E_local"))
+    assert [l.loop_var.name for _, l in loops] == ["i"]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_cache_write_then_reverse_compute_at_classic():
+    w = workloads.matmul(8, 8, 4)
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    cc = sch.cache_write(c, 0, "local")
+    assert cc == S.BlockRV("C_local")
+    i, j, k = sch.get_loops(c)
+    io, ii = sch.split(i, [2, 4])
+    sch.reverse_compute_at(cc, io)
+    blk = tree.get(sch.func, tree.find_block(sch.func, "C")).block
+    assert [(x.buffer.name, x.buffer.scope) for x in blk.writes] == [("C_local", "local")]
+    loops = tree.loops_above(sch.func, tree.find_block(sch.func, "C_local"))
+    assert [(l.loop_var.name, l.extent.value) for _, l in loops] == [
+        ("i_0", 2), ("ax0", 4), ("ax1", 8)]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_cache_write_intermediate_then_compute_at():
+    w = workloads.matmul_bias_relu(4, 4, 4)
+    sch = S.Schedule(w.func)
+    sch.cache_write(sch.get_block("C"), 0, "local")
+    assert block_names(sch) == ["root", "C", "C_local", "D"]
+    i, _ = sch.get_loops(sch.get_block("D"))
+    sch.compute_at(sch.get_block("C_local"), i)
+    sch.compute_at(sch.get_block("C"), i)
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_cache_names_are_unique():
+    w = workloads.matmul(4, 4, 4)
+    sch = S.Schedule(w.func)
+    first = sch.cache_read(sch.get_block("C"), 0, "local")
+    second = sch.cache_read(sch.get_block("C"), 0, "local")
+    assert (first.name, second.name) == ("A_local", "A_local_local")
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+# legality --------------------------------------------------------------------------------
+
+def test_cache_read_index_out_of_range_is_refused():
+    w = workloads.matmul(4, 4, 4)
+    sch = S.Schedule(w.func)
+    blk = sch.get_block("C")
+    assert_refused(sch, lambda: sch.cache_read(blk, 2, "local"),
+                   r"cache_read: read_buffer_index 2 is out of range: block 'C' reads 2 "
+                   r"buffer\(s\) \['A', 'B'\]", CacheStageError)
+
+
+def test_cache_write_index_out_of_range_is_refused():
+    w = workloads.matmul(4, 4, 4)
+    sch = S.Schedule(w.func)
+    blk = sch.get_block("C")
+    assert_refused(sch, lambda: sch.cache_write(blk, 1, "local"),
+                   r"cache_write: write_buffer_index 1 is out of range", CacheStageError)
+
+
+def test_cache_bad_scope_is_refused():
+    w = workloads.matmul(4, 4, 4)
+    sch = S.Schedule(w.func)
+    blk = sch.get_block("C")
+    assert_refused(sch, lambda: sch.cache_read(blk, 0, "my scope"),
+                   r"cache_read: scope must be a storage scope name .* got 'my scope'",
+                   CacheStageError)

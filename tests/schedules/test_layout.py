@@ -1,0 +1,136 @@
+"""transform_layout: new shapes, rewritten accesses and regions, numerics, legality."""
+
+import numpy as np
+
+import cuvil_tir as T
+import schedules as S
+from cuvil_tir.stmt import Block
+from schedules import tree
+from schedules.errors import ScheduleArgumentError
+from schedules.primitives.layout import LayoutError
+from tests import workloads
+from tests.schedules.testing import (assert_refused, check_workload, run,
+                                     verify_trace_roundtrip)
+
+
+def chain(n=32):
+    A = T.placeholder((n,), name="A")
+    B = T.compute((n,), lambda i: A[i] * 2.0, name="B")
+    C = T.compute((n,), lambda i: B[i] + 1.0, name="C")
+    return T.create_prim_func([A, C])
+
+
+def block(sch, name):
+    return tree.get(sch.func, tree.find_block(sch.func, name)).block
+
+
+def check_chain(sch, n=32):
+    a = np.arange(n, dtype="float32")
+    out = run(sch, [a, np.zeros(n, "float32")])
+    np.testing.assert_array_equal(out[1], a * 2 + 1)
+
+
+def test_split_layout_rewrites_producer_and_consumer():
+    f = chain()
+    sch = S.Schedule(f)
+    sch.transform_layout(sch.get_block("B"), 0, lambda i: (i // 8, i % 8))
+    (buf,) = sch.func.body.block.alloc_buffers
+    assert [s.value for s in buf.shape] == [4, 8]
+    store = block(sch, "B").body
+    assert [str(x) for x in store.indices] == ["v_i // 8", "v_i % 8"]
+    load = block(sch, "C").body.value.a
+    assert load.buffer is buf and [str(x) for x in load.indices] == ["v_i // 8", "v_i % 8"]
+    assert [str(r.min) for r in block(sch, "C").reads[0].region] == ["v_i // 8", "v_i % 8"]
+    check_chain(sch)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_padded_layout_shape_is_the_bounding_box():
+    f = chain(30)
+    sch = S.Schedule(f)
+    sch.transform_layout(sch.get_block("C"), 0, lambda i: (i // 7, i % 7), "read")
+    assert [s.value for s in sch.func.body.block.alloc_buffers[0].shape] == [5, 7]
+    check_chain(sch, 30)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_transpose_intermediate_of_matmul_bias_relu():
+    w = workloads.matmul_bias_relu(4, 6, 8)
+    sch = S.Schedule(w.func)
+    sch.transform_layout(sch.get_block("C"), 0, lambda i, j: (j, i))
+    (buf,) = sch.func.body.block.alloc_buffers
+    assert [s.value for s in buf.shape] == [6, 4]
+    init = block(sch, "C").init
+    assert init.buffer is buf and [x.name for x in init.indices] == ["v_j", "v_i"]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_three_dim_tiled_layout_after_split():
+    f = chain(64)
+    sch = S.Schedule(f)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    sch.split(i, [None, 16])
+    sch.transform_layout(sch.get_block("B"), 0, lambda i: (i // 16, i % 16 // 4, i % 4))
+    assert [s.value for s in sch.func.body.block.alloc_buffers[0].shape] == [4, 4, 4]
+    check_chain(sch, 64)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_refuses_parameter_buffer():
+    f = chain()
+    sch = S.Schedule(f)
+    c = sch.get_block("C")
+    assert_refused(sch, lambda: sch.transform_layout(c, 0, lambda i: (i // 8, i % 8)),
+                   "transform_layout: buffer 'C' is a parameter of the function.*"
+                   "cache_read / cache_write first", LayoutError)
+
+
+def test_refuses_non_injective_map_and_wrong_arity():
+    f = chain()
+    sch = S.Schedule(f)
+    b = sch.get_block("B")
+    assert_refused(sch, lambda: sch.transform_layout(b, 0, lambda i: (i // 2,)),
+                   r"index_map is not one-to-one on buffer 'B' of shape \[32\]: 32 "
+                   "elements map to 16 positions", LayoutError)
+    assert_refused(sch, lambda: sch.transform_layout(b, 0, lambda i, j: (i, j)),
+                   "index_map takes 2 index\\(es\\) but buffer 'B' has 1 dimension",
+                   LayoutError)
+    assert_refused(sch, lambda: sch.transform_layout(b, 0, lambda i: (i - 4,)),
+                   "index_map gives the negative index -4", LayoutError)
+
+
+def test_refuses_bad_buffer_index_and_type():
+    f = chain()
+    sch = S.Schedule(f)
+    b = sch.get_block("B")
+    assert_refused(sch, lambda: sch.transform_layout(b, 1, lambda i: (i,)),
+                   r"block 'B' has 1 write buffer\(s\) \['B'\]; buffer_index 1 is out of "
+                   "range", ScheduleArgumentError)
+    assert_refused(sch, lambda: sch.transform_layout(b, 0, lambda i: (i,), "both"),
+                   "buffer_index_type must be 'read' or 'write', found 'both'",
+                   ScheduleArgumentError)
+
+
+def test_allocated_buffer_stays_in_its_block():
+    f = chain()
+    sch = S.Schedule(f)
+    sch.transform_layout(sch.get_block("B"), 0, lambda i: (i % 4, i // 4))
+    roots = [s for _, s in tree.walk(sch.func) if isinstance(s, Block) and s.alloc_buffers]
+    assert [r.name for r in roots] == ["root"]
+    assert [s.value for s in roots[0].alloc_buffers[0].shape] == [4, 8]
+    check_chain(sch)
+
+
+def test_tile_region_of_blockized_block_is_mapped():
+    w = workloads.matmul_bias_relu(8, 16, 8)
+    sch = S.Schedule(w.func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    io, ii = sch.split(i, [None, 4])
+    outer = sch.blockize(ii)
+    sch.transform_layout(outer, 0, lambda i, j: (j // 4, i, j % 4))
+    (wr,) = block(sch, "C_o").writes
+    assert [(str(r.min), str(r.extent)) for r in wr.region] == [
+        ("0", "4"), ("v_i_o * 4", "4"), ("0", "4")]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)

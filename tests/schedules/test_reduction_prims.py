@@ -1,0 +1,267 @@
+"""decompose_reduction and rfactor: numerics against numpy, IR structure, legality.
+
+Every numerical test runs the scheduled function with the reference interpreter; every
+error test matches the message and checks the schedule is unchanged; every test replays
+its trace.
+"""
+
+import numpy as np
+
+import cuvil_tir as T
+import schedules as S
+from cuvil_tir.stmt import BlockRealize, BufferStore, SeqStmt
+from schedules import tree
+from schedules.primitives.reduction import NotReductionError
+from schedules.errors import LoopNestError, ReductionLoopError, ScheduleArgumentError
+from tests import workloads
+from tests.schedules.testing import (assert_refused, check_workload, run,
+                                     verify_trace_roundtrip)
+
+
+def block(sch, name):
+    return tree.get(sch.func, tree.find_block(sch.func, name)).block
+
+
+def loop_names(sch, name):
+    return [l.var.name for l in sch.get_loops(sch.get_block(name))]
+
+
+def reduce_func(combiner, m=6, n=12):
+    A = T.placeholder((m, n), name="A")
+    k = T.reduce_axis((0, n), name="k")
+    fn = {"sum": T.sum, "max": T.max, "min": T.min, "prod": T.prod}[combiner]
+    R = T.compute((m,), lambda i: fn(A[i, k], axis=k), name="R")
+    return T.create_prim_func([A, R])
+
+
+def check_reduce(sch, combiner, m=6, n=12):
+    a = np.random.default_rng(1).uniform(0.5, 1.5, (m, n)).astype("float32")
+    out = run(sch, [a, np.zeros(m, "float32")])
+    want = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}[combiner](a, axis=1)
+    np.testing.assert_allclose(out[1], want, rtol=1e-5)
+
+
+# -- decompose_reduction -------------------------------------------------------------
+
+def test_decompose_at_reduction_loop_values_and_structure():
+    w = workloads.matmul(8, 8, 8)
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    init = sch.decompose_reduction(c, k)
+    assert init.name == "C_init"
+    assert block(sch, "C").init is None
+    ib = block(sch, "C_init")
+    assert [iv.kind for iv in ib.iter_vars] == ["spatial", "spatial"]
+    assert isinstance(ib.body, BufferStore) and ib.body.value.value == 0.0
+    # the init sits in j, before the k loop; the update block now reads C
+    assert loop_names(sch, "C_init") == ["i", "j"]
+    assert loop_names(sch, "C") == ["i", "j", "k"]
+    assert [r.buffer.name for r in block(sch, "C").reads] == ["C", "A", "B"]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_decompose_at_outer_loop_regenerates_spatial_loops():
+    w = workloads.matmul(4, 6, 8)
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    sch.decompose_reduction(c, i)
+    root = sch.func.body.block.body
+    assert isinstance(root, SeqStmt) and len(root.seq) == 2
+    assert loop_names(sch, "C_init") == ["i_init", "j_init"]
+    init_loops = [l for _, l in tree.loops_above(sch.func, tree.find_block(sch.func, "C_init"))]
+    assert [l.extent.value for l in init_loops] == [4, 6]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_decompose_after_guarded_split_drops_reduction_guard():
+    w = workloads.matmul(4, 4, 10)
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    ko, ki = sch.split(k, [None, 4])            # 12 > 10: a guard on the reduction
+    sch.decompose_reduction(c, ko)
+    init_realize = tree.get(sch.func, tree.find_block(sch.func, "C_init"))
+    assert isinstance(init_realize.predicate, T.IntImm) and init_realize.predicate.value
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_decompose_inner_spatial_loop_under_split_reduction_tile():
+    w = workloads.matmul(8, 8, 8)
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    jo, ji = sch.split(j, [None, 4])
+    sch.reorder(i, jo, k, ji)      # k between the spatial loops: init must go above k
+    init = sch.decompose_reduction(c, k)
+    assert loop_names(sch, init.name) == ["i", "j_0", "j_1_init"]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_decompose_refuses_non_reduction_block():
+    w = workloads.elementwise_chain(8)
+    sch = S.Schedule(w.func)
+    e = sch.get_block("E")
+    (i,) = sch.get_loops(e)
+    assert_refused(sch, lambda: sch.decompose_reduction(e, i),
+                   "decompose_reduction: block 'E' is not a reduction block",
+                   NotReductionError)
+
+
+def test_decompose_refuses_loop_not_above_block():
+    w = workloads.matmul_bias_relu(4, 4, 4)
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    d_loop = sch.get_loops(sch.get_block("D"))[0]
+    assert_refused(sch, lambda: sch.decompose_reduction(c, d_loop),
+                   r"loop 'i' is not above block 'C' .*use one of its loops \['i', 'j', 'k'\]",
+                   LoopNestError)
+
+
+def test_decompose_refuses_loop_under_reduction_loop():
+    w = workloads.matmul(4, 4, 4)
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    sch.reorder(k, j)
+    assert_refused(sch, lambda: sch.decompose_reduction(c, j),
+                   "loop 'j' is under the reduction loop 'k' of block 'C'",
+                   ReductionLoopError)
+
+
+# -- rfactor ------------------------------------------------------------------------------
+
+def split_k(w, factor=4):
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    ko, ki = sch.split(k, [None, factor])
+    return sch, c, ko, ki
+
+
+def test_rfactor_inner_loop_values_and_structure():
+    w = workloads.matmul(4, 6, 16)
+    sch, c, ko, ki = split_k(w)
+    rf = sch.rfactor(ki, 0)
+    assert rf.name == "C_rf"
+    (buf,) = sch.func.body.block.alloc_buffers
+    assert buf.name == "C_rf" and [s.value for s in buf.shape] == [4, 4, 6]
+    rb = block(sch, "C_rf")
+    assert [(iv.var.name, iv.kind) for iv in rb.iter_vars] == [
+        ("vk_1", "spatial"), ("v_i", "spatial"), ("v_j", "spatial"), ("vk_0", "reduce")]
+    wb = block(sch, "C")
+    assert [(iv.var.name, iv.kind) for iv in wb.iter_vars] == [
+        ("vk_1", "reduce"), ("v_i", "spatial"), ("v_j", "spatial")]
+    assert [r.buffer.name for r in wb.reads] == ["C_rf"]
+    assert loop_names(sch, "C_rf") == ["i", "j", "k_0", "k_1"]
+    assert loop_names(sch, "C") == ["i", "j", "k_1"]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_rfactor_outer_loop_last_axis():
+    w = workloads.matmul(4, 4, 12)
+    sch, c, ko, ki = split_k(w, 3)
+    sch.rfactor(ko, -1)
+    (buf,) = sch.func.body.block.alloc_buffers
+    assert [s.value for s in buf.shape] == [4, 4, 4]
+    store = block(sch, "C_rf").body
+    assert store.indices[2] is block(sch, "C_rf").iter_vars[0].var
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_rfactor_unsplit_reduction_loop():
+    w = workloads.matmul(4, 4, 8)
+    sch = S.Schedule(w.func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    sch.rfactor(k, 1)
+    assert [s.value for s in sch.func.body.block.alloc_buffers[0].shape] == [4, 8, 4]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_rfactor_max_min_prod_combiners():
+    for comb in ("max", "min", "prod", "sum"):
+        f = reduce_func(comb)
+        sch = S.Schedule(f)
+        r = sch.get_block("R")
+        i, k = sch.get_loops(r)
+        ko, ki = sch.split(k, [None, 4])
+        sch.rfactor(ki, 0)
+        init = block(sch, "R_rf").init
+        assert init.buffer.name == "R_rf"
+        check_reduce(sch, comb)
+        verify_trace_roundtrip(sch, f)
+
+
+def test_rfactor_then_parallel_rf_loop_and_decompose():
+    w = workloads.matmul(4, 4, 16)
+    sch, c, ko, ki = split_k(w)
+    rf = sch.rfactor(ki, 0)
+    i, j, ko2, ki2 = sch.get_loops(rf)
+    sch.reorder(ki2, ko2)
+    sch.decompose_reduction(rf, ko2)
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_rfactor_refuses_spatial_loop():
+    w = workloads.matmul(4, 4, 4)
+    sch = S.Schedule(w.func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    assert_refused(sch, lambda: sch.rfactor(i, 0),
+                   "rfactor: loop 'i' is bound to the spatial iter var 'v_i' of block 'C'",
+                   ReductionLoopError)
+
+
+def test_rfactor_refuses_non_reduction_block():
+    w = workloads.elementwise_chain(8)
+    sch = S.Schedule(w.func)
+    (i,) = sch.get_loops(sch.get_block("E"))
+    assert_refused(sch, lambda: sch.rfactor(i, 0),
+                   "rfactor: block 'E' is not a reduction block", NotReductionError)
+
+
+def test_rfactor_refuses_unknown_combiner():
+    w = workloads.matmul(4, 4, 4)
+    path = tree.find_block(w.func, "C")
+    br = tree.get(w.func, path)
+    st = br.block.body
+    A, B = w.func.params[0], w.func.params[1]
+    vi, vj, vk = (iv.var for iv in br.block.iter_vars)
+    sub = BufferStore(st.buffer, st.buffer[vi, vj] - A[vi, vk] * B[vk, vj], st.indices)
+    blk = T.Block("C", br.block.iter_vars, br.block.reads, br.block.writes, sub,
+                  br.block.init)
+    f = tree.replace(w.func, path, BlockRealize(br.iter_values, br.predicate, blk))
+    sch = S.Schedule(f)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    assert_refused(sch, lambda: sch.rfactor(k, 0), "no recognised combiner",
+                   NotReductionError)
+
+
+def test_rfactor_refuses_bad_axis():
+    w = workloads.matmul(4, 4, 8)
+    sch, c, ko, ki = split_k(w)
+    assert_refused(sch, lambda: sch.rfactor(ki, 3),
+                   r"factor_axis must be an int in \[-3, 2\] for buffer 'C' of rank 2, "
+                   "found 3", ScheduleArgumentError)
+
+
+def test_rfactor_refuses_decomposed_block_and_shared_nest():
+    w = workloads.matmul_bias_relu(4, 4, 8)
+    sch, c, ko, ki = split_k(w)
+    i, j = sch.get_loops(c)[:2]
+    sch.reverse_compute_at(sch.get_block("D"), j)
+    assert_refused(sch, lambda: sch.rfactor(ki, 0),
+                   "the outermost loop 'i' above block 'C' also holds other blocks",
+                   LoopNestError)
+    sch2, c2, ko2, ki2 = split_k(workloads.matmul(4, 4, 8))
+    sch2.decompose_reduction(c2, ko2)
+    assert_refused(sch2, lambda: sch2.rfactor(ki2, 0),
+                   "rfactor: block 'C' is not a reduction block", NotReductionError)

@@ -1,0 +1,166 @@
+"""tensorize and TensorIntrin: the shipped CPU GEMM micro-kernel, a user intrinsic,
+the first-mismatch error messages, and registration checks."""
+
+import numpy as np
+import pytest
+
+import cuvil_tir as T
+import schedules as S
+from cuvil_tir.expr import Ramp, Var, const
+from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar,
+                            Range)
+from schedules import tree
+from schedules.errors import ScheduleArgumentError
+from schedules.intrinsics.cpu import gemm_intrin
+from schedules.primitives.tensorize import TensorizeMismatchError
+from tests import workloads
+from tests.schedules.testing import (assert_refused, check_workload, run,
+                                     verify_trace_roundtrip)
+
+GEMM = "cpu.gemm_4x8x4_f32"
+
+
+def tiled(w, ti=4, tj=8, tk=4, order=("io", "jo", "ko", "ii", "ji", "ki")):
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    loops = {}
+    loops["io"], loops["ii"] = sch.split(i, [None, ti])
+    loops["jo"], loops["ji"] = sch.split(j, [None, tj])
+    loops["ko"], loops["ki"] = sch.split(k, [None, tk])
+    sch.reorder(*[loops[n] for n in order])
+    return sch, loops
+
+
+def nodes_of(func, cls):
+    out = []
+    T.post_order_visit(func.body, lambda n: out.append(n) if isinstance(n, cls) else None)
+    return out
+
+
+def test_gemm_intrinsic_matmul_values_and_structure():
+    w = workloads.matmul(16, 16, 16)
+    sch, loops = tiled(w)
+    sch.tensorize(loops["ii"], GEMM)
+    ob = tree.get(sch.func, tree.find_block(sch.func, "C_o")).block
+    assert [b.name for b in ob.alloc_buffers] == ["acc"] and ob.alloc_buffers[0].scope == "local"
+    assert ob.init is not None                       # C tile zeroed once per (i_0, j_0)
+    assert not tree.blocks_under(ob.body)            # the inner block became the impl
+    ramps = nodes_of(sch.func, Ramp)
+    assert ramps and {r.lanes for r in ramps} == {8}
+    stores = [s for _, s in tree.walk(ob.body) if isinstance(s, BufferStore)]
+    assert [str(x) for x in stores[-1].indices] == ["v_i_o * 4 + i",
+                                                    "T.Ramp(v_j_o * 8, 1, 8)"]
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_gemm_intrinsic_twice_gets_fresh_loop_vars():
+    w = workloads.matmul_bias_relu(8, 16, 8)
+    sch, loops = tiled(w)
+    sch.tensorize(loops["ii"], GEMM)
+    d = sch.get_block("D")
+    i, j = sch.get_loops(d)
+    ids = [id(l.loop_var) for _, l in tree.walk(sch.func) if isinstance(l, For)]
+    assert len(ids) == len(set(ids))
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_tensorize_blockized_block():
+    w = workloads.matmul(8, 8, 8)
+    sch, loops = tiled(w)
+    outer = sch.blockize(loops["ii"])
+    sch.tensorize(outer, GEMM)
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_mismatch_names_the_first_differing_loop():
+    w = workloads.matmul(8, 8, 8)
+    sch, loops = tiled(w, order=("io", "jo", "ko", "ii", "ki", "ji"))
+    assert_refused(sch, lambda: sch.tensorize(loops["ii"], GEMM),
+                   "tensorize: loop extent mismatch at loop 'k_1': desc has 8, found 4",
+                   TensorizeMismatchError)
+    sch2, loops2 = tiled(w, tk=8)
+    assert_refused(sch2, lambda: sch2.tensorize(loops2["ii"], GEMM),
+                   "tensorize: loop extent mismatch at loop 'k_1': desc has 4, found 8",
+                   TensorizeMismatchError)
+
+
+def test_mismatch_dtype_and_body():
+    w64 = workloads.matmul(8, 8, 8, dtype="float64")
+    sch, loops = tiled(w64)
+    assert_refused(sch, lambda: sch.tensorize(loops["ii"], GEMM),
+                   "tensorize: dtype mismatch in the store to 'C': desc buffer 'C' is float32, "
+                   "found 'C' of float64", TensorizeMismatchError)
+    A = T.placeholder((8, 8), name="A")
+    B = T.placeholder((8, 8), name="B")
+    r = T.reduce_axis((0, 8), name="k")
+    C = T.compute((8, 8), lambda i, j: T.max(A[i, r] * B[r, j], axis=r), name="C")
+    wmax = workloads.Workload("maxmul", T.create_prim_func([A, B, C]), None, None)
+    sch, loops = tiled(wmax)
+    assert_refused(sch, lambda: sch.tensorize(loops["ii"], GEMM),
+                   "tensorize: expression mismatch in the store to 'C': desc has Add",
+                   TensorizeMismatchError)
+
+
+def test_mismatch_binding_order_and_unknown_intrinsic():
+    S.TensorIntrin.register("test.gemm_4x4x4_f32", *gemm_intrin(4, 4, 4), override=True)
+    w = workloads.matmul(8, 8, 8)
+    sch, loops = tiled(w, tj=4, order=("io", "jo", "ko", "ii", "ki", "ji"))
+    assert_refused(sch, lambda: sch.tensorize(loops["ii"], "test.gemm_4x4x4_f32"),
+                   "tensorize: variable mismatch at block 'C': desc uses 'j' where "
+                   "'j_1' is found", TensorizeMismatchError)
+    assert_refused(sch, lambda: sch.tensorize(loops["ii"], "cpu.nope"),
+                   r"no tensor intrinsic named 'cpu.nope'; registered: \[.*'cpu.gemm_4x8x4_f32'",
+                   ScheduleArgumentError)
+
+
+def scale4():
+    """A user intrinsic: ``B[0:4] = A[0:4] * 2`` as one 4-lane vector store."""
+    A, B = T.decl_buffer((4,), "float32", "A"), T.decl_buffer((4,), "float32", "B")
+    i, vi = Var("i"), Var("vi")
+    blk = Block("scale", (IterVar(vi, Range.from_extent(4)),),
+                (BufferRegion(A, (Range(vi, const(1)),)),),
+                (BufferRegion(B, (Range(vi, const(1)),)),),
+                BufferStore(B, A[vi] * 2.0, (vi,)))
+    desc = T.PrimFunc((A, B), For(i, const(0), const(4), "serial",
+                                  BlockRealize((i,), const(True), blk)))
+    A2, B2 = T.decl_buffer((4,), "float32", "A"), T.decl_buffer((4,), "float32", "B")
+    lanes = Ramp(const(0), const(1), 4)
+    impl = T.PrimFunc((A2, B2), BufferStore(B2, A2[lanes] * T.Broadcast(const(2.0), 4),
+                                            (lanes,)))
+    return desc, impl
+
+
+def test_user_intrinsic_on_2d_elementwise():
+    S.TensorIntrin.register("test.scale4", *scale4(), override=True)
+    A = T.placeholder((3, 8), name="A")
+    f = T.create_prim_func([A, T.compute((3, 8), lambda i, j: A[i, j] * 2.0, name="B")])
+    sch = S.Schedule(f)
+    i, j = sch.get_loops(sch.get_block("B"))
+    jo, ji = sch.split(j, [None, 4])
+    sch.tensorize(ji, "test.scale4")
+    (st,) = [s for _, s in tree.walk(sch.func) if isinstance(s, BufferStore)]
+    assert [str(x) for x in st.indices] == ["v_i_o", "T.Ramp(v_j_o * 4, 1, 4)"]
+    a = np.arange(24, dtype="float32").reshape(3, 8)
+    out = run(sch, [a, np.zeros((3, 8), "float32")])
+    np.testing.assert_array_equal(out[1], a * 2)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_register_checks_params_and_desc_init():
+    desc, impl = gemm_intrin(4, 8, 4)
+    other, _ = gemm_intrin(4, 4, 4)
+    with pytest.raises(S.ScheduleError, match=r"parameter 1 differs: desc B float32\[4, 8\] "
+                                              r"vs impl B float32\[4, 4\]"):
+        S.TensorIntrin.register("test.bad", desc, T.PrimFunc(other.params, impl.body))
+    with pytest.raises(S.ScheduleError, match="desc has 3 buffer parameters but impl has 2"):
+        S.TensorIntrin.register("test.bad", desc, T.PrimFunc(impl.params[:2], impl.body))
+    w = workloads.matmul(4, 8, 4)
+    with pytest.raises(S.ScheduleError, match="desc block 'C' has an init"):
+        S.TensorIntrin.register("test.bad", w.func, w.func)
+    with pytest.raises(S.ScheduleError, match="'cpu.gemm_4x8x4_f32' is already registered"):
+        S.TensorIntrin.register(GEMM, desc, impl)
+    assert "test.bad" not in S.TensorIntrin.names()
