@@ -41,6 +41,7 @@ a = rng.standard_normal((N, N)).astype("float32")
 b = rng.standard_normal((N, N)).astype("float32")
 c = np.zeros((N, N), "float32")
 mod(a, b, c)
+np.matmul(a, b)  # warm numpy up too (BLAS threads start on first use)
 np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
 print("== result matches numpy")
 

@@ -36,6 +36,8 @@ class ConstIntBound:
     def __init__(self, known: dict):
         self.known = known
         self._memo: dict[int, tuple] = {}
+        # structural hashing is linear in the expression: only hash what may be known
+        self._types = {type(k.expr) for k in known}
 
     def bound(self, e: Expr) -> tuple:
         """The interval of ``e`` (see the class docstring)."""
@@ -43,7 +45,7 @@ class ConstIntBound:
         if r is not None and r[0] is e:
             return r[1]
         iv = self._compute(e)
-        k = self.known.get(Key(e)) if not isinstance(e, IntImm) else None
+        k = self.known.get(Key(e)) if type(e) in self._types else None
         if k is not None:
             iv = I.intersect(iv, k)
             if iv[0] > iv[1]:  # contradictory facts: keep the known one
@@ -132,6 +134,7 @@ class ConstIntBound:
     def _Let(self, e):
         saved = self.known.get(Key(e.var))
         self.known[Key(e.var)] = self.bound(e.value)
+        self._types.add(type(e.var))
         try:
             self._memo.clear()
             return self.bound(e.body)

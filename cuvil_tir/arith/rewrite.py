@@ -32,12 +32,12 @@ from __future__ import annotations
 
 from .. import dtype as D
 from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast,
-                    Div, Expr, FloatImm, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod,
-                    Mul, Not, Or, Ramp, Select, Sub, Var)
+                    Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Min, Mul, Not, Ramp,
+                    Select, Sub, Var)
 from ..node import same
 from ..visitor import Mutator, substitute
 from . import interval as I
-from .affine import Affine, Key, is_index_dtype
+from .affine import Affine, is_index_dtype
 from .fold import fold_binary, fold_call, fold_cast
 
 _NEGATE = {"LT": GE, "LE": GT, "GT": LE, "GE": LT, "EQ": NE, "NE": EQ}
@@ -301,7 +301,27 @@ class Simplifier(Mutator):
             "EQ": True if lo == hi == 0 else (False if lo > 0 or hi < 0 else None),
             "NE": False if lo == hi == 0 else (True if lo > 0 or hi < 0 else None),
         }[name]
+        if decided is None and name == "EQ":
+            return self._sum_is_zero(out, a, b)
         return out if decided is None else IntImm(int(decided), "bool")
+
+    def _sum_is_zero(self, out, a, b):
+        """``c1*t1 + c2*t2 + … == 0`` with every ``ci*ti >= 0`` (no wrap-around) holds iff
+        each ``ti == 0``: the init condition of a split reduction."""
+        fa, fb = self.affine(a), self.affine(b)
+        if fa is None or fb is None:
+            return out
+        d = fa.combine(fb, -1, normalize=False)
+        terms = d.terms
+        if d.const != 0 or len(terms) < 2:
+            return out
+        if not all(c > 0 and self.bound(t)[0] >= 0 for t, c in terms):
+            return out
+        cond = None
+        for t, _ in terms:
+            eq = EQ(t, IntImm(0, t.dtype))
+            cond = eq if cond is None else And(cond, eq)
+        return cond
 
     visit_LT = _compare
     visit_LE = _compare

@@ -1,2 +1,28 @@
-def lower(func, target=None):
-    raise NotImplementedError("TEMPORARY")
+"""Lowering: passes (pure ``PrimFunc -> PrimFunc`` functions), the pass manager with
+instruments, per-target pipelines, and ``lower``.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> A = T.placeholder((8,), name="A")
+    >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])
+    >>> timing = T.transform.PassTiming()
+    >>> with T.transform.PassContext(instruments=[timing]):
+    ...     lowered = T.lower(f)
+    >>> [name for name in timing.stats]
+    ['lower_blocks', 'flatten_buffers', 'simplify', 'verify']
+"""
+
+from .flatten_buffers import flatten_buffers
+from .instruments import DumpIR, PassInstrument, PassTiming, VerifyEach
+from .lower_blocks import lower_blocks
+from .pass_manager import PassContext, PassManager, pass_name
+from .pipeline import (default_pipeline, get_pipeline, lower, register_pipeline,
+                       registered_kinds)
+from .simplify import simplify
+from .verify import verify, verify_well_formed
+
+__all__ = ["DumpIR", "PassContext", "PassInstrument", "PassManager", "PassTiming",
+           "VerifyEach", "default_pipeline", "flatten_buffers", "get_pipeline", "lower",
+           "lower_blocks", "pass_name", "register_pipeline", "registered_kinds",
+           "simplify", "verify", "verify_well_formed"]

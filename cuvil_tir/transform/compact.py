@@ -128,7 +128,19 @@ def _split(ix, inner_ids: set):
 
 def plan(buf: Buffer, loops: list, lca) -> tuple:
     """``(new shape, per-dimension (outer part, inner lower bound))`` of the compacted
-    ``buf``, or raise ``_Skip``."""
+    ``buf`` (all accesses under ``lca``, inside ``loops``), or raise ``_Skip``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> L = T.decl_buffer((8,), "float32", "L", scope="local")
+        >>> i, j = T.var("i"), T.var("j")
+        >>> inner = T.For(j, T.const(0), T.const(2), "serial",
+        ...               T.BufferStore(L, T.const(0.0), (i * 2 + j,)))
+        >>> outer = T.For(i, T.const(0), T.const(4), "serial", inner)
+        >>> plan(L, [outer], inner)[0]
+        (2,)
+    """
     col = _Collect(buf)
     col.visit(lca)
     if not col.indices:

@@ -151,7 +151,8 @@ class _Flatten(Mutator):
         return a if (buf is a.buffer and body is a.body) else Allocate(buf, body)
 
     def visit_Block(self, b):
-        raise LoweringError(f"flatten_buffers: found block '{b.name}'; blocks must be "
+        name = b.block.name if hasattr(b, "block") else b.name
+        raise LoweringError(f"flatten_buffers: found block '{name}'; blocks must be "
                             "lowered first: run lower_blocks before flatten_buffers")
 
     visit_BlockRealize = visit_Block
@@ -164,7 +165,7 @@ def flatten_buffers(func: PrimFunc) -> PrimFunc:
 
         >>> import cuvil_tir as T
         >>> A = T.decl_buffer((2, 3), "int8", "A")
-        >>> f = flatten_buffers(T.PrimFunc([A], T.BufferStore(A, T.const(1, "int8"), (1, 2))))
+        >>> f = flatten_buffers(T.PrimFunc([A], T.BufferStore(A, T.const(1, "int8"), (T.const(1), T.const(2)))))
         >>> f.params[0].shape[0].value, T.to_text(f.body)
         (6, 'A[5] = T.int8(1)')
     """

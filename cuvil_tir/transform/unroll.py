@@ -24,7 +24,7 @@ from __future__ import annotations
 from ..arith import Analyzer
 from ..expr import BufferLoad, IntImm, Ramp
 from ..function import PrimFunc
-from ..stmt import BufferStore, For, seq
+from ..stmt import BufferStore, Evaluate, For, IfThenElse, seq
 from ..visitor import Mutator, post_order_visit, substitute
 
 #: the default limits on what is unrolled in the IR
@@ -61,6 +61,15 @@ class _FoldIndices(Mutator):
 
     def visit_BufferStore(self, s):
         return BufferStore(s.buffer, self.visit(s.value), self._idx(s.indices))
+
+    def visit_IfThenElse(self, s):
+        cond = self.ana.simplify(self.visit(s.condition))
+        then = self.visit(s.then_case)
+        if isinstance(cond, IntImm):            # decided once the loop var is known
+            return then if cond.value else (s.else_case and self.visit(s.else_case)) or \
+                Evaluate(IntImm(0, "int32"))
+        other = None if s.else_case is None else self.visit(s.else_case)
+        return IfThenElse(cond, then, other)
 
 
 class LoopUnroller(Mutator):

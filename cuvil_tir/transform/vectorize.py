@@ -22,7 +22,10 @@ vectorize hint, so LLVM's own legality checks decide).  It refuses, in particula
 * a buffer written in the loop and also accessed through a different index (a
   dependence between lanes, such as ``A[v + 1] = A[v]``);
 * a lane-dependent condition around a statement, or guarding a load inside
-  ``if_then_else`` (a select would load the guarded-off lanes);
+  ``if_then_else`` (a select would load the guarded-off lanes) -- except a guard
+  linear in ``v`` and free of inner variables (the tail guard of a non-dividing
+  split): it is tested at the first and last lane of each chunk, and the chunk runs
+  as vector code when both pass, serially otherwise;
 * ``Allocate``, blocks, calls for effect, nested vector code, or a loop whose bounds
   depend on ``v``.
 
@@ -43,7 +46,7 @@ from __future__ import annotations
 from .. import dtype as D
 from ..arith import Analyzer
 from ..arith.affine import Affine, is_index_dtype
-from ..expr import (Broadcast, BufferLoad, Call, Cast, Expr, IntImm, Let, Not, Ramp, Select,
+from ..expr import (And, Broadcast, BufferLoad, Call, Cast, Expr, IntImm, Let, Not, Ramp, Select,
                     Var)
 from ..function import PrimFunc
 from ..stmt import BufferStore, For, IfThenElse, LetStmt, seq
@@ -74,9 +77,20 @@ def _has_load(e) -> bool:
 class _Widen(Mutator):
     """Rewrite a loop body with ``var`` replaced by ``Ramp(base, 1, lanes)``."""
 
-    def __init__(self, var: Var, base: Expr, lanes: int):
-        self.var, self.lanes = var, lanes
+    def __init__(self, var: Var, base: Expr, lanes: int, inner: set = frozenset()):
+        self.var, self.lanes, self.inner = var, lanes, inner
         self.vmap = {id(var): Ramp(base, IntImm(1, var.dtype), lanes)}
+        #: lane-dependent guards assumed true for every lane (see ``_assume``)
+        self.assumed: list = []
+
+    def _assume(self, cond) -> bool:
+        """Take a lane-dependent guard as true in every lane, if that can be tested
+        once per chunk: linear in the loop variable (so true at the first and last
+        lane means true at all lanes) and free of variables defined in the loop."""
+        if not _linear_guard(cond, self.var) or _uses(cond, set(self.inner)):
+            return False
+        self.assumed.append(cond)
+        return True
 
     # expressions
     def visit_Var(self, v):
@@ -143,6 +157,8 @@ class _Widen(Mutator):
             c, t, f = args
             if c.lanes > 1:
                 if _has_load(t) or _has_load(f):
+                    if self._assume(e.args[0]):
+                        return _bcast(t, n)
                     raise _Cannot("if_then_else guards a load with a lane-dependent "
                                   "condition; a vector select would load every lane")
                 return Select(c, _bcast(t, n), _bcast(f, n))
@@ -190,6 +206,8 @@ class _Widen(Mutator):
     def visit_IfThenElse(self, s):
         c = self.visit(s.condition)
         if c.lanes > 1:
+            if s.else_case is None and self._assume(s.condition):
+                return self.visit(s.then_case)
             raise _Cannot("a condition around a statement depends on the loop variable")
         then = self.visit(s.then_case)
         other = None if s.else_case is None else self.visit(s.else_case)
@@ -331,12 +349,62 @@ class _Simplify(Mutator):
         return Ramp(self.ana.simplify(e.base), self.ana.simplify(e.stride), e.lanes)
 
 
+def _linear_guard(cond, var: Var) -> bool:
+    """A conjunction of ``<``/``<=``/``>``/``>=`` between index expressions in which
+    ``var`` appears only linearly: its truth set in ``var`` is an interval."""
+    if isinstance(cond, And):
+        return _linear_guard(cond.a, var) and _linear_guard(cond.b, var)
+    if type(cond).__name__ not in ("LT", "LE", "GT", "GE") or \
+            not is_index_dtype(cond.a.dtype):
+        return False
+    for side in (cond.a, cond.b):
+        for atom, _ in Affine.of(side).terms:
+            if atom is not var and _uses(atom, {id(var)}):
+                return False
+    return True
+
+
 def widen(loop: For, base: Expr, lanes: int):
     """The body of ``loop`` for the ``lanes`` iterations starting at ``base``, as
-    vector code; raises ``_Cannot`` when it cannot be widened."""
+    vector code; raises ``_Cannot`` when it cannot be widened.
+
+    A guard the body needs per lane (``if jo * 16 + ji < n``, the tail guard of a
+    non-dividing split) is tested once for the first and the last lane: when both
+    pass, the vector code runs; otherwise the chunk runs lane by lane (unrolled)
+    with its guards.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((8,), "float32", "A")
+        >>> i = T.var("i")
+        >>> loop = T.For(i, T.const(0), T.const(8), "vectorized",
+        ...              T.BufferStore(A, A[i] * 2.0, (i,)))
+        >>> print(T.to_text(widen(loop, T.const(4), 4)).strip())
+        A[T.Ramp(4, 1, 4)] = A[T.Ramp(4, 1, 4)] * T.Broadcast(T.float32(2), 4)
+    """
+    v = loop.loop_var
     if lanes == 1:
-        return substitute(loop.body, {loop.loop_var: base})
-    return _Simplify().visit(_Widen(loop.loop_var, base, lanes).visit(loop.body))
+        return substitute(loop.body, {v: base})
+    acc = _Accesses()
+    acc.visit(loop.body)
+    w = _Widen(v, base, lanes, set(acc.inner) | acc.lets)
+    vec = _Simplify().visit(w.visit(loop.body))
+    if not w.assumed:
+        return vec
+    ana = Analyzer(index_no_overflow=True)
+    last = base + IntImm(lanes - 1, v.dtype)
+    test = None
+    for cond in w.assumed:
+        for at in (base, last):
+            c = substitute(cond, {v: at})
+            test = c if test is None else And(test, c)
+    lane = Var(v.name + "_s", v.dtype)
+    # unrolled, so that a local buffer indexed by the lane keeps constant indices
+    kind = "unrolled" if lanes <= UNROLL_FALLBACK else "serial"
+    serial = For(lane, IntImm(0, v.dtype), IntImm(lanes, v.dtype), kind,
+                 substitute(loop.body, {v: ana.simplify(base + lane)}))
+    return IfThenElse(ana.simplify(test), vec, serial)
 
 
 class LoopVectorizer(Mutator):

@@ -5,7 +5,13 @@ Options: ``mcpu`` (``"native"``: the host's CPU and features), ``mattr`` (featur
 (default ``"contract"``: ``fmul`` + ``fadd`` may fuse into ``fma``, one rounding
 instead of two, as every BLAS does; ``False`` for strict IEEE results; ``True`` for all
 flags; or LLVM flags such as ``"contract,reassoc"`` -- ``reassoc`` is opt-in: it lets
-LLVM reorder reductions, so sums change in the last bits and may vectorize).
+LLVM reorder reductions, so sums change in the last bits and may vectorize; ``afn``
+is opt-in too: float32 vector ``exp`` runs inline (:mod:`targets.llvm.vector_math`,
+within 1 ulp) instead of one libm call per lane).
+
+Lowering: :func:`llvm_pipeline` -- the default pipeline plus local-buffer
+compaction, loop vectorization at the host's vector width, and full unrolling of
+``unrolled`` loops (so small ``local`` buffers live in registers).
 
 Registered with :func:`targets.register_target`, the public path every backend uses.
 
@@ -20,9 +26,14 @@ from __future__ import annotations
 
 from cuvil_tir.errors import TargetError
 
+from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify
+from cuvil_tir.transform.compact import compact_local_buffers
+from cuvil_tir.transform.unroll import unroll_loops
+from cuvil_tir.transform.vectorize import vectorize_loops
+
 from ..registry import register_target
 from .codegen import codegen_llvm
-from .engine import process_triple, resolve_cpu
+from .engine import host_features, process_triple, resolve_cpu
 from .runtime import LLVMRuntimeModule
 
 _FM_FLAGS = ("nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast")
@@ -48,6 +59,57 @@ def fast_math_flags(value) -> str:
     return " ".join(flags)
 
 
+def host_vector_bits() -> int:
+    """Width of the host's vector registers in bits (512 with AVX-512, 256 with AVX,
+    else 128): the chunk size of :func:`vectorize_loops` for this target.
+
+    Example::
+
+        >>> host_vector_bits() in (128, 256, 512)
+        True
+    """
+    feats = host_features().split(",")
+    if "+avx512f" in feats:
+        return 512
+    return 256 if "+avx" in feats else 128
+
+
+def vectorize_for_host(func):
+    """:func:`~cuvil_tir.transform.vectorize.vectorize_loops` at the host's width.
+
+    Example::
+
+        >>> vectorize_for_host.pass_name
+        'vectorize_loops'
+    """
+    return vectorize_loops(func, host_vector_bits())
+
+
+vectorize_for_host.pass_name = "vectorize_loops"
+
+
+def llvm_pipeline() -> list:
+    """The default pipeline with ``compact_local_buffers`` before
+    ``flatten_buffers`` and ``vectorize_loops``, ``unroll_loops``, ``simplify`` after
+    its ``simplify``.
+
+    Example::
+
+        >>> from cuvil_tir.transform import pass_name
+        >>> [pass_name(p) for p in llvm_pipeline()]  # doctest: +NORMALIZE_WHITESPACE
+        ['lower_blocks', 'compact_local_buffers', 'flatten_buffers', 'simplify',
+         'vectorize_loops', 'unroll_loops', 'simplify', 'verify']
+    """
+    out = []
+    for p in default_pipeline():
+        if p is flatten_buffers:
+            out.append(compact_local_buffers)
+        out.append(p)
+        if p is simplify:
+            out.extend([vectorize_for_host, unroll_loops, simplify])
+    return out
+
+
 class LLVMTargetKind:
     """The host CPU target kind.
 
@@ -58,7 +120,7 @@ class LLVMTargetKind:
     """
 
     name = "llvm"
-    passes = None   # the default lowering pipeline of cuvil_tir.transform
+    passes = llvm_pipeline()
     options = {"mcpu": "native", "mattr": "", "opt_level": 3, "fast_math": "contract"}
 
     def codegen(self, func, target) -> str:

@@ -42,6 +42,7 @@ from . import intrinsics as I
 from .builder import IRBuilder
 from .parallel import emit_parallel_for
 from .types import mem_type, reg_type, scalar_const, splat
+from .vector_math import vector_exp
 
 #: stack-allocate internal buffers up to this many bytes; larger ones use the heap
 STACK_LIMIT = 64 << 10
@@ -285,6 +286,10 @@ class LLVMCodegen:
     def e_Call(self, e):
         if e.op == "if_then_else":
             return self._if_then_else(*e.args, dt=e.dtype)
+        if e.op == "exp" and e.dtype.startswith("float32x") and \
+                ("afn" in self.fm or "fast" in self.fm):
+            # approximate functions allowed: inline vector exp, not N scalar expf calls
+            return vector_exp(self.b, self.expr(e.args[0]), D.lanes(e.dtype))
         return I.math_call(self.b, e.op, [self.expr(a) for a in e.args], e.dtype)
 
     def _if_then_else(self, cond, then_value, else_value, dt):

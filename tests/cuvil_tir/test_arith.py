@@ -88,8 +88,14 @@ def int_exprs(dt):
     return st.recursive(leaf, extend, max_leaves=10), lo, hi
 
 
+STRATS = {dt: int_exprs(dt)[0] for dt in VARS}
+_CMP = st.sampled_from([LT, LE, GT, GE, EQ, NE])
+BOOLS = st.recursive(st.builds(lambda c, a, b: c(a, b), _CMP, STRATS["int32"], STRATS["int32"]),
+                     lambda ch: st.one_of(st.builds(And, ch, ch), st.builds(Or, ch, ch),
+                                          st.builds(Not, ch)), max_leaves=3)
+
+
 def _check(dt, data, e):
-    strat_lo_hi = {}
     bounds = {}
     env = {}
     for v in VARS[dt]:
@@ -98,7 +104,6 @@ def _check(dt, data, e):
         b = data.draw(st.integers(a, hi))
         bounds[v] = T.Range(IntImm(a, dt), IntImm(b - a + 1, dt))
         env[v] = data.draw(st.integers(a, b))
-        strat_lo_hi[v] = (a, b)
     s = arith.simplify(e, bounds)
     want = evaluate(e, env)
     got = evaluate(s, env)
@@ -109,26 +114,19 @@ def _check(dt, data, e):
 
 
 @pytest.mark.parametrize("dt", ["int32", "int8", "uint8"])
-@settings(max_examples=150)
+@settings(max_examples=100)
 @given(data=st.data())
 def test_simplify_and_const_bound_are_sound(dt, data):
-    strat, _, _ = int_exprs(dt)
-    e = data.draw(strat)
-    _check(dt, data, e)
+    _check(dt, data, data.draw(STRATS[dt]))
 
 
-@settings(max_examples=120)
+@settings(max_examples=50)
 @given(data=st.data())
 def test_simplify_bool_exprs_sound(data):
-    strat, _, _ = int_exprs("int32")
-    cmp = st.sampled_from([LT, LE, GT, GE, EQ, NE])
-    atom = st.builds(lambda c, a, b: c(a, b), cmp, strat, strat)
-    boolean = st.recursive(atom, lambda ch: st.one_of(
-        st.builds(And, ch, ch), st.builds(Or, ch, ch), st.builds(Not, ch)), max_leaves=4)
-    _check("int32", data, data.draw(boolean))
+    _check("int32", data, data.draw(BOOLS))
 
 
-@settings(max_examples=80)
+@settings(max_examples=40)
 @given(data=st.data())
 def test_affine_index_rules_sound(data):
     # structured index expressions, where the division rules fire most
@@ -144,7 +142,7 @@ def test_affine_index_rules_sound(data):
     _check("int32", data, FloorMod(FloorMod(e, IntImm(c * 2)), IntImm(c)))
 
 
-@settings(max_examples=80)
+@settings(max_examples=60)
 @given(data=st.data())
 def test_bound_of_is_sound(data):
     i, j = Var("i"), Var("j")
@@ -212,6 +210,8 @@ R = {i: T.Range.from_extent(4), j: T.Range.from_extent(8), k: T.Range.from_exten
     (~(i < j), None, "i >= j"),
     (T.if_then_else(i < 2, T.min(i, 2), 5), R, "T.if_then_else(i < 2, i, 5)"),
     (i // 0, None, "0"),
+    (EQ(i * 4 + j, T.const(0)), R, "i == 0 and j == 0"),
+    (EQ(i * 4 + j - 3, T.const(0)), R, "i * 4 + j - 3 == 0"),
     (i % 1, None, "0"),
 ])
 def test_rewrite_results(expr, bounds, want):

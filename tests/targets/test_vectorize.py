@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cuvil_tir as T
 import targets
@@ -212,7 +214,7 @@ def test_dependences_between_lanes_keep_the_loop_serial():
     np.testing.assert_array_equal(c, ref_c)
 
 
-def test_guarded_statement_and_guarded_load_keep_the_loop_serial():
+def test_linear_tail_guards_get_a_vector_fast_path():
     n = T.size_var("n")
     A = T.decl_buffer((n,), "float32", "A")
     B = T.decl_buffer((16,), "float32", "B")
@@ -222,14 +224,44 @@ def test_guarded_statement_and_guarded_load_keep_the_loop_serial():
     guarded_load = For(j, _c(0), _c(16), "vectorized",
                        BufferStore(B, B[j] + T.if_then_else(j < n, A[j], T.const(0.0)), (j,)))
     f = _func([A, B], seq(guard, guarded_load))
+    assert explain_vectorize(f) == []
+    first = vectorize_loops(f).body.seq[0]
+    assert _text(first) == ("for i_c in T.unroll(2):\n"
+                            "    if n > i_c * 8 and n > i_c * 8 + 7:\n"
+                            "        B[T.Ramp(i_c * 8, 1, 8)] = A[T.Ramp(i_c * 8, 1, 8)]\n"
+                            "    else:\n"
+                            "        for i_s in T.unroll(8):\n"
+                            "            if n > i_c * 8 + i_s:\n"
+                            "                B[i_c * 8 + i_s] = A[i_c * 8 + i_s]")
+    mod = targets.build(f, _Vec.name)
+    assert "load <8 x float>" in mod.get_source("ll")
+    for size in (5, 8, 13, 16):
+        a, b = np.arange(size, dtype="float32") + 1, np.full(16, 10.0, "float32")
+        mod(a, b)
+        ref = np.full(16, 10.0, "float32")
+        ref[:size] = a * 2
+        np.testing.assert_array_equal(b, ref)
+
+
+def test_other_lane_dependent_guards_keep_the_loop_serial():
+    A = T.decl_buffer((16,), "float32", "A")
+    B = T.decl_buffer((16,), "float32", "B")
+    i, j = T.var("i"), T.var("j")
+    guard = For(i, _c(0), _c(16), "vectorized",
+                IfThenElse(i % 3 == 0, BufferStore(B, A[i], (i,))))
+    guarded_load = For(j, _c(0), _c(16), "vectorized",
+                       BufferStore(B, B[j] + T.if_then_else(j % 2 == 1, A[j], T.const(0.0)),
+                                   (j,)))
+    f = _func([A, B], seq(guard, guarded_load))
     why = dict(explain_vectorize(f))
     assert "condition around a statement depends on the loop variable" in why["i"]
     assert "guards a load" in why["j"]
     mod = targets.build(f, _Vec.name)
-    a, b = np.arange(5, dtype="float32") + 1, np.full(16, 10.0, "float32")
+    a, b = np.arange(16, dtype="float32") + 1, np.full(16, 10.0, "float32")
     mod(a, b)
     ref = np.full(16, 10.0, "float32")
-    ref[:5] = a * 2
+    ref[::3] = a[::3]
+    ref[1::2] += a[1::2]
     np.testing.assert_array_equal(b, ref)
 
 
@@ -264,3 +296,114 @@ def test_local_accumulators_become_registers_and_fma():
     np.testing.assert_allclose(c.reshape(M, N), a.reshape(M, K) @ b.reshape(K, N), rtol=1e-5)
     plain = _build([A, B, C], body, fast_math=False)
     assert "contract" not in plain.get_source("ll")
+
+
+# local-buffer compaction and the llvm pipeline end to end ----------------------------------------
+
+def test_compaction_exact_output_and_refusals():
+    from cuvil_tir.transform.compact import LocalCompactor, compact_local_buffers
+    L = T.decl_buffer((8, 4), "float32", "L", scope="local")
+    O = T.decl_buffer((8, 4), "float32", "O")
+    i, j, r = T.var("i"), T.var("j"), T.var("r")
+    tile = For(i, _c(0), _c(8), "serial", seq(
+        For(j, _c(0), _c(4), "serial", BufferStore(L, T.const(1.0), (i, j))),
+        For(j, _c(0), _c(4), "serial", BufferStore(O, L[i, j], (i, j)))))
+    out = compact_local_buffers(_func([O], Allocate(L, tile)))
+    assert _text(out.body) == (
+        'for i in T.serial(8):\n'
+        '    with T.allocate((1, 4), "float32", scope="local") as L:\n'
+        '        for j in T.serial(4):\n'
+        '            L[0, j] = T.float32(1)\n'
+        '        for j in T.serial(4):\n'
+        '            O[i, j] = L[0, j]')
+    # a loop that revisits the same elements keeps the buffer where it is
+    reuse = For(r, _c(0), _c(2), "serial", tile)
+    c = LocalCompactor()
+    f = _func([O], Allocate(L, reuse))
+    assert c.visit(f.body) is f.body
+    assert c.skipped == [("L", "loop 'r' reuses the same elements")]
+
+
+def test_llvm_pipeline_names():
+    from cuvil_tir.transform import pass_name
+    from targets.llvm import llvm_pipeline
+    assert [pass_name(p) for p in llvm_pipeline()] == [
+        "lower_blocks", "compact_local_buffers", "flatten_buffers", "simplify",
+        "vectorize_loops", "unroll_loops", "simplify", "verify"]
+
+
+def _tutorial04():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[2] / "tutorials" / "04_fast_matmul_cpu.py"
+    spec = importlib.util.spec_from_file_location("tutorial04", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("shape", [(32, 48, 16), (37, 45, 19)])
+def test_tutorial_gemm_schedule_end_to_end(shape):
+    M, N, K = shape
+    sch = _tutorial04().gemm_schedule(M, N, K)
+    mod = targets.build(sch, "llvm")
+    lowered = str(mod.get_source("tir"))
+    assert 'T.allocate((96,), "float32", scope="local")' in lowered   # the 6 x 16 tile
+    assert "alloca [96 x float]" in mod.get_source("ll")
+    assert "alloca [96 x float]" not in mod.get_source("ll-opt")      # now registers
+    assert "vfmadd231ps" in mod.get_source("asm")
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((M, K)).astype("float32")
+    b = rng.standard_normal((K, N)).astype("float32")
+    c = np.zeros((M, N), "float32")
+    mod(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_inline_vector_exp_under_afn_is_within_2_ulp():
+    n = 4096
+    A = T.decl_buffer((n,), "float32", "A")
+    B = T.decl_buffer((n,), "float32", "B")
+    i = T.var("i")
+    body = For(i, _c(0), _c(n), "vectorized", BufferStore(B, T.exp(A[i]), (i,)))
+    mod = _build([A, B], body, fast_math="contract,afn")
+    assert "@llvm.exp" not in mod.get_source("ll")
+    assert "expf" not in mod.get_source("asm")
+    a = np.concatenate([np.linspace(-104, 89, n - 8, dtype="float32"),
+                        np.array([np.nan, np.inf, -np.inf, 88.72, 89.5, -87.5, -103.9, 0],
+                                 "float32")])
+    b = np.zeros(n, "float32")
+    with np.errstate(over="ignore"):
+        mod(a, b)
+        ref = np.exp(a.astype("float64"))
+    f32 = np.finfo("float32")
+    finite = (ref >= f32.tiny) & (ref <= float(f32.max))
+    ulp = np.spacing(ref[finite].astype("float32")).astype("float64")
+    err = np.abs(b[finite] - ref[finite]) / ulp
+    assert err.max() <= 2.0, err.max()
+    assert np.isnan(b[n - 8]) and b[n - 7] == np.inf and b[n - 6] == 0.0
+    assert b[n - 4] == np.inf                                     # overflow
+    sub = (ref > 0) & (ref < f32.tiny)           # subnormal results
+    np.testing.assert_allclose(b[sub], ref[sub], rtol=1e-3, atol=2e-45)
+
+
+@settings(max_examples=12)
+@given(extent=st.integers(1, 40), stride=st.integers(-2, 3), offset=st.integers(0, 3),
+       lo=st.integers(0, 5))
+def test_random_affine_accesses_match_numpy(extent, stride, offset, lo):
+    n = 256                                         # 44 * 3 + 93 < 256
+    A = T.decl_buffer((n,), "float32", "A")
+    B = T.decl_buffer((n,), "float32", "B")
+    i = T.var("i")
+    src = i * stride + (offset + 2 * 45)          # stays inside A for every lane
+    value = T.select(A[src] > 0.0, A[src] * 2.0, A[i] + 1.0)
+    f = _func([A, B], For(i, _c(lo), _c(extent), "vectorized", BufferStore(B, value, (i * 2,))))
+    mod = targets.build(f, _Vec.name)
+    a = np.random.default_rng(extent).standard_normal(n).astype("float32")
+    b = np.zeros(n, "float32")
+    mod(a, b)
+    ref = np.zeros(n, "float32")
+    for x in range(lo, lo + extent):
+        s = a[x * stride + offset + 90]
+        ref[x * 2] = s * 2 if s > 0 else a[x] + 1
+    np.testing.assert_array_equal(b, ref)

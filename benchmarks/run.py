@@ -1,0 +1,339 @@
+"""Side-by-side CPU benchmarks: our kernels against numpy, in one process, interleaved.
+
+Run:  python benchmarks/run.py [--large] [--quick] [--json FILE]
+
+Workloads: fp32 GEMM 512^3 and 1024^3 (2048^3 with ``--large``; tutorial 04's
+schedule), a 3x3 conv2d (N=1, C=K=64, 56x56, pad 1; numpy: im2col + matmul), the
+elementwise ``exp(x) * y + z`` on 16M floats (GB/s, beside numpy and a measured copy
+bandwidth), and a row softmax (2048 x 1024).  The last two are built with the
+opt-in fast-math flags ``afn`` (inline vector ``exp``, within 1 ulp) and, for the
+softmax reductions, ``reassoc``; GEMM and conv use the default (``contract`` only).  Each figure is the median of
+``--repeat`` runs, ours and numpy's alternating so both see the same machine load;
+the spread is min..max.  Every kernel's result is checked against numpy first.
+
+Also reported: the machine's fp32 peak, measured with a kernel built by our own
+backend (independent FMA chains in 8-wide vector registers, one chain set per
+thread), so each GFLOP/s figure is also a fraction of peak; each kernel's build
+time; and the call overhead (argument checks + ctypes) of a one-element kernel.
+
+``OPENBLAS_CORETYPE`` / ``OPENBLAS_L2_SIZE``: where the environment sets them (older
+OpenBLAS builds need them on some processors), they slow a current numpy.  The
+benchmark then re-runs itself once in a subprocess with both unset -- that command
+alone -- and reports which BLAS numpy runs (via threadpoolctl when installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import cuvil_tir as T
+import schedules as S
+import targets
+from cuvil_tir import Allocate, BufferStore, For, PrimFunc, seq
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+_BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def _tutorial04():
+    spec = importlib.util.spec_from_file_location(
+        "tutorial04", ROOT / "tutorials" / "04_fast_matmul_cpu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _stats(ts):
+    ts = sorted(ts)
+    return {"median": float(np.median(ts)), "min": ts[0], "max": ts[-1], "n": len(ts)}
+
+
+def interleaved(ours, theirs, repeat):
+    """Run ``ours()`` and ``theirs()`` alternately; seconds per call of each."""
+    a, b = [], []
+    for _ in range(repeat):
+        for fn, out in ((ours, a), (theirs, b)):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+    return _stats(a), _stats(b)
+
+
+def timed_build(sch, name, target="llvm"):
+    t0 = time.perf_counter()
+    mod = targets.build(sch, target, name=name)
+    return mod, time.perf_counter() - t0
+
+
+# peak ------------------------------------------------------------------------------------
+
+def peak_kernel(threads: int, chains: int = 12, reps: int = 20000):
+    """A lowered kernel: per thread, ``chains`` independent 8-wide FMA chains."""
+    X = T.decl_buffer((8,), "float32", "X")
+    O = T.decl_buffer((threads * chains * 8,), "float32", "O")
+    acc = T.decl_buffer((chains * 8,), "float32", "acc", scope="local")
+    p, r = T.var("p"), T.var("r")
+    v = [T.var(n) for n in ("c0", "l0", "c1", "l1", "c2", "l2")]
+
+    def lanes(c, l, store):
+        return For(c, T.const(0), T.const(chains), "unrolled",
+                   For(l, T.const(0), T.const(8), "vectorized", store(c * 8 + l, l)))
+
+    body = For(p, T.const(0), T.const(threads), "parallel", Allocate(acc, seq(
+        lanes(v[0], v[1], lambda ix, l: BufferStore(acc, X[l], (ix,))),
+        For(r, T.const(0), T.const(reps), "serial", lanes(v[2], v[3], lambda ix, l: BufferStore(
+            acc, T.fma(acc[ix], X[l], T.const(1e-7)), (ix,)))),
+        lanes(v[4], v[5], lambda ix, l: BufferStore(
+            O, acc[ix], (p * (chains * 8) + ix,))))))
+    flops = 2.0 * threads * chains * 8 * reps
+    return PrimFunc([X, O], body, {"global_symbol": "peak"}), flops
+
+
+def measure_peak(repeat):
+    out = {}
+    for label, threads in (("1 thread", 1), ("all threads", os.cpu_count() or 1)):
+        func, flops = peak_kernel(threads)
+        mod, _ = timed_build(func, f"peak{threads}")
+        x, o = np.full(8, 0.999, "float32"), np.zeros(threads * 96, "float32")
+        ts = [mod.benchmark(x, o, repeat=1, number=3).median for _ in range(repeat)]
+        out[label] = flops / min(ts) / 1e9
+    return out
+
+
+# workloads ---------------------------------------------------------------------------------
+
+def bench_gemm(n, repeat, rng):
+    t04 = _tutorial04()
+    mod, build_s = timed_build(t04.gemm_schedule(n, n, n), f"gemm{n}")
+    a = rng.standard_normal((n, n)).astype("float32")
+    b = rng.standard_normal((n, n)).astype("float32")
+    c = np.zeros((n, n), "float32")
+    mod(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=2e-4, atol=5e-3)
+    ours, theirs = interleaved(lambda: mod(a, b, c), lambda: a @ b, repeat)
+    return {"name": f"gemm fp32 {n}^3", "flops": 2.0 * n ** 3, "ours": ours,
+            "numpy": theirs, "build_s": build_s}
+
+
+def conv_schedule(C=64, K=64, H=56, W=56, kv=16, wt=4):
+    """3x3 conv, stride 1, pad 1, NCHW (N=1).
+
+    Weights are packed with 16 output channels innermost (``Wp``); a register tile is
+    16 output channels (two 8-wide vectors) x 4 output columns, kept in a ``local``
+    buffer laid out channel-innermost (``transform_layout``), so every step is two
+    weight vector loads, four input broadcasts and eight FMAs.
+    """
+    data = T.placeholder((C, H, W), name="data")
+    weight = T.placeholder((K, C, 3, 3), name="weight")
+    pad = T.compute((C, H + 2, W + 2), lambda c, h, w: T.if_then_else(
+        (h >= 1) & (h <= H) & (w >= 1) & (w <= W), data[c, h - 1, w - 1], T.const(0.0)),
+        name="pad")
+    Wp = T.compute((K // kv, C, 3, 3, kv), lambda ko, c, r, s, ki: weight[ko * kv + ki, c, r, s],
+                   name="Wp")
+    rc, rh, rw = (T.reduce_axis((0, C), name="rc"), T.reduce_axis((0, 3), name="rh"),
+                  T.reduce_axis((0, 3), name="rw"))
+    out = T.compute((K, H, W), lambda k, h, w: T.sum(
+        pad[rc, h + rh, w + rw] * Wp[k // kv, rc, rh, rw, k % kv], axis=[rc, rh, rw]),
+        name="out")
+    sch = S.Schedule(T.create_prim_func([data, weight, out]))
+    blk = sch.get_block("out")
+    k, h, w, c, r, s = sch.get_loops(blk)
+    ko, ki = sch.split(k, [None, kv])
+    wo, wi = sch.split(w, [None, wt])
+    sch.reorder(ko, h, wo, c, r, s, wi, ki)
+    cl = sch.cache_write(blk, 0, "local")
+    sch.transform_layout(blk, 0, lambda k, h, w: (h, w, k))   # channels innermost
+    sch.reverse_compute_at(cl, wo)
+    sch.decompose_reduction(blk, c)
+    for name in ("out_init", "out"):
+        loops = sch.get_loops(sch.get_block(name))
+        sch.unroll(loops[-2])
+        sch.vectorize(loops[-1])
+    loops = sch.get_loops(sch.get_block("out_local"))
+    sch.unroll(loops[-3])
+    sch.vectorize(loops[-1])            # 4 contiguous output columns per channel
+    sch.parallel(sch.get_loops(blk)[0])
+    sch.parallel(sch.get_loops(sch.get_block("pad"))[0])
+    return sch
+
+
+def bench_conv(repeat, rng):
+    C = K = 64
+    H = W = 56
+    mod, build_s = timed_build(conv_schedule(C, K, H, W), "conv3x3")
+    x = rng.standard_normal((C, H, W)).astype("float32")
+    wt = rng.standard_normal((K, C, 3, 3)).astype("float32")
+    y = np.zeros((K, H, W), "float32")
+
+    def numpy_conv():
+        xp = np.pad(x, ((0, 0), (1, 1), (1, 1)))
+        cols = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(1, 2))
+        cols = cols.transpose(0, 3, 4, 1, 2).reshape(C * 9, H * W)   # im2col
+        return (wt.reshape(K, C * 9) @ cols).reshape(K, H, W)
+
+    mod(x, wt, y)
+    np.testing.assert_allclose(y, numpy_conv(), rtol=1e-3, atol=1e-3)
+    ours, theirs = interleaved(lambda: mod(x, wt, y), numpy_conv, repeat)
+    return {"name": "conv2d 3x3 64->64 56x56", "flops": 2.0 * K * C * 9 * H * W,
+            "ours": ours, "numpy": theirs, "build_s": build_s}
+
+
+def elementwise_schedule(n):
+    X, Y, Z = (T.placeholder((n,), name=s) for s in "XYZ")
+    O = T.compute((n,), lambda i: T.exp(X[i]) * Y[i] + Z[i], name="O")
+    sch = S.Schedule(T.create_prim_func([X, Y, Z, O]))
+    (i,) = sch.get_loops(sch.get_block("O"))
+    io, ii = sch.split(i, [None, 64])
+    sch.parallel(io)
+    sch.vectorize(ii)
+    return sch
+
+
+def bench_elementwise(n, repeat, rng):
+    # afn (opt-in): exp runs inline in vector registers (targets.llvm.vector_math)
+    target = targets.Target("llvm", fast_math="contract,afn")
+    mod, build_s = timed_build(elementwise_schedule(n), "exp_mul_add", target)
+    x, y, z = (rng.standard_normal(n).astype("float32") for _ in range(3))
+    o = np.empty(n, "float32")
+    mod(x, y, z, o)
+    np.testing.assert_allclose(o, np.exp(x) * y + z, rtol=1e-5, atol=1e-5)
+    ours, theirs = interleaved(lambda: mod(x, y, z, o), lambda: np.exp(x) * y + z, repeat)
+    dst = np.empty_like(x)
+    copy = _stats([_time(lambda: np.copyto(dst, x)) for _ in range(repeat)])
+    return {"name": f"exp(x)*y+z {n >> 20}M fp32", "bytes": 16.0 * n, "ours": ours,
+            "numpy": theirs, "build_s": build_s, "copy_gbs": 8.0 * n / copy["median"] / 1e9}
+
+
+def _time(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def softmax_schedule(rows, cols):
+    X = T.placeholder((rows, cols), name="X")
+    k1, k2 = T.reduce_axis((0, cols), name="k1"), T.reduce_axis((0, cols), name="k2")
+    M = T.compute((rows,), lambda i: T.max(X[i, k1], axis=k1), name="M")
+    E = T.compute((rows, cols), lambda i, j: T.exp(X[i, j] - M[i]), name="E")
+    Ssum = T.compute((rows,), lambda i: T.sum(E[i, k2], axis=k2), name="S")
+    Y = T.compute((rows, cols), lambda i, j: E[i, j] / Ssum[i], name="Y")
+    sch = S.Schedule(T.create_prim_func([X, Y]))
+    y = sch.get_block("Y")
+    i, j = sch.get_loops(y)
+    for name in ("S", "E", "M"):
+        sch.compute_at(sch.get_block(name), i)
+    for name in ("E", "Y"):
+        sch.vectorize(sch.get_loops(sch.get_block(name))[-1])
+    sch.parallel(i)
+    return sch
+
+
+def bench_softmax(rows, cols, repeat, rng):
+    # opt-in flags: reassoc lets LLVM vectorize the max and sum reductions, afn the exp
+    target = targets.Target("llvm", fast_math="contract,reassoc,afn")
+    mod, build_s = timed_build(softmax_schedule(rows, cols), "softmax", target)
+    x = rng.standard_normal((rows, cols)).astype("float32")
+    y = np.empty_like(x)
+
+    def numpy_softmax():
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    mod(x, y)
+    np.testing.assert_allclose(y, numpy_softmax(), rtol=1e-5, atol=1e-7)
+    ours, theirs = interleaved(lambda: mod(x, y), numpy_softmax, repeat)
+    return {"name": f"softmax rows {rows}x{cols}", "bytes": 8.0 * rows * cols,
+            "ours": ours, "numpy": theirs, "build_s": build_s}
+
+
+def call_overhead(repeat):
+    A = T.placeholder((1,), name="A")
+    B = T.compute((1,), lambda i: A[i] + 1.0, name="B")
+    mod, _ = timed_build(T.create_prim_func([A, B]), "tiny")
+    a, b = np.zeros(1, "float32"), np.zeros(1, "float32")
+    return min(mod.benchmark(a, b, repeat=repeat, number=2000).median for _ in range(3))
+
+
+# report ------------------------------------------------------------------------------------
+
+def blas_info() -> str:
+    try:
+        from threadpoolctl import threadpool_info
+        libs = [f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')} "
+                f"x{i.get('num_threads')}" for i in threadpool_info()
+                if i.get("user_api") == "blas"]
+        return "; ".join(libs) or "no BLAS found"
+    except ImportError:
+        cfg = np.show_config(mode="dicts") if "mode" in np.show_config.__code__.co_varnames \
+            else {}
+        blas = cfg.get("Build Dependencies", {}).get("blas", {}) if cfg else {}
+        return (f"{blas.get('name', '?')} {blas.get('version', '')} (threadpoolctl not "
+                "installed: kernel type unknown)")
+
+
+def report(results, peak, overhead, info):
+    print(f"numpy {np.__version__}, BLAS: {info}")
+    print(f"fp32 peak (our FMA kernel): {peak['1 thread']:.1f} GFLOP/s on 1 thread, "
+          f"{peak['all threads']:.1f} GFLOP/s on {os.cpu_count()} threads")
+    print(f"call overhead (1-element kernel, checks + ctypes): {overhead * 1e6:.2f} us")
+    print(f"{'workload':28s} {'cuvil':>16s} {'numpy':>16s} {'ratio':>6s} {'peak%':>6s} "
+          f"{'spread (ours)':>20s} {'build':>7s}")
+    for r in results:
+        o, n = r["ours"]["median"], r["numpy"]["median"]
+        if "flops" in r:
+            unit, ours, theirs = "GFLOP/s", r["flops"] / o / 1e9, r["flops"] / n / 1e9
+            frac = f"{100 * ours / peak['all threads']:5.1f}%"
+        else:
+            unit, ours, theirs = "GB/s", r["bytes"] / o / 1e9, r["bytes"] / n / 1e9
+            frac = "-"
+        r.update(ours_rate=ours, numpy_rate=theirs, unit=unit, ratio=n / o)
+        spread = f"{r['ours']['min'] * 1e3:.2f}..{r['ours']['max'] * 1e3:.2f} ms"
+        print(f"{r['name']:28s} {ours:8.1f} {unit:7s} {theirs:8.1f} {unit:7s} "
+              f"{n / o:6.2f} {frac:>6s} {spread:>20s} {r['build_s']:6.2f}s")
+        if "copy_gbs" in r:
+            print(f"{'':28s} copy bandwidth (numpy copyto): {r['copy_gbs']:.1f} GB/s; ours "
+                  f"is {100 * ours / r['copy_gbs']:.0f}% of it")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--large", action="store_true", help="also GEMM 2048^3")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats, smaller sizes")
+    ap.add_argument("--repeat", type=int, default=None)
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args(argv)
+    if any(v in os.environ for v in _BLAS_VARS) and "CUVIL_BENCH_CHILD" not in os.environ:
+        env = {k: v for k, v in os.environ.items() if k not in _BLAS_VARS}
+        env["CUVIL_BENCH_CHILD"] = "1"
+        print(f"(re-running with {' and '.join(_BLAS_VARS)} unset for this command)")
+        return subprocess.call([sys.executable, __file__] + sys.argv[1:], env=env)
+    repeat = args.repeat or (3 if args.quick else 7)
+    rng = np.random.default_rng(0)
+    peak = measure_peak(repeat)
+    results = []
+    for n in [512] + ([] if args.quick else [1024]) + ([2048] if args.large else []):
+        results.append(bench_gemm(n, repeat, rng))
+    results.append(bench_conv(repeat, rng))
+    results.append(bench_elementwise((1 << 22) if args.quick else (1 << 24), repeat, rng))
+    results.append(bench_softmax(2048, 1024, repeat, rng))
+    overhead = call_overhead(repeat)
+    report(results, peak, overhead, blas_info())
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(
+            {"peak_gflops": peak, "call_overhead_s": overhead, "results": results,
+             "numpy": np.__version__, "cpu_count": os.cpu_count()}, indent=2))
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
