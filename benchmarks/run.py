@@ -10,6 +10,9 @@ opt-in fast-math flags ``afn`` (inline vector ``exp``, within 1 ulp) and, for th
 softmax reductions, ``reassoc``; GEMM and conv use the default (``contract`` only).  Each figure is the median of
 ``--repeat`` runs, ours and numpy's alternating so both see the same machine load;
 the spread is min..max.  Every kernel's result is checked against numpy first.
+Each timed call is preceded by a ``--settle`` pause (0.15 s): OpenBLAS's worker
+threads busy-wait about 0.1 s after every call, and on a 2-core machine that spinning
+thread would otherwise take a core from our next call.
 
 Also reported: the machine's fp32 peak, measured with a kernel built by our own
 backend (independent FMA chains in 8-wide vector registers, one chain set per
@@ -57,11 +60,29 @@ def _stats(ts):
     return {"median": float(np.median(ts)), "min": ts[0], "max": ts[-1], "n": len(ts)}
 
 
-def interleaved(ours, theirs, repeat):
-    """Run ``ours()`` and ``theirs()`` alternately; seconds per call of each."""
+#: seconds to wait before each timed call, so the other side's threads are idle
+#: (OpenBLAS workers busy-wait about 2**28 cycles, ~0.1 s, after every call)
+SETTLE_S = 0.15
+
+
+def interleaved(ours, theirs, repeat, settle=None):
+    """Run ``ours()`` and ``theirs()`` alternately; seconds per call of each.
+
+    Before each timed call the benchmark sleeps ``settle`` seconds: on a machine
+    with few cores, a BLAS worker still spinning from numpy's last call would
+    otherwise take a core from our next call (and ours, briefly, from numpy's).
+
+    Example::
+
+        >>> s_ours, s_np = interleaved(lambda: None, lambda: None, 3, settle=0)
+        >>> s_ours["n"], s_np["n"]
+        (3, 3)
+    """
+    settle = SETTLE_S if settle is None else settle
     a, b = [], []
     for _ in range(repeat):
         for fn, out in ((ours, a), (theirs, b)):
+            time.sleep(settle)
             t0 = time.perf_counter()
             fn()
             out.append(time.perf_counter() - t0)
@@ -76,7 +97,7 @@ def timed_build(sch, name, target="llvm"):
 
 # peak ------------------------------------------------------------------------------------
 
-def peak_kernel(threads: int, chains: int = 12, reps: int = 20000):
+def peak_kernel(threads: int, chains: int = 12, reps: int = 400000):
     """A lowered kernel: per thread, ``chains`` independent 8-wide FMA chains."""
     X = T.decl_buffer((8,), "float32", "X")
     O = T.decl_buffer((threads * chains * 8,), "float32", "O")
@@ -104,7 +125,10 @@ def measure_peak(repeat):
         func, flops = peak_kernel(threads)
         mod, _ = timed_build(func, f"peak{threads}")
         x, o = np.full(8, 0.999, "float32"), np.zeros(threads * 96, "float32")
-        ts = [mod.benchmark(x, o, repeat=1, number=3).median for _ in range(repeat)]
+        ts = []
+        for _ in range(repeat):
+            time.sleep(SETTLE_S)
+            ts.append(mod.benchmark(x, o, repeat=1, number=1).median)
         out[label] = flops / min(ts) / 1e9
     return out
 
@@ -310,6 +334,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="fewer repeats, smaller sizes")
     ap.add_argument("--repeat", type=int, default=None)
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--settle", type=float, default=SETTLE_S,
+                    help="seconds of idle before each timed call (default %(default)s)")
     args = ap.parse_args(argv)
     if any(v in os.environ for v in _BLAS_VARS) and "CUVIL_BENCH_CHILD" not in os.environ:
         env = {k: v for k, v in os.environ.items() if k not in _BLAS_VARS}
@@ -317,6 +343,7 @@ def main(argv=None):
         print(f"(re-running with {' and '.join(_BLAS_VARS)} unset for this command)")
         return subprocess.call([sys.executable, __file__] + sys.argv[1:], env=env)
     repeat = args.repeat or (3 if args.quick else 7)
+    globals()["SETTLE_S"] = args.settle
     rng = np.random.default_rng(0)
     peak = measure_peak(repeat)
     results = []

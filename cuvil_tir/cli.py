@@ -57,8 +57,7 @@ def load_funcs(path: str) -> dict[str, PrimFunc]:
     from .parser import parse
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
-    func = parse(text) if not hasattr(parse, "__code__") or \
-        "filename" not in parse.__code__.co_varnames else parse(text, filename=path)
+    func = parse(text, filename=path)
     return {func.name: func}
 
 

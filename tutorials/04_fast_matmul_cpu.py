@@ -103,10 +103,14 @@ def measure(M, N, K, repeat=5):
     c = np.zeros((M, N), "float32")
     mod(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=2e-4, atol=2e-3 * np.sqrt(K / 512))
-    # interleave ours and numpy's repeats so both see the same machine load
+    # interleave ours and numpy's repeats so both see the same machine load; pause
+    # first, since OpenBLAS threads busy-wait ~0.1 s after each call and would take
+    # a core from our next call on a small machine (see benchmarks/README.md)
     ours, theirs = [], []
     for _ in range(repeat):
+        time.sleep(0.15)
         ours.append(mod.benchmark(a, b, c, repeat=1, number=1).median)
+        time.sleep(0.15)
         theirs.append(numpy_time(a, b, 1))
     ours, theirs = float(np.median(ours)), float(np.median(theirs))
     flops = 2.0 * M * N * K
