@@ -19,6 +19,11 @@ from .expr import Var
 from .node import Node, field_names
 
 
+# node class -> the field that binds a variable; fields in _AFTER_BIND are its scope
+_BINDS = {"For": "loop_var", "Let": "var", "LetStmt": "var", "IterVar": "var"}
+_AFTER_BIND = ("body",)
+
+
 class _Equal:
     def __init__(self):
         self.vmap: dict[int, Var] = {}
@@ -43,6 +48,15 @@ class _Equal:
         return (a.dtype == b.dtype and a.scope == b.scope and a.align == b.align
                 and self.eq(a.shape, b.shape) and self.eq(a.strides, b.strides))
 
+    def define(self, a: Var, b: Var) -> bool:
+        # a binding site starts a new scope: the same Var object bound by two sibling
+        # loops equals two distinct Vars, as TVM's def-point remapping does
+        if type(a) is not type(b) or a.dtype != b.dtype:
+            return False
+        self.vmap[id(a)] = b
+        self.vrev[id(b)] = a
+        return True
+
     def eq(self, x, y) -> bool:
         if x is y and not isinstance(x, (Var, Buffer)):
             return True
@@ -54,7 +68,19 @@ class _Equal:
         if isinstance(x, Buffer):
             return self.bufs(x, y)
         if isinstance(x, Node):
-            return all(self.eq(getattr(x, f), getattr(y, f)) for f in field_names(tx))
+            names = field_names(tx)
+            bound = _BINDS.get(tx.__name__)
+            if bound is not None:
+                # the bound value is compared before the variable comes into scope
+                for f in names:
+                    if f != bound and f not in _AFTER_BIND and \
+                            not self.eq(getattr(x, f), getattr(y, f)):
+                        return False
+                if not self.define(getattr(x, bound), getattr(y, bound)):
+                    return False
+                return all(self.eq(getattr(x, f), getattr(y, f))
+                           for f in names if f in _AFTER_BIND)
+            return all(self.eq(getattr(x, f), getattr(y, f)) for f in names)
         if tx is tuple or tx is list:
             return len(x) == len(y) and all(self.eq(a, b) for a, b in zip(x, y))
         if tx is float:
@@ -100,19 +126,33 @@ def structural_hash(x) -> int:
         True
     """
     index: dict[int, int] = {}
+    counter = [0]
+
+    def number(v) -> int:
+        counter[0] += 1
+        index[id(v)] = counter[0]
+        return counter[0]
 
     def h(v):
         if isinstance(v, Var):
-            k = index.setdefault(id(v), len(index))
+            k = index[id(v)] if id(v) in index else number(v)
             return hash(("var", type(v).__name__, v.dtype, k))
         if isinstance(v, Buffer):
             if id(v) in index:
                 return hash(("buf", index[id(v)]))
-            k = index.setdefault(id(v), len(index))
+            k = number(v)
             return hash(("buf", k, v.dtype, v.scope, h(v.shape), h(v.strides)))
         if isinstance(v, Node):
-            return hash((type(v).__name__,) + tuple(h(getattr(v, f))
-                                                    for f in field_names(type(v))))
+            names = field_names(type(v))
+            bound = _BINDS.get(type(v).__name__)
+            if bound is None:
+                return hash((type(v).__name__,) + tuple(h(getattr(v, f)) for f in names))
+            parts = [h(getattr(v, f)) for f in names if f != bound and f not in _AFTER_BIND]
+            var = getattr(v, bound)
+            number(var)  # a binding site is a fresh variable, as in structural_equal
+            parts.append(h(var))
+            parts.extend(h(getattr(v, f)) for f in names if f in _AFTER_BIND)
+            return hash((type(v).__name__,) + tuple(parts))
         if isinstance(v, (tuple, list)):
             return hash(tuple(h(e) for e in v))
         return hash(v)

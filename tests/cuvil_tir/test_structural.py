@@ -131,3 +131,32 @@ def test_equal_implies_same_hash_and_matches_same(e1, e2):
 def test_changing_a_constant_breaks_equality(e):
     changed = T.Add(e, T.const(1)) if not isinstance(e, T.IntImm) else T.const(e.value + 1)
     assert not T.structural_equal(e, changed)
+
+
+def _two_loops(a, b):
+    A = T.decl_buffer((8,), "float32", "A")
+    return T.PrimFunc([A], T.seq(
+        T.For(a, T.const(0), T.const(4), "serial", T.BufferStore(A, T.const(1.0), (a,))),
+        T.For(b, T.const(0), T.const(4), "serial", T.BufferStore(A, T.const(2.0), (b + 4,)))))
+
+
+def test_a_variable_bound_twice_equals_two_distinct_variables():
+    # binding sites start a new scope (TVM's def-point remapping): the unroll pass and
+    # the parser rely on it, since printing names both loops `x` and parsing makes two
+    x, y, z = T.var("x"), T.var("y"), T.var("z")
+    same_var, fresh = _two_loops(x, x), _two_loops(y, z)
+    assert T.structural_equal(same_var, fresh) and T.structural_equal(fresh, same_var)
+    assert T.structural_hash(same_var) == T.structural_hash(fresh)
+    assert T.structural_equal(T.parse(str(same_var)), same_var)
+
+
+def test_rebinding_does_not_hide_a_different_use():
+    x, y, z = T.var("x"), T.var("y"), T.var("z")
+    A = T.decl_buffer((8,), "float32", "A")
+    # second loop stores at the FIRST loop's variable in one, at its own in the other
+    f = T.PrimFunc([A], T.For(x, T.const(0), T.const(4), "serial", T.For(
+        y, T.const(0), T.const(2), "serial", T.BufferStore(A, T.const(1.0), (x,)))))
+    g = T.PrimFunc([A], T.For(x, T.const(0), T.const(4), "serial", T.For(
+        z, T.const(0), T.const(2), "serial", T.BufferStore(A, T.const(1.0), (z,)))))
+    assert not T.structural_equal(f, g)
+    assert T.structural_hash(f) != T.structural_hash(g)
