@@ -133,8 +133,11 @@ def bind(func, loop, thread_axis):
 
 
 def _check_value(value, where):
-    if isinstance(value, (bool, int, float, str)):
-        return value
+    # plain built-in types only: a sampled int (an int subclass) must print and
+    # parse back to the same IR
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind):
+            return kind(value)
     if isinstance(value, (list, tuple)):
         return tuple(_check_value(v, where) for v in value)
     raise schedule_error(AnnotationError, where, f"annotation values must be bool, int, "

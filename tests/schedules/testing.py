@@ -2,8 +2,8 @@
 
 ``verify_trace_roundtrip(sch, func)`` serialises ``sch.trace`` to JSON, replays it on
 the unscheduled ``func`` and asserts the result is structurally equal to ``sch.func``
-(and that the replayed trace serialises to the same JSON).  Every schedule test calls
-it.  ``assert_refused`` checks an error message *and* that the schedule is unchanged.
+(and that the replayed trace serialises to the same JSON), then that the scheduled
+function prints and parses back to itself.  Every schedule test calls it.  ``assert_refused`` checks an error message *and* that the schedule is unchanged.
 ``run`` executes a function (or schedule) on numpy arrays with the reference
 interpreter; ``check_workload`` compares against the workload's numpy reference.
 """
@@ -26,7 +26,17 @@ def verify_trace_roundtrip(sch, func, debug: bool = False):
                              f"{sch.func}\n--- replayed\n{replayed.func}\n--- trace\n"
                              f"{sch.trace}")
     assert replayed.trace.as_json() == text
+    verify_text_roundtrip(sch.func)
     return replayed
+
+
+def verify_text_roundtrip(func):
+    """``T.parse(str(func))`` is structurally equal to ``func``: every scheduled
+    function the tests produce also round-trips through the text form."""
+    back = T.parse(str(func))
+    if not T.structural_equal(back, func):
+        raise AssertionError(f"print -> parse differs:\n--- printed\n{func}\n"
+                             f"--- parsed\n{back}")
 
 
 def assert_refused(sch, call, match: str, cls=S.ScheduleError):
