@@ -49,6 +49,10 @@ Semantics:
 - Nested parallelism: a launch made from inside a task (or from another thread
   while a launch is in progress) runs all its tasks serially on the calling thread,
   in task-id order, and returns the first failure.  It never deadlocks.
+- Placement (Linux): workers are kept off the CPU the launching thread runs on
+  (``pthread_setaffinity_np`` to the process's allowed CPUs minus that one, redone
+  only when the caller has moved), because the kernel otherwise often wakes a
+  worker onto the caller's core and lets the two time-share it for milliseconds.
 - The number of threads (caller included) defaults to ``CUVIL_NUM_THREADS``, else
   ``os.cpu_count()``, read once when the pool is loaded.
 - After ``fork()`` the child's pool is reset (its workers do not exist there) and is

@@ -454,3 +454,32 @@ def test_launch_overhead_benchmark_runs(kernels, threads):
         assert stats["launches"] == 200 and 0 < stats["p10_ns"] <= stats["median_ns"]
         print(bench.format_stats(stats))
     assert stats["spread"] > 0.5  # a handoff launch makes a worker run the last task
+
+
+def _affinities():
+    """Native thread id -> CPU set, for every thread of this process."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            out[int(tid)] = os.sched_getaffinity(int(tid))
+        except OSError:   # the thread ended meanwhile
+            pass
+    return out
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or
+                    len(os.sched_getaffinity(0)) < 2,
+                    reason="thread placement needs Linux and two allowed CPUs")
+def test_workers_are_kept_off_the_callers_cpu(kernels, threads):
+    threads(2)
+    allowed = os.sched_getaffinity(0)
+    try:
+        for cpu in sorted(allowed)[:2]:     # the caller moves: the workers follow
+            os.sched_setaffinity(0, {cpu})
+            c = _Closure(8)
+            assert kernels["run"](c.ptr, 8) == 0
+            np.testing.assert_array_equal(c.sums, c.expected_sums())
+            placed = [t for t, cpus in _affinities().items() if cpus == allowed - {cpu}]
+            assert len(placed) >= tp.num_workers() >= 1
+    finally:
+        os.sched_setaffinity(0, allowed)
