@@ -1,9 +1,9 @@
 """Side-by-side CPU benchmarks: our kernels against numpy, in one process, interleaved.
 
-Run:  python benchmarks/run.py [--large] [--quick] [--json FILE]
+Run:  python benchmarks/run.py [--quick] [--json FILE]
 
-Workloads: fp32 GEMM 512^3 and 1024^3 (2048^3 with ``--large``; tutorial 04's
-schedule), a 3x3 conv2d (N=1, C=K=64, 56x56, pad 1; numpy: im2col + matmul), the
+Workloads: fp32 GEMM 512^3, 1024^3 and 2048^3 on one thread and on all threads
+(tutorial 04's schedule; numpy's OpenBLAS limited to the same count), a 3x3 conv2d (N=1, C=K=64, 56x56, pad 1; numpy: im2col + matmul), the
 elementwise ``exp(x) * y + z`` on 16M floats (GB/s, beside numpy and a measured copy
 bandwidth), and a row softmax (2048 x 1024).  The last two are built with the
 opt-in fast-math flags ``afn`` (inline vector ``exp``, within 1 ulp) and, for the
@@ -135,7 +135,38 @@ def measure_peak(repeat):
 
 # workloads ---------------------------------------------------------------------------------
 
-def bench_gemm(n, repeat, rng):
+def _blas_thread_setter():
+    """OpenBLAS's ``*_set_num_threads`` of the library numpy loaded, or None.
+
+    threadpoolctl does this properly; without it, the symbol is looked up in the
+    OpenBLAS shared object mapped into this process (Linux ``/proc/self/maps``).
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+        return lambda n: threadpool_limits(n, user_api="blas")
+    except ImportError:
+        pass
+    import ctypes
+    np.ones(2) @ np.ones(2)   # make sure the BLAS is loaded
+    try:
+        paths = {line.split()[-1] for line in open("/proc/self/maps")
+                 if "openblas" in line.lower() and line.rstrip().endswith(".so")}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        lib = ctypes.CDLL(path)
+        for name in ("openblas_set_num_threads", "openblas_set_num_threads64_",
+                     "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads"):
+            if hasattr(lib, name):
+                fn = getattr(lib, name)
+                fn.argtypes = [ctypes.c_int]
+                return fn
+    return None
+
+
+def bench_gemm(n, threads, repeat, rng):
+    """GEMM ``n^3`` with ``threads`` threads on both sides (ours and numpy's BLAS)."""
+    from targets.llvm import threadpool
     t04 = _tutorial04()
     mod, build_s = timed_build(t04.gemm_schedule(n, n, n), f"gemm{n}")
     a = rng.standard_normal((n, n)).astype("float32")
@@ -143,9 +174,21 @@ def bench_gemm(n, repeat, rng):
     c = np.zeros((n, n), "float32")
     mod(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=2e-4, atol=5e-3)
-    ours, theirs = interleaved(lambda: mod(a, b, c), lambda: a @ b, repeat)
-    return {"name": f"gemm fp32 {n}^3", "flops": 2.0 * n ** 3, "ours": ours,
-            "numpy": theirs, "build_s": build_s}
+    setter, old = _blas_thread_setter(), threadpool.get_num_threads()
+    threadpool.set_num_threads(threads)
+    if setter is not None:
+        setter(threads)
+    try:
+        ours, theirs = interleaved(lambda: mod(a, b, c), lambda: a @ b, repeat)
+    finally:
+        threadpool.set_num_threads(old)
+        if setter is not None:
+            setter(os.cpu_count() or 1)
+    label = f"{threads} thread" + ("s" if threads > 1 else "")
+    if setter is None and threads != (os.cpu_count() or 1):
+        label += ", numpy: all"
+    return {"name": f"gemm fp32 {n}^3 ({label})", "flops": 2.0 * n ** 3, "ours": ours,
+            "numpy": theirs, "build_s": build_s, "threads": threads}
 
 
 def conv_schedule(C=64, K=64, H=56, W=56, kv=16, wt=4):
@@ -309,29 +352,30 @@ def report(results, peak, overhead, info):
     print(f"fp32 peak (our FMA kernel): {peak['1 thread']:.1f} GFLOP/s on 1 thread, "
           f"{peak['all threads']:.1f} GFLOP/s on {os.cpu_count()} threads")
     print(f"call overhead (1-element kernel, checks + ctypes): {overhead * 1e6:.2f} us")
-    print(f"{'workload':28s} {'cuvil':>16s} {'numpy':>16s} {'ratio':>6s} {'peak%':>6s} "
+    print(f"{'workload':36s} {'cuvil':>16s} {'numpy':>16s} {'ratio':>6s} {'peak%':>6s} "
           f"{'spread (ours)':>20s} {'build':>7s}")
     for r in results:
         o, n = r["ours"]["median"], r["numpy"]["median"]
         if "flops" in r:
             unit, ours, theirs = "GFLOP/s", r["flops"] / o / 1e9, r["flops"] / n / 1e9
-            frac = f"{100 * ours / peak['all threads']:5.1f}%"
+            ref = peak["1 thread"] if r.get("threads") == 1 else peak["all threads"]
+            frac = f"{100 * ours / ref:5.1f}%"
         else:
             unit, ours, theirs = "GB/s", r["bytes"] / o / 1e9, r["bytes"] / n / 1e9
             frac = "-"
         r.update(ours_rate=ours, numpy_rate=theirs, unit=unit, ratio=n / o)
         spread = f"{r['ours']['min'] * 1e3:.2f}..{r['ours']['max'] * 1e3:.2f} ms"
-        print(f"{r['name']:28s} {ours:8.1f} {unit:7s} {theirs:8.1f} {unit:7s} "
+        print(f"{r['name']:36s} {ours:8.1f} {unit:7s} {theirs:8.1f} {unit:7s} "
               f"{n / o:6.2f} {frac:>6s} {spread:>20s} {r['build_s']:6.2f}s")
         if "copy_gbs" in r:
-            print(f"{'':28s} copy bandwidth (numpy copyto): {r['copy_gbs']:.1f} GB/s; ours "
+            print(f"{'':36s} copy bandwidth (numpy copyto): {r['copy_gbs']:.1f} GB/s; ours "
                   f"is {100 * ours / r['copy_gbs']:.0f}% of it")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--large", action="store_true", help="also GEMM 2048^3")
-    ap.add_argument("--quick", action="store_true", help="fewer repeats, smaller sizes")
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer repeats, smaller sizes (GEMM 512^3 only)")
     ap.add_argument("--repeat", type=int, default=None)
     ap.add_argument("--json", metavar="FILE")
     ap.add_argument("--settle", type=float, default=SETTLE_S,
@@ -347,8 +391,10 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     peak = measure_peak(repeat)
     results = []
-    for n in [512] + ([] if args.quick else [1024]) + ([2048] if args.large else []):
-        results.append(bench_gemm(n, repeat, rng))
+    threads = sorted({1, os.cpu_count() or 1})
+    for n in [512] + ([] if args.quick else [1024, 2048]):
+        for nt in threads:
+            results.append(bench_gemm(n, nt, repeat, rng))
     results.append(bench_conv(repeat, rng))
     results.append(bench_elementwise((1 << 22) if args.quick else (1 << 24), repeat, rng))
     results.append(bench_softmax(2048, 1024, repeat, rng))
