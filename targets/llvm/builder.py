@@ -74,6 +74,15 @@ class IRBuilder:
         """Record a module-level declaration (once per name)."""
         self.declarations.setdefault(name, text)
 
+    def nontemporal_metadata(self) -> str:
+        """The module's ``!{i32 1}`` node for ``!nontemporal`` stores (made once)."""
+        for line in self.metadata:
+            if line.endswith("; nontemporal"):
+                return line.split(" ", 1)[0]
+        ref = f"!{len(self.metadata)}"
+        self.metadata.append(f"{ref} = !{{i32 1}} ; nontemporal")
+        return ref
+
     def loop_metadata(self, *properties: str) -> str:
         """A distinct self-referencing ``!llvm.loop`` node holding ``properties``."""
         base = len(self.metadata)

@@ -47,6 +47,11 @@ from .vector_math import vector_exp
 #: stack-allocate internal buffers up to this many bytes; larger ones use the heap
 STACK_LIMIT = 64 << 10
 
+#: loop annotation: vector stores inside the loop are non-temporal (streaming) stores,
+#: which skip the cache and the read-for-ownership of the destination line; worth it
+#: for large outputs written once and not read back soon (an elementwise kernel)
+NONTEMPORAL = "pragma_nontemporal"
+
 _FLOAT_OPS = {"Add": "fadd", "Sub": "fsub", "Mul": "fmul", "Div": "fdiv", "Mod": "frem"}
 _INT_OPS = {"Add": "add", "Sub": "sub", "Mul": "mul"}
 _ICMP = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge"}
@@ -119,6 +124,7 @@ class LLVMCodegen:
         self.bufs: dict[int, str] = {}
         self.functions: list[str] = []   # outlined functions (parallel loop tasks)
         self.in_task = False
+        self.nontemporal = False         # inside a loop annotated pragma_nontemporal
 
     def child(self) -> "LLVMCodegen":
         """A code generator for another function of the same module (shared
@@ -129,6 +135,7 @@ class LLVMCodegen:
         sub.b.metadata = self.b.metadata
         sub.functions = self.functions
         sub.in_task = True
+        sub.nontemporal = self.nontemporal
         return sub
 
     # driver -------------------------------------------------------------------------
@@ -444,7 +451,10 @@ class LLVMCodegen:
             v = b.op(f"zext {reg_type(vdt)} {v} to {mem_type(vdt)}")
         al = D.itemsize(buf.dtype)
         if ptr is not None:
-            b.raw(f"store {mem_type(vdt)} {v}, ptr {ptr}, align {al}")
+            md = ""
+            if self.nontemporal and lanes != 1:
+                md = ", !nontemporal " + b.nontemporal_metadata()
+            b.raw(f"store {mem_type(vdt)} {v}, ptr {ptr}, align {al}{md}")
             return
         st = mem_type(buf.dtype)
         for k, p in enumerate(lanes):
@@ -456,6 +466,14 @@ class LLVMCodegen:
             raise CodegenError(f"llvm codegen: loop '{s.loop_var.name}' is bound to "
                                f"{s.thread_tag}; thread bindings need a GPU target "
                                "such as 'cuda'")
+        outer = self.nontemporal
+        self.nontemporal = outer or bool(dict(s.annotations).get(NONTEMPORAL, False))
+        try:
+            self._for(s)
+        finally:
+            self.nontemporal = outer
+
+    def _for(self, s):
         if s.kind == "parallel" and not self.in_task:
             emit_parallel_for(self, s)
             return

@@ -114,3 +114,25 @@ def test_undefined_variable_is_reported():
     with pytest.raises(targets.CodegenError, match=r"variable 'ghost' is used but never "
                                                    r"defined"):
         _build([A], BufferStore(A, T.const(0.0), (T.var("ghost"),)))
+
+
+@pytest.mark.parametrize("n", [1024, 1000])
+def test_pragma_nontemporal_streams_the_vector_stores(n):
+    import schedules as S
+    A = T.placeholder((n,), name="A")
+    B = T.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    sch = S.Schedule(T.create_prim_func([A, B]))
+    io, ii = sch.split(sch.get_loops(sch.get_block("B"))[0], [None, 64])
+    sch.parallel(io)
+    sch.vectorize(ii)
+    plain = targets.build(sch.copy(), "llvm")
+    sch.annotate(io, "pragma_nontemporal", 1)
+    mod = targets.build(sch, "llvm")
+    ll = mod.get_source("ll")
+    assert "store <8 x float>" in ll and ", !nontemporal !0" in ll
+    assert "!0 = !{i32 1} ; nontemporal" in ll
+    assert "!nontemporal" not in plain.get_source("ll")
+    a = np.random.default_rng(0).standard_normal(n).astype("float32")
+    b = np.zeros(n, "float32")
+    mod(a, b)
+    np.testing.assert_array_equal(b, a * np.float32(2) + np.float32(1))
