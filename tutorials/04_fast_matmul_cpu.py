@@ -1,6 +1,6 @@
 """Tutorial 04: an fp32 GEMM that runs at the speed of a BLAS, built from schedule steps.
 
-Run:  python tutorials/04_fast_matmul_cpu.py          (add --large for 2048^3)
+Run:  python tutorials/04_fast_matmul_cpu.py
 
 The recipe is the one every hand-tuned BLAS follows (GotoBLAS / BLIS):
 
@@ -27,7 +27,6 @@ Each size is checked against numpy, and timed side by side with ``numpy.matmul``
 the same process (median of repeats).
 """
 
-import sys
 import textwrap
 import time
 
@@ -129,9 +128,7 @@ if __name__ == "__main__":
     lines = text.splitlines()
     start = next(n for n, line in enumerate(lines) if "Cp[T.Ramp(0, 1, 8)] = Cp[" in line) - 1
     print(textwrap.dedent("\n".join(lines[start:start + 14])))
-    sizes = [(512, 512, 512), (1024, 1024, 1024), (1000, 1000, 1000)]
-    if "--large" in sys.argv:
-        sizes.append((2048, 2048, 2048))
+    sizes = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (1000, 1000, 1000)]
     print("== fp32 GEMM, median of 5 interleaved runs, same process as numpy")
     for size in sizes:
         mod = measure(*size)
