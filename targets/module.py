@@ -59,7 +59,7 @@ class Module:
 
             >>> import cuvil_tir as T, targets
             >>> mod = targets.build(T.create_prim_func([T.placeholder((2,), name="X")]))
-            >>> "define void @main" in mod.get_source()
+            >>> "define i32 @main" in mod.get_source()
             True
         """
         if fmt == "tir":

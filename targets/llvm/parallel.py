@@ -3,9 +3,10 @@
 A ``parallel`` loop ``for i in range(lo, lo + n): body`` becomes two internal
 functions and one call::
 
-    define internal void @f.par0.body(ptr noalias %A, ..., i32 %i)   ; one iteration
+    define internal i32 @f.par0.body(ptr noalias %A, ..., i32 %i)    ; one iteration
     define internal i32 @f.par0(i32 %task, i32 %ntasks, ptr %closure) ; loads, calls body
     %err = call i32 @cuvil_parallel_launch(ptr @f.par0, ptr %closure, i32 n)
+    ; a non-zero %err (a task's status) is returned by the function at once
 
 The closure is a stack struct holding every value the body uses that is defined
 outside it (buffer pointers, scalars, outer loop variables, symbolic sizes) and
@@ -80,8 +81,14 @@ def emit_parallel_for(cg, loop) -> None:
         b.raw(f"store {ty} {val}, ptr {p}")
     ntasks = I.convert(b, ext, dt, "int32")
     b.declare("cuvil_parallel_launch", LAUNCH_DECL)
-    b.op(f"call i32 @cuvil_parallel_launch(ptr @{_q(task_name)}, ptr {closure}, "
-         f"i32 {ntasks})")
+    err = b.op(f"call i32 @cuvil_parallel_launch(ptr @{_q(task_name)}, ptr {closure}, "
+               f"i32 {ntasks})")
+    failed = b.op(f"icmp ne i32 {err}, 0")
+    fail, ok = b.label("par.fail"), b.label("par.ok")
+    b.raw(f"br i1 {failed}, label %{fail}, label %{ok}")
+    b.start(fail)
+    b.raw(f"ret i32 {err}")
+    b.start(ok)
 
     # the body function: one iteration, buffers as noalias parameters
     sub = cg.child()
@@ -97,8 +104,8 @@ def emit_parallel_for(cg, loop) -> None:
     params.append(f"{t} %iv")
     sub.vars[id(loop.loop_var)] = "%iv"
     sub.stmt(loop.body)
-    sub.b.raw("ret void")
-    cg.functions.append(_define(f"internal void @{_q(body_name)}", params, sub.b))
+    sub.b.raw("ret i32 0")
+    cg.functions.append(_define(f"internal i32 @{_q(body_name)}", params, sub.b))
 
     # the task function: unpack the closure, i = lo + task id, call the body
     tb = cg.child().b
@@ -109,8 +116,8 @@ def emit_parallel_for(cg, loop) -> None:
     tid = I.convert(tb, "%task", "int32", dt)
     iv = tb.op(f"add {t} {loaded[0]}, {tid}")
     args = [f"{ty} {val}" for ty, val in zip(fields[1:], loaded[1:])] + [f"{t} {iv}"]
-    tb.raw(f"call void @{_q(body_name)}({', '.join(args)})")
-    tb.raw("ret i32 0")
+    status = tb.op(f"call i32 @{_q(body_name)}({', '.join(args)})")
+    tb.raw(f"ret i32 {status}")
     cg.functions.append(_define(f"internal i32 @{_q(task_name)}",
                                 ["i32 %task", "i32 %ntasks", "ptr %closure"], tb))
 

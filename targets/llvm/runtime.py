@@ -26,7 +26,9 @@ import numpy as np
 
 from cuvil_tir import dtype as D
 
-from .codegen import abi_type
+from cuvil_tir.errors import TargetError
+
+from .codegen import STATUS_MESSAGES, abi_type
 from .engine import Library, resolve_cpu
 
 _CTYPES = {"i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
@@ -62,7 +64,7 @@ def wrapper_ir(signature, offset: int) -> str:
         >>> import cuvil_tir as T
         >>> from targets.signature import Signature
         >>> sig = Signature.from_func(T.create_prim_func([T.placeholder((2,), name="X")]))
-        >>> "define void @main__cuvil_py(ptr %o0)" in wrapper_ir(sig, 16)
+        >>> "define i32 @main__cuvil_py(ptr %o0)" in wrapper_ir(sig, 16)
         True
     """
     params, args, body = [], [], []
@@ -80,9 +82,22 @@ def wrapper_ir(signature, offset: int) -> str:
         params.append(f"i64 %n{k}")
         args.append(f"i64 %n{k}")
     name = signature.name
-    return (f"\ndefine void @{name}__cuvil_py({', '.join(params)}) {{\n" + "\n".join(body)
-            + ("\n" if body else "") + f"  call void @{name}({', '.join(args)})\n"
-            "  ret void\n}\n")
+    return (f"\ndefine i32 @{name}__cuvil_py({', '.join(params)}) {{\n" + "\n".join(body)
+            + ("\n" if body else "") + f"  %status = call i32 @{name}({', '.join(args)})\n"
+            "  ret i32 %status\n}\n")
+
+
+def status_error(name: str, status: int) -> TargetError:
+    """The error for a non-zero status returned by the compiled function ``name``.
+
+    Example::
+
+        >>> status_error("main", 1).message.startswith("llvm: main stopped")
+        True
+    """
+    why = STATUS_MESSAGES.get(status, f"unknown status {status}")
+    return TargetError(f"llvm: {name} stopped before finishing: {why}; outputs may be "
+                       "partly written")
 
 
 class LLVMRuntimeModule:
@@ -111,17 +126,27 @@ class LLVMRuntimeModule:
             addr = self.library.address(f"{self.entry_name}__cuvil_py")
             argtypes = [ctypes.py_object if p.kind == "buffer" else _ctype(p.dtype)
                         for p in signature.params] + sizes
-            self.raw = ctypes.CFUNCTYPE(None, *argtypes)(addr)
+            cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(addr)
+            name = self.entry_name
+
+            def raw(*args):
+                status = cfunc(*args)
+                if status:
+                    raise status_error(name, status)
+            self.raw = raw
         else:
             addr = self.library.address(self.entry_name)
             argtypes = [ctypes.c_void_p if p.kind == "buffer" else _ctype(p.dtype)
                         for p in signature.params] + sizes
-            cfunc = ctypes.CFUNCTYPE(None, *argtypes)(addr)
+            cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(addr)
             kinds = [p.kind == "buffer" for p in signature.params]
+            name = self.entry_name
 
             def raw(*args):
-                return cfunc(*[a.ctypes.data if k else a for a, k in zip(args, kinds)],
-                             *args[len(kinds):])
+                status = cfunc(*[a.ctypes.data if k else a for a, k in zip(args, kinds)],
+                               *args[len(kinds):])
+                if status:
+                    raise status_error(name, status)
             self.raw = raw
 
     def get_source(self, fmt: str | None = None) -> str:

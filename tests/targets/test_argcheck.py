@@ -5,6 +5,7 @@ import pytest
 
 import cuvil_tir as T
 import targets
+from cuvil_tir.errors import TargetError
 from targets import ArgumentError
 
 
@@ -152,3 +153,37 @@ def test_error_is_a_cuvil_error_with_code(matmul_mod):
         matmul_mod()
     assert info.value.code == "CVL-E107"
     assert isinstance(info.value, TypeError)
+
+
+
+def _huge_intermediate(parallel: bool, dtype: str = "int64"):
+    """C[i] = B[i, 0, 0, 0] + 1 where B is the internal (m, n, n, n) buffer: it is
+    heap-allocated with a size taken from the arguments' shapes (inside the
+    parallel task when ``parallel``); N only binds n."""
+    import schedules as S
+    m, n = T.size_var("m", dtype), T.size_var("n", dtype)
+    A, N = T.placeholder((m,), name="A"), T.placeholder((n,), name="N")
+    B = T.compute((m, n, n, n), lambda i, a, b, c: A[i] * 2.0 + N[a], name="B")
+    C = T.compute((m,), lambda i: B[i, 0, 0, 0] + 1.0, name="C")
+    sch = S.Schedule(T.create_prim_func([A, N, C]))
+    if parallel:
+        (i,) = sch.get_loops(sch.get_block("C"))
+        sch.parallel(i)
+        sch.compute_at(sch.get_block("B"), i)
+    return targets.build(sch, "llvm")
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("dtype, n", [("int64", 1 << 16),    # m*n^3 wraps to 0 in int64
+                                      ("int64", 1 << 12),    # 2^52 bytes: no memory
+                                      ("int32", 1 << 6)])    # 2^34 elements: int32 indices wrap
+def test_internal_buffer_that_cannot_be_allocated_raises(parallel, dtype, n):
+    mod = _huge_intermediate(parallel, dtype)
+    a, c = np.ones(1 << 16, "float32"), np.zeros(1 << 16, "float32")
+    with pytest.raises(TargetError, match=r"stopped before finishing: an internal buffer "
+                                          r"could not be allocated"):
+        mod(a, np.zeros(n, "float32"), c)
+    # the module stays usable with sizes that fit
+    a2, c2 = np.arange(4, dtype="float32"), np.zeros(4, "float32")
+    mod(a2, np.zeros(2, "float32"), c2)
+    np.testing.assert_array_equal(c2, a2 * 2 + 1)
