@@ -3,12 +3,13 @@
 Run:  python benchmarks/run.py [--quick] [--json FILE]
 
 Workloads: fp32 GEMM 512^3, 1024^3 and 2048^3 on one thread and on all threads
-(tutorial 04's schedule; numpy's OpenBLAS limited to the same count), a 3x3 conv2d (N=1, C=K=64, 56x56, pad 1; numpy: im2col + matmul), the
-elementwise ``exp(x) * y + z`` on 16M floats (GB/s, beside numpy and a measured copy
-bandwidth), and a row softmax (2048 x 1024).  The last two are built with the
-opt-in fast-math flags ``afn`` (inline vector ``exp``, within 1 ulp) and, for the
-softmax reductions, ``reassoc``; GEMM and conv use the default (``contract`` only).  Each figure is the median of
-``--repeat`` runs, ours and numpy's alternating so both see the same machine load;
+(tutorial 04's schedule; numpy's OpenBLAS limited to the same count), a 3x3 conv2d
+(N=1, C=K=64, 56x56, pad 1; numpy: im2col + matmul), the elementwise
+``exp(x) * y + z`` on 16M floats (GB/s, beside numpy and a measured copy bandwidth),
+and a row softmax (2048 x 1024).  The last two are built with the opt-in fast-math
+flags ``afn`` (inline vector ``exp``, within 1 ulp) and, for the softmax reductions,
+``reassoc``; GEMM and conv use the default (``contract`` only).  Each figure is the
+median of ``--repeat`` runs, ours and numpy's alternating so both see the same machine load;
 the spread is min..max.  Every kernel's result is checked against numpy first.
 Each timed call is preceded by a ``--settle`` pause (0.15 s): OpenBLAS's worker
 threads busy-wait about 0.1 s after every call, and on a 2-core machine that spinning
@@ -28,6 +29,7 @@ alone -- and reports which BLAS numpy runs (via threadpoolctl when installed).
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import os
@@ -135,6 +137,7 @@ def measure_peak(repeat):
 
 # workloads ---------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
 def _blas_thread_setter():
     """OpenBLAS's ``*_set_num_threads`` of the library numpy loaded, or None.
 
@@ -164,8 +167,9 @@ def _blas_thread_setter():
     return None
 
 
-def bench_gemm(n, threads, repeat, rng):
-    """GEMM ``n^3`` with ``threads`` threads on both sides (ours and numpy's BLAS)."""
+def bench_gemm(n, thread_counts, repeat, rng):
+    """GEMM ``n^3`` (built once) on each of ``thread_counts`` threads, ours and numpy's
+    BLAS limited to the same count; one result per count."""
     from targets.llvm import threadpool
     t04 = _tutorial04()
     mod, build_s = timed_build(t04.gemm_schedule(n, n, n), f"gemm{n}")
@@ -175,21 +179,24 @@ def bench_gemm(n, threads, repeat, rng):
     mod(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=2e-4, atol=5e-3)
     setter, old = _blas_thread_setter(), threadpool.get_num_threads()
-    threadpool.set_num_threads(threads)
-    if setter is not None:
-        setter(threads)
-    try:
-        ours, theirs = interleaved(lambda: mod(a, b, c), lambda: a @ b, repeat)
-    finally:
-        threadpool.set_num_threads(old)
+    results = []
+    for threads in thread_counts:
+        threadpool.set_num_threads(threads)
         if setter is not None:
-            setter(os.cpu_count() or 1)
-    label = f"{threads} thread" + ("s" if threads > 1 else "")
-    if setter is None and threads != (os.cpu_count() or 1):
-        label += ", numpy: all"
-    return {"name": f"gemm fp32 {n}^3 ({label})", "flops": 2.0 * n ** 3, "ours": ours,
-            "numpy": theirs, "build_s": build_s, "threads": threads}
-
+            setter(threads)
+        try:
+            ours, theirs = interleaved(lambda: mod(a, b, c), lambda: a @ b, repeat)
+        finally:
+            threadpool.set_num_threads(old)
+            if setter is not None:
+                setter(os.cpu_count() or 1)
+        label = f"{threads} thread" + ("s" if threads > 1 else "")
+        if setter is None and threads != (os.cpu_count() or 1):
+            label += ", numpy: all"
+        results.append({"name": f"gemm fp32 {n}^3 ({label})", "flops": 2.0 * n ** 3,
+                        "ours": ours, "numpy": theirs, "build_s": build_s,
+                        "threads": threads})
+    return results
 
 def conv_schedule(C=64, K=64, H=56, W=56, kv=16, wt=4):
     """3x3 conv, stride 1, pad 1, NCHW (N=1).
@@ -398,8 +405,7 @@ def main(argv=None):
     results = []
     threads = sorted({1, os.cpu_count() or 1})
     for n in [512] + ([] if args.quick else [1024, 2048]):
-        for nt in threads:
-            results.append(bench_gemm(n, nt, repeat, rng))
+        results.extend(bench_gemm(n, threads, repeat, rng))
     results.append(bench_conv(repeat, rng))
     results.append(bench_elementwise((1 << 22) if args.quick else (1 << 24), repeat, rng))
     results.append(bench_softmax(2048, 1024, repeat, rng))

@@ -17,7 +17,7 @@ arguments must not overlap.  ``parallel`` loops run on the native thread pool
 loops are serial loops carrying ``llvm.loop.vectorize.enable``; ``unrolled`` loops
 carry ``llvm.loop.unroll.full``.  The function returns 0, or a non-zero status
 (:data:`STATUS_MESSAGES`) when it stopped early: an internal heap buffer whose size
-overflows 64 bits or that the C library could not allocate.  Buffers already
+overflows 64 bits or its index dtype, or that the C library could not allocate.  Buffers already
 allocated by that call are then not freed (the process is out of memory anyway);
 nothing is written out of bounds.
 
@@ -52,12 +52,14 @@ from .vector_math import vector_exp
 STACK_LIMIT = 64 << 10
 
 #: status returned by the generated function when an internal buffer cannot be
-#: allocated (its size overflows 64 bits, or the C library has no memory for it)
+#: allocated (its size overflows 64 bits or its index dtype, or the C library has no
+#: memory for it)
 STATUS_ALLOC_FAILED = 1
 
 #: what each non-zero status means (raised by the runtime as ``TargetError``)
 STATUS_MESSAGES = {STATUS_ALLOC_FAILED: "an internal buffer could not be allocated (its "
-                   "size overflows 64 bits or the process is out of memory)"}
+                   "size overflows 64 bits or its index dtype, or the process is out "
+                   "of memory)"}
 
 #: loop annotation: vector stores inside the loop are non-temporal (streaming) stores,
 #: which skip the cache and the read-for-ownership of the destination line; worth it

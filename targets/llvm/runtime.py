@@ -100,6 +100,15 @@ def status_error(name: str, status: int) -> TargetError:
                        "partly written")
 
 
+def _raising(call, name: str):
+    """``call`` (returning the native status) as a function that raises on failure."""
+    def raw(*args):
+        status = call(*args)
+        if status:
+            raise status_error(name, status)
+    return raw
+
+
 class LLVMRuntimeModule:
     """Compiled code of one function: ``raw`` is its checked-arguments entry.
 
@@ -126,28 +135,19 @@ class LLVMRuntimeModule:
             addr = self.library.address(f"{self.entry_name}__cuvil_py")
             argtypes = [ctypes.py_object if p.kind == "buffer" else _ctype(p.dtype)
                         for p in signature.params] + sizes
-            cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(addr)
-            name = self.entry_name
-
-            def raw(*args):
-                status = cfunc(*args)
-                if status:
-                    raise status_error(name, status)
-            self.raw = raw
+            self.raw = _raising(ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(addr),
+                                self.entry_name)
         else:
             addr = self.library.address(self.entry_name)
             argtypes = [ctypes.c_void_p if p.kind == "buffer" else _ctype(p.dtype)
                         for p in signature.params] + sizes
             cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(addr)
             kinds = [p.kind == "buffer" for p in signature.params]
-            name = self.entry_name
 
-            def raw(*args):
-                status = cfunc(*[a.ctypes.data if k else a for a, k in zip(args, kinds)],
-                               *args[len(kinds):])
-                if status:
-                    raise status_error(name, status)
-            self.raw = raw
+            def with_pointers(*args):
+                return cfunc(*[a.ctypes.data if k else a for a, k in zip(args, kinds)],
+                             *args[len(kinds):])
+            self.raw = _raising(with_pointers, self.entry_name)
 
     def get_source(self, fmt: str | None = None) -> str:
         """``"ll"`` (generated IR, default), ``"ll-opt"`` (optimised) or ``"asm"``."""

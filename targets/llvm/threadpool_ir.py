@@ -554,14 +554,12 @@ build:
   %clear = xor i8 %one, -1
   %nv = and i8 %bv, %clear
   store i8 %nv, ptr %bp, align 1
-  ; nothing left (the caller's CPU is the only one allowed): leave workers alone
-  %left = icmp ne i8 %nv, 0
-  br i1 %left, label %head, label %others
-others:
+  ; nothing left (the caller's CPU is the only one allowed): leave workers alone,
+  ; but remember the CPU so the next launches skip this work
   %any = call i1 @pool_mask_nonempty(ptr %mask)
-  br i1 %any, label %head, label %done
+  br i1 %any, label %head, label %record
 head:
-  %i = phi i32 [ 1, %build ], [ 1, %others ], [ %i.next, %set ]
+  %i = phi i32 [ 1, %build ], [ %i.next, %set ]
   %more = icmp sle i32 %i, %started
   br i1 %more, label %set, label %record
 set:
