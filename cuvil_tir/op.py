@@ -14,7 +14,6 @@ Example::
 
 from __future__ import annotations
 
-import math
 
 from . import dtype as D
 from .errors import DTypeError

@@ -21,7 +21,7 @@ Example::
 from __future__ import annotations
 
 from .buffer import Buffer
-from .expr import Expr, Var
+from .expr import Expr
 from .node import Node, field_names
 
 _DISPATCH: dict[tuple[type, type], object] = {}

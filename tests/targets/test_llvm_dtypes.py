@@ -33,7 +33,7 @@ def _trunc_div(x, y):
 def _build_binary(dt, n, ops):
     A = T.placeholder((n,), dt, name="A")
     B = T.placeholder((n,), dt, name="B")
-    outs = [T.compute((n,), (lambda op: lambda i: op(A[i], B[i]))(op), name=name)
+    outs = [T.compute((n,), (lambda op: lambda i: op(A[i], B[i]))(op), name=name)  # noqa: B023 - bound by the outer lambda
             for name, op in ops]
     return targets.build(T.create_prim_func([A, B, *outs]))
 
