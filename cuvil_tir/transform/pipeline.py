@@ -16,7 +16,7 @@ from ..errors import LoweringError
 from ..function import PrimFunc
 from .flatten_buffers import flatten_buffers
 from .lower_blocks import lower_blocks
-from .pass_manager import PassManager
+from .pass_manager import PassManager, pass_name  # noqa: F401 - the doctests use it
 from .simplify import simplify
 from .verify import verify
 
