@@ -48,6 +48,11 @@ def lower_for(func: PrimFunc, target) -> PrimFunc:
     """
     from cuvil_tir import transform
     target = as_target(target)
+    with transform.PassContext(target=target):
+        return _lower_in_context(func, target, transform)
+
+
+def _lower_in_context(func, target, transform) -> PrimFunc:
     kind = target.kind_obj
     passes = getattr(kind, "passes", None)
     if passes is None:

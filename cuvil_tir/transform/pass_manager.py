@@ -56,8 +56,12 @@ def pass_name(p) -> str:
 class PassContext:
     """Instruments and options for the passes run inside ``with PassContext(...):``.
 
-    ``opt_level`` and ``config`` are read by passes through
-    ``PassContext.current()``.  Entering a context when none is active also reads
+    ``opt_level``, ``config`` and ``target`` are read by passes through
+    ``PassContext.current()``: a pass that depends on the machine (vector width,
+    features, memories) reads ``PassContext.current().target``, never the host.
+    ``target`` is whatever the caller lowers for (a ``targets.Target`` when lowering
+    through ``targets.build`` or ``T.lower(f, target)``); ``None`` means target-blind.
+    A nested context without a target inherits the enclosing one's.  Entering a context when none is active also reads
     ``CUVIL_PASS_TIMING`` / ``CUVIL_DUMP_IR`` (see the module docstring).
 
     Example::
@@ -65,13 +69,20 @@ class PassContext:
         >>> with PassContext(opt_level=2, config={"unroll.max_extent": 8}) as ctx:
         ...     PassContext.current().config["unroll.max_extent"]
         8
+        >>> with PassContext(target="llvm"):
+        ...     with PassContext(opt_level=1):
+        ...         PassContext.current().target
+        'llvm'
     """
 
-    def __init__(self, instruments=(), opt_level: int = 3, config: dict | None = None):
+    def __init__(self, instruments=(), opt_level: int = 3, config: dict | None = None,
+                 target=None):
         self.instruments = list(instruments)
+        self.target = target
         self.opt_level = opt_level
         self.config = dict(config or {})
         self.env_instruments: list = []
+        self.outer_instruments: list = []
 
     @staticmethod
     def current() -> "PassContext":
@@ -85,8 +96,9 @@ class PassContext:
         return bool(_stack())
 
     def all_instruments(self) -> list:
-        """Explicit instruments, then those the environment asked for."""
-        return self.instruments + self.env_instruments
+        """Enclosing contexts' instruments, this context's own, then those the
+        environment asked for."""
+        return self.outer_instruments + self.instruments + self.env_instruments
 
     def __enter__(self) -> "PassContext":
         s = _stack()
@@ -95,14 +107,20 @@ class PassContext:
         elif self is not s[-1]:
             # a nested context sees the instruments the top level asked for
             self.env_instruments = list(s[0].env_instruments)
+        if s and self is not s[-1]:
+            # a nested context (e.g. one that only sets the target) still reports to
+            # the instruments of the contexts around it; their owners enter/exit them
+            self.outer_instruments = s[-1].outer_instruments + s[-1].instruments
+            if self.target is None:
+                self.target = s[-1].target
         s.append(self)
-        for ins in self.all_instruments():
+        for ins in self.instruments + self.env_instruments:
             ins.enter_pass_ctx()
         return self
 
     def __exit__(self, *exc) -> None:
         try:
-            for ins in self.all_instruments():
+            for ins in self.instruments + self.env_instruments:
                 ins.exit_pass_ctx()
         finally:
             _stack().pop()

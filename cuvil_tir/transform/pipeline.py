@@ -16,7 +16,7 @@ from ..errors import LoweringError
 from ..function import PrimFunc
 from .flatten_buffers import flatten_buffers
 from .lower_blocks import lower_blocks
-from .pass_manager import PassManager, pass_name  # noqa: F401 - the doctests use it
+from .pass_manager import PassContext, PassManager, pass_name  # noqa: F401 - the doctests use it
 from .simplify import simplify
 from .verify import verify
 
@@ -132,4 +132,7 @@ def lower(func_or_sch, target=None) -> PrimFunc:
         if not isinstance(func, PrimFunc):
             raise LoweringError(f"lower: expected a PrimFunc or a Schedule (an object "
                                 f"with .func), found {type(func_or_sch).__name__}")
-    return PassManager(get_pipeline(target)).run(func)
+    # a kind name carries no options; an enclosing context (targets.build) may hold
+    # the full Target, which the nested context then inherits
+    with PassContext(target=None if isinstance(target, str) else target):
+        return PassManager(get_pipeline(target)).run(func)
