@@ -274,12 +274,9 @@ def make_caller(sig: Signature, raw):
     if not sig.allow_inplace and len(bufs) > 1 and any(p.writes for p in bufs):
         # distinct arrays that own their memory cannot overlap; anything else (a view,
         # the same array twice) takes the slow path, which compares memory ranges
-        for p in bufs:
-            steps.append(("cond", f"a{p.index}.base is None"))
-        for w in bufs:
-            for o in bufs:
-                if w.writes and o is not w and (not o.writes or o.index > w.index):
-                    steps.append(("cond", f"a{w.index} is not a{o.index}"))
+        owners = " and ".join(f"a{p.index}.base is None" for p in bufs)
+        ids = ", ".join(f"id(a{p.index})" for p in bufs)
+        steps.append(("cond", f"{owners} and len({{{ids}}}) == {len(bufs)}"))
     for v in sig.size_vars:
         lo, hi = D.int_range(v.dtype)
         if hi < (1 << 62):
