@@ -18,6 +18,7 @@ from .benchmark import BenchmarkResult
 from .module import Module
 from .build import build, lower_for
 from . import llvm  # noqa: F401 - registers the "llvm" kind
+from . import c  # noqa: F401 - registers the "c" kind
 
 __all__ = ["ArgumentError", "BenchmarkResult", "CodegenError", "Module", "Target",
            "TargetError", "as_target", "build", "get_target_kind", "list_targets",
