@@ -36,5 +36,6 @@ from .interpreter import interpret
 from .parser import parse, prim_func
 from .script import *  # noqa: F401,F403 - TVMScript names: T.float32, T.serial, T.block, ...
 from . import transform
+from .debug import diff, graph
 
 __version__ = "0.1.0"

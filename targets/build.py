@@ -97,4 +97,4 @@ def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
                                                                  sig.size_vars)
     source = kind.codegen(lowered, target)
     runtime = kind.runtime(source, target, sig)
-    return Module(runtime, sig, lowered, target)
+    return Module(runtime, sig, lowered, target, source_func=func)

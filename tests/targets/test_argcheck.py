@@ -188,3 +188,36 @@ def test_internal_buffer_that_cannot_be_allocated_raises(parallel, dtype, n, tar
     a2, c2 = np.arange(4, dtype="float32"), np.zeros(4, "float32")
     mod(a2, np.zeros(2, "float32"), c2)
     np.testing.assert_array_equal(c2, a2 * 2 + 1)
+
+
+def _add_one(n=8):
+    A = T.placeholder((n,), name="A")
+    B = T.compute((n,), lambda i: A[i] + 1.0, name="B")
+    return T.create_prim_func([A, B])
+
+
+@pytest.mark.parametrize("make_args", [
+    lambda x: (x, x),                                # the same array twice
+    lambda x: (x[::1], x),                           # a view of the output as input
+    lambda x: (x.reshape(2, 4).reshape(8), x[:]),    # two views of one array
+])
+def test_overlapping_arguments_are_refused_when_one_is_written(make_args):
+    mod = targets.build(_add_one())
+    x = np.arange(8, dtype="float32")
+    with pytest.raises(targets.ArgumentError,
+                       match=r"argument 1 'B': overlaps argument 0 'A' in memory.*"
+                             r"cuvil.allow_inplace"):
+        mod(*make_args(x))
+    np.testing.assert_array_equal(x, np.arange(8, dtype="float32"))
+
+
+def test_overlap_check_lets_distinct_views_and_declared_in_place_use_through():
+    mod = targets.build(_add_one())
+    base = np.arange(16, dtype="float32")
+    a, b = base[:8], base[8:]                 # views of one array that do not overlap
+    mod(a, b)
+    np.testing.assert_array_equal(b, np.arange(8, dtype="float32") + 1)
+    inplace = targets.build(_add_one().with_attr("cuvil.allow_inplace", True))
+    x = np.arange(8, dtype="float32")
+    inplace(x, x)
+    np.testing.assert_array_equal(x, np.arange(8, dtype="float32") + 1)
