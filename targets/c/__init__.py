@@ -24,11 +24,8 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify
-from cuvil_tir.transform.compact import compact_local_buffers
-from cuvil_tir.transform.unroll import unroll_loops
-
 from ..cstyle import CPrinter
+from ..llvm import llvm_pipeline, vectorize_for_host
 from ..registry import register_target
 from .compiler import openmp_supported
 from .runtime import CRuntimeModule
@@ -54,8 +51,7 @@ class CTargetPrinter(CPrinter):
 
 
 def c_pipeline() -> list:
-    """The default pipeline with ``compact_local_buffers`` before ``flatten_buffers``
-    and ``unroll_loops``, ``simplify`` after its ``simplify``.
+    """The llvm target's pipeline without its vectorizer (the C compiler vectorizes).
 
     Example::
 
@@ -64,14 +60,7 @@ def c_pipeline() -> list:
         ['lower_blocks', 'compact_local_buffers', 'flatten_buffers', 'simplify',
          'unroll_loops', 'simplify', 'verify']
     """
-    out = []
-    for p in default_pipeline():
-        if p is flatten_buffers:
-            out.append(compact_local_buffers)
-        out.append(p)
-        if p is simplify:
-            out.extend([unroll_loops, simplify])
-    return out
+    return [p for p in llvm_pipeline() if p is not vectorize_for_host]
 
 
 def _openmp(target) -> bool:

@@ -11,7 +11,8 @@ attribute              meaning (default: portable C99)
 ``headers``            ``#include`` lines at the top
 ``function_prefix``    text before the return type (``'extern "C" __global__'``)
 ``status_type``        the return type; the function returns 0 or a status
-                       (:data:`STATUS_ALLOC_FAILED`); ``"void"``: no status
+                       (``STATUS_ALLOC_FAILED`` of :mod:`targets.llvm.codegen`);
+                       ``"void"``: no status
 ``restrict``           the pointer qualifier for parameters (``"restrict"``,
                        ``"__restrict__"``, or ``""``)
 ``scalar_types``       dtype element -> C type of a value in an expression
@@ -73,51 +74,19 @@ from cuvil_tir import dtype as D
 from cuvil_tir import ops
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError, CuvilError
-from cuvil_tir.expr import IntImm, Var
-from cuvil_tir.visitor import used_vars
+from cuvil_tir.expr import IntImm
+
+# one ABI for every native CPU backend: the llvm codegen defines the size arguments
+# and the status codes (targets.llvm.runtime turns a status into an error)
+from ..llvm.codegen import STATUS_ALLOC_FAILED, size_vars_of
 
 from .helpers import half_helpers, helper, size_helpers
-
-#: the status a function returns when an internal buffer cannot be allocated
-STATUS_ALLOC_FAILED = 1
-
-_C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum
-extern float for goto if inline int long register restrict return short signed sizeof
-static struct switch typedef union unsigned void volatile while bool true false main
-_Bool _Complex _Imaginary""".split())
-#: C library names generated code may call: never used for variables or buffers
-_LIBRARY_NAMES = frozenset("""malloc free size_t NULL INFINITY NAN fmod fmodf floor floorf
-fabs fabsf INT64_MIN INT64_C UINT64_C""".split())
+from .names import c_identifier
 
 _INFIX = {"Add": "+", "Sub": "-", "Mul": "*", "EQ": "==", "NE": "!=", "LT": "<",
           "LE": "<=", "GT": ">", "GE": ">=", "And": "&&", "Or": "||"}
 _HELPER_OPS = {"Div": "div", "Mod": "mod", "FloorDiv": "floordiv", "FloorMod": "floormod",
                "Min": "min", "Max": "max"}
-
-
-def size_vars_of(func) -> list:
-    """The symbolic sizes passed after the parameters (the ``cuvil.size_vars``
-    attribute set by ``targets.build``, else first use in the parameters' shapes).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> n = T.size_var("n")
-        >>> f = T.PrimFunc([T.decl_buffer((n,), "float32", "A")], T.Evaluate(T.const(0)))
-        >>> [v.name for v in size_vars_of(f)]
-        ['n']
-    """
-    attr = func.attr("cuvil.size_vars")
-    if attr is not None:
-        return list(attr)
-    scalars = {id(p) for p in func.params if isinstance(p, Var)}
-    out = []
-    for p in func.params:
-        if isinstance(p, Buffer):
-            for v in used_vars(p.shape):
-                if id(v) not in scalars and all(v is not o for o in out):
-                    out.append(v)
-    return out
 
 
 class CPrinter:
@@ -213,14 +182,7 @@ class CPrinter:
     # names and types ---------------------------------------------------------------------
     def bind(self, node) -> str:
         """A fresh C identifier for a variable or buffer (unique in the function)."""
-        base = re.sub(r"[^A-Za-z0-9_]", "_", node.name) or "v"
-        if base[0].isdigit() or base in _C_KEYWORDS or base in _LIBRARY_NAMES \
-                or base.startswith("cvl_") or _is_libm(base):
-            base = "v_" + base
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
+        name = c_identifier(node.name, self.taken)
         self.taken.add(name)
         self.names[id(node)] = name
         return name
@@ -628,14 +590,6 @@ class CPrinter:
             except CuvilError as err:
                 raise CodegenError(f"{self.lang} codegen: {err.message}") from None
         return self.round_value(text, dt) if D.is_float(dt) else text
-
-
-def _is_libm(name: str) -> bool:
-    for op in ops.list_ops():
-        libm = ops.get_op(op).libm
-        if libm is not None and name in (libm, libm + "f"):
-            return True
-    return False
 
 
 def _is_zero(e) -> bool:
