@@ -19,6 +19,7 @@ from .module import Module
 from .build import build, lower_for
 from . import cache
 from . import llvm  # noqa: F401 - registers the "llvm" kind
+from . import c  # noqa: F401 - registers the "c" kind
 
 __all__ = ["ArgumentError", "BenchmarkResult", "CodegenError", "Module", "Target",
            "TargetError", "as_target", "build", "cache", "get_target_kind", "list_targets",
