@@ -95,6 +95,11 @@ def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
     sig = Signature.from_func(func, lowered, name)
     lowered = lowered.with_attr("global_symbol", name).with_attr("cuvil.size_vars",
                                                                  sig.size_vars)
-    source = kind.codegen(lowered, target)
-    runtime = kind.runtime(source, target, sig)
-    return Module(runtime, sig, lowered, target)
+    try:
+        source = kind.codegen(lowered, target)
+        runtime = kind.runtime(source, target, sig)
+    except Exception as err:
+        from cuvil_tir.transform import report_failure
+        report_failure(lowered, f"codegen for {target.kind}", err)
+        raise
+    return Module(runtime, sig, lowered, target, source_func=func)

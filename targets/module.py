@@ -35,8 +35,9 @@ class Module:
         'noop'
     """
 
-    def __init__(self, runtime, signature, lowered, target):
+    def __init__(self, runtime, signature, lowered, target, source_func=None):
         self.runtime = runtime
+        self.source_func = source_func
         self.signature = signature
         self.lowered = lowered
         self.target = target
@@ -101,6 +102,25 @@ class Module:
                          warmup=warmup)
         return time_calls(lambda: raw(*checked), repeat=repeat, number=number,
                           warmup=warmup)
+
+    def profile(self, *args, repeat: int = 5):
+        """Time per block (a profiling build of each top-level stage, see
+        :mod:`targets.profile`); returns a ``ProfileResult`` (``.blocks``, ``.total``).
+
+        Example::
+
+            >>> import numpy as np, cuvil_tir as T, targets
+            >>> A = T.placeholder((8,), name="A")
+            >>> mod = targets.build(T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0,
+            ...                                                      name="B")]))
+            >>> list(mod.profile(np.ones(8, "float32"), np.zeros(8, "float32")).blocks)
+            ['B']
+        """
+        from .profile import profile
+        if self.source_func is None:
+            from cuvil_tir.errors import TargetError
+            raise TargetError("profile: this module was not built from a PrimFunc it kept")
+        return profile(self, self.source_func, args, repeat=repeat)
 
     def __repr__(self) -> str:
         return f"Module({self.signature.describe()}, target={str(self.target)!r})"
