@@ -75,4 +75,43 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
         sch.bind(t0, "threadIdx.x")
 
 
-__all__ = ["elementwise", "gemm"]
+def row_reduce(sch, block: str, threads: int = 128) -> None:
+    """One row per thread block, the reduction split over ``threads`` threads
+    (each adds a contiguous run, then warp shuffles and shared memory combine them).
+
+    Example::
+
+        >>> row_reduce.__name__
+        'row_reduce'
+    """
+    blk = sch.get_block(block)
+    i, k = sch.get_loops(blk)
+    tx, _ = sch.split(k, [threads, None])
+    sch.bind(i, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+
+
+def softmax(sch, threads: int = 128) -> None:
+    """Fused row softmax (the four stages of ``T.compute`` max/exp/sum/divide): one
+    row per block, ``exp`` inlined, the row max and sum kept in ``shared`` memory and
+    computed by cross-thread reductions, the output written coalesced.
+
+    Example::
+
+        >>> softmax.__name__
+        'softmax'
+    """
+    mx, ex, sm, out = (sch.get_block(n) for n in ("row_max", "exp", "row_sum", "softmax"))
+    sch.compute_inline(ex)
+    i, j = sch.get_loops(out)
+    _, tx = sch.split(j, [None, threads])
+    sch.bind(i, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    for b in (sm, mx):
+        sch.set_scope(b, 0, "shared")
+        sch.compute_at(b, i)
+        t, _ = sch.split(sch.get_loops(b)[-1], [threads, None])
+        sch.bind(t, "threadIdx.x")
+
+
+__all__ = ["elementwise", "gemm", "row_reduce", "softmax"]
