@@ -31,6 +31,7 @@ import sys
 from .errors import CuvilError, ParseError, TargetError
 from .function import PrimFunc
 
+
 def load_funcs(path: str) -> dict[str, PrimFunc]:
     """The PrimFuncs defined in a ``.py`` file (module-level) or a text-form file.
 

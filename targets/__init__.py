@@ -20,6 +20,7 @@ from .build import build, lower_for
 from . import cache
 from . import llvm  # noqa: F401 - registers the "llvm" kind
 from . import c  # noqa: F401 - registers the "c" kind
+from . import cuda  # noqa: F401 - registers the "cuda" kind
 
 __all__ = ["ArgumentError", "BenchmarkResult", "CodegenError", "Module", "Target",
            "TargetError", "as_target", "build", "cache", "get_target_kind", "list_targets",
