@@ -35,7 +35,7 @@ CONV_MOD = _conv()
 
 
 def test_kernels_compile_for_sm80_and_sm90():
-    ptx = compile_all([GEMM_DB[0].get_source("cuda"), CONV_MOD[0].get_source("cuda")])
+    ptx = compile_all([GEMM_DB[0], CONV_MOD[0]])
     assert all(".entry gemm_db_kernel0(" in t and ".entry conv_kernel0(" in t
                for t in ptx.values())
 
