@@ -83,6 +83,23 @@ class LoweringError(CuvilError):
     code = "CVL-E104"
 
 
+class DivisionByZeroError(LoweringError, ZeroDivisionError):
+    """An integer division or modulo by the constant zero, refused when it is built.
+
+    A divisor that is zero only at run time is not an error: see the semantics of
+    integer division in :mod:`cuvil_tir.arith.fold`.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> try:
+        ...     T.var("i") // 0
+        ... except T.DivisionByZeroError as err:
+        ...     print(err.code)
+        CVL-E104
+    """
+
+
 class CodegenError(CuvilError):
     """A code generator met IR it cannot translate.
 
@@ -148,4 +165,4 @@ class ParseError(CuvilError, SyntaxError):
 
 
 ALL_ERRORS = (CuvilError, DTypeError, ShapeError, ScheduleError, LoweringError,
-              CodegenError, TargetError, ArgumentError, ParseError)
+              DivisionByZeroError, CodegenError, TargetError, ArgumentError, ParseError)

@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from . import dtype as D
-from .errors import DTypeError
+from .errors import DivisionByZeroError, DTypeError
 from .node import Node, node, same
 
 
@@ -443,8 +443,12 @@ class BufferLoad(Expr):
 
     @property
     def dtype(self) -> str:
+        # a buffer of vector elements loads whole elements: float32x4 at a scalar
+        # index is float32x4, at a 2-lane ramp float32x8
         n = max((ix.lanes for ix in self.indices), default=1)
-        return D.with_lanes(self.buffer.dtype, n)
+        if n == 1:
+            return self.buffer.dtype
+        return D.with_lanes(self.buffer.dtype, D.lanes(self.buffer.dtype) * n)
 
     __hash__ = Node.__hash__
 
@@ -542,7 +546,14 @@ def const(value, dtype: str | None = None) -> Expr:
         if not value.is_integer():
             raise DTypeError(f"const: {value!r} is not an integer but dtype is {dtype}")
         value = int(value)
-    return IntImm(int(value), dtype)
+    value = int(value)
+    if not D.is_bool(dtype):
+        lo, hi = D.int_range(dtype)
+        if not lo <= value <= hi:
+            raise DTypeError(f"the integer {value} does not fit {dtype} (range {lo}..{hi}); "
+                             f"use a wider dtype, or T.cast({value}, '{dtype}') to wrap it "
+                             "on purpose")
+    return IntImm(value, dtype)
 
 
 def zero_like(e: Expr) -> Expr:
@@ -582,6 +593,19 @@ def as_expr(value, like: str | None = None) -> Expr:
                 raise DTypeError(f"cannot combine the float literal {value!r} with an "
                                  f"expression of dtype {like}; write an int literal or "
                                  f"cast the expression, e.g. x.astype('float32')")
+            if isinstance(value, int) and not isinstance(value, bool) and \
+                    D.is_integer(like):
+                lo, hi = D.int_range(like)
+                if not lo <= value <= hi:
+                    # TVM refuses this too: wrapping would silently change the program
+                    wide = next((w for w in ("int32", "int64") if D.bits(w) > D.bits(like)
+                                 and D.int_range(w)[0] <= value <= D.int_range(w)[1]),
+                                "int64")
+                    raise DTypeError(
+                        f"the literal {value} does not fit {like}, the dtype of the other "
+                        f"operand (range {lo}..{hi}); cast that operand to a wider dtype "
+                        f"first, e.g. x.astype('{wide}') + {value}, or write "
+                        f"T.cast({value}, '{like}') to wrap the literal on purpose")
             return const(value, like)
         return const(value)
     raise DTypeError(f"expected an expression or a Python number, found "
@@ -627,6 +651,25 @@ _FOLD = {
 }
 
 
+_DIVISIONS = ("FloorDiv", "FloorMod", "Div", "Mod")
+
+
+def zero_division(what: str) -> None:
+    """Refuse an integer division or modulo whose divisor is the constant zero.
+
+    Example::
+
+        >>> try:
+        ...     zero_division("i // 0")
+        ... except DivisionByZeroError as err:
+        ...     print(err.message.split(";")[0])
+        integer division by zero in i // 0
+    """
+    raise DivisionByZeroError(f"integer division by zero in {what}; the divisor "
+                              "is the constant 0: guard the division, or divide by a "
+                              "non-zero value")
+
+
 def binary(cls, a, b) -> Expr:
     """Build ``cls(a, b)`` after promotion, folding integer constants.
 
@@ -644,9 +687,9 @@ def binary(cls, a, b) -> Expr:
     if D.is_bool(dt) and not issubclass(cls, CmpOp):
         raise DTypeError(f"'{cls.symbol}' is not defined on bool operands; cast to an "
                          "integer dtype first")
+    if name in _DIVISIONS and isinstance(b, IntImm) and b.value == 0:
+        zero_division(f"{a} {cls.symbol} {b}")
     if isinstance(a, IntImm) and isinstance(b, IntImm):
-        if name in ("FloorDiv", "FloorMod", "Div", "Mod") and b.value == 0:
-            raise ZeroDivisionError(f"integer division by zero in {a} {cls.symbol} {b}")
         r = _FOLD[name](a.value, b.value)
         return IntImm(int(r), "bool" if issubclass(cls, CmpOp) else dt)
     return cls(a, b)

@@ -159,10 +159,12 @@ class BufferStore(Stmt):
         if len(self.indices) != len(self.buffer.shape):
             raise ShapeError(f"store to {self.buffer.name}: expected "
                              f"{len(self.buffer.shape)} index(es), found {len(self.indices)}")
-        if D.element(self.value.dtype) != self.buffer.dtype:
+        bdt = self.buffer.dtype
+        if D.element(self.value.dtype) != D.element(bdt) or \
+                self.value.lanes % D.lanes(bdt):
             raise DTypeError(f"store to {self.buffer.name}: expected a value of dtype "
-                             f"{self.buffer.dtype}, found {self.value.dtype}; cast it with "
-                             f"T.cast(value, '{self.buffer.dtype}')")
+                             f"{bdt}, found {self.value.dtype}; cast it with "
+                             f"T.cast(value, '{bdt}')")
 
     __hash__ = Node.__hash__
 
