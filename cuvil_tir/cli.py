@@ -26,7 +26,7 @@ import sys
 from .errors import CuvilError, ParseError, TargetError
 from .function import PrimFunc
 
-_EMIT_FORMATS = ("ll", "asm", "obj", "c", "cuda", "tir")
+_EMIT_FORMATS = ("ll", "asm", "obj", "c", "cuda", "ptx", "host", "tir")
 
 
 def load_funcs(path: str) -> dict[str, PrimFunc]:

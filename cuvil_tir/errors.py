@@ -166,3 +166,36 @@ class ParseError(CuvilError, SyntaxError):
 
 ALL_ERRORS = (CuvilError, DTypeError, ShapeError, ScheduleError, LoweringError,
               DivisionByZeroError, CodegenError, TargetError, ArgumentError, ParseError)
+
+
+class RaceError(LoweringError):
+    """Two GPU threads touched one shared address in the same phase (between two
+    barriers) and at least one wrote: found by ``T.interpret(..., check_races=True)``.
+    ``buffer``, ``address``, ``threads`` and ``statements`` name the two accesses.
+
+    Example::
+
+        >>> RaceError("race on S").code
+        'CVL-E200'
+    """
+
+    code = "CVL-E200"
+
+    def __init__(self, message: str, buffer=None, address=None, threads=(), statements=()):
+        self.buffer, self.address = buffer, address
+        self.threads, self.statements = tuple(threads), tuple(statements)
+        super().__init__(message)
+
+
+class DivergentBarrierError(LoweringError):
+    """A ``__syncthreads()`` would be needed inside control flow that depends on the
+    thread; the build is refused (the message marks the statement).
+
+    Example::
+
+        >>> DivergentBarrierError("barrier inside if tx < 4").code
+        'CVL-E201'
+    """
+
+    code = "CVL-E201"
+ALL_ERRORS = ALL_ERRORS + (RaceError, DivergentBarrierError)

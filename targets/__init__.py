@@ -21,6 +21,7 @@ from .build import build, lower_for
 from . import cache
 from . import llvm  # noqa: F401 - registers the "llvm" kind
 from . import c  # noqa: F401 - registers the "c" kind
+from . import cuda  # noqa: F401 - registers the "cuda" kind
 
 __all__ = ["ArgumentError", "BenchmarkResult", "CodegenError", "HOST_MEMORIES", "Memory",
            "Module", "Target", "check_memories",
