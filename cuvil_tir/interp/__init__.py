@@ -24,7 +24,7 @@ from contextlib import ExitStack
 import numpy as np
 
 from ..buffer import Buffer
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..expr import Var
 from ..function import PrimFunc
 from ..visitor import used_vars
@@ -55,8 +55,8 @@ def interpret(func: PrimFunc, *arrays, check_races: bool = False) -> None:
         [3.0, 3.0]
     """
     if not isinstance(func, PrimFunc):
-        raise TypeError(f"interpret: expected a PrimFunc, found {type(func).__name__}; "
-                        "build one with T.create_prim_func or @T.prim_func")
+        raise DTypeError(f"interpret: expected a PrimFunc, found {type(func).__name__}; "
+                         "build one with T.create_prim_func or @T.prim_func")
     params = func.params
     if len(arrays) != len(params):
         names = ", ".join(p.name for p in params)
