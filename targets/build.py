@@ -18,6 +18,7 @@ import re
 from cuvil_tir.errors import CodegenError, TargetError
 from cuvil_tir.function import PrimFunc
 
+from .memory import check_memories
 from .module import Module
 from .signature import Signature
 from .target import as_target
@@ -91,6 +92,7 @@ def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
         raise CodegenError(f"build: the function name {name!r} is not a valid symbol; "
                            "use letters, digits and underscores")
     func = func.with_attr("global_symbol", name)
+    check_memories(func, target)
     lowered = lower_for(func, target)
     sig = Signature.from_func(func, lowered, name)
     lowered = lowered.with_attr("global_symbol", name).with_attr("cuvil.size_vars",
