@@ -35,6 +35,7 @@ from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
 from .double_buffer import inject_double_buffer
 from .reduction import lower_cross_thread_reduction
 from .runtime import CudaRuntime
+from .tensorcore import wmma_leading_dims
 
 #: opt-in shared memory per block (bytes) by architecture major version
 SHARED_CAPACITY = {7: 96 * 1024, 8: 163 * 1024, 9: 227 * 1024, 10: 227 * 1024,
@@ -108,8 +109,8 @@ def cuda_pipeline() -> list:
         >>> [pass_name(p) for p in cuda_pipeline()][:3]
         ['lower_cross_thread_reduction', 'lower_blocks', 'normalize_thread_bindings']
     """
-    return [lower_cross_thread_reduction, lower_blocks, normalize_thread_bindings, plan_gpu_memory, inject_double_buffer,
-            flatten_buffers,
+    return [lower_cross_thread_reduction, lower_blocks, normalize_thread_bindings,
+            plan_gpu_memory, inject_double_buffer, wmma_leading_dims, flatten_buffers,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
 
