@@ -149,6 +149,12 @@ class _LeadingDims(Mutator):
         return Call(e.dtype, e.op, tuple(e.args) + tuple(lds))
 
 
+def _wmma_calls(s) -> list:
+    out = []
+    post_order_visit(s, lambda n: out.append(n) if is_wmma(n) else None)
+    return out
+
+
 def wmma_leading_dims(func):
     """Append each tile's leading dimension to tensor-core calls (before flattening
     loses the rows' length).
@@ -164,8 +170,7 @@ def wmma_leading_dims(func):
     if body is func.body:
         return func
     for k in kernels(body):
-        calls = []
-        post_order_visit(k, lambda n: calls.append(n) if is_wmma(n) else None)
+        calls = _wmma_calls(k)
         lanes = launch_dims(k)["threadIdx.x"]
         if calls and not (isinstance(lanes, IntImm) and lanes.value == 32):
             raise LoweringError(f"a kernel of {func.name} calls tensor cores with "
