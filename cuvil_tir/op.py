@@ -18,7 +18,8 @@ from __future__ import annotations
 from . import dtype as D
 from .errors import DTypeError
 from .expr import (Call, Expr, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min,
-                   Mod, Div, Not, Select, _unify, as_expr, binary, const)
+                   Mod, Div, Not, Select, _unify, as_expr, binary, const,
+                   zero_division)
 
 #: unary float intrinsics and their numpy counterparts (for the interpreter)
 UNARY_FLOAT = ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh",
@@ -240,9 +241,10 @@ def truncdiv(a, b) -> Expr:
     a, b = _unify(a, b, "T.truncdiv")
     if not D.is_integer(a.dtype):
         raise DTypeError(f"T.truncdiv expects integers, found {a.dtype}")
+    if isinstance(b, IntImm) and b.value == 0:
+        zero_division(f"T.truncdiv({a}, {b})")
     if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(_exact_truncdiv(a.value, b.value) if b.value else _zerodiv(a, b),
-                      a.dtype)
+        return IntImm(_exact_truncdiv(a.value, b.value), a.dtype)
     return Div(a, b)
 
 
@@ -257,9 +259,10 @@ def truncmod(a, b) -> Expr:
     a, b = _unify(a, b, "T.truncmod")
     if not D.is_integer(a.dtype):
         raise DTypeError(f"T.truncmod expects integers, found {a.dtype}")
+    if isinstance(b, IntImm) and b.value == 0:
+        zero_division(f"T.truncmod({a}, {b})")
     if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(a.value - b.value * _exact_truncdiv(a.value, b.value) if b.value
-                      else _zerodiv(a, b), a.dtype)
+        return IntImm(a.value - b.value * _exact_truncdiv(a.value, b.value), a.dtype)
     return Mod(a, b)
 
 
@@ -268,10 +271,6 @@ def _exact_truncdiv(x: int, y: int) -> int:
     # (the builtin abs is shadowed by T.abs in this module)
     q = (x if x >= 0 else -x) // (y if y >= 0 else -y)
     return -q if (x < 0) != (y < 0) else q
-
-
-def _zerodiv(a, b):
-    raise ZeroDivisionError(f"integer division by zero: {a} / {b}")
 
 
 def minimum(a, b) -> Expr:

@@ -20,6 +20,7 @@ from cuvil_tir.function import PrimFunc
 
 from . import cache
 from .cache.builds import build_key, cacheable, entry_of, module_of
+from .memory import check_memories
 from .module import Module
 from .signature import Signature
 from .target import as_target
@@ -96,6 +97,7 @@ def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
         raise CodegenError(f"build: the function name {name!r} is not a valid symbol; "
                            "use letters, digits and underscores")
     func = func.with_attr("global_symbol", name)
+    check_memories(func, target)
     key = None
     if cache.enabled() and cacheable(kind):
         key = build_key(func, target)

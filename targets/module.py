@@ -44,7 +44,9 @@ class Module:
         #: True when this module was loaded from the compile cache (targets.cache)
         self.from_cache = False
         self.entry_name = runtime.entry_name
-        self._call = make_caller(signature, runtime.raw)
+        # a runtime may check its own kind of arrays (GPU arrays for cuda)
+        self._make_caller = getattr(runtime, "make_caller", make_caller)
+        self._call = self._make_caller(signature, runtime.raw)
 
     @property
     def lowered(self):
@@ -102,8 +104,12 @@ class Module:
         def capture(*raw_args):
             checked.extend(raw_args)
 
-        make_caller(self.signature, capture)(args)
+        self._make_caller(self.signature, capture)(args)
         raw = self.runtime.raw
+        timer = getattr(self.runtime, "benchmark", None)
+        if timer is not None:       # device timing (CUDA events)
+            return timer(lambda: raw(*checked), repeat=repeat, number=number,
+                         warmup=warmup)
         return time_calls(lambda: raw(*checked), repeat=repeat, number=number,
                           warmup=warmup)
 

@@ -1,7 +1,10 @@
 """Constant folding for every operator and dtype.
 
 Integers are computed exactly and wrapped to the dtype (as numpy and C do); integer
-division and modulo by zero give 0 (numpy's convention, Cuvil's semantics).  Floats
+division and modulo by zero give 0 (numpy's convention, Cuvil's run-time semantics on
+every target).  Only a divisor that becomes zero during simplification reaches this
+rule: the builders (``//``, ``%``, ``T.truncdiv`` …) refuse a constant zero divisor
+with ``DivisionByZeroError``.  Floats
 are computed by numpy in the dtype's own precision (``bfloat16`` in float32, rounded to
 bfloat16 after every operation), so a folded constant is the value the hardware gives.
 

@@ -31,6 +31,7 @@ from cuvil_tir.transform.compact import compact_local_buffers
 from cuvil_tir.transform.unroll import unroll_loops
 from cuvil_tir.transform.vectorize import vectorize_loops
 
+from ..memory import HOST_MEMORIES
 from ..registry import register_target
 from .codegen import codegen_llvm
 from .engine import host_features, process_triple, resolve_cpu
@@ -122,6 +123,7 @@ class LLVMTargetKind:
     name = "llvm"
     passes = llvm_pipeline()
     options = {"mcpu": "native", "mattr": "", "opt_level": 3, "fast_math": "contract"}
+    memories = HOST_MEMORIES
 
     def codegen(self, func, target) -> str:
         """LLVM IR text of a lowered function for ``target``."""

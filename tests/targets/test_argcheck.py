@@ -156,7 +156,7 @@ def test_error_is_a_cuvil_error_with_code(matmul_mod):
 
 
 
-def _huge_intermediate(parallel: bool, dtype: str = "int64"):
+def _huge_intermediate(parallel: bool, dtype: str = "int64", target: str = "llvm"):
     """C[i] = B[i, 0, 0, 0] + 1 where B is the internal (m, n, n, n) buffer: it is
     heap-allocated with a size taken from the arguments' shapes (inside the
     parallel task when ``parallel``); N only binds n."""
@@ -170,15 +170,16 @@ def _huge_intermediate(parallel: bool, dtype: str = "int64"):
         (i,) = sch.get_loops(sch.get_block("C"))
         sch.parallel(i)
         sch.compute_at(sch.get_block("B"), i)
-    return targets.build(sch, "llvm")
+    return targets.build(sch, target)
 
 
+@pytest.mark.parametrize("target", ["llvm", "c"])
 @pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("dtype, n", [("int64", 1 << 16),    # m*n^3 wraps to 0 in int64
                                       ("int64", 1 << 12),    # 2^52 bytes: no memory
                                       ("int32", 1 << 6)])    # 2^34 elements: int32 indices wrap
-def test_internal_buffer_that_cannot_be_allocated_raises(parallel, dtype, n):
-    mod = _huge_intermediate(parallel, dtype)
+def test_internal_buffer_that_cannot_be_allocated_raises(parallel, dtype, n, target):
+    mod = _huge_intermediate(parallel, dtype, target)
     a, c = np.ones(1 << 16, "float32"), np.zeros(1 << 16, "float32")
     with pytest.raises(TargetError, match=r"stopped before finishing: an internal buffer "
                                           r"could not be allocated"):
