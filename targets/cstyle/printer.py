@@ -581,8 +581,11 @@ class CPrinter:
             return f"{name}({args[0]})"
         template = self.ops.get(e.op)
         f = "" if dt == "float64" else "f"
+        spec = ops.get_op(e.op) if ops.has_op(e.op) else None
         if template is not None:
             text = template.format(*args, f=f)
+        elif spec is not None and spec.expand is not None and not (spec.c or spec.libm):
+            return self.expr(spec.expand(*e.args))   # e.g. sigmoid: 1 / (1 + exp(-x))
         else:
             try:
                 op = ops.get_op(e.op)
