@@ -136,5 +136,24 @@ class LLVMTargetKind:
         """Compile ``source``; the result's ``raw`` runs the entry."""
         return LLVMRuntimeModule(source, target, signature)
 
+    # the compile cache's protocol (targets.cache.builds) ----------------------------
+
+    def cache_identity(self, target) -> str:
+        """What besides the IR decides the machine code: CPU, features, LLVM's version
+        and the numpy array layout the call wrapper reads."""
+        import llvmlite
+        from .runtime import DATA_OFFSET
+        cpu, features = resolve_cpu(target)
+        return (f"cpu={cpu};features={features};llvmlite={llvmlite.__version__};"
+                f"data_offset={DATA_OFFSET}")
+
+    def export_artifact(self, runtime) -> dict:
+        """The object code of a built function."""
+        return {"obj": runtime.library.object_code()}
+
+    def load_artifact(self, blobs, source, target, signature) -> LLVMRuntimeModule:
+        """A runtime module linked from cached object code (no LLVM compilation)."""
+        return LLVMRuntimeModule(source, target, signature, object_code=blobs["obj"])
+
 
 LLVM = register_target(LLVMTargetKind())
