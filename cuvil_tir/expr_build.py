@@ -17,6 +17,7 @@ import math
 
 from . import dtype as D
 from .errors import DivisionByZeroError, DTypeError
+from .ops.intdiv import INT_DIVISIONS
 from .expr import (Add, And, Broadcast, Cast, CmpOp, Expr, FloatImm, IntImm, Or,  # noqa: F401
                    Var)
 
@@ -145,10 +146,7 @@ def _convert(e: Expr, target: str) -> Expr:
 
 _FOLD = {
     "Add": lambda x, y: x + y, "Sub": lambda x, y: x - y, "Mul": lambda x, y: x * y,
-    "FloorDiv": lambda x, y: x // y, "FloorMod": lambda x, y: x % y,
-    "Min": min, "Max": max,
-    "Div": lambda x, y: (-1 if (x < 0) != (y < 0) else 1) * (abs(x) // abs(y)),
-    "Mod": lambda x, y: x - y * ((-1 if (x < 0) != (y < 0) else 1) * (abs(x) // abs(y))),
+    **INT_DIVISIONS, "Min": min, "Max": max,
     "EQ": lambda x, y: x == y, "NE": lambda x, y: x != y, "LT": lambda x, y: x < y,
     "LE": lambda x, y: x <= y, "GT": lambda x, y: x > y, "GE": lambda x, y: x >= y,
 }

@@ -25,7 +25,7 @@ class Module:
 
     Attributes: ``entry_name`` (the native symbol), ``lowered`` (the PrimFunc after
     the target's passes), ``signature``, ``target``, ``runtime`` (the target's
-    runtime module).
+    runtime module), ``from_cache`` (whether the compile cache supplied it).
 
     Example::
 
@@ -39,12 +39,22 @@ class Module:
         self.runtime = runtime
         self.source_func = source_func
         self.signature = signature
-        self.lowered = lowered
+        self._lowered = lowered
         self.target = target
+        #: True when this module was loaded from the compile cache (targets.cache)
+        self.from_cache = False
         self.entry_name = runtime.entry_name
         # a runtime may check its own kind of arrays (GPU arrays for cuda)
         self._make_caller = getattr(runtime, "make_caller", make_caller)
         self._call = self._make_caller(signature, runtime.raw)
+
+    @property
+    def lowered(self):
+        """The PrimFunc after the target's passes (parsed on first use when the module
+        came from the compile cache)."""
+        if callable(self._lowered):
+            self._lowered = self._lowered()
+        return self._lowered
 
     def __call__(self, *args) -> None:
         self._call(args)

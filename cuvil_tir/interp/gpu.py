@@ -45,6 +45,7 @@ from ..transform.gpu_threads import BLOCK_TAGS, THREAD_TAGS, is_thread_loop, thr
 from ..visitor import post_order_visit
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
+from .scalar import binary_op
 from .stmts import StmtCompiler
 
 
@@ -73,6 +74,7 @@ class _Block:
         self.ctxs: list = []         # per thread: {("e"|"b", slot): value}
         self.cur = 0
         self.logs: dict = {}
+        self.warp_vals: list = []
 
     def start(self, block: dict, dims: dict):
         self.block = block
@@ -121,12 +123,23 @@ class _Block:
             buffer=buf.name, address=addr, threads=(th1, th2), statements=(s1, s2))
 
 
+WARP_OPS = {"cuda.warp_sum": "Add", "cuda.warp_max": "Max", "cuda.warp_min": "Min"}
+
+
+def _warp_calls(s) -> list:
+    out = []
+    post_order_visit(s, lambda n: out.append(n) if isinstance(n, Call) and n.op in WARP_OPS
+                     else None)
+    return out
+
+
 def _collective(s) -> bool:
-    """Whether ``s`` holds a barrier or a shared allocation (run for the whole block)."""
+    """Whether ``s`` holds a barrier, a warp shuffle or a shared allocation (run for
+    the whole block)."""
     hit = []
 
     def look(n):
-        if (isinstance(n, Call) and n.op == SYNC_OP) or (
+        if (isinstance(n, Call) and (n.op == SYNC_OP or n.op in WARP_OPS)) or (
                 isinstance(n, Allocate) and n.buffer.scope == "shared"):
             hit.append(1)
     post_order_visit(s, look)
@@ -264,8 +277,52 @@ class GpuStmtCompiler(StmtCompiler):
             return self._per_thread_slot(("e", k), lambda t: fv(), body)
         if isinstance(s, Allocate):
             return self._coll_alloc(s)
+        if _warp_calls(s):
+            return self._coll_warp(s)
         raise LoweringError(f"the GPU interpreter cannot run a barrier inside "
                             f"{type(s).__name__}:\n{to_text(s)}")
+
+    def _Call(self, e):
+        if e.op in WARP_OPS:
+            g = self.g
+            return lambda: g.warp_vals[g.cur]
+        return super()._Call(e)
+
+    def _coll_warp(self, s):
+        """A statement with one warp shuffle: every thread's operand first, then the
+        butterfly of ``__shfl_xor_sync`` within each group of ``width`` lanes."""
+        calls = _warp_calls(s)
+        if len(calls) != 1:
+            raise LoweringError(f"the GPU interpreter runs one warp shuffle per "
+                                f"statement, found {len(calls)}:\n{to_text(s)}")
+        call = calls[0]
+        farg = self.expr(call.args[0])
+        width = as_index(self.expr(call.args[1])())
+        op = binary_op(WARP_OPS[call.op], call.dtype)
+        store = self.stmt(s)
+        g, env, bufs = self.g, self.frame.env, self.frame.bufs
+
+        def run():
+            vals = []
+            for t, ctx in enumerate(g.ctxs):
+                g.set_thread(t)
+                for (kind, slot), v in ctx.items():
+                    (env if kind == "e" else bufs)[slot] = v
+                vals.append(farg())
+            if len(vals) % width:
+                raise LoweringError(f"a warp shuffle over groups of {width} lanes in a "
+                                    f"block of {len(vals)} threads")
+            o = width // 2
+            while o >= 1:
+                vals = [op(vals[i], vals[i ^ o]) for i in range(len(vals))]
+                o //= 2
+            g.warp_vals = vals
+            for t, ctx in enumerate(g.ctxs):
+                g.set_thread(t)
+                for (kind, slot), v in ctx.items():
+                    (env if kind == "e" else bufs)[slot] = v
+                store()
+        return run
 
     def _each_thread(self, f):
         g, env, bufs = self.g, self.frame.env, self.frame.bufs

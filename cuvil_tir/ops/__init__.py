@@ -56,7 +56,7 @@ class OpDef:
     """
 
     name: str
-    arity: int
+    arity: int              # -1: any number of arguments
     operands: str = "float"
     effect: str = "pure"
     reference: Callable | None = None
@@ -86,8 +86,8 @@ class OpDef:
 
             >>> get_op("sqrt").c_spelling(["x"], "float32")
             'sqrtf(x)'
-            >>> get_op("rsqrt").c_spelling(["x"], "float64")
-            '(1 / sqrt(x))'
+            >>> get_op("if_then_else").c_spelling(["c", "x", "y"], "float64")
+            '(c ? x : y)'
         """
         f = "f" if element == "float32" else ""
         if self.c is not None:
@@ -223,9 +223,9 @@ _BUILTIN = [
     ("log2", "log2", "log2", np.log2, None),
     ("log10", "log10", "log10", np.log10, None),
     ("sqrt", "sqrt", "sqrt", np.sqrt, None),
-    ("rsqrt", None, None, None, "(1 / sqrt{f}({0}))"),
+    ("rsqrt", None, None, None, None),
     ("tanh", None, "tanh", np.tanh, None),
-    ("sigmoid", None, None, None, "(1 / (1 + exp{f}(-({0}))))"),
+    ("sigmoid", None, None, None, None),
     ("erf", None, "erf", None, None),
     ("floor", "floor", "floor", np.floor, None),
     ("ceil", "ceil", "ceil", np.ceil, None),
@@ -250,6 +250,10 @@ register_op(OpDef("fma", 3, "float", reference=_fma, llvm="fma", libm="fma",
                   doc="a * b + c with one rounding"))
 register_op(OpDef("if_then_else", 3, "select", c="({0} ? {1} : {2})",
                   doc="then if cond else otherwise, evaluating only the taken branch"))
+#: a call into a target's API (T.call_extern): args are the function's name, the
+#: effect (both StringImm), then values, buffer regions or whole buffers
+register_op(OpDef("call_extern", -1, "any", effect="opaque",
+                  doc="a call of an external function of the target"))
 
 __all__ = ["EFFECTS", "OPERAND_RULES", "OpDef", "get_op", "has_op", "list_ops",
            "register_op", "unregister_op"]

@@ -42,7 +42,10 @@ from ..function import PrimFunc
 from ..printer import to_text
 from ..stmt import Allocate, Range
 from ..visitor import Mutator
-from .compact import _Collect, _descend, _Rebase, _Replace, _Skip, _split, _touches
+from ..arith.affine import Affine, Key, is_index_dtype
+from ..expr import Var
+from ..visitor import post_order_visit
+from .compact import _Collect, _descend, _Rebase, _Replace, _Skip, _touches
 from .gpu_threads import is_thread_loop, kernels, thread_loops
 
 GPU_SCOPES = ("shared", "local")
@@ -86,6 +89,39 @@ class _Guarded(_Collect):
         self.conds.extend([tuple(self.stack)] * (len(self.indices) - n))
 
 
+def _uses(e, ids: set) -> bool:
+    hit = []
+    post_order_visit(e, lambda n: hit.append(1) if isinstance(n, Var) and id(n) in ids
+                     else None)
+    return bool(hit)
+
+
+def _split(ix, inner_ids: set):
+    """``(outer {Key: (atom, coefficient)}, inner Affine)`` of one index: unlike the
+    CPU compaction, an outer atom may be any expression of fixed variables
+    (``bf // 4`` of a fused blockIdx)."""
+    if not is_index_dtype(ix.dtype):
+        raise _Skip("a non-integer index")
+    aff = Affine.of(ix)
+    outer, inner = {}, Affine(aff.dtype, const=aff.const)
+    for atom, c in aff.terms:
+        if _uses(atom, inner_ids):
+            inner.coeffs[Key(atom)] = c
+        else:
+            outer[Key(atom)] = (atom, c)
+    return outer, inner
+
+
+class _RebaseTile(_Rebase):
+    def _idx(self, indices):
+        out = []
+        for ix, (_, lo) in zip(indices, self.dims):
+            _, inner = _split(ix, self.inner)
+            out.append(Analyzer(index_no_overflow=True).simplify(
+                inner.to_expr() - IntImm(lo, ix.dtype)))
+        return tuple(out)
+
+
 def _bound(ana, e, conds):
     if not conds:
         return ana.const_int_bound(e)
@@ -126,9 +162,12 @@ def _plan(buf, kernel, loops, lca) -> tuple:
         if not isinstance(lo, int) or not isinstance(hi, int) or hi - lo > (1 << 24):
             raise _Skip("the tile has no constant size")
         extent, step = hi - lo + 1, hi - lo + 1
+        serial_ids = set(by_loop)
         for var, c in sorted(outer0.values(), key=lambda vc: abs(vc[1])):
-            loop = by_loop.get(id(var))
+            loop = by_loop.get(id(var)) if isinstance(var, Var) else None
             if loop is None:
+                if not isinstance(var, Var) and _uses(var, serial_ids):
+                    raise _Skip(f"the index term {var} mixes loop iterations")
                 continue
             if not isinstance(loop.extent, IntImm) or c < step:
                 raise _Skip("iterations of the enclosing loops may share elements")
@@ -165,7 +204,7 @@ def _place(func, buf, body):
         shape, dims, inner = _plan(buf, kernel, loops, lca)
         new = Buffer(tuple(IntImm(n, "int32") for n in shape), buf.dtype, buf.name,
                      scope=buf.scope, align=buf.align)
-        moved = Allocate(new, _Rebase(buf, new, dims, inner).visit(lca))
+        moved = Allocate(new, _RebaseTile(buf, new, dims, inner).visit(lca))
     except _Skip:
         if not all(isinstance(s, IntImm) for s in buf.shape):
             raise LoweringError(f"{buf.scope} buffer {buf.name} has the symbolic shape "

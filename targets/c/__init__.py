@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from ..cstyle import CPrinter
 from ..llvm import llvm_pipeline, vectorize_for_host
+from ..memory import HOST_MEMORIES
 from ..registry import register_target
 from .compiler import openmp_supported
 from .runtime import CRuntimeModule
@@ -79,6 +80,7 @@ class CTargetKind:
     name = "c"
     passes = c_pipeline()
     options = {"cc": "cc", "cflags": "-O3", "openmp": True}
+    memories = HOST_MEMORIES
 
     def codegen(self, func, target) -> str:
         """C source of a lowered function for ``target``."""

@@ -33,6 +33,8 @@ from cuvil_tir.stmt import For
 
 from ..registry import register_target
 from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
+from .double_buffer import inject_double_buffer
+from .reduction import lower_cross_thread_reduction
 from .runtime import CudaRuntime
 
 #: opt-in shared memory per block (bytes) by architecture major version
@@ -119,9 +121,10 @@ def cuda_pipeline() -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in cuda_pipeline()][:3]
-        ['lower_blocks', 'normalize_thread_bindings', 'plan_gpu_memory']
+        ['lower_cross_thread_reduction', 'lower_blocks', 'normalize_thread_bindings']
     """
-    return [lower_blocks, normalize_thread_bindings, plan_gpu_memory, flatten_buffers,
+    return [lower_cross_thread_reduction, lower_blocks, normalize_thread_bindings, plan_gpu_memory, inject_double_buffer,
+            flatten_buffers,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
 

@@ -33,22 +33,21 @@ Example::
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 from cuvil_tir import dtype as D
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.arith.affine import Affine
-from cuvil_tir.errors import CodegenError
-from cuvil_tir.expr import (Broadcast, BufferLoad, Call, FloatImm, IntImm, Ramp,
-                            StringImm, Var)
+from cuvil_tir.errors import CodegenError, CuvilError
+from cuvil_tir.expr import BufferLoad, IntImm, Ramp
 from cuvil_tir.stmt import Allocate, Range
 from cuvil_tir.transform.gpu_sync import is_barrier
 from cuvil_tir.transform.gpu_threads import (THREAD_TAGS, kernel_free_vars, kernel_name,
                                              kernels, launch_dims, thread_vars)
 from cuvil_tir.visitor import post_order_visit
 
-from .intrinsics import PREAMBLE, c_type, call_text
+from ..cstyle import CPrinter
+from .intrinsics import PREAMBLE
 
 STATIC_SHARED_LIMIT = 48 * 1024
 
@@ -97,6 +96,8 @@ class CudaProgram:
     kernels: dict = field(default_factory=dict)
     host: object = None
     aligned16: frozenset = frozenset()
+    helpers: dict = field(default_factory=dict)
+    bodies: tuple = ()
 
     def __str__(self):
         return self.text
@@ -131,47 +132,37 @@ def _alloc_bytes(buf) -> int:
     return (n * D.bits(buf.dtype) + 7) // 8 + 15 & ~15
 
 
-class _Names:
-    def __init__(self):
-        self.by_id: dict = {}
-        self.used: set = set()
-
-    def __call__(self, node, hint: str) -> str:
-        name = self.by_id.get(id(node))
-        if name is None:
-            base = re.sub(r"\W", "_", hint) or "v"
-            if base[0].isdigit():
-                base = "v_" + base
-            name, k = base, 1
-            while name in self.used:
-                name, k = f"{base}_{k}", k + 1
-            self.used.add(name)
-            self.by_id[id(node)] = name
-        return name
-
-
-class KernelPrinter:
-    """Prints one kernel (use :func:`codegen_cuda`).
+class KernelPrinter(CPrinter):
+    """Prints one kernel: the C printer base with CUDA's qualifiers, thread indices,
+    ``__shared__`` buffers, barriers, warp shuffles and vector copies (use
+    :func:`codegen_cuda`).
 
     Example::
 
-        >>> import cuvil_tir as T
-        >>> KernelPrinter(T.Evaluate(T.const(0)), "k").lines
-        []
+        >>> KernelPrinter.function_prefix, KernelPrinter.status_type
+        ('extern "C" __global__', 'void')
     """
 
+    lang = "cuda"
+    headers = ("cuda_fp16.h", "cuda_bf16.h")
+    function_prefix = 'extern "C" __global__'
+    status_type = "void"
+    restrict = "__restrict__"
+    memory_types = {"float16": "half", "bfloat16": "__nv_bfloat16"}
+    loop_pragmas = {"unrolled": "#pragma unroll", "vectorized": "#pragma unroll"}
+
     def __init__(self, kernel, name: str):
+        super().__init__()
         self.kernel, self.name = kernel, name
-        self.lines: list = []
-        self.ind = 1
-        self.names = _Names()
         self.ana = Analyzer(index_no_overflow=True)
         self.dyn = dict(getattr(kernel, "annotations", ()) or ()).get("cuda.dyn_shared", 0)
         self.dyn_offset = 0
         self.aligned16: set = set()
 
     # ---- the kernel -----------------------------------------------------------------
-    def print(self, params) -> str:
+    def print_kernel(self, params) -> str:
+        """The ``__global__`` function (helpers it uses are in ``self.helpers``)."""
+        self.taken.add(self.name)
         dims = launch_dims(self.kernel)
         nthreads = 1
         for t in THREAD_TAGS:
@@ -179,107 +170,65 @@ class KernelPrinter:
         args = []
         for kind, obj in params:
             if kind == "buffer":
-                args.append(f"{c_type(obj.dtype)}* __restrict__ {self.names(obj, obj.name)}")
+                args.append(f"{self.mem_type(obj.dtype)}* {self.restrict} {self.bind(obj)}")
             else:
-                args.append(f"{c_type(obj.dtype)} {self.names(obj, obj.name)}")
-        head = (f'extern "C" __global__ void __launch_bounds__({nthreads}) '
-                f'{self.name}({", ".join(args)}) {{')
+                args.append(f"{self.scalar_type(obj.dtype)} {self.bind(obj)}")
+        head = (f"{self.function_prefix} void __launch_bounds__({nthreads}) "
+                f"{self.name}({', '.join(args)})")
         for tag, var in thread_vars(self.kernel).items():
-            self.emit(f"const int {self.names(var, var.name)} = (int){tag};")
+            self.emit(f"const int {self.bind(var)} = (int){tag};")
             self.ana.bind(var, Range(IntImm(0, var.dtype), dims[tag]))
         if self.dyn:
-            self.emit("extern __shared__ __align__(16) unsigned char cuvil_dyn_smem[];")
-        self.stmt(self.kernel)
-        return "\n".join([head] + self.lines + ["}"])
+            self.emit("extern __shared__ __align__(16) unsigned char cvl_dyn_smem[];")
+        self.print_stmt(self.kernel)
+        return "\n".join([head + " {"] + self.lines + ["}"])
 
-    def emit(self, text: str) -> None:
-        self.lines.append("  " * self.ind + text)
-
-    def block(self, head: str, body, tail: str = "}") -> None:
-        self.emit(head)
-        self.ind += 1
-        self.stmt(body)
-        self.ind -= 1
-        self.emit(tail)
+    def use_helper(self, key: str, text: str) -> None:
+        super().use_helper(key, text.replace("static inline",
+                                             "static __device__ __forceinline__"))
 
     # ---- statements -----------------------------------------------------------------
-    def stmt(self, s) -> None:
-        kind = type(s).__name__
-        method = getattr(self, "s_" + kind, None)
-        if method is None:
-            raise CodegenError(f"CUDA codegen: cannot print a {kind} statement; lower "
-                               "the function first (T.lower(f, 'cuda'))")
-        method(s)
-
-    def s_SeqStmt(self, s):
-        for c in s.seq:
-            self.stmt(c)
-
-    def s_For(self, s):
+    def print_for(self, s) -> None:
         if s.kind == "thread_binding":
-            self.block("{", s.body)
+            self.scope("{", s.body)       # the index was read once at the top
             return
-        v = self.names(s.loop_var, s.loop_var.name)
-        lo, ext = self.expr(s.min), self.expr(s.extent)
-        if s.kind in ("unrolled", "vectorized"):
-            self.emit("#pragma unroll")
         saved = dict(self.ana.bounds)
         self.ana.bind(s.loop_var, Range(s.min, s.extent))
-        t = c_type(s.loop_var.dtype)
-        end = ext if _is_zero(s.min) else f"{lo} + {ext}"
-        self.block(f"for ({t} {v} = {lo}; {v} < {end}; ++{v}) {{", s.body)
-        self.ana.bounds = saved
+        try:
+            super().print_for(s)
+        finally:
+            self.ana.bounds = saved
 
-    def s_IfThenElse(self, s):
-        self.block(f"if ({_strip(self.expr(s.condition))}) {{", s.then_case,
-                   "}" if s.else_case is None else "} else {")
-        if s.else_case is not None:
-            self.ind += 1
-            self.stmt(s.else_case)
-            self.ind -= 1
-            self.emit("}")
-
-    def s_LetStmt(self, s):
-        name = self.names(s.var, s.var.name)
-        self.emit(f"const {c_type(s.var.dtype)} {name} = {_strip(self.expr(s.value))};")
-        self.stmt(s.body)
-
-    def s_Allocate(self, s):
+    def print_allocate(self, s) -> None:
         buf = s.buffer
-        name = self.names(buf, buf.name)
-        t = c_type(buf.dtype)
+        name = self.bind(buf)
+        t = self.mem_type(buf.dtype)
         nbytes = _alloc_bytes(buf)
         n = nbytes * 8 // D.bits(buf.dtype)
         if buf.scope == "shared" and self.dyn:
-            self.emit(f"{t}* {name} = ({t}*)(cuvil_dyn_smem + {self.dyn_offset});")
+            self.emit(f"{t}* {name} = ({t}*)(cvl_dyn_smem + {self.dyn_offset});")
             self.dyn_offset += nbytes
         elif buf.scope == "shared":
             self.emit(f"__shared__ __align__(16) {t} {name}[{n}];")
         elif buf.scope == "local":
             self.emit(f"__align__(16) {t} {name}[{n}];")
         else:
-            raise CodegenError(f"CUDA codegen: buffer {buf.name} in scope {buf.scope!r} "
+            raise CodegenError(f"cuda codegen: buffer {buf.name} in scope {buf.scope!r} "
                                "is allocated inside a kernel; only 'shared' and 'local' "
                                "buffers can be")
-        self.stmt(s.body)
+        self.print_stmt(s.body)
 
     def s_Evaluate(self, s):
         if is_barrier(s):
             self.emit("__syncthreads();")
-        elif not isinstance(s.value, (IntImm, StringImm)):
-            self.emit(f"(void)({_strip(self.expr(s.value))});")
+        else:
+            super().s_Evaluate(s)
 
     def s_BufferStore(self, s):
         n = max([ix.lanes for ix in s.indices] + [s.value.lanes])
-        if n == 1:
-            self.emit(f"{self.access(s.buffer, s.indices[0])} = {_strip(self.expr(s.value))};")
+        if n > 1 and self.vector_copy(s, n):
             return
-        if self.vector_copy(s, n):
-            return
-        for lane in range(n):
-            idx = self.expr(s.indices[0], lane)
-            self.emit(f"{self.names(s.buffer, s.buffer.name)}[{_strip(idx)}] = "
-                      f"{_strip(self.expr(s.value, lane))};")
+        super().s_BufferStore(s)
 
     def vector_copy(self, s, n) -> bool:
         """A contiguous aligned vector copy as one 16/8/4-byte move."""
@@ -295,156 +244,79 @@ class KernelPrinter:
         dst, src = s.indices[0], v.indices[0]
         if not (self.aligned(dst, n) and self.aligned(src, n)):
             return False
-        d = f"&{self.names(s.buffer, s.buffer.name)}[{_strip(self.expr(dst.base))}]"
-        r = f"&{self.names(v.buffer, v.buffer.name)}[{_strip(self.expr(src.base))}]"
+        d = f"&{self.name_of(s.buffer)}[{self.bare(dst.base)}]"
+        r = f"&{self.name_of(v.buffer)}[{self.bare(src.base)}]"
         self.emit(f"*({vt}*)({d}) = *(const {vt}*)({r});")
         self.aligned16.update(b.name for b in (s.buffer, v.buffer) if b.scope == "global")
         return True
 
-    def aligned(self, ix, n) -> bool:
-        if not (isinstance(ix, Ramp) and isinstance(ix.stride, IntImm) and ix.stride.value == 1):
+    @staticmethod
+    def aligned(ix, n) -> bool:
+        """A unit-stride ``Ramp`` whose base is provably a multiple of ``n``."""
+        if not (isinstance(ix, Ramp) and isinstance(ix.stride, IntImm)
+                and ix.stride.value == 1):
             return False
         try:
             aff = Affine.of(ix.base)
-        except Exception:     # noqa: BLE001 - not affine: not proven
+        except CuvilError:
             return False
         return aff.const % n == 0 and all(c % n == 0 for _, c in aff.terms)
 
-    def access(self, buf, ix, lane=None) -> str:
-        return f"{self.names(buf, buf.name)}[{_strip(self.expr(ix, lane))}]"
+    # ---- values -----------------------------------------------------------------------
+    def to_memory(self, text, vdt, mdt):
+        e = D.element(mdt)
+        if e == "float16":
+            return f"__float2half_rn({text})"
+        if e == "bfloat16":
+            return f"__float2bfloat16_rn({text})"
+        return text if e == "bool" else super().to_memory(text, vdt, mdt)
 
-    # ---- expressions ------------------------------------------------------------------
-    def expr(self, e, lane=None) -> str:
-        if isinstance(e, Var):
-            if id(e) not in self.names.by_id:
-                raise CodegenError(f"CUDA codegen: variable {e.name} is not defined in "
-                                   f"kernel {self.name}")
-            return self.names.by_id[id(e)]
-        if isinstance(e, IntImm):
-            return _int_literal(e)
-        if isinstance(e, FloatImm):
-            return _float_literal(e)
-        if isinstance(e, Ramp):
-            if lane is None:
-                raise CodegenError("CUDA codegen: a vector index outside a vector store")
-            return f"({self.expr(e.base)} + {lane * 1} * {self.expr(e.stride)})"
-        if isinstance(e, Broadcast):
-            return self.expr(e.value, None)
-        if isinstance(e, BufferLoad):
-            return self.access(e.buffer, e.indices[0], lane)
+    def from_memory(self, text, mdt):
+        e = D.element(mdt)
+        if e == "float16":
+            return f"__half2float({text})"
+        if e == "bfloat16":
+            return f"__bfloat162float({text})"
+        return text if e == "bool" else super().from_memory(text, mdt)
+
+    def round_value(self, text, dt):
+        e = D.element(dt)
+        if e in ("float16", "bfloat16"):
+            return self.from_memory(self.to_memory(text, dt, e), e)
+        return super().round_value(text, dt)
+
+    def float_literal(self, value, e):
+        if math.isnan(value) or math.isinf(value):
+            bits = "0x7fffffff" if math.isnan(value) else (
+                "0x7f800000" if value > 0 else "0xff800000")
+            text = f"__int_as_float({bits})"
+            return f"(double){text}" if e == "float64" else text
+        return super().float_literal(value, e)
+
+    def e_BinaryOp(self, e):
         kind = type(e).__name__
-        if kind == "Cast":
-            return _cast(e.value.dtype, e.dtype, self.expr(e.value, lane))
-        if kind == "Call":
-            return self.call(e, lane)
-        if kind in ("Not",):
-            return f"(!{self.expr(e.a, lane)})"
-        if kind == "Select":
-            return (f"({self.expr(e.condition, lane)} ? {self.expr(e.true_value, lane)} : "
-                    f"{self.expr(e.false_value, lane)})")
-        if hasattr(e, "a") and hasattr(e, "b"):
-            return self.binary(kind, e, lane)
-        raise CodegenError(f"CUDA codegen: cannot print a {kind} expression")
-
-    def call(self, e: Call, lane):
-        if e.op == "if_then_else":
-            c, a, b = (self.expr(x, lane) for x in e.args)
-            return f"({c} ? {a} : {b})"
-        return call_text(e.op, D.element(e.dtype), [self.expr(a, lane) for a in e.args])
-
-    def binary(self, kind, e, lane):
-        a, b = self.expr(e.a, lane), self.expr(e.b, lane)
         dt = D.element(e.a.dtype)
-        ops = {"Add": "+", "Sub": "-", "Mul": "*", "EQ": "==", "NE": "!=", "LT": "<",
-               "LE": "<=", "GT": ">", "GE": ">=", "And": "&&", "Or": "||"}
-        if kind in ops:
-            return f"({a} {ops[kind]} {b})"
-        if kind == "Div":
-            return f"({a} / {b})"
-        if kind == "Mod":
-            return f"fmod({a}, {b})" if D.is_float(dt) else f"({a} % {b})"
-        if kind in ("FloorDiv", "FloorMod"):
-            if D.is_float(dt):
-                q = f"floor((double){a} / (double){b})"
-                return f"(({c_type(dt)})({q}))" if kind == "FloorDiv" else \
-                    f"({a} - ({c_type(dt)})({q}) * {b})"
-            if D.is_uint(dt) or (lane is None and self.nonneg(e.a) and self.nonneg(e.b)):
-                return f"({a} {'/' if kind == 'FloorDiv' else '%'} {b})"
-            return f"cuvil_{kind.lower()}({a}, {b})"
-        if kind in ("Min", "Max"):
-            if D.is_float(dt):
-                cmp = "<" if kind == "Min" else ">"
-                return f"(({a}) {cmp} ({b}) ? ({a}) : ({b}))"
-            return f"{kind.lower()}({a}, {b})"
-        raise CodegenError(f"CUDA codegen: cannot print a {kind} expression")
+        if (kind in ("FloorDiv", "FloorMod") and D.is_integer(dt) and self.lane is None
+                and self.nonneg(e.a) and self.positive(e.b)):
+            op = "/" if kind == "FloorDiv" else "%"
+            return f"({self.expr(e.a)} {op} {self.expr(e.b)})"
+        return super().e_BinaryOp(e)
 
     def nonneg(self, e) -> bool:
         lo, _ = self.ana.const_int_bound(e)
         return isinstance(lo, int) and lo >= 0
 
+    def positive(self, e) -> bool:
+        lo, _ = self.ana.const_int_bound(e)
+        return isinstance(lo, int) and lo > 0
 
-def _is_zero(e) -> bool:
-    return isinstance(e, IntImm) and e.value == 0
-
-
-def _strip(text: str) -> str:
-    if text.startswith("(") and text.endswith(")"):
-        depth = 0
-        for k, ch in enumerate(text):
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0 and k < len(text) - 1:
-                return text
-        return text[1:-1]
-    return text
-
-
-def _int_literal(e: IntImm) -> str:
-    dt, v = D.element(e.dtype), e.value
-    if D.is_bool(dt):
-        return "true" if v else "false"
-    if dt == "int64":
-        return f"{v}LL" if v != -(1 << 63) else "(-9223372036854775807LL - 1)"
-    if dt == "uint64":
-        return f"{v}ULL"
-    if D.is_uint(dt):
-        return f"{v}u"
-    if v == -(1 << 31):
-        return "(-2147483647 - 1)"
-    return f"({v})" if v < 0 else str(v)
-
-
-def _float_literal(e: FloatImm) -> str:
-    dt, v = D.element(e.dtype), float(e.value)
-    if math.isnan(v) or math.isinf(v):
-        text = "__longlong_as_double(0x7ff8000000000000LL)" if math.isnan(v) else (
-            "__longlong_as_double(0x7ff0000000000000LL)" if v > 0 else
-            "__longlong_as_double(0xfff0000000000000LL)")
-        return text if dt == "float64" else _cast("float64", dt, text)
-    text = repr(v)
-    if "e" not in text and "." not in text:
-        text += ".0"
-    if dt == "float64":
-        return f"({text})" if v < 0 else text
-    if dt == "float32":
-        return f"({text}f)" if v < 0 else text + "f"
-    return _cast("float32", dt, text + "f")
-
-
-def _cast(src: str, dst: str, text: str) -> str:
-    src, dst = D.element(src), D.element(dst)
-    if src == dst:
-        return text
-    if dst == "float16":
-        return f"__float2half((float)({text}))"
-    if dst == "bfloat16":
-        return f"__float2bfloat16((float)({text}))"
-    if src in ("float16", "bfloat16"):
-        text = f"(float)({text})"
-    if D.is_bool(dst):
-        return f"(({text}) != 0)"
-    return f"(({c_type(dst)})({text}))"
-
+    def print_call(self, e) -> str:
+        if e.op in ("cuda.warp_sum", "cuda.warp_max", "cuda.warp_min"):
+            return f"cvl_{e.op[5:]}({self.bare(e.args[0])}, {self.bare(e.args[1])})"
+        if e.op == "if_then_else":
+            c, a, b = (self.expr(x) for x in e.args)
+            return f"({c} ? {a} : {b})"
+        return super().print_call(e)
 
 def kernel_params(func, kernel) -> list:
     """``[("buffer", Buffer) | ("scalar", Var)]`` a kernel takes: the ``global``
@@ -481,19 +353,51 @@ def codegen_cuda(lowered, target=None) -> CudaProgram:
         >>> codegen_cuda(T.PrimFunc([], T.Evaluate(T.const(0)))).kernels
         {}
     """
-    parts = [PREAMBLE]
+    parts, helpers = [], {}
     infos, aligned = {}, set()
     for k, kernel in enumerate(kernels(lowered.body)):
         name = kernel_name(kernel) or f"{lowered.name}_kernel{k}"
         params = kernel_params(lowered, kernel)
         p = KernelPrinter(kernel, name)
-        text = p.print(params)
+        text = p.print_kernel(params)
+        helpers.update(p.helpers)
         dims = launch_dims(kernel)
         infos[name] = KernelInfo(name, params, dims, p.dyn_offset if p.dyn else 0)
         aligned |= p.aligned16
         parts.append(text)
-    return CudaProgram("\n\n".join(parts) + "\n", infos, lowered, frozenset(aligned))
+    return CudaProgram(source_text(helpers, parts), infos, lowered, frozenset(aligned),
+                       helpers, tuple(parts))
 
 
-__all__ = ["CudaProgram", "KernelInfo", "KernelPrinter", "codegen_cuda", "kernel_params",
-           "shared_bytes"]
+def source_text(helpers: dict, kernels_text) -> str:
+    """A complete CUDA source: includes, the preamble, helpers, kernels.
+
+    Example::
+
+        >>> source_text({}, []).splitlines()[0]
+        '// generated by cuvil (cuda)'
+    """
+    head = [f"// generated by cuvil ({KernelPrinter.lang})"]
+    head += [f"#include <{h}>" for h in KernelPrinter.headers]
+    head += [PREAMBLE.rstrip("\n")] + [t.rstrip("\n") for t in helpers.values()]
+    return "\n".join(head) + "\n\n" + "\n\n".join(kernels_text) + "\n"
+
+
+def combine(programs) -> str:
+    """One source holding the kernels of several programs (distinct kernel names),
+    e.g. to compile many builds with one ``nvcc`` call.
+
+    Example::
+
+        >>> combine([]).count("__global__")
+        0
+    """
+    helpers, parts = {}, []
+    for p in programs:
+        helpers.update(p.helpers)
+        parts.extend(p.bodies)
+    return source_text(helpers, parts)
+
+
+__all__ = ["CudaProgram", "KernelInfo", "KernelPrinter", "codegen_cuda", "combine",
+           "kernel_params", "shared_bytes", "source_text"]

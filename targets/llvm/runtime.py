@@ -128,13 +128,14 @@ class LLVMRuntimeModule:
 
     source_formats = ("ll", "ll-opt", "asm")
 
-    def __init__(self, source: str, target, signature):
+    def __init__(self, source: str, target, signature, object_code: bytes | None = None):
         self.entry_name = signature.name
         self.signature = signature
         self.source = source
         cpu, features = resolve_cpu(target)
         full = source if DATA_OFFSET is None else source + wrapper_ir(signature, DATA_OFFSET)
-        self.library = Library(full, cpu, features, target.options.get("opt_level", 3))
+        self.library = Library(full, cpu, features, target.options.get("opt_level", 3),
+                               object_code=object_code)
         sizes = [ctypes.c_int64] * len(signature.size_vars)
         if DATA_OFFSET is not None:
             addr = self.library.address(f"{self.entry_name}__cuvil_py")
@@ -160,5 +161,5 @@ class LLVMRuntimeModule:
         if fmt == "ll":
             return self.source
         if fmt == "ll-opt":
-            return self.library.optimized_ir
+            return self.library.optimized()
         return self.library.assembly()

@@ -12,7 +12,7 @@ import cuvil_tir as T
 import schedules as S
 import targets
 from targets.cuda import recipes
-from targets.cuda.intrinsics import PREAMBLE
+from targets.cuda.codegen import combine
 from targets.cuda.nvcc import nvcc_available, nvcc_ptx
 
 ARCHS = ("sm_80", "sm_90")
@@ -35,13 +35,13 @@ def gpu_reason() -> str | None:
 needs_gpu = pytest.mark.skipif(gpu_reason() is not None, reason=str(gpu_reason()))
 
 
-def compile_all(sources) -> dict:
-    """PTX per architecture of many generated sources in one nvcc call each (the
-    preamble once, kernels renamed apart by their build names)."""
+def compile_all(mods) -> dict:
+    """PTX per architecture of the kernels of many built modules, in one nvcc call
+    each (kernels are apart by their build names)."""
     if not nvcc_available():
         pytest.fail("nvcc is on every machine of this project (CI too); it is missing")
-    body = "\n".join(src.replace(PREAMBLE, "") for src in sources)
-    return {arch: nvcc_ptx(PREAMBLE + body, arch) for arch in ARCHS}
+    text = combine([m.runtime.program for m in mods])
+    return {arch: nvcc_ptx(text, arch) for arch in ARCHS}
 
 
 def sch_for(func) -> S.Schedule:
