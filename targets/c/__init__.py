@@ -97,7 +97,7 @@ class CTargetKind:
         wrapper reads."""
         from ..llvm.engine import resolve_cpu
         from ..llvm.runtime import DATA_OFFSET
-        cpu, features = resolve_cpu(targets_llvm_host())
+        cpu, features = resolve_cpu(_llvm_host())
         return (f"cc={compiler_identity(target.options['cc'])};openmp={_openmp(target)};"
                 f"cpu={cpu};features={features};data_offset={DATA_OFFSET}")
 
@@ -111,7 +111,7 @@ class CTargetKind:
                               _openmp(target), library=load_shared(blobs["so"]))
 
 
-def targets_llvm_host():
+def _llvm_host():
     """The llvm target of this host (its CPU name and features key the cache)."""
     from ..target import Target
     return Target("llvm")
