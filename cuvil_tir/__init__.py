@@ -11,8 +11,9 @@ Example::
 """
 
 from . import dtype
-from .errors import (ArgumentError, CodegenError, CuvilError, DTypeError, LoweringError,
-                     ParseError, ScheduleError, ShapeError, TargetError)
+from .errors import (ArgumentError, CodegenError, CuvilError, DivisionByZeroError, DTypeError,
+                     LoweringError, ParseError, ScheduleError, ShapeError, TargetError)
+from .errors import DivergentBarrierError, RaceError
 from .node import Node, same
 from .expr import (Add, And, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp, Div,
                    EQ, Expr, FloatImm, FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let,
@@ -36,5 +37,6 @@ from .interpreter import interpret
 from .parser import parse, prim_func
 from .script import *  # noqa: F401,F403 - TVMScript names: T.float32, T.serial, T.block, ...
 from . import transform
+from .debug import diff, graph
 
 __version__ = "0.1.0"

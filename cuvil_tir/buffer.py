@@ -43,6 +43,11 @@ class Buffer(Node):
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", D.canonical(self.dtype))
+        if isinstance(self.shape, (int, Expr)) and not isinstance(self.shape, bool):
+            object.__setattr__(self, "shape", (self.shape,))    # T.Buffer(16, ...), as TVM
+        elif not isinstance(self.shape, (tuple, list)):
+            raise ShapeError(f"buffer {self.name}: expected a shape such as (16,) or 16, "
+                             f"found {self.shape!r}")
         object.__setattr__(self, "shape", tuple(as_expr(s, "int32") if not isinstance(s, Expr)
                                                 else s for s in self.shape))
         object.__setattr__(self, "strides", tuple(as_expr(s, "int32") if not isinstance(s, Expr)

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 
 from . import dtype as D
+from . import ops
 from .errors import DTypeError
+from .ops import intdiv
 from .expr import (Call, Expr, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min,
-                   Mod, Div, Not, Select, _unify, as_expr, binary, const)
+                   Mod, Div, Not, Select, _unify, as_expr, binary, const,
+                   zero_division)
 
-#: unary float intrinsics and their numpy counterparts (for the interpreter)
-UNARY_FLOAT = ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh",
-               "sigmoid", "erf", "floor", "ceil", "round", "trunc", "sin", "cos")
-#: all intrinsic names a ``Call`` may carry
-INTRINSICS = UNARY_FLOAT + ("abs", "pow", "fma", "if_then_else")
+#: unary float intrinsics (from the op registry, :mod:`cuvil_tir.ops`)
+UNARY_FLOAT = tuple(n for n in ops.list_ops(operands="float") if ops.get_op(n).arity == 1)
+#: the built-in intrinsic names a ``Call`` may carry (the op registry's at import)
+INTRINSICS = ops.list_ops()
 
 
 def _float_arg(name: str, x) -> Expr:
@@ -36,6 +38,8 @@ def _float_arg(name: str, x) -> Expr:
 
 
 def _unary(name: str):
+    ops.get_op(name)   # a builder exists only for a registered op
+
     def fn(x):
         x = _float_arg(name, x)
         return Call(x.dtype, name, (x,))
@@ -240,9 +244,10 @@ def truncdiv(a, b) -> Expr:
     a, b = _unify(a, b, "T.truncdiv")
     if not D.is_integer(a.dtype):
         raise DTypeError(f"T.truncdiv expects integers, found {a.dtype}")
+    if isinstance(b, IntImm) and b.value == 0:
+        zero_division(f"T.truncdiv({a}, {b})")
     if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(_exact_truncdiv(a.value, b.value) if b.value else _zerodiv(a, b),
-                      a.dtype)
+        return IntImm(intdiv.truncdiv(a.value, b.value), a.dtype)
     return Div(a, b)
 
 
@@ -257,21 +262,11 @@ def truncmod(a, b) -> Expr:
     a, b = _unify(a, b, "T.truncmod")
     if not D.is_integer(a.dtype):
         raise DTypeError(f"T.truncmod expects integers, found {a.dtype}")
+    if isinstance(b, IntImm) and b.value == 0:
+        zero_division(f"T.truncmod({a}, {b})")
     if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(a.value - b.value * _exact_truncdiv(a.value, b.value) if b.value
-                      else _zerodiv(a, b), a.dtype)
+        return IntImm(intdiv.truncmod(a.value, b.value), a.dtype)
     return Mod(a, b)
-
-
-def _exact_truncdiv(x: int, y: int) -> int:
-    # integer arithmetic: int(x / y) goes through float and is wrong beyond 2**53
-    # (the builtin abs is shadowed by T.abs in this module)
-    q = (x if x >= 0 else -x) // (y if y >= 0 else -y)
-    return -q if (x < 0) != (y < 0) else q
-
-
-def _zerodiv(a, b):
-    raise ZeroDivisionError(f"integer division by zero: {a} / {b}")
 
 
 def minimum(a, b) -> Expr:
@@ -368,4 +363,5 @@ def size_var(name: str = "n", dtype: str = "int32"):
     return SizeVar(name, dtype)
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math", "D")]
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math", "D", "ops",
+                                                                  "intdiv")]

@@ -21,6 +21,7 @@ import math
 import re
 
 from . import dtype as D
+from . import ops
 from .buffer import Buffer
 from .expr import (Add, And, Broadcast, BufferLoad, Call, Cast, CmpOp, Div, Expr, FloatImm,
                    FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, Ramp,
@@ -34,11 +35,9 @@ from .visitor import Visitor
 #: loop kinds and the ``T.`` function that prints each
 LOOP_FUNCS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectorized",
               "unrolled": "unroll", "thread_binding": "thread_binding"}
-#: intrinsics printed as ``T.<op>(args)``, with their arity
-INTRIN_ARITY = {"exp": 1, "exp2": 1, "log": 1, "log2": 1, "log10": 1, "sqrt": 1,
-                "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1, "floor": 1, "ceil": 1,
-                "round": 1, "trunc": 1, "sin": 1, "cos": 1, "abs": 1, "pow": 2, "fma": 3,
-                "if_then_else": 3}
+#: intrinsics printed as ``T.<op>(args)``, with their arity: the built-in ops of the
+#: op registry (:mod:`cuvil_tir.ops`)
+INTRIN_ARITY = {n: ops.get_op(n).arity for n in ops.list_ops()}
 _RESERVED = set(keyword.kwlist) | {"T", "True", "False", "None"}
 _INFIX = {Add: ("+", 9), Sub: ("-", 9), Mul: ("*", 10), FloorDiv: ("//", 10),
           FloorMod: ("%", 10)}

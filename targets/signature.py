@@ -100,6 +100,9 @@ class Signature:
     name: str
     params: tuple
     size_vars: tuple
+    #: the function declared (attribute ``cuvil.allow_inplace``) that its outputs may
+    #: share memory with its inputs; otherwise overlapping arguments are refused
+    allow_inplace: bool = False
 
     @staticmethod
     def from_func(func, lowered=None, name: str | None = None) -> "Signature":
@@ -120,7 +123,8 @@ class Signature:
                         sizes.append(v)
             else:
                 params.append(ParamSpec(k, p.name, "scalar", p.dtype, (), False, p))
-        return Signature(name or func.name, tuple(params), tuple(sizes))
+        return Signature(name or func.name, tuple(params), tuple(sizes),
+                         bool(func.attr("cuvil.allow_inplace", False)))
 
     @property
     def buffers(self) -> tuple:

@@ -25,7 +25,8 @@ from lark import Tree
 
 from .. import dtype as D
 from ..buffer import Buffer
-from ..errors import CuvilError
+from ..block_regions import check_block_regions, infer_block_regions
+from ..errors import CuvilError, LoweringError
 from ..expr import BufferLoad, Expr, SizeVar, Var, const
 from ..function import PrimFunc
 from ..printer import contains_block
@@ -52,6 +53,7 @@ class _BlockCtx:
         self.allocs: list = []
         self.init = None
         self.attrs = None
+        self.trees: dict = {}     # "reads"/"writes" -> the statement declaring them
 
 
 def _stmts_to_seq(stmts: list):
@@ -207,6 +209,7 @@ class Builder(ExprEvaluator):
                 for x in items:
                     regions.append(_region(x))
             setattr(ctx, where, tuple(regions))
+            ctx.trees[v.kind] = t
         elif v.kind == "where":
             setattr(ctx, where, to_expr(v.args[0], "bool"))
         else:
@@ -404,12 +407,21 @@ class Builder(ExprEvaluator):
         writes, reads = ctx.writes, ctx.reads
         if ctx.name == "root" and not ctx.iter_vars:
             reads, writes = reads or (), writes or ()
-        if writes is None:
-            writes = _infer_writes(body, ctx.init)
-        if reads is None:
-            reads = _infer_reads(body, ctx.init, writes)
+        if reads is None or writes is None:
+            r, w = _infer(Block(ctx.name, tuple(ctx.iter_vars), (), (), body, ctx.init,
+                                tuple(ctx.allocs), ctx.annotations or ()))
+            reads = r if reads is None else reads
+            writes = w if writes is None else writes
         blk = Block(ctx.name, tuple(ctx.iter_vars), reads, writes, body, ctx.init,
                     tuple(ctx.allocs), ctx.annotations or ())
+        if ctx.trees:
+            try:
+                check_block_regions(blk)
+            except LoweringError as err:
+                kind = "writes" if err.message.startswith(f"block '{blk.name}' writes") \
+                    else "reads"
+                raise self.error(err.message, ctx.trees.get(kind) or
+                                 next(iter(ctx.trees.values()))) from None
         pred = ctx.predicate if ctx.predicate is not None else const(True)
         return BlockRealize(tuple(ctx.values), pred, blk)
 
@@ -448,14 +460,35 @@ def _stores(stmts) -> list:
     return found
 
 
-def _infer_writes(body, init) -> tuple:
+def _infer(blk: Block) -> tuple:
+    """``(reads, writes)`` of a block without declared regions.
+
+    A block of loads and stores only gets the regions ``T.create_prim_func`` would
+    give it; one with loops or blocks inside gets them relaxed over those loops and the
+    inner blocks' iterators.  A written buffer leaves the reads only with an init.
+    """
+    if _has_loops_or_blocks(blk.body) or (blk.init is not None and
+                                          _has_loops_or_blocks(blk.init)):
+        return infer_block_regions(blk)
     from ..te.create_prim_func import access_regions
-    return tuple(access_regions(tuple(_stores((body, init)))))
+    writes = tuple(access_regions(tuple(_stores((blk.body, blk.init)))))
+    written = [w.buffer for w in writes] if blk.init is not None else []
+    local = list(blk.alloc_buffers)
+    reads = tuple(access_regions(tuple(x for x in (blk.body, blk.init) if x is not None),
+                                 exclude=written + local))
+    return reads, tuple(w for w in writes if all(w.buffer is not b for b in local))
 
 
-def _infer_reads(body, init, writes) -> tuple:
-    from ..te.create_prim_func import access_regions
-    written = [w.buffer for w in writes]
-    return tuple(access_regions(tuple(x for x in (body, init) if x is not None),
-                                exclude=written))
+def _has_loops_or_blocks(s) -> bool:
+    found = []
+
+    class _V(Visitor):
+        def visit_For(self, n):
+            found.append(n)
+
+        def visit_BlockRealize(self, n):
+            found.append(n)
+
+    _V().visit(s)
+    return bool(found)
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 
 from cuvil_tir import dtype as D
+from cuvil_tir import ops
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError
 from cuvil_tir.expr import Add, IntImm, Mul, Ramp, Var
@@ -311,6 +312,9 @@ class LLVMCodegen:
                 ("afn" in self.fm or "fast" in self.fm):
             # approximate functions allowed: inline vector exp, not N scalar expf calls
             return vector_exp(self.b, self.expr(e.args[0]), D.lanes(e.dtype))
+        spec = ops.get_op(e.op) if ops.has_op(e.op) else None
+        if spec is not None and spec.expand is not None and not (spec.llvm or spec.libm):
+            return self.expr(spec.expand(*e.args))   # e.g. sigmoid: 1 / (1 + exp(-x))
         return I.math_call(self.b, e.op, [self.expr(a) for a in e.args], e.dtype)
 
     def _if_then_else(self, cond, then_value, else_value, dt):
