@@ -69,13 +69,25 @@ class Buffer(Node):
         if len(indices) != len(self.shape):
             raise ShapeError(f"buffer {self.name} has {len(self.shape)} dimension(s) but "
                              f"was indexed with {len(indices)} index(es)")
-        idx = []
-        for ix in indices:
-            if isinstance(ix, slice):
-                raise ShapeError(f"buffer {self.name}: slices are not loads; index with "
-                                 "expressions")
-            idx.append(as_expr(ix, "int32"))
-        return BufferLoad(self, tuple(idx))
+        if any(isinstance(ix, slice) for ix in indices):
+            return self._region(indices)
+        return BufferLoad(self, tuple(as_expr(ix, "int32") for ix in indices))
+
+    def _region(self, indices):
+        """``A[i:i + 16, 0:16]``: the region (for ``T.call_extern``), as in TVM."""
+        from .stmt import BufferRegion, Range
+        ranges = []
+        for d, ix in enumerate(indices):
+            if not isinstance(ix, slice):
+                ranges.append(Range(as_expr(ix, "int32"), const(1, "int32")))
+                continue
+            if ix.step is not None:
+                raise ShapeError(f"buffer {self.name}: a region slice has no step, found "
+                                 f"step {ix.step} in dimension {d}")
+            lo = as_expr(0 if ix.start is None else ix.start, "int32")
+            hi = self.shape[d] if ix.stop is None else as_expr(ix.stop, "int32")
+            ranges.append(Range(lo, hi - lo))
+        return BufferRegion(self, tuple(ranges))
 
     def load(self, indices) -> BufferLoad:
         """``self[indices]`` with indices as a sequence."""
