@@ -23,8 +23,8 @@ from .buffer import Buffer, decl_buffer
 from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate,
                    For, IfThenElse, IterVar, LetStmt, Range, SeqStmt, Stmt, seq)
 from .function import PrimFunc
-from .op import (abs, all, any, ceil, cos, erf, exp, exp2, floor, floordiv, floormod, fma,
-                 if_then_else, infinity, log, log2, log10, logical_not, max_value,
+from .op import (abs, all, any, call_extern, ceil, cos, erf, exp, exp2, floor, floordiv,
+                 floormod, fma, if_then_else, infinity, log, log2, log10, logical_not, max_value,
                  maximum, min_value, minimum, pow, round, rsqrt, select, sigmoid, sin,
                  size_var, sqrt, tanh, trunc, truncdiv, truncmod, var)
 from .te import (Tensor, compute, create_prim_func, max, min, placeholder, prod,

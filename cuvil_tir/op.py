@@ -133,6 +133,50 @@ def if_then_else(cond, then_value, else_value) -> Expr:
     return Call(a.dtype, "if_then_else", (cond, a, b))
 
 
+def call_extern(dtype, name: str, *args, effect: str = "opaque") -> Call:
+    """A call of the external function ``name`` of the target, returning ``dtype``.
+
+    Arguments may be expressions, buffer regions (``A[i:i + 16, 0:16]`` in the text
+    form, or a :class:`~cuvil_tir.stmt.BufferRegion`: passed as a pointer to the
+    region's first element) or whole buffers (a pointer to the buffer).  ``effect`` is
+    one of :data:`cuvil_tir.ops.EFFECTS`: ``"opaque"`` (the default: it may read and
+    write anything it is given), ``"pure"``, ``"reads"``, ``"writes"``, ``"barrier"``.
+    Use it as a statement with ``T.evaluate(...)``.  Stored as
+    ``Call(dtype, "call_extern", (StringImm(name), StringImm(effect), *args))``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((4, 16), "int8", "A")
+        >>> c = T.call_extern("int32", "npu_load", T.BufferRegion.full(A), 64, effect="reads")
+        >>> c.args[0].value, c.args[1].value, c.dtype
+        ('npu_load', 'reads', 'int32')
+    """
+    from .buffer import Buffer
+    from .expr import StringImm
+    from .stmt import BufferRegion
+    if not isinstance(name, str) or not name.isidentifier():
+        raise DTypeError(f"T.call_extern: the function name must be an identifier, "
+                         f"found {name!r}")
+    if effect not in ops.EFFECTS:
+        raise DTypeError(f"T.call_extern({name!r}): effect must be one of "
+                         f"{', '.join(ops.EFFECTS)}, found {effect!r}")
+    vals = []
+    for k, a in enumerate(args):
+        if isinstance(a, Buffer):
+            a = BufferRegion.full(a)
+        if not isinstance(a, (BufferRegion, Expr)):
+            try:
+                a = as_expr(a)
+            except (TypeError, ValueError, DTypeError):
+                raise DTypeError(f"T.call_extern({name!r}): argument {k} must be an "
+                                 f"expression, a buffer region or a buffer, found "
+                                 f"{type(a).__name__}") from None
+        vals.append(a)
+    return Call(D.canonical(dtype), "call_extern", (StringImm(name), StringImm(effect),
+                                                     *vals))
+
+
 def select(cond, then_value, else_value) -> Expr:
     """``then_value if cond else else_value``; both sides may be evaluated.
 

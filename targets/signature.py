@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.stmt import BufferRegion
 from cuvil_tir.visitor import Visitor, used_vars
 
 
@@ -68,6 +69,14 @@ class _Stores(Visitor):
         for region in blk.writes:
             self.ids.add(id(region.buffer))
         self.generic_visit(blk)
+
+    def visit_Call(self, c):
+        # an extern call may write the regions it is given, unless it says otherwise
+        if c.op == "call_extern" and c.args[1].value not in ("pure", "reads"):
+            for a in c.args[2:]:
+                if isinstance(a, BufferRegion):
+                    self.ids.add(id(a.buffer))
+        self.generic_visit(c)
 
 
 def stored_buffers(node) -> set[int]:

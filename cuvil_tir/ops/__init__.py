@@ -56,7 +56,7 @@ class OpDef:
     """
 
     name: str
-    arity: int
+    arity: int              # -1: any number of arguments
     operands: str = "float"
     effect: str = "pure"
     reference: Callable | None = None
@@ -250,6 +250,10 @@ register_op(OpDef("fma", 3, "float", reference=_fma, llvm="fma", libm="fma",
                   doc="a * b + c with one rounding"))
 register_op(OpDef("if_then_else", 3, "select", c="({0} ? {1} : {2})",
                   doc="then if cond else otherwise, evaluating only the taken branch"))
+#: a call into a target's API (T.call_extern): args are the function's name, the
+#: effect (both StringImm), then values, buffer regions or whole buffers
+register_op(OpDef("call_extern", -1, "any", effect="opaque",
+                  doc="a call of an external function of the target"))
 
 __all__ = ["EFFECTS", "OPERAND_RULES", "OpDef", "get_op", "has_op", "list_ops",
            "register_op", "unregister_op"]

@@ -26,6 +26,8 @@ attribute              meaning (default: portable C99)
                        float32 suffix)
 ``stack_limit``        internal buffers up to this many bytes are arrays on the stack,
                        larger ones are ``malloc``-ed with checked sizes
+``declare_externs``    print a prototype for each ``T.call_extern`` function (regions
+                       as ``void *``); ``False`` when a header declares them
 =====================  ==========================================================
 
 Vector expressions (``Ramp``, ``Broadcast``, vector loads and stores, from the llvm
@@ -42,8 +44,9 @@ where the dialect prints something differently:
   ``int tx = threadIdx.x;`` with no loop);
 * :meth:`CPrinter.print_allocate` — an internal buffer (e.g. ``__shared__`` for the
   ``shared`` scope, or a bank address for an accelerator memory);
-* :meth:`CPrinter.print_call` — a ``Call`` of an op (e.g. ``call_extern`` to the
-  target's API);
+* :meth:`CPrinter.print_call` — a ``Call`` of an op;
+* :meth:`CPrinter.print_extern` — a ``T.call_extern`` (default: ``name(args)``, a
+  region argument as ``&A[first element]``, see :meth:`CPrinter.extern_arg`);
 * :meth:`CPrinter.prelude` — text after the includes (type definitions, a HAL
   header's ``#include``).
 
@@ -74,7 +77,9 @@ from cuvil_tir import dtype as D
 from cuvil_tir import ops
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError, CuvilError
-from cuvil_tir.expr import IntImm
+from cuvil_tir.expr import Call, IntImm
+from cuvil_tir.stmt import BufferRegion
+from cuvil_tir.visitor import post_order_visit
 
 # one ABI for every native CPU backend: the llvm codegen defines the size arguments
 # and the status codes (targets.llvm.runtime turns a status into an error)
@@ -107,10 +112,11 @@ class CPrinter:
                     "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t",
                     "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
                     "float16": "float", "bfloat16": "float", "float32": "float",
-                    "float64": "double"}
+                    "float64": "double", "handle": "void *"}
     memory_types = {"bool": "uint8_t", "float16": "uint16_t", "bfloat16": "uint16_t"}
     loop_pragmas: dict = {}
     ops: dict = {}
+    declare_externs = True
     stack_limit = 64 << 10
 
     def __init__(self):
@@ -131,6 +137,8 @@ class CPrinter:
             raise CodegenError(f"{self.lang} codegen: function name {name!r} is not a C "
                                "identifier; use letters, digits and underscores")
         self.taken.add(name)
+        post_order_visit(func.body, lambda n: self.taken.add(n.args[0].value)
+                         if isinstance(n, Call) and n.op == "call_extern" else None)
         head = self.signature(func, name)
         if self.status_type != "void":
             self.emit(f"{self.status_type} cvl_status = 0;")
@@ -568,9 +576,25 @@ class CPrinter:
     def e_Call(self, e):
         return self.print_call(e)
 
+    def print_extern(self, e) -> str:
+        """``T.call_extern(dtype, name, *args)`` as ``name(args)`` (with a prototype
+        when ``declare_externs``)."""
+        name = e.args[0].value
+        if self.declare_externs:
+            self.use_helper(f"extern {name}", _extern_prototype(self, e))
+        return f"{name}({', '.join(self.extern_arg(a) for a in e.args[2:])})"
+
+    def extern_arg(self, a) -> str:
+        """An extern call's argument: a region is the address of its first element."""
+        if isinstance(a, BufferRegion):
+            return f"&{self.access(a.buffer, tuple(r.min for r in a.region))}"
+        return self.bare(a)
+
     def print_call(self, e) -> str:
         """A ``Call``: the class's ``ops`` template, else the op registry's spelling;
         float16/bfloat16 run in float and round back."""
+        if e.op == "call_extern":
+            return self.print_extern(e)
         args = [self.bare(a) for a in e.args]
         dt = D.element(e.dtype)
         if e.op == "abs" and D.is_integer(dt):
@@ -593,6 +617,13 @@ class CPrinter:
             except CuvilError as err:
                 raise CodegenError(f"{self.lang} codegen: {err.message}") from None
         return self.round_value(text, dt) if D.is_float(dt) else text
+
+
+def _extern_prototype(printer, e) -> str:
+    params = ["void *" if isinstance(a, BufferRegion) else printer.scalar_type(a.dtype)
+              for a in e.args[2:]]
+    ret = printer.scalar_type(e.dtype)
+    return f"extern {ret} {e.args[0].value}({', '.join(params) or 'void'});\n"
 
 
 def _is_zero(e) -> bool:
