@@ -29,6 +29,7 @@ from .op import (abs, all, any, ceil, cos, erf, exp, exp2, floor, floordiv, floo
 from .te import (Tensor, compute, create_prim_func, max, min, placeholder, prod,
                  reduce_axis, sum)
 from .structural import assert_structural_equal, structural_equal, structural_hash
+from .fingerprint import fingerprint
 from .visitor import Mutator, Visitor, post_order_visit, substitute
 from .printer import to_text
 from .transform import lower

@@ -17,8 +17,10 @@ from .target import Target, as_target
 from .benchmark import BenchmarkResult
 from .module import Module
 from .build import build, lower_for
+from .keys import build_key, describe_target
 from . import llvm  # noqa: F401 - registers the "llvm" kind
 
 __all__ = ["ArgumentError", "BenchmarkResult", "CodegenError", "Module", "Target",
-           "TargetError", "as_target", "build", "get_target_kind", "list_targets",
-           "lower_for", "register_target", "unregister_target"]
+           "TargetError", "as_target", "build", "build_key", "describe_target",
+           "get_target_kind", "list_targets", "lower_for", "register_target",
+           "unregister_target"]
