@@ -11,8 +11,9 @@ Example::
 """
 
 from . import dtype
-from .errors import (ArgumentError, CodegenError, CuvilError, DTypeError, LoweringError,
-                     ParseError, ScheduleError, ShapeError, TargetError)
+from .errors import (ArgumentError, CodegenError, CuvilError, DivisionByZeroError, DTypeError,
+                     LoweringError, ParseError, ScheduleError, ShapeError, TargetError)
+from .errors import DivergentBarrierError, RaceError
 from .node import Node, same
 from .expr import (Add, And, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp, Div,
                    EQ, Expr, FloatImm, FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let,
@@ -22,8 +23,8 @@ from .buffer import Buffer, decl_buffer
 from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate,
                    For, IfThenElse, IterVar, LetStmt, Range, SeqStmt, Stmt, seq)
 from .function import PrimFunc
-from .op import (abs, all, any, ceil, cos, erf, exp, exp2, floor, floordiv, floormod, fma,
-                 if_then_else, infinity, log, log2, log10, logical_not, max_value,
+from .op import (abs, all, any, call_extern, ceil, cos, erf, exp, exp2, floor, floordiv,
+                 floormod, fma, if_then_else, infinity, log, log2, log10, logical_not, max_value,
                  maximum, min_value, minimum, pow, round, rsqrt, select, sigmoid, sin,
                  size_var, sqrt, tanh, trunc, truncdiv, truncmod, var)
 from .te import (Tensor, compute, create_prim_func, max, min, placeholder, prod,
@@ -37,5 +38,6 @@ from .interpreter import interpret
 from .parser import parse, prim_func
 from .script import *  # noqa: F401,F403 - TVMScript names: T.float32, T.serial, T.block, ...
 from . import transform
+from .debug import diff, graph
 
 __version__ = "0.1.0"

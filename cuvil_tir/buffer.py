@@ -43,6 +43,11 @@ class Buffer(Node):
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", D.canonical(self.dtype))
+        if isinstance(self.shape, (int, Expr)) and not isinstance(self.shape, bool):
+            object.__setattr__(self, "shape", (self.shape,))    # T.Buffer(16, ...), as TVM
+        elif not isinstance(self.shape, (tuple, list)):
+            raise ShapeError(f"buffer {self.name}: expected a shape such as (16,) or 16, "
+                             f"found {self.shape!r}")
         object.__setattr__(self, "shape", tuple(as_expr(s, "int32") if not isinstance(s, Expr)
                                                 else s for s in self.shape))
         object.__setattr__(self, "strides", tuple(as_expr(s, "int32") if not isinstance(s, Expr)
@@ -64,13 +69,25 @@ class Buffer(Node):
         if len(indices) != len(self.shape):
             raise ShapeError(f"buffer {self.name} has {len(self.shape)} dimension(s) but "
                              f"was indexed with {len(indices)} index(es)")
-        idx = []
-        for ix in indices:
-            if isinstance(ix, slice):
-                raise ShapeError(f"buffer {self.name}: slices are not loads; index with "
-                                 "expressions")
-            idx.append(as_expr(ix, "int32"))
-        return BufferLoad(self, tuple(idx))
+        if any(isinstance(ix, slice) for ix in indices):
+            return self._region(indices)
+        return BufferLoad(self, tuple(as_expr(ix, "int32") for ix in indices))
+
+    def _region(self, indices):
+        """``A[i:i + 16, 0:16]``: the region (for ``T.call_extern``), as in TVM."""
+        from .stmt import BufferRegion, Range
+        ranges = []
+        for d, ix in enumerate(indices):
+            if not isinstance(ix, slice):
+                ranges.append(Range(as_expr(ix, "int32"), const(1, "int32")))
+                continue
+            if ix.step is not None:
+                raise ShapeError(f"buffer {self.name}: a region slice has no step, found "
+                                 f"step {ix.step} in dimension {d}")
+            lo = as_expr(0 if ix.start is None else ix.start, "int32")
+            hi = self.shape[d] if ix.stop is None else as_expr(ix.stop, "int32")
+            ranges.append(Range(lo, hi - lo))
+        return BufferRegion(self, tuple(ranges))
 
     def load(self, indices) -> BufferLoad:
         """``self[indices]`` with indices as a sequence."""
@@ -116,3 +133,28 @@ def decl_buffer(shape, dtype: str = "float32", name: str = "buf", strides=(),
     if not isinstance(shape, (tuple, list)):
         shape = (shape,)
     return Buffer(tuple(shape), dtype, name, tuple(strides), scope, align)
+
+
+_dataclass_init = Buffer.__init__
+
+
+def _init(self, *args, offset_factor=0, elem_offset=None, buffer_type="", axis_separators=(),
+          **kwargs):
+    # TVMScript's buffer keywords, so that a TVM-printed annotation such as
+    # ``A: T.Buffer((16, 16), "float32", offset_factor=1)`` evaluates when the def runs;
+    # only values that describe a plain Cuvil buffer are accepted
+    if not isinstance(offset_factor, int) or offset_factor < 0:
+        raise ShapeError(f"Buffer: offset_factor must be a non-negative int, found "
+                         f"{offset_factor!r}")
+    if elem_offset not in (None, 0) or buffer_type not in ("", "default", "auto") or \
+            tuple(axis_separators):
+        raise ShapeError("Buffer: a Cuvil buffer starts at its first element and is "
+                         "flattened to one dimension (elem_offset=0, buffer_type='default', "
+                         f"no axis_separators); found elem_offset={elem_offset!r}, "
+                         f"buffer_type={buffer_type!r}, axis_separators={axis_separators!r}")
+    _dataclass_init(self, *args, **kwargs)
+
+
+_init.__doc__ = _dataclass_init.__doc__
+_init.__wrapped__ = _dataclass_init
+Buffer.__init__ = _init

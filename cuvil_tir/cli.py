@@ -9,7 +9,13 @@ Example::
     $ cuvil show kernel.py
     $ cuvil lower kernel.tir --target llvm
     $ cuvil build kernel.py --target llvm --emit asm -o kernel.s
-    $ cuvil run kernel.py --target llvm --random-inputs
+    $ cuvil build kernel.py --target c --emit c
+    $ cuvil run kernel.py --target llvm
+
+``--emit`` takes one of the target's source formats (``Module.source_formats``:
+``ll``, ``ll-opt``, ``asm`` for ``llvm``, ``c`` for ``c``) or ``tir`` (the lowered IR);
+the default is the target's first format.  ``cuvil run`` fills every buffer with
+random values (``--seed``; each symbolic size is ``--size``).
 
 Every subcommand accepts ``--pass-timing`` and ``--dump-ir DIR``; on bad input the
 command exits with status 1 and prints the error's code and message.
@@ -19,14 +25,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import runpy
 import sys
 
 from .errors import CuvilError, ParseError, TargetError
 from .function import PrimFunc
-
-_EMIT_FORMATS = ("ll", "asm", "obj", "c", "cuda", "tir")
 
 
 def load_funcs(path: str) -> dict[str, PrimFunc]:
@@ -73,9 +76,7 @@ def _pick(funcs: dict, name: str | None, path: str) -> PrimFunc:
 
 
 def _targets():
-    if importlib.util.find_spec("targets") is None:
-        raise TargetError("the 'targets' package is not installed; reinstall cuvil")
-    import targets
+    import targets    # imported late: cuvil_tir itself never depends on the backends
     return targets
 
 
@@ -123,15 +124,19 @@ def cmd_build(args) -> int:
     func = _pick(load_funcs(args.file), args.func, args.file)
     with _instrumented(args):
         mod = tg.build(func, args.target)
-    fmt = args.emit
-    if fmt == "obj":
-        data = mod.get_source("obj")
-        if args.output in (None, "-"):
-            raise TargetError("--emit obj writes binary data; give an output file with -o")
-        with open(args.output, "wb") as fh:
-            fh.write(data)
-        return 0
+    formats = tuple(mod.source_formats)
+    fmt = args.emit or formats[0]
+    if fmt not in formats:
+        raise TargetError(f"--emit {fmt}: target {args.target!r} has no source format "
+                          f"{fmt!r}; it offers {', '.join(formats)}")
     text = mod.get_source(fmt)
+    if isinstance(text, (bytes, bytearray)):
+        if args.output in (None, "-"):
+            raise TargetError(f"--emit {fmt} writes binary data; give an output file "
+                              "with -o")
+        with open(args.output, "wb") as fh:
+            fh.write(text)
+        return 0
     if args.output in (None, "-"):
         print(text)
     else:
@@ -140,35 +145,54 @@ def cmd_build(args) -> int:
     return 0
 
 
-def cmd_run(args) -> int:
+def random_arguments(func: PrimFunc, seed: int = 0, size: int = 64) -> list:
+    """Random arrays for every buffer parameter of ``func``: floats standard normal,
+    integers in ``[0, 8)``, bools 0/1; each symbolic size is ``size``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> n = T.size_var("n")
+        >>> f = T.create_prim_func([T.placeholder((n, 2), "int8", name="A")])
+        >>> [(a.shape, str(a.dtype)) for a in random_arguments(f, size=3)]
+        [((3, 2), 'int8')]
+    """
     import numpy as np
-    tg = _targets()
+
     from . import dtype as D
-    func = _pick(load_funcs(args.file), args.func, args.file)
-    if not args.random_inputs:
-        raise TargetError("cuvil run needs --random-inputs (inputs from files are not "
-                          "supported yet)")
-    with _instrumented(args):
-        mod = tg.build(func, args.target)
-    rng = np.random.default_rng(args.seed)
+    from .expr import IntImm
+    rng = np.random.default_rng(seed)
     arrays = []
-    sizes: dict = {}
     for p in func.params:
         if not hasattr(p, "shape"):
-            raise TargetError(f"cuvil run: scalar parameter {p.name!r} needs a value; "
-                              "only buffer parameters are supported with --random-inputs")
-        shape = []
-        for s in p.shape:
-            if hasattr(s, "value"):
-                shape.append(int(s.value))
-            else:
-                shape.append(sizes.setdefault(s.name, args.size))
+            raise TargetError(f"cuvil run: scalar parameter {p.name!r} needs a value, and "
+                              "the command line cannot give one yet; make it a buffer, or "
+                              "call the built module from Python")
+        if size < 0:
+            raise TargetError(f"cuvil run: --size must be >= 0, found {size}")
+        shape = [int(s.value) if isinstance(s, IntImm) else size for s in p.shape]
+        if not all(isinstance(s, IntImm) or hasattr(s, "name") for s in p.shape):
+            raise TargetError(f"cuvil run: buffer {p.name!r} has a computed size "
+                              f"{[str(s) for s in p.shape]}; only constants and size "
+                              "variables are supported")
         npdt = D.to_numpy(p.dtype)
         if D.is_float(p.dtype) and p.dtype != "bfloat16":
             arr = rng.standard_normal(shape).astype(npdt)
+        elif D.is_bool(p.dtype):
+            arr = rng.integers(0, 2, size=shape).astype(bool)
         else:
             arr = rng.integers(0, 8, size=shape).astype(npdt)
         arrays.append(arr)
+    return arrays
+
+
+def cmd_run(args) -> int:
+    import numpy as np
+    tg = _targets()
+    func = _pick(load_funcs(args.file), args.func, args.file)
+    arrays = random_arguments(func, args.seed, args.size)
+    with _instrumented(args):
+        mod = tg.build(func, args.target)
     mod(*arrays)
     stats = mod.benchmark(*arrays, repeat=args.repeat)
     for p, arr in zip(func.params, arrays):
@@ -209,14 +233,17 @@ def make_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("build", help="compile and write the generated code")
     common(sp)
     sp.add_argument("--target", default="llvm")
-    sp.add_argument("--emit", default="ll", choices=_EMIT_FORMATS)
+    sp.add_argument("--emit", default=None, metavar="FORMAT",
+                    help="one of the target's source formats (llvm: ll, ll-opt, asm; c: c) "
+                    "or tir, the lowered IR; default: the target's first format")
     sp.add_argument("-o", "--output", default=None, help="output file (default: stdout)")
     sp.set_defaults(fn=cmd_build)
     sp = sub.add_parser("run", help="build, run on random inputs, print checksums, time")
     common(sp)
     sp.add_argument("--target", default="llvm")
     sp.add_argument("--random-inputs", action="store_true",
-                    help="fill every argument with random values")
+                    help="fill every argument with random values (the default; kept for "
+                    "scripts that pass it)")
     sp.add_argument("--size", type=int, default=64, help="value of each symbolic size")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--repeat", type=int, default=5)

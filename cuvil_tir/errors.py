@@ -83,6 +83,23 @@ class LoweringError(CuvilError):
     code = "CVL-E104"
 
 
+class DivisionByZeroError(LoweringError, ZeroDivisionError):
+    """An integer division or modulo by the constant zero, refused when it is built.
+
+    A divisor that is zero only at run time is not an error: see the semantics of
+    integer division in :mod:`cuvil_tir.arith.fold`.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> try:
+        ...     T.var("i") // 0
+        ... except T.DivisionByZeroError as err:
+        ...     print(err.code)
+        CVL-E104
+    """
+
+
 class CodegenError(CuvilError):
     """A code generator met IR it cannot translate.
 
@@ -148,4 +165,37 @@ class ParseError(CuvilError, SyntaxError):
 
 
 ALL_ERRORS = (CuvilError, DTypeError, ShapeError, ScheduleError, LoweringError,
-              CodegenError, TargetError, ArgumentError, ParseError)
+              DivisionByZeroError, CodegenError, TargetError, ArgumentError, ParseError)
+
+
+class RaceError(LoweringError):
+    """Two GPU threads touched one shared address in the same phase (between two
+    barriers) and at least one wrote: found by ``T.interpret(..., check_races=True)``.
+    ``buffer``, ``address``, ``threads`` and ``statements`` name the two accesses.
+
+    Example::
+
+        >>> RaceError("race on S").code
+        'CVL-E200'
+    """
+
+    code = "CVL-E200"
+
+    def __init__(self, message: str, buffer=None, address=None, threads=(), statements=()):
+        self.buffer, self.address = buffer, address
+        self.threads, self.statements = tuple(threads), tuple(statements)
+        super().__init__(message)
+
+
+class DivergentBarrierError(LoweringError):
+    """A ``__syncthreads()`` would be needed inside control flow that depends on the
+    thread; the build is refused (the message marks the statement).
+
+    Example::
+
+        >>> DivergentBarrierError("barrier inside if tx < 4").code
+        'CVL-E201'
+    """
+
+    code = "CVL-E201"
+ALL_ERRORS = ALL_ERRORS + (RaceError, DivergentBarrierError)

@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 from .buffer import Buffer
+from .errors import LoweringError
 from .expr import Var
 from .node import Node, node
 from .stmt import Stmt, _annotations
@@ -43,7 +44,7 @@ class PrimFunc(Node):
         object.__setattr__(self, "attrs", _annotations(self.attrs))
         for p in self.params:
             if not isinstance(p, (Buffer, Var)):
-                raise TypeError(f"PrimFunc parameters are Buffers or Vars, found {p!r}")
+                raise LoweringError(f"PrimFunc parameters are Buffers or Vars, found {p!r}")
 
     __hash__ = Node.__hash__
 

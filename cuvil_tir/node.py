@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .errors import CuvilError, DTypeError, LoweringError
+
 
 def node(cls):
     """Class decorator: a frozen, slotted dataclass without generated eq/hash.
@@ -29,7 +31,27 @@ def node(cls):
         >>> same(Pair(1, 2), Pair(1, 2))
         True
     """
-    return dataclasses.dataclass(frozen=True, slots=True, eq=False, repr=False)(cls)
+    cls = dataclasses.dataclass(frozen=True, slots=True, eq=False, repr=False)(cls)
+    post = getattr(cls, "__post_init__", None)
+    if post is not None:
+        cls.__post_init__ = _guarded(post, cls.__name__)
+    return cls
+
+
+def _guarded(post, name: str):
+    # a field of the wrong kind (None, a string where an expression belongs) fails in
+    # the checks with AttributeError/TypeError/ValueError: report it inside the
+    # hierarchy, naming the node; free on the normal path
+    def __post_init__(self):
+        try:
+            post(self)
+        except CuvilError:
+            raise
+        except (AttributeError, TypeError, ValueError, IndexError) as err:
+            cls = DTypeError if isinstance(err, (AttributeError, TypeError)) else LoweringError
+            raise cls(f"{name}: malformed node ({err}); build IR nodes from expressions "
+                      "and statements (T.var, T.const, buffer loads, T.For, ...)") from None
+    return __post_init__
 
 
 class Node:

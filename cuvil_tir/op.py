@@ -16,15 +16,17 @@ from __future__ import annotations
 
 
 from . import dtype as D
+from . import ops
 from .errors import DTypeError
+from .ops import intdiv
 from .expr import (Call, Expr, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min,
-                   Mod, Div, Not, Select, _unify, as_expr, binary, const)
+                   Mod, Div, Not, Select, _unify, as_expr, binary, const,
+                   zero_division)
 
-#: unary float intrinsics and their numpy counterparts (for the interpreter)
-UNARY_FLOAT = ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh",
-               "sigmoid", "erf", "floor", "ceil", "round", "trunc", "sin", "cos")
-#: all intrinsic names a ``Call`` may carry
-INTRINSICS = UNARY_FLOAT + ("abs", "pow", "fma", "if_then_else")
+#: unary float intrinsics (from the op registry, :mod:`cuvil_tir.ops`)
+UNARY_FLOAT = tuple(n for n in ops.list_ops(operands="float") if ops.get_op(n).arity == 1)
+#: the built-in intrinsic names a ``Call`` may carry (the op registry's at import)
+INTRINSICS = ops.list_ops()
 
 
 def _float_arg(name: str, x) -> Expr:
@@ -36,6 +38,8 @@ def _float_arg(name: str, x) -> Expr:
 
 
 def _unary(name: str):
+    ops.get_op(name)   # a builder exists only for a registered op
+
     def fn(x):
         x = _float_arg(name, x)
         return Call(x.dtype, name, (x,))
@@ -127,6 +131,50 @@ def if_then_else(cond, then_value, else_value) -> Expr:
     if isinstance(cond, IntImm):
         return a if cond.value else b
     return Call(a.dtype, "if_then_else", (cond, a, b))
+
+
+def call_extern(dtype, name: str, *args, effect: str = "opaque") -> Call:
+    """A call of the external function ``name`` of the target, returning ``dtype``.
+
+    Arguments may be expressions, buffer regions (``A[i:i + 16, 0:16]`` in the text
+    form, or a :class:`~cuvil_tir.stmt.BufferRegion`: passed as a pointer to the
+    region's first element) or whole buffers (a pointer to the buffer).  ``effect`` is
+    one of :data:`cuvil_tir.ops.EFFECTS`: ``"opaque"`` (the default: it may read and
+    write anything it is given), ``"pure"``, ``"reads"``, ``"writes"``, ``"barrier"``.
+    Use it as a statement with ``T.evaluate(...)``.  Stored as
+    ``Call(dtype, "call_extern", (StringImm(name), StringImm(effect), *args))``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((4, 16), "int8", "A")
+        >>> c = T.call_extern("int32", "npu_load", T.BufferRegion.full(A), 64, effect="reads")
+        >>> c.args[0].value, c.args[1].value, c.dtype
+        ('npu_load', 'reads', 'int32')
+    """
+    from .buffer import Buffer
+    from .expr import StringImm
+    from .stmt import BufferRegion
+    if not isinstance(name, str) or not name.isidentifier():
+        raise DTypeError(f"T.call_extern: the function name must be an identifier, "
+                         f"found {name!r}")
+    if effect not in ops.EFFECTS:
+        raise DTypeError(f"T.call_extern({name!r}): effect must be one of "
+                         f"{', '.join(ops.EFFECTS)}, found {effect!r}")
+    vals = []
+    for k, a in enumerate(args):
+        if isinstance(a, Buffer):
+            a = BufferRegion.full(a)
+        if not isinstance(a, (BufferRegion, Expr)):
+            try:
+                a = as_expr(a)
+            except (TypeError, ValueError, DTypeError):
+                raise DTypeError(f"T.call_extern({name!r}): argument {k} must be an "
+                                 f"expression, a buffer region or a buffer, found "
+                                 f"{type(a).__name__}") from None
+        vals.append(a)
+    return Call(D.canonical(dtype), "call_extern", (StringImm(name), StringImm(effect),
+                                                     *vals))
 
 
 def select(cond, then_value, else_value) -> Expr:
@@ -240,9 +288,10 @@ def truncdiv(a, b) -> Expr:
     a, b = _unify(a, b, "T.truncdiv")
     if not D.is_integer(a.dtype):
         raise DTypeError(f"T.truncdiv expects integers, found {a.dtype}")
+    if isinstance(b, IntImm) and b.value == 0:
+        zero_division(f"T.truncdiv({a}, {b})")
     if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(_exact_truncdiv(a.value, b.value) if b.value else _zerodiv(a, b),
-                      a.dtype)
+        return IntImm(intdiv.truncdiv(a.value, b.value), a.dtype)
     return Div(a, b)
 
 
@@ -257,21 +306,11 @@ def truncmod(a, b) -> Expr:
     a, b = _unify(a, b, "T.truncmod")
     if not D.is_integer(a.dtype):
         raise DTypeError(f"T.truncmod expects integers, found {a.dtype}")
+    if isinstance(b, IntImm) and b.value == 0:
+        zero_division(f"T.truncmod({a}, {b})")
     if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(a.value - b.value * _exact_truncdiv(a.value, b.value) if b.value
-                      else _zerodiv(a, b), a.dtype)
+        return IntImm(intdiv.truncmod(a.value, b.value), a.dtype)
     return Mod(a, b)
-
-
-def _exact_truncdiv(x: int, y: int) -> int:
-    # integer arithmetic: int(x / y) goes through float and is wrong beyond 2**53
-    # (the builtin abs is shadowed by T.abs in this module)
-    q = (x if x >= 0 else -x) // (y if y >= 0 else -y)
-    return -q if (x < 0) != (y < 0) else q
-
-
-def _zerodiv(a, b):
-    raise ZeroDivisionError(f"integer division by zero: {a} / {b}")
 
 
 def minimum(a, b) -> Expr:
@@ -368,4 +407,5 @@ def size_var(name: str = "n", dtype: str = "int32"):
     return SizeVar(name, dtype)
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math", "D")]
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math", "D", "ops",
+                                                                  "intdiv")]

@@ -21,6 +21,7 @@ import math
 import re
 
 from . import dtype as D
+from . import ops
 from .buffer import Buffer
 from .expr import (Add, And, Broadcast, BufferLoad, Call, Cast, CmpOp, Div, Expr, FloatImm,
                    FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, Ramp,
@@ -34,11 +35,9 @@ from .visitor import Visitor
 #: loop kinds and the ``T.`` function that prints each
 LOOP_FUNCS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectorized",
               "unrolled": "unroll", "thread_binding": "thread_binding"}
-#: intrinsics printed as ``T.<op>(args)``, with their arity
-INTRIN_ARITY = {"exp": 1, "exp2": 1, "log": 1, "log2": 1, "log10": 1, "sqrt": 1,
-                "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1, "floor": 1, "ceil": 1,
-                "round": 1, "trunc": 1, "sin": 1, "cos": 1, "abs": 1, "pow": 2, "fma": 3,
-                "if_then_else": 3}
+#: intrinsics printed as ``T.<op>(args)``, with their arity: the built-in ops of the
+#: op registry (:mod:`cuvil_tir.ops`)
+INTRIN_ARITY = {n: ops.get_op(n).arity for n in ops.list_ops() if ops.get_op(n).arity >= 0}
 _RESERVED = set(keyword.kwlist) | {"T", "True", "False", "None"}
 _INFIX = {Add: ("+", 9), Sub: ("-", 9), Mul: ("*", 10), FloorDiv: ("//", 10),
           FloorMod: ("%", 10)}
@@ -283,6 +282,9 @@ class _Printer:
         return f"{left} {sym} {self.sub(e.b, p + 1)}"
 
     def intrin(self, e: Call) -> str:
+        if e.op == "call_extern" and len(e.args) >= 2 and \
+                all(isinstance(a, StringImm) for a in e.args[:2]):
+            return self.call_extern(e)
         args = [self.expr(a) for a in e.args]
         n = INTRIN_ARITY.get(e.op)
         if n == len(e.args):
@@ -290,6 +292,23 @@ class _Printer:
             if ref.dtype == e.dtype:
                 return self.call("T." + e.op, *args)
         return self.call("T.call_intrin", json.dumps(e.dtype), json.dumps(e.op), *args)
+
+    def call_extern(self, e: Call) -> str:
+        """``T.call_extern("dtype", "name", args..., effect="...")``; a region argument
+        always prints as slices (``A[i:i + 1]``), so it never reads back as a load."""
+        args = [json.dumps(e.dtype), json.dumps(e.args[0].value)]
+        for a in e.args[2:]:
+            if isinstance(a, BufferRegion):
+                parts = []
+                for rg in a.region:
+                    b = self.bounds(rg.min, rg.extent)
+                    parts.append(f"{b[0]}:{b[1]}" if len(b) == 2 else f"0:{b[0]}")
+                args.append(f"{self.name(a.buffer)}[{', '.join(parts)}]")
+            else:
+                args.append(self.expr(a))
+        if e.args[1].value != "opaque":
+            args.append(f"effect={json.dumps(e.args[1].value)}")
+        return self.call("T.call_extern", *args)
 
     def indices(self, idx) -> str:
         if not idx:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import dtype as D
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError, LoweringError, ShapeError
 from .expr import Expr, IntImm, Var, as_expr
 from .node import Node, node
 
@@ -89,7 +89,8 @@ class IterVar(Node):
 
     def __post_init__(self):
         if self.kind not in ITER_KINDS:
-            raise ValueError(f"IterVar kind must be one of {ITER_KINDS}, found {self.kind!r}")
+            raise LoweringError(f"IterVar kind must be one of {ITER_KINDS}, found "
+                                f"{self.kind!r}")
 
     __hash__ = Node.__hash__
 
@@ -159,10 +160,12 @@ class BufferStore(Stmt):
         if len(self.indices) != len(self.buffer.shape):
             raise ShapeError(f"store to {self.buffer.name}: expected "
                              f"{len(self.buffer.shape)} index(es), found {len(self.indices)}")
-        if D.element(self.value.dtype) != self.buffer.dtype:
+        bdt = self.buffer.dtype
+        if D.element(self.value.dtype) != D.element(bdt) or \
+                self.value.lanes % D.lanes(bdt):
             raise DTypeError(f"store to {self.buffer.name}: expected a value of dtype "
-                             f"{self.buffer.dtype}, found {self.value.dtype}; cast it with "
-                             f"T.cast(value, '{self.buffer.dtype}')")
+                             f"{bdt}, found {self.value.dtype}; cast it with "
+                             f"T.cast(value, '{bdt}')")
 
     __hash__ = Node.__hash__
 
@@ -191,10 +194,10 @@ class For(Stmt):
 
     def __post_init__(self):
         if self.kind not in FOR_KINDS:
-            raise ValueError(f"For kind must be one of {FOR_KINDS}, found {self.kind!r}")
+            raise LoweringError(f"For kind must be one of {FOR_KINDS}, found {self.kind!r}")
         if self.kind == "thread_binding" and self.thread_tag not in THREAD_TAGS:
-            raise ValueError(f"thread_binding loop needs a thread tag in {THREAD_TAGS}, "
-                             f"found {self.thread_tag!r}")
+            raise LoweringError(f"thread_binding loop needs a thread tag in {THREAD_TAGS}, "
+                                f"found {self.thread_tag!r}")
         object.__setattr__(self, "annotations", _annotations(self.annotations))
 
     __hash__ = Node.__hash__

@@ -19,8 +19,6 @@ Example::
     True
 """
 
-import importlib.util
-
 from cuvil_tir.errors import ScheduleError
 
 from .handles import BlockRV, LoopRV
@@ -29,10 +27,7 @@ from .trace import Instruction, Trace
 from .sampling import SampledInt
 from . import errors
 
-if importlib.util.find_spec(__name__ + ".tensor_intrin") is not None:
-    from .tensor_intrin import TensorIntrin
-else:  # the module lands with the tensorize primitives
-    TensorIntrin = None
+from .tensor_intrin import TensorIntrin
 
 __all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction",
            "SampledInt", "TensorIntrin", "errors"]

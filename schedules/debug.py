@@ -1,7 +1,7 @@
 """Debug mode: check every primitive's result against the IR before it.
 
 After each primitive that changed the function, ``Schedule(func, debug=True)`` runs
-the IR verifier (``cuvil_tir.transform.verify``, when present) on the new function,
+the IR verifier (``cuvil_tir.transform.verify``) on the new function,
 and, for small functions (fewer than :data:`MAX_ITERATIONS` block instances), runs
 the reference interpreter ``T.interpret`` on the same random inputs before and after:
 different outputs raise :class:`DebugCheckError` naming the primitive.
@@ -23,6 +23,7 @@ import cuvil_tir
 from cuvil_tir import dtype as D
 from cuvil_tir.errors import CuvilError
 from cuvil_tir.expr import IntImm
+from cuvil_tir.transform import verify
 
 from .analysis import total_iterations
 from .errors import DebugCheckError, schedule_error
@@ -64,10 +65,6 @@ def random_inputs(func, seed: int):
 
 
 def _verify(name, func):
-    transform = getattr(cuvil_tir, "transform", None)
-    verify = getattr(transform, "verify", None)
-    if verify is None:
-        return
     try:
         verify(func)
     except CuvilError as err:

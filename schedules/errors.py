@@ -122,12 +122,7 @@ def render_ir(func, highlight=None) -> str:
         True
     """
     from cuvil_tir.printer import to_text
-    if highlight is not None:
-        try:
-            return to_text(func, highlight=highlight)
-        except TypeError:
-            highlight = None  # printer without highlight support: plain text below
-    return to_text(func)
+    return to_text(func, highlight=highlight)
 
 
 def schedule_error(cls, primitive: str, reason: str, func=None, node=None):

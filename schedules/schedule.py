@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import random
 
+from cuvil_tir.block_regions import verify_block_regions
 from cuvil_tir.function import PrimFunc
 
 from . import primitives as _primitives  # noqa: F401  (registers every primitive)
@@ -66,6 +67,9 @@ class Schedule(BlockMethods):
             raise schedule_error(ScheduleArgumentError, "Schedule", f"expected a PrimFunc "
                                  f"(e.g. from T.create_prim_func), got "
                                  f"{type(func).__name__}")
+        # primitives trust declared regions: a block whose T.reads under-states its
+        # body would be scheduled into wrong results
+        verify_block_regions(func)
         self._func = func
         self._trace = Trace()
         self.debug = debug

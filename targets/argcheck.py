@@ -12,7 +12,11 @@ Rules: argument count; numpy arrays for buffers (bfloat16 is stored as uint16; a
 constants and symbolic sizes (a size is bound by its first occurrence, later ones must
 agree; composite dimensions such as ``n + 1`` are evaluated once all sizes are
 bound); C-contiguity and alignment; writeability of arrays the function stores to;
-Python ``int``/``float``/``bool`` for scalar parameters.
+Python ``int``/``float``/``bool`` for scalar parameters; no array the function writes
+may share memory with another argument (``mod(x, x)``, or a view of ``x``) unless the
+function declares in-place use (``func.with_attr("cuvil.allow_inplace", True)``):
+the fast path only accepts distinct arrays that own their memory, the slow path
+compares the memory ranges of views.
 
 Example::
 
@@ -131,6 +135,7 @@ class _Slow:
             want = eval(_py_expr(d, names), env)  # noqa: S307 - our own generated source
             if a.shape[k] != want:
                 self._shape_fail(p, a, bound)
+        self._check_overlap(args)
         sizes = []
         for v in sig.size_vars:
             val = bound[id(v)][0]
@@ -175,6 +180,23 @@ class _Slow:
         if p.writes and not a.flags.writeable:
             self.fail(p, f"the function writes to {p.name} but the array is read-only; "
                          "pass a writeable array")
+
+    def _check_overlap(self, args):
+        if self.sig.allow_inplace:
+            return
+        bufs = self.sig.buffers
+        for w in bufs:
+            if not w.writes:
+                continue
+            for o in bufs:
+                if o is w or (o.writes and o.index < w.index):
+                    continue
+                if np.may_share_memory(args[w.index], args[o.index]):
+                    self.fail(w, f"overlaps argument {o.index} '{o.name}' in memory, and "
+                                 f"the function writes {w.name}; pass separate arrays "
+                                 f"(e.g. np.copy), or declare in-place use with "
+                                 f"func.with_attr('cuvil.allow_inplace', True) if the "
+                                 f"function is written for it")
 
     def _shape_fail(self, p, a, bound):
         syms = []
@@ -248,6 +270,13 @@ def make_caller(sig: Signature, raw):
         steps.append(("cond", flag))
     for s, k, d in late:
         steps.append(("cond", f"{s}[{k}] == {_py_expr(d, names)}"))
+    bufs = sig.buffers
+    if not sig.allow_inplace and len(bufs) > 1 and any(p.writes for p in bufs):
+        # distinct arrays that own their memory cannot overlap; anything else (a view,
+        # the same array twice) takes the slow path, which compares memory ranges
+        owners = " and ".join(f"a{p.index}.base is None" for p in bufs)
+        ids = ", ".join(f"id(a{p.index})" for p in bufs)
+        steps.append(("cond", f"{owners} and len({{{ids}}}) == {len(bufs)}"))
     for v in sig.size_vars:
         lo, hi = D.int_range(v.dtype)
         if hi < (1 << 62):

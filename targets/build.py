@@ -18,6 +18,9 @@ import re
 from cuvil_tir.errors import CodegenError, TargetError
 from cuvil_tir.function import PrimFunc
 
+from . import cache
+from .cache.builds import build_key, cacheable, entry_of, module_of
+from .memory import check_memories
 from .module import Module
 from .signature import Signature
 from .target import as_target
@@ -76,6 +79,9 @@ def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
     (shapes, dtypes, symbolic sizes) is read from the unlowered function, so the
     returned :class:`Module` checks arguments against what the user wrote.
 
+    The compile cache (:mod:`targets.cache`) is looked up first: a hit skips lowering
+    and the native compiler (``mod.from_cache`` is then True).
+
     Example::
 
         >>> import cuvil_tir as T, targets
@@ -91,10 +97,31 @@ def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
         raise CodegenError(f"build: the function name {name!r} is not a valid symbol; "
                            "use letters, digits and underscores")
     func = func.with_attr("global_symbol", name)
+    check_memories(func, target)
+    key = None
+    if cache.enabled() and cacheable(kind):
+        key = build_key(func, target)
+        blobs = cache.store().get(key)
+        if blobs is not None:
+            mod = module_of(blobs, func, target)
+            if mod is not None:
+                return mod
+    mod = _compile(func, target, kind, name)
+    if key is not None:
+        cache.store().put(key, entry_of(mod, kind))
+    return mod
+
+
+def _compile(func, target, kind, name) -> Module:
     lowered = lower_for(func, target)
     sig = Signature.from_func(func, lowered, name)
     lowered = lowered.with_attr("global_symbol", name).with_attr("cuvil.size_vars",
                                                                  sig.size_vars)
-    source = kind.codegen(lowered, target)
-    runtime = kind.runtime(source, target, sig)
-    return Module(runtime, sig, lowered, target)
+    try:
+        source = kind.codegen(lowered, target)
+        runtime = kind.runtime(source, target, sig)
+    except Exception as err:
+        from cuvil_tir.transform import report_failure
+        report_failure(lowered, f"codegen for {target.kind}", err)
+        raise
+    return Module(runtime, sig, lowered, target, source_func=func)

@@ -25,7 +25,7 @@ class Module:
 
     Attributes: ``entry_name`` (the native symbol), ``lowered`` (the PrimFunc after
     the target's passes), ``signature``, ``target``, ``runtime`` (the target's
-    runtime module).
+    runtime module), ``from_cache`` (whether the compile cache supplied it).
 
     Example::
 
@@ -35,13 +35,26 @@ class Module:
         'noop'
     """
 
-    def __init__(self, runtime, signature, lowered, target):
+    def __init__(self, runtime, signature, lowered, target, source_func=None):
         self.runtime = runtime
+        self.source_func = source_func
         self.signature = signature
-        self.lowered = lowered
+        self._lowered = lowered
         self.target = target
+        #: True when this module was loaded from the compile cache (targets.cache)
+        self.from_cache = False
         self.entry_name = runtime.entry_name
-        self._call = make_caller(signature, runtime.raw)
+        # a runtime may check its own kind of arrays (GPU arrays for cuda)
+        self._make_caller = getattr(runtime, "make_caller", make_caller)
+        self._call = self._make_caller(signature, runtime.raw)
+
+    @property
+    def lowered(self):
+        """The PrimFunc after the target's passes (parsed on first use when the module
+        came from the compile cache)."""
+        if callable(self._lowered):
+            self._lowered = self._lowered()
+        return self._lowered
 
     def __call__(self, *args) -> None:
         self._call(args)
@@ -91,10 +104,33 @@ class Module:
         def capture(*raw_args):
             checked.extend(raw_args)
 
-        make_caller(self.signature, capture)(args)
+        self._make_caller(self.signature, capture)(args)
         raw = self.runtime.raw
+        timer = getattr(self.runtime, "benchmark", None)
+        if timer is not None:       # device timing (CUDA events)
+            return timer(lambda: raw(*checked), repeat=repeat, number=number,
+                         warmup=warmup)
         return time_calls(lambda: raw(*checked), repeat=repeat, number=number,
                           warmup=warmup)
+
+    def profile(self, *args, repeat: int = 5):
+        """Time per block (a profiling build of each top-level stage, see
+        :mod:`targets.profile`); returns a ``ProfileResult`` (``.blocks``, ``.total``).
+
+        Example::
+
+            >>> import numpy as np, cuvil_tir as T, targets
+            >>> A = T.placeholder((8,), name="A")
+            >>> mod = targets.build(T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0,
+            ...                                                      name="B")]))
+            >>> list(mod.profile(np.ones(8, "float32"), np.zeros(8, "float32")).blocks)
+            ['B']
+        """
+        from .profile import profile
+        if self.source_func is None:
+            from cuvil_tir.errors import TargetError
+            raise TargetError("profile: this module was not built from a PrimFunc it kept")
+        return profile(self, self.source_func, args, repeat=repeat)
 
     def __repr__(self) -> str:
         return f"Module({self.signature.describe()}, target={str(self.target)!r})"

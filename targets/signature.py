@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.stmt import BufferRegion
 from cuvil_tir.visitor import Visitor, used_vars
 
 
@@ -69,6 +70,14 @@ class _Stores(Visitor):
             self.ids.add(id(region.buffer))
         self.generic_visit(blk)
 
+    def visit_Call(self, c):
+        # an extern call may write the regions it is given, unless it says otherwise
+        if c.op == "call_extern" and c.args[1].value not in ("pure", "reads"):
+            for a in c.args[2:]:
+                if isinstance(a, BufferRegion):
+                    self.ids.add(id(a.buffer))
+        self.generic_visit(c)
+
 
 def stored_buffers(node) -> set[int]:
     """``id()`` of every buffer ``node`` writes (stores and block write regions).
@@ -100,6 +109,9 @@ class Signature:
     name: str
     params: tuple
     size_vars: tuple
+    #: the function declared (attribute ``cuvil.allow_inplace``) that its outputs may
+    #: share memory with its inputs; otherwise overlapping arguments are refused
+    allow_inplace: bool = False
 
     @staticmethod
     def from_func(func, lowered=None, name: str | None = None) -> "Signature":
@@ -120,7 +132,8 @@ class Signature:
                         sizes.append(v)
             else:
                 params.append(ParamSpec(k, p.name, "scalar", p.dtype, (), False, p))
-        return Signature(name or func.name, tuple(params), tuple(sizes))
+        return Signature(name or func.name, tuple(params), tuple(sizes),
+                         bool(func.attr("cuvil.allow_inplace", False)))
 
     @property
     def buffers(self) -> tuple:

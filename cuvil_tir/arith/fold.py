@@ -1,7 +1,10 @@
 """Constant folding for every operator and dtype.
 
 Integers are computed exactly and wrapped to the dtype (as numpy and C do); integer
-division and modulo by zero give 0 (numpy's convention, Cuvil's semantics).  Floats
+division and modulo by zero give 0 (numpy's convention, Cuvil's run-time semantics on
+every target).  Only a divisor that becomes zero during simplification reaches this
+rule: the builders (``//``, ``%``, ``T.truncdiv`` …) refuse a constant zero divisor
+with ``DivisionByZeroError``.  Floats
 are computed by numpy in the dtype's own precision (``bfloat16`` in float32, rounded to
 bfloat16 after every operation), so a folded constant is the value the hardware gives.
 
@@ -25,17 +28,15 @@ from fractions import Fraction
 import numpy as np
 
 from .. import dtype as D
+from .. import ops
 from ..expr import Expr, FloatImm, IntImm
+from ..ops.intdiv import INT_DIVISIONS
 
 _INT_OPS = {
     "Add": lambda x, y: x + y,
     "Sub": lambda x, y: x - y,
     "Mul": lambda x, y: x * y,
-    "FloorDiv": lambda x, y: x // y if y else 0,
-    "FloorMod": lambda x, y: x % y if y else 0,
-    "Div": lambda x, y: (abs(x) // abs(y)) * (1 if (x >= 0) == (y > 0) else -1) if y else 0,
-    "Mod": lambda x, y: x - y * ((abs(x) // abs(y)) * (1 if (x >= 0) == (y > 0) else -1))
-    if y else 0,
+    **INT_DIVISIONS,
     "Min": min,
     "Max": max,
 }
@@ -164,20 +165,6 @@ def fold_cast(dt: str, v: Expr) -> Expr | None:
     return IntImm(x, dt)
 
 
-def _sigmoid(x):
-    one = type(x)(1)
-    return one / (one + np.exp(-x))
-
-
-_UNARY = {
-    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "log10": np.log10,
-    "sqrt": np.sqrt, "rsqrt": lambda x: type(x)(1) / np.sqrt(x), "tanh": np.tanh,
-    "sigmoid": _sigmoid, "floor": np.floor, "ceil": np.ceil, "round": np.round,
-    "trunc": np.trunc, "sin": np.sin, "cos": np.cos, "abs": np.abs,
-    "erf": lambda x: type(x)(math.erf(float(x))),
-}
-
-
 def fold_call(dt: str, op: str, args: tuple) -> Expr | None:
     """Fold an intrinsic call whose arguments are all constants; else None.
 
@@ -201,15 +188,18 @@ def fold_call(dt: str, op: str, args: tuple) -> Expr | None:
     if not D.is_float(dt):
         return None
     vals = [float_value(a.value, dt) for a in args]
-    if op in _UNARY and len(vals) == 1:
-        if op == "erf" and math.isnan(vals[0]):
-            return make_float(vals[0], dt)
-        return _float_op(_UNARY[op], dt, vals[0])
-    if op == "pow" and len(vals) == 2:
-        return _float_op(np.power, dt, *vals)
-    if op == "fma" and len(vals) == 3 and all(math.isfinite(v) for v in vals):
-        exact = Fraction(vals[0]) * Fraction(vals[1]) + Fraction(vals[2])
-        approx = vals[0] * vals[1] + vals[2]
-        if math.isfinite(approx) and Fraction(approx) == exact:
-            return make_float(approx, dt)
-    return None
+    if op == "fma":
+        # folded only when exact, so no double rounding can differ from the target
+        if len(vals) == 3 and all(math.isfinite(v) for v in vals):
+            exact = Fraction(vals[0]) * Fraction(vals[1]) + Fraction(vals[2])
+            approx = vals[0] * vals[1] + vals[2]
+            if math.isfinite(approx) and Fraction(approx) == exact:
+                return make_float(approx, dt)
+        return None
+    if not ops.has_op(op):
+        return None
+    spec = ops.get_op(op)
+    if spec.reference is None or not spec.pure or spec.arity != len(vals):
+        return None
+    t = np.float32 if dt == "bfloat16" else np.dtype(dt).type
+    return _float_op(spec.reference(t), dt, *vals)

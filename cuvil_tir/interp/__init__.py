@@ -24,18 +24,21 @@ from contextlib import ExitStack
 import numpy as np
 
 from ..buffer import Buffer
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..expr import Var
 from ..function import PrimFunc
 from ..visitor import used_vars
 from .args import SizeBinder, buffer_array, scalar_value
 from .exprs import Frame
+from .gpu import GpuStmtCompiler, has_thread_loops
 from .stmts import StmtCompiler
 
 
-def interpret(func: PrimFunc, *arrays) -> None:
+def interpret(func: PrimFunc, *arrays, check_races: bool = False) -> None:
     """Run ``func`` on ``arrays`` (numpy arrays, Python numbers for scalar params).
 
+    A function with loops bound to ``blockIdx``/``threadIdx`` runs with GPU semantics
+    (:mod:`.gpu`); ``check_races=True`` then reports shared-memory races.
     Outputs are written into the arrays passed.  Wrong arguments raise
     :class:`~cuvil_tir.ShapeError` / :class:`~cuvil_tir.DTypeError`; an out-of-bounds
     access or ill-formed IR raises :class:`~cuvil_tir.LoweringError`.
@@ -52,15 +55,18 @@ def interpret(func: PrimFunc, *arrays) -> None:
         [3.0, 3.0]
     """
     if not isinstance(func, PrimFunc):
-        raise TypeError(f"interpret: expected a PrimFunc, found {type(func).__name__}; "
-                        "build one with T.create_prim_func or @T.prim_func")
+        raise DTypeError(f"interpret: expected a PrimFunc, found {type(func).__name__}; "
+                         "build one with T.create_prim_func or @T.prim_func")
     params = func.params
     if len(arrays) != len(params):
         names = ", ".join(p.name for p in params)
         raise ShapeError(f"{func.name} takes {len(params)} argument(s) ({names}), "
                          f"found {len(arrays)}")
     frame = Frame()
-    c = StmtCompiler(frame)
+    if has_thread_loops(func):
+        c = GpuStmtCompiler(frame, check_races)
+    else:
+        c = StmtCompiler(frame)
     scalars = [p for p in params if isinstance(p, Var)]
     sizes = []
     for p in params:

@@ -201,6 +201,11 @@ class ExprCompiler:
     def _Call(self, e):
         if e.op == "if_then_else":
             return self._if_then_else(e)
+        if e.op == "call_extern":
+            raise LoweringError(f"interpreter: T.call_extern of '{e.args[0].value}' calls "
+                                "a function of the target, which the interpreter does not "
+                                "have; interpret the function before it is replaced by the "
+                                "call, or build it for the target")
         fn = S.intrinsic_op(e.op, e.dtype)
         args = [self.expr(a) for a in e.args]
         n = e.lanes

@@ -29,7 +29,9 @@ import operator
 import numpy as np
 
 from .. import dtype as D
+from .. import ops
 from ..errors import LoweringError
+from ..ops.intdiv import floordiv, floormod, truncdiv, truncmod
 
 # bfloat16 bits -> float32 value, for every one of the 65536 bit patterns
 _BF16_TO_F32 = (np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)).view(np.float32)
@@ -101,22 +103,6 @@ def to_dtype(dt: str):
     return np.dtype(e).type
 
 
-def _trunc_div(w):
-    def div(a, b):
-        if b == 0:
-            return 0
-        q = abs(a) // abs(b)
-        return w(-q if (a < 0) != (b < 0) else q)
-    return div
-
-
-def _trunc_mod(a, b):
-    if b == 0:
-        return 0
-    q = abs(a) // abs(b)
-    return a - b * (-q if (a < 0) != (b < 0) else q)
-
-
 def _fmin(a, b):
     # NaN-propagating, like numpy.minimum and llvm.minimum
     if a != a:
@@ -139,9 +125,8 @@ def _int_ops(dt: str) -> dict:
     return {
         "Add": lambda a, b: w(a + b), "Sub": lambda a, b: w(a - b),
         "Mul": lambda a, b: w(a * b),
-        "FloorDiv": lambda a, b: w(a // b) if b else 0,
-        "FloorMod": lambda a, b: a % b if b else 0,
-        "Div": _trunc_div(w), "Mod": _trunc_mod, "Min": min, "Max": max,
+        "FloorDiv": lambda a, b: w(floordiv(a, b)), "FloorMod": floormod,
+        "Div": lambda a, b: w(truncdiv(a, b)), "Mod": truncmod, "Min": min, "Max": max,
     }
 
 
@@ -229,36 +214,6 @@ def _float_to_int(d: str, w):
     return f2i
 
 
-def _sigmoid(t):
-    one = t(1)
-    return lambda x: one / (one + np.exp(-x))
-
-
-def _rsqrt(t):
-    one = t(1)
-    return lambda x: one / np.sqrt(x)
-
-
-def _erf(t):
-    return lambda x: t(math.erf(float(x)))
-
-
-def _fma(t):
-    # one rounding: the product and sum in float64 (exact product for float32 and
-    # narrower), then rounded once to the dtype
-    if t is np.float64:
-        if hasattr(math, "fma"):
-            return lambda a, b, c: np.float64(math.fma(float(a), float(b), float(c)))
-        return lambda a, b, c: a * b + c
-    return lambda a, b, c: t(np.float64(a) * np.float64(b) + np.float64(c))
-
-
-_UNARY_NP = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
-             "log10": np.log10, "sqrt": np.sqrt, "tanh": np.tanh, "floor": np.floor,
-             "ceil": np.ceil, "round": np.rint, "trunc": np.trunc, "sin": np.sin,
-             "cos": np.cos, "abs": np.abs}
-
-
 def intrinsic_op(name: str, dt: str):
     """The function computing math intrinsic ``name`` on scalars of dtype ``dt``.
 
@@ -280,22 +235,12 @@ def intrinsic_op(name: str, dt: str):
     if not D.is_float(e):
         raise LoweringError(f"intrinsic {name!r} on dtype {dt} is not defined")
     t = np.float32 if e == "bfloat16" else np.dtype(e).type
-    if name in _UNARY_NP:
-        fn = _UNARY_NP[name]
-    elif name == "sigmoid":
-        fn = _sigmoid(t)
-    elif name == "rsqrt":
-        fn = _rsqrt(t)
-    elif name == "erf":
-        fn = _erf(t)
-    elif name == "pow":
-        fn = np.power
-    elif name == "fma":
-        fn = _fma(t)
-    else:
-        from ..op import INTRINSICS
+    spec = ops.get_op(name) if ops.has_op(name) else None
+    if spec is None or spec.reference is None:
+        known = [n for n in ops.list_ops() if ops.get_op(n).reference is not None]
         raise LoweringError(f"unknown intrinsic {name!r}; the interpreter knows "
-                            f"{', '.join(INTRINSICS)}")
+                            f"{', '.join(known)}")
+    fn = spec.reference(t)
     return _round_after(fn) if e == "bfloat16" else fn
 
 

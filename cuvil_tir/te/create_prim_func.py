@@ -176,6 +176,9 @@ def create_prim_func(args, name: str = "main") -> PrimFunc:
         >>> [b.name for b in f.body.block.alloc_buffers]
         ['B']
     """
+    if not isinstance(args, (list, tuple)):
+        raise ShapeError(f"create_prim_func: expected a list of tensors (and scalar vars), "
+                         f"e.g. T.create_prim_func([A, B]), found {args!r}")
     args = list(args)
     tensors = [a for a in args if isinstance(a, Tensor)]
     for a in args:

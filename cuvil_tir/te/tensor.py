@@ -160,6 +160,9 @@ def reduce_axis(dom, name: str = "rv") -> IterVar:
         ('reduce', 16)
     """
     if isinstance(dom, (tuple, list)):
+        if len(dom) != 2:
+            raise ShapeError(f"reduce_axis {name}: expected a domain (lo, hi) or an extent, "
+                             f"found {dom!r}")
         lo, hi = dom
     else:
         lo, hi = 0, dom
@@ -193,6 +196,9 @@ def compute(shape, fcompute, name: str = "compute", attrs: dict | None = None) -
         ['k']
     """
     shp = _shape(shape)
+    if not callable(fcompute):
+        raise ShapeError(f"compute {name}: expected a function of the {len(shp)} indices, "
+                         f"e.g. lambda i, j: A[i, j] + 1.0, found {fcompute!r}")
     names = _axis_names(fcompute, len(shp))
     axis = tuple(IterVar(Var(nm, s.dtype), Range(as_expr(0, s.dtype), s), "spatial")
                  for nm, s in zip(names, shp))

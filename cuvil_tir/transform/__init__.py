@@ -14,7 +14,8 @@ Example::
 """
 
 from .flatten_buffers import flatten_buffers
-from .instruments import DumpIR, PassInstrument, PassTiming, VerifyEach
+from .instruments import (DumpIR, DumpOnFail, PassInstrument, PassTiming, VerifyEach,
+                          report_failure)
 from .lower_blocks import lower_blocks
 from .pass_manager import PassContext, PassManager, pass_name
 from .pipeline import (default_pipeline, get_pipeline, lower, register_pipeline,
@@ -22,7 +23,7 @@ from .pipeline import (default_pipeline, get_pipeline, lower, register_pipeline,
 from .simplify import simplify
 from .verify import verify, verify_well_formed
 
-__all__ = ["DumpIR", "PassContext", "PassInstrument", "PassManager", "PassTiming",
+__all__ = ["DumpIR", "DumpOnFail", "PassContext", "PassInstrument", "PassManager", "PassTiming",
            "VerifyEach", "default_pipeline", "flatten_buffers", "get_pipeline", "lower",
            "lower_blocks", "pass_name", "register_pipeline", "registered_kinds",
-           "simplify", "verify", "verify_well_formed"]
+           "report_failure", "simplify", "verify", "verify_well_formed"]

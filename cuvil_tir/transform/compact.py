@@ -42,7 +42,7 @@ from ..arith.affine import Affine, Key, is_index_dtype
 from ..buffer import Buffer
 from ..expr import BufferLoad, IntImm, Var
 from ..function import PrimFunc
-from ..stmt import Allocate, BufferStore, For, Range, SeqStmt
+from ..stmt import Allocate, BufferRegion, BufferStore, For, Range, SeqStmt
 from ..visitor import Mutator, Visitor, post_order_visit
 
 
@@ -58,6 +58,13 @@ def _touches(stmt, buf) -> bool:
             hit.append(1)
 
     post_order_visit(stmt, look)
+    return bool(hit)
+
+
+def _in_region(stmt, buf) -> bool:
+    hit = []
+    post_order_visit(stmt, lambda n: hit.append(1) if isinstance(n, BufferRegion)
+                     and n.buffer is buf else None)
     return bool(hit)
 
 
@@ -238,6 +245,8 @@ class LocalCompactor(Mutator):
             return a if body is a.body else Allocate(buf, body)
         loops, lca = _descend(body, buf)
         try:
+            if _in_region(body, buf):
+                raise _Skip("passed to an extern call as a region")
             shape, dims = plan(buf, loops, lca)
         except _Skip as why:
             self.skipped.append((buf.name, str(why)))

@@ -31,7 +31,7 @@ from ..buffer import Buffer
 from ..errors import LoweringError
 from ..expr import Broadcast, BufferLoad, Expr, IntImm, Ramp, cast
 from ..function import PrimFunc
-from ..stmt import Allocate, BufferStore
+from ..stmt import Allocate, BufferRegion, BufferStore, Range
 from ..visitor import Mutator
 
 
@@ -144,6 +144,15 @@ class _Flatten(Mutator):
         if buf is st.buffer and idx is st.indices and value is st.value:
             return st
         return BufferStore(buf, value, idx)
+
+    def visit_BufferRegion(self, r):
+        # a region passed to an extern call: one flat range from its first element to
+        # its last (the callee gets a pointer to the first)
+        if not _needs_flatten(r.buffer):
+            return self.generic_visit(r)
+        lo = self.index(r.buffer, tuple(rg.min for rg in r.region))[0]
+        hi = self.index(r.buffer, tuple(rg.min + rg.extent - 1 for rg in r.region))[0]
+        return BufferRegion(self.flat(r.buffer), (Range(lo, self.ana.simplify(hi - lo + 1)),))
 
     def visit_Allocate(self, a):
         body = self.visit(a.body)

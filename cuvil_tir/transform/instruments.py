@@ -2,7 +2,9 @@
 
 * :class:`PassTiming` — per-pass calls and total milliseconds, as a table;
 * :class:`DumpIR` — the text form before and after each pass, as numbered files;
-* :class:`VerifyEach` — the well-formedness verifier after each pass.
+* :class:`VerifyEach` — the well-formedness verifier after each pass;
+* :class:`DumpOnFail` — when a pass (or a code generator) fails, the IR it was given
+  is written out and the error names the file (``CUVIL_DUMP_ON_FAIL=dir``).
 
 Example::
 
@@ -53,6 +55,9 @@ class PassInstrument:
 
     def run_after_pass(self, func, name: str) -> None:
         """Called with the result of pass ``name``."""
+
+    def run_pass_failed(self, func, name: str, error: BaseException) -> None:
+        """Called when pass ``name`` raised ``error`` on ``func`` (then it propagates)."""
 
 
 class PassTiming(PassInstrument):
@@ -162,6 +167,63 @@ class DumpIR(PassInstrument):
 
     def run_after_pass(self, func, name):
         self._write(func, "after", name)
+
+
+class DumpOnFail(PassInstrument):
+    """When a pass or a code generator fails, write the IR it was given to
+    ``directory`` (``<function>_before_<pass>.tir``) and add the path to the error.
+
+    Example::
+
+        >>> import tempfile, cuvil_tir as T
+        >>> d = tempfile.mkdtemp()
+        >>> err = T.LoweringError("bad loop")
+        >>> DumpOnFail(d).run_pass_failed("IR text", "flatten_buffers", err)
+        >>> "the IR before 'flatten_buffers' was written to" in str(err)
+        True
+    """
+
+    def __init__(self, directory):
+        self.directory = os.fspath(directory)
+        self.written: list[str] = []
+
+    def run_pass_failed(self, func, name, error):
+        if getattr(error, "_cuvil_dumped", False):
+            return                 # an inner pipeline already wrote the IR it failed on
+        os.makedirs(self.directory, exist_ok=True)
+        fname = getattr(func, "name", "func")
+        path = os.path.join(self.directory, f"{_safe(str(fname))}_before_{_safe(name)}.tir")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(str(func))
+            fh.write("\n")
+        self.written.append(path)
+        note = f"(the IR before '{name}' was written to {path})"
+        message = getattr(error, "message", None)
+        if isinstance(message, str):
+            error.message = f"{message}\n{note}"
+            error.args = (error.message,)
+        elif hasattr(error, "add_note"):
+            error.add_note(note)
+        try:
+            error._cuvil_dumped = True
+        except AttributeError:
+            pass
+
+
+def report_failure(func, name: str, error: BaseException) -> None:
+    """Tell the failure instruments of the current context (or of the environment,
+    outside any context) that ``name`` failed on ``func``; used by code generators,
+    which run after the pass manager.
+
+    Example::
+
+        >>> report_failure("IR", "codegen", ValueError("x"))   # nothing asked for a dump
+    """
+    from .pass_manager import PassContext, env_instruments
+    found = (PassContext.current().all_instruments() if PassContext.active()
+             else env_instruments(os.environ))
+    for ins in found:
+        ins.run_pass_failed(func, name, error)
 
 
 class VerifyEach(PassInstrument):

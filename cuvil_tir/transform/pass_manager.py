@@ -3,9 +3,10 @@
 A pass is a pure function ``PrimFunc -> PrimFunc``; its name is its ``pass_name``
 attribute or ``__name__``.  Instruments observe every pass run inside a context
 (timing, IR dumps, verification).  The environment variables ``CUVIL_PASS_TIMING=1``
-and ``CUVIL_DUMP_IR=<dir>`` are read only when a top-level context is entered (never
-inside passes), and add a timing table printed to stderr after each lowering and a
-:class:`~cuvil_tir.transform.instruments.DumpIR` instrument.
+and ``CUVIL_DUMP_IR=<dir>`` (and ``CUVIL_DUMP_ON_FAIL=<dir>``) are read only when a
+top-level context is entered (never inside passes), and add a timing table printed to
+stderr after each lowering, a :class:`~cuvil_tir.transform.instruments.DumpIR`
+instrument (and a :class:`~cuvil_tir.transform.instruments.DumpOnFail` one).
 
 Example::
 
@@ -134,13 +135,16 @@ def env_instruments(environ) -> list:
         >>> [type(i).__name__ for i in env_instruments({"CUVIL_PASS_TIMING": "1"})]
         ['PrintTimingAfterLowering']
     """
-    from .instruments import DumpIR, PrintTimingAfterLowering
+    from .instruments import DumpIR, DumpOnFail, PrintTimingAfterLowering
     out = []
     if environ.get("CUVIL_PASS_TIMING", "") not in ("", "0"):
         out.append(PrintTimingAfterLowering())
     d = environ.get("CUVIL_DUMP_IR", "")
     if d:
         out.append(DumpIR(d))
+    d = environ.get("CUVIL_DUMP_ON_FAIL", "")
+    if d:
+        out.append(DumpOnFail(d))
     return out
 
 
@@ -185,7 +189,12 @@ class PassManager:
                 name = pass_name(p)
                 for ins in instruments:
                     ins.run_before_pass(func, name)
-                out = p(func)
+                try:
+                    out = p(func)
+                except Exception as err:
+                    for ins in instruments:
+                        ins.run_pass_failed(func, name, err)
+                    raise
                 if not isinstance(out, PrimFunc):
                     raise LoweringError(f"pass '{name}' returned {type(out).__name__}; a "
                                         "pass must return a PrimFunc")

@@ -10,8 +10,8 @@ reduction's init moves to the outer block (as a nest of ``<name>_init``).
 Example::
 
     >>> from schedules.handles import LoopRV
-    >>> from tests.workloads import matmul
-    >>> f = matmul(4, 4, 4).func
+    >>> from cuvil_tir.te.examples import matmul
+    >>> f = matmul(4, 4, 4)
     >>> j = f.body.block.body.body.loop_var
     >>> g, rv = blockize(f, LoopRV(j))
     >>> rv.name
@@ -183,8 +183,8 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize"):
 
     Example::
 
-        >>> from tests.workloads import matmul
-        >>> blockize_path(matmul(4, 4, 4).func, ("block", "body"))[1]
+        >>> from cuvil_tir.te.examples import matmul
+        >>> blockize_path(matmul(4, 4, 4), ("block", "body"))[1]
         'C_o'
     """
     loop = tree.get(func, lpath)
@@ -276,8 +276,8 @@ def blockize(func, loop):
     Example::
 
         >>> from schedules.handles import LoopRV
-        >>> from tests.workloads import matmul
-        >>> f = matmul(4, 4, 4).func
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
         >>> g, rv = blockize(f, LoopRV(f.body.block.body.loop_var))
         >>> g.body.block.body.block.iter_vars
         ()

@@ -9,8 +9,8 @@ Example::
 
     >>> import cuvil_tir as T
     >>> from schedules.handles import BlockRV, LoopRV
-    >>> from tests.workloads import matmul
-    >>> f = matmul(4, 4, 4).func
+    >>> from cuvil_tir.te.examples import matmul
+    >>> f = matmul(4, 4, 4)
     >>> k = tree.get(f, tree.find_block(f, "C")[:-1])      # the k loop
     >>> g, init = decompose_reduction(f, BlockRV("C"), LoopRV(k.loop_var))
     >>> init.name, tree.get(g, tree.find_block(g, "C")).block.init is None
@@ -52,8 +52,8 @@ def resolve_block(func, rv, prim: str) -> tuple:
 
     Example::
 
-        >>> from tests.workloads import matmul
-        >>> len(resolve_block(matmul(4, 4, 4).func, BlockRV("C"), "x")) > 0
+        >>> from cuvil_tir.te.examples import matmul
+        >>> len(resolve_block(matmul(4, 4, 4), BlockRV("C"), "x")) > 0
         True
     """
     if not isinstance(rv, BlockRV):
@@ -70,8 +70,8 @@ def resolve_loop(func, rv, prim: str) -> tuple:
 
     Example::
 
-        >>> from tests.workloads import matmul
-        >>> f = matmul(4, 4, 4).func
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
         >>> resolve_loop(f, LoopRV(f.body.block.body.loop_var), "x")
         ('block', 'body')
     """
@@ -86,8 +86,8 @@ def fresh_block_name(func, base: str) -> str:
 
     Example::
 
-        >>> from tests.workloads import matmul
-        >>> fresh_block_name(matmul(4, 4, 4).func, "C")
+        >>> from cuvil_tir.te.examples import matmul
+        >>> fresh_block_name(matmul(4, 4, 4), "C")
         'C_1'
     """
     names = {s.block.name for _, s in tree.walk(func) if isinstance(s, BlockRealize)}
@@ -104,9 +104,9 @@ def insert_before(func, path: tuple, stmt):
 
     Example::
 
-        >>> from tests.workloads import matmul
+        >>> from cuvil_tir.te.examples import matmul
         >>> from cuvil_tir.stmt import Evaluate
-        >>> f = matmul(4, 4, 4).func
+        >>> f = matmul(4, 4, 4)
         >>> g = insert_before(f, ("block", "body"), Evaluate(const(0)))
         >>> type(g.body.block.body).__name__
         'SeqStmt'
@@ -119,9 +119,9 @@ def insert_after(func, path: tuple, stmt):
 
     Example::
 
-        >>> from tests.workloads import matmul
+        >>> from cuvil_tir.te.examples import matmul
         >>> from cuvil_tir.stmt import Evaluate
-        >>> g = insert_after(matmul(4, 4, 4).func, ("block", "body"), Evaluate(const(0)))
+        >>> g = insert_after(matmul(4, 4, 4), ("block", "body"), Evaluate(const(0)))
         >>> type(g.body.block.body.seq[1]).__name__
         'Evaluate'
     """
@@ -179,8 +179,8 @@ def make_init_nest(realize: BlockRealize, loops: list, name: str, suffix: str = 
 
     Example::
 
-        >>> from tests.workloads import matmul
-        >>> f = matmul(4, 4, 4).func
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
         >>> path = tree.find_block(f, "C")
         >>> loops = [l for _, l in tree.loops_above(f, path)]
         >>> nest = make_init_nest(tree.get(f, path), loops, "C_init")
@@ -229,8 +229,8 @@ def with_write_reads(blk: Block) -> tuple:
 
     Example::
 
-        >>> from tests.workloads import matmul
-        >>> f = matmul(4, 4, 4).func
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
         >>> [r.buffer.name for r in with_write_reads(tree.get(f, tree.find_block(f, "C")).block)]
         ['C', 'A', 'B']
     """
@@ -278,8 +278,8 @@ def reducer_of(blk: Block, prim: str, func=None):
 
     Example::
 
-        >>> from tests.workloads import matmul
-        >>> f = matmul(4, 4, 4).func
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
         >>> reducer_of(tree.get(f, tree.find_block(f, "C")).block, "rfactor")[0]
         'sum'
     """
@@ -335,8 +335,8 @@ def decompose_reduction(func, block, loop):
 
     Example::
 
-        >>> from tests.workloads import matmul
-        >>> f = matmul(4, 4, 4).func
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
         >>> i = f.body.block.body.loop_var
         >>> g, rv = decompose_reduction(f, BlockRV("C"), LoopRV(i))
         >>> type(g.body.block.body).__name__, rv.name
@@ -399,8 +399,8 @@ def rfactor(func, loop, factor_axis: int = 0):
 
     Example::
 
-        >>> from tests.workloads import matmul
-        >>> f = matmul(4, 4, 4).func
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
         >>> k = tree.get(f, tree.find_block(f, "C")[:-1]).loop_var
         >>> g, rv = rfactor(f, LoopRV(k), 0)
         >>> rv.name, [b.name for b in g.body.block.alloc_buffers]

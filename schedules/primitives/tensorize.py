@@ -10,8 +10,8 @@ whose buffer accesses are shifted by the bound offsets.  A loop is blockized fir
 Example::
 
     >>> import schedules as S
-    >>> from tests.workloads import matmul
-    >>> sch = S.Schedule(matmul(8, 8, 8).func)
+    >>> from cuvil_tir.te.examples import matmul
+    >>> sch = S.Schedule(matmul(8, 8, 8))
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> try:
     ...     sch.tensorize(i, "cpu.gemm_4x8x4_f32")
@@ -53,8 +53,8 @@ def strip_root(func) -> tuple:
 
     Example::
 
-        >>> from tests.workloads import matmul
-        >>> type(strip_root(matmul(4, 4, 4).func)[0]).__name__
+        >>> from cuvil_tir.te.examples import matmul
+        >>> type(strip_root(matmul(4, 4, 4))[0]).__name__
         'For'
     """
     body = func.body
@@ -331,8 +331,8 @@ def tensorize_block_path(func, bpath: tuple, intrin: TensorIntrin):
 
     Example::
 
-        >>> from tests.workloads import matmul
-        >>> f = matmul(4, 8, 4).func
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 8, 4)
         >>> g = tensorize_block_path(*blockize_path(f, ("block", "body"))[:1],
         ...     ("block", "body"), TensorIntrin.get("cpu.gemm_4x8x4_f32"))
         >>> g.body.block.body.block.name
@@ -369,8 +369,8 @@ def tensorize(func, loop_or_block, intrin_name: str):
     Example::
 
         >>> import schedules as S
-        >>> from tests.workloads import matmul
-        >>> sch = S.Schedule(matmul(4, 8, 4).func)
+        >>> from cuvil_tir.te.examples import matmul
+        >>> sch = S.Schedule(matmul(4, 8, 4))
         >>> i, j, k = sch.get_loops(sch.get_block("C"))
         >>> sch.tensorize(i, "cpu.gemm_4x8x4_f32")
         >>> sch.get_block("C_o").name

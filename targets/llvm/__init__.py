@@ -31,6 +31,7 @@ from cuvil_tir.transform.compact import compact_local_buffers
 from cuvil_tir.transform.unroll import unroll_loops
 from cuvil_tir.transform.vectorize import vectorize_loops
 
+from ..memory import HOST_MEMORIES
 from ..registry import register_target
 from .codegen import codegen_llvm
 from .engine import host_features, process_triple, resolve_cpu
@@ -122,6 +123,7 @@ class LLVMTargetKind:
     name = "llvm"
     passes = llvm_pipeline()
     options = {"mcpu": "native", "mattr": "", "opt_level": 3, "fast_math": "contract"}
+    memories = HOST_MEMORIES
 
     def describe(self, target) -> dict:
         """What code for ``target`` depends on: the resolved CPU name and features
@@ -149,6 +151,25 @@ class LLVMTargetKind:
     def runtime(self, source: str, target, signature) -> LLVMRuntimeModule:
         """Compile ``source``; the result's ``raw`` runs the entry."""
         return LLVMRuntimeModule(source, target, signature)
+
+    # the compile cache's protocol (targets.cache.builds) ----------------------------
+
+    def cache_identity(self, target) -> str:
+        """What besides the IR decides the machine code: CPU, features, LLVM's version
+        and the numpy array layout the call wrapper reads."""
+        import llvmlite
+        from .runtime import DATA_OFFSET
+        cpu, features = resolve_cpu(target)
+        return (f"cpu={cpu};features={features};llvmlite={llvmlite.__version__};"
+                f"data_offset={DATA_OFFSET}")
+
+    def export_artifact(self, runtime) -> dict:
+        """The object code of a built function."""
+        return {"obj": runtime.library.object_code()}
+
+    def load_artifact(self, blobs, source, target, signature) -> LLVMRuntimeModule:
+        """A runtime module linked from cached object code (no LLVM compilation)."""
+        return LLVMRuntimeModule(source, target, signature, object_code=blobs["obj"])
 
 
 LLVM = register_target(LLVMTargetKind())

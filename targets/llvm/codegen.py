@@ -37,9 +37,11 @@ from __future__ import annotations
 import re
 
 from cuvil_tir import dtype as D
+from cuvil_tir import ops
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError
 from cuvil_tir.expr import Add, IntImm, Mul, Ramp, Var
+from cuvil_tir.stmt import BufferRegion
 from cuvil_tir.visitor import used_vars
 
 from . import intrinsics as I
@@ -307,11 +309,33 @@ class LLVMCodegen:
     def e_Call(self, e):
         if e.op == "if_then_else":
             return self._if_then_else(*e.args, dt=e.dtype)
+        if e.op == "call_extern":
+            return self._call_extern(e)
         if e.op == "exp" and e.dtype.startswith("float32x") and \
                 ("afn" in self.fm or "fast" in self.fm):
             # approximate functions allowed: inline vector exp, not N scalar expf calls
             return vector_exp(self.b, self.expr(e.args[0]), D.lanes(e.dtype))
+        spec = ops.get_op(e.op) if ops.has_op(e.op) else None
+        if spec is not None and spec.expand is not None and not (spec.llvm or spec.libm):
+            return self.expr(spec.expand(*e.args))   # e.g. sigmoid: 1 / (1 + exp(-x))
         return I.math_call(self.b, e.op, [self.expr(a) for a in e.args], e.dtype)
+
+    def _call_extern(self, e):
+        """``T.call_extern``: a declared external function; a region argument is a
+        pointer to its first element."""
+        types, vals = [], []
+        for a in e.args[2:]:
+            if isinstance(a, BufferRegion):
+                ptr, _ = self._address(a.buffer, tuple(r.min for r in a.region))
+                types.append("ptr")
+                vals.append(f"ptr {ptr}")
+            else:
+                t = reg_type(a.dtype)
+                types.append(t)
+                vals.append(f"{t} {self.expr(a)}")
+        name, ret = e.args[0].value, reg_type(e.dtype)
+        self.b.declare(f"extern {name}", f"declare {ret} @{_symbol(name)}({', '.join(types)})")
+        return self.b.op(f"call {ret} @{_symbol(name)}({', '.join(vals)})")
 
     def _if_then_else(self, cond, then_value, else_value, dt):
         b = self.b

@@ -133,9 +133,14 @@ class Library:
         True
     """
 
-    def __init__(self, source: str, cpu: str, features: str = "", opt_level: int = 3):
+    def __init__(self, source: str, cpu: str, features: str = "", opt_level: int = 3,
+                 object_code: bytes | None = None):
         self.source = source
         self.cpu, self.features, self.opt_level = cpu, features, opt_level
+        self._asm = None
+        if object_code is not None:
+            self._load_object(object_code)
+            return
         with _LOCK:  # LLVM contexts are not safe for concurrent use
             mod = _parse(source)
             tm = target_machine(cpu, features, opt_level)
@@ -155,7 +160,52 @@ class Library:
             self._engine.finalize_object()
             self._module = mod
             self._tm = tm
-        self._asm = None
+            self._object = None
+
+    def _load_object(self, data: bytes) -> None:
+        """Machine code compiled earlier (see :meth:`object_code`), linked into a fresh
+        engine: no parsing, optimising or code generation."""
+        _init()
+        with _LOCK:
+            tm = target_machine(self.cpu, self.features, self.opt_level)
+            empty = llvm.parse_assembly("")
+            empty.triple = tm.triple
+            self._engine = llvm.create_mcjit_compiler(empty, tm)
+            if b"cuvil_parallel_launch" in data:
+                from . import threadpool
+                threadpool.ensure_loaded()
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+            self._engine.finalize_object()
+            self._module, self._tm, self._object = empty, tm, data
+        self.optimized_ir = None
+
+    def object_code(self) -> bytes:
+        """The module's relocatable machine code (an ELF object), computed once.
+
+        Example::
+
+            >>> lib = Library("define i32 @one() {\\n  ret i32 1\\n}\\n", cpu=host_cpu())
+            >>> again = Library("", cpu=host_cpu(), object_code=lib.object_code())
+            >>> again.address("one") != 0
+            True
+        """
+        if self._object is None:
+            with _LOCK:
+                mod = llvm.parse_assembly(self.optimized_ir)
+                self._object = self._tm.emit_object(mod)
+        return self._object
+
+    def _recompile(self) -> None:
+        """A library loaded from object code has no IR: rebuild it from the source
+        (only when someone asks for the optimised IR or the assembly)."""
+        self.optimized_ir = Library(self.source, self.cpu, self.features,
+                                    self.opt_level).optimized_ir
+
+    def optimized(self) -> str:
+        """The optimised LLVM IR (recompiled from the source for a cached library)."""
+        if self.optimized_ir is None:
+            self._recompile()
+        return self.optimized_ir
 
     def address(self, symbol: str) -> int:
         """The address of a compiled function (nonzero), or ``CodegenError``."""
@@ -166,6 +216,8 @@ class Library:
 
     def assembly(self) -> str:
         """Host assembly of the optimised module (computed once, on demand)."""
+        if self.optimized_ir is None:
+            self._recompile()
         if self._asm is None:
             with _LOCK:
                 mod = llvm.parse_assembly(self.optimized_ir)

@@ -24,18 +24,18 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir import dtype as D
+from cuvil_tir import ops
 from cuvil_tir.errors import CodegenError
 
 from .builder import IRBuilder
 from .types import reg_type, splat
 
-_LLVM_UNARY = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2",
-               "log10": "log10", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil",
-               "round": "roundeven", "trunc": "trunc", "sin": "sin", "cos": "cos",
-               "abs": "fabs"}
+# spellings from the op registry: an LLVM intrinsic, else a libm call (scalarized);
+# an op with neither is expanded by the codegen (OpDef.expand)
+_LLVM = {n: ops.get_op(n).llvm for n in ops.list_ops() if ops.get_op(n).llvm}
 _ZERO_F = "0x0000000000000000"
-_ONE_F = "0x3FF0000000000000"
-_LIBM = {"tanh": ("tanhf", "tanh"), "erf": ("erff", "erf")}
+_LIBM = {n: (ops.get_op(n).libm + "f", ops.get_op(n).libm) for n in ops.list_ops()
+         if ops.get_op(n).libm and not ops.get_op(n).llvm}
 
 
 def _suffix(dt: str) -> str:
@@ -188,27 +188,15 @@ def math_call(b: IRBuilder, name: str, args: list[str], dt: str) -> str:
     cdt = compute_dtype(dt)
     xs = [widen(b, a, dt) for a in args]
     t = reg_type(cdt)
-    if name in _LLVM_UNARY:
-        fn = declare_intrinsic(b, _LLVM_UNARY[name], cdt, 1)
-        r = b.op(f"call {t} @{fn}({t} {xs[0]})")
-    elif name in ("pow", "fma"):
-        fn = declare_intrinsic(b, name, cdt, len(xs))
+    if name in _LLVM:
+        fn = declare_intrinsic(b, _LLVM[name], cdt, len(xs))
         r = b.op(f"call {t} @{fn}({', '.join(f'{t} {x}' for x in xs)})")
-    elif name in _LIBM:
+    elif name in _LIBM and len(xs) == 1:
         r = _libm(b, name, xs[0], cdt)
-    elif name == "rsqrt":
-        fn = declare_intrinsic(b, "sqrt", cdt, 1)
-        s = b.op(f"call {t} @{fn}({t} {xs[0]})")
-        r = b.op(f"fdiv {t} {splat(_ONE_F, cdt)}, {s}")
-    elif name == "sigmoid":
-        fn = declare_intrinsic(b, "exp", cdt, 1)
-        neg = b.op(f"fneg {t} {xs[0]}")
-        e = b.op(f"call {t} @{fn}({t} {neg})")
-        den = b.op(f"fadd {t} {splat(_ONE_F, cdt)}, {e}")
-        r = b.op(f"fdiv {t} {splat(_ONE_F, cdt)}, {den}")
     else:
-        raise CodegenError(f"llvm codegen: unknown intrinsic {name!r}; known: "
-                           f"{sorted(list(_LLVM_UNARY) + list(_LIBM) + ['pow', 'fma', 'rsqrt', 'sigmoid'])}")
+        raise CodegenError(f"llvm codegen: no LLVM spelling for intrinsic {name!r}; "
+                           f"known: {', '.join(sorted(list(_LLVM) + list(_LIBM)))} (ops "
+                           "with an expansion in the op registry are expanded first)")
     return narrow(b, r, dt)
 
 

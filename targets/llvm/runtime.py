@@ -87,7 +87,7 @@ def wrapper_ir(signature, offset: int) -> str:
             "  ret i32 %status\n}\n")
 
 
-def status_error(name: str, status: int) -> TargetError:
+def status_error(name: str, status: int, lang: str = "llvm") -> TargetError:
     """The error for a non-zero status returned by the compiled function ``name``.
 
     Example::
@@ -96,16 +96,21 @@ def status_error(name: str, status: int) -> TargetError:
         True
     """
     why = STATUS_MESSAGES.get(status, f"unknown status {status}")
-    return TargetError(f"llvm: {name} stopped before finishing: {why}; outputs may be "
+    return TargetError(f"{lang}: {name} stopped before finishing: {why}; outputs may be "
                        "partly written")
 
 
-def _raising(call, name: str):
-    """``call`` (returning the native status) as a function that raises on failure."""
+def raising(call, name: str, lang: str = "llvm"):
+    """``call`` (returning the native status) as a function that raises on failure.
+
+    Example::
+
+        >>> raising(lambda: 0, "main")()
+    """
     def raw(*args):
         status = call(*args)
         if status:
-            raise status_error(name, status)
+            raise status_error(name, status, lang)
     return raw
 
 
@@ -123,19 +128,20 @@ class LLVMRuntimeModule:
 
     source_formats = ("ll", "ll-opt", "asm")
 
-    def __init__(self, source: str, target, signature):
+    def __init__(self, source: str, target, signature, object_code: bytes | None = None):
         self.entry_name = signature.name
         self.signature = signature
         self.source = source
         cpu, features = resolve_cpu(target)
         full = source if DATA_OFFSET is None else source + wrapper_ir(signature, DATA_OFFSET)
-        self.library = Library(full, cpu, features, target.options.get("opt_level", 3))
+        self.library = Library(full, cpu, features, target.options.get("opt_level", 3),
+                               object_code=object_code)
         sizes = [ctypes.c_int64] * len(signature.size_vars)
         if DATA_OFFSET is not None:
             addr = self.library.address(f"{self.entry_name}__cuvil_py")
             argtypes = [ctypes.py_object if p.kind == "buffer" else _ctype(p.dtype)
                         for p in signature.params] + sizes
-            self.raw = _raising(ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(addr),
+            self.raw = raising(ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(addr),
                                 self.entry_name)
         else:
             addr = self.library.address(self.entry_name)
@@ -147,7 +153,7 @@ class LLVMRuntimeModule:
             def with_pointers(*args):
                 return cfunc(*[a.ctypes.data if k else a for a, k in zip(args, kinds)],
                              *args[len(kinds):])
-            self.raw = _raising(with_pointers, self.entry_name)
+            self.raw = raising(with_pointers, self.entry_name)
 
     def get_source(self, fmt: str | None = None) -> str:
         """``"ll"`` (generated IR, default), ``"ll-opt"`` (optimised) or ``"asm"``."""
@@ -155,5 +161,5 @@ class LLVMRuntimeModule:
         if fmt == "ll":
             return self.source
         if fmt == "ll-opt":
-            return self.library.optimized_ir
+            return self.library.optimized()
         return self.library.assembly()

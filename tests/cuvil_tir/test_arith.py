@@ -209,7 +209,7 @@ R = {i: T.Range.from_extent(4), j: T.Range.from_extent(8), k: T.Range.from_exten
     ((i < 0) | (j < 8), R, "T.bool(True)"),
     (~(i < j), None, "i >= j"),
     (T.if_then_else(i < 2, T.min(i, 2), 5), R, "T.if_then_else(i < 2, i, 5)"),
-    (i // 0, None, "0"),
+    (T.FloorDiv(i, T.const(0)), None, "0"),   # run-time semantics of x // 0
     (EQ(i * 4 + j, T.const(0)), R, "i == 0 and j == 0"),
     (EQ(i * 4 + j - 3, T.const(0)), R, "i * 4 + j - 3 == 0"),
     (i % 1, None, "0"),

@@ -113,3 +113,88 @@ def test_missing_file_exits_nonzero(tmp_path):
     r = run_cli("show", str(tmp_path / "nope.tir"))
     assert r.returncode == 1
     assert "No such file" in r.stderr
+
+
+@pytest.mark.parametrize("fmt,needle", [("ll-opt", "define"), ("tir", "for i in"),
+                                        (None, "define")])
+def test_build_emits_every_format_the_target_offers(kernel_py, fmt, needle):
+    # before: ll-opt was refused by argparse although the llvm module offers it
+    r = run_cli("build", str(kernel_py), *(("--emit", fmt) if fmt else ()))
+    assert r.returncode == 0, r.stderr
+    assert needle in r.stdout
+
+
+def test_build_emit_c_on_the_c_target(kernel_py):
+    # before: --emit c always failed (the llvm module was asked for C)
+    r = run_cli("build", str(kernel_py), "--target", "c", "--emit", "c")
+    assert r.returncode == 0, r.stderr
+    assert "add_one" in r.stdout and "for (" in r.stdout
+
+
+def test_build_emit_format_the_target_lacks_lists_what_it_offers(kernel_py):
+    r = run_cli("build", str(kernel_py), "--emit", "cuda")
+    assert r.returncode == 1
+    assert "CVL-E106" in r.stderr
+    assert "target 'llvm' has no source format 'cuda'; it offers ll, " in r.stderr
+
+
+def test_build_writes_a_binary_format_to_a_file(kernel_py, tmp_path, capsys):
+    import targets
+    from cuvil_tir.cli import main
+
+    llvm = targets.get_target_kind("llvm")
+
+    class _Binary:
+        source_formats = ("bin", "ll")
+
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def get_source(self, fmt=None):
+            return b"\x7fBIN" if fmt in (None, "bin") else self.inner.get_source(fmt)
+
+    class BinKind:
+        name = "cli-test-bin"
+        passes = None
+        codegen = llvm.codegen
+
+        def runtime(self, *args, **kwargs):
+            return _Binary(llvm.runtime(*args, **kwargs))
+
+    targets.register_target(BinKind(), replace=True)
+    try:
+        assert main(["build", str(kernel_py), "--target", "cli-test-bin"]) == 1
+        assert "binary data; give an output file with -o" in capsys.readouterr().err
+        out = tmp_path / "k.bin"
+        assert main(["build", str(kernel_py), "--target", "cli-test-bin", "-o",
+                     str(out)]) == 0
+        assert out.read_bytes() == b"\x7fBIN"
+    finally:
+        targets.unregister_target("cli-test-bin")
+
+
+def test_run_without_random_inputs_flag_uses_random_inputs(kernel_py):
+    # before: "cuvil run needs --random-inputs"
+    r = run_cli("run", str(kernel_py), "--repeat", "1", "--seed", "3")
+    assert r.returncode == 0, r.stderr
+    a_sum = float(r.stdout.splitlines()[0].split("checksum=")[1])
+    b_sum = float(r.stdout.splitlines()[1].split("checksum=")[1])
+    assert b_sum == pytest.approx(a_sum + 16, rel=1e-4, abs=1e-3)
+
+
+def test_run_with_a_scalar_parameter_says_why_it_cannot(tmp_path):
+    p = tmp_path / "scale.py"
+    p.write_text(textwrap.dedent('''
+        import cuvil_tir as T
+
+        @T.prim_func
+        def scale(A: T.Buffer((4,), "float32"), s: T.float32):
+            for i in T.serial(4):
+                A[i] = A[i] * s
+    '''))
+    r = run_cli("run", str(p))
+    assert r.returncode == 1
+    assert "scalar parameter 's' needs a value" in r.stderr

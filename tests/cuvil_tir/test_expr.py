@@ -147,11 +147,60 @@ def test_float_arithmetic_is_not_folded():
     assert type(e) is T.Add and e.dtype == "float32"
 
 
-def test_constant_division_by_zero_raises_at_build_time():
-    with pytest.raises(ZeroDivisionError, match=r"integer division by zero in 7 // 0"):
-        T.const(7) // 0
-    with pytest.raises(ZeroDivisionError, match=r"integer division by zero"):
-        T.truncmod(7, 0)
+@pytest.mark.parametrize("build,text", [
+    (lambda: T.const(7) // 0, "7 // 0"), (lambda: i // 0, "i // 0"),
+    (lambda: i % T.const(0), "i % 0"), (lambda: T.floordiv(i, 0), "i // 0"),
+    (lambda: T.truncdiv(i, 0), r"T.truncdiv\(i, 0\)"),
+    (lambda: T.truncmod(7, 0), r"T.truncmod\(7, 0\)"),
+])
+def test_constant_division_by_zero_is_a_coded_error_at_build_time(build, text):
+    # before: a ZeroDivisionError outside the hierarchy when both sides were constant,
+    # and no error at all for a symbolic dividend
+    with pytest.raises(T.DivisionByZeroError, match=r"integer division by zero in " + text):
+        build()
+    assert issubclass(T.DivisionByZeroError, T.LoweringError)
+
+
+def test_division_by_zero_at_run_time_folds_to_zero():
+    # the node built directly (as passes do) keeps the run-time semantics: x // 0 == 0
+    assert T.arith.simplify(T.FloorDiv(T.const(7), T.const(0))).value == 0
+
+
+@pytest.mark.parametrize("build,dt", [
+    (lambda: T.var("a", "int8") + 300, "int8"), (lambda: 300 + T.var("a", "int8"), "int8"),
+    (lambda: T.var("u", "uint8") - (-1), "uint8"), (lambda: T.var("a", "int32") * (1 << 31),
+                                                    "int32"),
+])
+def test_out_of_range_literal_is_refused_not_wrapped(build, dt):
+    # before: A_int8[i] + 300 became + T.int8(44)
+    with pytest.raises(T.DTypeError, match=rf"literal .* does not fit {dt}.*range.*astype"):
+        build()
+
+
+@pytest.mark.parametrize("build", [
+    lambda: T.const(300, "int8"), lambda: T.int8(300), lambda: T.const(-1, "uint32"),
+    lambda: T.const(1 << 64, "int64"),
+])
+def test_out_of_range_const_is_refused(build):
+    with pytest.raises(T.DTypeError, match=r"does not fit .*T\.cast"):
+        build()
+
+
+def test_in_range_literals_and_explicit_wrapping_still_work():
+    a = T.var("a", "int8")
+    assert str(a + 127) == "a + T.int8(127)" and str(a + -128) == "a + T.int8(-128)"
+    assert T.const(255, "uint8").value == 255 and T.cast(300, "int8").value == 44
+
+
+def test_vector_lanes_mismatch_is_refused_for_vector_buffers():
+    # before: loads of float32x8/float32x4 buffers had dtype float32 and added silently
+    X = T.placeholder((4,), "float32x8", name="X")
+    Y = T.placeholder((4,), "float32x4", name="Y")
+    assert X[0].dtype == "float32x8"
+    with pytest.raises(T.DTypeError, match=r"float32x8 with float32x4: vector lanes differ"):
+        T.compute((4,), lambda k: X[k] + Y[k], name="C")
+    with pytest.raises(T.DTypeError, match=r"vector lanes differ"):
+        T.var("a", "float32x8") + T.var("b", "float32x4")
 
 
 @pytest.mark.parametrize("value,dt,want", [

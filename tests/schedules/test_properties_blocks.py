@@ -75,5 +75,7 @@ def test_random_block_schedules_stay_exact(name, data):
             assert sch.func is before
             # get_block / get_loops handles drawn for the attempt may stay recorded
             assert all(i.name.startswith("get_") for i in list(sch.trace)[trace:])
-    check_workload(sch, w)
+    # compiling C costs a process: one example in four also runs on the c target
+    on_c = data.draw(st.integers(0, 3), label="also on c") == 0
+    check_workload(sch, w, targets=("llvm", "c") if on_c else ("llvm",))
     verify_trace_roundtrip(sch, w.func)

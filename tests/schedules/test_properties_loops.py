@@ -72,7 +72,8 @@ def test_random_loop_schedules_stay_exact(name, data, steps, seed):
     sch = S.Schedule(w.func, seed=seed)
     for _ in range(steps):
         apply_random(sch, data)
-    check_workload(sch, w, seed=seed % 7)
+    # compiling C costs a process: one example in four also runs on the c target
+    check_workload(sch, w, seed=seed % 7, targets=("llvm", "c") if seed % 4 == 0 else ("llvm",))
     verify_trace_roundtrip(sch, w.func)
 
 
@@ -95,5 +96,6 @@ def test_trace_round_trip_with_new_decisions(seed, n, swap):
            for idx in sch.trace.decisions}
     other = sch.trace.with_decisions(new).apply(w.func)
     assert other.trace.decisions == new
-    check_workload(other, w, seed=seed % 5)
+    check_workload(other, w, seed=seed % 5,
+                   targets=("llvm", "c") if seed % 4 == 0 else ("llvm",))
     verify_trace_roundtrip(other, w.func)

@@ -57,11 +57,12 @@ def run(func_or_sch, arrays):
     return out
 
 
-def run_llvm(func_or_sch, arrays):
-    """Build for the host CPU and run on copies of ``arrays``; returns them."""
+def run_llvm(func_or_sch, arrays, target="llvm"):
+    """Build for ``target`` (the host CPU through LLVM by default, or ``"c"``) and run
+    on copies of ``arrays``; returns them."""
     import targets
     out = [np.array(a, copy=True) for a in arrays]
-    targets.build(func_or_sch, "llvm")(*out)
+    targets.build(func_or_sch, target)(*out)
     return out
 
 
@@ -73,9 +74,10 @@ def interpreter():
     return _INTERPRET
 
 
-def check_workload(func_or_sch, workload, seed: int = 0) -> None:
-    """The scheduled function's outputs equal the workload's numpy reference, both
-    interpreted and compiled for the CPU."""
+def check_workload(func_or_sch, workload, seed: int = 0, targets=("llvm", "c")) -> None:
+    """The scheduled function's outputs equal the workload's numpy reference,
+    interpreted and compiled for each of ``targets``."""
     arrays = workload.make_inputs(np.random.default_rng(seed))
     workload.check(run(func_or_sch, arrays))
-    workload.check(run_llvm(func_or_sch, arrays))
+    for target in targets:
+        workload.check(run_llvm(func_or_sch, arrays, target))

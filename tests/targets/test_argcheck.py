@@ -156,7 +156,7 @@ def test_error_is_a_cuvil_error_with_code(matmul_mod):
 
 
 
-def _huge_intermediate(parallel: bool, dtype: str = "int64"):
+def _huge_intermediate(parallel: bool, dtype: str = "int64", target: str = "llvm"):
     """C[i] = B[i, 0, 0, 0] + 1 where B is the internal (m, n, n, n) buffer: it is
     heap-allocated with a size taken from the arguments' shapes (inside the
     parallel task when ``parallel``); N only binds n."""
@@ -170,15 +170,16 @@ def _huge_intermediate(parallel: bool, dtype: str = "int64"):
         (i,) = sch.get_loops(sch.get_block("C"))
         sch.parallel(i)
         sch.compute_at(sch.get_block("B"), i)
-    return targets.build(sch, "llvm")
+    return targets.build(sch, target)
 
 
+@pytest.mark.parametrize("target", ["llvm", "c"])
 @pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("dtype, n", [("int64", 1 << 16),    # m*n^3 wraps to 0 in int64
                                       ("int64", 1 << 12),    # 2^52 bytes: no memory
                                       ("int32", 1 << 6)])    # 2^34 elements: int32 indices wrap
-def test_internal_buffer_that_cannot_be_allocated_raises(parallel, dtype, n):
-    mod = _huge_intermediate(parallel, dtype)
+def test_internal_buffer_that_cannot_be_allocated_raises(parallel, dtype, n, target):
+    mod = _huge_intermediate(parallel, dtype, target)
     a, c = np.ones(1 << 16, "float32"), np.zeros(1 << 16, "float32")
     with pytest.raises(TargetError, match=r"stopped before finishing: an internal buffer "
                                           r"could not be allocated"):
@@ -187,3 +188,36 @@ def test_internal_buffer_that_cannot_be_allocated_raises(parallel, dtype, n):
     a2, c2 = np.arange(4, dtype="float32"), np.zeros(4, "float32")
     mod(a2, np.zeros(2, "float32"), c2)
     np.testing.assert_array_equal(c2, a2 * 2 + 1)
+
+
+def _add_one(n=8):
+    A = T.placeholder((n,), name="A")
+    B = T.compute((n,), lambda i: A[i] + 1.0, name="B")
+    return T.create_prim_func([A, B])
+
+
+@pytest.mark.parametrize("make_args", [
+    lambda x: (x, x),                                # the same array twice
+    lambda x: (x[::1], x),                           # a view of the output as input
+    lambda x: (x.reshape(2, 4).reshape(8), x[:]),    # two views of one array
+])
+def test_overlapping_arguments_are_refused_when_one_is_written(make_args):
+    mod = targets.build(_add_one())
+    x = np.arange(8, dtype="float32")
+    with pytest.raises(targets.ArgumentError,
+                       match=r"argument 1 'B': overlaps argument 0 'A' in memory.*"
+                             r"cuvil.allow_inplace"):
+        mod(*make_args(x))
+    np.testing.assert_array_equal(x, np.arange(8, dtype="float32"))
+
+
+def test_overlap_check_lets_distinct_views_and_declared_in_place_use_through():
+    mod = targets.build(_add_one())
+    base = np.arange(16, dtype="float32")
+    a, b = base[:8], base[8:]                 # views of one array that do not overlap
+    mod(a, b)
+    np.testing.assert_array_equal(b, np.arange(8, dtype="float32") + 1)
+    inplace = targets.build(_add_one().with_attr("cuvil.allow_inplace", True))
+    x = np.arange(8, dtype="float32")
+    inplace(x, x)
+    np.testing.assert_array_equal(x, np.arange(8, dtype="float32") + 1)

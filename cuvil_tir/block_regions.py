@@ -1,0 +1,329 @@
+"""The regions a block's body accesses, and the check of a block's declared regions.
+
+A block's ``reads``/``writes`` are a contract the schedule primitives rely on
+(``compute_at`` sizes the producer from them).  A hand-written ``T.reads(B[vi])`` whose
+body reads ``B[vi + 1]`` would let a primitive compute too little, silently; so the
+parser and :class:`schedules.Schedule` check declared regions against the body.
+
+Accesses are expressed over the block's own iterators: loops *inside* the block are
+relaxed over their ranges, and a nested block contributes its declared regions, bound
+to its iter values and relaxed over the loops between the two blocks.  Buffers the
+block (or a block inside it) allocates are not part of its regions.
+
+A block without iterators that declares no regions (the root) is not checked.
+The check reports only what is provably wrong: a buffer accessed but not declared, or
+an access whose bound is provably outside the declared range.  Accesses under a
+condition (``if``, ``T.if_then_else``) are not bounded, since the guard may keep them
+inside.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> A = T.placeholder((8,), name="A")
+    >>> f = T.create_prim_func([A, T.compute((7,), lambda i: A[i] + A[i + 1], name="B")])
+    >>> blk = f.body.block.body.body.block          # root > loop > block B
+    >>> [str(r) for r in infer_block_regions(blk)[0]]
+    ['A[v_i:v_i + 2]']
+    >>> check_block_regions(blk)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .arith import Analyzer, bound_of
+from .buffer import Buffer
+from .errors import LoweringError
+from .expr import Expr, IntImm, LT, GT, Ramp
+from .function import PrimFunc
+from .printer import to_text
+from .stmt import Block, BufferRegion, Range
+from .visitor import Visitor, substitute
+
+
+@dataclass
+class Access:
+    """One access of a block's body: inclusive bounds per dimension over the block's
+    iterators (``None`` where unknown); ``guarded`` when under a condition."""
+
+    buffer: Buffer
+    bounds: tuple          # ((lo, hi) | None, ...) per dimension
+    write: bool
+    guarded: bool
+    text: str              # how the access reads in the source, for messages
+
+
+class _Collect(Visitor):
+    def __init__(self, ana: Analyzer):
+        self.ana = ana
+        self.loops: dict = {}
+        self.guards = 0
+        self.local: set[int] = set()
+        self.out: list[Access] = []
+
+    def relax(self, buf, ranges, write, text):
+        dims = []
+        for r in ranges:
+            try:
+                last = r.min + r.extent - 1
+                if self.loops:
+                    lo, _ = bound_of(r.min, self.loops, self.ana)
+                    _, hi = bound_of(last, self.loops, self.ana)
+                else:
+                    lo, hi = r.min, last
+                dims.append((self.ana.simplify(lo), self.ana.simplify(hi)))
+            except Exception:        # noqa: BLE001 - an index we cannot bound: unknown
+                dims.append(None)
+        self.out.append(Access(buf, tuple(dims), write, self.guards > 0, text))
+
+    def ranges(self, indices):
+        out = []
+        for ix in indices:
+            if isinstance(ix, Ramp):
+                if isinstance(ix.stride, IntImm) and ix.stride.value >= 0:
+                    out.append(Range(ix.base, IntImm(ix.stride.value * (ix.lanes - 1) + 1,
+                                                     ix.base.dtype)))
+                    continue
+                out.append(Range(ix.base, IntImm(1, ix.base.dtype)))   # bounded below only
+                continue
+            out.append(Range(ix, IntImm(1, ix.dtype)))
+        return out
+
+    def visit_BufferLoad(self, ld):
+        self.visit(ld.indices)
+        if id(ld.buffer) not in self.local:
+            self.relax(ld.buffer, self.ranges(ld.indices), False, to_text(ld))
+
+    def visit_BufferStore(self, st):
+        self.visit(st.value)
+        self.visit(st.indices)
+        if id(st.buffer) not in self.local:
+            text = to_text(st).splitlines()[0].split(" = ")[0]
+            self.relax(st.buffer, self.ranges(st.indices), True, text)
+
+    def visit_For(self, s):
+        self.visit(s.min)
+        self.visit(s.extent)
+        self.loops[s.loop_var] = Range(s.min, s.extent)
+        try:
+            self.visit(s.body)
+        finally:
+            del self.loops[s.loop_var]
+
+    def visit_IfThenElse(self, s):
+        self.visit(s.condition)
+        self.guards += 1
+        try:
+            self.visit(s.then_case)
+            self.visit(s.else_case)
+        finally:
+            self.guards -= 1
+
+    def visit_Call(self, c):
+        if c.op != "if_then_else":
+            return self.generic_visit(c)
+        self.visit(c.args[0])
+        self.guards += 1
+        try:
+            self.visit(c.args[1:])
+        finally:
+            self.guards -= 1
+
+    def visit_Allocate(self, s):
+        self.local.add(id(s.buffer))
+        self.visit(s.body)
+
+    def visit_BlockRealize(self, br):
+        self.visit(br.iter_values)
+        self.visit(br.predicate)
+        blk = br.block
+        self.local.update(id(b) for b in blk.alloc_buffers)
+        vmap = {iv.var: v for iv, v in zip(blk.iter_vars, br.iter_values)}
+        for regions, write in ((blk.reads, False), (blk.writes, True)):
+            for r in regions:
+                if id(r.buffer) in self.local:
+                    continue
+                rs = [Range(substitute(x.min, vmap), substitute(x.extent, vmap))
+                      for x in r.region]
+                self.relax(r.buffer, rs, write, f"{to_text(r)} (block '{blk.name}')")
+
+
+def block_accesses(block: Block) -> list[Access]:
+    """Every access of ``block``'s body and init, over the block's iterators.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i] * 2.0, name="B")])
+        >>> [(a.buffer.name, a.write) for a in block_accesses(f.body.block.body.body.block)]
+        [('A', False), ('B', True)]
+    """
+    ana = _analyzer(block)
+    c = _Collect(ana)
+    c.local.update(id(b) for b in block.alloc_buffers)
+    if block.init is not None:
+        c.visit(block.init)
+    c.visit(block.body)
+    return c.out
+
+
+def _analyzer(block: Block) -> Analyzer:
+    ana = Analyzer(index_no_overflow=True)
+    for iv in block.iter_vars:
+        ana.bind(iv.var, iv.dom)
+    return ana
+
+
+def infer_block_regions(block: Block) -> tuple[tuple, tuple]:
+    """``(reads, writes)`` of ``block`` inferred from its body (bounding boxes).
+
+    A buffer the block writes is left out of its reads only when the block has an
+    ``init`` (a reduction's update reads what it writes by construction).  A dimension
+    whose accesses cannot be bounded, or differ by non-constant amounts, is the
+    buffer's whole extent.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
+        >>> reads, writes = infer_block_regions(f.body.block.body.body.block)
+        >>> [str(r) for r in reads], [str(w) for w in writes]
+        (['A[v_i]'], ['B[v_i]'])
+    """
+    acc = block_accesses(block)
+    ana = _analyzer(block)
+    writes = _merge([a for a in acc if a.write], ana)
+    written = {id(w.buffer) for w in writes}
+    loads = [a for a in acc if not a.write and
+             not (block.init is not None and id(a.buffer) in written)]
+    return _merge(loads, ana), writes
+
+
+def _merge(accesses, ana) -> tuple:
+    order: list = []
+    boxes: dict[int, list] = {}
+    for a in accesses:
+        key = id(a.buffer)
+        if key not in boxes:
+            order.append(a.buffer)
+            boxes[key] = list(a.bounds)
+            continue
+        box = boxes[key]
+        for d, (old, new) in enumerate(zip(box, a.bounds)):
+            if old is None or new is None:
+                box[d] = None
+                continue
+            lo = _pick(old[0], new[0], ana, lower=True)
+            hi = _pick(old[1], new[1], ana, lower=False)
+            box[d] = None if lo is None or hi is None else (lo, hi)
+    out = []
+    for buf in order:
+        dims = []
+        for d, b in enumerate(boxes[id(buf)]):
+            if b is None:
+                dims.append(Range(IntImm(0, buf.shape[d].dtype), buf.shape[d]))
+            else:
+                dims.append(Range(b[0], ana.simplify(b[1] - b[0] + 1)))
+        out.append(BufferRegion(buf, tuple(dims)))
+    return tuple(out)
+
+
+def _pick(x: Expr, y: Expr, ana: Analyzer, lower: bool):
+    if x.dtype != y.dtype:
+        return None
+    d = ana.simplify(x - y)
+    if not isinstance(d, IntImm):
+        return None
+    return (y if d.value > 0 else x) if lower else (x if d.value > 0 else y)
+
+
+def check_block_regions(block: Block) -> None:
+    """Raise ``LoweringError`` when ``block``'s body provably accesses outside its
+    declared ``reads``/``writes`` (see the module docstring).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((8,), "float32", "A")
+        >>> B = T.decl_buffer((8,), "float32", "B")
+        >>> v = T.var("vi")
+        >>> blk = T.Block("B", (T.IterVar(v, T.Range.from_extent(7), "spatial"),),
+        ...               (T.BufferRegion(A, (T.Range(v, T.const(1)),)),),
+        ...               (T.BufferRegion(B, (T.Range(v, T.const(1)),)),),
+        ...               T.BufferStore(B, A[v + 1], (v,)))
+        >>> try:
+        ...     check_block_regions(blk)
+        ... except T.LoweringError as err:
+        ...     print(err.message.splitlines()[0])
+        block 'B' reads A[vi + 1] outside its declared T.reads(A[vi]): dimension 0 reaches vi + 1, past the declared end vi
+    """
+    if not block.iter_vars and not block.reads and not block.writes:
+        return      # the root (or an opaque block) declaring nothing: nothing to trust
+    ana = _analyzer(block)
+    for a in block_accesses(block):
+        declared = _declared(block, a)
+        kind = "writes" if a.write else "reads"
+        if declared is None:
+            raise LoweringError(
+                f"block '{block.name}' {kind} {a.text} but its T.{kind}(...) does not name "
+                f"buffer '{a.buffer.name}'\n  fix: add {a.buffer.name}[...] to "
+                f"T.{kind}, or leave T.reads/T.writes out to have them inferred")
+        if a.guarded:
+            continue
+        for d, (b, r) in enumerate(zip(a.bounds, declared.region)):
+            if b is None:
+                continue
+            lo, hi = b
+            end = ana.simplify(r.min + r.extent - 1)
+            if lo.dtype == r.min.dtype and ana.can_prove(LT(lo, r.min)):
+                _outside(block, a, kind, declared, d, f"starts at {to_text(lo)}, before "
+                         f"the declared start {to_text(r.min)}")
+            if hi.dtype == end.dtype and ana.can_prove(GT(hi, end)):
+                _outside(block, a, kind, declared, d, f"reaches {to_text(hi)}, past the "
+                         f"declared end {to_text(end)}")
+
+
+def _declared(block: Block, a: Access):
+    # a load of a buffer the block writes may be covered by its write region
+    # (the update of a reduction reads its own output)
+    pools = (block.writes,) if a.write else (block.reads, block.writes)
+    for pool in pools:
+        for r in pool:
+            if r.buffer is a.buffer:
+                return r
+    return None
+
+
+def _outside(block, a, kind, declared, d, what):
+    raise LoweringError(
+        f"block '{block.name}' {kind} {a.text} outside its declared "
+        f"T.{kind}({to_text(declared)}): dimension {d} {what}\n  fix: declare the "
+        f"region the body {kind[:-1]}s, or leave T.reads/T.writes out to have them "
+        "inferred; a primitive such as compute_at trusts the declared regions")
+
+
+def verify_block_regions(func: PrimFunc) -> PrimFunc:
+    """Check every block of ``func`` with :func:`check_block_regions`; returns ``func``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> verify_block_regions(f) is f
+        True
+    """
+
+    class _V(Visitor):
+        def visit_Block(self, blk):
+            check_block_regions(blk)
+            self.generic_visit(blk)
+
+    _V().visit(func.body)
+    return func
+
+
+__all__ = ["Access", "block_accesses", "infer_block_regions", "check_block_regions",
+           "verify_block_regions"]

@@ -1,0 +1,493 @@
+"""GPU semantics for the reference interpreter: every thread of every block, shared
+memory per block, local memory per thread, barriers as phase boundaries, race checks.
+
+A *kernel* (a loop bound to ``blockIdx``/``threadIdx`` reached from the host, see
+:mod:`cuvil_tir.transform.gpu_threads`) runs block after block.  Within a block the
+threads run *collectively*: a statement that holds no barrier runs for each thread in
+turn (thread ``(0,0,0)`` first) with that thread's indices, lets and ``local``
+buffers; a statement that holds a barrier is walked once for the whole block — its
+loops and conditions must then be the same for every thread (a divergent one is a
+``LoweringError``, as on a GPU it would deadlock).  Each barrier ends a *phase*.
+
+With ``check_races=True`` every access of a ``shared`` buffer is logged per phase:
+when two different threads touch one address in one phase and at least one writes,
+:class:`~cuvil_tir.errors.RaceError` names the buffer, the address, both threads and
+both statements.  Threads run in a fixed order, so a race is reported whether or not
+it changed the result.
+
+Example::
+
+    >>> import numpy as np, cuvil_tir as T
+    >>> A = T.decl_buffer((8,), "float32", "A")
+    >>> S = T.decl_buffer((8,), "float32", "S", scope="shared")
+    >>> tx = T.var("tx")
+    >>> body = T.For(tx, T.const(0), T.const(8), "thread_binding", T.Allocate(S, T.seq(
+    ...     T.BufferStore(S, A[tx] * 2.0, (tx,)), T.BufferStore(A, S[7 - tx], (tx,)))),
+    ...     "threadIdx.x")
+    >>> a = np.arange(8, dtype="float32")
+    >>> try:
+    ...     T.interpret(T.PrimFunc([A], body), a, check_races=True)
+    ... except T.RaceError as err:
+    ...     print(err.buffer, err.address, err.threads)
+    S 4 ((3, 0, 0), (4, 0, 0))
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..errors import LoweringError, RaceError
+from ..expr import Call
+from ..printer import to_text
+from ..stmt import Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt
+from ..transform.gpu_sync import SYNC_OP, is_barrier
+from ..transform.gpu_threads import BLOCK_TAGS, THREAD_TAGS, is_thread_loop, thread_loops
+from ..visitor import post_order_visit
+from .exprs import as_index
+from .memory import compile_load, compile_shape, compile_store, new_array
+from .scalar import binary_op
+from .stmts import StmtCompiler
+
+
+def has_thread_loops(func) -> bool:
+    """Whether ``func`` has a loop bound to ``blockIdx``/``threadIdx`` (GPU IR).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> has_thread_loops(T.PrimFunc([], T.Evaluate(T.const(0))))
+        False
+    """
+    hit = []
+    post_order_visit(func.body, lambda n: hit.append(1) if is_thread_loop(n) else None)
+    return bool(hit)
+
+
+class _Block:
+    """The run-time state of the thread block being executed."""
+
+    def __init__(self, check: bool):
+        self.check = check
+        self.block = {}
+        self.threads: list = []      # (x, y, z) per thread
+        self.index: dict = {}        # the current thread's {tag: value}
+        self.ctxs: list = []         # per thread: {("e"|"b", slot): value}
+        self.cur = 0
+        self.logs: dict = {}
+        self.warp_vals: list = []
+
+    def start(self, block: dict, dims: dict):
+        self.block = block
+        self.threads = list(itertools.product(*(range(dims[t]) for t in reversed(THREAD_TAGS))))
+        self.threads = [t[::-1] for t in self.threads]
+        self.ctxs = [{} for _ in self.threads]
+        self.logs = {}
+        self.set_thread(0)
+
+    def set_thread(self, t: int):
+        self.cur = t
+        x, y, z = self.threads[t]
+        self.index = {"threadIdx.x": x, "threadIdx.y": y, "threadIdx.z": z, **self.block}
+
+    def log(self, buf, addr, write: bool, stmt: str):
+        entries = self.logs.setdefault(buf, {})
+        t = self.cur
+        e = entries.get(addr)
+        if e is None:
+            entries[addr] = [t, stmt, None, None, None, None] if write else \
+                [None, None, t, stmt, None, None]
+            return
+        w, ws, r1, r1s, r2, r2s = e
+        if w is not None and w != t:
+            self.race(buf, addr, (w, ws, "writes"), (t, stmt, "writes" if write else "reads"))
+        if write:
+            for r, rs in ((r1, r1s), (r2, r2s)):
+                if r is not None and r != t:
+                    self.race(buf, addr, (r, rs, "reads"), (t, stmt, "writes"))
+            e[0], e[1] = t, stmt
+        elif r1 is None:
+            e[2], e[3] = t, stmt
+        elif r1 != t and r2 is None:
+            e[4], e[5] = t, stmt
+
+    def race(self, buf, addr, first, second):
+        (t1, s1, k1), (t2, s2, k2) = first, second
+        th1, th2 = self.threads[t1], self.threads[t2]
+        blk = tuple(self.block.get(t, 0) for t in BLOCK_TAGS)
+        raise RaceError(
+            f"data race on shared buffer {buf.name} at address {addr} in block {blk}: "
+            f"thread {th1} {k1} it in `{s1}` and thread {th2} {k2} it in `{s2}`, with no "
+            "__syncthreads() between them (the same phase). Insert a barrier between the "
+            "two statements (T.lower for a GPU target does: check the IR was lowered by "
+            "it) or make each thread use its own addresses",
+            buffer=buf.name, address=addr, threads=(th1, th2), statements=(s1, s2))
+
+
+WARP_OPS = {"cuda.warp_sum": "Add", "cuda.warp_max": "Max", "cuda.warp_min": "Min"}
+WMMA_OP = "cuda.wmma_sync"
+
+
+def _warp_calls(s) -> list:
+    out = []
+    post_order_visit(s, lambda n: out.append(n) if isinstance(n, Call) and n.op in WARP_OPS
+                     else None)
+    return out
+
+
+def _collective(s) -> bool:
+    """Whether ``s`` holds a barrier, a warp shuffle or a shared allocation (run for
+    the whole block)."""
+    hit = []
+
+    def look(n):
+        if (isinstance(n, Call) and (n.op in (SYNC_OP, WMMA_OP) or n.op in WARP_OPS)) or (
+                isinstance(n, Allocate) and n.buffer.scope == "shared"):
+            hit.append(1)
+    post_order_visit(s, look)
+    return bool(hit)
+
+
+class GpuStmtCompiler(StmtCompiler):
+    """:class:`~cuvil_tir.interp.stmts.StmtCompiler` with GPU kernels run collectively.
+
+    Example::
+
+        >>> from cuvil_tir.interp.exprs import Frame
+        >>> GpuStmtCompiler(Frame(), check_races=True).g.check
+        True
+    """
+
+    def __init__(self, frame, check_races: bool = False):
+        super().__init__(frame)
+        self.g = _Block(check_races)
+        self.in_kernel = False
+        self.stmt_text: list = []
+
+    # statements compiled for one thread ----------------------------------------------
+    def stmt(self, s):
+        if not self.in_kernel and is_thread_loop(s):
+            return self._kernel(s)
+        return super().stmt(s)
+
+    def _s_For(self, s):
+        if not (self.in_kernel and is_thread_loop(s)):
+            return super()._s_For(s)
+        fext = self.expr(s.extent)
+        tag, g = s.thread_tag, self.g
+        with self.binding(s.loop_var) as k:
+            body = self.stmt(s.body)
+        env = self.frame.env
+
+        def bound():
+            v = g.index[tag]
+            if v < as_index(fext()):
+                env[k] = v
+                body()
+        return bound
+
+    def _s_Evaluate(self, s):
+        if is_barrier(s):
+            return lambda: None       # outside a kernel, or in un-lowered IR
+        return super()._s_Evaluate(s)
+
+    def _s_BufferStore(self, s):
+        if not (self.g.check and s.buffer.scope == "shared"):
+            return compile_store(self, s)
+        self.stmt_text.append(to_text(s))
+        try:
+            return self._logged(s, compile_store(self, s), True)
+        finally:
+            self.stmt_text.pop()
+
+    def _BufferLoad(self, e):
+        if not (self.g.check and e.buffer.scope == "shared"):
+            return compile_load(self, e)
+        return self._logged(e, compile_load(self, e), False)
+
+    def _logged(self, node, inner, write):
+        fs = [self.expr(ix) for ix in node.indices]
+        buf, g = node.buffer, self.g
+        text = self.stmt_text[-1] if self.stmt_text else to_text(node)
+        lanes = max(ix.lanes for ix in node.indices) if node.indices else 1
+
+        def addr():
+            vals = [f() for f in fs]
+            if lanes > 1:
+                vals = [v if isinstance(v, tuple) else (v,) * lanes for v in vals]
+                return [a[0] if len(a) == 1 else a for a in zip(*vals)]
+            return [vals[0] if len(vals) == 1 else tuple(vals)]
+
+        if write:
+            def store():
+                inner()
+                for a in addr():
+                    g.log(buf, a, True, text)
+            return store
+
+        def load():
+            for a in addr():
+                g.log(buf, a, False, text)
+            return inner()
+        return load
+
+    # kernels ---------------------------------------------------------------------------
+    def _kernel(self, root):
+        dims = {}
+        for lp in thread_loops(root):
+            dims.setdefault(lp.thread_tag, []).append(self.expr(lp.extent))
+        self.in_kernel = True
+        try:
+            body = self.coll(root)
+        finally:
+            self.in_kernel = False
+        g = self.g
+
+        def kernel():
+            ext = {t: max(as_index(f()) for f in fs) for t, fs in dims.items()}
+            full = {t: ext.get(t, 1) for t in BLOCK_TAGS + THREAD_TAGS}
+            for bz, by, bx in itertools.product(*(range(full[t]) for t in reversed(BLOCK_TAGS))):
+                g.start({"blockIdx.x": bx, "blockIdx.y": by, "blockIdx.z": bz}, full)
+                body()
+        return kernel
+
+    def coll(self, s):
+        """The closure running ``s`` for every thread of the current block."""
+        if not _collective(s):
+            return self._each_thread(self.stmt(s))
+        if is_barrier(s):
+            g = self.g
+
+            def sync():
+                g.logs = {}
+            return sync
+        if isinstance(s, SeqStmt):
+            fs = [self.coll(c) for c in s.seq]
+
+            def run_seq():
+                for f in fs:
+                    f()
+            return run_seq
+        if isinstance(s, For):
+            return self._coll_for(s)
+        if isinstance(s, IfThenElse):
+            return self._coll_if(s)
+        if isinstance(s, LetStmt):
+            fv = self.expr(s.value)
+            with self.binding(s.var) as k:
+                body = self.coll(s.body)
+            return self._per_thread_slot(("e", k), lambda t: fv(), body)
+        if isinstance(s, Allocate):
+            return self._coll_alloc(s)
+        if _warp_calls(s):
+            return self._coll_warp(s)
+        if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == WMMA_OP:
+            return self._coll_wmma(s.value)
+        raise LoweringError(f"the GPU interpreter cannot run a barrier inside "
+                            f"{type(s).__name__}:\n{to_text(s)}")
+
+    def _Call(self, e):
+        if e.op in WARP_OPS:
+            g = self.g
+            return lambda: g.warp_vals[g.cur]
+        return super()._Call(e)
+
+    def _coll_warp(self, s):
+        """A statement with one warp shuffle: every thread's operand first, then the
+        butterfly of ``__shfl_xor_sync`` within each group of ``width`` lanes."""
+        calls = _warp_calls(s)
+        if len(calls) != 1:
+            raise LoweringError(f"the GPU interpreter runs one warp shuffle per "
+                                f"statement, found {len(calls)}:\n{to_text(s)}")
+        call = calls[0]
+        farg = self.expr(call.args[0])
+        width = as_index(self.expr(call.args[1])())
+        op = binary_op(WARP_OPS[call.op], call.dtype)
+        store = self.stmt(s)
+        g, env, bufs = self.g, self.frame.env, self.frame.bufs
+
+        def run():
+            vals = []
+            for t, ctx in enumerate(g.ctxs):
+                g.set_thread(t)
+                for (kind, slot), v in ctx.items():
+                    (env if kind == "e" else bufs)[slot] = v
+                vals.append(farg())
+            if len(vals) % width:
+                raise LoweringError(f"a warp shuffle over groups of {width} lanes in a "
+                                    f"block of {len(vals)} threads")
+            o = width // 2
+            while o >= 1:
+                vals = [op(vals[i], vals[i ^ o]) for i in range(len(vals))]
+                o //= 2
+            g.warp_vals = vals
+            for t, ctx in enumerate(g.ctxs):
+                g.set_thread(t)
+                for (kind, slot), v in ctx.items():
+                    (env if kind == "e" else bufs)[slot] = v
+                store()
+        return run
+
+    def _coll_wmma(self, call):
+        """A tensor-core call: once per warp of 32 lanes, which must agree on the
+        tiles; ``C[16, 16] += A[16, K] @ B[K, 16]`` in float32."""
+        tiles = call.args[:3]
+        k = as_index(self.expr(call.args[3])())
+        slots = [self.buffer(t.buffer, call) for t in tiles]
+        fidx = [[self.expr(ix) for ix in t.indices] for t in tiles]
+        flds = [self.expr(x) for x in call.args[4:7]]
+        shapes = ((16, k), (k, 16), (16, 16))
+        g, env, bufs = self.g, self.frame.env, self.frame.bufs
+        text = to_text(call)
+
+        def where(t):
+            out = []
+            for n, (slot, fs, tile) in enumerate(zip(slots, fidx, tiles)):
+                arr = bufs[slot]
+                idx = [as_index(f()) for f in fs]
+                if arr.ndim == 2:
+                    ld, flat = arr.shape[1], idx[0] * arr.shape[1] + idx[1]
+                else:
+                    ld, flat = as_index(flds[n]()), idx[0]
+                out.append((flat, ld))
+            return out
+
+        def run():
+            n = len(g.ctxs)
+            if n % 32:
+                raise LoweringError(f"a tensor-core call needs whole warps; the block has "
+                                    f"{n} threads:\n{text}")
+            for w in range(0, n, 32):
+                seen = None
+                for t in range(w, w + 32):
+                    g.set_thread(t)
+                    for (kind, slot), v in g.ctxs[t].items():
+                        (env if kind == "e" else bufs)[slot] = v
+                    got = where(t)
+                    if seen is None:
+                        seen = got
+                    elif got != seen:
+                        raise LoweringError(f"the lanes of warp {w // 32} pass different "
+                                            f"tiles to a tensor-core call ({seen} vs {got}): "
+                                            f"all 32 lanes must take part together:\n{text}")
+                g.set_thread(w)
+                mats = []
+                for (flat, ld), slot, (r, c), tile in zip(seen, slots, shapes, tiles):
+                    arr = bufs[slot].reshape(-1)
+                    pos = flat + ld * np.arange(r)[:, None] + np.arange(c)[None, :]
+                    if pos.max() >= arr.size or flat < 0:
+                        raise LoweringError(f"tensor-core tile of {tile.buffer.name} at "
+                                            f"{flat} (ld {ld}) is out of bounds:\n{text}")
+                    if g.check and tile.buffer.scope == "shared":
+                        for a in pos.ravel().tolist():
+                            g.log(tile.buffer, a, False, text)
+                    mats.append((arr, pos))
+                (a, pa), (b, pb), (c, pc) = mats
+                c[pc] = c[pc] + a[pa].astype("float32") @ b[pb].astype("float32")
+                if g.check and tiles[2].buffer.scope == "shared":
+                    for a_ in pc.ravel().tolist():
+                        g.log(tiles[2].buffer, a_, True, text)
+        return run
+
+    def _each_thread(self, f):
+        g, env, bufs = self.g, self.frame.env, self.frame.bufs
+
+        def each():
+            for t, ctx in enumerate(g.ctxs):
+                g.set_thread(t)
+                for (kind, slot), v in ctx.items():
+                    (env if kind == "e" else bufs)[slot] = v
+                f()
+        return each
+
+    def _per_thread_slot(self, key, value_of, body):
+        """Give each thread its own value of a slot (``value_of(t)`` in its context)."""
+        g, env, bufs = self.g, self.frame.env, self.frame.bufs
+
+        def run():
+            for t, ctx in enumerate(g.ctxs):
+                g.set_thread(t)
+                for (kind, slot), v in ctx.items():
+                    (env if kind == "e" else bufs)[slot] = v
+                ctx[key] = value_of(t)
+            body()
+            for ctx in g.ctxs:
+                ctx.pop(key, None)
+        return run
+
+    def _coll_for(self, s):
+        fext, flo = self.expr(s.extent), self.expr(s.min)
+        if is_thread_loop(s):
+            tag, g = s.thread_tag, self.g
+            with self.binding(s.loop_var) as k:
+                body = self.coll(s.body)
+
+            def check_all(t):
+                v = g.index[tag]
+                if v >= as_index(fext()):
+                    raise LoweringError(f"thread {g.threads[t]} lies outside the loop "
+                                        f"bound to {tag} (extent {as_index(fext())}) that "
+                                        "holds a barrier: not every thread reaches it")
+                return v
+            return self._per_thread_slot(("e", k), check_all, body)
+        uniform = self._uniform(lambda: (as_index(flo()), as_index(fext())), s)
+        with self.binding(s.loop_var) as k:
+            body = self.coll(s.body)
+        env = self.frame.env
+
+        def loop():
+            lo, ext = uniform()
+            for v in range(lo, lo + ext):
+                env[k] = v
+                body()
+        return loop
+
+    def _coll_if(self, s):
+        fc = self.expr(s.condition)
+        cond = self._uniform(lambda: bool(fc()), s)
+        ft = self.coll(s.then_case)
+        fe = self.coll(s.else_case) if s.else_case is not None else (lambda: None)
+        return lambda: ft() if cond() else fe()
+
+    def _uniform(self, f, s):
+        """Evaluate ``f`` in every thread; it must agree (control flow with a barrier)."""
+        g, env, bufs = self.g, self.frame.env, self.frame.bufs
+
+        def run():
+            first = None
+            for t, ctx in enumerate(g.ctxs):
+                g.set_thread(t)
+                for (kind, slot), v in ctx.items():
+                    (env if kind == "e" else bufs)[slot] = v
+                v = f()
+                if t == 0:
+                    first = v
+                elif v != first:
+                    raise LoweringError(
+                        f"threads {g.threads[0]} and {g.threads[t]} take different paths "
+                        f"through control flow that holds a barrier ({first} vs {v}); on a "
+                        f"GPU not every thread would reach it:\n{to_text(s)}")
+            return first
+        return run
+
+    def _coll_alloc(self, s):
+        buf = s.buffer
+        shape = compile_shape(self, buf)
+        with self.buffer_binding(buf) as k:
+            body = self.coll(s.body)
+        if buf.scope == "local":
+            return self._per_thread_slot(("b", k), lambda t: new_array(buf, shape()), body)
+        bufs = self.frame.bufs
+
+        def alloc():
+            saved = bufs[k]
+            bufs[k] = new_array(buf, shape())
+            try:
+                body()
+            finally:
+                bufs[k] = saved
+        return alloc
+
+
+__all__ = ["GpuStmtCompiler", "has_thread_loops"]

@@ -1,0 +1,95 @@
+"""The ``c`` target: portable C99 through the system C compiler, loaded with ctypes.
+
+Options: ``cc`` (the compiler command, default ``"cc"``), ``cflags`` (default
+``"-O3"``; ``-std=c99 -fPIC -shared -fwrapv`` are always added), ``openmp`` (default
+``True``: ``parallel`` loops become ``#pragma omp parallel for`` when the compiler
+supports ``-fopenmp``; without it, or with ``openmp=False``, they run serially).
+
+Lowering (:func:`c_pipeline`): the llvm target's passes without the vectorizer --
+the C compiler vectorizes ``vectorized`` loops itself at ``-O3``.  Code is printed by
+:class:`CTargetPrinter`, the plain subclass of :class:`targets.cstyle.CPrinter`.  The
+module has the llvm target's interface: same argument checking, ``get_source("c")``,
+``benchmark``.
+
+Example::
+
+    >>> import numpy as np, cuvil_tir as T, targets
+    >>> n = T.size_var("n")
+    >>> A = T.placeholder((n,), name="A")
+    >>> B = T.compute((n,), lambda i: T.sqrt(A[i]), name="B")
+    >>> mod = targets.build(T.create_prim_func([A, B]), targets.Target("c", cflags="-O2"))
+    >>> b = np.zeros(2, "float32"); mod(np.array([4.0, 9.0], "float32"), b); b.tolist()
+    [2.0, 3.0]
+"""
+
+from __future__ import annotations
+
+from ..cstyle import CPrinter
+from ..llvm import llvm_pipeline, vectorize_for_host
+from ..memory import HOST_MEMORIES
+from ..registry import register_target
+from .compiler import openmp_supported
+from .runtime import CRuntimeModule
+
+
+class CTargetPrinter(CPrinter):
+    """Portable C99; ``parallel`` loops through OpenMP when ``openmp`` is set.
+
+    Example::
+
+        >>> CTargetPrinter(openmp=True).loop_pragmas["parallel"]
+        '#pragma omp parallel for'
+    """
+
+    def __init__(self, openmp: bool = False):
+        super().__init__()
+        self.loop_pragmas = {"parallel": "#pragma omp parallel for"} if openmp else {}
+
+    def emit_status(self, status: int) -> None:
+        if self.in_parallel and self.loop_pragmas:
+            self.emit("#pragma omp atomic write")
+        super().emit_status(status)
+
+
+def c_pipeline() -> list:
+    """The llvm target's pipeline without its vectorizer (the C compiler vectorizes).
+
+    Example::
+
+        >>> from cuvil_tir.transform import pass_name
+        >>> [pass_name(p) for p in c_pipeline()]  # doctest: +NORMALIZE_WHITESPACE
+        ['lower_blocks', 'compact_local_buffers', 'flatten_buffers', 'simplify',
+         'unroll_loops', 'simplify', 'verify']
+    """
+    return [p for p in llvm_pipeline() if p is not vectorize_for_host]
+
+
+def _openmp(target) -> bool:
+    return bool(target.options.get("openmp")) and openmp_supported(target.options["cc"])
+
+
+class CTargetKind:
+    """The ``c`` target kind.
+
+    Example::
+
+        >>> CTargetKind.options["cflags"]
+        '-O3'
+    """
+
+    name = "c"
+    passes = c_pipeline()
+    options = {"cc": "cc", "cflags": "-O3", "openmp": True}
+    memories = HOST_MEMORIES
+
+    def codegen(self, func, target) -> str:
+        """C source of a lowered function for ``target``."""
+        return CTargetPrinter(_openmp(target)).print_function(func, func.name)
+
+    def runtime(self, source: str, target, signature) -> CRuntimeModule:
+        """Compile ``source`` with the target's compiler; ``raw`` runs the entry."""
+        return CRuntimeModule(source, target, signature, CPrinter().abi_type,
+                              _openmp(target))
+
+
+C = register_target(CTargetKind())

@@ -1,0 +1,113 @@
+"""Build results in the cache: the key of a build, and a ``Module`` from an entry.
+
+The key is taken *before* lowering, so that a hit skips the lowering passes as well
+as the native compiler: SHA-256 over the function's fingerprint (which covers the
+schedule, since a schedule is a function), the target with every option, the target
+kind's own identity of its tool chain (``kind.cache_identity(target)``: for ``llvm``
+the resolved CPU name and features and LLVM's version, for ``c`` the compiler's
+version line), the pass context's options, Cuvil's version and the entry format.
+
+A target kind takes part by providing three methods; a kind without them is simply
+never cached:
+
+* ``cache_identity(target) -> str``;
+* ``export_artifact(runtime) -> {name: bytes}`` (object code, a shared library, PTX);
+* ``load_artifact(blobs, source, target, signature) -> runtime``.
+
+Example::
+
+    >>> import cuvil_tir as T, targets
+    >>> f = T.create_prim_func([T.placeholder((2,), name="X")]).with_attr("global_symbol", "f")
+    >>> len(build_key(f, targets.Target("llvm")))
+    64
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+from cuvil_tir.printer import to_text
+
+from ..signature import Signature
+
+#: bump when the layout of an entry changes: old entries then simply miss
+FORMAT = 1
+
+
+def _fingerprint(func) -> str:
+    import cuvil_tir as T
+    fp = getattr(T, "fingerprint", None)
+    if fp is not None:
+        return fp(func)
+    return hashlib.sha256(to_text(func).encode()).hexdigest()
+
+
+def cacheable(kind) -> bool:
+    """Whether a target kind provides the cache protocol."""
+    return all(callable(getattr(kind, m, None))
+               for m in ("cache_identity", "export_artifact", "load_artifact"))
+
+
+def build_key(func, target) -> str:
+    """The cache key of building ``func`` (with its final ``global_symbol``) for
+    ``target`` in the current pass context."""
+    import cuvil_tir
+    from cuvil_tir.transform import PassContext
+    ctx = PassContext.current()
+    kind = target.kind_obj
+    identity = kind.cache_identity(target) if cacheable(kind) else ""
+    parts = {
+        "format": FORMAT,
+        "cuvil": cuvil_tir.__version__,
+        "func": _fingerprint(func),
+        "symbol": func.name,
+        "target": str(target),
+        "options": sorted((k, repr(v)) for k, v in target.options.items()),
+        "toolchain": identity,
+        "pass_context": [ctx.opt_level, sorted((k, repr(v)) for k, v in ctx.config.items())],
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def entry_of(module, kind) -> dict:
+    """The blobs that store ``module``: the kind's artefact, the source, the lowered
+    IR text and which parameters the function writes."""
+    blobs = {"artifact." + k: v for k, v in kind.export_artifact(module.runtime).items()}
+    meta = {"writes": [p.writes for p in module.signature.params],
+            "name": module.signature.name}
+    blobs["meta.json"] = json.dumps(meta).encode()
+    blobs["source"] = module.runtime.source.encode() if isinstance(
+        getattr(module.runtime, "source", None), str) else b""
+    blobs["lowered.tir"] = to_text(module.lowered).encode()
+    return blobs
+
+
+def module_of(blobs: dict, func, target):
+    """Rebuild a ``Module`` of ``func`` for ``target`` from a cache entry; ``None``
+    when the entry does not fit (then the caller builds normally)."""
+    from ..module import Module
+    try:
+        meta = json.loads(blobs["meta.json"])
+        source = blobs["source"].decode()
+        lowered_text = blobs["lowered.tir"].decode()
+    except (KeyError, ValueError, UnicodeDecodeError):
+        return None
+    sig = Signature.from_func(func, None, meta.get("name", func.name))
+    writes = meta.get("writes", [])
+    if len(writes) != len(sig.params):
+        return None
+    sig = dataclasses.replace(sig, params=tuple(
+        dataclasses.replace(p, writes=bool(w)) for p, w in zip(sig.params, writes)))
+    artifact = {k[len("artifact."):]: v for k, v in blobs.items()
+                if k.startswith("artifact.")}
+    runtime = target.kind_obj.load_artifact(artifact, source, target, sig)
+
+    def lowered():
+        from cuvil_tir.parser import parse
+        return parse(lowered_text)
+
+    mod = Module(runtime, sig, lowered, target, source_func=func)
+    mod.from_cache = True
+    return mod

@@ -1,0 +1,647 @@
+"""The C-family printer base: a lowered PrimFunc as C, from capabilities and an op table.
+
+:class:`CPrinter` prints the output of a target's lowering pipeline (loops, stores,
+``Allocate``; no blocks) as one C function.  What differs between C dialects is data
+on the class, not code:
+
+=====================  ==========================================================
+attribute              meaning (default: portable C99)
+=====================  ==========================================================
+``lang``               the name in error messages (``"c"``)
+``headers``            ``#include`` lines at the top
+``function_prefix``    text before the return type (``'extern "C" __global__'``)
+``status_type``        the return type; the function returns 0 or a status
+                       (``STATUS_ALLOC_FAILED`` of :mod:`targets.llvm.codegen`);
+                       ``"void"``: no status
+``restrict``           the pointer qualifier for parameters (``"restrict"``,
+                       ``"__restrict__"``, or ``""``)
+``scalar_types``       dtype element -> C type of a value in an expression
+``memory_types``       dtype element -> C type in memory, where it differs (``bool``
+                       is one byte, ``float16``/``bfloat16`` are 16-bit patterns)
+``loop_pragmas``       loop kind -> a ``#pragma`` line printed above such a loop
+                       (``{"parallel": "#pragma omp parallel for"}``); ``{extent}``
+                       is replaced by the loop's extent
+``ops``                op name -> C template overriding the op registry's spelling
+                       (:mod:`cuvil_tir.ops`; ``{0}`` … the arguments, ``{f}`` the
+                       float32 suffix)
+``stack_limit``        internal buffers up to this many bytes are arrays on the stack,
+                       larger ones are ``malloc``-ed with checked sizes
+``declare_externs``    print a prototype for each ``T.call_extern`` function (regions
+                       as ``void *``); ``False`` when a header declares them
+=====================  ==========================================================
+
+Vector expressions (``Ramp``, ``Broadcast``, vector loads and stores, from the llvm
+vectorizer or written by hand) are printed lane by lane: a vector store becomes a
+loop over ``cvl_lane``.  Signed integer arithmetic wraps (as in the IR): compile the
+output with ``-fwrapv`` or an equivalent; 8- and 16-bit results are cast back to their
+type after every operation.  Integer division by zero gives 0 and never traps.
+
+Subclassing (CUDA C, accelerator C): set the attributes, and override the hooks
+where the dialect prints something differently:
+
+* :meth:`CPrinter.signature` — the function's parameter list and qualifiers;
+* :meth:`CPrinter.print_for` — a loop (e.g. a ``thread_binding`` loop becomes
+  ``int tx = threadIdx.x;`` with no loop);
+* :meth:`CPrinter.print_allocate` — an internal buffer (e.g. ``__shared__`` for the
+  ``shared`` scope, or a bank address for an accelerator memory);
+* :meth:`CPrinter.print_call` — a ``Call`` of an op;
+* :meth:`CPrinter.print_extern` — a ``T.call_extern`` (default: ``name(args)``, a
+  region argument as ``&A[first element]``, see :meth:`CPrinter.extern_arg`);
+* :meth:`CPrinter.prelude` — text after the includes (type definitions, a HAL
+  header's ``#include``).
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> A = T.decl_buffer((8,), "float32", "A")
+    >>> i = T.var("i")
+    >>> f = T.PrimFunc([A], T.For(i, T.const(0), T.const(8), "serial",
+    ...                 T.BufferStore(A, T.exp(A[i]), (i,))))
+    >>> print(CPrinter().print_function(f, "kernel").split("\\n\\n")[-1])
+    int32_t kernel(float *restrict A) {
+        int32_t cvl_status = 0;
+        for (int32_t i = 0; i < 8; ++i) {
+            A[i] = expf(A[i]);
+        }
+        return cvl_status;
+    }
+    <BLANKLINE>
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from cuvil_tir import dtype as D
+from cuvil_tir import ops
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.errors import CodegenError, CuvilError
+from cuvil_tir.expr import Call, IntImm
+from cuvil_tir.stmt import BufferRegion
+from cuvil_tir.visitor import post_order_visit
+
+# one ABI for every native CPU backend: the llvm codegen defines the size arguments
+# and the status codes (targets.llvm.runtime turns a status into an error)
+from ..llvm.codegen import STATUS_ALLOC_FAILED, size_vars_of
+
+from .helpers import half_helpers, helper, size_helpers
+from .names import c_identifier
+
+_INFIX = {"Add": "+", "Sub": "-", "Mul": "*", "EQ": "==", "NE": "!=", "LT": "<",
+          "LE": "<=", "GT": ">", "GE": ">=", "And": "&&", "Or": "||"}
+_HELPER_OPS = {"Div": "div", "Mod": "mod", "FloorDiv": "floordiv", "FloorMod": "floormod",
+               "Min": "min", "Max": "max"}
+
+
+class CPrinter:
+    """Print one lowered PrimFunc as a C function (see the module docstring).
+
+    Example::
+
+        >>> CPrinter.scalar_types["float16"], CPrinter.memory_types["float16"]
+        ('float', 'uint16_t')
+    """
+
+    lang = "c"
+    headers = ("stdint.h", "stdbool.h", "stdlib.h", "math.h")
+    function_prefix = ""
+    status_type = "int32_t"
+    restrict = "restrict"
+    scalar_types = {"bool": "bool", "int8": "int8_t", "int16": "int16_t",
+                    "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t",
+                    "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+                    "float16": "float", "bfloat16": "float", "float32": "float",
+                    "float64": "double", "handle": "void *"}
+    memory_types = {"bool": "uint8_t", "float16": "uint16_t", "bfloat16": "uint16_t"}
+    loop_pragmas: dict = {}
+    ops: dict = {}
+    declare_externs = True
+    stack_limit = 64 << 10
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.indent = 1
+        self.names: dict[int, str] = {}
+        self.taken: set[str] = set()
+        self.helpers: dict[str, str] = {}
+        self.lane: str | None = None      # set while printing one lane of a vector
+        self.lets: dict[int, object] = {}  # Let variables, substituted where used
+        self.in_parallel = False
+
+    # entry -----------------------------------------------------------------------------
+    def print_function(self, func, name: str | None = None) -> str:
+        """The C source of ``func`` (includes, helpers, the function) as one string."""
+        name = name or func.name
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise CodegenError(f"{self.lang} codegen: function name {name!r} is not a C "
+                               "identifier; use letters, digits and underscores")
+        self.taken.add(name)
+        post_order_visit(func.body, lambda n: self.taken.add(n.args[0].value)
+                         if isinstance(n, Call) and n.op == "call_extern" else None)
+        head = self.signature(func, name)
+        if self.status_type != "void":
+            self.emit(f"{self.status_type} cvl_status = 0;")
+        self.print_stmt(func.body)
+        if self.status_type != "void":
+            self.emit("return cvl_status;")
+        out = [f"/* generated by cuvil ({self.lang}) */"]
+        out += [f"#include <{h}>" for h in self.headers]
+        pre = self.prelude()
+        if pre:
+            out += ["", pre.rstrip("\n")]
+        if self.helpers:
+            out += ["", "\n".join(t.rstrip("\n") for t in self.helpers.values())]
+        out += ["", head + " {", *self.lines, "}", ""]
+        return "\n".join(out)
+
+    def prelude(self) -> str:
+        """Text printed after the includes (nothing in plain C)."""
+        return ""
+
+    def signature(self, func, name: str) -> str:
+        """``<prefix> <status_type> name(<params>)``; binds parameter names.
+
+        Buffers are ``T *restrict name``; scalars are passed as their ABI type (bool as
+        ``uint8_t``, float16/bfloat16 as ``float``); symbolic sizes follow as ``int64_t``.
+        """
+        params = []
+        for p in func.params:
+            if isinstance(p, Buffer):
+                params.append(f"{self.mem_type(p.dtype)} *{self.restrict} "
+                              f"{self.bind(p)}".replace("  ", " "))
+            else:
+                v = self.bind(p)
+                abi = self.abi_type(p.dtype)
+                if abi == self.scalar_type(p.dtype):
+                    params.append(f"{abi} {v}")
+                else:
+                    params.append(f"{abi} {v}_arg")
+                    self.emit(f"const {self.scalar_type(p.dtype)} {v} = "
+                              f"{self.round_value(f'{v}_arg', p.dtype)};")
+        for v in size_vars_of(func):
+            name_v = self.bind(v)
+            params.append(f"int64_t {name_v}_arg")
+            self.emit(f"const {self.scalar_type(v.dtype)} {name_v} = "
+                      f"({self.scalar_type(v.dtype)}){name_v}_arg;")
+        prefix = f"{self.function_prefix} " if self.function_prefix else ""
+        return f"{prefix}{self.status_type} {name}({', '.join(params) or 'void'})"
+
+    # names and types ---------------------------------------------------------------------
+    def bind(self, node) -> str:
+        """A fresh C identifier for a variable or buffer (unique in the function)."""
+        name = c_identifier(node.name, self.taken)
+        self.taken.add(name)
+        self.names[id(node)] = name
+        return name
+
+    def name_of(self, node) -> str:
+        try:
+            return self.names[id(node)]
+        except KeyError:
+            what = "buffer" if isinstance(node, Buffer) else "variable"
+            raise CodegenError(f"{self.lang} codegen: {what} '{node.name}' is used but "
+                               "never defined (not a parameter, loop variable, let, "
+                               "allocation or size of a parameter's shape)") from None
+
+    def scalar_type(self, dt: str) -> str:
+        """The C type of a value of ``dt``'s element in an expression."""
+        e = D.element(dt)
+        if e not in self.scalar_types:
+            raise CodegenError(f"{self.lang} codegen: no C type for dtype {dt!r}")
+        return self.scalar_types[e]
+
+    def mem_type(self, dt: str) -> str:
+        """The C type of ``dt``'s element in memory."""
+        e = D.element(dt)
+        return self.memory_types.get(e) or self.scalar_type(e)
+
+    def abi_type(self, dt: str) -> str:
+        """The C type a scalar parameter of ``dt`` is passed as."""
+        e = D.element(dt)
+        return "uint8_t" if e == "bool" else self.scalar_type(e)
+
+    def use_helper(self, key: str, text: str) -> None:
+        """Emit ``text`` (C definitions) once, before the function."""
+        self.helpers.setdefault(key, text)
+
+    # output ------------------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        """Append one line at the current indentation."""
+        self.lines.append("    " * self.indent + line)
+
+    def scope(self, head: str, body, tail: str = "}") -> None:
+        """``head`` (ending in ``{``), the statement ``body`` one level in, ``tail``."""
+        self.emit(head)
+        self.indent += 1
+        self.print_stmt(body)
+        self.indent -= 1
+        self.emit(tail)
+
+    # statements --------------------------------------------------------------------------
+    def print_stmt(self, s) -> None:
+        fn = getattr(self, "s_" + type(s).__name__, None)
+        if fn is None:
+            raise CodegenError(f"{self.lang} codegen: no translation for statement "
+                               f"{type(s).__name__}")
+        fn(s)
+
+    def s_SeqStmt(self, s):
+        for x in s.seq:
+            self.print_stmt(x)
+
+    def s_Block(self, s):
+        raise CodegenError(f"{self.lang} codegen: block '{s.name}' was not lowered; build "
+                           f"with targets.build(func, '{self.lang}') or lower it first "
+                           f"with T.lower(func, '{self.lang}')")
+
+    def s_BlockRealize(self, s):
+        self.s_Block(s.block)
+
+    def s_Evaluate(self, s):
+        if isinstance(s.value, IntImm):
+            return
+        if D.lanes(s.value.dtype) > 1:
+            self._lane_loop(D.lanes(s.value.dtype), lambda: f"(void){self.expr(s.value)};")
+        else:
+            self.emit(f"(void){self.expr(s.value)};")
+
+    def s_IfThenElse(self, s):
+        self.scope(f"if ({self.bare(s.condition)}) {{", s.then_case)
+        if s.else_case is not None:
+            self.lines.pop()
+            self.scope("} else {", s.else_case)
+
+    def s_LetStmt(self, s):
+        lanes = D.lanes(s.var.dtype)
+        name = self.bind(s.var)
+        t = self.scalar_type(s.var.dtype)
+        if lanes == 1:
+            self.emit(f"const {t} {name} = {self.bare(s.value)};")
+        else:
+            self.emit(f"{t} {name}[{lanes}];")
+            self._lane_loop(lanes, lambda: f"{name}[{self.lane}] = {self.bare(s.value)};")
+        self.print_stmt(s.body)
+
+    def s_For(self, s):
+        self.print_for(s)
+
+    def print_for(self, s) -> None:
+        """A loop; ``loop_pragmas[s.kind]`` is printed above it.  A parallel loop
+        inside another runs serially in its task (no nested pragma)."""
+        if s.kind == "thread_binding":
+            raise CodegenError(f"{self.lang} codegen: loop '{s.loop_var.name}' is bound "
+                               f"to {s.thread_tag}; thread bindings need a GPU target "
+                               "such as 'cuda'")
+        pragma = self.loop_pragmas.get(s.kind)
+        nested = s.kind == "parallel" and self.in_parallel
+        if pragma and not nested:
+            self.emit(pragma.format(extent=self.bare(s.extent)))
+        v = self.bind(s.loop_var)
+        t = self.scalar_type(s.loop_var.dtype)
+        lo = self.bare(s.min)
+        end = self.bare(s.extent) if _is_zero(s.min) else f"{lo} + {self.expr(s.extent)}"
+        outer = self.in_parallel
+        self.in_parallel = outer or s.kind == "parallel"
+        try:
+            self.scope(f"for ({t} {v} = {lo}; {v} < {end}; ++{v}) {{", s.body)
+        finally:
+            self.in_parallel = outer
+
+    def s_Allocate(self, s):
+        self.print_allocate(s)
+
+    def print_allocate(self, s) -> None:
+        """An internal buffer: a stack array up to ``stack_limit`` bytes, else
+        ``malloc`` with the size computed and checked in 64 bits; when the size
+        overflows or memory is short the body is skipped and the status set."""
+        buf = s.buffer
+        name = self.bind(buf)
+        t = self.mem_type(buf.dtype)
+        nbytes = buf.nbytes_const()
+        if nbytes is not None and nbytes <= self.stack_limit:
+            n = max(1, nbytes // D.itemsize(buf.dtype))
+            self.emit("{")
+            self.indent += 1
+            self.emit(f"{t} {name}[{n}];")
+            self.print_stmt(s.body)
+            self.indent -= 1
+            self.emit("}")
+            return
+        self.use_helper(*size_helpers())
+        self.emit("{")
+        self.indent += 1
+        self.emit("int cvl_bad = 0;")
+        size = str(D.itemsize(buf.dtype))
+        for dim in buf.shape:
+            size = f"cvl_size_mul({size}, {self._checked_extent(dim)}, &cvl_bad)"
+        self.emit(f"int64_t cvl_bytes = {size};")
+        self.emit(f"{t} *{name} = cvl_bad ? NULL : ({t} *)malloc("
+                  "(size_t)(cvl_bytes > 0 ? cvl_bytes : 1));")
+        self.emit(f"if ({name} == NULL) {{")
+        self.indent += 1
+        self.emit_status(STATUS_ALLOC_FAILED)
+        self.indent -= 1
+        self.scope("} else {", s.body)
+        self.lines.pop()
+        self.emit(f"    free({name});")
+        self.emit("}")
+        self.indent -= 1
+        self.emit("}")
+
+    def emit_status(self, status: int) -> None:
+        """Record a failure status; the function goes on and returns it at the end
+        (an early ``return`` cannot leave a parallel loop)."""
+        self.emit(f"cvl_status = {status};")
+
+    def _checked_extent(self, dim) -> str:
+        # the product/sum of sizes is recomputed in exact 64-bit arithmetic, and must
+        # fit the index dtype (else the buffer's own index arithmetic would wrap)
+        kind = type(dim).__name__
+        if kind in ("Mul", "Add") and D.is_int(dim.dtype):
+            fn = "cvl_size_mul" if kind == "Mul" else "cvl_size_add"
+            v = f"{fn}({self._checked_extent(dim.a)}, {self._checked_extent(dim.b)}, &cvl_bad)"
+        else:
+            v = f"(int64_t){self.expr(dim)}"
+        if D.is_int(dim.dtype) and D.bits(dim.dtype) < 64:
+            limit = (1 << (D.bits(dim.dtype) - 1)) - 1
+            v = f"cvl_size_mul({v}, 1, &cvl_bad)"
+            return f"({v} > {limit} ? (cvl_bad = 1, 0) : {v})"
+        return v
+
+    def s_BufferStore(self, s):
+        buf = s.buffer
+        lanes = max([D.lanes(s.value.dtype)] + [ix.lanes for ix in s.indices])
+        if lanes == 1:
+            self.emit(f"{self.access(buf, s.indices)} = "
+                      f"{self.to_memory(self.bare(s.value), s.value.dtype, buf.dtype)};")
+            return
+        self._lane_loop(lanes, lambda: f"{self.access(buf, s.indices)} = "
+                        f"{self.to_memory(self.bare(s.value), s.value.dtype, buf.dtype)};")
+
+    def _lane_loop(self, lanes: int, line) -> None:
+        outer = self.lane
+        self.lane = "cvl_lane" if outer is None else outer
+        self.emit(f"for (int32_t cvl_lane = 0; cvl_lane < {lanes}; ++cvl_lane) {{")
+        self.indent += 1
+        try:
+            self.emit(line())
+        finally:
+            self.lane = outer
+        self.indent -= 1
+        self.emit("}")
+
+    def access(self, buf, indices) -> str:
+        """``name[flat index]`` of one element (row-major for N-d buffers)."""
+        flat = None
+        if len(indices) == 1:
+            flat = indices[0]
+        else:
+            for ix, st in zip(indices, buf.default_strides()):
+                term = ix if isinstance(st, IntImm) and st.value == 1 else ix * st
+                flat = term if flat is None else flat + term
+        return f"{self.name_of(buf)}[{self.bare(flat)}]"
+
+    def to_memory(self, text: str, vdt: str, mdt: str) -> str:
+        """A value of ``vdt`` as stored in memory of element dtype ``mdt``."""
+        e = D.element(mdt)
+        if e == "bool":
+            return f"(uint8_t)({text})"
+        if e in ("float16", "bfloat16"):
+            key, defs = half_helpers(e)
+            self.use_helper(key, defs)
+            return f"cvl_f32_to_{key}({text})"
+        return text
+
+    def from_memory(self, text: str, mdt: str) -> str:
+        """An element of memory dtype ``mdt`` as a value."""
+        e = D.element(mdt)
+        if e == "bool":
+            return f"({text} != 0)"
+        if e in ("float16", "bfloat16"):
+            key, defs = half_helpers(e)
+            self.use_helper(key, defs)
+            return f"cvl_{key}_to_f32({text})"
+        return text
+
+    def round_value(self, text: str, dt: str) -> str:
+        """A computed value rounded to ``dt`` (8/16-bit wrap, float16/bfloat16 round)."""
+        e = D.element(dt)
+        if e in ("float16", "bfloat16"):
+            key, defs = half_helpers(e)
+            self.use_helper(key, defs)
+            return f"cvl_round_{key}({text})"
+        if e == "bool":
+            return f"({text} != 0)"
+        if D.is_integer(e) and D.bits(e) < 32:
+            return f"({self.scalar_type(e)})({text})"
+        return text
+
+    # expressions -------------------------------------------------------------------------
+    def bare(self, e) -> str:
+        """``e`` printed without its outer parentheses (a full C expression)."""
+        text = self.expr(e)
+        if text.startswith("(") and _balanced_outer(text):
+            return text[1:-1]
+        return text
+
+    def expr(self, e) -> str:
+        """``e`` printed as a C expression (parenthesised when compound)."""
+        if self.lane is None and D.lanes(e.dtype) > 1 and type(e).__name__ != "Var":
+            raise CodegenError(f"{self.lang} codegen: vector expression of dtype "
+                               f"{e.dtype} outside a vector store ({e})")
+        for klass in type(e).__mro__:
+            fn = getattr(self, "e_" + klass.__name__, None)
+            if fn is not None:
+                return fn(e)
+        raise CodegenError(f"{self.lang} codegen: no translation for expression "
+                           f"{type(e).__name__} ({e})")
+
+    def e_Var(self, v):
+        if id(v) in self.lets:
+            return self.expr(self.lets[id(v)])
+        name = self.name_of(v)
+        if D.lanes(v.dtype) > 1:
+            return f"{name}[{self.lane}]"
+        return name
+
+    def e_IntImm(self, c):
+        return self.int_literal(c.value, D.element(c.dtype))
+
+    def int_literal(self, value: int, e: str) -> str:
+        """An integer constant of element dtype ``e`` as C text."""
+        if e == "bool":
+            return "true" if value else "false"
+        lo = D.int_range(e)[0]
+        if D.bits(e) == 64:
+            if value == lo and D.is_int(e):
+                return "INT64_MIN"
+            return f"{'UINT' if D.is_uint(e) else 'INT'}64_C({value})"
+        if e == "uint32":
+            return f"{value}u"
+        if value == lo and D.is_int(e):
+            return f"({self.scalar_type(e)})({value + 1} - 1)"
+        return str(value) if value >= 0 else f"({value})"
+
+    def e_FloatImm(self, c):
+        return self.float_literal(c.value, D.element(c.dtype))
+
+    def float_literal(self, value: float, e: str) -> str:
+        """A float constant of element dtype ``e`` as C text."""
+        suffix = "" if e == "float64" else "f"
+        cast = "(double)" if e == "float64" else ""
+        if math.isnan(value):
+            return f"({cast}NAN)"
+        if math.isinf(value):
+            return f"({'-' if value < 0 else ''}{cast}INFINITY)"
+        text = repr(float(value))
+        if "e" not in text and "." not in text:
+            text += ".0"
+        return f"({text}{suffix})" if value < 0 else text + suffix
+
+    def e_StringImm(self, s):
+        return '"' + s.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    def e_Cast(self, c):
+        src, dst = D.element(c.value.dtype), D.element(c.dtype)
+        v = self.expr(c.value)
+        if src == dst:
+            return v
+        if dst == "bool":
+            return f"({v} != 0)"
+        if dst in ("float16", "bfloat16"):
+            return self.round_value(f"(float){v}", dst)
+        return f"(({self.scalar_type(dst)}){v})"
+
+    def e_BinaryOp(self, e):
+        kind = type(e).__name__
+        dt = D.element(e.a.dtype)
+        a, b = self.expr(e.a), self.expr(e.b)
+        if kind in _INFIX:
+            text = f"({a} {_INFIX[kind]} {b})"
+            if kind in ("Add", "Sub", "Mul"):
+                text = self.round_value(text, dt)
+            return text
+        if kind == "Div" and D.is_float(dt):
+            return self.round_value(f"({a} / {b})", dt)
+        if kind == "Mod" and D.is_float(dt):
+            return self.round_value(f"fmod{self._fsuffix(dt)}({a}, {b})", dt)
+        if kind == "FloorDiv" and D.is_float(dt):
+            return self.round_value(f"floor{self._fsuffix(dt)}({a} / {b})", dt)
+        if kind in _HELPER_OPS:
+            name, text = helper(_HELPER_OPS[kind], dt, self.scalar_type(dt))
+            self.use_helper(name, text)
+            return self.round_value(f"{name}({a}, {b})", dt) if D.is_float(dt) \
+                else f"{name}({a}, {b})"
+        raise CodegenError(f"{self.lang} codegen: binary operator {kind} on {dt}")
+
+    def _fsuffix(self, dt: str) -> str:
+        return "" if D.element(dt) == "float64" else "f"
+
+    def e_Not(self, e):
+        return f"(!{self.expr(e.a)})"
+
+    def e_Select(self, e):
+        return (f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : "
+                f"{self.expr(e.false_value)})")
+
+    def e_Let(self, e):
+        # C99 has no expression-level let: the value is substituted where used (it is
+        # pure), which keeps if_then_else lazy
+        old = self.lets.get(id(e.var))
+        self.lets[id(e.var)] = e.value
+        try:
+            return self.expr(e.body)
+        finally:
+            if old is None:
+                self.lets.pop(id(e.var), None)
+            else:
+                self.lets[id(e.var)] = old
+
+    def e_Ramp(self, e):
+        if self.lane is None:
+            raise CodegenError(f"{self.lang} codegen: a Ramp outside a vector access ({e})")
+        return f"({self.expr(e.base)} + {self.expr(e.stride)} * {self.lane})"
+
+    def e_Broadcast(self, e):
+        outer, self.lane = self.lane, None
+        try:
+            return self.expr(e.value)
+        finally:
+            self.lane = outer
+
+    def e_BufferLoad(self, e):
+        return self.from_memory(self.access(e.buffer, e.indices), e.buffer.dtype)
+
+    def e_Call(self, e):
+        return self.print_call(e)
+
+    def print_extern(self, e) -> str:
+        """``T.call_extern(dtype, name, *args)`` as ``name(args)`` (with a prototype
+        when ``declare_externs``)."""
+        name = e.args[0].value
+        if self.declare_externs:
+            self.use_helper(f"extern {name}", _extern_prototype(self, e))
+        return f"{name}({', '.join(self.extern_arg(a) for a in e.args[2:])})"
+
+    def extern_arg(self, a) -> str:
+        """An extern call's argument: a region is the address of its first element."""
+        if isinstance(a, BufferRegion):
+            return f"&{self.access(a.buffer, tuple(r.min for r in a.region))}"
+        return self.bare(a)
+
+    def print_call(self, e) -> str:
+        """A ``Call``: the class's ``ops`` template, else the op registry's spelling;
+        float16/bfloat16 run in float and round back."""
+        if e.op == "call_extern":
+            return self.print_extern(e)
+        args = [self.bare(a) for a in e.args]
+        dt = D.element(e.dtype)
+        if e.op == "abs" and D.is_integer(dt):
+            if D.is_uint(dt):
+                return f"({args[0]})"
+            name, text = helper("abs", dt, self.scalar_type(dt))
+            self.use_helper(name, text)
+            return f"{name}({args[0]})"
+        template = self.ops.get(e.op)
+        f = "" if dt == "float64" else "f"
+        spec = ops.get_op(e.op) if ops.has_op(e.op) else None
+        if template is not None:
+            text = template.format(*args, f=f)
+        elif spec is not None and spec.expand is not None and not (spec.c or spec.libm):
+            return self.expr(spec.expand(*e.args))   # e.g. sigmoid: 1 / (1 + exp(-x))
+        else:
+            try:
+                op = ops.get_op(e.op)
+                text = op.c_spelling(args, "float64" if dt == "float64" else "float32")
+            except CuvilError as err:
+                raise CodegenError(f"{self.lang} codegen: {err.message}") from None
+        return self.round_value(text, dt) if D.is_float(dt) else text
+
+
+def _extern_prototype(printer, e) -> str:
+    params = ["void *" if isinstance(a, BufferRegion) else printer.scalar_type(a.dtype)
+              for a in e.args[2:]]
+    ret = printer.scalar_type(e.dtype)
+    return f"extern {ret} {e.args[0].value}({', '.join(params) or 'void'});\n"
+
+
+def _is_zero(e) -> bool:
+    return isinstance(e, IntImm) and e.value == 0
+
+
+def _balanced_outer(text: str) -> bool:
+    """True when the first ``(`` of ``text`` closes at its last character."""
+    depth = 0
+    for k, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return k == len(text) - 1
+    return False
+
+
+__all__ = ["CPrinter", "STATUS_ALLOC_FAILED", "size_vars_of"]
+

@@ -1,0 +1,145 @@
+"""The ``cuda`` target: CUDA C for NVIDIA GPUs, compiled with NVRTC and launched
+through cupy; checked everywhere through the interpreter's GPU semantics.
+
+``Target("cuda", arch="sm_90")``: ``arch`` picks the architecture of ``--emit ptx``
+and the shared-memory capacity (the runtime compiles for the GPU it finds).
+Memories: ``global``, ``shared`` (per block), ``local`` (per thread).
+
+Lowering (:func:`cuda_pipeline`): blocks to loops, one variable and launch extent per
+thread axis with guards for smaller sibling loops, ``shared``/``local`` buffers
+placed and sized per block / per thread, flattening, simplification, vectorized
+loops of at most 16 bytes as vector code, the host/device split (kernels named,
+dynamic shared memory marked beyond 48 KB), barriers, verification.
+
+Example::
+
+    >>> import targets
+    >>> [m.scope for m in targets.get_target_kind("cuda").memories]
+    ['global', 'shared', 'local']
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.errors import LoweringError
+from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
+from cuvil_tir.transform.gpu_memory import plan_gpu_memory
+from cuvil_tir.transform.gpu_sync import insert_barriers
+from cuvil_tir.transform.gpu_threads import kernels, normalize_thread_bindings, split_host_device
+from cuvil_tir.transform.pass_manager import PassContext
+from cuvil_tir.transform.vectorize import vectorize_loops
+from cuvil_tir.stmt import For
+
+from ..memory import Memory
+from ..registry import register_target
+from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
+from .double_buffer import inject_double_buffer
+from .reduction import lower_cross_thread_reduction
+from .runtime import CudaRuntime
+from .tensorcore import wmma_leading_dims
+
+#: opt-in shared memory per block (bytes) by architecture major version
+SHARED_CAPACITY = {7: 96 * 1024, 8: 163 * 1024, 9: 227 * 1024, 10: 227 * 1024,
+                   12: 99 * 1024}
+
+
+def shared_capacity(arch: str) -> int:
+    """Opt-in shared memory per block of ``arch`` (``sm_80`` -> 163 KB).
+
+    Example::
+
+        >>> shared_capacity("sm_90") // 1024
+        227
+    """
+    try:
+        major = int(str(arch).removeprefix("sm_").rstrip("a")) // 10
+    except ValueError:
+        major = 8
+    return SHARED_CAPACITY.get(major, 48 * 1024)
+
+
+def _vectorize16(func):
+    return vectorize_loops(func, 128)
+
+
+_vectorize16.pass_name = "vectorize_loops"
+
+
+def mark_shared_memory(func):
+    """Mark kernels needing more than 48 KB of shared memory (``cuda.dyn_shared``);
+    more than the target's capacity is a ``LoweringError``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.PrimFunc([], T.Evaluate(T.const(0)))
+        >>> mark_shared_memory(f) is f
+        True
+    """
+    target = PassContext.current().target
+    arch = target.options.get("arch", "sm_80") if target is not None else "sm_80"
+    cap = shared_capacity(arch)
+    changed = {}
+    for k in kernels(func.body):
+        n = shared_bytes(k)
+        if n > cap:
+            raise LoweringError(f"kernel {dict(k.annotations).get('cuda.kernel')} needs "
+                                f"{n} bytes of shared memory; {arch} offers {cap} per "
+                                "block: use smaller tiles")
+        if n > STATIC_SHARED_LIMIT:
+            ann = dict(k.annotations)
+            ann["cuda.dyn_shared"] = n
+            changed[id(k)] = For(k.loop_var, k.min, k.extent, k.kind, k.body,
+                                 k.thread_tag, ann)
+    if not changed:
+        return func
+    from cuvil_tir.visitor import Mutator
+
+    class _Swap(Mutator):
+        def visit_For(self, s):
+            return changed.get(id(s)) or self.generic_visit(s)
+    return func.with_body(_Swap().visit(func.body))
+
+
+def cuda_pipeline() -> list:
+    """The passes of the ``cuda`` target.
+
+    Example::
+
+        >>> from cuvil_tir.transform import pass_name
+        >>> [pass_name(p) for p in cuda_pipeline()][:3]
+        ['lower_cross_thread_reduction', 'lower_blocks', 'normalize_thread_bindings']
+    """
+    return [lower_cross_thread_reduction, lower_blocks, normalize_thread_bindings,
+            plan_gpu_memory, inject_double_buffer, wmma_leading_dims, flatten_buffers,
+            simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
+            insert_barriers, verify]
+
+
+class CudaKind:
+    """The ``cuda`` target kind (registered at import).
+
+    Example::
+
+        >>> CudaKind.options["arch"]
+        'sm_80'
+    """
+
+    name = "cuda"
+    options = {"arch": "sm_80"}
+    memories = (Memory("global", None, "device memory (parameters, temporaries)"),
+                Memory("shared", SHARED_CAPACITY[8], "per thread block, on chip"),
+                Memory("local", None, "per thread: registers"))
+    passes = cuda_pipeline()
+
+    @staticmethod
+    def codegen(lowered, target):
+        return codegen_cuda(lowered, target)
+
+    @staticmethod
+    def runtime(source, target, signature):
+        return CudaRuntime(source, target, signature)
+
+
+register_target(CudaKind())
+
+__all__ = ["CudaKind", "cuda_pipeline", "mark_shared_memory", "shared_capacity"]

@@ -1,0 +1,167 @@
+"""Checking GPU arguments with the same rules as CPU ones (:mod:`targets.argcheck`).
+
+A GPU array is anything with ``__cuda_array_interface__`` (cupy, numba, torch on the
+GPU) or ``__dlpack__`` (read through cupy).  Each is described to the shared checker
+by a *shadow*: a zero-storage numpy view with the array's dtype, shape and strides,
+so count, dtype, rank, constant and symbolic shapes, contiguity and writeability are
+checked by one rule set for every target.  On top: the pointer's alignment (16 bytes
+when the kernels move vectors of it) and, at launch, the device it lives on.
+cupy itself checks none of this, so without it a wrong shape would read out of
+bounds on the GPU.
+
+Example::
+
+    >>> import numpy as np
+    >>> class Fake:   # a GPU array as another library would describe it
+    ...     __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "strides": None,
+    ...                                 "data": (256, False), "version": 3}
+    >>> device_view(Fake()).shape, device_pointer(Fake())
+    ((4,), 256)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cuvil_tir.errors import ArgumentError, TargetError
+
+from ..argcheck import make_caller
+
+
+def _interface(a):
+    cai = getattr(a, "__cuda_array_interface__", None)
+    if cai is None and hasattr(a, "__dlpack__") and not isinstance(a, np.ndarray):
+        cp = import_cupy("a __dlpack__ argument")
+        cai = cp.from_dlpack(a).__cuda_array_interface__
+    return cai
+
+
+def device_pointer(a) -> int:
+    """The device address of a GPU array.
+
+    Example::
+
+        >>> class Fake:
+        ...     __cuda_array_interface__ = {"shape": (), "typestr": "<f4", "data": (64, False)}
+        >>> device_pointer(Fake())
+        64
+    """
+    return int(_interface(a)["data"][0])
+
+
+def device_view(a):
+    """A zero-storage numpy view with ``a``'s dtype, shape, strides and read-only flag,
+    or None when ``a`` is not a GPU array.
+
+    Example::
+
+        >>> device_view(np.zeros(2)) is None
+        True
+    """
+    if isinstance(a, np.ndarray):
+        return None
+    cai = _interface(a)
+    if cai is None:
+        return None
+    dtype = np.dtype(cai["typestr"])
+    shape = tuple(int(d) for d in cai["shape"])
+    strides = cai.get("strides")
+    if strides is None:
+        strides, step = [], dtype.itemsize
+        for d in reversed(shape):
+            strides.append(step)
+            step *= max(d, 1)
+        strides = tuple(reversed(strides))
+    readonly = bool(cai["data"][1])
+    view = np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, tuple(strides),
+                                           writeable=not readonly)
+    return view
+
+
+def import_cupy(why: str):
+    """``cupy``, or a ``TargetError`` saying how to install it.
+
+    Example::
+
+        >>> try:
+        ...     import_cupy("the doctest")
+        ... except TargetError as err:
+        ...     "pip install" in str(err)
+        ... else:
+        ...     True
+        True
+    """
+    try:
+        import cupy
+    except ImportError:
+        raise TargetError(f"the cuda target needs cupy for {why}: install it with "
+                          "pip install 'cuvil[cuda]' (cupy-cuda13x), on a machine with "
+                          "an NVIDIA GPU and driver") from None
+    return cupy
+
+
+def make_device_caller(sig, raw, alignment=None):
+    """``call(args)`` that checks GPU arguments then returns ``raw(...)`` with the
+    arrays themselves, the scalars converted and one int per symbolic size.
+
+    ``alignment``: ``{buffer name: bytes}`` the kernels need beyond the element size
+    (16 for vector copies, 32 for tensor-core tiles).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from targets.signature import Signature
+        >>> f = T.create_prim_func([T.placeholder((4,), name="X")])
+        >>> call = make_device_caller(Signature.from_func(f), lambda x: "launched")
+        >>> try:
+        ...     call((np.zeros(4, "float32"),))
+        ... except ArgumentError as err:
+        ...     print(err.message[:60])
+        argument 0 'X': expected a GPU array (cupy, or an object wit
+    """
+    check = make_caller(sig, lambda *xs: xs)
+    n = len(sig.params)
+
+    def call(args):
+        if len(args) != n:
+            return check(args)
+        shadows = list(args)
+        for p in sig.buffers:
+            a = args[p.index]
+            view = device_view(a)
+            if view is None:
+                hint = "; copy it with cupy.asarray(x)" if isinstance(a, np.ndarray) else ""
+                raise ArgumentError(
+                    f"argument {p.index} '{p.name}': expected a GPU array (cupy, or an "
+                    f"object with __cuda_array_interface__ or __dlpack__) of {p.dtype} "
+                    f"with shape {p.shape_text()}, got {type(a).__module__}."
+                    f"{type(a).__name__}{hint}")
+            shadows[p.index] = view
+        checked = check(tuple(shadows))
+        for p in sig.buffers:
+            ptr = device_pointer(args[p.index])
+            need = max((alignment or {}).get(p.name, 0), shadows[p.index].dtype.itemsize)
+            if ptr % need:
+                raise ArgumentError(f"argument {p.index} '{p.name}': expected a device "
+                                    f"pointer aligned to {need} bytes, got 0x{ptr:x} (a "
+                                    "slice of another array?); pass a fresh copy")
+        out = [args[p.index] if p.kind == "buffer" else checked[p.index] for p in sig.params]
+        return raw(*out, *checked[n:])
+    call.check = check
+    return call
+
+
+def check_device(cp, arrays, names) -> None:
+    """Every array lives on the current device (``ArgumentError`` otherwise)."""
+    dev = cp.cuda.Device().id
+    for k, (a, name) in enumerate(zip(arrays, names)):
+        attrs = cp.cuda.runtime.pointerGetAttributes(device_pointer(a))
+        if getattr(attrs, "type", 2) not in (2, 3) or attrs.device != dev:
+            raise ArgumentError(f"argument '{name}': expected an array on GPU {dev} (the "
+                                f"current cupy device), got one on device {attrs.device} "
+                                f"(memory type {getattr(attrs, 'type', '?')}); move it with "
+                                "cupy.asarray under the right cupy.cuda.Device")
+
+
+__all__ = ["check_device", "device_pointer", "device_view", "import_cupy",
+           "make_device_caller"]

@@ -1,0 +1,417 @@
+"""CUDA C from lowered GPU IR: one ``extern "C" __global__`` function per kernel.
+
+The lowered function (see :func:`targets.cuda.cuda_pipeline`) is a host program whose
+leaves are kernels; :func:`codegen_cuda` prints every kernel and returns a
+:class:`CudaProgram`: the source, and per kernel its parameters (the ``global``
+buffers and scalar variables it uses), launch dimensions and dynamic shared memory,
+which the runtime needs to launch it.
+
+Printing rules: each thread axis becomes one ``const int`` read of
+``threadIdx``/``blockIdx`` at the top of the kernel; ``__launch_bounds__`` gives the
+block size; ``shared`` buffers are ``__shared__ __align__(16)`` arrays (or slices of
+one ``extern __shared__`` array when a kernel needs more than 48 KB, the runtime then
+raises the kernel's dynamic shared memory limit); ``local`` buffers are per-thread
+arrays; a contiguous vector copy whose offsets are proven multiples of its width
+moves 16/8/4 bytes at once (``int4``/``int2``/``int``, a ``float4`` load for fp32),
+other vector code is printed lane by lane; ``float16``/``bfloat16`` arithmetic uses
+``cuda_fp16.h``/``cuda_bf16.h`` (math functions through ``float``); integer floor
+division is a plain ``/`` when both operands are proven non-negative.
+
+Example::
+
+    >>> import cuvil_tir as T, targets
+    >>> A = T.placeholder((64,), name="A")
+    >>> B = T.compute((64,), lambda i: A[i] * 2.0, name="B")
+    >>> sch = __import__("schedules").Schedule(T.create_prim_func([A, B]))
+    >>> bx, tx = sch.split(sch.get_loops(sch.get_block("B"))[0], [None, 32])
+    >>> sch.bind(bx, "blockIdx.x"); sch.bind(tx, "threadIdx.x")
+    >>> prog = codegen_cuda(T.lower(sch, targets.Target("cuda")), targets.Target("cuda"))
+    >>> print(prog.text.split("extern")[1].splitlines()[0])
+     "C" __global__ void __launch_bounds__(32) main_kernel0(float* __restrict__ A, float* __restrict__ B) {
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from cuvil_tir import dtype as D
+from cuvil_tir.arith import Analyzer
+from cuvil_tir.arith.affine import Affine
+from cuvil_tir.errors import CodegenError, CuvilError
+from cuvil_tir.expr import BufferLoad, IntImm, Ramp
+from cuvil_tir.stmt import Allocate, Range
+from cuvil_tir.transform.gpu_sync import is_barrier
+from cuvil_tir.transform.gpu_threads import (THREAD_TAGS, kernel_free_vars, kernel_name,
+                                             kernels, launch_dims, thread_vars)
+from cuvil_tir.visitor import post_order_visit
+
+from ..cstyle import CPrinter
+from .intrinsics import PREAMBLE
+from .tensorcore import WMMA_OP, wmma_text
+
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+@dataclass
+class KernelInfo:
+    """What the runtime needs to launch one kernel.
+
+    ``params``: ``("buffer", Buffer)`` or ``("scalar", Var)`` in C parameter order;
+    ``dims``: ``{tag: extent expression}``; ``dyn_shared``: bytes of dynamic shared
+    memory (0: static only).
+
+    Example::
+
+        >>> KernelInfo("k", [], {}, 0).threads_per_block()
+        1
+    """
+
+    name: str
+    params: list
+    dims: dict
+    dyn_shared: int = 0
+
+    def threads_per_block(self) -> int:
+        """Product of the (constant) ``threadIdx`` extents."""
+        n = 1
+        for t in THREAD_TAGS:
+            d = self.dims.get(t)
+            n *= d.value if isinstance(d, IntImm) else 1
+        return n
+
+
+@dataclass
+class CudaProgram:
+    """The output of :func:`codegen_cuda`: ``text`` (CUDA C), ``kernels``
+    (:class:`KernelInfo` by name, in launch order) and ``host`` (the lowered function,
+    whose host statements the runtime walks).
+
+    Example::
+
+        >>> str(CudaProgram("x", {}, None))
+        'x'
+    """
+
+    text: str
+    kernels: dict = field(default_factory=dict)
+    host: object = None
+    alignment: dict = field(default_factory=dict)
+    helpers: dict = field(default_factory=dict)
+    bodies: tuple = ()
+
+    def __str__(self):
+        return self.text
+
+
+def shared_bytes(kernel) -> int:
+    """Bytes of all ``shared`` allocations in ``kernel`` (constant shapes).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> shared_bytes(T.Evaluate(T.const(0)))
+        0
+    """
+    total = []
+
+    def look(n):
+        if isinstance(n, Allocate) and n.buffer.scope == "shared":
+            total.append(_alloc_bytes(n.buffer))
+    post_order_visit(kernel, look)
+    return sum(total)
+
+
+def _alloc_bytes(buf) -> int:
+    n = 1
+    for d in buf.shape:
+        if not isinstance(d, IntImm):
+            raise CodegenError(f"{buf.scope} buffer {buf.name} has the symbolic shape "
+                               f"{tuple(str(s) for s in buf.shape)}; GPU on-chip buffers "
+                               "need a constant size")
+        n *= d.value
+    return (n * D.bits(buf.dtype) + 7) // 8 + 15 & ~15
+
+
+class KernelPrinter(CPrinter):
+    """Prints one kernel: the C printer base with CUDA's qualifiers, thread indices,
+    ``__shared__`` buffers, barriers, warp shuffles and vector copies (use
+    :func:`codegen_cuda`).
+
+    Example::
+
+        >>> KernelPrinter.function_prefix, KernelPrinter.status_type
+        ('extern "C" __global__', 'void')
+    """
+
+    lang = "cuda"
+    headers = ("cuda_fp16.h", "cuda_bf16.h")
+    function_prefix = 'extern "C" __global__'
+    status_type = "void"
+    restrict = "__restrict__"
+    memory_types = {"float16": "half", "bfloat16": "__nv_bfloat16"}
+    loop_pragmas = {"unrolled": "#pragma unroll", "vectorized": "#pragma unroll"}
+
+    def __init__(self, kernel, name: str):
+        super().__init__()
+        self.kernel, self.name = kernel, name
+        self.ana = Analyzer(index_no_overflow=True)
+        self.dyn = dict(getattr(kernel, "annotations", ()) or ()).get("cuda.dyn_shared", 0)
+        self.dyn_offset = 0
+        self.alignment: dict = {}     # global buffer -> bytes its pointer needs
+
+    # ---- the kernel -----------------------------------------------------------------
+    def print_kernel(self, params) -> str:
+        """The ``__global__`` function (helpers it uses are in ``self.helpers``)."""
+        self.taken.add(self.name)
+        dims = launch_dims(self.kernel)
+        nthreads = 1
+        for t in THREAD_TAGS:
+            nthreads *= dims[t].value
+        args = []
+        for kind, obj in params:
+            if kind == "buffer":
+                args.append(f"{self.mem_type(obj.dtype)}* {self.restrict} {self.bind(obj)}")
+            else:
+                args.append(f"{self.scalar_type(obj.dtype)} {self.bind(obj)}")
+        head = (f"{self.function_prefix} void __launch_bounds__({nthreads}) "
+                f"{self.name}({', '.join(args)})")
+        for tag, var in thread_vars(self.kernel).items():
+            self.emit(f"const int {self.bind(var)} = (int){tag};")
+            self.ana.bind(var, Range(IntImm(0, var.dtype), dims[tag]))
+        if self.dyn:
+            self.emit("extern __shared__ __align__(16) unsigned char cvl_dyn_smem[];")
+        self.print_stmt(self.kernel)
+        return "\n".join([head + " {"] + self.lines + ["}"])
+
+    def use_helper(self, key: str, text: str) -> None:
+        super().use_helper(key, text.replace("static inline",
+                                             "static __device__ __forceinline__"))
+
+    # ---- statements -----------------------------------------------------------------
+    def print_for(self, s) -> None:
+        if s.kind == "thread_binding":
+            self.scope("{", s.body)       # the index was read once at the top
+            return
+        saved = dict(self.ana.bounds)
+        self.ana.bind(s.loop_var, Range(s.min, s.extent))
+        try:
+            super().print_for(s)
+        finally:
+            self.ana.bounds = saved
+
+    def print_allocate(self, s) -> None:
+        buf = s.buffer
+        name = self.bind(buf)
+        t = self.mem_type(buf.dtype)
+        nbytes = _alloc_bytes(buf)
+        n = nbytes * 8 // D.bits(buf.dtype)
+        if buf.scope == "shared" and self.dyn:
+            self.emit(f"{t}* {name} = ({t}*)(cvl_dyn_smem + {self.dyn_offset});")
+            self.dyn_offset += nbytes
+        elif buf.scope == "shared":
+            self.emit(f"__shared__ __align__(32) {t} {name}[{n}];")
+        elif buf.scope == "local":
+            self.emit(f"__align__(16) {t} {name}[{n}];")
+        else:
+            raise CodegenError(f"cuda codegen: buffer {buf.name} in scope {buf.scope!r} "
+                               "is allocated inside a kernel; only 'shared' and 'local' "
+                               "buffers can be")
+        self.print_stmt(s.body)
+
+    def s_Evaluate(self, s):
+        if is_barrier(s):
+            self.emit("__syncthreads();")
+        else:
+            super().s_Evaluate(s)
+
+    def s_BufferStore(self, s):
+        n = max([ix.lanes for ix in s.indices] + [s.value.lanes])
+        if n > 1 and self.vector_copy(s, n):
+            return
+        v = s.value
+        if n == 1 and isinstance(v, BufferLoad) and v.buffer.dtype == s.buffer.dtype:
+            # a copy moves the stored bits (no float16 round trip through float)
+            self.emit(f"{self.access(s.buffer, s.indices)} = {self.access(v.buffer, v.indices)};")
+            return
+        super().s_BufferStore(s)
+
+    def vector_copy(self, s, n) -> bool:
+        """A contiguous aligned vector copy as one 16/8/4-byte move."""
+        v = s.value
+        if not (isinstance(v, BufferLoad) and v.buffer.dtype == s.buffer.dtype):
+            return False
+        nbytes = n * D.bits(s.buffer.dtype) // 8
+        vt = {16: "int4", 8: "int2", 4: "int"}.get(nbytes)
+        if D.element(s.buffer.dtype) == "float32" and n in (2, 4):
+            vt = f"float{n}"
+        if vt is None:
+            return False
+        dst, src = s.indices[0], v.indices[0]
+        if not (self.aligned(dst, n) and self.aligned(src, n)):
+            return False
+        d = f"&{self.name_of(s.buffer)}[{self.bare(dst.base)}]"
+        r = f"&{self.name_of(v.buffer)}[{self.bare(src.base)}]"
+        self.emit(f"*({vt}*)({d}) = *(const {vt}*)({r});")
+        for b in (s.buffer, v.buffer):
+            if b.scope == "global":
+                self.alignment[b.name] = max(self.alignment.get(b.name, 0), nbytes)
+        return True
+
+    @staticmethod
+    def aligned(ix, n) -> bool:
+        """A unit-stride ``Ramp`` whose base is provably a multiple of ``n``."""
+        if not (isinstance(ix, Ramp) and isinstance(ix.stride, IntImm)
+                and ix.stride.value == 1):
+            return False
+        try:
+            aff = Affine.of(ix.base)
+        except CuvilError:
+            return False
+        return aff.const % n == 0 and all(c % n == 0 for _, c in aff.terms)
+
+    # ---- values -----------------------------------------------------------------------
+    def to_memory(self, text, vdt, mdt):
+        e = D.element(mdt)
+        if e == "float16":
+            return f"__float2half_rn({text})"
+        if e == "bfloat16":
+            return f"__float2bfloat16_rn({text})"
+        return text if e == "bool" else super().to_memory(text, vdt, mdt)
+
+    def from_memory(self, text, mdt):
+        e = D.element(mdt)
+        if e == "float16":
+            return f"__half2float({text})"
+        if e == "bfloat16":
+            return f"__bfloat162float({text})"
+        return text if e == "bool" else super().from_memory(text, mdt)
+
+    def round_value(self, text, dt):
+        e = D.element(dt)
+        if e in ("float16", "bfloat16"):
+            return self.from_memory(self.to_memory(text, dt, e), e)
+        return super().round_value(text, dt)
+
+    def float_literal(self, value, e):
+        if math.isnan(value) or math.isinf(value):
+            bits = "0x7fffffff" if math.isnan(value) else (
+                "0x7f800000" if value > 0 else "0xff800000")
+            text = f"__int_as_float({bits})"
+            return f"(double){text}" if e == "float64" else text
+        return super().float_literal(value, e)
+
+    def e_BinaryOp(self, e):
+        kind = type(e).__name__
+        dt = D.element(e.a.dtype)
+        if (kind in ("FloorDiv", "FloorMod") and D.is_integer(dt) and self.lane is None
+                and self.nonneg(e.a) and self.positive(e.b)):
+            op = "/" if kind == "FloorDiv" else "%"
+            return f"({self.expr(e.a)} {op} {self.expr(e.b)})"
+        return super().e_BinaryOp(e)
+
+    def nonneg(self, e) -> bool:
+        lo, _ = self.ana.const_int_bound(e)
+        return isinstance(lo, int) and lo >= 0
+
+    def positive(self, e) -> bool:
+        lo, _ = self.ana.const_int_bound(e)
+        return isinstance(lo, int) and lo > 0
+
+    def print_call(self, e) -> str:
+        if e.op in ("cuda.warp_sum", "cuda.warp_max", "cuda.warp_min"):
+            return f"cvl_{e.op[5:]}({self.bare(e.args[0])}, {self.bare(e.args[1])})"
+        if e.op == WMMA_OP:
+            for x in e.args[:3]:
+                if x.buffer.scope == "global":
+                    self.alignment[x.buffer.name] = 32
+            return wmma_text(self, e)
+        if e.op == "if_then_else":
+            c, a, b = (self.expr(x) for x in e.args)
+            return f"({c} ? {a} : {b})"
+        return super().print_call(e)
+
+def kernel_params(func, kernel) -> list:
+    """``[("buffer", Buffer) | ("scalar", Var)]`` a kernel takes: the ``global``
+    buffers it touches (parameters first, in their order) and its free scalars.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> kernel_params(T.PrimFunc([], T.Evaluate(T.const(0))), T.Evaluate(T.const(0)))
+        []
+    """
+    used = []
+    seen = set()
+
+    def look(n):
+        if isinstance(n, (BufferLoad,)) or type(n).__name__ == "BufferStore":
+            b = n.buffer
+            if b.scope == "global" and id(b) not in seen:
+                seen.add(id(b))
+                used.append(b)
+    post_order_visit(kernel, look)
+    order = {id(p): k for k, p in enumerate(func.params)}
+    used.sort(key=lambda b: order.get(id(b), len(order)))
+    scalars = [v for v in kernel_free_vars(kernel)]
+    return [("buffer", b) for b in used] + [("scalar", v) for v in scalars]
+
+
+def codegen_cuda(lowered, target=None) -> CudaProgram:
+    """Print every kernel of ``lowered`` (a function lowered for ``cuda``).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> codegen_cuda(T.PrimFunc([], T.Evaluate(T.const(0)))).kernels
+        {}
+    """
+    parts, helpers = [], {}
+    infos, aligned = {}, {}
+    for k, kernel in enumerate(kernels(lowered.body)):
+        name = kernel_name(kernel) or f"{lowered.name}_kernel{k}"
+        params = kernel_params(lowered, kernel)
+        p = KernelPrinter(kernel, name)
+        text = p.print_kernel(params)
+        helpers.update(p.helpers)
+        dims = launch_dims(kernel)
+        infos[name] = KernelInfo(name, params, dims, p.dyn_offset if p.dyn else 0)
+        for b, n in p.alignment.items():
+            aligned[b] = max(aligned.get(b, 0), n)
+        parts.append(text)
+    return CudaProgram(source_text(helpers, parts), infos, lowered, aligned,
+                       helpers, tuple(parts))
+
+
+def source_text(helpers: dict, kernels_text) -> str:
+    """A complete CUDA source: includes, the preamble, helpers, kernels.
+
+    Example::
+
+        >>> source_text({}, []).splitlines()[0]
+        '// generated by cuvil (cuda)'
+    """
+    head = [f"// generated by cuvil ({KernelPrinter.lang})"]
+    head += [f"#include <{h}>" for h in KernelPrinter.headers]
+    head += [PREAMBLE.rstrip("\n")] + [t.rstrip("\n") for t in helpers.values()]
+    return "\n".join(head) + "\n\n" + "\n\n".join(kernels_text) + "\n"
+
+
+def combine(programs) -> str:
+    """One source holding the kernels of several programs (distinct kernel names),
+    e.g. to compile many builds with one ``nvcc`` call.
+
+    Example::
+
+        >>> combine([]).count("__global__")
+        0
+    """
+    helpers, parts = {}, []
+    for p in programs:
+        helpers.update(p.helpers)
+        parts.extend(p.bodies)
+    return source_text(helpers, parts)
+
+
+__all__ = ["CudaProgram", "KernelInfo", "KernelPrinter", "codegen_cuda", "combine",
+           "kernel_params", "shared_bytes", "source_text"]

@@ -1,0 +1,197 @@
+"""GPU schedules for common workloads, shared by the tests, tutorial 07 and
+``benchmarks/cuda.py``.  Each takes a :class:`schedules.Schedule` of the te function
+and binds it for the ``cuda`` target; each is a handful of ordinary primitives, meant
+to be read as examples.
+
+Example::
+
+    >>> import cuvil_tir as T, schedules as S
+    >>> A = T.placeholder((256,), name="A")
+    >>> sch = S.Schedule(T.create_prim_func([A, T.compute((256,), lambda i: A[i] + 1.0, name="B")]))
+    >>> elementwise(sch, "B", threads=128)
+    >>> [l.thread_tag for l in __import__("cuvil_tir").transform.gpu_threads.thread_loops(sch.func.body.block.body)]
+    ['blockIdx.x', 'threadIdx.x']
+"""
+
+from __future__ import annotations
+
+
+def elementwise(sch, block: str, threads: int = 256) -> None:
+    """Fuse all loops of ``block``, split by ``threads``, bind blocks and threads.
+
+    Example::
+
+        >>> elementwise.__name__
+        'elementwise'
+    """
+    loops = sch.get_loops(sch.get_block(block))
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    bx, tx = sch.split(fused, [None, threads])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+
+
+def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int = 4,
+         tn: int = 4, vector: int = 1, double_buffer: bool = False) -> None:
+    """Shared-memory tiled GEMM: a ``bm x bn`` tile per thread block, ``tm x tn`` per
+    thread accumulated in ``local`` registers, ``bk``-deep slices of A and B staged
+    through ``shared`` memory by all threads together (``vector`` elements per thread
+    and copy: 4 gives 16-byte loads); ``double_buffer`` keeps two stages of each
+    tile so the next slice is fetched before the current one is used.
+
+    Example::
+
+        >>> gemm.__name__
+        'gemm'
+    """
+    blk = sch.get_block(block)
+    i, j, k = sch.get_loops(blk)
+    by, ty, ti = sch.split(i, [None, bm // tm, tm])
+    bx, tx, tj = sch.split(j, [None, bn // tn, tn])
+    ko, ki = sch.split(k, [None, bk])
+    if double_buffer:
+        sch.annotate(ko, "double_buffer", 1)
+    sch.reorder(by, bx, ko, ty, tx, ki, ti, tj)
+    sch.bind(by, "blockIdx.y")
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(ty, "threadIdx.y")
+    sch.bind(tx, "threadIdx.x")
+    cl = sch.cache_write(blk, 0, "local")
+    sch.reverse_compute_at(cl, bx)
+    wi, wj = sch.get_loops(cl)[-2:]
+    wy, wi = sch.split(wi, [bm // tm, tm])
+    wx, wj = sch.split(wj, [bn // tn, tn])
+    sch.reorder(wy, wx, wi, wj)
+    sch.bind(wy, "threadIdx.y")
+    sch.bind(wx, "threadIdx.x")
+    for idx in (0, 1):
+        sh = sch.cache_read(blk, idx, "shared")
+        sch.compute_at(sh, ko)
+        ax0, ax1 = sch.get_loops(sh)[-2:]
+        if vector > 1:
+            # the vector is the innermost axis, so its offsets stay provably aligned
+            ax1, vec = sch.split(ax1, [None, vector])
+            sch.vectorize(vec)
+        fused = sch.fuse(ax0, ax1)
+        _, t1, t0 = sch.split(fused, [None, bm // tm, bn // tn])
+        sch.bind(t1, "threadIdx.y")
+        sch.bind(t0, "threadIdx.x")
+
+
+def row_reduce(sch, block: str, threads: int = 128) -> None:
+    """One row per thread block, the reduction split over ``threads`` threads
+    (each adds a contiguous run, then warp shuffles and shared memory combine them).
+
+    Example::
+
+        >>> row_reduce.__name__
+        'row_reduce'
+    """
+    blk = sch.get_block(block)
+    i, k = sch.get_loops(blk)
+    tx, _ = sch.split(k, [threads, None])
+    sch.bind(i, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+
+
+def softmax(sch, threads: int = 128) -> None:
+    """Fused row softmax (the four stages of ``T.compute`` max/exp/sum/divide): one
+    row per block, ``exp`` inlined, the row max and sum kept in ``shared`` memory and
+    computed by cross-thread reductions, the output written coalesced.
+
+    Example::
+
+        >>> softmax.__name__
+        'softmax'
+    """
+    mx, ex, sm, out = (sch.get_block(n) for n in ("row_max", "exp", "row_sum", "softmax"))
+    sch.compute_inline(ex)
+    i, j = sch.get_loops(out)
+    _, tx = sch.split(j, [None, threads])
+    sch.bind(i, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    for b in (sm, mx):
+        sch.set_scope(b, 0, "shared")
+        sch.compute_at(b, i)
+        t, _ = sch.split(sch.get_loops(b)[-1], [threads, None])
+        sch.bind(t, "threadIdx.x")
+
+
+def conv2d(sch, threads: int = 64, pad_block: str = "pad", block: str = "conv") -> None:
+    """Direct NCHW conv2d: padding inlined, one (batch, output channel) pair and
+    ``threads`` output pixels per thread block, each thread accumulating its pixel in
+    a ``local`` register, the channel's filter staged once per block in ``shared``.
+
+    Example::
+
+        >>> conv2d.__name__
+        'conv2d'
+    """
+    sch.compute_inline(sch.get_block(pad_block))
+    blk = sch.get_block(block)
+    b, f, y, x = sch.get_loops(blk)[:4]
+    bf = sch.fuse(b, f)
+    bo, tx = sch.split(sch.fuse(y, x), [None, threads])
+    sch.bind(bf, "blockIdx.y")
+    sch.bind(bo, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    cl = sch.cache_write(blk, 0, "local")
+    sch.reverse_compute_at(cl, tx)
+    reads = [r.buffer.name for r in _block_node(sch, blk).reads]
+    ws = sch.cache_read(blk, reads.index("W"), "shared")
+    sch.compute_at(ws, bo)
+    fused = sch.fuse(*sch.get_loops(ws)[2:])
+    _, t = sch.split(fused, [None, threads])
+    sch.bind(t, "threadIdx.x")
+
+
+def _block_node(sch, rv):
+    from schedules import tree
+    return tree.get(sch.func, tree.find_block(sch.func, rv.name)).block
+
+
+def _lanes(sch, loops, split):
+    """Fuse ``loops`` and spread them over the given thread axes (outer first)."""
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    parts = sch.split(fused, [None] + [n for _, n in split])
+    for loop, (tag, _) in zip(parts[1:], split):
+        sch.bind(loop, tag)
+
+
+def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32) -> None:
+    """fp16 GEMM on tensor cores with fp32 accumulation: a ``bm x bn`` tile per
+    block, one 16 x 16 tile per warp (warps on threadIdx.z/y, lanes on threadIdx.x),
+    A and B slices of depth ``bk`` staged in ``shared`` memory, the C tile
+    accumulated in ``shared`` memory by ``cuda.wmma_16x16x{bk}_f16f32``.
+
+    Example::
+
+        >>> gemm_tensorcore.__name__
+        'gemm_tensorcore'
+    """
+    from .tensorcore import wmma_name
+    blk = sch.get_block(block)
+    wz, wy = bm // 16, bn // 16
+    warps = [("threadIdx.z", wz), ("threadIdx.y", wy), ("threadIdx.x", 32)]
+    i, j, k = sch.get_loops(blk)
+    by, ty, ii = sch.split(i, [None, wz, 16])
+    bx, tx, jj = sch.split(j, [None, wy, 16])
+    ko, ki = sch.split(k, [None, bk])
+    sch.reorder(by, bx, ko, ty, tx, ii, jj, ki)
+    sch.bind(by, "blockIdx.y")
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(ty, "threadIdx.z")
+    sch.bind(tx, "threadIdx.y")
+    cw = sch.cache_write(blk, 0, "shared")
+    sch.reverse_compute_at(cw, bx)
+    _lanes(sch, sch.get_loops(cw)[-2:], warps)
+    for idx in (0, 1):
+        sh = sch.cache_read(blk, idx, "shared")
+        sch.compute_at(sh, ko)
+        _lanes(sch, sch.get_loops(sh)[-2:], warps)
+    init = sch.decompose_reduction(blk, ko)
+    _lanes(sch, sch.get_loops(init)[-2:], [("threadIdx.x", 32)])
+    sch.tensorize(ii, wmma_name(bk))
+
+
+__all__ = ["conv2d", "elementwise", "gemm", "gemm_tensorcore", "row_reduce", "softmax"]

@@ -1,0 +1,148 @@
+"""The compile cache in targets.build: hits across processes, misses on any change,
+corrupt entries rebuilt, many processes at once."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import cuvil_tir as T
+import schedules as S
+import targets
+from targets.cache.builds import build_key
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CUVIL_CACHE", raising=False)
+    return tmp_path / "cache"
+
+
+def _func(scale=2.0, n=64):
+    A = T.placeholder((n,), name="A")
+    return T.create_prim_func([A, T.compute((n,), lambda i: A[i] * scale, name="B")])
+
+
+def _check(mod, scale=2.0, n=64):
+    a, b = np.arange(n, dtype="float32"), np.zeros(n, "float32")
+    mod(a, b)
+    np.testing.assert_array_equal(b, a * scale)
+
+
+def test_second_build_is_a_hit_and_runs_the_same(cache_dir):
+    first = targets.build(_func())
+    assert not first.from_cache
+    second = targets.build(_func())
+    assert second.from_cache
+    _check(second)
+    assert second.get_source() == first.get_source()
+    assert T.structural_equal(second.lowered, first.lowered)
+    assert second.get_source("asm") == first.get_source("asm")
+    assert targets.cache.info()["entries"] == 1
+
+
+def test_hit_in_a_new_process(cache_dir):
+    script = textwrap.dedent("""
+        import numpy as np, cuvil_tir as T, targets
+        A = T.placeholder((64,), name="A")
+        f = T.create_prim_func([A, T.compute((64,), lambda i: A[i] * 2.0, name="B")])
+        mod = targets.build(f)
+        a, b = np.arange(64, dtype="float32"), np.zeros(64, "float32")
+        mod(a, b)
+        assert (b == a * 2).all()
+        print("hit" if mod.from_cache else "miss")
+    """)
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=120) for _ in range(2)]
+    assert [r.stdout.strip() for r in runs] == ["miss", "hit"], [r.stderr for r in runs]
+
+
+def test_any_change_misses(cache_dir, monkeypatch):
+    base = targets.build(_func())
+    assert not targets.build(_func(scale=3.0)).from_cache          # another function
+    sch = S.Schedule(_func())
+    sch.split(sch.get_loops(sch.get_block("B"))[0], [None, 8])
+    assert not targets.build(sch).from_cache                       # another schedule
+    assert not targets.build(_func(), targets.Target("llvm", opt_level=2)).from_cache
+    assert not targets.build(_func(), name="other").from_cache     # another symbol
+    f = _func().with_attr("global_symbol", "main")
+    key = build_key(f, base.target)
+    monkeypatch.setattr(T, "__version__", "99.0.0")                # another Cuvil
+    assert build_key(f, base.target) != key
+    assert not targets.build(_func()).from_cache
+    monkeypatch.undo()
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(cache_dir))
+    assert targets.build(_func()).from_cache
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_corrupt_or_truncated_entry_is_rebuilt(cache_dir, damage):
+    targets.build(_func())
+    (path,) = [os.path.join(d, n) for d, _, names in os.walk(cache_dir) for n in names]
+    data = open(path, "rb").read()
+    if damage == "flip":
+        mid = len(data) // 2
+        data = data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1:]
+    else:
+        data = data[:len(data) - 100]
+    open(path, "wb").write(data)
+    again = targets.build(_func())
+    assert not again.from_cache
+    _check(again)
+    assert targets.build(_func()).from_cache
+
+
+def test_cache_off(cache_dir, monkeypatch):
+    monkeypatch.setenv("CUVIL_CACHE", "0")
+    targets.build(_func())
+    assert not targets.build(_func()).from_cache
+    assert not os.path.exists(cache_dir)
+
+
+def test_info_and_clear(cache_dir):
+    targets.build(_func())
+    targets.build(_func(scale=5.0))
+    info = targets.cache.info()
+    assert info["entries"] == 2 and info["bytes"] > 0 and info["enabled"]
+    assert info["directory"] == str(cache_dir)
+    assert targets.cache.clear() == 2
+    assert targets.cache.info()["entries"] == 0
+
+
+_WORKER = textwrap.dedent("""
+    import sys, numpy as np, cuvil_tir as T, targets
+    worker = int(sys.argv[1])
+    hits = 0
+    for r in range(6):
+        scale = float((worker + r) % 4 + 1)       # overlapping kernels across workers
+        n = 32 + 8 * ((worker + r) % 3)
+        A = T.placeholder((n,), name="A")
+        f = T.create_prim_func([A, T.compute((n,), lambda i: A[i] * scale, name="B")])
+        mod = targets.build(f)
+        a, b = np.arange(n, dtype="float32"), np.zeros(n, "float32")
+        mod(a, b)
+        if not (b == a * scale).all():
+            print("WRONG", scale, n); sys.exit(1)
+        hits += mod.from_cache
+    print("ok", hits)
+""")
+
+
+def test_eight_processes_build_overlapping_kernels_at_once(cache_dir):
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(w)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for w in range(8)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [e for _, e in outs]
+    assert all(o.startswith("ok") for o, _ in outs)
+    assert sum(int(o.split()[1]) for o, _ in outs) > 0               # they shared entries
+    entries = [n for _, _, names in os.walk(cache_dir) for n in names]
+    assert len(entries) == 12 and all(n.endswith(".cvl") for n in entries)

@@ -1,0 +1,80 @@
+"""Cross-thread reductions on the cuda target: warp shuffles plus shared memory,
+checked through the interpreter's GPU semantics and compiled by nvcc."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuvil_tir as T
+from targets.cuda import recipes
+from tests.workloads import softmax
+
+from .cuda_helpers import build, compile_all, rand, sch_for
+
+
+def _row(kind, threads, m=3, n=256):
+    A = T.placeholder((m, n), name="A")
+    k = T.reduce_axis((0, n), name="k")
+    red = T.sum if kind == "sum" else T.max
+    sch = sch_for(T.create_prim_func([A, T.compute((m,), lambda i: red(A[i, k], axis=k),
+                                                   name="R")]))
+    recipes.row_reduce(sch, "R", threads=threads)
+    return build(sch, f"row_{kind}{threads}")
+
+
+def _softmax(threads=64):
+    sch = sch_for(softmax(3, 256).func)
+    recipes.softmax(sch, threads=threads)
+    return build(sch, f"softmax{threads}")
+
+
+CASES = {(kind, th): _row(kind, th) for kind in ("sum", "max") for th in (16, 32, 128)}
+SOFTMAX = _softmax()
+
+
+def test_reduction_kernels_compile_for_sm80_and_sm90():
+    ptx = compile_all([m for m, _ in list(CASES.values()) + [SOFTMAX]])
+    assert all("shfl.sync.bfly" in text for text in ptx.values())
+
+
+@pytest.mark.parametrize("kind,threads", sorted(CASES))
+def test_row_reduction_matches_numpy(kind, threads):
+    mod, low = CASES[(kind, threads)]
+    src = mod.get_source("cuda")
+    assert f"cvl_warp_{kind}(" in src
+    assert ("__syncthreads();" in src) == (threads > 32)
+    a, out = rand((3, 256)), np.zeros(3, "float32")
+    T.interpret(low, a, out, check_races=True)
+    want = a.sum(1) if kind == "sum" else a.max(1)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_fused_softmax_matches_numpy():
+    mod, low = SOFTMAX
+    src = mod.get_source("cuda")
+    assert src.count("extern \"C\" __global__") == 1
+    assert src.count("__syncthreads();") == 4   # two per reduction
+    a, out = rand((3, 256)), np.zeros((3, 256), "float32")
+    T.interpret(low, a, out, check_races=True)
+    e = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_cross_thread_reduction_refusals():
+    A = T.placeholder((2, 96), name="A")
+    k = T.reduce_axis((0, 96), name="k")
+    f = T.create_prim_func([A, T.compute((2,), lambda i: T.sum(A[i, k], axis=k), name="R")])
+    sch = sch_for(f)
+    recipes.row_reduce(sch, "R", threads=48)
+    with pytest.raises(T.LoweringError, match="48 threads: use a power of two up to 32 "
+                       "or a multiple of 32"):
+        T.lower(sch, "cuda")
+    sch = sch_for(f)
+    i, kk = sch.get_loops(sch.get_block("R"))
+    ko, ki = sch.split(kk, [None, 32])
+    sch.bind(i, "blockIdx.x")
+    sch.bind(ki, "threadIdx.x")
+    with pytest.raises(T.LoweringError, match="reduce axis v_k also varies with a loop "
+                       "outside the bound loop"):
+        T.lower(sch, "cuda")
