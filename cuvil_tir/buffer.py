@@ -133,3 +133,28 @@ def decl_buffer(shape, dtype: str = "float32", name: str = "buf", strides=(),
     if not isinstance(shape, (tuple, list)):
         shape = (shape,)
     return Buffer(tuple(shape), dtype, name, tuple(strides), scope, align)
+
+
+_dataclass_init = Buffer.__init__
+
+
+def _init(self, *args, offset_factor=0, elem_offset=None, buffer_type="", axis_separators=(),
+          **kwargs):
+    # TVMScript's buffer keywords, so that a TVM-printed annotation such as
+    # ``A: T.Buffer((16, 16), "float32", offset_factor=1)`` evaluates when the def runs;
+    # only values that describe a plain Cuvil buffer are accepted
+    if not isinstance(offset_factor, int) or offset_factor < 0:
+        raise ShapeError(f"Buffer: offset_factor must be a non-negative int, found "
+                         f"{offset_factor!r}")
+    if elem_offset not in (None, 0) or buffer_type not in ("", "default", "auto") or \
+            tuple(axis_separators):
+        raise ShapeError("Buffer: a Cuvil buffer starts at its first element and is "
+                         "flattened to one dimension (elem_offset=0, buffer_type='default', "
+                         f"no axis_separators); found elem_offset={elem_offset!r}, "
+                         f"buffer_type={buffer_type!r}, axis_separators={axis_separators!r}")
+    _dataclass_init(self, *args, **kwargs)
+
+
+_init.__doc__ = _dataclass_init.__doc__
+_init.__wrapped__ = _dataclass_init
+Buffer.__init__ = _init

@@ -64,6 +64,9 @@ for _dt in D.SCALAR_DTYPES:
     globals()[_dt] = ScalarType(_dt)
 del _dt
 
+#: ``a: T.handle``, a parameter that ``T.match_buffer`` turns into a buffer (TVMScript)
+handle = ScalarType("handle")
+
 
 def _only_in_text(name: str):
     raise ParseError(f"T.{name} only has a meaning inside a @T.prim_func function or "
@@ -214,6 +217,11 @@ allocate = _text_only("allocate", "``with T.allocate(shape, dtype, scope=...) as
                                   "Allocate statement")
 evaluate = _text_only("evaluate", "``T.evaluate(expr)``: an Evaluate statement")
 func_attr = _text_only("func_attr", "``T.func_attr({...})``: a function's attributes")
+match_buffer = _text_only("match_buffer", "``A = T.match_buffer(a, shape, dtype)``: the "
+                                          "buffer of a handle parameter, or a view of a "
+                                          "region")
+allocate_const = _text_only("allocate_const", "``c = T.allocate_const(values, dtype, "
+                                              "extents)``: a buffer of constants")
 call_intrin = _text_only("call_intrin", "``T.call_intrin(dtype, op, *args)``: a Call of "
                                         "any intrinsic")
 
@@ -221,4 +229,5 @@ call_intrin = _text_only("call_intrin", "``T.call_intrin(dtype, op, *args)``: a 
 __all__ = list(D.SCALAR_DTYPES) + [
     "ScalarType", "serial", "parallel", "vectorized", "unroll", "thread_binding", "grid",
     "block", "axis", "reads", "writes", "init", "where", "block_attr", "alloc_buffer",
-    "allocate", "evaluate", "func_attr", "call_intrin"]
+    "allocate", "evaluate", "func_attr", "call_intrin", "handle", "match_buffer",
+    "allocate_const"]

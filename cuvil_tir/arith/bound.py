@@ -87,7 +87,7 @@ class _SymBound:
         return self.simp(lo.to_expr()), self.simp(hi.to_expr())
 
     def nonneg(self, e) -> bool:
-        return self.ana.const_int_bound(e)[0] >= 0
+        return self.ana.const_int_bound(e)[0] >= 0 or _nonneg_shape(e)
 
     def nonpos(self, e) -> bool:
         return self.ana.const_int_bound(e)[1] <= 0
@@ -164,6 +164,21 @@ class _SymBound:
             return (FloatImm(lo, dt) if lo != -float("inf") else min_value(dt),
                     FloatImm(hi, dt) if hi != float("inf") else max_value(dt))
         return IntImm(int(lo), dt), IntImm(int(hi), dt)
+
+
+def _nonneg_shape(e) -> bool:
+    """Non-negative by construction from size vars and non-negative constants, when
+    index arithmetic does not wrap (``(n + 9) // 10`` whose constant bound wraps)."""
+    from ..expr import Add, SizeVar
+    if isinstance(e, IntImm):
+        return e.value >= 0
+    if isinstance(e, SizeVar):
+        return True
+    if isinstance(e, (Add, Mul, Min, Max)):
+        return _nonneg_shape(e.a) and _nonneg_shape(e.b)
+    if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
+        return _nonneg_shape(e.a)
+    return False
 
 
 def bound_of(expr: Expr, var_ranges: dict, analyzer: Analyzer | None = None) -> tuple:

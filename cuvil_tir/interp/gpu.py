@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from ..errors import LoweringError, RaceError
 from ..expr import Call
 from ..printer import to_text
-from ..stmt import Allocate, For, IfThenElse, LetStmt, SeqStmt
+from ..stmt import Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt
 from ..transform.gpu_sync import SYNC_OP, is_barrier
 from ..transform.gpu_threads import BLOCK_TAGS, THREAD_TAGS, is_thread_loop, thread_loops
 from ..visitor import post_order_visit
@@ -124,6 +126,7 @@ class _Block:
 
 
 WARP_OPS = {"cuda.warp_sum": "Add", "cuda.warp_max": "Max", "cuda.warp_min": "Min"}
+WMMA_OP = "cuda.wmma_sync"
 
 
 def _warp_calls(s) -> list:
@@ -139,7 +142,7 @@ def _collective(s) -> bool:
     hit = []
 
     def look(n):
-        if (isinstance(n, Call) and (n.op == SYNC_OP or n.op in WARP_OPS)) or (
+        if (isinstance(n, Call) and (n.op in (SYNC_OP, WMMA_OP) or n.op in WARP_OPS)) or (
                 isinstance(n, Allocate) and n.buffer.scope == "shared"):
             hit.append(1)
     post_order_visit(s, look)
@@ -279,6 +282,8 @@ class GpuStmtCompiler(StmtCompiler):
             return self._coll_alloc(s)
         if _warp_calls(s):
             return self._coll_warp(s)
+        if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == WMMA_OP:
+            return self._coll_wmma(s.value)
         raise LoweringError(f"the GPU interpreter cannot run a barrier inside "
                             f"{type(s).__name__}:\n{to_text(s)}")
 
@@ -322,6 +327,67 @@ class GpuStmtCompiler(StmtCompiler):
                 for (kind, slot), v in ctx.items():
                     (env if kind == "e" else bufs)[slot] = v
                 store()
+        return run
+
+    def _coll_wmma(self, call):
+        """A tensor-core call: once per warp of 32 lanes, which must agree on the
+        tiles; ``C[16, 16] += A[16, K] @ B[K, 16]`` in float32."""
+        tiles = call.args[:3]
+        k = as_index(self.expr(call.args[3])())
+        slots = [self.buffer(t.buffer, call) for t in tiles]
+        fidx = [[self.expr(ix) for ix in t.indices] for t in tiles]
+        flds = [self.expr(x) for x in call.args[4:7]]
+        shapes = ((16, k), (k, 16), (16, 16))
+        g, env, bufs = self.g, self.frame.env, self.frame.bufs
+        text = to_text(call)
+
+        def where(t):
+            out = []
+            for n, (slot, fs, tile) in enumerate(zip(slots, fidx, tiles)):
+                arr = bufs[slot]
+                idx = [as_index(f()) for f in fs]
+                if arr.ndim == 2:
+                    ld, flat = arr.shape[1], idx[0] * arr.shape[1] + idx[1]
+                else:
+                    ld, flat = as_index(flds[n]()), idx[0]
+                out.append((flat, ld))
+            return out
+
+        def run():
+            n = len(g.ctxs)
+            if n % 32:
+                raise LoweringError(f"a tensor-core call needs whole warps; the block has "
+                                    f"{n} threads:\n{text}")
+            for w in range(0, n, 32):
+                seen = None
+                for t in range(w, w + 32):
+                    g.set_thread(t)
+                    for (kind, slot), v in g.ctxs[t].items():
+                        (env if kind == "e" else bufs)[slot] = v
+                    got = where(t)
+                    if seen is None:
+                        seen = got
+                    elif got != seen:
+                        raise LoweringError(f"the lanes of warp {w // 32} pass different "
+                                            f"tiles to a tensor-core call ({seen} vs {got}): "
+                                            f"all 32 lanes must take part together:\n{text}")
+                g.set_thread(w)
+                mats = []
+                for (flat, ld), slot, (r, c), tile in zip(seen, slots, shapes, tiles):
+                    arr = bufs[slot].reshape(-1)
+                    pos = flat + ld * np.arange(r)[:, None] + np.arange(c)[None, :]
+                    if pos.max() >= arr.size or flat < 0:
+                        raise LoweringError(f"tensor-core tile of {tile.buffer.name} at "
+                                            f"{flat} (ld {ld}) is out of bounds:\n{text}")
+                    if g.check and tile.buffer.scope == "shared":
+                        for a in pos.ravel().tolist():
+                            g.log(tile.buffer, a, False, text)
+                    mats.append((arr, pos))
+                (a, pa), (b, pb), (c, pc) = mats
+                c[pc] = c[pc] + a[pa].astype("float32") @ b[pb].astype("float32")
+                if g.check and tiles[2].buffer.scope == "shared":
+                    for a_ in pc.ravel().tolist():
+                        g.log(tiles[2].buffer, a_, True, text)
         return run
 
     def _each_thread(self, f):

@@ -41,15 +41,56 @@ def _in_bounds(idx, shape) -> bool:
     return True
 
 
-def _reader(dt: str):
-    """``read(array, index_tuple) -> value`` for element dtype ``dt``."""
+class MarkedArray(np.ndarray):
+    """Fresh integer/bool storage whose ``written`` mask records initialised elements.
+
+    Integers have no spare bit pattern to poison, so a read of an element no store
+    has written raises instead (floats are filled with NaN, see :func:`new_array`).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> a = new_array(T.decl_buffer((2,), "int32", "X"), (2,))
+        >>> type(a).__name__, a.written.tolist()
+        ('MarkedArray', [False, False])
+    """
+
+    written: np.ndarray
+
+
+def _uninitialised(buf, idx):
+    idx_text = ", ".join(str(i) for i in (idx if isinstance(idx, tuple) else (idx,)))
+    return LoweringError(f"read of uninitialised memory: buffer {buf.name}[{idx_text}] "
+                         "is read before any store wrote it (a schedule lost an init "
+                         "or a producer's iterations)")
+
+
+def _reader(dt: str, buf=None):
+    """``read(array, index_tuple) -> value`` for element dtype ``dt``; reading an
+    unwritten element of a :class:`MarkedArray` raises."""
     conv = S.load_converter(dt)
     if conv is None:
-        return lambda a, idx: a[idx]
-    if D.element(dt) == "bfloat16":
+        def raw(a, idx):
+            return a[idx]
+    elif D.element(dt) == "bfloat16":
         table = S._BF16_TO_F32
-        return lambda a, idx: table[a.item(idx)]
-    return lambda a, idx: a.item(idx)
+
+        def raw(a, idx):
+            return table[a.item(idx)]
+    else:
+        def raw(a, idx):
+            return a.item(idx)
+
+    def read(a, idx):
+        if a.__class__ is MarkedArray and not a.written[idx]:
+            raise _uninitialised(buf, idx)
+        return raw(a, idx)
+    return read
+
+
+def _mark(a, idx):
+    if a.__class__ is MarkedArray:
+        a.written[idx] = True
 
 
 def _lane_indices(vals, n: int):
@@ -64,7 +105,7 @@ def compile_load(c, e):
     k = c.buffer(buf, e)
     bufs = c.frame.bufs
     fs = [c.expr(ix) for ix in e.indices]
-    read = _reader(buf.dtype)
+    read = _reader(buf.dtype, buf)
     n = e.lanes
     if n > 1:
         def vload():
@@ -116,7 +157,7 @@ def compile_masked_load(c, e):
     k = c.buffer(buf, e)
     bufs = c.frame.bufs
     fs = [c.expr(ix) for ix in e.indices]
-    read = _reader(buf.dtype)
+    read = _reader(buf.dtype, buf)
     zero = S.to_dtype(buf.dtype)(0)
     n = e.lanes
 
@@ -156,6 +197,7 @@ def compile_store(c, s):
                 if not _in_bounds(idx, shape):
                     raise _oob("store to", buf, idx, shape)
                 a[idx] = conv(x) if conv else x
+                _mark(a, idx)
         return vstore
     if len(fs) == 1:
         (f0,) = fs
@@ -167,6 +209,7 @@ def compile_store(c, s):
             if not 0 <= i < a.shape[0]:
                 raise _oob("store to", buf, (i,), a.shape)
             a[i] = conv(v) if conv else v
+            _mark(a, i)
         return store1
 
     def store():
@@ -176,6 +219,7 @@ def compile_store(c, s):
         if not (_in_bounds(idx, a.shape) and len(idx) == a.ndim):
             raise _oob("store to", buf, idx, a.shape)
         a[idx] = conv(v) if conv else v
+        _mark(a, idx)
     return store
 
 
@@ -191,13 +235,27 @@ def compile_shape(c, buf):
     return shape
 
 
+_BF16_NAN = 0x7FC0
+
+
 def new_array(buf, dims):
-    """Fresh zero-filled storage for ``buf`` (bfloat16 as uint16 bits).
+    """Fresh poisoned storage for ``buf``: floats are NaN (bfloat16 as uint16 bits),
+    integers and bools a :class:`MarkedArray` whose unwritten elements cannot be read,
+    so a schedule that reads memory nothing initialised never passes by luck.
 
     Example::
 
         >>> import cuvil_tir as T
         >>> new_array(T.decl_buffer((2,), "bfloat16", "X"), (2,)).dtype
         dtype('uint16')
+        >>> new_array(T.decl_buffer((2,), "float32", "Y"), (2,)).tolist()
+        [nan, nan]
     """
-    return np.zeros(dims, D.to_numpy(buf.dtype))
+    dt = buf.dtype
+    if D.element(dt) == "bfloat16":
+        return np.full(dims, _BF16_NAN, D.to_numpy(dt))
+    if D.is_float(dt):
+        return np.full(dims, np.nan, D.to_numpy(dt))
+    a = np.zeros(dims, D.to_numpy(dt)).view(MarkedArray)
+    a.written = np.zeros(dims, bool)
+    return a

@@ -34,6 +34,7 @@ from ..script import ScalarType
 from ..stmt import (Allocate, Block, BlockRealize, BufferStore, Evaluate, For, IfThenElse,
                     IterVar, LetStmt, Range, SeqStmt, seq)
 from ..visitor import Visitor
+from .tvmscript import TVM_ASSIGN, TVMScriptMixin
 from .evaluate import (LOOP_KINDS, Builtin, ExprEvaluator, Spec, is_builtin as _is, point_range,
                        span, to_expr)
 
@@ -62,23 +63,30 @@ def _stmts_to_seq(stmts: list):
     return SeqStmt(tuple(stmts))
 
 
-class Builder(ExprEvaluator):
+class Builder(TVMScriptMixin, ExprEvaluator):
     """Turns the tree of one ``def`` into a :class:`PrimFunc`."""
 
     # functions ---------------------------------------------------------------------------
     def function(self, start: Tree) -> PrimFunc:
+        self.handles: dict = {}          # id(handle parameter) -> its matched buffer
         fdef = start.children[-1]
         name = str(fdef.children[0])
         params = next((c for c in fdef.children[1:] if isinstance(c, Tree)
                        and c.data == "params"), None)
         suite = fdef.children[-1].children
-        k = 0
-        while k < len(suite) and self.is_decl(suite[k]):
-            self.statement(suite[k], None)    # T.var / T.size_var: shapes may use them
+        k, rest = 0, []
+        # T.var / T.size_var declarations at the top (after T.func_attr, as printed):
+        # parameter shapes may use them
+        while k < len(suite) and (self.is_decl(suite[k]) or _is_func_attr(suite[k])):
+            if self.is_decl(suite[k]):
+                self.statement(suite[k], None)
+            else:
+                rest.append(suite[k])
             k += 1
         plist = self.params(params.children if params is not None else [])
         ctx = _BlockCtx("root", is_func=True)
-        body = _stmts_to_seq(self.suite(suite[k:], ctx))
+        body = _stmts_to_seq(self.suite(rest + list(suite[k:]), ctx))
+        plist = self.match_params(plist, fdef)
         if ctx.allocs or (contains_block(body) and not (
                 isinstance(body, BlockRealize) and body.block.name == "root")):
             root = Block("root", (), (), (), body, None, tuple(ctx.allocs))
@@ -137,6 +145,7 @@ class Builder(ExprEvaluator):
         if not isinstance(shape, (tuple, list)):
             shape = (shape,)
         kw = spec.kwargs
+        self.buffer_extras(kw, tree)
         strides = kw.get("strides") or ()
         return self.wrap(lambda: Buffer(tuple(to_expr(s, "int32") for s in shape),
                                         D.canonical(dtype), name,
@@ -245,6 +254,8 @@ class Builder(ExprEvaluator):
                 return None
             raise self.error(f"cannot unpack into {len(names)} names", t)
         name = names[0]
+        if isinstance(v, Spec) and (v.kind in TVM_ASSIGN or v.kind == "Buffer"):
+            return self.tvm_assign(name, v, ctx, t, rhs)
         if isinstance(v, Spec) and v.kind == "alloc_buffer":
             if ctx is None:
                 raise self.error("T.alloc_buffer must be directly inside a block or the "
@@ -261,6 +272,16 @@ class Builder(ExprEvaluator):
             return self.let_stmt(Var(name, v.dtype), v, ctx, rest)
         self.bind(name, v)
         return None
+
+    def s_augassign(self, t, ctx, rest):
+        # C[i] += x is C[i] = C[i] + x
+        lhs, op, rhs = t.children
+        ld = self.eval(lhs) if lhs.data == "getitem" else None
+        if not isinstance(ld, BufferLoad):
+            raise self.error(f"expected a buffer element on the left of '{op}', e.g. "
+                             f"C[i] {op} x", lhs)
+        value = self.wrap(self.binop, t, str(op)[:-1], ld, self.eval(rhs))
+        return BufferStore(ld.buffer, to_expr(value, ld.buffer.dtype), ld.indices)
 
     def s_annassign(self, t, ctx, rest):
         target, ann, value = t.children
@@ -379,6 +400,8 @@ class Builder(ExprEvaluator):
                 raise self.error("'with T.init():' must be directly inside a block", t)
             ctx.init = self.body(suite)
             return None
+        if kind == "allocate_const" and len(names) == 1:
+            return self.with_allocate_const(names[0], spec, suite, t)
         if kind in ("LetStmt", "allocate"):
             if len(names) != 1:
                 raise self.error(f"'with T.{kind}(...)' needs 'as <name>'", t)
@@ -398,11 +421,13 @@ class Builder(ExprEvaluator):
         ctx = _BlockCtx(spec.args[0])
         self.frames.append({})
         self.block_frames.append(len(self.frames) - 1)
+        self.block_ctxs.append(ctx)
         try:
             stmts = self.suite(suite.children, ctx)
         finally:
             self.frames.pop()
             self.block_frames.pop()
+            self.block_ctxs.pop()
         body = seq(*stmts) if not stmts else _stmts_to_seq(stmts)
         writes, reads = ctx.writes, ctx.reads
         if ctx.name == "root" and not ctx.iter_vars:
@@ -424,6 +449,14 @@ class Builder(ExprEvaluator):
                                  next(iter(ctx.trees.values()))) from None
         pred = ctx.predicate if ctx.predicate is not None else const(True)
         return BlockRealize(tuple(ctx.values), pred, blk)
+
+
+def _is_func_attr(t) -> bool:
+    if t.data != "expr_stmt" or not isinstance(t.children[0], Tree) or \
+            t.children[0].data != "call":
+        return False
+    f = t.children[0].children[0]
+    return isinstance(f, Tree) and f.data == "getattr" and str(f.children[1]) == "func_attr"
 
 
 def _target_names(t):

@@ -48,8 +48,11 @@ BUILTINS = {"Buffer", "alloc_buffer", "allocate", "block", "axis", "reads", "wri
             "serial", "parallel", "vectorized", "unroll", "thread_binding", "grid",
             "LetStmt", "Let", "Cast", "Select", "Ramp", "Broadcast", "min", "max",
             "truncdiv", "truncmod", "floordiv", "floormod", "var", "size_var",
-            "prim_func"} | set(INTRIN_ARITY)
+            "prim_func", "match_buffer", "decl_buffer", "buffer_decl", "allocate_const",
+            "likely"} | set(INTRIN_ARITY)
 AXIS_KINDS = ("spatial", "reduce", "opaque")
+#: TVMScript's short axis names
+AXIS_ALIASES = {"S": "spatial", "R": "reduce"}
 LOOP_KINDS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectorized",
               "unroll": "unrolled", "thread_binding": "thread_binding"}
 
@@ -139,6 +142,7 @@ class ExprEvaluator:
         self.block_frames: list[int] = []  # frame index of each enclosing block
         self.allow_loop_vars = False
         self.loop_dom: dict[int, tuple] = {}
+        self.block_ctxs: list = []         # the headers of the enclosing blocks
 
     # errors ------------------------------------------------------------------------
     def error(self, message: str, tree) -> ParseError:
@@ -169,13 +173,16 @@ class ExprEvaluator:
             if hit is None:
                 continue
             value, kind = hit
+            # an opaque block (no axes) may use the loops around it, as in TVM
             if kind == "loop" and self.block_frames and depth < self.block_frames[-1] \
-                    and not self.allow_loop_vars:
+                    and not self.allow_loop_vars and self.block_ctxs[-1].iter_vars:
                 raise self.error(
                     f"block uses the loop variable '{name}' directly; a block sees loop "
                     f"variables only through its axes: declare one, e.g. "
                     f"v_{name} = T.axis.spatial(<extent>, {name}), and use v_{name}", tree)
             return value
+        if name == "range":         # for i in range(n): a serial loop, as in TVMScript
+            return Builtin("serial")
         if name in self.env:
             v = self.env[name]
             if v is script or getattr(v, "__name__", None) == "cuvil_tir":
@@ -200,10 +207,13 @@ class ExprEvaluator:
             hint = f"; did you mean 'T.{near[0]}'?" if near else ""
             raise self.error(f"unknown name 'T.{name}'{hint}", tree)
         if isinstance(base, Builtin) and base.name == "axis":
+            name = AXIS_ALIASES.get(name, name)
             if name in AXIS_KINDS or name == "remap":
                 return Builtin("axis." + name)
-            raise self.error(f"unknown name 'T.axis.{name}'; expected T.axis.spatial, "
-                             "T.axis.reduce, T.axis.opaque or T.axis.remap", tree)
+            raise self.error(f"unknown name 'T.axis.{name}'; expected T.axis.spatial (S), "
+                             "T.axis.reduce (R), T.axis.opaque or T.axis.remap", tree)
+        if isinstance(base, Buffer) or is_view(base):
+            return self.buffer_attribute(base, name, tree)
         if isinstance(base, (Builtin, Namespace)):
             raise self.error(f"'T.{base.name}' has no attribute '{name}'", tree)
         return self.wrap(getattr, tree, base, name)
@@ -324,38 +334,40 @@ class ExprEvaluator:
     def e_getitem(self, t):
         base = self.eval(t.children[0])
         subs = t.children[1].children
+        if is_view(base):
+            idx = self.subscripts(base.view_shape, base.name, subs, t)
+            return self.wrap(base.getitem, t, idx)
         if not isinstance(base, Buffer):
             if len(subs) != 1 or subs[0].data == "slice":
                 raise self.error("only buffers take several indices or slices", t)
             return base[self.eval(subs[0])]
+        return make_access(base, self.subscripts(base.shape, base.name, subs, t))
+
+    def subscripts(self, shape, name: str, subs, t) -> list:
+        """Indices (expressions or values) and slices (``Range``) of ``name[subs]``."""
         idx = []
-        sliced = False
         for d, s in enumerate(subs):
             if isinstance(s, Tree) and s.data == "slice":
-                sliced = True
-                idx.append(self.slice_range(base, d, s))
+                idx.append(self.slice_range(shape, name, d, s))
             else:
                 v = self.eval(s)
                 idx.extend(v if isinstance(v, tuple) else (v,))
-        if len(idx) != base.ndim:
-            raise self.error(f"buffer {base.name} has {base.ndim} dimension(s) but was "
+        if len(idx) != len(shape):
+            raise self.error(f"buffer {name} has {len(shape)} dimension(s) but was "
                              f"indexed with {len(idx)} index(es); expected "
-                             f"{base.ndim}", t)
-        if sliced:
-            return BufferRegion(base, tuple(
-                r if isinstance(r, Range) else point_range(to_expr(r, "int32")) for r in idx))
-        return BufferLoad(base, tuple(to_expr(i, "int32") for i in idx))
+                             f"{len(shape)}", t)
+        return idx
 
-    def slice_range(self, buf: Buffer, d: int, s) -> Range:
+    def slice_range(self, shape, name: str, d: int, s) -> Range:
         lo = hi = None
         for c in s.children:
             if c.data == "lo":
                 lo = self.eval(c.children[0])
             else:
                 hi = self.eval(c.children[0])
-        if d >= buf.ndim:
-            raise self.error(f"buffer {buf.name} has {buf.ndim} dimension(s)", s)
-        return span(0 if lo is None else lo, buf.shape[d] if hi is None else hi)
+        if d >= len(shape):
+            raise self.error(f"buffer {name} has {len(shape)} dimension(s)", s)
+        return span(0 if lo is None else lo, shape[d] if hi is None else hi)
 
     # calls --------------------------------------------------------------------------------
     def e_call(self, t):
@@ -399,19 +411,22 @@ class ExprEvaluator:
         return Let(var, value, body)
 
     # expression builtins --------------------------------------------------------------
-    def b_Buffer(self, shape, dtype="float32", *, strides=(), scope="global", align=64,
-                 name=None):
+    # ``extra`` holds TVMScript's buffer keywords (elem_offset, offset_factor, data ...):
+    # the builder checks them (see .tvmscript)
+    def b_Buffer(self, shape=None, dtype="float32", *, strides=(), scope="global", align=64,
+                 name=None, **extra):
         return Spec("Buffer", (shape, dtype), dict(strides=strides, scope=scope,
-                                                   align=align, name=name))
+                                                   align=align, name=name, **extra))
 
     def b_alloc_buffer(self, shape, dtype="float32", *, strides=(), scope="global",
-                       align=64):
+                       align=64, **extra):
         return Spec("alloc_buffer", (shape, dtype), dict(strides=strides, scope=scope,
-                                                         align=align))
+                                                         align=align, **extra))
 
-    def b_allocate(self, shape, dtype="float32", *, strides=(), scope="global", align=64):
+    def b_allocate(self, shape, dtype="float32", scope="global", *, strides=(), align=64,
+                   **extra):
         return Spec("allocate", (shape, dtype), dict(strides=strides, scope=scope,
-                                                     align=align))
+                                                     align=align, **extra))
 
     def b_var(self, name=None, dtype="int32"):
         return Spec("var", (name, dtype))
@@ -425,9 +440,19 @@ class ExprEvaluator:
     def b_Select(self, cond, a, b):
         return Select(to_expr(cond, "bool"), *unify(a, b))
 
-    def b_if_then_else(self, cond, a, b):
+    def b_if_then_else(self, cond, a, b, dtype=None):
+        if dtype is not None:      # TVMScript spells the result dtype out
+            dtype = D.canonical(dtype)
+            a, b = to_expr(a, dtype), to_expr(b, dtype)
+            if a.dtype != dtype or b.dtype != dtype:
+                raise CuvilError(f"T.if_then_else(..., dtype={dtype!r}): the branches have "
+                                 f"dtypes {a.dtype} and {b.dtype}; cast them to {dtype}")
         a, b = unify(a, b)
         return Call(a.dtype, "if_then_else", (to_expr(cond, "bool"), a, b))
+
+    def b_likely(self, cond):
+        # a branch-prediction hint in TVM; the condition itself is what counts
+        return to_expr(cond, "bool")
 
     def b_Ramp(self, base, stride, lanes):
         base, stride = unify(base, stride)
@@ -491,6 +516,19 @@ def scalar_const(dtype: str, value=None, *rest):
     return script.ScalarType(dtype)(value)
 
 
+def make_access(buf: Buffer, idx: list):
+    """``buf[idx]``: a load, or a region when some index is a slice (``Range``)."""
+    if any(isinstance(r, Range) for r in idx):
+        return BufferRegion(buf, tuple(r if isinstance(r, Range) else
+                                       point_range(to_expr(r, "int32")) for r in idx))
+    return BufferLoad(buf, tuple(to_expr(i, "int32") for i in idx))
+
+
+def is_view(v) -> bool:
+    """True for a buffer matched to a region inside a block (see :mod:`.tvmscript`)."""
+    return getattr(v, "is_buffer_view", False)
+
+
 def point_range(e: Expr) -> Range:
     """The one-element range ``[e, e + 1)``."""
     return Range(e, IntImm(1, e.dtype))
@@ -516,4 +554,4 @@ def _same(a, b) -> bool:
 
 
 __all__ = ["ExprEvaluator", "Builtin", "Spec", "NAMESPACE", "to_expr", "unify", "span",
-           "point_range", "scalar_const", "pos", "is_builtin"]
+           "point_range", "scalar_const", "pos", "is_builtin", "make_access", "is_view"]

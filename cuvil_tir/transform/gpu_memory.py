@@ -37,7 +37,7 @@ from __future__ import annotations
 from ..arith import Analyzer
 from ..buffer import Buffer
 from ..errors import LoweringError
-from ..expr import IntImm
+from ..expr import BufferLoad, IntImm
 from ..function import PrimFunc
 from ..printer import to_text
 from ..stmt import Allocate, Range
@@ -63,8 +63,26 @@ class _Strip(Mutator):
         return a if body is a.body else Allocate(a.buffer, body)
 
 
+#: calls that read or write a whole tile from the element an argument loads:
+#: op -> function of the call's arguments giving each tile argument's extent
+TILE_CALLS = {"cuda.wmma_sync": lambda args: ((16, args[3].value), (args[3].value, 16),
+                                              (16, 16))}
+
+
 class _Guarded(_Collect):
     """Accesses with the conditions guarding them (a thread guard narrows the tile)."""
+
+    def visit_Call(self, e):
+        tiles = TILE_CALLS.get(e.op)
+        if tiles is not None:
+            for arg, shape in zip(e.args, tiles(e.args)):
+                if isinstance(arg, BufferLoad) and arg.buffer is self.buf:
+                    # the tile's last element is accessed too
+                    last = tuple(ix + IntImm(n - 1, ix.dtype)
+                                 for ix, n in zip(arg.indices, shape))
+                    self.indices.append(last)
+                    self.conds.append(tuple(self.stack))
+        self.generic_visit(e)
 
     def __init__(self, buf):
         super().__init__(buf)

@@ -73,6 +73,29 @@ def is_barrier(s) -> bool:
     return isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == SYNC_OP
 
 
+#: calls writing memory through an argument: op -> index of the written tile
+WRITING_CALLS = {"cuda.wmma_sync": 2}
+
+
+def _calls(s) -> list:
+    out = []
+    post_order_visit(s, lambda n: out.append(n) if isinstance(n, Call) else None)
+    return out
+
+
+def _tile_writes(s) -> list:
+    """Shared buffers written by calls in ``s`` (tensor-core tiles)."""
+    out = []
+
+    def look(n):
+        k = WRITING_CALLS.get(n.op) if isinstance(n, Call) else None
+        if k is not None and isinstance(n.args[k], BufferLoad) and \
+                n.args[k].buffer.scope == "shared":
+            out.append(n.args[k].buffer)
+    post_order_visit(s, look)
+    return out
+
+
 class _State:
     __slots__ = ("w", "r")
 
@@ -113,13 +136,18 @@ class _Kernel:
     def accesses(self, s) -> list:
         """``(buffer key, is_write)`` of a leaf statement, reads first."""
         out = []
+        # a tile call reads and writes its accumulator itself, in one warp operation
+        rmw = {id(n.args[k]) for n in _calls(s) for k in [WRITING_CALLS.get(n.op)]
+               if k is not None}
 
         def look(n):
-            if isinstance(n, BufferLoad) and n.buffer.scope == "shared":
+            if isinstance(n, BufferLoad) and n.buffer.scope == "shared" and id(n) not in rmw:
                 out.append((self.key(n.buffer), False))
         post_order_visit(s, look)
         if isinstance(s, BufferStore) and s.buffer.scope == "shared":
             out.append((self.key(s.buffer), True))
+        for buf in _tile_writes(s):
+            out.append((self.key(buf), True))
         return out
 
     # ---- simulation without inserting (divergent regions) ------------------------
@@ -158,7 +186,7 @@ class _Kernel:
 
     def entry_conflict(self, s, st: _State) -> bool:
         """Whether some access in ``s`` conflicts with what ``st`` has pending."""
-        found = []
+        found = [self.key(b) in st.r for b in _tile_writes(s)]
 
         def look(n):
             if isinstance(n, BufferStore) and n.buffer.scope == "shared":

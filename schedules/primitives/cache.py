@@ -254,4 +254,9 @@ def cache_write(func, block, write_buffer_index: int, scope: str):
     bpath = tree.find_block(func, block.name)
     blk = tree.get(func, bpath).block
     buf = _buffer_at(func, blk, write_buffer_index, "writes", prim)
+    if blk.init is None and any(r.buffer is buf for r in blk.reads):
+        raise fail(CacheStageError, prim, f"block {blk.name!r} reads {buf.name!r} before "
+                   "writing it and has no init (an update whose init was decomposed or "
+                   "lives in an outer block): the cache would start uninitialised. Apply "
+                   "cache_write before decompose_reduction / blockize", func)
     return _stage(func, bpath, buf, scope, prim, False)

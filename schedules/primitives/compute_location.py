@@ -240,10 +240,21 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
         raise err(f"block {blk.name!r} is neither a complete block nor a "
                             "reduction block (it has opaque iter vars or reads what it "
                             "writes); only those can be moved")
+    if is_reduction(blk) and blk.init is None:
+        raise err(f"block {blk.name!r} is a reduction update without an init (e.g. "
+                  "what decompose_reduction leaves): recomputed for overlapping consumer "
+                  "regions it would accumulate again onto finished values. Move the "
+                  "reduction before decomposing it")
     if len(blk.writes) != 1:
         raise err(f"block {blk.name!r} writes {len(blk.writes)} buffers; "
                             "only a block writing exactly one buffer can be moved")
     out = blk.writes[0].buffer
+    co_writers = [b.block.name for p, b in child_blocks(func, scope)
+                  if p != bpath and region_of(b.block.writes, out) is not None]
+    if co_writers:
+        raise err(f"block {blk.name!r} is not the only writer of {out.name!r} (also "
+                  f"written by {co_writers}): the moved block would be widened over the "
+                  "others' part. A block must be complete for its buffer to be moved")
     if not reverse and is_param(func, out):
         raise err(f"block {blk.name!r} is an output block (it writes "
                             f"the parameter {out.name!r}); nothing consumes it, so there is "
@@ -293,7 +304,10 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
     else:
         pairs = [(blk.writes[0], needed_region(func, lpath, out,
                                                [p for p, _ in consumers], "reads"))]
-    nest = make_nest(blk, _block_domain(blk, pairs, prim), outer, preserve_unit_loops)
+    doms = _block_domain(blk, pairs, prim)
+    if reverse:
+        _check_covered(func, blk, doms, outer, lname)
+    nest = make_nest(blk, doms, outer, preserve_unit_loops)
 
     def place(new_loop):
         items = subtrees(new_loop.body)
@@ -305,6 +319,26 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
 
     body = Relocate(remove=nest_obj, target=loop_node, place=place).visit(func.body)
     return func.with_body(body), None
+
+
+def _check_covered(func, blk, doms, outer, lname):
+    """A consumer moved under its producers' loop runs only where they write; over all
+    iterations of the loops it must still cover its whole domain (a padding stage's
+    border reads nothing its producer writes, and would never run)."""
+    for iv, dom in zip(blk.iter_vars, doms):
+        if dom is None:
+            continue
+        lo, ext = dom
+        first, _ = bounds(lo, outer)
+        _, last = bounds(simplify(lo + ext - 1), outer)
+        dmax = simplify(iv.dom.min + iv.dom.extent - 1)
+        if not (provably_le(first, iv.dom.min) and provably_le(dmax, last)):
+            raise fail(BlockLocationError, "reverse_compute_at",
+                       f"under loop {lname!r} block {blk.name!r} would run only for "
+                       f"{iv.var.name} in [{first}, {last}] of its domain "
+                       f"[{iv.dom.min}, {dmax}]: the other iterations read nothing its "
+                       "producers write there (e.g. a padding border) and would never "
+                       "run. Keep the block where it is, or inline the padding", func)
 
 
 def _check_complete_producers(func, blk, producers, outer, lname):

@@ -156,7 +156,9 @@ def compute_inline(func, block):
                    func)
     _, nest = exclusive_nest(func, bpath, prim)
     body = Relocate(remove=nest).visit(func.body)
-    body = _InlineLoads(buf, [iv.var for iv in blk.iter_vars], st.value).visit(body)
+    # the load indices bind the store's index variables, in the store's order
+    # (a transposed layout stores at [v_j, v_i])
+    body = _InlineLoads(buf, list(st.indices), st.value).visit(body)
     return func.with_body(body), None
 
 

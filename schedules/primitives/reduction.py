@@ -443,6 +443,7 @@ def rfactor(func, loop, factor_axis: int = 0):
                              f"{blk.name!r} also holds other blocks; rfactor needs the "
                              "block's loop nest to hold only this block (apply it before "
                              "compute_at / decompose_reduction)", func, top)
+    _check_slots_visited(func, realize, rf_loop, [l for _, l in above])
     buf = blk.body.buffer
     nd = len(buf.shape)
     if not isinstance(factor_axis, int) or not -(nd + 1) <= factor_axis <= nd:
@@ -534,6 +535,45 @@ def rfactor(func, loop, factor_axis: int = 0):
     g = tree.replace(g, scope_path, BlockRealize(scope.iter_values, scope.predicate,
                                                  new_scope))
     return g, BlockRV(rf_name)
+
+
+def _check_slots_visited(func, realize, rf_loop, loops):
+    """Every slot of the rfactor loop must be written (and so initialised) by some
+    iteration: a predicate on the rfactor loop (the guard of a non-dividing split)
+    may leave whole slots unvisited, which the write-back would then sum.
+
+    Proved with a witness: the other reduction loops at their minimum must satisfy
+    each guard involving the reduction loops, for every value of the rfactor loop
+    (and of the spatial loops it mentions)."""
+    from cuvil_tir import arith
+    from cuvil_tir.expr import GE, GT, LE, LT
+    v = rf_loop.loop_var
+    reduce_ids = set()
+    for iv, val in zip(realize.block.iter_vars, realize.iter_values):
+        if iv.kind == "reduce":
+            reduce_ids |= _var_ids(val)
+    witness = {l.loop_var: l.min for l in loops
+               if id(l.loop_var) in reduce_ids and l is not rf_loop}
+    doms = {l.loop_var: Range(l.min, l.extent) for l in loops if l.loop_var not in witness}
+    for c in conjuncts(realize.predicate):
+        if not (_var_ids(c) & reduce_ids):
+            continue
+        guard, c = c, substitute(c, witness)
+        gap = None
+        if isinstance(c, (LT, LE)):
+            gap = c.b - c.a - (1 if isinstance(c, LT) else 0)
+        elif isinstance(c, (GT, GE)):
+            gap = c.a - c.b - (1 if isinstance(c, GT) else 0)
+        lo = arith.bound_of(gap, doms)[0] if gap is not None else None
+        lo = arith.simplify(lo) if lo is not None else None
+        if not (isinstance(lo, IntImm) and lo.value >= 0):
+            raise schedule_error(ReductionLoopError, "rfactor",
+                                 f"the guard {guard} of block {realize.block.name!r} leaves "
+                                 f"some slots of loop {v.name!r} without any iteration: "
+                                 "they would never be initialised and the write-back "
+                                 "would sum them. Split with factors that divide the "
+                                 "extent, or rfactor the inner loop of the split", func,
+                                 rf_loop)
 
 
 def _is_zero(e) -> bool:

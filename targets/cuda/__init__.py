@@ -20,8 +20,6 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
 from cuvil_tir.transform.gpu_memory import plan_gpu_memory
@@ -31,29 +29,17 @@ from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.transform.vectorize import vectorize_loops
 from cuvil_tir.stmt import For
 
+from ..memory import Memory
 from ..registry import register_target
 from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
 from .double_buffer import inject_double_buffer
 from .reduction import lower_cross_thread_reduction
 from .runtime import CudaRuntime
+from .tensorcore import wmma_leading_dims
 
 #: opt-in shared memory per block (bytes) by architecture major version
 SHARED_CAPACITY = {7: 96 * 1024, 8: 163 * 1024, 9: 227 * 1024, 10: 227 * 1024,
                    12: 99 * 1024}
-
-
-@dataclass(frozen=True)
-class Memory:
-    """A memory of the target: ``scope`` and ``capacity_bytes`` (0: unbounded).
-
-    Example::
-
-        >>> Memory("shared", 1024).capacity_bytes
-        1024
-    """
-
-    scope: str
-    capacity_bytes: int = 0
 
 
 def shared_capacity(arch: str) -> int:
@@ -123,8 +109,8 @@ def cuda_pipeline() -> list:
         >>> [pass_name(p) for p in cuda_pipeline()][:3]
         ['lower_cross_thread_reduction', 'lower_blocks', 'normalize_thread_bindings']
     """
-    return [lower_cross_thread_reduction, lower_blocks, normalize_thread_bindings, plan_gpu_memory, inject_double_buffer,
-            flatten_buffers,
+    return [lower_cross_thread_reduction, lower_blocks, normalize_thread_bindings,
+            plan_gpu_memory, inject_double_buffer, wmma_leading_dims, flatten_buffers,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
 
@@ -140,7 +126,9 @@ class CudaKind:
 
     name = "cuda"
     options = {"arch": "sm_80"}
-    memories = [Memory("global"), Memory("shared", SHARED_CAPACITY[8]), Memory("local")]
+    memories = (Memory("global", None, "device memory (parameters, temporaries)"),
+                Memory("shared", SHARED_CAPACITY[8], "per thread block, on chip"),
+                Memory("local", None, "per thread: registers"))
     passes = cuda_pipeline()
 
     @staticmethod
@@ -154,4 +142,4 @@ class CudaKind:
 
 register_target(CudaKind())
 
-__all__ = ["CudaKind", "Memory", "cuda_pipeline", "mark_shared_memory", "shared_capacity"]
+__all__ = ["CudaKind", "cuda_pipeline", "mark_shared_memory", "shared_capacity"]

@@ -100,11 +100,12 @@ def import_cupy(why: str):
     return cupy
 
 
-def make_device_caller(sig, raw, aligned16=()):
+def make_device_caller(sig, raw, alignment=None):
     """``call(args)`` that checks GPU arguments then returns ``raw(...)`` with the
     arrays themselves, the scalars converted and one int per symbolic size.
 
-    ``aligned16``: names of buffers the kernels access 16 bytes at a time.
+    ``alignment``: ``{buffer name: bytes}`` the kernels need beyond the element size
+    (16 for vector copies, 32 for tensor-core tiles).
 
     Example::
 
@@ -139,7 +140,7 @@ def make_device_caller(sig, raw, aligned16=()):
         checked = check(tuple(shadows))
         for p in sig.buffers:
             ptr = device_pointer(args[p.index])
-            need = 16 if p.name in aligned16 else shadows[p.index].dtype.itemsize
+            need = max((alignment or {}).get(p.name, 0), shadows[p.index].dtype.itemsize)
             if ptr % need:
                 raise ArgumentError(f"argument {p.index} '{p.name}': expected a device "
                                     f"pointer aligned to {need} bytes, got 0x{ptr:x} (a "

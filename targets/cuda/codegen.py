@@ -48,6 +48,7 @@ from cuvil_tir.visitor import post_order_visit
 
 from ..cstyle import CPrinter
 from .intrinsics import PREAMBLE
+from .tensorcore import WMMA_OP, wmma_text
 
 STATIC_SHARED_LIMIT = 48 * 1024
 
@@ -95,7 +96,7 @@ class CudaProgram:
     text: str
     kernels: dict = field(default_factory=dict)
     host: object = None
-    aligned16: frozenset = frozenset()
+    alignment: dict = field(default_factory=dict)
     helpers: dict = field(default_factory=dict)
     bodies: tuple = ()
 
@@ -157,7 +158,7 @@ class KernelPrinter(CPrinter):
         self.ana = Analyzer(index_no_overflow=True)
         self.dyn = dict(getattr(kernel, "annotations", ()) or ()).get("cuda.dyn_shared", 0)
         self.dyn_offset = 0
-        self.aligned16: set = set()
+        self.alignment: dict = {}     # global buffer -> bytes its pointer needs
 
     # ---- the kernel -----------------------------------------------------------------
     def print_kernel(self, params) -> str:
@@ -209,7 +210,7 @@ class KernelPrinter(CPrinter):
             self.emit(f"{t}* {name} = ({t}*)(cvl_dyn_smem + {self.dyn_offset});")
             self.dyn_offset += nbytes
         elif buf.scope == "shared":
-            self.emit(f"__shared__ __align__(16) {t} {name}[{n}];")
+            self.emit(f"__shared__ __align__(32) {t} {name}[{n}];")
         elif buf.scope == "local":
             self.emit(f"__align__(16) {t} {name}[{n}];")
         else:
@@ -227,6 +228,11 @@ class KernelPrinter(CPrinter):
     def s_BufferStore(self, s):
         n = max([ix.lanes for ix in s.indices] + [s.value.lanes])
         if n > 1 and self.vector_copy(s, n):
+            return
+        v = s.value
+        if n == 1 and isinstance(v, BufferLoad) and v.buffer.dtype == s.buffer.dtype:
+            # a copy moves the stored bits (no float16 round trip through float)
+            self.emit(f"{self.access(s.buffer, s.indices)} = {self.access(v.buffer, v.indices)};")
             return
         super().s_BufferStore(s)
 
@@ -247,7 +253,9 @@ class KernelPrinter(CPrinter):
         d = f"&{self.name_of(s.buffer)}[{self.bare(dst.base)}]"
         r = f"&{self.name_of(v.buffer)}[{self.bare(src.base)}]"
         self.emit(f"*({vt}*)({d}) = *(const {vt}*)({r});")
-        self.aligned16.update(b.name for b in (s.buffer, v.buffer) if b.scope == "global")
+        for b in (s.buffer, v.buffer):
+            if b.scope == "global":
+                self.alignment[b.name] = max(self.alignment.get(b.name, 0), nbytes)
         return True
 
     @staticmethod
@@ -313,6 +321,11 @@ class KernelPrinter(CPrinter):
     def print_call(self, e) -> str:
         if e.op in ("cuda.warp_sum", "cuda.warp_max", "cuda.warp_min"):
             return f"cvl_{e.op[5:]}({self.bare(e.args[0])}, {self.bare(e.args[1])})"
+        if e.op == WMMA_OP:
+            for x in e.args[:3]:
+                if x.buffer.scope == "global":
+                    self.alignment[x.buffer.name] = 32
+            return wmma_text(self, e)
         if e.op == "if_then_else":
             c, a, b = (self.expr(x) for x in e.args)
             return f"({c} ? {a} : {b})"
@@ -354,7 +367,7 @@ def codegen_cuda(lowered, target=None) -> CudaProgram:
         {}
     """
     parts, helpers = [], {}
-    infos, aligned = {}, set()
+    infos, aligned = {}, {}
     for k, kernel in enumerate(kernels(lowered.body)):
         name = kernel_name(kernel) or f"{lowered.name}_kernel{k}"
         params = kernel_params(lowered, kernel)
@@ -363,9 +376,10 @@ def codegen_cuda(lowered, target=None) -> CudaProgram:
         helpers.update(p.helpers)
         dims = launch_dims(kernel)
         infos[name] = KernelInfo(name, params, dims, p.dyn_offset if p.dyn else 0)
-        aligned |= p.aligned16
+        for b, n in p.alignment.items():
+            aligned[b] = max(aligned.get(b, 0), n)
         parts.append(text)
-    return CudaProgram(source_text(helpers, parts), infos, lowered, frozenset(aligned),
+    return CudaProgram(source_text(helpers, parts), infos, lowered, aligned,
                        helpers, tuple(parts))
 
 

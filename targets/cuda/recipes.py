@@ -150,4 +150,48 @@ def _block_node(sch, rv):
     return tree.get(sch.func, tree.find_block(sch.func, rv.name)).block
 
 
-__all__ = ["conv2d", "elementwise", "gemm", "row_reduce", "softmax"]
+def _lanes(sch, loops, split):
+    """Fuse ``loops`` and spread them over the given thread axes (outer first)."""
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    parts = sch.split(fused, [None] + [n for _, n in split])
+    for loop, (tag, _) in zip(parts[1:], split):
+        sch.bind(loop, tag)
+
+
+def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32) -> None:
+    """fp16 GEMM on tensor cores with fp32 accumulation: a ``bm x bn`` tile per
+    block, one 16 x 16 tile per warp (warps on threadIdx.z/y, lanes on threadIdx.x),
+    A and B slices of depth ``bk`` staged in ``shared`` memory, the C tile
+    accumulated in ``shared`` memory by ``cuda.wmma_16x16x{bk}_f16f32``.
+
+    Example::
+
+        >>> gemm_tensorcore.__name__
+        'gemm_tensorcore'
+    """
+    from .tensorcore import wmma_name
+    blk = sch.get_block(block)
+    wz, wy = bm // 16, bn // 16
+    warps = [("threadIdx.z", wz), ("threadIdx.y", wy), ("threadIdx.x", 32)]
+    i, j, k = sch.get_loops(blk)
+    by, ty, ii = sch.split(i, [None, wz, 16])
+    bx, tx, jj = sch.split(j, [None, wy, 16])
+    ko, ki = sch.split(k, [None, bk])
+    sch.reorder(by, bx, ko, ty, tx, ii, jj, ki)
+    sch.bind(by, "blockIdx.y")
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(ty, "threadIdx.z")
+    sch.bind(tx, "threadIdx.y")
+    cw = sch.cache_write(blk, 0, "shared")
+    sch.reverse_compute_at(cw, bx)
+    _lanes(sch, sch.get_loops(cw)[-2:], warps)
+    for idx in (0, 1):
+        sh = sch.cache_read(blk, idx, "shared")
+        sch.compute_at(sh, ko)
+        _lanes(sch, sch.get_loops(sh)[-2:], warps)
+    init = sch.decompose_reduction(blk, ko)
+    _lanes(sch, sch.get_loops(init)[-2:], [("threadIdx.x", 32)])
+    sch.tensorize(ii, wmma_name(bk))
+
+
+__all__ = ["conv2d", "elementwise", "gemm", "gemm_tensorcore", "row_reduce", "softmax"]

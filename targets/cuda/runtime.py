@@ -177,7 +177,7 @@ class CudaRuntime:
     # ---- calling convention hooks for targets.Module ---------------------------------
     def make_caller(self, signature, raw):
         """The argument checker for GPU arrays (:mod:`targets.cuda.args`)."""
-        return make_device_caller(signature, raw, self.program.aligned16)
+        return make_device_caller(signature, raw, self.program.alignment)
 
     def benchmark(self, call, repeat=5, number=None, warmup=1) -> BenchmarkResult:
         """Time ``call()`` (checked launches) with CUDA events after ``warmup`` calls."""

@@ -633,14 +633,31 @@ def test_block_alloc_buffers_are_fresh_per_execution():
     L = T.decl_buffer((1,), "float32", "L", scope="local")
     i, vi = T.var("i"), T.var("vi")
     zero = T.const(0)
+    # only the first execution writes L: the later ones read a fresh, poisoned L
     inner = _block("B", [T.IterVar(vi, T.Range.from_extent(4), "spatial")],
-                   T.seq(T.BufferStore(L, L[zero] + A[vi], (zero,)),
+                   T.seq(T.IfThenElse(vi == 0, T.BufferStore(L, A[vi], (zero,))),
                          T.BufferStore(B, L[zero], (vi,))), allocs=[L])
     root = _block("root", [], _loop(i, 4, T.BlockRealize((i,), T.const(True), inner)))
     f = T.PrimFunc((A, B), T.BlockRealize((), T.const(True), root))
     a, b = np.arange(1, 5, dtype="float32"), np.zeros(4, "float32")
     T.interpret(f, a, b)
-    np.testing.assert_array_equal(b, a)  # no accumulation across executions
+    assert b[0] == 1.0 and np.isnan(b[1:]).all()
+
+
+def test_fresh_integer_buffers_refuse_reads_of_unwritten_elements():
+    A = T.decl_buffer((4,), "int32", "A")
+    B = T.decl_buffer((4,), "int32", "B")
+    L = T.decl_buffer((2,), "int32", "L", scope="local")
+    i, vi = T.var("i"), T.var("vi")
+    zero, one = T.const(0), T.const(1)
+    inner = _block("B", [T.IterVar(vi, T.Range.from_extent(4), "spatial")],
+                   T.seq(T.BufferStore(L, A[vi], (zero,)),
+                         T.BufferStore(B, L[zero] + L[one], (vi,))), allocs=[L])
+    root = _block("root", [], _loop(i, 4, T.BlockRealize((i,), T.const(True), inner)))
+    f = T.PrimFunc((A, B), T.BlockRealize((), T.const(True), root))
+    with pytest.raises(T.LoweringError, match=r"read of uninitialised memory: buffer "
+                                              r"L\[1\] is read before any store wrote it"):
+        T.interpret(f, np.arange(4, dtype="int32"), np.zeros(4, "int32"))
 
 
 def test_root_alloc_buffers_persist_across_stages():
@@ -650,6 +667,7 @@ def test_root_alloc_buffers_persist_across_stages():
     i = T.var("i")
     zero = T.const(0)
     root = _block("root", [], T.seq(
+        T.BufferStore(acc, T.const(0.0, "float32"), (zero,)),
         _loop(i, 4, T.BufferStore(acc, acc[zero] + A[i], (zero,))),
         T.BufferStore(B, acc[zero], (zero,))), allocs=[acc])
     b = np.zeros(1, "float32")

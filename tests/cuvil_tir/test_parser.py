@@ -202,7 +202,9 @@ _HEAD = 'def f(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4,), "int32")):\n'
     ("    B[0] = y\n", 2, 12, "undefined variable 'y'"),
     ("    for i in T.serial(4):\n        A[i] = T.float32(0)\n", 3, 9,
      r"buffer A has 2 dimension\(s\) but was indexed with 1 index\(es\); expected 2"),
-    ('    for i in T.serial(4):\n        with T.block("B"):\n            B[i] = 0\n', 4, 15,
+    # a block with axes sees loops only through them (an opaque block may use them)
+    ('    for i in T.serial(4):\n        with T.block("B"):\n'
+     '            vj = T.axis.spatial(4, i)\n            B[i] = 0\n', 5, 15,
      "block uses the loop variable 'i' directly.*v_i = T.axis.spatial"),
     ("    B[0] = T.float32(1)\n", 2, 5,
      "store to B: expected a value of dtype int32, found float32"),

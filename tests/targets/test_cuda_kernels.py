@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import cuvil_tir as T
 from targets.cuda import recipes
@@ -24,6 +25,17 @@ def _gemm_db():
 CONV = conv2d_nchw(2, 3, 8, 8, 4)
 
 
+def _tensorcore(m=64, n=64, k=64):
+    A = T.placeholder((m, k), "float16", name="A")
+    B = T.placeholder((k, n), "float16", name="B")
+    r = T.reduce_axis((0, k), name="k")
+    C = T.compute((m, n), lambda i, j: T.sum(A[i, r].astype("float32")
+                                             * B[r, j].astype("float32"), axis=r), name="C")
+    sch = sch_for(T.create_prim_func([A, B, C]))
+    recipes.gemm_tensorcore(sch, bm=32, bn=32, bk=32)
+    return build(sch, "tc_gemm")
+
+
 def _conv():
     sch = sch_for(CONV.func)
     recipes.conv2d(sch, threads=32)
@@ -32,12 +44,47 @@ def _conv():
 
 GEMM_DB = _gemm_db()
 CONV_MOD = _conv()
+TC = _tensorcore()
 
 
 def test_kernels_compile_for_sm80_and_sm90():
-    ptx = compile_all([GEMM_DB[0], CONV_MOD[0]])
-    assert all(".entry gemm_db_kernel0(" in t and ".entry conv_kernel0(" in t
-               for t in ptx.values())
+    ptx = compile_all([GEMM_DB[0], CONV_MOD[0], TC[0]])
+    for text in ptx.values():
+        assert ".entry gemm_db_kernel0(" in text and ".entry conv_kernel0(" in text
+        assert "mma.sync.aligned" in text or "wmma.mma.sync" in text
+
+
+def test_fp16_tensor_core_gemm_matches_numpy():
+    mod, low = TC
+    src = mod.get_source("cuda")
+    assert "cvl_wmma_sync<32>(&A_shared[" in src and "wmma::mma_sync" in src
+    assert src.count("__syncthreads();") == 4
+    a = rand((64, 64)).astype("float16")
+    b = rand((64, 64), seed=1).astype("float16")
+    c = np.zeros((64, 64), "float32")
+    T.interpret(low, a, b, c, check_races=True)
+    np.testing.assert_allclose(c, a.astype("float32") @ b.astype("float32"), rtol=1e-4,
+                               atol=1e-3)
+
+
+def test_tensor_core_needs_a_warp_on_threadidx_x():
+    A = T.placeholder((32, 32), "float16", name="A")
+    B = T.placeholder((32, 32), "float16", name="B")
+    r = T.reduce_axis((0, 32), name="k")
+    C = T.compute((32, 32), lambda i, j: T.sum(A[i, r].astype("float32")
+                                               * B[r, j].astype("float32"), axis=r), name="C")
+    sch = sch_for(T.create_prim_func([A, B, C]))
+    blk = sch.get_block("C")
+    i, j, k = sch.get_loops(blk)
+    bi, ii = sch.split(i, [None, 16])
+    bj, jj = sch.split(j, [None, 16])
+    sch.reorder(bi, bj, ii, jj, k)
+    sch.bind(bi, "blockIdx.y")
+    sch.bind(bj, "blockIdx.x")
+    sch.decompose_reduction(blk, ii)
+    sch.tensorize(ii, "cuda.wmma_16x16x32_f16f32")
+    with pytest.raises(T.LoweringError, match="calls tensor cores with threadIdx.x = 1"):
+        T.lower(sch, "cuda")
 
 
 def test_double_buffered_gemm_matches_numpy():
@@ -55,7 +102,7 @@ def test_double_buffered_gemm_matches_numpy():
 def test_conv2d_matches_numpy():
     mod, low = CONV_MOD
     src = mod.get_source("cuda")
-    assert "__shared__ __align__(16) float W_shared[28];" in src
+    assert "__shared__ __align__(32) float W_shared[28];" in src
     arrays = CONV.make_inputs(np.random.default_rng(0))
     T.interpret(low, *arrays, check_races=True)
     CONV.check(arrays)

@@ -1,0 +1,198 @@
+"""Tensor cores: fp16 GEMM fragments through ``nvcuda::wmma``, fp32 accumulation.
+
+``cuda.wmma_16x16x{K}_f16f32`` (K = 16, 32, 64) is a tensor intrinsic for
+``tensorize``: its ``desc`` is ``C[0:16, 0:16] += float(A[0:16, 0:K]) @ float(B[0:K, 0:16])``
+(A, B float16, C float32), its ``impl`` one warp-wide call,
+``cuda.wmma_sync(A[0, 0], B[0, 0], C[0, 0], K)``: the 32 lanes of a warp load the C
+tile into an accumulator fragment, run ``K / 16`` ``mma_sync`` steps on fragments of
+A and B, and store C back.  The tiles may live in ``global`` or ``shared`` memory,
+row-major, with leading dimensions that are multiples of 16 elements and 32-byte
+aligned tiles (so shared tiles are declared ``__align__(32)``).
+
+Within a kernel, the warp is the 32 lanes of ``threadIdx.x`` (a kernel using the
+intrinsic must bind ``threadIdx.x`` with extent 32, e.g. for its copies into shared
+memory); warps are told apart by ``threadIdx.y``/``z``.  The interpreter executes the
+call once per warp, after checking that all 32 lanes pass the same tiles
+(:mod:`cuvil_tir.interp.gpu`), and computes it in float32 with numpy.
+
+Example::
+
+    >>> import schedules as S
+    >>> "cuda.wmma_16x16x16_f16f32" in S.TensorIntrin.names()
+    True
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.errors import LoweringError
+from cuvil_tir.expr import BufferLoad, Call, IntImm, Var, const
+from cuvil_tir.function import PrimFunc
+from cuvil_tir.printer import to_text
+from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
+                            IterVar, Range)
+from cuvil_tir.transform.gpu_threads import kernels, launch_dims
+from cuvil_tir.visitor import Mutator, post_order_visit
+from schedules.tensor_intrin import TensorIntrin
+
+WMMA_OP = "cuda.wmma_sync"
+WMMA_DEPTHS = (16, 32, 64)
+
+WMMA_HELPER = r"""#include <mma.h>
+template <int K> __device__ __forceinline__ void cvl_wmma_sync(
+    const half* a, const half* b, float* c, int lda, int ldb, int ldc) {
+  using namespace nvcuda;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+  wmma::load_matrix_sync(fc, c, ldc, wmma::mem_row_major);
+#pragma unroll
+  for (int k = 0; k < K; k += 16) {
+    wmma::load_matrix_sync(fa, a + k, lda);
+    wmma::load_matrix_sync(fb, b + k * ldb, ldb);
+    wmma::mma_sync(fc, fa, fb, fc);
+  }
+  wmma::store_matrix_sync(c, fc, ldc, wmma::mem_row_major);
+}
+"""
+
+
+def _params(k: int):
+    return (Buffer((16, k), "float16", "A"), Buffer((k, 16), "float16", "B"),
+            Buffer((16, 16), "float32", "C"))
+
+
+def wmma_intrin(k: int = 16) -> tuple:
+    """``(desc, impl)`` of the ``16 x 16 x k`` fp16 tensor-core GEMM (``k`` a
+    multiple of 16).
+
+    Example::
+
+        >>> desc, impl = wmma_intrin(32)
+        >>> [tuple(d.value for d in b.shape) for b in desc.params]
+        [(16, 32), (32, 16), (16, 16)]
+    """
+    A, B, C = _params(k)
+    i, j, r = Var("i"), Var("j"), Var("k")
+    vi, vj, vk = Var("vi"), Var("vj"), Var("vk")
+
+    def pt(*xs):
+        return tuple(Range(x, const(1)) for x in xs)
+
+    blk = Block("update",
+                (IterVar(vi, Range.from_extent(16), "spatial"),
+                 IterVar(vj, Range.from_extent(16), "spatial"),
+                 IterVar(vk, Range.from_extent(k), "reduce")),
+                (BufferRegion(C, pt(vi, vj)), BufferRegion(A, pt(vi, vk)),
+                 BufferRegion(B, pt(vk, vj))),
+                (BufferRegion(C, pt(vi, vj)),),
+                BufferStore(C, C[vi, vj] + A[vi, vk].astype("float32")
+                            * B[vk, vj].astype("float32"), (vi, vj)))
+    body = BlockRealize((i, j, r), const(True), blk)
+    for v, e in ((r, k), (j, 16), (i, 16)):
+        body = For(v, const(0), const(e), "serial", body)
+    desc = PrimFunc((A, B, C), body, {"global_symbol": f"wmma_16x16x{k}_desc"})
+    A2, B2, C2 = _params(k)
+    z = const(0)
+    call = Evaluate(Call("int32", WMMA_OP, (A2[z, z], B2[z, z], C2[z, z], const(k))))
+    root = Block("root", (), (), (), call)
+    impl = PrimFunc((A2, B2, C2), BlockRealize((), const(True), root),
+                    {"global_symbol": f"wmma_16x16x{k}_impl"})
+    return desc, impl
+
+
+def wmma_name(k: int) -> str:
+    """The registered name of the ``16 x 16 x k`` intrinsic.
+
+    Example::
+
+        >>> wmma_name(64)
+        'cuda.wmma_16x16x64_f16f32'
+    """
+    return f"cuda.wmma_16x16x{k}_f16f32"
+
+
+for _k in WMMA_DEPTHS:
+    TensorIntrin.register(wmma_name(_k), *wmma_intrin(_k), override=True)
+
+
+def is_wmma(n) -> bool:
+    """Whether ``n`` is a tensor-core call.
+
+    Example::
+
+        >>> is_wmma(None)
+        False
+    """
+    return isinstance(n, Call) and n.op == WMMA_OP
+
+
+class _LeadingDims(Mutator):
+    def __init__(self, func):
+        self.func = func
+
+    def visit_Call(self, e):
+        e = self.generic_visit(e)
+        if not is_wmma(e) or len(e.args) != 4:
+            return e
+        lds = []
+        for a in e.args[:3]:
+            if not (isinstance(a, BufferLoad) and len(a.buffer.shape) == 2
+                    and isinstance(a.buffer.shape[1], IntImm)
+                    and a.buffer.shape[1].value % 16 == 0
+                    and a.buffer.scope in ("global", "shared")):
+                raise LoweringError(
+                    f"tensor-core call {to_text(e)}: each tile must be a 2-D global or "
+                    "shared buffer whose rows have a constant length, a multiple of 16; "
+                    f"found {to_text(a)} (stage the tiles with cache_read/cache_write)")
+            lds.append(IntImm(a.buffer.shape[1].value, "int32"))
+        return Call(e.dtype, e.op, tuple(e.args) + tuple(lds))
+
+
+def _wmma_calls(s) -> list:
+    out = []
+    post_order_visit(s, lambda n: out.append(n) if is_wmma(n) else None)
+    return out
+
+
+def wmma_leading_dims(func):
+    """Append each tile's leading dimension to tensor-core calls (before flattening
+    loses the rows' length).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.PrimFunc([], T.Evaluate(T.const(0)))
+        >>> wmma_leading_dims(f) is f
+        True
+    """
+    body = _LeadingDims(func).visit(func.body)
+    if body is func.body:
+        return func
+    for k in kernels(body):
+        calls = _wmma_calls(k)
+        lanes = launch_dims(k)["threadIdx.x"]
+        if calls and not (isinstance(lanes, IntImm) and lanes.value == 32):
+            raise LoweringError(f"a kernel of {func.name} calls tensor cores with "
+                                f"threadIdx.x = {lanes}; the 32 lanes of a warp are "
+                                "threadIdx.x: bind a loop of extent 32 to it (the copies "
+                                "into shared memory) and the warps to threadIdx.y/z")
+    return func.with_body(body)
+
+
+def wmma_text(printer, e) -> str:
+    """The CUDA call of a lowered ``cuda.wmma_sync`` (used by the kernel printer).
+
+    Example::
+
+        >>> wmma_text.__name__
+        'wmma_text'
+    """
+    printer.use_helper("cvl_wmma_sync", WMMA_HELPER)
+    a, b, c = (f"&{printer.access(x.buffer, x.indices)}" for x in e.args[:3])
+    k, lda, ldb, ldc = (printer.bare(x) for x in e.args[3:])
+    return f"cvl_wmma_sync<{k}>({a}, {b}, {c}, {lda}, {ldb}, {ldc})"
+
+
+__all__ = ["WMMA_OP", "is_wmma", "wmma_intrin", "wmma_leading_dims", "wmma_name",
+           "wmma_text"]
