@@ -274,11 +274,30 @@ def reorder(func, *loops):
                                      func, node)
     if all(a is b for a, b in zip(order, chain)):
         return func, None
+    _check_not_mixed([n for n, c in zip(order, chain) if n is not c], chain[-1].body, func)
     body = chain[-1].body
     for node in reversed(order):
         body = For(node.loop_var, node.min, node.extent, node.kind, body, node.thread_tag,
                    node.annotations)
     return tree.replace(func, top_path, body), None
+
+
+def _check_not_mixed(moved, body, func) -> None:
+    """A moved loop may not drive both a spatial and a reduce axis of one block: the
+    reduction's iterations would be reordered around its init (TensorIR calls such a
+    loop opaque and refuses to reorder it)."""
+    for br in tree.blocks_under(body):
+        for node in moved:
+            kinds = {iv.kind for iv, val in zip(br.block.iter_vars, br.iter_values)
+                     if uses_var(val, node.loop_var)}
+            if {"spatial", "reduce"} <= kinds:
+                raise schedule_error(LoopNestError, "reorder", f"loop "
+                                     f"{node.loop_var.name} drives both a spatial and a "
+                                     f"reduction axis of block '{br.block.name}' (it was "
+                                     "fused from both kinds), so moving it would run "
+                                     "reduction steps before the block's init; reorder "
+                                     "before fusing, or fuse only loops of one kind",
+                                     func, node)
 
 
 @primitive("tile")

@@ -28,7 +28,7 @@ from ..cstyle import CPrinter
 from ..llvm import llvm_pipeline, vectorize_for_host
 from ..memory import HOST_MEMORIES
 from ..registry import register_target
-from .compiler import openmp_supported
+from .compiler import compiler_identity, library_bytes, load_shared, openmp_supported
 from .runtime import CRuntimeModule
 
 
@@ -90,6 +90,31 @@ class CTargetKind:
         """Compile ``source`` with the target's compiler; ``raw`` runs the entry."""
         return CRuntimeModule(source, target, signature, CPrinter().abi_type,
                               _openmp(target))
+
+    def cache_identity(self, target) -> str:
+        """What besides the IR decides the library: the compiler, OpenMP, the host
+        CPU (``cflags`` may say ``-march=native``) and the numpy array layout the call
+        wrapper reads."""
+        from ..llvm.engine import resolve_cpu
+        from ..llvm.runtime import DATA_OFFSET
+        cpu, features = resolve_cpu(_llvm_host())
+        return (f"cc={compiler_identity(target.options['cc'])};openmp={_openmp(target)};"
+                f"cpu={cpu};features={features};data_offset={DATA_OFFSET}")
+
+    def export_artifact(self, runtime) -> dict:
+        """The shared library of a built function."""
+        return {"so": library_bytes(runtime.library)}
+
+    def load_artifact(self, blobs, source, target, signature) -> CRuntimeModule:
+        """A runtime module loaded from a cached shared library (no C compiler run)."""
+        return CRuntimeModule(source, target, signature, CPrinter().abi_type,
+                              _openmp(target), library=load_shared(blobs["so"]))
+
+
+def _llvm_host():
+    """The llvm target of this host (its CPU name and features key the cache)."""
+    from ..target import Target
+    return Target("llvm")
 
 
 C = register_target(CTargetKind())

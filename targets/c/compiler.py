@@ -114,6 +114,61 @@ def compile_shared(source: str, cc: str = "cc", cflags: str = "-O3",
     return lib
 
 
+def library_bytes(lib: ctypes.CDLL) -> bytes:
+    """The shared library file behind ``lib`` (for the compile cache).
+
+    Example::
+
+        >>> library_bytes(compile_shared("int g(void) { return 1; }\\n", "cc", "-O1"))[:4]
+        b'\\x7fELF'
+    """
+    with open(lib._name, "rb") as fh:
+        return fh.read()
+
+
+def load_shared(blob: bytes) -> ctypes.CDLL:
+    """Load a shared library from its bytes (a compile-cache entry), once per content.
+
+    Example::
+
+        >>> lib = compile_shared("int h(void) { return 7; }\\n", "cc", "-O1")
+        >>> load_shared(library_bytes(lib)).h()
+        7
+    """
+    key = "so:" + hashlib.sha256(blob).hexdigest()
+    with _LOCK:
+        lib = _LIBS.get(key)
+    if lib is not None:
+        return lib
+    path = os.path.join(_workdir(), key[3:27] + ".cached.so")
+    with open(path, "wb") as fh:
+        fh.write(blob)
+    lib = ctypes.CDLL(path)
+    with _LOCK:
+        _LIBS[key] = lib
+    return lib
+
+
+def compiler_identity(cc: str) -> str:
+    """The first line of ``cc --version`` (part of the compile-cache key).
+
+    Example::
+
+        >>> isinstance(compiler_identity("cc"), str)
+        True
+    """
+    key = ("version", cc)
+    with _LOCK:
+        if key in _OPENMP:
+            return _OPENMP[key]
+    r = _run([*shlex.split(cc), "--version"], cc)
+    text = (r.stdout or r.stderr).strip().splitlines()
+    ident = text[0] if text else ""
+    with _LOCK:
+        _OPENMP[key] = ident
+    return ident
+
+
 _DIAG = re.compile(r"^[^:\n]*\.c:(\d+):(?:(\d+):)?\s*(?:fatal )?error:\s*(.*)$", re.M)
 
 

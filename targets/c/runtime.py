@@ -64,15 +64,16 @@ class CRuntimeModule:
 
     source_formats = ("c",)
 
-    def __init__(self, source: str, target, signature, abi_type, openmp: bool):
+    def __init__(self, source: str, target, signature, abi_type, openmp: bool,
+                 library=None):
         self.entry_name = signature.name
         self.signature = signature
         self.source = source
         self.openmp = openmp
         full = source if DATA_OFFSET is None else \
             source + wrapper_c(signature, DATA_OFFSET, abi_type)
-        self.library = compile_shared(full, target.options["cc"], target.options["cflags"],
-                                      openmp)
+        self.library = library if library is not None else compile_shared(
+            full, target.options["cc"], target.options["cflags"], openmp)
         sizes = [ctypes.c_int64] * len(signature.size_vars)
         kinds = [p.kind == "buffer" for p in signature.params]
         if DATA_OFFSET is not None:

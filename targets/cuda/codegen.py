@@ -180,7 +180,7 @@ class KernelPrinter(CPrinter):
             self.emit(f"const int {self.bind(var)} = (int){tag};")
             self.ana.bind(var, Range(IntImm(0, var.dtype), dims[tag]))
         if self.dyn:
-            self.emit("extern __shared__ __align__(16) unsigned char cvl_dyn_smem[];")
+            self.emit("extern __shared__ __align__(32) unsigned char cvl_dyn_smem[];")
         self.print_stmt(self.kernel)
         return "\n".join([head + " {"] + self.lines + ["}"])
 
@@ -208,7 +208,7 @@ class KernelPrinter(CPrinter):
         n = nbytes * 8 // D.bits(buf.dtype)
         if buf.scope == "shared" and self.dyn:
             self.emit(f"{t}* {name} = ({t}*)(cvl_dyn_smem + {self.dyn_offset});")
-            self.dyn_offset += nbytes
+            self.dyn_offset += (nbytes + 31) & ~31      # tensor-core tiles need 32
         elif buf.scope == "shared":
             self.emit(f"__shared__ __align__(32) {t} {name}[{n}];")
         elif buf.scope == "local":

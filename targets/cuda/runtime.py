@@ -23,6 +23,8 @@ Example::
 
 from __future__ import annotations
 
+import os
+
 from cuvil_tir.errors import CodegenError
 from cuvil_tir.expr import Var
 from cuvil_tir.printer import to_text
@@ -40,6 +42,28 @@ def _evaluator(expr, env_names: dict):
     src = _py_expr(expr, env_names)
     code = compile(src, "<cuda launch>", "eval")
     return lambda env: eval(code, {"min": min, "max": max}, env)  # noqa: S307 - own source
+
+
+def nvrtc_options(cp) -> tuple:
+    """NVRTC options: C++17, and the toolkit's headers (``mma.h`` for tensor cores)
+    when cupy knows where the toolkit is.
+
+    Example::
+
+        >>> class FakeCupy:
+        ...     class cuda:
+        ...         get_cuda_path = staticmethod(lambda: "/usr/local/cuda")
+        >>> nvrtc_options(FakeCupy)
+        ('-std=c++17', '-I/usr/local/cuda/include')
+    """
+    opts = ["-std=c++17"]
+    try:
+        path = cp.cuda.get_cuda_path()
+    except Exception:  # noqa: BLE001 - no toolkit found: NVRTC's built-in headers only
+        path = None
+    if path:
+        opts.append("-I" + os.path.join(path, "include"))
+    return tuple(opts)
 
 
 class CudaRuntime:
@@ -83,7 +107,7 @@ class CudaRuntime:
                               "check the results on this machine with "
                               "T.interpret(T.lower(sch, 'cuda'), ...)")
         try:
-            mod = cp.RawModule(code=self.program.text, options=("-std=c++17",))
+            mod = cp.RawModule(code=self.program.text, options=nvrtc_options(cp))
             funcs = {}
             for name, info in self.program.kernels.items():
                 fn = mod.get_function(name)

@@ -423,3 +423,21 @@ def test_bind_refusals():
     assert_refused(sch, lambda: sch.bind(i, "threadIdx.w"), r"bind: unknown thread axis "
                    "'threadIdx.w'; expected one of blockIdx.x", ScheduleArgumentError)
     verify_trace_roundtrip(sch, w.func)
+
+
+def test_reorder_refuses_a_loop_fused_from_spatial_and_reduction_axes():
+    from tests import workloads
+    w = workloads.matmul(4, 6, 5)
+    sch = S.Schedule(w.func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, [2, 2])
+    f0, f1 = sch.split(sch.fuse(j, k), [15, 2])
+    before = sch.func
+    with pytest.raises(S.ScheduleError, match=r"reorder: loop j_k_fused_1 drives both a "
+                                              r"spatial and a reduction axis of block 'C'"):
+        sch.reorder(f1, i1, f0, i0)
+    assert sch.func is before
+    sch.reorder(i0, i1, f0, f1)          # the fused loops keep their order: legal
+    arrays = w.make_inputs(np.random.default_rng(0))
+    T.interpret(sch.func, *arrays)
+    w.check(arrays)

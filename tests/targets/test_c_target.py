@@ -36,9 +36,23 @@ def test_module_interface_matches_llvm():
 
 
 def test_same_source_compiles_once_per_process():
+    src = targets.build(_scaled(), "c").get_source()
+    assert compile_shared(src, "cc", "-O1") is compile_shared(src, "cc", "-O1")
+
+
+def test_compile_cache_hit_loads_the_library_without_the_compiler(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CUVIL_CACHE", raising=False)
     first = targets.build(_scaled(), "c")
-    second = targets.build(_scaled(), "c")
-    assert first.runtime.library is second.runtime.library
+    assert not first.from_cache
+    with monkeypatch.context() as m:
+        m.setattr("targets.c.runtime.compile_shared", None)   # a hit never compiles
+        second = targets.build(_scaled(), "c")
+    assert second.from_cache and second.get_source() == first.get_source()
+    a, b = np.arange(64, dtype="float32"), np.zeros(64, "float32")
+    second(a, b)
+    np.testing.assert_array_equal(b, a * 2 + 1)
+    assert not targets.build(_scaled(), targets.Target("c", cflags="-O1")).from_cache
 
 
 def test_compiler_error_names_the_line():

@@ -239,3 +239,21 @@ def test_launch_on_the_gpu_matches_numpy():
     gm(cupy.asarray(a), cupy.asarray(b), c)
     np.testing.assert_allclose(c.get(), a @ b, rtol=1e-5, atol=1e-5)
     assert gm.benchmark(cupy.asarray(a), cupy.asarray(b), c, repeat=2, number=2).median > 0
+
+
+def test_cli_emits_cuda_and_ptx(tmp_path, capsys):
+    from cuvil_tir.cli import main
+    src = tmp_path / "k.py"
+    src.write_text(
+        "import cuvil_tir as T, schedules as S\n"
+        "A = T.placeholder((256,), name='A')\n"
+        "_s = S.Schedule(T.create_prim_func([A, T.compute((256,), lambda i: A[i] * 2.0, "
+        "name='B')]))\n"
+        "bx, tx = _s.split(_s.get_loops(_s.get_block('B'))[0], [None, 64])\n"
+        "_s.bind(bx, 'blockIdx.x'); _s.bind(tx, 'threadIdx.x')\n"
+        "scaled = _s.func\n")
+    assert main(["build", str(src), "--target", "cuda", "--emit", "cuda"]) == 0
+    assert '__global__ void __launch_bounds__(64) main_kernel0(' in capsys.readouterr().out
+    out = tmp_path / "k.ptx"
+    assert main(["build", str(src), "--target", "cuda", "--emit", "ptx", "-o", str(out)]) == 0
+    assert ".entry main_kernel0(" in out.read_text()

@@ -42,13 +42,29 @@ def _conv():
     return build(sch, "conv")
 
 
+def _dynamic_shared(n=16384):
+    A = T.placeholder((n,), name="A")
+    B = T.compute((n,), lambda i: A[n - 1 - i] * 2.0, name="B")
+    sch = sch_for(T.create_prim_func([A, B]))
+    blk = sch.get_block("B")
+    bx, _, tx = sch.split(sch.get_loops(blk)[0], [1, None, 256])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    sh = sch.cache_read(blk, 0, "shared")
+    sch.compute_at(sh, bx)
+    _, t = sch.split(sch.get_loops(sh)[-1], [None, 256])
+    sch.bind(t, "threadIdx.x")
+    return build(sch, "dyn")
+
+
 GEMM_DB = _gemm_db()
+DYN = _dynamic_shared()
 CONV_MOD = _conv()
 TC = _tensorcore()
 
 
 def test_kernels_compile_for_sm80_and_sm90():
-    ptx = compile_all([GEMM_DB[0], CONV_MOD[0], TC[0]])
+    ptx = compile_all([GEMM_DB[0], CONV_MOD[0], TC[0], DYN[0]])
     for text in ptx.values():
         assert ".entry gemm_db_kernel0(" in text and ".entry conv_kernel0(" in text
         assert "mma.sync.aligned" in text or "wmma.mma.sync" in text
@@ -106,3 +122,31 @@ def test_conv2d_matches_numpy():
     arrays = CONV.make_inputs(np.random.default_rng(0))
     T.interpret(low, *arrays, check_races=True)
     CONV.check(arrays)
+
+
+def test_more_than_48kb_of_shared_memory_is_dynamic():
+    mod, low = DYN
+    src = mod.get_source("cuda")
+    assert "extern __shared__ __align__(32) unsigned char cvl_dyn_smem[];" in src
+    assert "float* A_shared = (float*)(cvl_dyn_smem + 0);" in src
+    assert mod.runtime.launch_plan() == [("dyn_kernel0", (1, 1, 1), (256, 1, 1), 65536)]
+    a, b = rand(16384), np.zeros(16384, "float32")
+    T.interpret(low, a, b, check_races=True)
+    np.testing.assert_array_equal(b, a[::-1] * np.float32(2))
+
+
+def test_shared_memory_beyond_the_architecture_is_refused():
+    A = T.placeholder((65536,), name="A")
+    B = T.compute((65536,), lambda i: A[65535 - i] * 2.0, name="B")
+    sch = sch_for(T.create_prim_func([A, B]))
+    blk = sch.get_block("B")
+    bx, _, tx = sch.split(sch.get_loops(blk)[0], [1, None, 256])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    sh = sch.cache_read(blk, 0, "shared")
+    sch.compute_at(sh, bx)
+    _, t = sch.split(sch.get_loops(sh)[-1], [None, 256])
+    sch.bind(t, "threadIdx.x")
+    with pytest.raises(T.LoweringError, match="needs 262144 bytes of shared memory; "
+                       "sm_90 offers 232448 per block"):
+        T.lower(sch, __import__("targets").Target("cuda", arch="sm_90"))

@@ -1,4 +1,5 @@
-"""Parallel loops on the native thread pool: results, threads used, nesting."""
+"""Parallel loops on the native thread pool (llvm) and OpenMP (c): results, threads used,
+nesting."""
 
 import numpy as np
 import pytest
@@ -52,21 +53,23 @@ def test_parallel_loop_uses_more_than_one_thread(two_threads):
     assert threadpool.num_workers() >= 1
 
 
-def test_nested_parallel_runs_serially_and_exactly(two_threads):
+@pytest.mark.parametrize("target", ["llvm", "c"])
+def test_nested_parallel_runs_serially_and_exactly(two_threads, target):
     A = T.placeholder((8, 16), name="A")
     B = T.compute((8, 16), lambda i, j: A[i, j] * 3.0, name="B")
     sch = S.Schedule(T.create_prim_func([A, B]))
     i, j = sch.get_loops(sch.get_block("B"))
     sch.parallel(i)
     sch.parallel(j)
-    mod = targets.build(sch, "llvm")
+    mod = targets.build(sch, target)
     a = np.arange(128, dtype="float32").reshape(8, 16)
     b = np.zeros_like(a)
     mod(a, b)
     np.testing.assert_array_equal(b, a * 3)
 
 
-def test_parallel_with_symbolic_extent_and_tail(two_threads):
+@pytest.mark.parametrize("target", ["llvm", "c"])
+def test_parallel_with_symbolic_extent_and_tail(two_threads, target):
     n = T.size_var("n")
     A = T.placeholder((n,), name="A")
     B = T.compute((n,), lambda i: A[i] + 2.0, name="B")
@@ -74,7 +77,7 @@ def test_parallel_with_symbolic_extent_and_tail(two_threads):
     (i,) = sch.get_loops(sch.get_block("B"))
     io, _ = sch.split(i, [None, 16])
     sch.parallel(io)
-    mod = targets.build(sch, "llvm")
+    mod = targets.build(sch, target)
     for size in (5, 100, 1000):
         a = np.arange(size, dtype="float32")
         b = np.zeros(size, "float32")
