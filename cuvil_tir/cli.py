@@ -58,8 +58,12 @@ def load_funcs(path: str) -> dict[str, PrimFunc]:
             raise ParseError(f"{path} defines no @T.prim_func at module level")
         return funcs
     from .parser import parse
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except UnicodeDecodeError as err:
+        raise ParseError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start}); "
+                         "expected the text form of a function (.tir) or a .py file") from None
     func = parse(text, filename=path)
     return {func.name: func}
 

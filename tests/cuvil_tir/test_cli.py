@@ -1,5 +1,6 @@
 """The ``cuvil`` command, run as a subprocess like a user would."""
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -198,3 +199,22 @@ def test_run_with_a_scalar_parameter_says_why_it_cannot(tmp_path):
     r = run_cli("run", str(p))
     assert r.returncode == 1
     assert "scalar parameter 's' needs a value" in r.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--repeat", "0"], r"CVL-E107: benchmark: expected repeat >= 1"),
+    (["--size", "-1"], r"CVL-E106: cuvil run: --size must be >= 0"),
+])
+def test_run_bad_numbers_are_coded_errors(kernel_py, args, message):
+    # before: --repeat 0 ended in a ValueError traceback
+    r = run_cli("run", str(kernel_py), *args)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert re.search(message, r.stderr)
+
+
+def test_binary_input_file_is_a_parse_error(tmp_path):
+    p = tmp_path / "k.tir"
+    p.write_bytes(b"\x00\xff\xfe")
+    r = run_cli("show", str(p))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "CVL-E108" in r.stderr and "is not UTF-8 text" in r.stderr
