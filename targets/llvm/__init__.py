@@ -125,6 +125,22 @@ class LLVMTargetKind:
     options = {"mcpu": "native", "mattr": "", "opt_level": 3, "fast_math": "contract"}
     memories = HOST_MEMORIES
 
+    def describe(self, target) -> dict:
+        """What code for ``target`` depends on: the resolved CPU name and features
+        (``native`` stands for this host's), the triple and the other options.
+
+        Example::
+
+            >>> import targets
+            >>> d = LLVM.describe(targets.Target("llvm", mcpu="haswell", mattr="+avx2"))
+            >>> d["cpu"], d["features"], d["opt_level"]
+            ('haswell', '+avx2', 3)
+        """
+        cpu, features = resolve_cpu(target)
+        rest = {k: v for k, v in target.options.items() if k not in ("mcpu", "mattr")}
+        return {"kind": self.name, "cpu": cpu, "features": features,
+                "triple": process_triple(), **rest}
+
     def codegen(self, func, target) -> str:
         """LLVM IR text of a lowered function for ``target``."""
         cpu, features = resolve_cpu(target)
