@@ -1,0 +1,82 @@
+"""Autotuning: the records database and the tuner's search, safety and resume."""
+
+import json
+import os
+import time
+
+import cuvil_tir as T
+import schedules as S
+from schedules.tune import workload_key
+
+
+def _func():
+    A = T.placeholder((8, 8), name="A")
+    return T.create_prim_func([A, T.compute((8, 8), lambda i, j: A[i, j] * 2.0 + 1.0,
+                                             name="B")])
+
+
+def tile_space(sch):
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.split(i, sch.sample_perfect_tile(i, 2, max_innermost_factor=8))
+
+
+def bad_space(sch):
+    """Choice 1 aborts and choice 2 hangs, but only inside the measuring child."""
+    choice = sch.sample_categorical([0, 1, 2], [1, 1, 1])
+    if os.environ.get("CUVIL_TUNE_CHILD"):
+        if choice == 1:
+            os.abort()
+        if choice == 2:
+            time.sleep(60)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.split(i, [2, 4])
+
+
+def test_finds_best_of_tiny_space_and_resume_measures_nothing(tmp_path):
+    f, path = _func(), tmp_path / "tune.jsonl"
+    res = S.tune(f, tile_space, trials=4, database=path, timeout_s=30, progress=False)
+    assert res.trials == 4 and res.failures == {}
+    db = S.Database(path)
+    recs = db.records(workload_key(f, "llvm"))
+    assert len(recs) == 4 and db.skipped == []
+    assert sorted(json.dumps(r["decisions"]) for r in recs) == sorted(
+        json.dumps([[2, d]]) for d in ([1, 8], [2, 4], [4, 2], [8, 1]))
+    best = min(recs, key=lambda r: r["seconds"])
+    assert res.best_seconds == best["seconds"]
+    assert res.best_schedule.trace.decisions == {2: best["decisions"][0][1]}
+    again = S.tune(f, tile_space, trials=4, database=path, progress=False)
+    assert again.trials == 0 and again.best_seconds == best["seconds"]
+    assert len(S.Database(path).records(workload_key(f, "llvm"))) == 4
+    applied = S.apply_best(path, f, "llvm")
+    assert T.structural_equal(applied.func, res.best_schedule.func)
+    assert S.apply_best(path, f, "c") is None
+
+
+def test_crashing_and_hanging_candidates_are_recorded_and_tuning_goes_on(tmp_path):
+    f, path = _func(), tmp_path / "tune.jsonl"
+    t0 = time.perf_counter()
+    res = S.tune(f, bad_space, trials=3, database=path, timeout_s=3, progress=False)
+    assert time.perf_counter() - t0 < 50
+    assert res.trials == 3
+    assert res.failures == {"crash": 1, "timeout": 1}
+    assert res.best_schedule is not None and res.best_seconds > 0
+    kinds = sorted(str(r["failure"]) for r in S.Database(path).records(
+        workload_key(f, "llvm")))
+    assert kinds == ["None", "crash", "timeout"]
+
+
+def test_garbage_and_truncated_lines_are_skipped(tmp_path):
+    f, path = _func(), tmp_path / "tune.jsonl"
+    key = workload_key(f, "llvm")
+    db = S.Database(path)
+    db.append([{"workload": key, "cand": "a", "trace": "", "seconds": 2.0}])
+    good = path.read_text()
+    tampered = json.loads(good)
+    tampered["seconds"] = 0.5  # the checksum no longer matches
+    with open(path, "a") as fh:
+        fh.write("not json at all\n" + json.dumps(tampered) + "\n" + good[: len(good) // 2])
+    db.append([{"workload": key, "cand": "b", "trace": "", "seconds": 1.0}])
+    assert [r["seconds"] for r in db.top_k(f, "llvm", k=5)] == [1.0, 2.0]
+    fresh = S.Database(path)
+    assert len(fresh.skipped) == 3 and len(fresh.records(key)) == 2
+    assert fresh.top_k(f, "c", k=5) == []
