@@ -37,6 +37,7 @@ from ..schedule import Schedule
 from ..trace import Trace
 from .database import Database, workload_key
 from .measure import measure
+from .space import generated_space, machine_of, prune
 
 #: the share of trials drawn fresh from the space once some candidate has been measured
 EPSILON = 0.3
@@ -57,6 +58,7 @@ class TuneResult:
     best_seconds: float = float("inf")
     trials: int = 0
     failures: dict = field(default_factory=dict)
+    pruned: int = 0
 
 
 def decisions_key(decisions) -> str:
@@ -114,7 +116,7 @@ def _candidate(func, space, rng, good):
     return sch, None
 
 
-def tune(func, space, target="llvm", trials=16, database=None, timeout_s=10, seed=0,
+def tune(func, space=None, target="llvm", trials=16, database=None, timeout_s=10, seed=0,
          progress=True):
     """Tune ``func`` over ``space`` for ``trials`` measured candidates (see the module
     doc); ``database`` is a path or a :class:`Database` (None: keep records in memory).
@@ -128,6 +130,10 @@ def tune(func, space, target="llvm", trials=16, database=None, timeout_s=10, see
     """
     db = Database(database) if isinstance(database, (str, os.PathLike)) else database
     workload = workload_key(func, target)
+    machine = machine_of(target)
+    if space is None:  # generated from the function's blocks by rules, for this machine
+        space = generated_space(func, machine)
+    pruned = 0
     records = db.records(workload) if db is not None else []
     seen = {r.get("cand") for r in records}
     rng = random.Random(seed)
@@ -135,7 +141,7 @@ def tune(func, space, target="llvm", trials=16, database=None, timeout_s=10, see
     func_text = str(func)
     measured = 0
     misses = 0
-    while measured < trials and misses < 20 + 4 * trials:
+    while measured < trials and misses < 50 + 20 * trials:
         good = sorted((r for r in records if r.get("seconds") is not None),
                       key=lambda r: r["seconds"])
         sch, err = _candidate(func, space, rng, good)
@@ -149,6 +155,10 @@ def tune(func, space, target="llvm", trials=16, database=None, timeout_s=10, see
             misses += 1  # already measured (this run or a resumed one)
             continue
         seen.add(key)
+        if prune(sch.func, machine) is not None:
+            pruned += 1  # cannot be good or legal on this machine: never built
+            misses += 1
+            continue
         trace_json = sch.trace.as_json()
         kind, value = measure(func_text, trace_json, decisions, target, space=space,
                               timeout_s=timeout_s)
@@ -164,7 +174,11 @@ def tune(func, space, target="llvm", trials=16, database=None, timeout_s=10, see
             db.append([rec])
         if progress:
             _report(measured, trials, records, failures)
-    return _result(func, records, measured, failures)
+    res = _result(func, records, measured, failures)
+    res.pruned = pruned
+    if progress:
+        print(f"tune: {pruned} candidates pruned before building", file=sys.stderr)
+    return res
 
 
 def _report(done, trials, records, failures):

@@ -78,3 +78,13 @@ def test_generated_space_candidates_are_correct():
             targets.build(sch, "llvm")(a, b, c)
             np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
     assert kept >= 1
+
+
+def test_tune_from_the_generated_space(tmp_path):
+    f = _gemm(16)
+    res = S.tune(f, None, target="llvm -mcpu=haswell", trials=2, database=tmp_path / "t.jsonl",
+                 timeout_s=60, progress=False)
+    assert res.trials == 2 and res.best_schedule is not None and res.pruned >= 0
+    assert not res.failures.get("wrong")
+    best = S.apply_best(tmp_path / "t.jsonl", f, "llvm -mcpu=haswell")
+    assert T.structural_equal(best.func, res.best_schedule.func)
