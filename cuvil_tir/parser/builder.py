@@ -195,6 +195,8 @@ class Builder(TVMScriptMixin, ExprEvaluator):
             return self.header(v, ctx, t)
         if isinstance(v, Expr):
             return Evaluate(v)
+        if isinstance(v, str) and node.data == "string":
+            return None                # a docstring
         raise self.error(f"expected a statement, found the value {v!r}", t)
 
     def header(self, v: Spec, ctx, t):
@@ -250,7 +252,10 @@ class Builder(TVMScriptMixin, ExprEvaluator):
         if len(names) != 1:
             if isinstance(v, (tuple, list)) and len(v) == len(names):
                 for n, x in zip(names, v):
-                    self.bind(n, x)
+                    if isinstance(x, Spec) and x.kind in ("var", "size_var"):
+                        self.bind(n, self.make_var(n, x), "decl")   # n, m = T.int64(), ...
+                    else:
+                        self.bind(n, x)
                 return None
             raise self.error(f"cannot unpack into {len(names)} names", t)
         name = names[0]

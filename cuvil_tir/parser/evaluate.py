@@ -29,6 +29,7 @@ from ..errors import CuvilError, ParseError
 from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast,
                     Div, Expr, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or,
                     Ramp, Select, StringImm, Sub, Var, as_expr, const)
+from ..op import call_extern
 from ..printer import INTRIN_ARITY
 from ..stmt import BufferRegion, Range
 
@@ -49,7 +50,7 @@ BUILTINS = {"Buffer", "alloc_buffer", "allocate", "block", "axis", "reads", "wri
             "LetStmt", "Let", "Cast", "Select", "Ramp", "Broadcast", "min", "max",
             "truncdiv", "truncmod", "floordiv", "floormod", "var", "size_var",
             "prim_func", "match_buffer", "decl_buffer", "buffer_decl", "allocate_const",
-            "likely"} | set(INTRIN_ARITY)
+            "likely", "let"} | set(INTRIN_ARITY)
 AXIS_KINDS = ("spatial", "reduce", "opaque")
 #: TVMScript's short axis names
 AXIS_ALIASES = {"S": "spatial", "R": "reduce"}
@@ -196,6 +197,8 @@ class ExprEvaluator:
 
     def attribute(self, base, name: str, tree):
         if base is NAMESPACE:
+            name = {"sblock": "block", "sblock_alloc_buffer": "alloc_buffer",
+                    "sblock_attr": "block_attr"}.get(name, name)   # newer TVM's spellings
             if name in BUILTINS:
                 return Builtin(name)
             import cuvil_tir
@@ -337,6 +340,8 @@ class ExprEvaluator:
         if is_view(base):
             idx = self.subscripts(base.view_shape, base.name, subs, t)
             return self.wrap(base.getitem, t, idx)
+        if _is(base, "let") and len(subs) == 1:
+            return self.eval(subs[0])        # x: T.let[T.float32] = ... is a let binding
         if not isinstance(base, Buffer):
             if len(subs) != 1 or subs[0].data == "slice":
                 raise self.error("only buffers take several indices or slices", t)
@@ -381,6 +386,9 @@ class ExprEvaluator:
                     kwargs[str(a.children[0])] = self.eval(a.children[1])
                 else:
                     args.append(self.eval(a))
+        if callee is call_extern and "dtype" in kwargs:
+            # TVMScript's order: T.call_extern("name", *args, dtype="int32")
+            args.insert(0, kwargs.pop("dtype"))
         if isinstance(callee, Builtin):
             fn = getattr(self, "b_" + callee.name.replace(".", "_"), None)
             if fn is None:
@@ -450,7 +458,7 @@ class ExprEvaluator:
         a, b = unify(a, b)
         return Call(a.dtype, "if_then_else", (to_expr(cond, "bool"), a, b))
 
-    def b_likely(self, cond):
+    def b_likely(self, cond, dtype="bool"):
         # a branch-prediction hint in TVM; the condition itself is what counts
         return to_expr(cond, "bool")
 
@@ -485,7 +493,7 @@ class ExprEvaluator:
     def b_evaluate(self, value):
         return Spec("evaluate", (to_expr(value),))
 
-    def intrinsic(self, op: str, args) -> Call:
+    def intrinsic(self, op: str, args, dtype=None) -> Call:
         n = INTRIN_ARITY[op]
         if len(args) != n:
             raise CuvilError(f"T.{op} expects {n} argument(s), found {len(args)}")
@@ -494,13 +502,16 @@ class ExprEvaluator:
         if op != "abs" and not D.is_float(vals[0].dtype):
             raise CuvilError(f"T.{op} expects float operands, found {vals[0].dtype}; cast "
                              f"first, e.g. T.{op}(T.Cast('float32', x))")
+        if dtype is not None and D.canonical(dtype) != vals[0].dtype:
+            raise CuvilError(f"T.{op}(..., dtype={dtype!r}): the operand is "
+                             f"{vals[0].dtype}; cast it first")
         return Call(vals[0].dtype, op, tuple(vals))
 
     def __getattr__(self, name: str):
         # T.exp(x), T.sqrt(x) ... share one builder
         if name.startswith("b_") and name[2:] in INTRIN_ARITY and name != "b_if_then_else":
             op = name[2:]
-            return lambda *args: self.intrinsic(op, args)
+            return lambda *args, dtype=None: self.intrinsic(op, args, dtype)
         raise AttributeError(name)
 
 

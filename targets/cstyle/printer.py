@@ -70,7 +70,6 @@ Example::
 
 from __future__ import annotations
 
-import math
 import re
 
 from cuvil_tir import dtype as D
@@ -85,8 +84,9 @@ from cuvil_tir.visitor import post_order_visit
 # and the status codes (targets.llvm.runtime turns a status into an error)
 from ..llvm.codegen import STATUS_ALLOC_FAILED, size_vars_of
 
-from .helpers import half_helpers, helper, size_helpers
+from .helpers import helper, size_helpers
 from .names import c_identifier
+from .values import CValues
 
 _INFIX = {"Add": "+", "Sub": "-", "Mul": "*", "EQ": "==", "NE": "!=", "LT": "<",
           "LE": "<=", "GT": ">", "GE": ">=", "And": "&&", "Or": "||"}
@@ -94,7 +94,7 @@ _HELPER_OPS = {"Div": "div", "Mod": "mod", "FloorDiv": "floordiv", "FloorMod": "
                "Min": "min", "Max": "max"}
 
 
-class CPrinter:
+class CPrinter(CValues):
     """Print one lowered PrimFunc as a C function (see the module docstring).
 
     Example::
@@ -203,23 +203,6 @@ class CPrinter:
             raise CodegenError(f"{self.lang} codegen: {what} '{node.name}' is used but "
                                "never defined (not a parameter, loop variable, let, "
                                "allocation or size of a parameter's shape)") from None
-
-    def scalar_type(self, dt: str) -> str:
-        """The C type of a value of ``dt``'s element in an expression."""
-        e = D.element(dt)
-        if e not in self.scalar_types:
-            raise CodegenError(f"{self.lang} codegen: no C type for dtype {dt!r}")
-        return self.scalar_types[e]
-
-    def mem_type(self, dt: str) -> str:
-        """The C type of ``dt``'s element in memory."""
-        e = D.element(dt)
-        return self.memory_types.get(e) or self.scalar_type(e)
-
-    def abi_type(self, dt: str) -> str:
-        """The C type a scalar parameter of ``dt`` is passed as."""
-        e = D.element(dt)
-        return "uint8_t" if e == "bool" else self.scalar_type(e)
 
     def use_helper(self, key: str, text: str) -> None:
         """Emit ``text`` (C definitions) once, before the function."""
@@ -402,41 +385,6 @@ class CPrinter:
                 flat = term if flat is None else flat + term
         return f"{self.name_of(buf)}[{self.bare(flat)}]"
 
-    def to_memory(self, text: str, vdt: str, mdt: str) -> str:
-        """A value of ``vdt`` as stored in memory of element dtype ``mdt``."""
-        e = D.element(mdt)
-        if e == "bool":
-            return f"(uint8_t)({text})"
-        if e in ("float16", "bfloat16"):
-            key, defs = half_helpers(e)
-            self.use_helper(key, defs)
-            return f"cvl_f32_to_{key}({text})"
-        return text
-
-    def from_memory(self, text: str, mdt: str) -> str:
-        """An element of memory dtype ``mdt`` as a value."""
-        e = D.element(mdt)
-        if e == "bool":
-            return f"({text} != 0)"
-        if e in ("float16", "bfloat16"):
-            key, defs = half_helpers(e)
-            self.use_helper(key, defs)
-            return f"cvl_{key}_to_f32({text})"
-        return text
-
-    def round_value(self, text: str, dt: str) -> str:
-        """A computed value rounded to ``dt`` (8/16-bit wrap, float16/bfloat16 round)."""
-        e = D.element(dt)
-        if e in ("float16", "bfloat16"):
-            key, defs = half_helpers(e)
-            self.use_helper(key, defs)
-            return f"cvl_round_{key}({text})"
-        if e == "bool":
-            return f"({text} != 0)"
-        if D.is_integer(e) and D.bits(e) < 32:
-            return f"({self.scalar_type(e)})({text})"
-        return text
-
     # expressions -------------------------------------------------------------------------
     def bare(self, e) -> str:
         """``e`` printed without its outer parentheses (a full C expression)."""
@@ -468,36 +416,8 @@ class CPrinter:
     def e_IntImm(self, c):
         return self.int_literal(c.value, D.element(c.dtype))
 
-    def int_literal(self, value: int, e: str) -> str:
-        """An integer constant of element dtype ``e`` as C text."""
-        if e == "bool":
-            return "true" if value else "false"
-        lo = D.int_range(e)[0]
-        if D.bits(e) == 64:
-            if value == lo and D.is_int(e):
-                return "INT64_MIN"
-            return f"{'UINT' if D.is_uint(e) else 'INT'}64_C({value})"
-        if e == "uint32":
-            return f"{value}u"
-        if value == lo and D.is_int(e):
-            return f"({self.scalar_type(e)})({value + 1} - 1)"
-        return str(value) if value >= 0 else f"({value})"
-
     def e_FloatImm(self, c):
         return self.float_literal(c.value, D.element(c.dtype))
-
-    def float_literal(self, value: float, e: str) -> str:
-        """A float constant of element dtype ``e`` as C text."""
-        suffix = "" if e == "float64" else "f"
-        cast = "(double)" if e == "float64" else ""
-        if math.isnan(value):
-            return f"({cast}NAN)"
-        if math.isinf(value):
-            return f"({'-' if value < 0 else ''}{cast}INFINITY)"
-        text = repr(float(value))
-        if "e" not in text and "." not in text:
-            text += ".0"
-        return f"({text}{suffix})" if value < 0 else text + suffix
 
     def e_StringImm(self, s):
         return '"' + s.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -534,9 +454,6 @@ class CPrinter:
             return self.round_value(f"{name}({a}, {b})", dt) if D.is_float(dt) \
                 else f"{name}({a}, {b})"
         raise CodegenError(f"{self.lang} codegen: binary operator {kind} on {dt}")
-
-    def _fsuffix(self, dt: str) -> str:
-        return "" if D.element(dt) == "float64" else "f"
 
     def e_Not(self, e):
         return f"(!{self.expr(e.a)})"

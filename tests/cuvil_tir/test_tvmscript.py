@@ -280,3 +280,37 @@ def test_buffer_attributes_and_access_ptr():
 def test_tvmscript_errors(src, message):
     with pytest.raises(T.ParseError, match=message):
         T.parse(src)
+
+
+NEWER_TVM = '''
+@T.prim_func(s_tir=True)
+def main(p_a: T.handle, p_b: T.handle):
+    """Newer TVM spellings: sblock, tuple size declarations, T.let, a docstring."""
+    T.func_attr({"tir.noalias": True})
+    n, m = T.int64(), T.int64()
+    A = T.match_buffer(p_a, (n, m))
+    B = T.match_buffer(p_b, (n, m))
+    for (i, j) in T.grid(n, m):
+        with T.sblock("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.sblock_attr({"note": 1})
+            v: T.let[T.float32] = T.floor(A[vi, vj], dtype="float32")
+            B[vi, vj] = v + T.float32(0.5)
+'''
+
+
+def test_newer_tvm_spellings():
+    f = parse(NEWER_TVM)
+    assert [str(s) for s in f.params[0].shape] == ["n", "m"] and f.params[0].shape[0].dtype == "int64"
+    a, b = rand(3, 5) * 4, np.zeros((3, 5), "float32")
+    T.interpret(f, a, b)
+    np.testing.assert_allclose(b, np.floor(a) + 0.5)
+
+
+def test_call_extern_in_tvm_argument_order():
+    src = ('def f(A: T.Buffer((16,), "float32")):\n'
+           '    T.evaluate(T.call_extern("fill", A.data, A.elem_offset, 16, dtype="int32"))\n')
+    f = parse(src)
+    call = f.body.value
+    assert call.dtype == "int32" and call.args[0].value == "fill"
+    assert str(call.args[2]) == "A[0:16]"
