@@ -30,6 +30,7 @@ from .op import (abs, all, any, call_extern, ceil, cos, erf, exp, exp2, floor, f
 from .te import (Tensor, compute, create_prim_func, max, min, placeholder, prod,
                  reduce_axis, sum)
 from .structural import assert_structural_equal, structural_equal, structural_hash
+from .fingerprint import fingerprint
 from .visitor import Mutator, Visitor, post_order_visit, substitute
 from .printer import to_text
 from .transform import lower

@@ -119,6 +119,10 @@ def assert_structural_equal(a, b) -> None:
 def structural_hash(x) -> int:
     """A hash consistent with :func:`structural_equal` (renaming-invariant).
 
+    Valid inside one process only: it is built on Python's ``hash``, which is salted
+    per process and may change between Python versions.  For anything persistent (a
+    file, a database, another process) use :func:`cuvil_tir.fingerprint`.
+
     Example::
 
         >>> import cuvil_tir as T

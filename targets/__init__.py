@@ -18,6 +18,7 @@ from .benchmark import BenchmarkResult
 from .module import Module
 from .memory import HOST_MEMORIES, Memory, check_memories
 from .build import build, lower_for
+from .keys import build_key, describe_target
 from . import cache
 from . import llvm  # noqa: F401 - registers the "llvm" kind
 from . import c  # noqa: F401 - registers the "c" kind
@@ -25,7 +26,8 @@ from . import cuda  # noqa: F401 - registers the "cuda" kind
 
 __all__ = ["ArgumentError", "BenchmarkResult", "CodegenError", "HOST_MEMORIES", "Memory",
            "Module", "Target", "check_memories",
-           "TargetError", "as_target", "build", "cache", "get_target_kind", "list_targets",
+           "TargetError", "as_target", "build", "build_key", "cache", "describe_target",
+           "get_target_kind", "list_targets",
            "lower_for", "register_target", "unregister_target"]
 
 

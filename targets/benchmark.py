@@ -13,6 +13,8 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from cuvil_tir.errors import ArgumentError
+
 
 def _fmt(seconds: float) -> str:
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
@@ -79,8 +81,8 @@ def time_calls(fn, repeat: int = 5, number: int | None = None, warmup: int = 1,
         (3, 10)
     """
     if repeat < 1 or (number is not None and number < 1) or warmup < 0:
-        raise ValueError(f"benchmark: expected repeat >= 1, number >= 1 and warmup >= 0, "
-                         f"got repeat={repeat}, number={number}, warmup={warmup}")
+        raise ArgumentError(f"benchmark: expected repeat >= 1, number >= 1 and warmup >= 0, "
+                            f"got repeat={repeat}, number={number}, warmup={warmup}")
     for _ in range(warmup):
         fn()
     clock = time.perf_counter

@@ -26,7 +26,7 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import Expr, FloatImm, IntImm, Ramp, Var, const
 from cuvil_tir.node import Node, field_names, same
-from cuvil_tir.stmt import Block, BlockRealize, For, LetStmt
+from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, For, LetStmt, Range
 from cuvil_tir.visitor import Mutator, substitute, used_vars
 
 from .. import tree
@@ -270,6 +270,15 @@ class _Rebind(Mutator):
             return type(st)(st.buffer, value, idx)
         buf, full = self._idx(st.buffer, idx)
         return type(st)(buf, value, full)
+
+    def visit_BufferRegion(self, r):
+        # an impl that calls the hardware (T.call_extern on regions of its params)
+        if id(r.buffer) not in self.binding:
+            return r
+        buf, lead, offs = self.binding[id(r.buffer)]
+        one = [Range(e, const(1, e.dtype)) for e in lead]
+        return BufferRegion(buf, tuple(one) + tuple(
+            Range(_offset(o, rg.min), rg.extent) for o, rg in zip(offs, r.region)))
 
 
 def instantiate(intrin: TensorIntrin, binding: dict) -> tuple:

@@ -1,7 +1,7 @@
 """The ``c`` target: portable C99 through the system C compiler, loaded with ctypes.
 
 Options: ``cc`` (the compiler command, default ``"cc"``), ``cflags`` (default
-``"-O3"``; ``-std=c99 -fPIC -shared -fwrapv`` are always added), ``openmp`` (default
+``"-O3"``; ``-std=c99 -fPIC -shared`` are always added), ``openmp`` (default
 ``True``: ``parallel`` loops become ``#pragma omp parallel for`` when the compiler
 supports ``-fopenmp``; without it, or with ``openmp=False``, they run serially).
 

@@ -1,13 +1,14 @@
 """The system C compiler: C source -> a loaded shared library, cached per process.
 
 ``compile_shared(source, cc, cflags, openmp)`` writes the source into this process's
-temporary directory, runs ``cc <cflags> -std=c99 -fPIC -shared -fwrapv [-fopenmp]``
+temporary directory, runs ``cc <cflags> -std=c99 -fPIC -shared [-fopenmp]``
 and loads the result with ctypes.  The same source, compiler and flags compile once per
 process (the library is keyed by a SHA-256 of all of them).  A compiler error is a
 :class:`~cuvil_tir.errors.CodegenError` quoting the failing line of the source; a
 missing compiler is a :class:`~cuvil_tir.errors.TargetError`.
 
-``-fwrapv`` is required: the IR's signed integer arithmetic wraps around.
+The printed C needs no flag for the IR's wrapping arithmetic (see
+:mod:`targets.cstyle.printer`).
 
 Example::
 
@@ -37,7 +38,7 @@ _OPENMP: dict[tuple, bool] = {}
 _DIR: list[str] = []
 
 #: flags every compile gets (after the user's ``cflags``)
-REQUIRED_FLAGS = ("-std=c99", "-fPIC", "-shared", "-fwrapv")
+REQUIRED_FLAGS = ("-std=c99", "-fPIC", "-shared")
 
 
 def _workdir() -> str:

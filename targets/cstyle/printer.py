@@ -32,9 +32,13 @@ attribute              meaning (default: portable C99)
 
 Vector expressions (``Ramp``, ``Broadcast``, vector loads and stores, from the llvm
 vectorizer or written by hand) are printed lane by lane: a vector store becomes a
-loop over ``cvl_lane``.  Signed integer arithmetic wraps (as in the IR): compile the
-output with ``-fwrapv`` or an equivalent; 8- and 16-bit results are cast back to their
-type after every operation.  Integer division by zero gives 0 and never traps.
+loop over ``cvl_lane``.  Integer arithmetic wraps, as in the IR, without compiler
+flags: ``+ - *`` on signed values computed from data (loads, scalar parameters, lets)
+go through the unsigned type (``(int32_t)((uint32_t)a * (uint32_t)b)``), 8- and 16-bit
+results are cast back after every operation; index arithmetic (loop variables, sizes
+and constants only, which lowering keeps in range) is printed plainly, so the C
+compiler may assume it does not overflow and vectorize (``-fwrapv`` costs up to 5x on
+a GEMM).  Integer division by zero gives 0 and never traps.
 
 Subclassing (CUDA C, accelerator C): set the attributes, and override the hooks
 where the dialect prints something differently:
@@ -76,7 +80,7 @@ from cuvil_tir import dtype as D
 from cuvil_tir import ops
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError, CuvilError
-from cuvil_tir.expr import Call, IntImm
+from cuvil_tir.expr import BufferLoad, Call, IntImm, Var
 from cuvil_tir.stmt import BufferRegion
 from cuvil_tir.visitor import post_order_visit
 
@@ -128,6 +132,8 @@ class CPrinter(CValues):
         self.lane: str | None = None      # set while printing one lane of a vector
         self.lets: dict[int, object] = {}  # Let variables, substituted where used
         self.in_parallel = False
+        self.index_vars: set[int] = set()   # loop and size variables (see is_index)
+        self.index_memo: dict = {}
 
     # entry -----------------------------------------------------------------------------
     def print_function(self, func, name: str | None = None) -> str:
@@ -181,6 +187,7 @@ class CPrinter(CValues):
                               f"{self.round_value(f'{v}_arg', p.dtype)};")
         for v in size_vars_of(func):
             name_v = self.bind(v)
+            self.index_vars.add(id(v))
             params.append(f"int64_t {name_v}_arg")
             self.emit(f"const {self.scalar_type(v.dtype)} {name_v} = "
                       f"({self.scalar_type(v.dtype)}){name_v}_arg;")
@@ -281,6 +288,7 @@ class CPrinter(CValues):
         if pragma and not nested:
             self.emit(pragma.format(extent=self.bare(s.extent)))
         v = self.bind(s.loop_var)
+        self.index_vars.add(id(s.loop_var))
         t = self.scalar_type(s.loop_var.dtype)
         lo = self.bare(s.min)
         end = self.bare(s.extent) if _is_zero(s.min) else f"{lo} + {self.expr(s.extent)}"
@@ -437,11 +445,11 @@ class CPrinter(CValues):
         kind = type(e).__name__
         dt = D.element(e.a.dtype)
         a, b = self.expr(e.a), self.expr(e.b)
+        if kind in ("Add", "Sub", "Mul") and D.is_integer(dt):
+            return self._int_arith(e, _INFIX[kind], a, b, dt)
         if kind in _INFIX:
             text = f"({a} {_INFIX[kind]} {b})"
-            if kind in ("Add", "Sub", "Mul"):
-                text = self.round_value(text, dt)
-            return text
+            return self.round_value(text, dt) if kind in ("Add", "Sub", "Mul") else text
         if kind == "Div" and D.is_float(dt):
             return self.round_value(f"({a} / {b})", dt)
         if kind == "Mod" and D.is_float(dt):
@@ -454,6 +462,28 @@ class CPrinter(CValues):
             return self.round_value(f"{name}({a}, {b})", dt) if D.is_float(dt) \
                 else f"{name}({a}, {b})"
         raise CodegenError(f"{self.lang} codegen: binary operator {kind} on {dt}")
+
+    def _int_arith(self, e, op: str, a: str, b: str, dt: str) -> str:
+        bits = D.bits(dt)
+        if bits < 32:   # promoted to int: cast back (unsigned 16-bit products via uint32)
+            if op == "*" and D.is_uint(dt):
+                a, b = f"(uint32_t){a}", f"(uint32_t){b}"
+            return self.round_value(f"({a} {op} {b})", dt)
+        if D.is_uint(dt) or self.is_index(e):
+            return f"({a} {op} {b})"
+        u = f"uint{bits}_t"
+        return f"(({self.scalar_type(dt)})(({u}){a} {op} ({u}){b}))"
+
+    def is_index(self, e) -> bool:
+        """True when ``e`` only combines loop variables, sizes and constants."""
+        key = id(e)
+        if key not in self.index_memo:
+            found = []
+            post_order_visit(e, lambda n: found.append(1) if isinstance(
+                n, (BufferLoad, Call)) or (isinstance(n, Var) and id(n) not in
+                                            self.index_vars) else None)
+            self.index_memo[key] = (not found, e)   # e kept alive: its id stays unique
+        return self.index_memo[key][0]
 
     def e_Not(self, e):
         return f"(!{self.expr(e.a)})"

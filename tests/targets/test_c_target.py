@@ -165,3 +165,17 @@ def test_subclass_changes_text_through_attributes():
     src = _Dialect().print_function(f, "k")
     assert 'extern "C" int32_t k(float *__restrict__ A)' in src
     assert "#pragma unroll 8" in src and "A[i] = __expf(A[i]);" in src
+
+
+def test_data_arithmetic_wraps_without_flags_and_index_arithmetic_is_plain():
+    A = T.placeholder((4, 8), "int32", name="A")
+    B = T.compute((4, 8), lambda i, j: A[i, j] * 3 + 1, name="B")
+    mod = targets.build(T.create_prim_func([A, B]), "c")
+    src = mod.get_source()
+    assert "-fwrapv" not in " ".join(targets.c.compiler.REQUIRED_FLAGS)
+    assert "((int32_t)((uint32_t)A[(i * 8) + j] * (uint32_t)3))" in src   # data: wraps
+    assert "B[(i * 8) + j] = " in src                                     # index: plain
+    a = np.full((4, 8), 2**31 - 1, "int32")
+    b = np.zeros((4, 8), "int32")
+    mod(a, b)
+    np.testing.assert_array_equal(b, a * np.int32(3) + np.int32(1))

@@ -1,0 +1,17 @@
+"""Accelerators described by data (``targets.accel``): banked memories, a DMA engine and
+intrinsics in one Python description, registered with ``targets.register_target``.
+
+See ``docs/accelerators.md`` and ``targets/accel/examples/toy_npu.py``.
+
+Example::
+
+    >>> from targets.accel import Memory
+    >>> Memory("npu.wgt", banks=4, bank_bytes=64 << 10, width_bits=128).banks
+    4
+"""
+
+from .description import DMA, Intrinsic, Memory
+from .errors import AccelLoweringError, AllocationError, DescriptionError
+
+__all__ = ["AccelLoweringError", "AllocationError", "DMA", "DescriptionError", "Intrinsic",
+           "Memory"]

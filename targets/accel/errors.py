@@ -1,0 +1,58 @@
+"""Errors of accelerator targets, each with its own code from the accel range.
+
+* :class:`DescriptionError` (CVL-E170): an :class:`~targets.accel.Accelerator`
+  description is inconsistent (raised when it is constructed);
+* :class:`AllocationError` (CVL-E171): the scratchpad placement at build time failed
+  (capacity, banks, a pinned bank);
+* :class:`AccelLoweringError` (CVL-E172): the scheduled function does not map onto the
+  accelerator (an operand in the wrong memory, a DMA that does not fit, a copy the DMA
+  cannot do).
+
+Example::
+
+    >>> DescriptionError("bad").code, AllocationError("x").code
+    ('CVL-E170', 'CVL-E171')
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.errors import CodegenError, LoweringError, TargetError
+
+
+class DescriptionError(TargetError):
+    """An accelerator description is inconsistent.
+
+    Example::
+
+        >>> isinstance(DescriptionError("x"), TargetError)
+        True
+    """
+
+    code = "CVL-E170"
+
+
+class AllocationError(CodegenError):
+    """No placement of the scratchpad buffers satisfies capacity and banks.
+
+    Example::
+
+        >>> AllocationError("x").code
+        'CVL-E171'
+    """
+
+    code = "CVL-E171"
+
+
+class AccelLoweringError(LoweringError):
+    """The scheduled function does not map onto the accelerator.
+
+    Example::
+
+        >>> AccelLoweringError("x").code
+        'CVL-E172'
+    """
+
+    code = "CVL-E172"
+
+
+__all__ = ["AccelLoweringError", "AllocationError", "DescriptionError"]

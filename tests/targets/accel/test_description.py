@@ -1,0 +1,56 @@
+"""Accelerator descriptions are validated when they are built."""
+
+import pytest
+
+import cuvil_tir as T
+from targets.accel import DMA, DescriptionError, Intrinsic, Memory
+from targets.accel.description import check_description
+
+
+def _desc():
+    A = T.decl_buffer((4,), "int32", "A")
+    return T.PrimFunc([A], T.BufferStore(A, A[0], (0,)))
+
+
+def test_memory_capacity_and_width():
+    m = Memory("npu.inp", banks=4, bank_bytes=1024, width_bits=128)
+    assert (m.capacity_bytes, m.width_bytes) == (4096, 16)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(scope="global"), "dotted name"),
+    (dict(banks=0), "banks must be a positive int"),
+    (dict(bank_bytes=100), "not a multiple of the access width"),
+    (dict(width_bits=12), "not a whole number of bytes"),
+])
+def test_memory_errors(kw, msg):
+    args = dict(scope="npu.x", banks=2, bank_bytes=1024, width_bits=128) | kw
+    with pytest.raises(DescriptionError, match=msg):
+        Memory(**args)
+
+
+def test_dma_cost_and_errors():
+    assert DMA(512, 40).cycles(rows=16, row_bytes=16) == 56
+    assert DMA(512, 40).cycles(rows=1, row_bytes=256) == 44
+    with pytest.raises(DescriptionError, match="latency_cycles must be an int >= 0"):
+        DMA(512, -1)
+
+
+def test_intrinsic_errors():
+    with pytest.raises(DescriptionError, match="operands must name each desc parameter"):
+        Intrinsic("x.i", _desc(), {"B": "npu.acc"}, "i", cycles=4)
+    with pytest.raises(DescriptionError, match="must return a positive int"):
+        Intrinsic("x.i", _desc(), {"A": "npu.acc"}, "i", cycles=lambda s: 0)
+    with pytest.raises(DescriptionError, match="unit 'load' is the DMA's"):
+        Intrinsic("x.i", _desc(), {"A": "npu.acc"}, "i", cycles=4, unit="load")
+    assert Intrinsic("x.i", _desc(), {"A": "npu.acc"}, "i", cycles=lambda s: s["A"][0]).cost() == 4
+
+
+def test_operand_in_unknown_memory():
+    it = Intrinsic("x.i", _desc(), {"A": "npu.accc"}, "i", cycles=4)
+    mems = [Memory("npu.acc", 2, 1024, 128)]
+    with pytest.raises(DescriptionError, match="operand 'A' is in memory 'npu.accc', which is "
+                                               "not one of its memories"):
+        check_description("npu", mems, DMA(64, 1), [it])
+    with pytest.raises(DescriptionError, match="declared twice"):
+        check_description("npu", mems + mems, DMA(64, 1), [])
