@@ -30,7 +30,6 @@ alone -- and reports which BLAS numpy runs (via threadpoolctl when installed).
 from __future__ import annotations
 
 import argparse
-import functools
 import importlib.util
 import json
 import os
