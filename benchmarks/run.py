@@ -30,6 +30,7 @@ alone -- and reports which BLAS numpy runs (via threadpoolctl when installed).
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import os
@@ -149,6 +150,7 @@ def measure_peak(repeat, target=None):
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def _blas_thread_setter():
     """OpenBLAS's ``*_set_num_threads`` of the library numpy loaded, or None.
 
