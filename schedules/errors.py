@@ -60,6 +60,17 @@ class ReductionLoopError(ScheduleError):
     """
 
 
+class LoopCarriedError(ReductionLoopError):
+    """Iterations of the loop touch the same memory (``B[i] = B[i - 1] + A[i]``), so
+    they cannot run in parallel or as vector lanes.
+
+    Example::
+
+        >>> LoopCarriedError("parallel: loop i carries a dependence").code
+        'CVL-E103'
+    """
+
+
 class NonConstantExtentError(ScheduleError):
     """The primitive needs a loop whose extent is a constant.
 
@@ -150,6 +161,6 @@ def schedule_error(cls, primitive: str, reason: str, func=None, node=None):
 
 
 __all__ = ["ScheduleError", "ScheduleArgumentError", "FactorError", "LoopNestError",
-           "ReductionLoopError", "NonConstantExtentError", "AnnotationError",
+           "ReductionLoopError", "LoopCarriedError", "NonConstantExtentError", "AnnotationError",
            "UnknownPrimitiveError", "DebugCheckError", "TraceError", "render_ir",
            "schedule_error"]

@@ -59,6 +59,13 @@ class Module:
     def __call__(self, *args) -> None:
         self._call(args)
 
+    def __getattr__(self, name):
+        # what only some runtimes have: an accelerator's mod.stats and mod.memory_map()
+        runtime = self.__dict__.get("runtime")
+        if name.startswith("_") or runtime is None:
+            raise AttributeError(name)
+        return getattr(runtime, name)
+
     @property
     def source_formats(self) -> tuple:
         """The formats ``get_source`` accepts (the first is the default)."""

@@ -28,6 +28,7 @@ from .. import tree
 from ..errors import LoopNestError, ScheduleError, schedule_error
 from ..handles import BlockRV
 from ..primitive import primitive
+from ..regions import simplify
 from .reduction import fresh_block_name, make_init_nest, resolve_loop, with_write_reads
 
 
@@ -257,8 +258,32 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize"):
                       tuple(relax_region(r, idom) for r in inner_blk.reads),
                       tuple(relax_region(w, idom) for w in writes),
                       tree.get(g, lpath), outer_init)
-    outer = BlockRealize(tuple(outer_vals), const(True), outer_blk)
+    outer = BlockRealize(tuple(outer_vals), _outer_predicate(realize.predicate, inner_loops),
+                         outer_blk)
     return tree.replace(g, lpath, outer), outer_name
+
+
+def _outer_predicate(pred, inner_loops):
+    """The guard the outer block needs under a non-dividing split: an outer instance
+    runs only if some inner iteration does.  A bound ``e < n`` whose inner loops have
+    non-negative coefficients holds for some inner iteration iff it holds with them at
+    0, so that is the outer guard (without it the outer iter var leaves its domain)."""
+    from cuvil_tir.expr import LE, LT
+    from .reduction import all_of, conjuncts
+    ids = {id(l.loop_var) for l in inner_loops}
+    zero = {l.loop_var: const(0, l.loop_var.dtype) for l in inner_loops}
+    kept = []
+    for c in conjuncts(pred):
+        used = {id(v) for v in used_vars(c)}
+        if not used & ids:
+            kept.append(c)
+            continue
+        lin = linear(c.a) if isinstance(c, (LT, LE)) else None
+        if lin is None or {id(v) for v in used_vars(c.b)} & ids:
+            continue
+        if all(k >= 0 for i, (_, k) in lin[0].items() if i in ids):
+            kept.append(simplify(substitute(c, zero)))
+    return all_of(kept)
 
 
 @primitive("blockize")

@@ -101,7 +101,13 @@ def refresh_reads(blk: Block, old_reads, removed) -> tuple:
     """
     out = [r for r in old_reads if r.buffer is not removed]
     written = [w.buffer for w in blk.writes]
-    found = access_regions(blk.body, exclude=written + [removed])
+    if tree.blocks_under(blk.body):
+        # a blockized outer block: its reads are its inner blocks' reads relaxed over
+        # the loops and iter vars inside it (never naming an inner variable)
+        found = [r for r in _nested_reads(blk.body, {})
+                 if r.buffer is not removed and all(r.buffer is not w for w in written)]
+    else:
+        found = access_regions(blk.body, exclude=written + [removed])
     if blk.init is not None:
         found += access_regions(blk.init, exclude=written + [removed])
     for r in found:
@@ -111,6 +117,22 @@ def refresh_reads(blk: Block, old_reads, removed) -> tuple:
         elif not tree_same(out[k], r):
             out[k] = union(out[k], r)
     return tuple(out)
+
+
+def _nested_reads(stmt, doms) -> list:
+    """The reads of the blocks directly inside ``stmt``, over the variables outside
+    it: bound through each realize and relaxed over the loops in between."""
+    from cuvil_tir.stmt import BlockRealize, For, Range, SeqStmt
+    from ..regions import bound_region, relax
+    if isinstance(stmt, BlockRealize):
+        return [relax(bound_region(stmt, r), doms) for r in stmt.block.reads]
+    if isinstance(stmt, For):
+        return _nested_reads(stmt.body, {**doms, stmt.loop_var: Range(stmt.min,
+                                                                     stmt.extent)})
+    if isinstance(stmt, SeqStmt):
+        return [r for s in stmt.seq for r in _nested_reads(s, doms)]
+    body = getattr(stmt, "body", None)
+    return _nested_reads(body, doms) if body is not None else []
 
 
 @primitive("compute_inline")

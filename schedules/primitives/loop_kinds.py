@@ -25,6 +25,8 @@ from .. import tree
 from ..analysis import const_int, loop_path, reduction_block, stmt_path
 from ..errors import (AnnotationError, NonConstantExtentError, ReductionLoopError,
                       ScheduleArgumentError, schedule_error)
+from ..dependence import carried_dependence
+from ..errors import LoopCarriedError
 from ..primitive import primitive
 
 
@@ -43,6 +45,13 @@ def _set_kind(func, loop, name: str, kind: str):
                                  f"carries the reduction of block {blk!r}: its iterations "
                                  "are not independent; use rfactor first, or pick a "
                                  "spatial loop", func, node)
+    if kind in ("parallel", "vectorized"):
+        why = carried_dependence(func, path)
+        if why is not None:
+            raise schedule_error(LoopCarriedError, name, f"{why}; {name} needs "
+                                 "independent iterations. Keep the loop serial, or "
+                                 "restructure the computation (e.g. a scan per tile)",
+                                 func, node)
     if kind == "vectorized" and const_int(node.extent) is None:
         raise schedule_error(NonConstantExtentError, name, f"loop {node.loop_var.name} "
                              f"has the symbolic extent {node.extent}; vectorize needs a "

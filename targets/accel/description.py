@@ -174,6 +174,10 @@ class Intrinsic:
                 raise DescriptionError(f"{owner}: align_bytes names {n!r}, which is not a "
                                        f"desc parameter ({names})")
             _positive_int(owner, f"align_bytes[{n!r}]", a)
+        for p in self.desc.params:
+            if len(p.shape) not in (1, 2) or not all(hasattr(d, "value") for d in p.shape):
+                raise DescriptionError(f"{owner}: operand {p.name!r} must be a 1-D or 2-D "
+                                       f"tile of constant shape, found {p.shape}")
         cost = self.cycles
         if not callable(cost) and (not isinstance(cost, int) or cost <= 0):
             raise DescriptionError(f"{owner}: cycles must be a positive int or a function "
@@ -187,6 +191,15 @@ class Intrinsic:
     def shapes(self) -> dict:
         """``{operand name: shape tuple}`` of the desc."""
         return {p.name: tuple(int(d.value) for d in p.shape) for p in self.desc.params}
+
+    def written(self) -> set:
+        """Names of the operands the desc stores to."""
+        from cuvil_tir.stmt import BufferStore
+        from cuvil_tir.visitor import post_order_visit
+        out = set()
+        post_order_visit(self.desc.body, lambda n: out.add(n.buffer.name)
+                         if isinstance(n, BufferStore) else None)
+        return out
 
     def cost(self) -> int:
         """Cycles of one call."""

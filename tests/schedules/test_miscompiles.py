@@ -160,3 +160,29 @@ def test_debug_mode_catches_reads_of_uninitialised_memory(dtype):
         with pytest.raises(T.LoweringError, match=r"read of uninitialised memory: "
                                                   r"buffer acc\[0\]"):
             T.interpret(f, a, b)
+
+
+def test_blockize_below_a_non_dividing_split_guards_the_outer_block():
+    X = T.placeholder((10,), name="X")
+    f = T.create_prim_func([X, T.compute((10,), lambda i: X[i] * 2.0, name="Y")])
+    sch = S.Schedule(f, debug=True)
+    _, _, inner = sch.split(sch.get_loops(sch.get_block("Y"))[0], [5, 1, 4])
+    sch.blockize(inner)
+    outer = sch.func.body.block.body.body.body
+    assert str(outer.predicate) == "i_0 * 4 + i_1 * 4 < 10"
+    x = np.arange(10, dtype="float32")
+    _agree(sch, [x, np.zeros(10, "float32")], 1, x * 2)
+
+
+def test_compute_inline_into_a_blockized_consumer_relaxes_the_outer_reads():
+    X = T.placeholder((4, 4), name="X")
+    A = T.compute((4, 4), lambda i, j: X[i, j] * 2.0, name="A")
+    f = T.create_prim_func([X, T.compute((4, 4), lambda i, j: A[i, j] + 1.0, name="B")])
+    sch = S.Schedule(f, debug=True)
+    sch.blockize(sch.get_loops(sch.get_block("B"))[1])
+    sch.compute_inline(sch.get_block("A"))
+    outer = sch.func.body.block.body.body.block
+    assert str(outer.reads[0]) == "X[v_i_o, 0:4]"
+    x = np.random.default_rng(2).standard_normal((4, 4)).astype("float32")
+    _agree(sch, [x, np.zeros((4, 4), "float32")], 1, x * 2 + 1)
+    verify_trace_roundtrip(sch, f)

@@ -49,6 +49,8 @@ def _apply_random(sch, data):
     blocks = [b for b in sch.get_child_blocks(sch.get_block("root"))]
     blk = data.draw(st.sampled_from(blocks), label="block")
     loops = sch.get_loops(blk)
+    if not loops:  # a blockized block's outer loops may all be gone
+        return
     op = data.draw(st.sampled_from(OPS), label="op")
     pick = lambda: data.draw(st.sampled_from(loops), label="loop")  # noqa: E731
     factor = lambda: data.draw(st.integers(1, 5), label="factor")  # noqa: E731

@@ -1,0 +1,216 @@
+"""``Accelerator``: a target kind built from a description (memories, DMA, intrinsics).
+
+Constructing one validates the description and registers each intrinsic as an
+``S.TensorIntrin`` (desc = what it computes, impl = one ``T.call_extern`` of its HAL
+function on the operand regions), so tensorize legality, C emission and the simulator
+all read the same description.  ``targets.register_target(npu)`` makes it buildable.
+
+Lowering (:meth:`Accelerator.lower_passes`): blocks are lowered, scratchpad buffers
+shrunk to their tiles and double-buffered where annotated
+(:mod:`~targets.accel.stage`), staged copies become DMA calls and intrinsic calls are
+checked (:mod:`~targets.accel.transfer`), dependency tokens inserted
+(:mod:`~targets.accel.tokens`), banks and offsets assigned
+(:mod:`~targets.accel.alloc`), then buffers are flattened.
+
+Example::
+
+    >>> from targets.accel.examples.toy_npu import toy_npu
+    >>> toy_npu.engines
+    ('load', 'store', 'gemm', 'vector')
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+from cuvil_tir.expr import IntImm
+from cuvil_tir.expr_build import const
+from cuvil_tir.function import PrimFunc
+from cuvil_tir.op import call_extern
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Evaluate
+from cuvil_tir.visitor import post_order_visit, substitute
+
+from ..memory import Memory as HostMemory
+from .alloc import Unit, memory_map_text, place
+from .description import check_description
+from .stage import check_no_host_access, compact_scratchpad
+from .tokens import accesses, insert_tokens
+from .transfer import dma_transfers, intrinsic_calls, row_strides
+
+
+def _impl(acc, it) -> PrimFunc:
+    regions = [BufferRegion.full(p) for p in it.desc.params]
+    written = it.written()
+    blk = Block("root", (), tuple(regions), tuple(r for r in regions if r.buffer.name in written),
+                Evaluate(call_extern("int32", acc.call_name(it), *regions)))
+    return PrimFunc(it.desc.params, BlockRealize((), const(True), blk))
+
+
+class Accelerator:
+    """An accelerator target kind (module doc); ``name`` is what ``targets.build`` takes.
+
+    Example::
+
+        >>> from targets.accel.examples.toy_npu import toy_npu
+        >>> [m.scope for m in toy_npu.memories]
+        ['global', 'npu.inp', 'npu.wgt', 'npu.acc']
+    """
+
+    options = {"cc": "cc", "cflags": "-O2", "pin_banks": None}
+
+    def __init__(self, name, memories, dma, intrinsics=(), doc: str = ""):
+        memories, intrinsics = list(memories), list(intrinsics)
+        check_description(name, memories, dma, intrinsics)
+        self.name, self.dma, self.doc = name, dma, doc
+        self.memories_only = tuple(memories)
+        self.memories = (HostMemory("global", None, "host memory"),) + self.memories_only
+        self.scopes = {m.scope: m for m in memories}
+        self.intrinsics = tuple(intrinsics)
+        self.hal = name.replace("-", "_").lower()
+        units = []
+        for it in intrinsics:
+            if it.unit not in units:
+                units.append(it.unit)
+        self.engines = ("load", "store", *units)
+        self.engine_of = {f"{self.hal}_dma_load": "load", f"{self.hal}_dma_store": "store"}
+        self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
+        from schedules.tensor_intrin import TensorIntrin
+        for it in intrinsics:
+            TensorIntrin.register(it.name, it.desc, _impl(self, it), override=True)
+        self.passes = self.lower_passes()
+
+    def __repr__(self):
+        return f"Accelerator({self.name!r})"
+
+    def call_name(self, it) -> str:
+        """The HAL function of intrinsic ``it``."""
+        return f"{self.hal}_{it.c_name}"
+
+    def intrinsic_of_call(self, name: str):
+        """The intrinsic whose HAL function is ``name``."""
+        return next(it for it in self.intrinsics if self.call_name(it) == name)
+
+    def lower_passes(self) -> list:
+        """The lowering pipeline of this accelerator (module doc)."""
+        from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
+        acc = self
+
+        def accel_stage(f):
+            return compact_scratchpad(f, set(acc.scopes))
+
+        def accel_dma(f):
+            return dma_transfers(f, acc)
+
+        def accel_intrinsics(f):
+            f = intrinsic_calls(f, acc)
+            check_no_host_access(f, set(acc.scopes), [it.name for it in acc.intrinsics])
+            return f
+
+        def accel_tokens(f):
+            return insert_tokens(f, acc)
+
+        def accel_allocate(f):
+            return allocate(f, acc)
+
+        return [lower_blocks, accel_stage, accel_dma, accel_intrinsics, accel_tokens,
+                accel_allocate, flatten_buffers, simplify, verify]
+
+    def codegen(self, func, target) -> str:
+        """C99 of a lowered function against ``<hal>_hal.h``."""
+        from .codegen import print_kernel
+        return print_kernel(self, func)
+
+    def runtime(self, source, target, signature):
+        """The kernel compiled with the simulator HAL, loaded with ctypes."""
+        from .runtime import SimulatorModule
+        return SimulatorModule(self, source, target, signature)
+
+
+def _steps(body, acc, double):
+    """``{buffer name: [(top step, engine, writes)]}`` and intrinsic operand groups."""
+    while not hasattr(body, "seq") and hasattr(body, "buffer") and hasattr(body, "body"):
+        body = body.body
+    tops = list(body.seq) if hasattr(body, "seq") else [body]
+    uses, groups = {}, []
+    for step, top in enumerate(tops):
+        found = []
+
+        def look(n, found=found):
+            if isinstance(n, Evaluate) and getattr(n.value, "op", None) == "call_extern" \
+                    and n.value.args[0].value in acc.engine_of:
+                found.append(n.value)
+
+        post_order_visit(top, look)
+        for call in found:
+            e = acc.engine_of[call.args[0].value]
+            acc_list = accesses(call, acc, double)
+            for buf, w, _ in acc_list:
+                uses.setdefault(buf.name, []).append((step, e, w))
+            if e not in ("load", "store"):
+                groups.append({b.name for b, _, _ in acc_list})
+    return uses, groups
+
+
+def allocate(func, acc):
+    """Assign (bank, offset) to every scratchpad buffer; the plan goes in attribute
+    ``accel.plan`` (JSON) and double-buffered tiles get their copy stride."""
+    from cuvil_tir.transform import PassContext
+    double = set(func.attr("accel.double_buffered", ()))
+    bufs = []
+
+    def look(n):
+        if type(n).__name__ == "Allocate" and n.buffer.scope in acc.scopes:
+            bufs.append(n.buffer)
+
+    post_order_visit(func.body, look)
+    uses, groups = _steps(func.body, acc, double)
+    target = PassContext.current().target
+    pins = dict((target.options.get("pin_banks") if target is not None else None) or {})
+    plans, warns, rebuf = {}, [], {}
+    for scope, mem in acc.scopes.items():
+        units = []
+        for b in bufs:
+            if b.scope != scope or b.name not in uses:
+                continue
+            u = uses[b.name]
+            size = b.nbytes_const() // (2 if b.name in double else 1)
+            size = -(-size // mem.width_bytes) * mem.width_bytes
+            partners = set().union(*[g for g in groups if b.name in g]) - {b.name}
+            units.append(Unit(b.name, size, 2 if b.name in double else 1,
+                              (min(s for s, _, _ in u), max(s for s, _, _ in u)),
+                              {e for _, e, _ in u}, partners))
+        plans[scope] = place(mem, units, pins)
+        for u in plans[scope]:
+            if u.conflicts:
+                warns.append(f"'{u.name}' shares a bank of '{scope}' with "
+                             f"{list(u.conflicts)} that another engine uses at the same "
+                             "time: nothing conflict-free fits (bank-conflict stalls follow)")
+    for w in warns:
+        warnings.warn(f"accelerator {acc.name}: {w}", stacklevel=2)
+    for b in bufs:
+        if b.name in double:
+            u = next(u for u in plans[b.scope] if u.name == b.name)
+            item = b.nbytes_const() // _numel(b)
+            rs = row_strides(b)
+            rebuf[b] = Buffer(b.shape, b.dtype, b.name,
+                              (IntImm((u.addrs[1] - u.addrs[0]) // item, "int32"),)
+                              + tuple(IntImm(s, "int32") for s in rs[1:]),
+                              b.scope, b.align)
+    body = substitute(func.body, {}, rebuf) if rebuf else func.body
+    plan = {s: [[u.name, list(u.addrs), u.size, list(u.life), sorted(u.engines),
+                 list(u.conflicts)] for u in us] for s, us in plans.items()}
+    text = memory_map_text(acc.memories_only, plans, warns)
+    out = func if body is func.body else func.with_body(body)
+    return out.with_attr("accel.plan", json.dumps(plan)).with_attr("accel.memory_map", text)
+
+
+def _numel(b) -> int:
+    n = 1
+    for d in b.shape:
+        n *= int(d.value)
+    return n
+
+
+__all__ = ["Accelerator", "allocate"]

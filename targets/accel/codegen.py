@@ -1,0 +1,66 @@
+"""Accelerator C: the C-family printer with the HAL header and fixed scratchpad
+addresses.
+
+The kernel is one C99 function; it includes ``<hal>_hal.h`` (which declares every call
+it makes), and each scratchpad buffer is a pointer at the address the allocator chose
+(``toy_npu_scratch(TOY_NPU_MEM_0) + 4096``).  The memory map is printed as a comment.
+
+Example::
+
+    >>> AccelPrinter.declare_externs
+    False
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..cstyle import CPrinter
+
+
+class AccelPrinter(CPrinter):
+    """C99 against an accelerator's HAL (module doc).
+
+    Example::
+
+        >>> AccelPrinter.lang
+        'accelerator C'
+    """
+
+    lang = "accelerator C"
+    declare_externs = False
+
+    def __init__(self, acc, plan):
+        super().__init__()
+        self.acc = acc
+        self.addr = {}
+        for k, m in enumerate(acc.memories_only):
+            for name, addrs, *_ in plan.get(m.scope, []):
+                self.addr[name] = (k, addrs[0])
+
+    def prelude(self) -> str:
+        return f'#include "{self.acc.hal}_hal.h"\n'
+
+    def print_allocate(self, s) -> None:
+        buf = s.buffer
+        if buf.name not in self.addr:
+            super().print_allocate(s)
+            return
+        mem, addr = self.addr[buf.name]
+        t = self.mem_type(buf.dtype)
+        name = self.bind(buf)
+        self.emit(f"{t} *{name} = ({t} *)({self.acc.hal}_scratch({self.acc.hal.upper()}"
+                  f"_MEM_{mem}) + {addr});")
+        self.print_stmt(s.body)
+
+
+def print_kernel(acc, func) -> str:
+    """The kernel's C source, the memory map as a leading comment."""
+    plan = json.loads(func.attr("accel.plan", "{}"))
+    text = AccelPrinter(acc, plan).print_function(func, func.name)
+    mm = func.attr("accel.memory_map", "").replace("*/", "* /")
+    return (f"/* memory map\n{mm}\n*/\n/* cuvil-accel-plan {json.dumps(plan)} */\n"
+            f"{text}")
+
+
+__all__ = ["AccelPrinter", "print_kernel"]

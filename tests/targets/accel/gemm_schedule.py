@@ -1,0 +1,43 @@
+"""The GEMM schedule the accelerator tests share (staging, tiles, tensorize)."""
+
+import cuvil_tir as T
+import schedules as S
+
+
+def gemm(n, m=None, k=None, in_dtype="int8", acc_dtype="int32"):
+    m, k = m or n, k or n
+    A = T.placeholder((n, k), in_dtype, name="A")
+    B = T.placeholder((k, m), in_dtype, name="B")
+    r = T.reduce_axis((0, k), name="k")
+    C = T.compute((n, m), lambda i, j: T.sum(T.cast(A[i, r], acc_dtype) *
+                                             T.cast(B[r, j], acc_dtype), axis=r), name="C")
+    return T.create_prim_func([A, B, C])
+
+
+def schedule_gemm(func, tile=64, t=16, gemm="toy.gemm_16x16x16_i8",
+                  zero="toy.zero_16x16_i32", scopes=("npu.inp", "npu.wgt", "npu.acc"),
+                  double=False):
+    sch = S.Schedule(func)
+    blk = sch.get_block("C")
+    a = sch.cache_read(blk, 0, scopes[0])
+    b = sch.cache_read(blk, 1, scopes[1])
+    c = sch.cache_write(blk, 0, scopes[2])
+    i, j, k = sch.get_loops(blk)
+    io, i1 = sch.split(i, [None, tile])
+    i2, ii = sch.split(i1, [None, t])
+    jo, j1 = sch.split(j, [None, tile])
+    j2, ji = sch.split(j1, [None, t])
+    ko, k1 = sch.split(k, [None, tile])
+    k2, ki = sch.split(k1, [None, t])
+    sch.reorder(io, jo, ko, i2, j2, k2, ii, ji, ki)
+    sch.compute_at(a, ko)
+    sch.compute_at(b, ko)
+    sch.reverse_compute_at(c, jo)
+    init = sch.decompose_reduction(blk, ko)
+    sch.tensorize(ii, gemm)
+    if zero:
+        sch.tensorize(sch.get_loops(init)[-2], zero)
+    if double:
+        sch.annotate(ko, "accel.double_buffer", 1)
+        sch.annotate(jo, "accel.double_buffer", 1)
+    return sch
