@@ -94,6 +94,8 @@ def _instrumented(args):
         instruments.append(timing)
     if args.dump_ir:
         instruments.append(transform.DumpIR(args.dump_ir))
+    if getattr(args, "dump_on_fail", None):
+        instruments.append(transform.DumpOnFail(args.dump_on_fail))
     if not instruments:
         yield
         return
@@ -226,6 +228,9 @@ def make_parser() -> argparse.ArgumentParser:
                         help="print a table of per-pass times to stderr")
         sp.add_argument("--dump-ir", metavar="DIR",
                         help="write the IR before/after every pass into DIR")
+        sp.add_argument("--dump-on-fail", metavar="DIR",
+                        help="when a pass or the code generator fails, write the IR it "
+                        "was given into DIR (the error names the file)")
 
     sp = sub.add_parser("show", help="parse, verify and pretty-print")
     common(sp)
@@ -252,7 +257,35 @@ def make_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--repeat", type=int, default=5)
     sp.set_defaults(fn=cmd_run)
+    sp = sub.add_parser("cache", help="the compile cache: info (location, entries, "
+                        "size) or clear")
+    sp.add_argument("action", choices=("info", "clear"))
+    sp.set_defaults(fn=cmd_cache)
     return p
+
+
+def cmd_cache(args) -> int:
+    """``cuvil cache info|clear``: where the compile cache is and what it holds.
+
+    Example::
+
+        >>> import os, tempfile
+        >>> os.environ["CUVIL_CACHE_DIR"] = tempfile.mkdtemp()
+        >>> cmd_cache(make_parser().parse_args(["cache", "clear"]))
+        removed 0 entries
+        0
+        >>> del os.environ["CUVIL_CACHE_DIR"]
+    """
+    import targets    # imported late: cuvil_tir itself never depends on the backends
+    if args.action == "clear":
+        print(f"removed {targets.cache.clear()} entries")
+        return 0
+    info = targets.cache.info()
+    state = "on" if info["enabled"] else "off (CUVIL_CACHE=0)"
+    print(f"directory: {info['directory']}\nstate:     {state}\n"
+          f"entries:   {info['entries']}\nsize:      {info['bytes'] / 1e6:.2f} MB of "
+          f"{info['max_bytes'] / 1e6:.0f} MB (CUVIL_CACHE_MAX_BYTES)")
+    return 0
 
 
 def main(argv=None) -> int:

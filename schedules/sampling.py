@@ -32,15 +32,45 @@ class Sampled:
 
     Example::
 
-        >>> isinstance(SampledInt(3), Sampled), SampledInt(3) + 1
+        >>> isinstance(SampledInt(3), Sampled), int(SampledInt(3) + 1)
         (True, 4)
     """
 
     __slots__ = ()
 
 
+_OPS = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__,
+        "floordiv": int.__floordiv__, "mod": int.__mod__}
+
+
+def derive(op: str, a, b):
+    """The int ``a <op> b`` that remembers it was computed from sampled values, so
+    the trace records the arithmetic and replay recomputes it from new decisions.
+
+    Example::
+
+        >>> d = derive("floordiv", SampledInt(8), 2)
+        >>> d, d.derivation
+        (4, ('floordiv', 8, 2))
+    """
+    out = DerivedInt(_OPS[op](int(a), int(b)))
+    out.derivation = (op, a, b)
+    return out
+
+
+def _arith(op: str, reflected: bool = False):
+    def method(self, other):
+        if isinstance(other, bool) or not isinstance(other, int):
+            return NotImplemented
+        return derive(op, other, self) if reflected else derive(op, self, other)
+    method.__name__ = f"__{'r' if reflected else ''}{op}__"
+    return method
+
+
 class SampledInt(Sampled, int):
-    """An int drawn by a sampling primitive.
+    """An int drawn by a sampling primitive.  Arithmetic with ints (``+ - * // %``)
+    gives a :class:`DerivedInt` that the trace records as the computation, not as a
+    constant (replaying with other decisions recomputes it).
 
     Example::
 
@@ -49,6 +79,24 @@ class SampledInt(Sampled, int):
     """
 
     __slots__ = ()
+
+    __add__, __radd__ = _arith("add"), _arith("add", True)
+    __sub__, __rsub__ = _arith("sub"), _arith("sub", True)
+    __mul__, __rmul__ = _arith("mul"), _arith("mul", True)
+    __floordiv__, __rfloordiv__ = _arith("floordiv"), _arith("floordiv", True)
+    __mod__, __rmod__ = _arith("mod"), _arith("mod", True)
+
+
+class DerivedInt(SampledInt):
+    """An int computed from sampled values; ``derivation`` is ``(op, a, b)``.
+
+    Example::
+
+        >>> (SampledInt(3) + 1).derivation[0]
+        'add'
+    """
+
+    # int subclasses cannot have non-empty __slots__: ``derivation`` lives in __dict__
 
 
 class SampledFloat(Sampled, float):

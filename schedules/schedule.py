@@ -33,7 +33,8 @@ from cuvil_tir.function import PrimFunc
 
 from . import primitives as _primitives  # noqa: F401  (registers every primitive)
 from .block_methods import BlockMethods
-from .errors import ScheduleArgumentError, UnknownPrimitiveError, schedule_error
+from .errors import (ScheduleArgumentError, TraceError, UnknownPrimitiveError,
+                     schedule_error)
 from .handles import BlockRV, LoopRV
 from .primitive import PRIMITIVES
 from .sampling import SAMPLERS, Sampled
@@ -137,6 +138,7 @@ class Schedule(BlockMethods):
                                  "registered (its module is not imported by "
                                  "schedules/primitives/__init__.py); registered: "
                                  f"{', '.join(sorted(PRIMITIVES))}")
+        self._check_own_loops(name, args)
         decision = kwargs.pop("decision", None) if sampler else None
         if sampler:
             rng_state = self._rng.getstate()
@@ -163,6 +165,16 @@ class Schedule(BlockMethods):
         self._func = new_func
         self._trace = self._trace.append(Instruction(name, inputs, attrs, outputs, decision))
         return result
+
+    def _check_own_loops(self, name, args):
+        # before the primitive: resolving a foreign loop in this function would
+        # misreport it as a loop a primitive replaced
+        for rv in flatten(args):
+            if isinstance(rv, LoopRV) and self._index_of(rv) is None:
+                raise schedule_error(TraceError, name, f"{rv!r} was not produced by this "
+                                     "schedule (it is a handle of another Schedule, or "
+                                     "was built by hand); get loop handles from this "
+                                     "schedule's get_loops or its primitives' results")
 
     def _index_of(self, rv):
         return self._index.get(_key(rv))

@@ -271,6 +271,11 @@ def encode(value, index_of, where: str):
     if isinstance(value, (BlockRV, LoopRV, Sampled)):
         idx = index_of(value)
         if idx is None:
+            derivation = getattr(value, "derivation", None)
+            if derivation is not None:
+                op, a, b = derivation
+                return {"derived": [op, encode(a, index_of, where),
+                                    encode(b, index_of, where)]}
             if isinstance(value, Sampled):
                 return _plain(value)
             if isinstance(value, BlockRV):  # blocks are named: replayable as is
@@ -320,6 +325,10 @@ def decode(value, values: dict, k: int):
                                      f"value {value['rv']}, which no earlier instruction "
                                      "produced")
             return values[value["rv"]]
+        if "derived" in value:
+            from .sampling import derive
+            op, a, b = value["derived"]
+            return derive(op, decode(a, values, k), decode(b, values, k))
         if "block" in value:
             from .handles import BlockRV
             return BlockRV(value["block"])
@@ -431,6 +440,10 @@ def _py(v, names) -> str:
         return names.get(v["rv"], f"v{v['rv']}")
     if isinstance(v, list):
         return "[" + ", ".join(_py(x, names) for x in v) + "]"
+    if isinstance(v, dict) and "derived" in v:
+        op, a, b = v["derived"]
+        sym = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}[op]
+        return f"({_py(a, names)} {sym} {_py(b, names)})"
     if isinstance(v, dict) and "index_map" in v:
         return "lambda " + ", ".join(v["index_map"]["params"]) + ": ..."
     return repr(v)

@@ -4,22 +4,23 @@ Run:  python tutorials/04_fast_matmul_cpu.py
 
 The recipe is the one every hand-tuned BLAS follows (GotoBLAS / BLIS):
 
-1. **Pack B into panels** ``Bp[jo, k, ji] = B[k, jo*16 + ji]``: the 16 columns a
+1. **Pack B into panels** ``Bp[jo, k, ji] = B[k, jo*NR + ji]``: the NR columns a
    micro-kernel reads become one contiguous stream (zero padded when N is not a
-   multiple of 16), so every B access is an aligned 8-wide vector load.  A is
-   packed the same way, ``Ap[io, k, ii] = A[io*6 + ii, k]``: the six values
-   broadcast per k step are adjacent (and zero padded when M is not a multiple of 6).
-2. **A register-blocked micro-kernel**: a 6 x 16 tile of C lives in twelve 8-wide
-   vector accumulators (of AVX2's sixteen) for the whole k loop.  ``set_scope(Cp, "local")`` plus
+   multiple of NR), so every B access is an aligned full-width vector load.  A is
+   packed the same way, ``Ap[io, k, ii] = A[io*MR + ii, k]``: the MR values
+   broadcast per k step are adjacent (and zero padded when M is not a multiple of MR).
+2. **A register-blocked micro-kernel**: an MR x NR tile of C (6 x 16 on AVX2, 12 x 32
+   on AVX-512: sized from the target's vector width and register count) lives in
+   vector accumulators for the whole k loop.  ``set_scope(Cp, "local")`` plus
    ``reverse_compute_at`` makes the tile a ``local`` buffer that the llvm target's
-   ``compact_local_buffers`` shrinks to 6 x 16 per tile; ``decompose_reduction``
-   zeroes it before the k loop; ``unroll`` of the 6 rows and ``vectorize`` of the 16
-   columns (two 8-wide halves) turn it into registers and FMA instructions
+   ``compact_local_buffers`` shrinks to MR x NR per tile; ``decompose_reduction``
+   zeroes it before the k loop; ``unroll`` of the MR rows and ``vectorize`` of the NR
+   columns (two full-width halves) turn it into registers and FMA instructions
    (``fmul`` + ``fadd`` contract into ``vfmadd231ps``: the llvm target's default
    ``fast_math="contract"``).
 3. **Parallel outer loops**: the panels of C (and of the packing) are split over the
    native thread pool.
-4. **Non-multiple sizes**: C is computed on the padded 16-column grid (``Cp``) and
+4. **Non-multiple sizes**: C is computed on the padded NR-column grid (``Cp``) and
    copied out with a tail guard, which the vectorizer turns into a vector fast path
    plus an unrolled scalar tail for the last panel only.
 
@@ -36,7 +37,17 @@ import cuvil_tir as T
 import schedules as S
 import targets
 
-MR, NR = 6, 16          # micro-kernel: 6 rows x 16 columns = 12 ymm accumulators
+from targets.llvm import cpu_info
+
+# The micro-kernel is sized for the CPU the target names (here: this machine), never
+# for a CPU assumed: two vectors of columns, and as many rows as the vector registers
+# allow (two accumulators per row, plus B's two vectors and A's broadcast): 6 x 16
+# with AVX2's sixteen 256-bit registers, 12 x 32 with AVX-512's thirty-two.
+TARGET = targets.Target("llvm")
+INFO = cpu_info(TARGET)
+LANES = INFO.lanes("float32")
+NR = 2 * LANES
+MR = max(1, min(12, (INFO.vector_registers - 4) // 2))
 
 
 def gemm_schedule(M: int, N: int, K: int, mr: int = MR, nr: int = NR) -> S.Schedule:
@@ -94,7 +105,7 @@ def numpy_time(a, b, repeat):
 def measure(M, N, K, repeat=5):
     sch = gemm_schedule(M, N, K)
     t0 = time.perf_counter()
-    mod = targets.build(sch, "llvm", name=f"gemm_{M}_{N}_{K}")
+    mod = targets.build(sch, TARGET, name=f"gemm_{M}_{N}_{K}")
     build_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K)).astype("float32")
@@ -120,13 +131,16 @@ def measure(M, N, K, repeat=5):
 
 
 if __name__ == "__main__":
-    print("== the schedule of a 64x64x64 GEMM (micro-kernel 6x16, A and B packed)")
+    print(f"== target: {INFO.name}, {INFO.vector_bits}-bit vectors ({LANES} float32 lanes), "
+          f"{INFO.vector_registers} vector registers -> micro-kernel {MR}x{NR}")
+    print(f"== the schedule of a 64x64x64 GEMM (micro-kernel {MR}x{NR}, A and B packed)")
     small = gemm_schedule(64, 64, 64)
     print(small.func)
     print("== the lowered inner kernel (after compaction, vectorization, unrolling)")
-    text = str(T.lower(small.func, "llvm"))
+    text = str(T.lower(small.func, TARGET))
     lines = text.splitlines()
-    start = next(n for n, line in enumerate(lines) if "Cp[T.Ramp(0, 1, 8)] = Cp[" in line) - 1
+    start = next((n - 1 for n, line in enumerate(lines)
+                  if f"Cp[T.Ramp(0, 1, {LANES})] = Cp[" in line), 0)
     print(textwrap.dedent("\n".join(lines[start:start + 14])))
     sizes = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (1000, 1000, 1000)]
     print("== fp32 GEMM, median of 5 interleaved runs, same process as numpy")

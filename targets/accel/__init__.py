@@ -10,8 +10,9 @@ Example::
     4
 """
 
+from .accelerator import Accelerator
 from .description import DMA, Intrinsic, Memory
 from .errors import AccelLoweringError, AllocationError, DescriptionError
 
-__all__ = ["AccelLoweringError", "AllocationError", "DMA", "DescriptionError", "Intrinsic",
+__all__ = ["AccelLoweringError", "Accelerator", "AllocationError", "DMA", "DescriptionError", "Intrinsic",
            "Memory"]

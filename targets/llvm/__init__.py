@@ -34,6 +34,7 @@ from cuvil_tir.transform.vectorize import vectorize_loops
 from ..memory import HOST_MEMORIES
 from ..registry import register_target
 from .codegen import codegen_llvm
+from .cpu import CPUInfo, check_cpu, cpu_info
 from .engine import host_features, process_triple, resolve_cpu
 from .runtime import LLVMRuntimeModule
 
@@ -62,7 +63,7 @@ def fast_math_flags(value) -> str:
 
 def host_vector_bits() -> int:
     """Width of the host's vector registers in bits (512 with AVX-512, 256 with AVX,
-    else 128): the chunk size of :func:`vectorize_loops` for this target.
+    else 128).
 
     Example::
 
@@ -75,15 +76,34 @@ def host_vector_bits() -> int:
     return 256 if "+avx" in feats else 128
 
 
+def target_vector_bits(target=None) -> int:
+    """Vector bits of the target being lowered for (``PassContext.current().target``
+    by default): its CPU's, never the host's unless the target is ``native`` or the
+    lowering is target-blind.
+
+    Example::
+
+        >>> import targets
+        >>> target_vector_bits(targets.Target("llvm", mcpu="x86-64"))
+        128
+    """
+    from cuvil_tir.transform import PassContext
+    target = PassContext.current().target if target is None else target
+    if target is None or isinstance(target, str) or not hasattr(target, "options"):
+        return host_vector_bits()
+    return cpu_info(target).vector_bits
+
+
 def vectorize_for_host(func):
-    """:func:`~cuvil_tir.transform.vectorize.vectorize_loops` at the host's width.
+    """:func:`~cuvil_tir.transform.vectorize.vectorize_loops` at the width of the
+    target in the pass context (:func:`target_vector_bits`).
 
     Example::
 
         >>> vectorize_for_host.pass_name
         'vectorize_loops'
     """
-    return vectorize_loops(func, host_vector_bits())
+    return vectorize_loops(func, target_vector_bits())
 
 
 vectorize_for_host.pass_name = "vectorize_loops"
@@ -122,7 +142,8 @@ class LLVMTargetKind:
 
     name = "llvm"
     passes = llvm_pipeline()
-    options = {"mcpu": "native", "mattr": "", "opt_level": 3, "fast_math": "contract"}
+    options = {"mcpu": "native", "mattr": "", "opt_level": 3, "fast_math": "contract",
+               "num_cores": 0, "l1d_kb": 0, "l2_kb": 0}
     memories = HOST_MEMORIES
 
     def describe(self, target) -> dict:
@@ -143,14 +164,15 @@ class LLVMTargetKind:
 
     def codegen(self, func, target) -> str:
         """LLVM IR text of a lowered function for ``target``."""
-        cpu, features = resolve_cpu(target)
+        cpu, features = check_cpu(target)
         return codegen_llvm(func, func.name, cpu=cpu, features=features,
+                            vector_bits=cpu_info(target).vector_bits,
                             fast_math=fast_math_flags(target.options.get("fast_math")),
                             triple=process_triple())
 
     def runtime(self, source: str, target, signature) -> LLVMRuntimeModule:
         """Compile ``source``; the result's ``raw`` runs the entry."""
-        return LLVMRuntimeModule(source, target, signature)
+        return _guard_host(LLVMRuntimeModule(source, target, signature), target)
 
     # the compile cache's protocol (targets.cache.builds) ----------------------------
 
@@ -169,7 +191,25 @@ class LLVMTargetKind:
 
     def load_artifact(self, blobs, source, target, signature) -> LLVMRuntimeModule:
         """A runtime module linked from cached object code (no LLVM compilation)."""
-        return LLVMRuntimeModule(source, target, signature, object_code=blobs["obj"])
+        return _guard_host(LLVMRuntimeModule(source, target, signature,
+                                             object_code=blobs["obj"]), target)
+
+
+def _guard_host(runtime, target):
+    """Code for wider vectors than this host has would die of SIGILL: such a module
+    still shows its sources, but calling it is a TargetError."""
+    bits = cpu_info(target).vector_bits
+    if bits > host_vector_bits():
+        name = target.options.get("mcpu")
+
+        def refuse(*args):
+            raise TargetError(f"llvm: this module was compiled for mcpu={name!r} "
+                              f"({bits}-bit vectors), which this host "
+                              f"({host_vector_bits()}-bit vectors) cannot run; read its "
+                              "code with get_source(), or build with mcpu='native' to "
+                              "run it here")
+        runtime.raw = refuse
+    return runtime
 
 
 LLVM = register_target(LLVMTargetKind())

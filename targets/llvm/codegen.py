@@ -130,8 +130,9 @@ class LLVMCodegen:
     """
 
     def __init__(self, func, name: str | None = None, cpu: str = "", features: str = "",
-                 fast_math: str = "", triple: str = ""):
+                 fast_math: str = "", triple: str = "", vector_bits: int = 0):
         self.func = func
+        self.vector_bits = vector_bits
         self.name = name or func.name
         self.cpu, self.features, self.triple = cpu, features, triple
         self.fm = (fast_math + " ") if fast_math else ""
@@ -145,7 +146,8 @@ class LLVMCodegen:
     def child(self) -> "LLVMCodegen":
         """A code generator for another function of the same module (shared
         declarations, metadata numbering and outlined-function list)."""
-        sub = LLVMCodegen(self.func, self.name, self.cpu, self.features, "", self.triple)
+        sub = LLVMCodegen(self.func, self.name, self.cpu, self.features, "", self.triple,
+                          self.vector_bits)
         sub.fm = self.fm
         sub.b.declarations = self.b.declarations
         sub.b.metadata = self.b.metadata
@@ -191,6 +193,11 @@ class LLVMCodegen:
             attrs.append(f'"target-cpu"="{self.cpu}"')
         if self.features:
             attrs.append(f'"target-features"="{self.features}"')
+        if self.vector_bits >= 512:
+            # LLVM splits 512-bit vectors on CPUs that "prefer" 256 bits unless told
+            # the function was written for them, as our vectorizer's chunks are
+            attrs.append(f'"min-legal-vector-width"="{self.vector_bits}"')
+            attrs.append(f'"prefer-vector-width"="{self.vector_bits}"')
         out.append(f"attributes #0 = {{ {' '.join(attrs)} }}")
         out.extend(b.metadata)
         return "\n".join(out) + "\n"

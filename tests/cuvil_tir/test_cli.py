@@ -218,3 +218,29 @@ def test_binary_input_file_is_a_parse_error(tmp_path):
     r = run_cli("show", str(p))
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "CVL-E108" in r.stderr and "is not UTF-8 text" in r.stderr
+
+
+def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
+    from cuvil_tir.cli import main
+    import cuvil_tir as T
+    import targets
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path))
+    A = T.placeholder((4,), name="A")
+    targets.build(T.create_prim_func([A, T.compute((4,), lambda i: A[i] + 1.0, name="B")]))
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert f"directory: {tmp_path}" in out and "entries:   1" in out and "state:     on" in out
+    assert main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out == "removed 1 entries\n"
+
+
+def test_dump_on_fail_flag(tmp_path, capsys):
+    from cuvil_tir.cli import main
+    src = tmp_path / "k.tir"
+    src.write_text('@T.prim_func\ndef k(A: T.Buffer((4,), "float32")):\n'
+                   '    for i in T.serial(4):\n        A[i] = A[i] + T.float32(1)\n')
+    code = main(["build", str(src), "--target", "llvm -mcpu=nosuchcpu",
+                 "--dump-on-fail", str(tmp_path / "dumps")])
+    err = capsys.readouterr().err
+    assert code == 1 and "LLVM cannot compile for mcpu='nosuchcpu'" in err
+    assert "was written to" in err and len(list((tmp_path / "dumps").iterdir())) == 1

@@ -182,3 +182,32 @@ def test_block_handle_built_by_name_is_recorded():
     assert json.loads(sch.trace.as_json())["insts"][0]["inputs"] == [{"block": "C"}]
     check_workload(sch, w)
     verify_trace_roundtrip(sch, w.func)
+
+
+def test_arithmetic_on_sampled_values_is_recorded_and_replayed_with_new_decisions():
+    A = T.placeholder((16,), name="A")
+    f = T.create_prim_func([A, T.compute((16,), lambda i: A[i] * 2.0, name="B")])
+    sch = S.Schedule(f)
+    i = sch.get_loops(sch.get_block("B"))[0]
+    t = sch.sample_perfect_tile(i, 2, decision=[4, 4])
+    _, inner = sch.split(i, [None, t[1] // 2 + 0 * t[0]])
+    assert "(v3 // 2)" in sch.trace.as_python()
+    assert '"derived": ["add"' in sch.trace.as_json()
+    (idx,) = list(sch.trace.decisions)
+    other = sch.trace.with_decisions({idx: [2, 8]}).apply(f)
+    loops = other.get_loops(other.get_block("B"))
+    extents = [tree.get(other.func, tree.find_loop(other.func, l.var)).extent.value
+               for l in loops]
+    assert extents == [4, 4]   # 8 // 2 from the new decision, not the recorded 2
+    assert S.Trace.from_json(other.trace.as_json()).apply(f).trace.as_json() == \
+        other.trace.as_json()
+
+
+def test_a_loop_handle_of_another_schedule_is_named_as_such():
+    A = T.placeholder((16,), name="A")
+    f = T.create_prim_func([A, T.compute((16,), lambda i: A[i] * 2.0, name="B")])
+    mine, theirs = S.Schedule(f), S.Schedule(f)
+    foreign = theirs.split(theirs.get_loops(theirs.get_block("B"))[0], [4, 4])[0]
+    with pytest.raises(S.ScheduleError, match=r"split: LoopRV\(i_0\) was not produced by "
+                                              r"this schedule"):
+        mine.split(foreign, [2, 2])

@@ -345,8 +345,8 @@ def _tutorial04():
 @pytest.mark.parametrize("shape", [(32, 48, 16), (37, 45, 19)])
 def test_tutorial_gemm_schedule_end_to_end(shape):
     M, N, K = shape
-    sch = _tutorial04().gemm_schedule(M, N, K)
-    mod = targets.build(sch, "llvm")
+    sch = _tutorial04().gemm_schedule(M, N, K, mr=6, nr=16)
+    mod = targets.build(sch, targets.Target("llvm", mcpu="haswell"))   # 8-lane vectors
     lowered = str(mod.get_source("tir"))
     assert 'T.allocate((96,), "float32", scope="local")' in lowered   # the 6 x 16 tile
     assert "alloca [96 x float]" in mod.get_source("ll")
@@ -407,3 +407,12 @@ def test_random_affine_accesses_match_numpy(extent, stride, offset, lo):
         s = a[x * stride + offset + 90]
         ref[x * 2] = s * 2 if s > 0 else a[x] + 1
     np.testing.assert_array_equal(b, ref)
+
+
+def test_tutorial_gemm_for_avx512_compiles_to_zmm_fmas_on_any_host():
+    sch = _tutorial04().gemm_schedule(48, 64, 32, mr=12, nr=32)
+    mod = targets.build(sch, targets.Target("llvm", mcpu="skylake-avx512"))
+    asm = mod.get_source("asm")
+    fmas = [line for line in asm.splitlines() if "vfmadd" in line]
+    assert fmas and all("zmm" in line for line in fmas)
+    assert "<16 x float>" in mod.get_source("ll")

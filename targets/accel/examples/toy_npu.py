@@ -27,8 +27,7 @@ from cuvil_tir.expr import Var
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, BufferStore, For, IterVar, Range
 
-from targets.accel import DMA, Intrinsic, Memory
-from targets.accel.accelerator import Accelerator
+from targets.accel import DMA, Accelerator, Intrinsic, Memory
 
 TILE = 16
 

@@ -1,10 +1,25 @@
-"""The GEMM schedule the accelerator tests share (staging, tiles, tensorize)."""
+"""An int8 GEMM and its schedule for an accelerator: stage A, B into the input and
+weight memories and C into the accumulator, tile, tensorize the inner 16x16x16 (or
+``t``) block and the accumulator's zeroing, and optionally double-buffer the staged
+tiles (``accel.double_buffer`` on the k-tile and output-tile loops).
+
+Example::
+
+    >>> import targets
+    >>> from targets.accel.examples.toy_npu import toy_npu
+    >>> _ = targets.register_target(toy_npu, replace=True)
+    >>> sch = schedule_gemm(gemm(64), double=True)
+    >>> mod = targets.build(sch, "toy-npu", name="gemm64")
+    >>> "toy_npu_gemm_16x16x16(" in mod.get_source("c")
+    True
+"""
 
 import cuvil_tir as T
 import schedules as S
 
 
 def gemm(n, m=None, k=None, in_dtype="int8", acc_dtype="int32"):
+    """``C[n, m] = sum_k A[n, k] * B[k, m]`` with products in ``acc_dtype``."""
     m, k = m or n, k or n
     A = T.placeholder((n, k), in_dtype, name="A")
     B = T.placeholder((k, m), in_dtype, name="B")
@@ -17,6 +32,7 @@ def gemm(n, m=None, k=None, in_dtype="int8", acc_dtype="int32"):
 def schedule_gemm(func, tile=64, t=16, gemm="toy.gemm_16x16x16_i8",
                   zero="toy.zero_16x16_i32", scopes=("npu.inp", "npu.wgt", "npu.acc"),
                   double=False):
+    """The schedule of the module doc (``tile``: the staged tile, ``t``: the intrinsic's)."""
     sch = S.Schedule(func)
     blk = sch.get_block("C")
     a = sch.cache_read(blk, 0, scopes[0])
