@@ -193,10 +193,13 @@ class GpuStmtCompiler(StmtCompiler):
         return super()._s_Evaluate(s)
 
     def _s_BufferStore(self, s):
-        if not (self.g.check and s.buffer.scope == "shared"):
+        if not self.g.check:
             return compile_store(self, s)
+        # races name whole statements, loads included
         self.stmt_text.append(to_text(s))
         try:
+            if s.buffer.scope != "shared":
+                return compile_store(self, s)
             return self._logged(s, compile_store(self, s), True)
         finally:
             self.stmt_text.pop()

@@ -56,6 +56,8 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
     sch.bind(bx, "blockIdx.x")
     sch.bind(ty, "threadIdx.y")
     sch.bind(tx, "threadIdx.x")
+    for loop in (ki, ti, tj):
+        sch.unroll(loop)            # the tm x tn accumulators stay in registers
     cl = sch.cache_write(blk, 0, "local")
     sch.reverse_compute_at(cl, bx)
     wi, wj = sch.get_loops(cl)[-2:]
@@ -76,6 +78,7 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
         _, t1, t0 = sch.split(fused, [None, bm // tm, bn // tn])
         sch.bind(t1, "threadIdx.y")
         sch.bind(t0, "threadIdx.x")
+    sch.decompose_reduction(blk, ko)    # zero the accumulators once, before the k loop
 
 
 def row_reduce(sch, block: str, threads: int = 128) -> None:

@@ -139,3 +139,12 @@ def test_dma_row_that_does_not_fit_the_width():
     with pytest.raises(AccelLoweringError, match="a row of 8 bytes .* does not fit its access "
                                                  "width of 16 bytes"):
         dma_transfers(T.PrimFunc([G], T.Allocate(S_, nest)), toy_npu)
+
+
+def test_pinned_bank_through_the_target():
+    target = targets.Target("toy-npu", pin_banks={"A_npu.inp": 2})
+    mod = targets.build(schedule_gemm(gemm(64)), target, name="pinned")
+    bank2 = mod.memory_map().split("npu.wgt")[0].split("bank 2:")[1].split("bank 3:")[0]
+    assert "A_npu.inp" in bank2
+    got, want = _run(mod, 64)
+    np.testing.assert_array_equal(got, want)
