@@ -16,7 +16,8 @@ threads busy-wait about 0.1 s after every call, and on a 2-core machine that spi
 thread would otherwise take a core from our next call.
 
 Also reported: the machine's fp32 peak, measured with a kernel built by our own
-backend (independent FMA chains in 8-wide vector registers, one chain set per
+backend (independent FMA chains in the target's widest vector registers: 8 floats
+on AVX2, 16 on AVX-512; one chain set per
 thread), so each GFLOP/s figure is also a fraction of peak; each kernel's build
 time; and the call overhead (argument checks + ctypes) of a one-element kernel.
 
@@ -99,11 +100,15 @@ def timed_build(sch, name, target="llvm"):
 
 # peak ------------------------------------------------------------------------------------
 
-def peak_kernel(threads: int, chains: int = 12, reps: int = 400000, lanes_n: int = 0):
-    """A lowered kernel: per thread, ``chains`` independent FMA chains as wide as the
-    target's widest float32 vectors (8 lanes with AVX2, 16 with AVX-512)."""
-    from targets.llvm import cpu_info
-    w = lanes_n or cpu_info(targets.Target("llvm")).lanes("float32")
+def peak_kernel(threads: int, lanes_per_vec: int, chains: int = 12, reps: int = 400000):
+    """A lowered kernel: per thread, ``chains`` independent FMA chains of
+    ``lanes_per_vec`` floats (the target's widest vector: 8 on AVX2, 16 on AVX-512).
+
+    >>> func, flops = peak_kernel(1, 16, chains=2, reps=10)
+    >>> func.params[1].shape[0].value, flops
+    (32, 640.0)
+    """
+    w = lanes_per_vec
     X = T.decl_buffer((w,), "float32", "X")
     O = T.decl_buffer((threads * chains * w,), "float32", "O")
     acc = T.decl_buffer((chains * w,), "float32", "acc", scope="local")
@@ -121,15 +126,22 @@ def peak_kernel(threads: int, chains: int = 12, reps: int = 400000, lanes_n: int
         lanes(v[4], v[5], lambda ix, l: BufferStore(
             O, acc[ix], (p * (chains * w) + ix,))))))
     flops = 2.0 * threads * chains * w * reps
-    return PrimFunc([X, O], body, {"global_symbol": "peak"}), flops, w
+    return PrimFunc([X, O], body, {"global_symbol": "peak"}), flops
 
 
-def measure_peak(repeat):
-    out = {}
+def measure_peak(repeat, target=None):
+    """fp32 peak of ``target`` in GFLOP/s, from FMA chains as wide as its vectors."""
+    from targets.llvm import cpu_info
+    target = target or targets.Target("llvm")
+    info = cpu_info(target)
+    w = info.lanes("float32")
+    # a chain per spare register keeps every FMA port busy (latency x throughput)
+    chains = max(4, min(12, info.vector_registers - 4))
+    out = {"lanes": w}
     for label, threads in (("1 thread", 1), ("all threads", os.cpu_count() or 1)):
-        func, flops, w = peak_kernel(threads)
-        mod, _ = timed_build(func, f"peak{threads}")
-        x, o = np.full(w, 0.999, "float32"), np.zeros(threads * 12 * w, "float32")
+        func, flops = peak_kernel(threads, w, chains)
+        mod, _ = timed_build(func, f"peak{threads}", target)
+        x, o = np.full(w, 0.999, "float32"), np.zeros(threads * chains * w, "float32")
         ts = []
         for _ in range(repeat):
             time.sleep(SETTLE_S)
@@ -137,8 +149,6 @@ def measure_peak(repeat):
         out[label] = flops / min(ts) / 1e9
     return out
 
-
-# workloads ---------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
 def _blas_thread_setter():
@@ -392,7 +402,8 @@ def measure_cache_build():
 
 def report(results, peak, overhead, info, cache=None):
     print(f"numpy {np.__version__}, BLAS: {info}")
-    print(f"fp32 peak (our FMA kernel): {peak['1 thread']:.1f} GFLOP/s on 1 thread, "
+    print(f"fp32 peak (our {peak['lanes']}-lane FMA kernel): "
+          f"{peak['1 thread']:.1f} GFLOP/s on 1 thread, "
           f"{peak['all threads']:.1f} GFLOP/s on {os.cpu_count()} threads")
     print(f"call overhead (1-element kernel, checks + ctypes): {overhead * 1e6:.2f} us")
     if cache is not None:
