@@ -20,7 +20,7 @@ from cuvil_tir import transform
 from cuvil_tir.function import PrimFunc
 
 from . import cache
-from .cache.builds import build_key, cacheable, entry_of, module_of
+from .cache.builds import cache_key, cacheable, entry_of, module_of
 from .memory import check_memories
 from .module import Module
 from .signature import Signature
@@ -79,7 +79,7 @@ def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
     check_memories(func, target)
     key = None
     if cache.enabled() and cacheable(kind):
-        key = build_key(func, target)
+        key = cache_key(func, target)
         blobs = cache.store().get(key)
         if blobs is not None:
             mod = module_of(blobs, func, target)
