@@ -16,7 +16,8 @@ threads busy-wait about 0.1 s after every call, and on a 2-core machine that spi
 thread would otherwise take a core from our next call.
 
 Also reported: the machine's fp32 peak, measured with a kernel built by our own
-backend (independent FMA chains in 8-wide vector registers, one chain set per
+backend (independent FMA chains in the target's widest vector registers: 8 floats
+on AVX2, 16 on AVX-512; one chain set per
 thread), so each GFLOP/s figure is also a fraction of peak; each kernel's build
 time; and the call overhead (argument checks + ctypes) of a one-element kernel.
 
@@ -99,34 +100,48 @@ def timed_build(sch, name, target="llvm"):
 
 # peak ------------------------------------------------------------------------------------
 
-def peak_kernel(threads: int, chains: int = 12, reps: int = 400000):
-    """A lowered kernel: per thread, ``chains`` independent 8-wide FMA chains."""
-    X = T.decl_buffer((8,), "float32", "X")
-    O = T.decl_buffer((threads * chains * 8,), "float32", "O")
-    acc = T.decl_buffer((chains * 8,), "float32", "acc", scope="local")
+def peak_kernel(threads: int, lanes_per_vec: int, chains: int = 12, reps: int = 400000):
+    """A lowered kernel: per thread, ``chains`` independent FMA chains of
+    ``lanes_per_vec`` floats (the target's widest vector: 8 on AVX2, 16 on AVX-512).
+
+    >>> func, flops = peak_kernel(1, 16, chains=2, reps=10)
+    >>> func.params[1].shape[0].value, flops
+    (32, 640.0)
+    """
+    w = lanes_per_vec
+    X = T.decl_buffer((w,), "float32", "X")
+    O = T.decl_buffer((threads * chains * w,), "float32", "O")
+    acc = T.decl_buffer((chains * w,), "float32", "acc", scope="local")
     p, r = T.var("p"), T.var("r")
     v = [T.var(n) for n in ("c0", "l0", "c1", "l1", "c2", "l2")]
 
     def lanes(c, l, store):
         return For(c, T.const(0), T.const(chains), "unrolled",
-                   For(l, T.const(0), T.const(8), "vectorized", store(c * 8 + l, l)))
+                   For(l, T.const(0), T.const(w), "vectorized", store(c * w + l, l)))
 
     body = For(p, T.const(0), T.const(threads), "parallel", Allocate(acc, seq(
         lanes(v[0], v[1], lambda ix, l: BufferStore(acc, X[l], (ix,))),
         For(r, T.const(0), T.const(reps), "serial", lanes(v[2], v[3], lambda ix, l: BufferStore(
             acc, T.fma(acc[ix], X[l], T.const(1e-7)), (ix,)))),
         lanes(v[4], v[5], lambda ix, l: BufferStore(
-            O, acc[ix], (p * (chains * 8) + ix,))))))
-    flops = 2.0 * threads * chains * 8 * reps
+            O, acc[ix], (p * (chains * w) + ix,))))))
+    flops = 2.0 * threads * chains * w * reps
     return PrimFunc([X, O], body, {"global_symbol": "peak"}), flops
 
 
-def measure_peak(repeat):
-    out = {}
+def measure_peak(repeat, target=None):
+    """fp32 peak of ``target`` in GFLOP/s, from FMA chains as wide as its vectors."""
+    from targets.llvm import cpu_info
+    target = target or targets.Target("llvm")
+    info = cpu_info(target)
+    w = info.lanes("float32")
+    # a chain per spare register keeps every FMA port busy (latency x throughput)
+    chains = max(4, min(12, info.vector_registers - 4))
+    out = {"lanes": w}
     for label, threads in (("1 thread", 1), ("all threads", os.cpu_count() or 1)):
-        func, flops = peak_kernel(threads)
-        mod, _ = timed_build(func, f"peak{threads}")
-        x, o = np.full(8, 0.999, "float32"), np.zeros(threads * 96, "float32")
+        func, flops = peak_kernel(threads, w, chains)
+        mod, _ = timed_build(func, f"peak{threads}", target)
+        x, o = np.full(w, 0.999, "float32"), np.zeros(threads * chains * w, "float32")
         ts = []
         for _ in range(repeat):
             time.sleep(SETTLE_S)
@@ -134,8 +149,6 @@ def measure_peak(repeat):
         out[label] = flops / min(ts) / 1e9
     return out
 
-
-# workloads ---------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
 def _blas_thread_setter():
@@ -359,11 +372,45 @@ def blas_info() -> str:
                 "installed: kernel type unknown)")
 
 
-def report(results, peak, overhead, info):
+_CACHE_CHILD = """
+import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location("t04", sys.argv[1])
+t04 = importlib.util.module_from_spec(spec); spec.loader.exec_module(t04)
+import targets
+sch = t04.gemm_schedule(1024, 1024, 1024)
+t0 = time.perf_counter(); mod = targets.build(sch, t04.TARGET, name="gemm")
+print(time.perf_counter() - t0, mod.from_cache)
+"""
+
+
+def measure_cache_build():
+    """Build tutorial 04's GEMM in two fresh processes sharing an empty compile
+    cache: ``(cold seconds, warm seconds, cache bytes)``."""
+    import tempfile
+    path = str(pathlib.Path(__file__).resolve().parent.parent / "tutorials" /
+               "04_fast_matmul_cpu.py")
+    with tempfile.TemporaryDirectory() as d:
+        env = {**os.environ, "CUVIL_CACHE_DIR": d, "CUVIL_CACHE": "1"}
+        times = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", _CACHE_CHILD, path], env=env,
+                                 capture_output=True, text=True, check=True).stdout.split()
+            times.append(float(out[0]))
+        size = sum(f.stat().st_size for f in pathlib.Path(d).rglob("*") if f.is_file())
+    return times[0], times[1], size
+
+
+def report(results, peak, overhead, info, cache=None):
     print(f"numpy {np.__version__}, BLAS: {info}")
-    print(f"fp32 peak (our FMA kernel): {peak['1 thread']:.1f} GFLOP/s on 1 thread, "
+    print(f"fp32 peak (our {peak['lanes']}-lane FMA kernel): "
+          f"{peak['1 thread']:.1f} GFLOP/s on 1 thread, "
           f"{peak['all threads']:.1f} GFLOP/s on {os.cpu_count()} threads")
     print(f"call overhead (1-element kernel, checks + ctypes): {overhead * 1e6:.2f} us")
+    if cache is not None:
+        cold, warm, size = cache
+        print(f"build of tutorial 04's GEMM 1024^3 in a new process: {cold * 1e3:.0f} ms "
+              f"cold, {warm * 1e3:.1f} ms from the compile cache ({cold / warm:.0f}x; "
+              f"entry {size / 1e3:.0f} kB)")
     print(f"{'workload':36s} {'cuvil':>16s} {'numpy':>16s} {'ratio':>6s} {'peak%':>6s} "
           f"{'spread (ours)':>20s} {'build':>7s}")
     for r in results:
@@ -410,7 +457,7 @@ def main(argv=None):
     results.append(bench_elementwise((1 << 22) if args.quick else (1 << 24), repeat, rng))
     results.append(bench_softmax(2048, 1024, repeat, rng))
     overhead = call_overhead(repeat)
-    report(results, peak, overhead, blas_info())
+    report(results, peak, overhead, blas_info(), measure_cache_build())
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(
             {"peak_gflops": peak, "call_overhead_s": overhead, "results": results,

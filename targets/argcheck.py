@@ -94,6 +94,17 @@ def _scalar_ok(value, dt: str):
     return float(value), None
 
 
+# A buffer whose sizes are all int32 is indexed in 32 bits: its last flat index must
+# fit, or the address arithmetic wraps and the kernel reads/writes out of bounds.
+_INT32_ELEMENTS = 1 << 31
+
+
+def _narrow(p) -> bool:
+    """Whether buffer parameter ``p`` is indexed in int32 (no int64 size)."""
+    return not p.shape or all(isinstance(d, int) or D.element(d.dtype) != "int64"
+                              for d in p.shape)
+
+
 def _kind_of(value) -> str:
     if isinstance(value, np.ndarray):
         return f"array of {value.dtype} with shape {_shape_str(value.shape)}"
@@ -135,6 +146,11 @@ class _Slow:
             want = eval(_py_expr(d, names), env)  # noqa: S307 - our own generated source
             if a.shape[k] != want:
                 self._shape_fail(p, a, bound)
+        for p in sig.buffers:
+            if args[p.index].size > _INT32_ELEMENTS and _narrow(p):
+                self.fail(p, f"{args[p.index].size} elements is more than 32-bit indexing "
+                             f"reaches (2**31); declare its sizes with "
+                             f"T.size_var(name, 'int64')")
         self._check_overlap(args)
         sizes = []
         for v in sig.size_vars:
@@ -265,6 +281,8 @@ def make_caller(sig: Signature, raw):
                     names[id(d)] = f"{s}[{k}]"
             else:
                 late.append((s, k, d))
+        if _narrow(p) and not all(isinstance(d, int) for d in p.shape):
+            steps.append(("cond", f"{a}.size <= {_INT32_ELEMENTS}"))
         flag = f"{f}.c_contiguous and {f}.aligned" + (f" and {f}.writeable" if p.writes else "")
         steps.append(("bind", f"{f} = {a}.flags"))
         steps.append(("cond", flag))

@@ -16,10 +16,11 @@ from __future__ import annotations
 import re
 
 from cuvil_tir.errors import CodegenError, TargetError
+from cuvil_tir import transform
 from cuvil_tir.function import PrimFunc
 
 from . import cache
-from .cache.builds import build_key, cacheable, entry_of, module_of
+from .cache.builds import cache_key, cacheable, entry_of, module_of
 from .memory import check_memories
 from .module import Module
 from .signature import Signature
@@ -37,39 +38,17 @@ def _as_func(func_or_sch) -> PrimFunc:
 
 
 def lower_for(func: PrimFunc, target) -> PrimFunc:
-    """``func`` after the lowering passes of ``target``'s kind.
-
-    A kind whose ``passes`` is ``None`` uses the default pipeline of
-    :func:`cuvil_tir.transform.lower`; otherwise its registered pipeline runs.
+    """``func`` after the lowering passes of ``target``'s kind: exactly
+    ``T.lower(func, target)`` (one pipeline registry, one ``PassContext(target=...)``).
 
     Example::
 
         >>> import cuvil_tir as T, targets
         >>> f = T.create_prim_func([T.placeholder((2,), name="X")])
-        >>> isinstance(lower_for(f, targets.Target("llvm")), T.PrimFunc)
+        >>> T.structural_equal(lower_for(f, "llvm"), T.lower(f, "llvm"))
         True
     """
-    from cuvil_tir import transform
-    target = as_target(target)
-    with transform.PassContext(target=target):
-        return _lower_in_context(func, target, transform)
-
-
-def _lower_in_context(func, target, transform) -> PrimFunc:
-    kind = target.kind_obj
-    passes = getattr(kind, "passes", None)
-    if passes is None:
-        out = transform.lower(func)
-    elif getattr(transform, "register_pipeline", None) is not None:
-        out = transform.lower(func, kind.name)
-    else:
-        out = func
-        for p in passes:
-            out = p(out)
-    if not isinstance(out, PrimFunc):
-        raise TargetError(f"build: lowering for target {target.kind!r} returned "
-                          f"{type(out).__name__}, expected a PrimFunc")
-    return out
+    return transform.lower(func, as_target(target))
 
 
 def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
@@ -100,7 +79,7 @@ def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
     check_memories(func, target)
     key = None
     if cache.enabled() and cacheable(kind):
-        key = build_key(func, target)
+        key = cache_key(func, target)
         blobs = cache.store().get(key)
         if blobs is not None:
             mod = module_of(blobs, func, target)

@@ -36,7 +36,7 @@ import json
 import llvmlite
 import llvmlite.binding as llvm
 
-from cuvil_tir import __version__ as cuvil_version
+import cuvil_tir
 from cuvil_tir.errors import TargetError
 from cuvil_tir.fingerprint import fingerprint
 
@@ -77,7 +77,7 @@ def tool_versions() -> dict:
         >>> sorted(tool_versions())
         ['cuvil', 'llvm', 'llvmlite']
     """
-    return {"cuvil": cuvil_version,
+    return {"cuvil": cuvil_tir.__version__,
             "llvm": ".".join(str(v) for v in llvm.llvm_version_info),
             "llvmlite": llvmlite.__version__}
 

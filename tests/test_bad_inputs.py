@@ -215,6 +215,32 @@ CATALOGUE = [
         r"a target named 'llvm' is already registered; pass replace=True"),
     Mistake("lower for an unknown kind", lambda: T.lower(_add_one(), "nosuchkind"),
             T.CuvilError, "", r"nosuchkind"),
+    Mistake("CPU name LLVM does not know", lambda: targets.build(
+        _add_one(), "llvm -mcpu=nosuchcpu"), TE, "CVL-E106",
+        r"LLVM cannot compile for mcpu='nosuchcpu'.*not a recognized processor"),
+    Mistake("an Arm CPU on x86", lambda: targets.build(_add_one(), "llvm -mcpu=cortex-a53"),
+            TE, "CVL-E106", r"LLVM cannot compile for mcpu='cortex-a53'"),
+    Mistake("bad flag for the C compiler", lambda: targets.build(
+        _add_one(), targets.Target("c", cflags="-Onope")), CE, "CVL-E105",
+        r"c: the C compiler 'cc' failed on the generated source"),
+    Mistake("scope name typo", lambda: (lambda s: (s.cache_read(
+        s.get_block("B"), 0, "no_such_scope"), targets.build(s)))(S.Schedule(_add_one())),
+        CE, "CVL-E105", r"buffer 'A_no_such_scope' is in scope 'no_such_scope', which "
+                        r"target 'llvm' has no memory for; its memories are: global, local"),
+    Mistake("GPU shared memory on a CPU target", lambda: (lambda s: (s.cache_read(
+        s.get_block("B"), 0, "shared"), targets.build(s)))(S.Schedule(_add_one())), CE,
+        "CVL-E105", r"scope 'shared', which target 'llvm' has no memory for"),
+    Mistake("shape past 32-bit indexing", lambda: targets.build(T.create_prim_func(
+        [T.placeholder((1 << 20, 1 << 20), name="A")])), T.LoweringError, "CVL-E104",
+        r"has 1099511627776 elements, more than 32-bit indexing reaches"),
+    # -- literals and constants -------------------------------------------------------
+    Mistake("int8 constant out of range", lambda: T.const(300, "int8"), DT, "CVL-E101",
+            r"the integer 300 does not fit int8 \(range -128..127\)"),
+    Mistake("literal too big for the other operand", lambda: T.placeholder(
+        (4,), "int8", name="A")[0] + 300, DT, "CVL-E101",
+        r"the literal 300 does not fit int8, the dtype of the other operand"),
+    Mistake("integer division by the constant zero", lambda: T.const(4) // T.const(0),
+            T.LoweringError, "CVL-E104", r"integer division by zero in 4 // 0"),
     # -- the interpreter -------------------------------------------------------------------
     Mistake("interpret with too few arrays", lambda: T.interpret(_add_one(), _f32(8)), SH,
             "CVL-E102", r"main takes 2 argument\(s\) \(A, B\), found 1"),
@@ -237,7 +263,7 @@ def test_mistake_is_a_coded_error_with_a_helpful_message(m):
 
 
 def test_catalogue_is_large_and_names_are_unique():
-    assert len(CATALOGUE) >= 55
+    assert len(CATALOGUE) >= 60
     assert len({m.what for m in CATALOGUE}) == len(CATALOGUE)
 
 

@@ -62,6 +62,17 @@ def flat_numel(buf: Buffer, ana: Analyzer) -> Expr:
         if all(isinstance(ana.simplify(x), IntImm) for x in sizes):
             return IntImm(max(ana.simplify(x).value for x in sizes), dt)
         return ana.simplify(sizes[0])   # outermost dimension spans the others
+    if dt == "int32" and all(isinstance(s, IntImm) for s in buf.shape):
+        total = 1
+        for s in buf.shape:
+            total *= s.value
+        if total > 1 << 31:
+            # its flat indices would wrap in int32 (a (2**20, 2**20) buffer became extent 0)
+            shape = ", ".join(f"T.int64({s.value})" for s in buf.shape)
+            raise LoweringError(
+                f"buffer '{buf.name}' of shape {tuple(s.value for s in buf.shape)} has "
+                f"{total} elements, more than 32-bit indexing reaches (2**31); declare "
+                f"its shape with int64 sizes, e.g. ({shape})")
     n = cast(buf.shape[0], dt)
     for s in buf.shape[1:]:
         n = n * cast(s, dt)

@@ -1,7 +1,14 @@
-"""Pipelines: the default pass list, the per-target registry, and ``lower``.
+"""Pipelines: the default pass list, THE registry of pipelines by target kind, ``lower``.
 
-Backends (the ``targets`` package, which ``cuvil_tir`` never imports) register their
-pass list by target kind name; ``lower(func, target)`` runs the right one.
+There is one registry, and it lives here: ``targets.register_target`` writes each
+kind's pipeline into it (and ``unregister_target`` removes it), so
+``T.lower(f, target)`` and ``targets.build(f, target)`` run exactly the same passes
+under the same ``PassContext(target=...)``.  ``cuvil_tir`` never imports ``targets``:
+a kind string such as ``"llvm -mcpu=haswell"`` becomes a ``Target`` object through the
+resolver that ``targets`` installs with :func:`set_target_resolver`.
+
+A registered pipeline is a function ``pipeline(target) -> passes`` called at each
+lowering (so a pass list may depend on the target's options) or a fixed list.
 
 Example::
 
@@ -20,7 +27,9 @@ from .pass_manager import PassContext, PassManager, pass_name  # noqa: F401 - th
 from .simplify import simplify
 from .verify import verify
 
-_PIPELINES: dict[str, tuple | None] = {}
+# kind name -> pipeline(target) -> list of passes
+_PIPELINES: dict = {}
+_RESOLVER = [None]
 
 
 def default_pipeline() -> list:
@@ -34,8 +43,23 @@ def default_pipeline() -> list:
     return [lower_blocks, flatten_buffers, simplify, verify]
 
 
-def register_pipeline(target_kind: str, passes) -> None:
-    """Register the pass list of a target kind (``None``: the default pipeline).
+def _checked(kind: str, passes) -> list:
+    if passes is None:
+        return default_pipeline()
+    if isinstance(passes, (str, bytes)) or not hasattr(passes, "__iter__"):
+        raise LoweringError(f"pipeline of target kind {kind!r}: expected a list of passes, "
+                            f"found {type(passes).__name__}")
+    passes = list(passes)
+    for p in passes:
+        if not callable(p):
+            raise LoweringError(f"pipeline of target kind {kind!r}: pass {p!r} is not "
+                                "callable (a pass is PrimFunc -> PrimFunc)")
+    return passes
+
+
+def register_pipeline(target_kind: str, passes=None, *, pipeline=None) -> None:
+    """Register the pipeline of a target kind: a fixed list ``passes`` (``None``: the
+    default pipeline), or ``pipeline(target) -> passes`` called at each lowering.
     Registering a kind again replaces its pipeline.
 
     Example::
@@ -43,17 +67,35 @@ def register_pipeline(target_kind: str, passes) -> None:
         >>> register_pipeline("doc-kind", [lower_blocks])
         >>> [pass_name(p) for p in get_pipeline("doc-kind")]
         ['lower_blocks']
+        >>> register_pipeline("doc-kind", pipeline=lambda target: [simplify])
+        >>> [pass_name(p) for p in get_pipeline("doc-kind")]
+        ['simplify']
+        >>> unregister_pipeline("doc-kind")
     """
     if not isinstance(target_kind, str) or not target_kind:
         raise LoweringError(f"register_pipeline: expected a target kind name, found "
                             f"{target_kind!r}")
-    if passes is not None:
-        passes = tuple(passes)
-        for p in passes:
-            if not callable(p):
-                raise LoweringError(f"register_pipeline({target_kind!r}): pass {p!r} is "
-                                    "not callable (a pass is PrimFunc -> PrimFunc)")
-    _PIPELINES[target_kind] = passes
+    if pipeline is not None:
+        if passes is not None or not callable(pipeline):
+            raise LoweringError(f"register_pipeline({target_kind!r}): give either a list "
+                                "of passes or a callable pipeline(target) -> passes")
+        _PIPELINES[target_kind] = pipeline
+        return
+    fixed = tuple(_checked(target_kind, passes))
+    _PIPELINES[target_kind] = lambda target: list(fixed)
+
+
+def unregister_pipeline(target_kind: str) -> None:
+    """Forget a kind's pipeline (``targets.unregister_target`` calls it); a kind that
+    has none is ignored.
+
+    Example::
+
+        >>> register_pipeline("doc-gone", None); unregister_pipeline("doc-gone")
+        >>> "doc-gone" in registered_kinds()
+        False
+    """
+    _PIPELINES.pop(target_kind, None)
 
 
 def registered_kinds() -> list:
@@ -67,22 +109,47 @@ def registered_kinds() -> list:
     return sorted(_PIPELINES)
 
 
-def _by_kind(kind: str) -> list:
-    if kind not in _PIPELINES:
-        known = ", ".join(registered_kinds()) or "(none)"
-        raise LoweringError(f"lower: no pipeline registered for target kind {kind!r}; "
-                            f"registered kinds: {known}. Register one with "
-                            "T.transform.register_pipeline(kind, passes), or pass "
-                            "target=None for the default pipeline")
-    passes = _PIPELINES[kind]
-    return default_pipeline() if passes is None else list(passes)
+def set_target_resolver(resolver) -> None:
+    """Install ``resolver(text) -> target or None``: how a kind string given to
+    :func:`lower` becomes a target object (``None``: not a kind the resolver knows; the
+    string is then used as a bare kind name).  ``targets`` installs ``as_target``.
+
+    Example::
+
+        >>> set_target_resolver(_RESOLVER[0])  # re-installing the current one is harmless
+    """
+    if resolver is not None and not callable(resolver):
+        raise LoweringError(f"set_target_resolver: expected a callable, found {resolver!r}")
+    _RESOLVER[0] = resolver
+
+
+def resolve_target(target):
+    """``target`` with a kind string turned into a target object by the installed
+    resolver; anything else is returned unchanged.
+
+    Example::
+
+        >>> resolve_target(None) is None
+        True
+    """
+    if isinstance(target, str) and _RESOLVER[0] is not None:
+        resolved = _RESOLVER[0](target)
+        if resolved is not None:
+            return resolved
+    return target
+
+
+def _kind_name(target):
+    if isinstance(target, str):
+        return target.split()[0] if target.split() else target
+    kind = getattr(target, "kind", None)
+    return kind if isinstance(kind, str) else getattr(kind, "name", None)
 
 
 def get_pipeline(target=None) -> list:
-    """The pass list for ``target``: None -> default; a kind name -> its registered
-    pipeline; an object with non-None ``.passes`` -> those; an object with ``.kind``
-    (a Target) -> the pipeline of that kind (the default when the kind's own
-    ``passes`` is None and nothing is registered).
+    """The pass list for ``target``: ``None`` -> the default pipeline; a kind string or
+    a target object (anything with ``.kind``) -> the pipeline registered for that kind,
+    called with the target; an object with only ``.passes`` -> those passes.
 
     Example::
 
@@ -91,23 +158,21 @@ def get_pipeline(target=None) -> list:
     """
     if target is None:
         return default_pipeline()
-    if isinstance(target, str):
-        return _by_kind(target)
-    passes = getattr(target, "passes", None)
-    if passes is not None:
-        return list(passes)
-    kind = getattr(target, "kind", None)
-    if kind is not None:
-        name = kind if isinstance(kind, str) else getattr(kind, "name", None)
-        if isinstance(name, str) and name in _PIPELINES:
-            return _by_kind(name)
-        kind_obj = getattr(target, "kind_obj", kind)
-        if getattr(kind_obj, "passes", "missing") is None:
-            return default_pipeline()
-        if isinstance(name, str):
-            return _by_kind(name)
-    raise LoweringError(f"lower: expected a target (None, a kind name, a Target or an "
-                        f"object with .passes), found {target!r}")
+    name = _kind_name(target)
+    if name is None:
+        passes = getattr(target, "passes", None)
+        if passes is not None:
+            return _checked(type(target).__name__, passes)
+        raise LoweringError(f"lower: expected a target (None, a kind name, a Target or an "
+                            f"object with .passes), found {target!r}")
+    if name not in _PIPELINES:
+        known = ", ".join(registered_kinds()) or "(none)"
+        raise LoweringError(f"lower: no pipeline registered for target kind {name!r}; "
+                            f"registered kinds: {known}. Register the kind with "
+                            "targets.register_target(kind), or its passes with "
+                            "T.transform.register_pipeline(kind, passes), or pass "
+                            "target=None for the default pipeline")
+    return _checked(name, _PIPELINES[name](resolve_target(target)))
 
 
 def lower(func_or_sch, target=None) -> PrimFunc:
@@ -132,7 +197,9 @@ def lower(func_or_sch, target=None) -> PrimFunc:
         if not isinstance(func, PrimFunc):
             raise LoweringError(f"lower: expected a PrimFunc or a Schedule (an object "
                                 f"with .func), found {type(func_or_sch).__name__}")
-    # a kind name carries no options; an enclosing context (targets.build) may hold
-    # the full Target, which the nested context then inherits
+    # the passes see the same target object targets.build gives them: a kind string is
+    # resolved first (a bare name nobody resolves leaves the context's target unset,
+    # inheriting an enclosing one)
+    target = resolve_target(target)
     with PassContext(target=None if isinstance(target, str) else target):
         return PassManager(get_pipeline(target)).run(func)

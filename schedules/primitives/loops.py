@@ -43,6 +43,23 @@ def _loop(func, rv, name):
     return path, tree.get(func, path)
 
 
+def _check_plain(node, prim, func):
+    """Refuse to replace a loop whose kind, thread binding or annotations the new
+    loops would silently lose."""
+    lost = []
+    if node.kind == "thread_binding" or node.thread_tag:
+        lost.append(f"its binding to {node.thread_tag}")
+    elif node.kind != "serial":
+        lost.append(f"its kind {node.kind!r}")
+    if node.annotations:
+        lost.append(f"its annotations {[k for k, _ in node.annotations]}")
+    if lost:
+        raise schedule_error(LoopNestError, prim, f"loop {node.loop_var.name} would lose "
+                             f"{' and '.join(lost)}: {prim} makes new serial loops. "
+                             f"Apply {prim} first, then bind/parallelize/annotate the new "
+                             "loops", func, node)
+
+
 def _factor_value(f, k, factors):
     """A factor as a Python int (or None); refuses anything else."""
     if f is None:
@@ -102,6 +119,7 @@ def split(func, loop, factors):
         'i_0 * 4 + i_1'
     """
     path, node = _loop(func, loop, "split")
+    _check_plain(node, "split", func)
     if not isinstance(factors, (list, tuple)) or len(factors) < 2:
         raise schedule_error(FactorError, "split", "expected a list of at least 2 "
                              f"factors, got {factors!r}", func, node)
@@ -173,9 +191,11 @@ def fuse(func, *loops):
         raise schedule_error(ScheduleArgumentError, "fuse",
                              f"expected at least 2 loops, got {len(loops)}")
     path, outer = _loop(func, loops[0], "fuse")
+    _check_plain(outer, "fuse", func)
     chain = [outer]
     for rv in loops[1:]:
         _, node = _loop(func, rv, "fuse")
+        _check_plain(node, "fuse", func)
         if any(node is c for c in chain):
             raise schedule_error(LoopNestError, "fuse", f"loop {node.loop_var.name} is "
                                  "given twice", func, node)

@@ -1,11 +1,11 @@
 """Build results in the cache: the key of a build, and a ``Module`` from an entry.
 
 The key is taken *before* lowering, so that a hit skips the lowering passes as well
-as the native compiler: SHA-256 over the function's fingerprint (which covers the
-schedule, since a schedule is a function), the target with every option, the target
-kind's own identity of its tool chain (``kind.cache_identity(target)``: for ``llvm``
-the resolved CPU name and features and LLVM's version, for ``c`` the compiler's
-version line), the pass context's options, Cuvil's version and the entry format.
+as the native compiler: SHA-256 over :func:`targets.build_key` of the unlowered
+function (its fingerprint, which covers the schedule, since a schedule is a function;
+the resolved target; Cuvil's and LLVM's versions), the symbol, the target kind's own
+identity of its tool chain (``kind.cache_identity(target)``: for ``c`` the compiler's
+version line), the pass context's options and the entry format.
 
 A target kind takes part by providing three methods; a kind without them is simply
 never cached:
@@ -18,7 +18,7 @@ Example::
 
     >>> import cuvil_tir as T, targets
     >>> f = T.create_prim_func([T.placeholder((2,), name="X")]).with_attr("global_symbol", "f")
-    >>> len(build_key(f, targets.Target("llvm")))
+    >>> len(cache_key(f, targets.Target("llvm")))
     64
 """
 
@@ -36,36 +36,26 @@ from ..signature import Signature
 FORMAT = 1
 
 
-def _fingerprint(func) -> str:
-    import cuvil_tir as T
-    fp = getattr(T, "fingerprint", None)
-    if fp is not None:
-        return fp(func)
-    return hashlib.sha256(to_text(func).encode()).hexdigest()
-
-
 def cacheable(kind) -> bool:
     """Whether a target kind provides the cache protocol."""
     return all(callable(getattr(kind, m, None))
                for m in ("cache_identity", "export_artifact", "load_artifact"))
 
 
-def build_key(func, target) -> str:
+def cache_key(func, target) -> str:
     """The cache key of building ``func`` (with its final ``global_symbol``) for
-    ``target`` in the current pass context."""
-    import cuvil_tir
+    ``target`` in the current pass context: :func:`targets.build_key` of the unlowered
+    function (fingerprint, resolved target, tool versions) plus the symbol, the kind's
+    tool-chain identity, the pass context's options and the entry format."""
     from cuvil_tir.transform import PassContext
+    from ..keys import build_key
     ctx = PassContext.current()
     kind = target.kind_obj
-    identity = kind.cache_identity(target) if cacheable(kind) else ""
     parts = {
         "format": FORMAT,
-        "cuvil": cuvil_tir.__version__,
-        "func": _fingerprint(func),
+        "build_key": build_key(func, target),
         "symbol": func.name,
-        "target": str(target),
-        "options": sorted((k, repr(v)) for k, v in target.options.items()),
-        "toolchain": identity,
+        "toolchain": kind.cache_identity(target) if cacheable(kind) else "",
         "pass_context": [ctx.opt_level, sorted((k, repr(v)) for k, v in ctx.config.items())],
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()

@@ -177,13 +177,11 @@ class LLVMTargetKind:
     # the compile cache's protocol (targets.cache.builds) ----------------------------
 
     def cache_identity(self, target) -> str:
-        """What besides the IR decides the machine code: CPU, features, LLVM's version
-        and the numpy array layout the call wrapper reads."""
-        import llvmlite
+        """What decides the machine code beyond ``targets.build_key`` (which already
+        holds the resolved CPU, features and LLVM's version): the numpy array layout
+        the call wrapper reads."""
         from .runtime import DATA_OFFSET
-        cpu, features = resolve_cpu(target)
-        return (f"cpu={cpu};features={features};llvmlite={llvmlite.__version__};"
-                f"data_offset={DATA_OFFSET}")
+        return f"data_offset={DATA_OFFSET}"
 
     def export_artifact(self, runtime) -> dict:
         """The object code of a built function."""

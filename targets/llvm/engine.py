@@ -1,10 +1,16 @@
 """llvmlite plumbing: host CPU, target machines, the optimiser, MCJIT.
 
-Layered as numba's ``codegen.py``: :class:`Library` is one compiled LLVM module
-(source, optimised IR, assembly on demand) owned by one MCJIT execution engine, so
-the machine code lives exactly as long as the library (and the ``Module`` holding
-it) is referenced.  LLVM itself is initialised once per process, and libm is loaded
-once so MCJIT resolves ``tanhf``, ``erff`` … by symbol.
+Layered as numba's ``codegen.py``: codegen (``targets.llvm.codegen``, IR text), library
+(:class:`Library`: one compiled LLVM module -- source, optimised IR, assembly and
+object code on demand) and engine (:class:`JITEngine`: ONE long-lived MCJIT engine per
+process and machine description -- CPU, features, optimisation level -- into which
+every library of that machine is added).  A library's symbols get a suffix unique in
+its engine, so every build may call its entry ``main``; the module leaves the engine
+when the library is collected.  Object code (:meth:`Library.object_code`) is emitted
+from the optimised IR with the original names, and a library loaded from object code
+gets an engine of its own (the same object may be loaded twice).  LLVM itself is
+initialised once per process, and libm is loaded once so MCJIT resolves ``tanhf``,
+``erff`` … by symbol.
 
 Example::
 
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import ctypes.util
 import threading
+import weakref
 from functools import lru_cache
 
 import llvmlite.binding as llvm
@@ -119,8 +126,66 @@ def _numbered(source: str) -> str:
     return "\n".join(f"{k + 1:4d} {line}" for k, line in enumerate(source.splitlines()))
 
 
+class JITEngine:
+    """One long-lived MCJIT engine for one machine description; libraries are added
+    to it.  Use :func:`jit_engine` (one per description per process).
+
+    Example::
+
+        >>> jit_engine(host_cpu(), host_features(), 3) is jit_engine(host_cpu(), host_features(), 3)
+        True
+    """
+
+    def __init__(self, cpu: str, features: str, opt_level: int):
+        _init()
+        self.tm = target_machine(cpu, features, opt_level)
+        empty = llvm.parse_assembly("")
+        empty.triple = self.tm.triple
+        self._engine = llvm.create_mcjit_compiler(empty, self.tm)
+        self._count = 0
+        self.modules = 0
+
+    def add(self, mod) -> str:
+        """Rename ``mod``'s definitions with a fresh suffix, compile it into the engine
+        and return the suffix (the caller holds ``_LOCK``)."""
+        self._count += 1
+        suffix = f".cuvil{self._count}"
+        for value in list(mod.functions) + list(mod.global_variables):
+            if not value.is_declaration and not value.name.startswith("llvm."):
+                value.name = value.name + suffix
+        self._engine.add_module(mod)
+        self._engine.finalize_object()
+        self.modules += 1
+        return suffix
+
+    def remove(self, mod) -> None:
+        """Take ``mod`` out of the engine (its library was collected)."""
+        with _LOCK:
+            self._engine.remove_module(mod)
+            self.modules -= 1
+
+    def address(self, name: str) -> int:
+        """The address of ``name`` (already suffixed), 0 when absent."""
+        with _LOCK:
+            return self._engine.get_function_address(name)
+
+
+_ENGINES: dict = {}
+
+
+def jit_engine(cpu: str, features: str, opt_level: int) -> JITEngine:
+    """The process's engine for this machine description, created on first use
+    (the caller may hold ``_LOCK``: creation does not take it)."""
+    key = (cpu, features, max(0, min(3, opt_level)))
+    eng = _ENGINES.get(key)
+    if eng is None:
+        eng = _ENGINES[key] = JITEngine(*key)
+    return eng
+
+
 class Library:
-    """One LLVM module compiled for the host by its own MCJIT engine.
+    """One LLVM module compiled for the host, added to the long-lived engine of its
+    machine description (:func:`jit_engine`).
 
     ``source`` is the LLVM IR text; it is verified, optimised with the new pass
     manager at ``opt_level`` and compiled.  ``optimized_ir`` and ``assembly()`` show
@@ -153,14 +218,16 @@ class Library:
                 pb = llvm.create_pass_builder(tm, pto)
                 pb.getModulePassManager().run(mod, pb)
             self.optimized_ir = str(mod)
-            self._engine = llvm.create_mcjit_compiler(mod, tm)
             if "@cuvil_parallel_launch" in source:
                 from . import threadpool  # registers the pool's symbols with LLVM
                 threadpool.ensure_loaded()
-            self._engine.finalize_object()
+            self._jit = jit_engine(cpu, features, opt_level)
+            self._suffix = self._jit.add(mod)
             self._module = mod
             self._tm = tm
             self._object = None
+        fin = weakref.finalize(self, self._jit.remove, mod)
+        fin.atexit = False  # at exit the engine goes with the process
 
     def _load_object(self, data: bytes) -> None:
         """Machine code compiled earlier (see :meth:`object_code`), linked into a fresh
@@ -177,6 +244,7 @@ class Library:
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
             self._engine.finalize_object()
             self._module, self._tm, self._object = empty, tm, data
+            self._jit, self._suffix = None, ""
         self.optimized_ir = None
 
     def object_code(self) -> bytes:
@@ -209,7 +277,10 @@ class Library:
 
     def address(self, symbol: str) -> int:
         """The address of a compiled function (nonzero), or ``CodegenError``."""
-        addr = self._engine.get_function_address(symbol)
+        if self._jit is not None:
+            addr = self._jit.address(symbol + self._suffix)
+        else:
+            addr = self._engine.get_function_address(symbol)
         if not addr:
             raise CodegenError(f"llvm: symbol {symbol!r} not found in the compiled module")
         return addr

@@ -123,10 +123,10 @@ class LLVMRuntimeModule:
     Example::
 
         >>> LLVMRuntimeModule.source_formats
-        ('ll', 'll-opt', 'asm')
+        ('ll', 'll-opt', 'asm', 'obj')
     """
 
-    source_formats = ("ll", "ll-opt", "asm")
+    source_formats = ("ll", "ll-opt", "asm", "obj")
 
     def __init__(self, source: str, target, signature, object_code: bytes | None = None):
         self.entry_name = signature.name
@@ -155,11 +155,17 @@ class LLVMRuntimeModule:
                              *args[len(kinds):])
             self.raw = raising(with_pointers, self.entry_name)
 
-    def get_source(self, fmt: str | None = None) -> str:
-        """``"ll"`` (generated IR, default), ``"ll-opt"`` (optimised) or ``"asm"``."""
+    def get_source(self, fmt: str | None = None) -> str | bytes:
+        """``"ll"`` (generated IR, default), ``"ll-opt"`` (optimised), ``"asm"``, or
+        ``"obj"``: the relocatable object code as ``bytes`` (an ELF object on Linux; it
+        also holds the Python-calling wrapper, and parallel code calls the pool's
+        ``cuvil_parallel_launch``), loadable again with
+        ``engine.Library("", cpu, features, object_code=...)``."""
         fmt = fmt or "ll"
         if fmt == "ll":
             return self.source
         if fmt == "ll-opt":
             return self.library.optimized()
+        if fmt == "obj":
+            return self.library.object_code()
         return self.library.assembly()

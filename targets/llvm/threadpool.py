@@ -113,13 +113,7 @@ class _Pool:
         llvm.initialize_native_asmprinter()
         _register_libc_symbols()
         triple = llvm.get_process_triple()
-        module = llvm.parse_assembly(pool_ir(triple))
-        module.verify()
-        machine = _target_machine()
-        module.data_layout = str(machine.target_data)
-        _optimize(module, machine)
-        engine = llvm.create_mcjit_compiler(module, machine)  # owns the machine now
-        engine.finalize_object()
+        engine = _compiled_engine(pool_ir(triple))
         self.addresses = {name: engine.get_function_address(name)
                           for name in (*EXPORTED, *_INTERNAL)}
         # Workers run this machine code until the process dies; an engine disposed
@@ -155,6 +149,38 @@ def _register_libc_symbols() -> None:
             raise TargetError(f"thread pool: the C library function '{name}' was not found "
                               "in this process or in libpthread; the LLVM backend's "
                               "parallel runtime needs POSIX threads")
+
+
+def _compiled_engine(ir: str):
+    """An MCJIT engine holding the pool's machine code: from the compile cache when
+    an earlier process stored it (compiling the pool costs ~0.2 s a process), else
+    compiled here and stored."""
+    import hashlib
+    import llvmlite
+    from .. import cache
+    machine = _target_machine()
+    key = hashlib.sha256("\0".join(("cuvil-threadpool", ir, machine.triple,
+                                     llvm.get_host_cpu_name(), llvm.get_host_cpu_features()
+                                     .flatten(), llvmlite.__version__)).encode()).hexdigest()
+    store = cache.store() if cache.enabled() else None
+    blobs = store.get(key) if store is not None else None
+    if blobs is not None and "obj" in blobs:
+        empty = llvm.parse_assembly("")
+        empty.triple = machine.triple
+        engine = llvm.create_mcjit_compiler(empty, machine)
+        engine.add_object_file(llvm.ObjectFileRef.from_data(blobs["obj"]))
+        engine.finalize_object()
+        return engine
+    module = llvm.parse_assembly(ir)
+    module.verify()
+    module.data_layout = str(machine.target_data)
+    _optimize(module, machine)
+    obj = machine.emit_object(module) if store is not None else None
+    engine = llvm.create_mcjit_compiler(module, machine)  # owns the machine now
+    engine.finalize_object()
+    if obj is not None:
+        store.put(key, {"obj": obj})
+    return engine
 
 
 def _target_machine():

@@ -356,17 +356,17 @@ def test_lower_accepts_schedule_and_targets():
     assert T.lower(f, WithPasses()).attr("tagged") is True
     assert len(calls) == 3
 
-    class Kind:
-        passes = None
-
-    class DefaultTarget:
+    class Unregistered:
         kind = "unregistered-kind"
-        kind_obj = Kind()
 
-    assert [T.transform.pass_name(p) for p in get_pipeline(DefaultTarget())][0] == \
-        "lower_blocks"
+    # one registry: a kind nobody registered has no pipeline, whatever the object says
+    with pytest.raises(T.LoweringError, match="no pipeline registered for target kind "
+                                              "'unregistered-kind'"):
+        get_pipeline(Unregistered())
     register_pipeline("default-kind", None)
     assert len(get_pipeline("default-kind")) == 4
+    T.transform.unregister_pipeline("default-kind")
+    assert "default-kind" not in T.transform.registered_kinds()
 
 
 def test_lower_errors():

@@ -76,3 +76,24 @@ def test_independent_fused_and_tiled_loops_stay_parallel():
     arrays = w.make_inputs(np.random.default_rng(0))
     w.check(run(sch, arrays))
     w.check(run_llvm(sch, arrays))
+
+
+@pytest.mark.parametrize("mark", ["bind", "annotate", "parallel"])
+@pytest.mark.parametrize("prim", ["split", "fuse"])
+def test_split_and_fuse_refuse_to_drop_a_binding_kind_or_annotation(prim, mark):
+    A = T.placeholder((4, 8), name="A")
+    sch = S.Schedule(T.create_prim_func([A, T.compute((4, 8), lambda i, j: A[i, j],
+                                                      name="B")]))
+    i, j = sch.get_loops(sch.get_block("B"))
+    if mark == "bind":
+        sch.bind(i, "blockIdx.x")
+        lost = r"its binding to blockIdx\.x"
+    elif mark == "annotate":
+        sch.annotate(i, "pragma_unroll", 4)
+        lost = r"its annotations \['pragma_unroll'\]"
+    else:
+        sch.parallel(i)
+        lost = r"its kind 'parallel'"
+    call = (lambda: sch.split(i, [2, 2])) if prim == "split" else (lambda: sch.fuse(i, j))
+    assert_refused(sch, call, rf"{prim}: loop i would lose {lost}: {prim} makes new serial "
+                   "loops", S.errors.LoopNestError)

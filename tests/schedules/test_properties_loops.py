@@ -52,6 +52,10 @@ def _apply_random(sch, data):
     if not loops:  # a blockized block's outer loops may all be gone
         return
     op = data.draw(st.sampled_from(OPS), label="op")
+    plain = [l for l in loops if _loop(sch, l).kind == "serial" and not
+             _loop(sch, l).annotations]
+    if op in ("split", "split3", "sampled_split", "fuse", "tile") and plain != loops:
+        return  # split/fuse refuse loops whose kind or annotations they would drop
     pick = lambda: data.draw(st.sampled_from(loops), label="loop")  # noqa: E731
     factor = lambda: data.draw(st.integers(1, 5), label="factor")  # noqa: E731
     if op == "split":

@@ -12,7 +12,7 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 import targets
-from targets.cache.builds import build_key
+from targets.cache.builds import cache_key
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -73,9 +73,9 @@ def test_any_change_misses(cache_dir, monkeypatch):
     assert not targets.build(_func(), targets.Target("llvm", opt_level=2)).from_cache
     assert not targets.build(_func(), name="other").from_cache     # another symbol
     f = _func().with_attr("global_symbol", "main")
-    key = build_key(f, base.target)
+    key = cache_key(f, base.target)
     monkeypatch.setattr(T, "__version__", "99.0.0")                # another Cuvil
-    assert build_key(f, base.target) != key
+    assert cache_key(f, base.target) != key
     assert not targets.build(_func()).from_cache
     monkeypatch.undo()
     monkeypatch.setenv("CUVIL_CACHE_DIR", str(cache_dir))

@@ -80,7 +80,7 @@ def test_get_source_formats():
     assert "BufferStore" in mod.get_source("tir") or "C[" in mod.get_source("tir")
     assert mod.entry_name == "mm16" and isinstance(mod.lowered, T.PrimFunc)
     with pytest.raises(TargetError, match=r"no source format 'ptx'; expected one of "
-                                          r"ll, ll-opt, asm, tir"):
+                                          r"ll, ll-opt, asm, obj, tir"):
         mod.get_source("ptx")
 
 
