@@ -69,7 +69,54 @@ def _separated(w, a, var) -> bool:
         coeff = lin[0].get(id(var), (None, 0))[1]
         if coeff != 0 and max(dw.extent.value, da.extent.value) <= abs(coeff):
             return True
-    return _same_point(w, a, var)
+    return _same_point(w, a, var) or _fused_tiles(w, a, var)
+
+
+def _tile_term(e, var):
+    """``(key, step)`` when ``e`` is ``X * step`` (plus nothing that uses ``var``) with
+    ``X`` one of ``var``, ``var // m``, ``var % m``; else None."""
+    from cuvil_tir.expr import Add, FloorDiv, FloorMod, Mul, Var
+    from cuvil_tir.visitor import used_vars
+    rest_ok = True
+    if isinstance(e, Add):
+        for main, rest in ((e.a, e.b), (e.b, e.a)):
+            if not any(u is var for u in used_vars(rest)):
+                e, rest_ok = main, True
+                break
+        else:
+            rest_ok = False
+    if not rest_ok or not isinstance(e, Mul) or not isinstance(e.b, IntImm):
+        return None
+    x, step = e.a, e.b.value
+    if x is var:
+        return ("id", None), step
+    if isinstance(x, (FloorDiv, FloorMod)) and x.a is var and isinstance(x.b, IntImm) \
+            and x.b.value > 0 and isinstance(var, Var):
+        return ("div" if isinstance(x, FloorDiv) else "mod", x.b.value), step
+    return None
+
+
+def _fused_tiles(w, a, var) -> bool:
+    """Identical tiles whose corner is ``(var // m) * s0, (var % m) * s1, ...`` with each
+    step at least the tile's extent: a fused loop walking a grid of tiles, so different
+    iterations own different tiles (``var`` is recovered from ``var // m, var % m``)."""
+    keys = set()
+    for dw, da in zip(w.region, a.region):
+        diff = simplify(dw.min - da.min)
+        if not (isinstance(diff, IntImm) and diff.value == 0):
+            return False
+        if not (isinstance(dw.extent, IntImm) and isinstance(da.extent, IntImm)):
+            return False
+        term = _tile_term(simplify(dw.min), var)
+        if term is None:
+            continue
+        (key, step) = term
+        if max(dw.extent.value, da.extent.value) > abs(step) or step == 0:
+            return False
+        keys.add(key)
+    if ("id", None) in keys:
+        return True
+    return any(k == "div" and ("mod", m) in keys for k, m in keys)
 
 
 def _own_element(br, w, a, var) -> bool:

@@ -441,3 +441,20 @@ def test_reorder_refuses_a_loop_fused_from_spatial_and_reduction_axes():
     arrays = w.make_inputs(np.random.default_rng(0))
     T.interpret(sch.func, *arrays)
     w.check(arrays)
+
+
+def test_parallel_over_a_fused_grid_of_tiles_with_a_local_accumulator():
+    from tests import workloads
+    w = workloads.matmul(16, 16, 8)
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    io, ii = sch.split(i, [None, 4])
+    jo, ji = sch.split(j, [None, 4])
+    sch.reorder(io, jo, k, ii, ji)
+    cl = sch.cache_write(c, 0, "local")
+    sch.reverse_compute_at(cl, jo)
+    sch.decompose_reduction(c, k)
+    fused = sch.fuse(io, jo)
+    sch.parallel(fused)                 # each iteration owns its 4x4 tile of C_local
+    check_workload(sch, w)
