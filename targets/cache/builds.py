@@ -3,7 +3,8 @@
 The key is taken *before* lowering, so that a hit skips the lowering passes as well
 as the native compiler: SHA-256 over :func:`targets.build_key` of the unlowered
 function (its fingerprint, which covers the schedule, since a schedule is a function;
-the resolved target; Cuvil's and LLVM's versions), the symbol, the target kind's own
+the resolved target; Cuvil's and LLVM's versions), the symbol, a digest of Cuvil's own
+source files (:func:`code_identity`), the target kind's own
 identity of its tool chain (``kind.cache_identity(target)``: for ``c`` the compiler's
 version line), the pass context's options and the entry format.
 
@@ -25,8 +26,10 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
+import os
 
 from cuvil_tir.printer import to_text
 
@@ -42,6 +45,30 @@ def cacheable(kind) -> bool:
                for m in ("cache_identity", "export_artifact", "load_artifact"))
 
 
+@functools.lru_cache(maxsize=None)
+def code_identity() -> str:
+    """A digest of Cuvil's own source files (names, sizes, modification times): an
+    edited or reinstalled compiler never serves entries built by the old code, even at
+    the same version number.  Computed once per process (a few hundred ``stat`` calls).
+
+    Example::
+
+        >>> len(code_identity())
+        64
+    """
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    h = hashlib.sha256()
+    for pkg in ("cuvil_tir", "schedules", "targets"):
+        for folder, dirs, files in os.walk(os.path.join(root, pkg)):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith((".py", ".lark")):
+                    st = os.stat(os.path.join(folder, name))
+                    rel = os.path.relpath(os.path.join(folder, name), root)
+                    h.update(f"{rel}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()
+
+
 def cache_key(func, target) -> str:
     """The cache key of building ``func`` (with its final ``global_symbol``) for
     ``target`` in the current pass context: :func:`targets.build_key` of the unlowered
@@ -55,6 +82,7 @@ def cache_key(func, target) -> str:
         "format": FORMAT,
         "build_key": build_key(func, target),
         "symbol": func.name,
+        "code": code_identity(),
         "toolchain": kind.cache_identity(target) if cacheable(kind) else "",
         "pass_context": [ctx.opt_level, sorted((k, repr(v)) for k, v in ctx.config.items())],
     }

@@ -146,3 +146,11 @@ def test_eight_processes_build_overlapping_kernels_at_once(cache_dir):
     assert sum(int(o.split()[1]) for o, _ in outs) > 0               # they shared entries
     entries = [n for _, _, names in os.walk(cache_dir) for n in names]
     assert len(entries) == 12 and all(n.endswith(".cvl") for n in entries)
+
+
+def test_an_edited_compiler_misses(cache_dir, monkeypatch):
+    from targets.cache import builds
+    targets.build(_func())
+    assert targets.build(_func()).from_cache
+    monkeypatch.setattr(builds, "code_identity", lambda: "0" * 64)   # Cuvil's code changed
+    assert not targets.build(_func()).from_cache
