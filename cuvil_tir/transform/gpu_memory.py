@@ -44,8 +44,7 @@ from ..stmt import Allocate, Range
 from ..visitor import Mutator
 from ..arith.affine import Affine, Key, is_index_dtype
 from ..expr import Var
-from ..visitor import post_order_visit
-from .compact import _Collect, _descend, _Rebase, _Replace, _Skip, _touches
+from .compact import _Collect, _descend, _Rebase, _Replace, _Skip, _touches, _uses_any
 from .gpu_threads import is_thread_loop, kernels, thread_loops
 
 GPU_SCOPES = ("shared", "local")
@@ -107,13 +106,6 @@ class _Guarded(_Collect):
         self.conds.extend([tuple(self.stack)] * (len(self.indices) - n))
 
 
-def _uses(e, ids: set) -> bool:
-    hit = []
-    post_order_visit(e, lambda n: hit.append(1) if isinstance(n, Var) and id(n) in ids
-                     else None)
-    return bool(hit)
-
-
 def _split(ix, inner_ids: set):
     """``(outer {Key: (atom, coefficient)}, inner Affine)`` of one index: unlike the
     CPU compaction, an outer atom may be any expression of fixed variables
@@ -123,7 +115,7 @@ def _split(ix, inner_ids: set):
     aff = Affine.of(ix)
     outer, inner = {}, Affine(aff.dtype, const=aff.const)
     for atom, c in aff.terms:
-        if _uses(atom, inner_ids):
+        if _uses_any(atom, inner_ids):
             inner.coeffs[Key(atom)] = c
         else:
             outer[Key(atom)] = (atom, c)
@@ -184,7 +176,7 @@ def _plan(buf, kernel, loops, lca) -> tuple:
         for var, c in sorted(outer0.values(), key=lambda vc: abs(vc[1])):
             loop = by_loop.get(id(var)) if isinstance(var, Var) else None
             if loop is None:
-                if not isinstance(var, Var) and _uses(var, serial_ids):
+                if not isinstance(var, Var) and _uses_any(var, serial_ids):
                     raise _Skip(f"the index term {var} mixes loop iterations")
                 continue
             if not isinstance(loop.extent, IntImm) or c < step:
