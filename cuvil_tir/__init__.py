@@ -13,7 +13,7 @@ Example::
 from . import dtype
 from .errors import (ArgumentError, CodegenError, CuvilError, DivisionByZeroError, DTypeError,
                      LoweringError, ParseError, ScheduleError, ShapeError, TargetError)
-from .errors import DivergentBarrierError, RaceError
+from .errors import BoundsCheckError, DivergentBarrierError, RaceError, RuntimeCheckError
 from .node import Node, same
 from .expr import (Add, And, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp, Div,
                    EQ, Expr, FloatImm, FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let,
@@ -22,6 +22,7 @@ from .expr import (Add, And, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp,
 from .buffer import Buffer, decl_buffer
 from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate,
                    For, IfThenElse, IterVar, LetStmt, Range, SeqStmt, Stmt, seq)
+from .stmt import AssertStmt, assert_
 from .function import PrimFunc
 from .op import (abs, all, any, call_extern, ceil, cos, erf, exp, exp2, floor, floordiv,
                  floormod, fma, if_then_else, infinity, log, log2, log10, logical_not, max_value,

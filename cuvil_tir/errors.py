@@ -199,3 +199,51 @@ class DivergentBarrierError(LoweringError):
 
     code = "CVL-E201"
 ALL_ERRORS = ALL_ERRORS + (RaceError, DivergentBarrierError)
+
+
+class RuntimeCheckError(TargetError):
+    """A run-time check (``T.assert_``) failed in compiled code or in the interpreter;
+    nothing after the failing check ran.  ``values`` holds the run-time values named
+    in the message.
+
+    Example::
+
+        >>> RuntimeCheckError("n = 0 must be positive").code
+        'CVL-E230'
+    """
+
+    code = "CVL-E230"
+
+    def __init__(self, message: str, values=()):
+        self.values = tuple(values)
+        super().__init__(message)
+
+
+class BoundsCheckError(RuntimeCheckError):
+    """An access outside its buffer, caught by a bounds-checked build
+    (``Target("llvm", bounds_check=True)``) before it happened.  The message names the
+    buffer, the index, the buffer's shape and the statement; ``values`` are the index
+    then the extents, one per dimension.
+
+    Example::
+
+        >>> BoundsCheckError("out-of-bounds read of A[8] (shape (8,))").code
+        'CVL-E231'
+    """
+
+    code = "CVL-E231"
+
+
+ALL_ERRORS = ALL_ERRORS + (RuntimeCheckError, BoundsCheckError)
+
+
+def check_error(kind: str, message: str, values=()) -> RuntimeCheckError:
+    """The error a failed ``AssertStmt`` of ``kind`` raises.
+
+    Example::
+
+        >>> type(check_error("bounds", "A[8]")).__name__
+        'BoundsCheckError'
+    """
+    cls = BoundsCheckError if kind == "bounds" else RuntimeCheckError
+    return cls(message, values)

@@ -28,8 +28,8 @@ from .expr import (Add, And, Broadcast, BufferLoad, Call, Cast, CmpOp, Div, Expr
                    Select, SizeVar, StringImm, Sub, Var)
 from .function import PrimFunc
 from .node import Node
-from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
-                   IfThenElse, IterVar, LetStmt, Range, SeqStmt, Stmt)
+from .stmt import (Allocate, AssertStmt, Block, BlockRealize, BufferRegion, BufferStore,
+                   Evaluate, For, IfThenElse, IterVar, LetStmt, Range, SeqStmt, Stmt)
 from .visitor import Visitor
 
 #: loop kinds and the ``T.`` function that prints each
@@ -379,6 +379,12 @@ class _Printer:
             self.suite(_flatten(s.body), indent + 1)
         elif t is Evaluate:
             self.emit(indent, f"T.evaluate({self.expr(s.value)})", s)
+        elif t is AssertStmt:
+            args = [self.expr(s.condition), json.dumps(s.message)]
+            args += [self.expr(v) for v in s.values]
+            if s.kind != "assert":
+                args.append(f"kind={json.dumps(s.kind)}")
+            self.emit(indent, self.call("T.assert_", *args), s)
         elif t is BlockRealize:
             self.block(s.block, indent, s)
         elif t is Block:

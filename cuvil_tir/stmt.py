@@ -365,3 +365,82 @@ class BlockRealize(Stmt):
                              f"vars but {len(self.iter_values)} iter values")
 
     __hash__ = Node.__hash__
+
+
+#: kinds of ``AssertStmt``: which error a failed check raises
+ASSERT_KINDS = ("assert", "bounds")
+
+
+@node
+class AssertStmt(Stmt):
+    """A run-time check: when ``condition`` is false, execution stops and the caller
+    gets ``T.RuntimeCheckError`` (``kind="bounds"``: ``T.BoundsCheckError``) with
+    ``message.format(*values)``; nothing after the check runs.
+
+    ``message`` is a ``str.format`` pattern with one ``{}`` per value (literal braces
+    doubled); ``values`` are integer scalars read at run time (an index, a size).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> s = AssertStmt(i < 8, "index {} is not below 8", (i,))
+        >>> print(T.to_text(s).strip())
+        T.assert_(i < 8, "index {} is not below 8", i)
+    """
+
+    condition: Expr
+    message: str
+    values: tuple = ()
+    kind: str = "assert"
+
+    def __post_init__(self):
+        import string
+        object.__setattr__(self, "values", tuple(self.values))
+        if not D.is_bool(self.condition.dtype) or D.lanes(self.condition.dtype) != 1:
+            raise DTypeError(f"assert condition must be a scalar bool, found "
+                             f"{self.condition.dtype}")
+        if not isinstance(self.message, str):
+            raise DTypeError(f"assert message must be a str, found "
+                             f"{type(self.message).__name__}")
+        holes = sum(1 for _, field, _, _ in string.Formatter().parse(self.message)
+                    if field is not None)
+        if holes != len(self.values):
+            raise ShapeError(f"assert message {self.message!r} has {holes} '{{}}' "
+                             f"placeholder(s) but {len(self.values)} value(s) were given; "
+                             "double literal braces ('{{')")
+        for v in self.values:
+            if not (D.is_int(v.dtype) or D.is_uint(v.dtype)) or D.lanes(v.dtype) != 1:
+                raise DTypeError(f"assert values must be integer scalars, found "
+                                 f"{v.dtype} ({v})")
+        if self.kind not in ASSERT_KINDS:
+            raise LoweringError(f"assert kind must be one of {ASSERT_KINDS}, found "
+                                f"{self.kind!r}")
+
+    __hash__ = Node.__hash__
+
+    def format(self, values) -> str:
+        """The failure message with ``values`` (Python ints) filled in.
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> AssertStmt(T.var("i") < 8, "index {} too big", (T.var("i"),)).format([9])
+            'index 9 too big'
+        """
+        return self.message.format(*(int(v) for v in values))
+
+
+def assert_(condition, message: str, *values, kind: str = "assert") -> AssertStmt:
+    """The statement ``T.assert_(condition, message, *values)`` (see
+    :class:`AssertStmt`); Python numbers become int64 constants.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> n = T.var("n")
+        >>> T.assert_(n > 0, "n = {} must be positive", n).values[0] is n
+        True
+    """
+    return AssertStmt(as_expr(condition, "bool"), message,
+                      tuple(as_expr(v, "int64") for v in values), kind)

@@ -66,6 +66,13 @@ def describe_target(target) -> dict:
     else:
         desc = dict(describe(target))
         desc.setdefault("kind", target.kind)
+    if target.options.get("bounds_check") is False:
+        # off, run-time checks leave the code as it was: keys built before the
+        # option existed stay valid (on, it is part of the key)
+        desc.pop("bounds_check", None)
+        if isinstance(desc.get("options"), dict):
+            desc["options"] = {k: v for k, v in desc["options"].items()
+                               if k != "bounds_check"}
     return desc
 
 

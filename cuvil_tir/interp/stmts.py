@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
-from ..errors import LoweringError
+from ..errors import LoweringError, check_error
 from ..printer import to_text
 from .exprs import ExprCompiler, as_index
 from .memory import compile_shape, compile_store, new_array
@@ -62,6 +62,16 @@ class StmtCompiler(ExprCompiler):
         def evaluate():
             fv()
         return evaluate
+
+    def _s_AssertStmt(self, s):
+        fc = self.expr(s.condition)
+        fvals = [self.expr(v) for v in s.values]
+
+        def check():
+            if not fc():
+                values = [int(f()) for f in fvals]
+                raise check_error(s.kind, s.format(values), values)
+        return check
 
     def _s_SeqStmt(self, s):
         fs = tuple(self.stmt(x) for x in s.seq)

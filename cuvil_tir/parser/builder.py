@@ -31,8 +31,8 @@ from ..expr import BufferLoad, Expr, SizeVar, Var, const
 from ..function import PrimFunc
 from ..printer import contains_block
 from ..script import ScalarType
-from ..stmt import (Allocate, Block, BlockRealize, BufferStore, Evaluate, For, IfThenElse,
-                    IterVar, LetStmt, Range, SeqStmt, seq)
+from ..stmt import (Allocate, AssertStmt, Block, BlockRealize, BufferStore, Evaluate, For,
+                    IfThenElse, IterVar, LetStmt, Range, SeqStmt, seq)
 from ..visitor import Visitor
 from .tvmscript import TVM_ASSIGN, TVMScriptMixin
 from .evaluate import (LOOP_KINDS, Builtin, ExprEvaluator, Spec, is_builtin as _is, point_range,
@@ -202,6 +202,8 @@ class Builder(TVMScriptMixin, ExprEvaluator):
     def header(self, v: Spec, ctx, t):
         if v.kind == "evaluate":
             return Evaluate(v.args[0])
+        if v.kind == "assert":
+            return AssertStmt(*v.args)
         if v.kind == "func_attr":
             if ctx is None or not ctx.is_func:
                 raise self.error("T.func_attr belongs at the top of the function body", t)

@@ -50,7 +50,7 @@ BUILTINS = {"Buffer", "alloc_buffer", "allocate", "block", "axis", "reads", "wri
             "LetStmt", "Let", "Cast", "Select", "Ramp", "Broadcast", "min", "max",
             "truncdiv", "truncmod", "floordiv", "floormod", "var", "size_var",
             "prim_func", "match_buffer", "decl_buffer", "buffer_decl", "allocate_const",
-            "likely", "let"} | set(INTRIN_ARITY)
+            "likely", "let", "assert_"} | set(INTRIN_ARITY)
 AXIS_KINDS = ("spatial", "reduce", "opaque")
 #: TVMScript's short axis names
 AXIS_ALIASES = {"S": "spatial", "R": "reduce"}
@@ -492,6 +492,13 @@ class ExprEvaluator:
 
     def b_evaluate(self, value):
         return Spec("evaluate", (to_expr(value),))
+
+    def b_assert_(self, condition, message, *values, kind="assert"):
+        if not isinstance(message, str):
+            raise CuvilError(f"T.assert_: expected a message string after the condition, "
+                             f"found {message!r}")
+        return Spec("assert", (to_expr(condition), message,
+                               tuple(to_expr(v, "int64") for v in values), kind))
 
     def intrinsic(self, op: str, args, dtype=None) -> Call:
         n = INTRIN_ARITY[op]

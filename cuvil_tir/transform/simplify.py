@@ -81,6 +81,12 @@ class _Simplify(Mutator):
             return s
         return IfThenElse(cond, then, other)
 
+    def visit_AssertStmt(self, s):
+        new = self.generic_visit(s)
+        if isinstance(new.condition, IntImm) and new.condition.value:
+            return SeqStmt(())          # proven: no run-time check left
+        return new
+
     def visit_LetStmt(self, s):
         value = self.ana.simplify(s.value)
         with self.ana.bound_scope(s.var, value):

@@ -226,6 +226,14 @@ class _Widen(Mutator):
             return s
         raise _Cannot("the body evaluates a call for its effect")
 
+    def visit_AssertStmt(self, s):
+        parts = [self.visit(s.condition)] + [self.visit(v) for v in s.values]
+        if any(p.lanes > 1 for p in parts):
+            raise _Cannot("a run-time check depends on the loop variable")
+        if all(p is q for p, q in zip(parts, (s.condition,) + s.values)):
+            return s
+        return type(s)(parts[0], s.message, tuple(parts[1:]), s.kind)
+
     def _refuse(self, s):
         raise _Cannot(f"the body holds a {type(s).__name__}")
 

@@ -3,7 +3,9 @@
 Options: ``cc`` (the compiler command, default ``"cc"``), ``cflags`` (default
 ``"-O3"``; ``-std=c99 -fPIC -shared`` are always added), ``openmp`` (default
 ``True``: ``parallel`` loops become ``#pragma omp parallel for`` when the compiler
-supports ``-fopenmp``; without it, or with ``openmp=False``, they run serially).
+supports ``-fopenmp``; without it, or with ``openmp=False``, they run serially),
+``bounds_check`` (default ``False``: as for ``llvm``, every access is checked at run
+time).
 
 Lowering (:func:`c_pipeline`): the llvm target's passes without the vectorizer --
 the C compiler vectorizes ``vectorized`` loops itself at ``-O3``.  Code is printed by
@@ -23,6 +25,8 @@ Example::
 """
 
 from __future__ import annotations
+
+from cuvil_tir.transform.bounds_check import with_bounds_check
 
 from ..cstyle import CPrinter
 from ..llvm import llvm_pipeline, vectorize_for_host
@@ -49,6 +53,12 @@ class CTargetPrinter(CPrinter):
         if self.in_parallel and self.loop_pragmas:
             self.emit("#pragma omp atomic write")
         super().emit_status(status)
+
+    def emit_check_record(self, lines: list) -> None:
+        if self.in_parallel and self.loop_pragmas:
+            self.emit("#pragma omp critical(cvl_check)")
+            lines = ["{", *("    " + x for x in lines), "}"]
+        super().emit_check_record(lines)
 
 
 def c_pipeline() -> list:
@@ -79,8 +89,13 @@ class CTargetKind:
 
     name = "c"
     passes = c_pipeline()
-    options = {"cc": "cc", "cflags": "-O3", "openmp": True}
+    options = {"cc": "cc", "cflags": "-O3", "openmp": True, "bounds_check": False}
     memories = HOST_MEMORIES
+
+    def pipeline(self, target) -> list:
+        """:attr:`passes`, led by the ``bounds_check`` pass when the target asks for
+        run-time bounds checks (``Target("c", bounds_check=True)``)."""
+        return with_bounds_check(self.passes, target)
 
     def codegen(self, func, target) -> str:
         """C source of a lowered function for ``target``."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 
+from ..checks import check_report
 from ..llvm.runtime import DATA_OFFSET, _ctype, raising
 from .compiler import compile_shared
 
@@ -76,12 +77,13 @@ class CRuntimeModule:
             full, target.options["cc"], target.options["cflags"], openmp)
         sizes = [ctypes.c_int64] * len(signature.size_vars)
         kinds = [p.kind == "buffer" for p in signature.params]
+        report = check_report(source, lambda: self._slot_getter())
         if DATA_OFFSET is not None:
             fn = getattr(self.library, f"{self.entry_name}__cuvil_py")
             fn.argtypes = [ctypes.py_object if k else _ctype(p.dtype)
                            for k, p in zip(kinds, signature.params)] + sizes
             fn.restype = ctypes.c_int32
-            self.raw = raising(fn, self.entry_name, "c")
+            self.raw = raising(fn, self.entry_name, "c", report)
             return
         fn = getattr(self.library, self.entry_name)
         fn.argtypes = [ctypes.c_void_p if k else _ctype(p.dtype)
@@ -91,7 +93,12 @@ class CRuntimeModule:
         def with_pointers(*args):
             return fn(*[a.ctypes.data if k else a for a, k in zip(args, kinds)],
                       *args[len(kinds):])
-        self.raw = raising(with_pointers, self.entry_name, "c")
+        self.raw = raising(with_pointers, self.entry_name, "c", report)
+
+    def _slot_getter(self):
+        getter = getattr(self.library, f"{self.entry_name}__cuvil_check_slot")
+        getter.restype = ctypes.c_void_p
+        return getter()
 
     def get_source(self, fmt: str | None = None) -> str:
         """``"c"``: the generated C source (without the Python-call wrapper)."""

@@ -88,6 +88,8 @@ from cuvil_tir.visitor import post_order_visit
 # and the status codes (targets.llvm.runtime turns a status into an error)
 from ..llvm.codegen import STATUS_ALLOC_FAILED, size_vars_of
 
+from ..checks import check_sites, site_index
+from .checks import print_assert, slot_lines
 from .helpers import helper, size_helpers
 from .names import c_identifier
 from .values import CValues
@@ -134,6 +136,13 @@ class CPrinter(CValues):
         self.in_parallel = False
         self.index_vars: set[int] = set()   # loop and size variables (see is_index)
         self.index_memo: dict = {}
+        # run-time checks (targets.cstyle.checks): sites, live heap buffers, the label
+        # ending the current parallel iteration
+        self.check_index: dict = {}
+        self.heap: list[str] = []
+        self.heap_mark = 0
+        self.stop_label: str | None = None
+        self.stop_used = False
 
     # entry -----------------------------------------------------------------------------
     def print_function(self, func, name: str | None = None) -> str:
@@ -146,6 +155,7 @@ class CPrinter(CValues):
         post_order_visit(func.body, lambda n: self.taken.add(n.args[0].value)
                          if isinstance(n, Call) and n.op == "call_extern" else None)
         head = self.signature(func, name)
+        self.check_index = site_index(check_sites(func))
         if self.status_type != "void":
             self.emit(f"{self.status_type} cvl_status = 0;")
         self.print_stmt(func.body)
@@ -158,7 +168,8 @@ class CPrinter(CValues):
             out += ["", pre.rstrip("\n")]
         if self.helpers:
             out += ["", "\n".join(t.rstrip("\n") for t in self.helpers.values())]
-        out += ["", head + " {", *self.lines, "}", ""]
+        before, after = slot_lines(func, name)
+        out += ["", *before, head + " {", *self.lines, "}", "", *after]
         return "\n".join(out)
 
     def prelude(self) -> str:
@@ -292,12 +303,18 @@ class CPrinter(CValues):
         t = self.scalar_type(s.loop_var.dtype)
         lo = self.bare(s.min)
         end = self.bare(s.extent) if _is_zero(s.min) else f"{lo} + {self.expr(s.extent)}"
-        outer = self.in_parallel
-        self.in_parallel = outer or s.kind == "parallel"
+        outer = self.in_parallel, self.stop_label, self.stop_used, self.heap_mark
+        self.in_parallel = outer[0] or s.kind == "parallel"
+        if pragma and s.kind == "parallel" and not nested:
+            self.stop_label, self.stop_used = f"cvl_stop_{v}", False
+            self.heap_mark = len(self.heap)
         try:
             self.scope(f"for ({t} {v} = {lo}; {v} < {end}; ++{v}) {{", s.body)
+            if self.stop_used and self.stop_label != outer[1]:
+                self.lines.insert(len(self.lines) - 1, "    " * (self.indent + 1) +
+                                  f"{self.stop_label}: ;")
         finally:
-            self.in_parallel = outer
+            self.in_parallel, self.stop_label, self.stop_used, self.heap_mark = outer
 
     def s_Allocate(self, s):
         self.print_allocate(s)
@@ -333,12 +350,22 @@ class CPrinter(CValues):
         self.indent += 1
         self.emit_status(STATUS_ALLOC_FAILED)
         self.indent -= 1
+        self.heap.append(name)
         self.scope("} else {", s.body)
+        self.heap.pop()
         self.lines.pop()
         self.emit(f"    free({name});")
         self.emit("}")
         self.indent -= 1
         self.emit("}")
+
+    s_AssertStmt = print_assert
+
+    def emit_check_record(self, lines: list) -> None:
+        """Print the lines recording a failed check in the error slot (a parallel
+        target makes them a critical section)."""
+        for line in lines:
+            self.emit(line)
 
     def emit_status(self, status: int) -> None:
         """Record a failure status; the function goes on and returns it at the end

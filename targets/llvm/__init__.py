@@ -9,6 +9,10 @@ LLVM reorder reductions, so sums change in the last bits and may vectorize; ``af
 is opt-in too: float32 vector ``exp`` runs inline (:mod:`targets.llvm.vector_math`,
 within 1 ulp) instead of one libm call per lane).
 
+``bounds_check`` (default ``False``): check every buffer access at run time; an
+access out of bounds raises ``T.BoundsCheckError`` before it happens (see
+:mod:`cuvil_tir.transform.bounds_check`).
+
 Lowering: :func:`llvm_pipeline` -- the default pipeline plus local-buffer
 compaction, loop vectorization at the host's vector width, and full unrolling of
 ``unrolled`` loops (so small ``local`` buffers live in registers).
@@ -27,6 +31,7 @@ from __future__ import annotations
 from cuvil_tir.errors import TargetError
 
 from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify
+from cuvil_tir.transform.bounds_check import with_bounds_check
 from cuvil_tir.transform.compact import compact_local_buffers
 from cuvil_tir.transform.unroll import unroll_loops
 from cuvil_tir.transform.vectorize import vectorize_loops
@@ -143,8 +148,13 @@ class LLVMTargetKind:
     name = "llvm"
     passes = llvm_pipeline()
     options = {"mcpu": "native", "mattr": "", "opt_level": 3, "fast_math": "contract",
-               "num_cores": 0, "l1d_kb": 0, "l2_kb": 0}
+               "num_cores": 0, "l1d_kb": 0, "l2_kb": 0, "bounds_check": False}
     memories = HOST_MEMORIES
+
+    def pipeline(self, target) -> list:
+        """:attr:`passes`, led by the ``bounds_check`` pass when the target asks for
+        run-time bounds checks (``Target("llvm", bounds_check=True)``)."""
+        return with_bounds_check(self.passes, target)
 
     def describe(self, target) -> dict:
         """What code for ``target`` depends on: the resolved CPU name and features

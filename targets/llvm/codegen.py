@@ -44,8 +44,10 @@ from cuvil_tir.expr import Add, IntImm, Mul, Ramp, Var
 from cuvil_tir.stmt import BufferRegion
 from cuvil_tir.visitor import used_vars
 
+from ..checks import STATUS_CHECK_FAILED
 from . import intrinsics as I
 from .builder import IRBuilder
+from .checks import emit_assert, slot_definitions
 from .parallel import emit_parallel_for
 from .types import mem_type, reg_type, scalar_const, splat
 from .vector_math import vector_exp
@@ -61,7 +63,8 @@ STATUS_ALLOC_FAILED = 1
 #: what each non-zero status means (raised by the runtime as ``TargetError``)
 STATUS_MESSAGES = {STATUS_ALLOC_FAILED: "an internal buffer could not be allocated (its "
                    "size overflows 64 bits or its index dtype, or the process is out "
-                   "of memory)"}
+                   "of memory)",
+                   STATUS_CHECK_FAILED: "a run-time check (T.assert_) failed"}
 
 #: loop annotation: vector stores inside the loop are non-temporal (streaming) stores,
 #: which skip the cache and the read-for-ownership of the destination line; worth it
@@ -142,6 +145,7 @@ class LLVMCodegen:
         self.functions: list[str] = []   # outlined functions (parallel loop tasks)
         self.in_task = False
         self.nontemporal = False         # inside a loop annotated pragma_nontemporal
+        self.heap: list[str] = []        # heap buffers live here (freed by a failed check)
 
     def child(self) -> "LLVMCodegen":
         """A code generator for another function of the same module (shared
@@ -188,6 +192,7 @@ class LLVMCodegen:
         out.append("}")
         out.append("")
         out.extend(f + "\n" for f in self.functions)
+        out.extend(slot_definitions(self.func, self.name))
         attrs = ["nounwind"]
         if self.cpu:
             attrs.append(f'"target-cpu"="{self.cpu}"')
@@ -486,6 +491,9 @@ class LLVMCodegen:
         if not isinstance(s.value, IntImm):
             self.expr(s.value)
 
+    def s_AssertStmt(self, s):
+        emit_assert(self, s)
+
     def s_BufferStore(self, s):
         buf, b = s.buffer, self.b
         v, vdt = self.expr(s.value), s.value.dtype
@@ -636,7 +644,9 @@ class LLVMCodegen:
         b.raw(f"ret i32 {STATUS_ALLOC_FAILED}")
         b.start(ok)
         self.bufs[id(buf)] = ptr
+        self.heap.append(ptr)
         self.stmt(s.body)
+        self.heap.pop()
         b.raw(f"call void @free(ptr {ptr})")
 
 

@@ -28,6 +28,7 @@ from cuvil_tir import dtype as D
 
 from cuvil_tir.errors import TargetError
 
+from ..checks import STATUS_CHECK_FAILED, check_report
 from .codegen import STATUS_MESSAGES, abi_type
 from .engine import Library, resolve_cpu
 
@@ -100,8 +101,10 @@ def status_error(name: str, status: int, lang: str = "llvm") -> TargetError:
                        "partly written")
 
 
-def raising(call, name: str, lang: str = "llvm"):
-    """``call`` (returning the native status) as a function that raises on failure.
+def raising(call, name: str, lang: str = "llvm", report=None):
+    """``call`` (returning the native status) as a function that raises on failure;
+    a failed run-time check is reported by ``report`` (a
+    :class:`targets.checks.CheckReport`).
 
     Example::
 
@@ -110,6 +113,8 @@ def raising(call, name: str, lang: str = "llvm"):
     def raw(*args):
         status = call(*args)
         if status:
+            if status == STATUS_CHECK_FAILED and report is not None:
+                raise report.error(name, lang)
             raise status_error(name, status, lang)
     return raw
 
@@ -137,12 +142,14 @@ class LLVMRuntimeModule:
         self.library = Library(full, cpu, features, target.options.get("opt_level", 3),
                                object_code=object_code)
         sizes = [ctypes.c_int64] * len(signature.size_vars)
+        report = check_report(source, lambda: ctypes.CFUNCTYPE(ctypes.c_void_p)(
+            self.library.address(f"{self.entry_name}__cuvil_check_slot"))())
         if DATA_OFFSET is not None:
             addr = self.library.address(f"{self.entry_name}__cuvil_py")
             argtypes = [ctypes.py_object if p.kind == "buffer" else _ctype(p.dtype)
                         for p in signature.params] + sizes
             self.raw = raising(ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(addr),
-                                self.entry_name)
+                                self.entry_name, report=report)
         else:
             addr = self.library.address(self.entry_name)
             argtypes = [ctypes.c_void_p if p.kind == "buffer" else _ctype(p.dtype)
@@ -153,7 +160,7 @@ class LLVMRuntimeModule:
             def with_pointers(*args):
                 return cfunc(*[a.ctypes.data if k else a for a, k in zip(args, kinds)],
                              *args[len(kinds):])
-            self.raw = raising(with_pointers, self.entry_name)
+            self.raw = raising(with_pointers, self.entry_name, report=report)
 
     def get_source(self, fmt: str | None = None) -> str | bytes:
         """``"ll"`` (generated IR, default), ``"ll-opt"`` (optimised), ``"asm"``, or
