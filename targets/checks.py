@@ -28,7 +28,6 @@ import json
 import re
 
 from cuvil_tir.errors import TargetError, check_error
-from cuvil_tir.stmt import AssertStmt
 from cuvil_tir.visitor import Visitor
 
 #: the status a kernel returns when a run-time check failed (see the module docstring)

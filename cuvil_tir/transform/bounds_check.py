@@ -27,10 +27,10 @@ Example::
     >>> import cuvil_tir as T
     >>> n = T.size_var("n")
     >>> A = T.placeholder((n,), name="A")
-    >>> B = T.compute((n - 1,), lambda i: A[i + 1] - A[i], name="B")
+    >>> B = T.compute((n,), lambda i: A[i + 1] - A[i], name="B")   # reads A[n]
     >>> f = insert_bounds_checks(T.create_prim_func([A, B]))
     >>> print(T.lower(f).body)  # doctest: +NORMALIZE_WHITESPACE
-    for i in T.serial(n - 1):
+    for i in T.serial(n):
         T.assert_(i + 1 < n, "out-of-bounds read of A[{}] (shape ({},)) in block \\"B\\":
                   B[v_i] = A[v_i + 1] - A[v_i]", i + 1, n, kind="bounds")
         B[i] = A[i + 1] - A[i]

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 import cuvil_tir as T
-import schedules as S
 import targets
 from cuvil_tir.transform.bounds_check import insert_bounds_checks
 

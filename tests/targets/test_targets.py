@@ -24,7 +24,7 @@ def test_unknown_target_and_option():
     with pytest.raises(TargetError, match=r"unknown target 'nope'"):
         targets.build(W.elementwise_chain(4).func, "nope")
     with pytest.raises(TargetError, match=r"Target 'llvm': unknown option 'mcup'; known "
-                                          r"options: fast_math, l1d_kb, l2_kb, mattr, mcpu, num_cores, opt_level"):
+                                          r"options: bounds_check, fast_math, l1d_kb, l2_kb, mattr, mcpu, num_cores, opt_level"):
         Target("llvm", mcup="native")
 
 
