@@ -37,7 +37,7 @@ from cuvil_tir.te import access_regions
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
 
 from .. import tree
-from ..primitive import primitive
+from ..primitive import BLOCK, primitive
 from ..regions import (InlineError, child_blocks, fail, is_complete, is_param,
                        region_of, tree_same, union)
 from .compute_location import Relocate, exclusive_nest, with_fields
@@ -135,7 +135,7 @@ def _nested_reads(stmt, doms) -> list:
     return _nested_reads(body, doms) if body is not None else []
 
 
-@primitive("compute_inline")
+@primitive("compute_inline", block=BLOCK)
 def compute_inline(func, block):
     """Inline a spatial block into its consumers and remove it and its buffer.
 
@@ -209,7 +209,7 @@ def _invertible_load(func, consumer, buf, prim):
     return idx
 
 
-@primitive("reverse_compute_inline")
+@primitive("reverse_compute_inline", block=BLOCK)
 def reverse_compute_inline(func, block):
     """Inline a consumer into its single producer, which then writes the consumer's
     output; removes the consumer and the intermediate buffer.
