@@ -71,8 +71,10 @@ class ScheduleError(CuvilError):
         >>> ScheduleError("split: factors disagree with extent").code
         'CVL-E103'
         >>> err = ScheduleError("fuse: not adjacent", render=lambda: "for i ...")
-        >>> err.message
-        'fuse: not adjacent\nin the IR:\nfor i ...'
+        >>> print(err.message)
+        fuse: not adjacent
+        in the IR:
+        for i ...
     """
 
     code = "CVL-E103"
