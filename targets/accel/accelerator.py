@@ -74,7 +74,8 @@ class Accelerator:
             if it.unit not in units:
                 units.append(it.unit)
         self.engines = ("load", "store", *units)
-        self.engine_of = {f"{self.hal}_dma_load": "load", f"{self.hal}_dma_store": "store"}
+        self.engine_of = {f"{self.hal}_dma_load": "load", f"{self.hal}_dma_load_pad": "load",
+                          f"{self.hal}_dma_store": "store"}
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
         from schedules.tensor_intrin import TensorIntrin
         for it in intrinsics:
