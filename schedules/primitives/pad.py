@@ -74,10 +74,14 @@ def _products(e) -> bool:
 
 
 def _single_loop_nest(func, path, blk, realize, what):
-    """``{id(loop var): new-extent slot}`` check: every iter var is bound to its own
-    loop (min 0, extent = domain) that holds only this block."""
+    """``{id(loop var): iter var index}``: every iter var is bound to its own loop (min
+    0, extent = domain) that holds only this block, or is a unit domain bound to 0."""
     loops = {id(f.loop_var): (p, f) for p, f in tree.loops_above(func, path)}
-    for iv, val in zip(blk.iter_vars, realize.iter_values):
+    out = {}
+    for k, (iv, val) in enumerate(zip(blk.iter_vars, realize.iter_values)):
+        if isinstance(val, IntImm) and val.value == 0 and isinstance(iv.dom.extent, IntImm) \
+                and iv.dom.extent.value == 1:
+            continue
         if not (isinstance(val, Var) and id(val) in loops):
             raise _fail(f"{what} {blk.name!r} binds iter var {iv.var.name!r} to {val}, "
                         "not to a loop of its own; pad_einsum before splitting or fusing "
@@ -90,7 +94,8 @@ def _single_loop_nest(func, path, blk, realize, what):
         if len(tree.blocks_under(f.body)) != 1:
             raise _fail(f"{what} {blk.name!r}: loop {f.loop_var.name!r} holds other blocks "
                         "too", func, blk)
-    return {id(v): iv for v, iv in zip(realize.iter_values, blk.iter_vars)}
+        out[id(val)] = k
+    return out
 
 
 def _accesses(blk) -> list:
@@ -177,6 +182,11 @@ def pad_einsum(func, block, padding):
     ext = {id(iv.var): -(-old[id(iv.var)] // p) * p for iv, p in zip(blk.iter_vars, padding)}
     if ext == old:
         return func, None
+    bound = set(by_loop.values())
+    for k, iv in enumerate(blk.iter_vars):
+        if k not in bound and ext[id(iv.var)] != old[id(iv.var)]:
+            raise _fail(f"block {blk.name!r}: iter var {iv.var.name!r} has no loop to pad; "
+                        "use padding 1 for it", func, blk)
     store = blk.body
     reduce_padded = any(iv.kind == "reduce" and ext[id(iv.var)] != old[id(iv.var)]
                         for iv in blk.iter_vars)
@@ -211,19 +221,21 @@ def pad_einsum(func, block, padding):
         producers[pblk.name] = (_single_loop_nest(func, ppath, pblk, preal, "producer"), buf)
     new_buf = {b: Buffer(tuple(const(n, "int32") for n in shape), b.dtype, b.name,
                          (), b.scope, b.align) for b, shape in grow.items()}
-    return _Pad(blk.name, by_loop, ext, producers, grow, new_buf).visit_root(func), None
+    return _Pad(blk.name, by_loop, ext, producers, grow, new_buf).visit_root(func, blk), None
 
 
 class _Pad(Mutator):
     def __init__(self, name, by_loop, ext, producers, grow, new_buf):
         self.name, self.by_loop, self.ext = name, by_loop, ext
         self.producers, self.grow, self.new_buf = producers, grow, new_buf
-        self.loop_ext = {lv: ext[id(iv.var)] for lv, iv in by_loop.items()}
+        self.loop_ext = {}          # id(loop var) -> new extent
 
-    def visit_root(self, func):
+    def visit_root(self, func, blk):
+        for lv, k in self.by_loop.items():
+            self.loop_ext[lv] = self.ext[id(blk.iter_vars[k].var)]
         for ploops, buf in self.producers.values():
-            for lv, n in zip(ploops, self.grow[buf]):   # loops in iter var order
-                self.loop_ext[lv] = n
+            for lv, k in ploops.items():
+                self.loop_ext[lv] = self.grow[buf][k]
         return func.with_body(self.visit(func.body))
 
     def visit_buffer(self, buf):
