@@ -41,7 +41,7 @@ from cuvil_tir.op import if_then_else
 from cuvil_tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, Range
 from cuvil_tir.visitor import Mutator, post_order_visit
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..errors import schedule_error
 from ..primitive import primitive
 from .blockize import linear
