@@ -45,6 +45,12 @@ def _symbolic():
     return T.create_prim_func([A, T.compute((n,), lambda i: A[i] * 2.0, name="B")])
 
 
+def _shifted():
+    n = T.size_var("n")
+    A = T.placeholder((n,), name="A")
+    return T.create_prim_func([A, T.compute((n,), lambda i: A[i + 1] - A[i], name="B")])
+
+
 def _sch():
     sch = S.Schedule(_matmul())
     blk = sch.get_block("C")
@@ -246,6 +252,15 @@ CATALOGUE = [
     # -- the interpreter -------------------------------------------------------------------
     Mistake("interpret with too few arrays", lambda: T.interpret(_add_one(), _f32(8)), SH,
             "CVL-E102", r"main takes 2 argument\(s\) \(A, B\), found 1"),
+    # -- run-time checks ---------------------------------------------------------------------
+    Mistake("symbolic read past the end, bounds-checked", lambda: targets.build(
+        _shifted(), targets.Target("llvm", bounds_check=True))(_f32(4), _f32(4)),
+        T.BoundsCheckError, "CVL-E231", r"out-of-bounds read of A\[4\] \(shape \(4,\)\) in block \"B\""),
+    Mistake("bounds_check on a target without it", lambda: targets.Target(
+        "cuda", bounds_check=True), TE, "CVL-E106", r"unknown option 'bounds_check'"),
+    Mistake("assert message with too few values", lambda: T.assert_(
+        T.var("i") < 4, "i = {} of {}", T.var("i")), SH, "CVL-E102",
+        r"has 2 '\{\}' placeholder\(s\) but 1 value\(s\)"),
     # -- debugging views -------------------------------------------------------------------
     Mistake("graph of a string", lambda: T.graph("C = A @ B"), T.CuvilError, "CVL-E100",
             r"graph: expected a PrimFunc or a Schedule"),

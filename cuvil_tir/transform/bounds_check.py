@@ -129,9 +129,11 @@ class _Loads(Mutator):
         return e
 
 
-def _condition(acc: _Access, indices):
+def _condition(acc: _Access, indices, dims=None):
     conds = []
-    for ix, ext in zip(indices, acc.buffer.shape):
+    for d, (ix, ext) in enumerate(zip(indices, acc.buffer.shape)):
+        if dims is not None and d not in dims:
+            continue
         dt = ix.dtype if ix.dtype == ext.dtype else "int64"
         x = ix if dt == ix.dtype else _i64(ix)
         hi = ext if dt == ext.dtype else _i64(ext)
@@ -194,7 +196,24 @@ class _Insert(Mutator):
         finally:
             self.depth -= 1
 
-    visit_IfThenElse = visit_LetStmt = visit_Allocate = _guarded
+    visit_LetStmt = visit_Allocate = _guarded
+
+    def visit_IfThenElse(self, s):
+        # the condition is known inside each branch: it may prove accesses there
+        cond = substitute(s.condition, self.vmap)
+        self.depth += 1
+        try:
+            with self.ana.constraint(cond):
+                then = self.visit(s.then_case)
+            other = s.else_case
+            if other is not None:
+                with self.ana.constraint(~cond):
+                    other = self.visit(other)
+        finally:
+            self.depth -= 1
+        if then is s.then_case and other is s.else_case:
+            return s
+        return IfThenElse(s.condition, then, other)
 
     def visit_BlockRealize(self, br):
         vals = [substitute(v, self.vmap) for v in br.iter_values]
@@ -204,7 +223,10 @@ class _Insert(Mutator):
         guard = not (isinstance(br.predicate, IntImm) and br.predicate.value)
         self.depth += guard
         try:
-            return self.generic_visit(br)
+            if not guard:
+                return self.generic_visit(br)
+            with self.ana.constraint(substitute(br.predicate, self.vmap)):
+                return self.generic_visit(br)
         finally:
             self.depth -= guard
             self.vmap, self.block = saved_map, saved_name
@@ -242,14 +264,15 @@ class _Insert(Mutator):
 
     def _check(self, acc: _Access, stmt):
         loop_indices = [substitute(ix, self.vmap) for ix in acc.indices]
-        if self._proven(acc, loop_indices):
+        dims = self._unproven(acc, loop_indices)
+        if not dims:
             return None
         frame = self.frames[-1] if self.frames else None
         hoist = (frame is not None and frame[1] == self.depth and acc.hoistable()
                  and _affine_in(loop_indices, frame[0].loop_var))
         # a hoisted check is outside the block: it speaks of loop variables
         indices = loop_indices if hoist else list(acc.indices)
-        cond = _condition(acc, indices)
+        cond = _condition(acc, indices, dims)
         if acc.guards:
             cond = ~all_of(*acc.guards) | cond
         cond = _with_context(cond, acc)
@@ -271,23 +294,28 @@ class _Insert(Mutator):
             return None
         return check
 
-    def _proven(self, acc: _Access, indices) -> bool:
-        """Whether every index provably lies in ``[0, extent)`` for every value of
-        the enclosing loops (guards and lets are not used: conservative)."""
+    def _unproven(self, acc: _Access, indices) -> list:
+        """The dimensions whose index is not proven to lie in ``[0, extent)`` for
+        every value of the enclosing loops under the enclosing conditions (an
+        expression's own guards and lets are not used: conservative)."""
+        every = list(range(len(indices)))
         if acc.lets:
+            return every
+        return [d for d in every if not self._in_bounds(acc, indices, d)]
+
+    def _in_bounds(self, acc: _Access, indices, d: int) -> bool:
+        ix, ext = indices[d], acc.buffer.shape[d]
+        if self.ana.can_prove(_condition(acc, indices, (d,))):
+            return True
+        lo, hi = self._extreme(ix, -1), self._extreme(ix, 1)
+        if lo is None or hi is None:
             return False
-        for ix, ext in zip(indices, acc.buffer.shape):
-            lo, hi = self._extreme(ix, -1), self._extreme(ix, 1)
-            if lo is None or hi is None:
-                return False
-            if not D.is_uint(ix.dtype) and not self.ana.can_prove(lo >= 0):
-                return False
-            dt = "int64" if hi.dtype != ext.dtype else ext.dtype
-            h = hi if dt == hi.dtype else _i64(hi)
-            e = ext if dt == ext.dtype else _i64(ext)
-            if not self.ana.can_prove(e - h > IntImm(0, dt)):
-                return False
-        return True
+        if not D.is_uint(ix.dtype) and not self.ana.can_prove(lo >= 0):
+            return False
+        dt = "int64" if hi.dtype != ext.dtype else ext.dtype
+        h = hi if dt == hi.dtype else _i64(hi)
+        e = ext if dt == ext.dtype else _i64(ext)
+        return self.ana.can_prove(e - h > IntImm(0, dt))
 
     def _extreme(self, e, sign: int):
         """The largest (``sign`` 1) or smallest (-1) value of the affine index ``e``

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import cuvil_tir as T
+import schedules as S
 import targets
 from cuvil_tir.transform.bounds_check import insert_bounds_checks
 
@@ -99,3 +100,111 @@ def test_user_assert_raises_runtime_check_error():
     a = np.zeros(3, "float32")
     mod(a)
     assert a.tolist() == [0.0, 1.0, 0.0]
+
+
+def _shift_store():
+    """``B[i + 1] = A[i]`` over ``i < n``: writes B[n] at the last step."""
+    n = T.size_var("n")
+    A = T.decl_buffer((n,), "float32", "A")
+    B = T.decl_buffer((n,), "float32", "B")
+    i = T.var("i")
+    return T.PrimFunc([A, B], T.For(i, T.const(0), n, "serial",
+                                    T.BufferStore(B, A[i] + 1.0, (i + 1,))))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_out_of_bounds_write_never_happens(kind):
+    mod = targets.build(_shift_store(), _target(kind))
+    big = np.full(12, -7.0, "float32")
+    with pytest.raises(T.BoundsCheckError, match=r"write of B\[8\] \(shape \(8,\)\)"):
+        mod(np.zeros(8, "float32"), big[:8])    # a view: B[8] would be big[8]
+    assert big[8:].tolist() == [-7.0] * 4
+    assert big[:8].tolist() == [-7.0] + [1.0] * 7
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_vectorized_loop_is_checked_once_per_chunk(kind):
+    A = T.placeholder((T.size_var("n"),), name="A")     # may be shorter than B
+    B = T.compute((64,), lambda i: A[i] * 2.0, name="B")
+    sch = S.Schedule(T.create_prim_func([A, B]))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    sch.vectorize(sch.split(i, [None, 8])[1])
+    target = _target(kind, mcpu="haswell") if kind == "llvm" else _target(kind)
+    low = T.lower(sch, target)
+    text = str(low)
+    if kind == "llvm":
+        assert "T.Ramp" in text            # still vector code: the check is hoisted
+    assert text.index("T.assert_") < text.index("B[")
+    mod = targets.build(sch, _target(kind))
+    b = np.zeros(64, "float32")
+    with pytest.raises(T.BoundsCheckError, match=r"read of A\[63\] \(shape \(60,\)\)"):
+        mod(np.ones(60, "float32"), b)
+    # the last chunk's check ran before any of its lanes was stored
+    assert b[:56].tolist() == [2.0] * 56 and b[56:].tolist() == [0.0] * 8
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_parallel_loop_failure_reaches_the_caller(kind):
+    big = np.full(260, -7.0, "float32")
+    sch = S.Schedule(_shifted())
+    sch.parallel(sch.get_loops(sch.get_block("B"))[0])
+    mod = targets.build(sch, _target(kind))
+    with pytest.raises(T.BoundsCheckError, match=r"read of A\[256\]"):
+        mod(np.arange(256, dtype="float32"), big[:256])
+    assert big[255:].tolist() == [-7.0] * 5
+    f = _shift_store()
+    par = f.with_body(T.For(f.body.loop_var, f.body.min, f.body.extent, "parallel",
+                            f.body.body))
+    mod = targets.build(par, _target(kind))
+    with pytest.raises(T.BoundsCheckError, match=r"write of B\[256\]"):
+        mod(np.zeros(256, "float32"), big[:256])
+    assert big[256:].tolist() == [-7.0] * 4
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_in_bounds_results_are_identical(kind):
+    n, m = T.size_var("n"), T.size_var("m")
+    A = T.placeholder((n, m), name="A")
+    X = T.placeholder((m,), name="X")
+    k = T.reduce_axis((0, m), name="k")
+    Y = T.compute((n,), lambda i: T.sum(A[i, k] * X[k], axis=k), name="Y")
+    Z = T.compute((n,), lambda i: T.if_then_else(i > 0, Y[i - 1], Y[i]) * 2.0, name="Z")
+    sch = S.Schedule(T.create_prim_func([A, X, Z]))
+    sch.parallel(sch.get_loops(sch.get_block("Z"))[0])
+    rng = np.random.default_rng(1)
+    a, x = rng.standard_normal((33, 17)).astype("float32"), rng.standard_normal(17).astype("float32")
+    z0, z1 = np.zeros(33, "float32"), np.zeros(33, "float32")
+    targets.build(sch, targets.Target(kind))(a, x, z0)
+    targets.build(sch, _target(kind))(a, x, z1)
+    assert z0.tobytes() == z1.tobytes()
+    # the guarded load Y[i - 1] is checked only where i > 0: no false alarm at i = 0
+
+
+def test_local_buffer_accesses_are_checked():
+    n = T.size_var("n")
+    A = T.decl_buffer((n,), "float32", "A")
+    L = T.decl_buffer((4,), "float32", "L", scope="local")
+    i = T.var("i")
+    body = T.Allocate(L, T.seq(
+        T.For(i, T.const(0), n, "serial", T.BufferStore(L, A[i], (i,))),
+        T.BufferStore(A, L[0], (T.const(0),))))
+    f = T.PrimFunc([A], body)
+    mod = targets.build(f, _target("llvm"))
+    a = np.arange(4, dtype="float32")
+    mod(a)
+    with pytest.raises(T.BoundsCheckError, match=r"write of L\[4\] \(shape \(4,\)\)"):
+        mod(np.arange(5, dtype="float32"))
+
+
+def test_checked_and_unchecked_builds_never_share_a_cache_entry(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CUVIL_CACHE", "1")
+    f = _shifted()
+    a, b = np.arange(5, dtype="float32"), np.zeros(5, "float32")
+    targets.build(f, "llvm")(a, b)             # unchecked, now cached
+    checked = targets.build(f, _target("llvm"))
+    assert not checked.from_cache
+    again = targets.build(f, _target("llvm"))
+    assert again.from_cache
+    with pytest.raises(T.BoundsCheckError, match=r"A\[5\]"):
+        again(a, b)                            # messages come with the cached code

@@ -1,0 +1,143 @@
+"""The cost of run-time bounds checks: checked / unchecked time, same process, interleaved.
+
+Run:  python benchmarks/bounds_check.py [--repeat 15] [--threads N]
+
+Each workload is built twice for the host, ``Target("llvm")`` and
+``Target("llvm", bounds_check=True)`` (and the same for ``c`` with ``--c``), both
+results are checked to be identical, and the two are timed alternately (``--repeat``
+rounds of ``mod.benchmark(number=...)``); the figure is the ratio of the medians.
+"checks" is the number of run-time checks left in the lowered code (accesses proven
+in bounds from the loop ranges get none).
+
+Workloads:
+
+* ``ew-static``: ``B = A * 2 + 1`` on 4M floats, static shape, parallel + vectorized;
+* ``ew-sym``: the same with a symbolic size ``n``, unscheduled (one serial loop);
+* ``ew-2sizes``: ``C[i] = A[i] + B[i]`` with ``A, C: (n,)`` and ``B: (m,)``: the read
+  of ``B`` cannot be proven (``m`` is not ``n``), so every iteration keeps a check;
+* ``gemm-tuned``: tutorial 04's scheduled 256^3 fp32 GEMM (packing, register tile,
+  vectorized, parallel);
+* ``gemm-2sizes``: a plain 256^3 GEMM ``C = A @ B`` with ``B: (kb, n)`` declared with
+  its own row count ``kb``: a check on ``B`` in the innermost loop (worst case).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import pathlib
+import statistics
+
+import numpy as np
+
+import cuvil_tir as T
+import schedules as S
+import targets
+from targets.checks import check_sites
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _tutorial04():
+    spec = importlib.util.spec_from_file_location(
+        "tutorial04", ROOT / "tutorials" / "04_fast_matmul_cpu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def ew_static(n=1 << 22):
+    A = T.placeholder((n,), name="A")
+    B = T.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    sch = S.Schedule(T.create_prim_func([A, B]))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    io, ii = sch.split(i, [None, 4096])
+    iii = sch.split(ii, [None, 8])[-1]
+    sch.parallel(io)
+    sch.vectorize(iii)
+    a = np.random.default_rng(0).standard_normal(n).astype("float32")
+    return sch, (a, np.zeros(n, "float32"))
+
+
+def ew_sym(size=1 << 22):
+    n = T.size_var("n")
+    A = T.placeholder((n,), name="A")
+    B = T.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    a = np.random.default_rng(0).standard_normal(size).astype("float32")
+    return T.create_prim_func([A, B]), (a, np.zeros(size, "float32"))
+
+
+def ew_2sizes(size=1 << 22):
+    n, m = T.size_var("n"), T.size_var("m")
+    A = T.placeholder((n,), name="A")
+    B = T.placeholder((m,), name="B")
+    C = T.compute((n,), lambda i: A[i] + B[i], name="C")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(size).astype("float32")
+    b = rng.standard_normal(size).astype("float32")
+    return T.create_prim_func([A, B, C]), (a, b, np.zeros(size, "float32"))
+
+
+def gemm_tuned(s=256):
+    sch = _tutorial04().gemm_schedule(s, s, s)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((s, s)).astype("float32")
+    b = rng.standard_normal((s, s)).astype("float32")
+    return sch, (a, b, np.zeros((s, s), "float32"))
+
+
+def gemm_2sizes(s=256):
+    m, n, k, kb = (T.size_var(x) for x in ("m", "n", "k", "kb"))
+    A = T.placeholder((m, k), name="A")
+    B = T.placeholder((kb, n), name="B")
+    r = T.reduce_axis((0, k), name="r")
+    C = T.compute((m, n), lambda i, j: T.sum(A[i, r] * B[r, j], axis=r), name="C")
+    sch = S.Schedule(T.create_prim_func([A, B, C]))
+    i, j, kk = sch.get_loops(sch.get_block("C"))
+    sch.reorder(i, kk, j)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((s, s)).astype("float32")
+    b = rng.standard_normal((s, s)).astype("float32")
+    return sch, (a, b, np.zeros((s, s), "float32"))
+
+
+WORKLOADS = {"ew-static": ew_static, "ew-sym": ew_sym, "ew-2sizes": ew_2sizes,
+             "gemm-tuned": gemm_tuned, "gemm-2sizes": gemm_2sizes}
+
+
+def compare(name, make, kind, repeat):
+    func, args = make()
+    plain = targets.build(func, targets.Target(kind))
+    checked = targets.build(func, targets.Target(kind, bounds_check=True))
+    out_plain = [a.copy() for a in args]
+    out_checked = [a.copy() for a in args]
+    plain(*out_plain)
+    checked(*out_checked)
+    for x, y in zip(out_plain, out_checked):
+        np.testing.assert_array_equal(x, y)
+    number = max(1, int(0.05 / max(plain.benchmark(*args, repeat=1, number=1).median, 1e-6)))
+    tp, tc = [], []
+    for _ in range(repeat):
+        tp.append(plain.benchmark(*args, repeat=1, number=number).median)
+        tc.append(checked.benchmark(*args, repeat=1, number=number).median)
+    p, c = statistics.median(tp), statistics.median(tc)
+    n_checks = len(check_sites(checked.lowered))
+    print(f"{kind:4s} {name:12s} checks {n_checks:2d}   unchecked {p * 1e3:8.3f} ms   "
+          f"checked {c * 1e3:8.3f} ms   ratio {c / p:5.2f}")
+    return c / p
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--c", action="store_true", help="also the c target")
+    ap.add_argument("--only", default="", help="comma-separated workload names")
+    args = ap.parse_args(argv)
+    names = [w for w in WORKLOADS if not args.only or w in args.only.split(",")]
+    for kind in ["llvm"] + (["c"] if args.c else []):
+        for name in names:
+            compare(name, WORKLOADS[name], kind, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
