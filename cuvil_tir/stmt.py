@@ -433,7 +433,7 @@ class AssertStmt(Stmt):
 
 def assert_(condition, message: str, *values, kind: str = "assert") -> AssertStmt:
     """The statement ``T.assert_(condition, message, *values)`` (see
-    :class:`AssertStmt`); Python numbers become int64 constants.
+    :class:`AssertStmt`); Python numbers become int32 constants.
 
     Example::
 
@@ -443,4 +443,4 @@ def assert_(condition, message: str, *values, kind: str = "assert") -> AssertStm
         True
     """
     return AssertStmt(as_expr(condition, "bool"), message,
-                      tuple(as_expr(v, "int64") for v in values), kind)
+                      tuple(as_expr(v, "int32") for v in values), kind)

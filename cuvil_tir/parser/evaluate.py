@@ -498,7 +498,7 @@ class ExprEvaluator:
             raise CuvilError(f"T.assert_: expected a message string after the condition, "
                              f"found {message!r}")
         return Spec("assert", (to_expr(condition), message,
-                               tuple(to_expr(v, "int64") for v in values), kind))
+                               tuple(to_expr(v, "int32") for v in values), kind))
 
     def intrinsic(self, op: str, args, dtype=None) -> Call:
         n = INTRIN_ARITY[op]

@@ -13,10 +13,13 @@ the run-time index, the shape, the block and the statement.
   check (a static-shape kernel usually keeps none).
 * A load guarded by ``T.if_then_else`` is checked only when its branch is taken; a
   load under a ``Let`` is checked with the let's binding.
-* In a ``vectorized`` loop an unguarded access whose indices are affine in the loop
-  variable is checked once, before the loop, at the loop's first and last iteration
-  (an affine index takes its extremes there), so the vectorizer still widens the
-  loop; any other check stays inside and the loop runs serially.
+* In a loop (of any kind but ``thread_binding``), an access directly in its body
+  (under no condition, let or inner loop) whose indices are affine in the loop
+  variable and read no memory is checked once, before the loop, at the loop's first
+  and last iteration (an affine index takes its extremes there): a ``vectorized``
+  loop still becomes vector code, and LLVM and the C compiler still vectorize and
+  unroll the inner loop.  Any other check stays before its statement (a
+  ``vectorized`` loop holding one runs serially).
 
 Nothing else changes: outside a bounds-checked target the pass is not in the
 pipeline, and :func:`bounds_check` itself is the identity when the target in the
@@ -30,9 +33,12 @@ Example::
     >>> B = T.compute((n,), lambda i: A[i + 1] - A[i], name="B")   # reads A[n]
     >>> f = insert_bounds_checks(T.create_prim_func([A, B]))
     >>> print(T.lower(f).body)  # doctest: +NORMALIZE_WHITESPACE
+    if n > 0:
+        T.assert_(1 < n, "out-of-bounds read of A[{}] (shape ({},)) in block \\"B\\":
+                  B[v_i] = A[v_i + 1] - A[v_i]", 1, n, kind="bounds")
+        T.assert_(T.bool(False), "out-of-bounds read of A[{}] (shape ({},)) in block
+                  \\"B\\": B[v_i] = A[v_i + 1] - A[v_i]", n, n, kind="bounds")
     for i in T.serial(n):
-        T.assert_(i + 1 < n, "out-of-bounds read of A[{}] (shape ({},)) in block \\"B\\":
-                  B[v_i] = A[v_i + 1] - A[v_i]", i + 1, n, kind="bounds")
         B[i] = A[i + 1] - A[i]
 """
 
@@ -41,12 +47,12 @@ from __future__ import annotations
 from .. import dtype as D
 from ..arith import Analyzer
 from ..arith.affine import Affine
-from ..expr import Broadcast, Cast, IntImm, Let, Ramp, Var
+from ..expr import Broadcast, BufferLoad, Cast, IntImm, Let, Ramp, Var
 from ..function import PrimFunc
 from ..node import same
 from ..op import all as all_of
 from ..stmt import AssertStmt, IfThenElse, Range, seq
-from ..visitor import Mutator, substitute, used_vars
+from ..visitor import Mutator, post_order_visit, substitute, used_vars
 from .pass_manager import PassContext
 
 #: longest statement text quoted in a message
@@ -154,7 +160,7 @@ class _Insert(Mutator):
         self.ana = Analyzer(index_no_overflow=True)
         self.vmap: dict = {}          # block iter var -> its value in loop variables
         self.block: str | None = None
-        self.frames: list = []        # vectorized loops: [loop, depth, hoisted checks]
+        self.frames: list = []        # enclosing loops: [loop, depth, hoisted checks]
         self.depth = 0                # statement guards/loops/lets entered
         self.ranges: dict = {}        # id(loop variable) -> its Range
 
@@ -164,7 +170,7 @@ class _Insert(Mutator):
         self.ana.bind(loop.loop_var, Range(loop.min, loop.extent))
         self.ranges[id(loop.loop_var)] = Range(loop.min, loop.extent)
         self.depth += 1
-        frame = [loop, self.depth, []] if loop.kind == "vectorized" else None
+        frame = [loop, self.depth, []] if loop.kind != "thread_binding" else None
         if frame is not None:
             self.frames.append(frame)
         try:
@@ -179,11 +185,17 @@ class _Insert(Mutator):
             return new
         last = loop.min + loop.extent - 1
         checks = []
+        simp = self.ana.simplify
         for check in frame[2]:
             for at in (loop.min, last):
                 c = substitute(check, {loop.loop_var: at})
-                if not any(same(c, o) for o in checks):
+                c = AssertStmt(simp(c.condition), c.message,
+                               tuple(simp(v) for v in c.values), c.kind)
+                proven = isinstance(c.condition, IntImm) and c.condition.value
+                if not proven and not any(same(c, o) for o in checks):
                     checks.append(c)
+        if not checks:
+            return new
         hoisted = seq(*checks)
         if not self.ana.can_prove(loop.extent > 0):
             hoisted = IfThenElse(loop.extent > 0, hoisted)
@@ -344,7 +356,13 @@ class _Insert(Mutator):
 
 
 def _affine_in(indices, var: Var) -> bool:
-    """Whether every index is affine in ``var`` (``var`` appears only as a term)."""
+    """Whether every index is affine in ``var`` (``var`` appears only as a term) and
+    reads no memory (a load could see a value the loop itself stores)."""
+    loads = []
+    post_order_visit(tuple(indices), lambda x: loads.append(x) if isinstance(x, BufferLoad)
+                     else None)
+    if loads:
+        return False
     for ix in indices:
         for atom, _ in Affine.of(ix).terms:
             if atom is not var and any(v is var for v in used_vars(atom)):

@@ -33,8 +33,8 @@ def test_symbolic_read_past_the_end_raises(kind):
     assert err.value.values == (6, 6)
     assert err.value.code == "CVL-E231"
     assert isinstance(err.value, T.TargetError)
-    # every step before the failing one ran; the failing one stopped before its store
-    assert b[:5].tolist() == [1.0] * 5 and b[5] == 0.0
+    # the check is affine in the loop: done once, before the loop, so nothing ran
+    assert b.tolist() == [0.0] * 6
     # the module keeps working after a failure
     with pytest.raises(T.BoundsCheckError, match=r"A\[3\]"):
         mod(a[:3].copy(), b[:3].copy())
@@ -72,9 +72,12 @@ def test_interpreter_raises_the_same_error():
 def test_assert_prints_and_parses():
     f = insert_bounds_checks(_shifted())
     text = str(f)
-    assert 'T.assert_(v_i + 1 >= 0 and v_i + 1 < n, "out-of-bounds read of A[{}]' in text
+    # hoisted before the loop: checked at the first and the last iteration
+    assert 'T.assert_(1 < n, "out-of-bounds read of A[{}] (shape ({},)) in block' in text
+    assert 'T.assert_(T.bool(False), "out-of-bounds read of A[{}]' in text
     assert T.structural_equal(T.parse(text), f)
-    low = T.lower(f)
+    low = T.lower(_gather().func, _target("llvm"))     # a check inside the loop
+    assert "T.assert_(" in str(low).split("for ")[1]
     assert T.structural_equal(T.parse(str(low)), low)
 
 
@@ -118,8 +121,7 @@ def test_out_of_bounds_write_never_happens(kind):
     big = np.full(12, -7.0, "float32")
     with pytest.raises(T.BoundsCheckError, match=r"write of B\[8\] \(shape \(8,\)\)"):
         mod(np.zeros(8, "float32"), big[:8])    # a view: B[8] would be big[8]
-    assert big[8:].tolist() == [-7.0] * 4
-    assert big[:8].tolist() == [-7.0] + [1.0] * 7
+    assert big.tolist() == [-7.0] * 12
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -141,6 +143,35 @@ def test_vectorized_loop_is_checked_once_per_chunk(kind):
         mod(np.ones(60, "float32"), b)
     # the last chunk's check ran before any of its lanes was stored
     assert b[:56].tolist() == [2.0] * 56 and b[56:].tolist() == [0.0] * 8
+
+
+def _gather():
+    """``B[i] = A[idx[i]]``: a data-dependent index, checked at each iteration."""
+    n, m = T.size_var("n"), T.size_var("m")
+    A = T.placeholder((n,), name="A")
+    idx = T.placeholder((m,), "int32", name="idx")
+    B = T.compute((m,), lambda i: A[idx[i]] + 1.0, name="B")
+    return S.Schedule(T.create_prim_func([A, idx, B]))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("parallel", [False, True])
+def test_failing_iteration_stops_before_its_access(kind, parallel):
+    sch = _gather()
+    if parallel:
+        sch.parallel(sch.get_loops(sch.get_block("B"))[0])
+    mod = targets.build(sch, _target(kind))
+    idx = np.arange(64, dtype="int32")
+    idx[40] = 99
+    b = np.zeros(64, "float32")
+    with pytest.raises(T.BoundsCheckError, match=r"read of A\[99\] \(shape \(64,\)\)"):
+        mod(np.arange(64, dtype="float32"), idx, b)
+    assert b[40] == 0.0
+    if not parallel:       # serially, every earlier iteration ran, no later one
+        assert b[:40].tolist() == list(range(1, 41)) and not b[41:].any()
+    idx[40] = -1
+    with pytest.raises(T.BoundsCheckError, match=r"read of A\[-1\]"):
+        mod(np.arange(64, dtype="float32"), idx, b)
 
 
 @pytest.mark.parametrize("kind", KINDS)
