@@ -15,10 +15,13 @@ Workloads:
 * ``ew-sym``: the same with a symbolic size ``n``, unscheduled (one serial loop);
 * ``ew-2sizes``: ``C[i] = A[i] + B[i]`` with ``A, C: (n,)`` and ``B: (m,)``: the read
   of ``B`` cannot be proven (``m`` is not ``n``), so every iteration keeps a check;
+* ``gather``: ``B[i] = A[idx[i]]`` on 4M floats: a data-dependent index, so a check
+  stays inside the loop at every iteration (the worst case);
 * ``gemm-tuned``: tutorial 04's scheduled 256^3 fp32 GEMM (packing, register tile,
   vectorized, parallel);
 * ``gemm-2sizes``: a plain 256^3 GEMM ``C = A @ B`` with ``B: (kb, n)`` declared with
-  its own row count ``kb``: a check on ``B`` in the innermost loop (worst case).
+  its own row count ``kb``: the check on ``B`` is affine in the inner loops, so it is
+  done once per outer iteration, before them.
 """
 
 from __future__ import annotations
@@ -78,6 +81,17 @@ def ew_2sizes(size=1 << 22):
     return T.create_prim_func([A, B, C]), (a, b, np.zeros(size, "float32"))
 
 
+def gather(size=1 << 22):
+    n, m = T.size_var("n"), T.size_var("m")
+    A = T.placeholder((n,), name="A")
+    idx = T.placeholder((m,), "int32", name="idx")
+    B = T.compute((m,), lambda i: A[idx[i]], name="B")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(size).astype("float32")
+    ix = rng.integers(0, size, size).astype("int32")
+    return T.create_prim_func([A, idx, B]), (a, ix, np.zeros(size, "float32"))
+
+
 def gemm_tuned(s=256):
     sch = _tutorial04().gemm_schedule(s, s, s)
     rng = np.random.default_rng(0)
@@ -102,7 +116,7 @@ def gemm_2sizes(s=256):
 
 
 WORKLOADS = {"ew-static": ew_static, "ew-sym": ew_sym, "ew-2sizes": ew_2sizes,
-             "gemm-tuned": gemm_tuned, "gemm-2sizes": gemm_2sizes}
+             "gather": gather, "gemm-tuned": gemm_tuned, "gemm-2sizes": gemm_2sizes}
 
 
 def compare(name, make, kind, repeat):

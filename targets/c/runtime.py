@@ -53,6 +53,16 @@ def wrapper_c(signature, offset: int, abi_type) -> str:
             f"    return {name}({', '.join(args)});\n}}\n")
 
 
+def _slot_getter(library, name: str):
+    """``() -> address`` of the error slot of ``name`` in ``library`` (holding the
+    library only: no reference cycle through the runtime module)."""
+    def address():
+        getter = getattr(library, f"{name}__cuvil_check_slot")
+        getter.restype = ctypes.c_void_p
+        return getter()
+    return address
+
+
 class CRuntimeModule:
     """A compiled C function: ``raw(*arrays_and_scalars, *sizes)`` runs it unchecked
     (the :class:`targets.Module` checks first).
@@ -77,7 +87,7 @@ class CRuntimeModule:
             full, target.options["cc"], target.options["cflags"], openmp)
         sizes = [ctypes.c_int64] * len(signature.size_vars)
         kinds = [p.kind == "buffer" for p in signature.params]
-        report = check_report(source, lambda: self._slot_getter())
+        report = check_report(source, _slot_getter(self.library, self.entry_name))
         if DATA_OFFSET is not None:
             fn = getattr(self.library, f"{self.entry_name}__cuvil_py")
             fn.argtypes = [ctypes.py_object if k else _ctype(p.dtype)
@@ -94,11 +104,6 @@ class CRuntimeModule:
             return fn(*[a.ctypes.data if k else a for a, k in zip(args, kinds)],
                       *args[len(kinds):])
         self.raw = raising(with_pointers, self.entry_name, "c", report)
-
-    def _slot_getter(self):
-        getter = getattr(self.library, f"{self.entry_name}__cuvil_check_slot")
-        getter.restype = ctypes.c_void_p
-        return getter()
 
     def get_source(self, fmt: str | None = None) -> str:
         """``"c"``: the generated C source (without the Python-call wrapper)."""

@@ -142,8 +142,11 @@ class LLVMRuntimeModule:
         self.library = Library(full, cpu, features, target.options.get("opt_level", 3),
                                object_code=object_code)
         sizes = [ctypes.c_int64] * len(signature.size_vars)
+        # the getter holds the library, not self: a cycle through self would leave the
+        # module to the garbage collector, whose finalizers may run under the engine lock
+        library, getter = self.library, f"{self.entry_name}__cuvil_check_slot"
         report = check_report(source, lambda: ctypes.CFUNCTYPE(ctypes.c_void_p)(
-            self.library.address(f"{self.entry_name}__cuvil_check_slot"))())
+            library.address(getter))())
         if DATA_OFFSET is not None:
             addr = self.library.address(f"{self.entry_name}__cuvil_py")
             argtypes = [ctypes.py_object if p.kind == "buffer" else _ctype(p.dtype)
