@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -37,6 +37,7 @@ from ..schedule import Schedule
 from ..trace import Trace
 from .database import Database, workload_key
 from .measure import measure
+from .progress import TuneProgress, renderer
 from .space import generated_space, machine_of, prune
 
 #: the share of trials drawn fresh from the space once some candidate has been measured
@@ -46,7 +47,9 @@ EPSILON = 0.3
 @dataclass
 class TuneResult:
     """What :func:`tune` found: the best schedule (or None), its median seconds, the
-    number of candidates measured in this run, and failures by kind.
+    number of candidates measured in this run, failures by kind, candidates pruned
+    before building, and ``history``: ``(trial number, seconds or None on failure)`` in
+    measurement order.
 
     Example::
 
@@ -59,6 +62,7 @@ class TuneResult:
     trials: int = 0
     failures: dict = field(default_factory=dict)
     pruned: int = 0
+    history: list = field(default_factory=list)
 
 
 def decisions_key(decisions) -> str:
@@ -116,10 +120,13 @@ def _candidate(func, space, rng, good):
     return sch, None
 
 
-def tune(func, space=None, target="llvm", trials=16, database=None, timeout_s=10, seed=0,
-         progress=True):
+def tune(func, space=None, target="llvm", trials=16, database=None, executor=None,
+         timeout_s=10, seed=0, progress=True):
     """Tune ``func`` over ``space`` for ``trials`` measured candidates (see the module
-    doc); ``database`` is a path or a :class:`Database` (None: keep records in memory).
+    doc); ``database`` is a path or a :class:`Database` (None: keep records in memory);
+    ``executor`` a ``concurrent.futures.Executor`` the measurements are submitted to
+    (None: measured here, one at a time); ``progress`` True, False or a callable taking
+    a :class:`TuneProgress` after every batch.
 
     Example::
 
@@ -128,6 +135,8 @@ def tune(func, space=None, target="llvm", trials=16, database=None, timeout_s=10
         >>> tune(f, lambda sch: None, trials=0, progress=False).best_schedule is None
         True
     """
+    t_start = time.perf_counter()
+    show = renderer(progress)
     db = Database(database) if isinstance(database, (str, os.PathLike)) else database
     workload = workload_key(func, target)
     machine = machine_of(target)
@@ -138,56 +147,66 @@ def tune(func, space=None, target="llvm", trials=16, database=None, timeout_s=10
     seen = {r.get("cand") for r in records}
     rng = random.Random(seed)
     failures: Counter = Counter()
+    history: list = []
     func_text = str(func)
+    batch_size = max(1, getattr(executor, "_max_workers", 1) or 1)
     measured = 0
     misses = 0
     while measured < trials and misses < 50 + 20 * trials:
         good = sorted((r for r in records if r.get("seconds") is not None),
                       key=lambda r: r["seconds"])
-        sch, err = _candidate(func, space, rng, good)
-        if sch is None:
-            failures["replay"] += 1
-            misses += 1
-            continue
-        decisions = _decisions(sch.trace)
-        key = decisions_key(decisions)
-        if key in seen:
-            misses += 1  # already measured (this run or a resumed one)
-            continue
-        seen.add(key)
-        if prune(sch.func, machine) is not None:
-            pruned += 1  # cannot be good or legal on this machine: never built
-            misses += 1
-            continue
-        trace_json = sch.trace.as_json()
-        kind, value = measure(func_text, trace_json, decisions, target, space=space,
-                              timeout_s=timeout_s)
-        measured += 1
-        rec = {"workload": workload, "cand": key, "decisions": decisions, "trace": trace_json,
-               "seconds": value if kind == "ok" else None,
-               "failure": None if kind == "ok" else kind,
-               "error": None if kind == "ok" else str(value)[:2000]}
-        if kind != "ok":
-            failures[kind] += 1
-        records.append(rec)
+        batch = []
+        while len(batch) < min(batch_size, trials - measured) and misses < 50 + 20 * trials:
+            sch, err = _candidate(func, space, rng, good)
+            if sch is None:
+                failures["replay"] += 1
+                misses += 1
+                continue
+            decisions = _decisions(sch.trace)
+            key = decisions_key(decisions)
+            if key in seen:
+                misses += 1  # already measured (this run or a resumed one)
+                continue
+            seen.add(key)
+            if prune(sch.func, machine) is not None:
+                pruned += 1  # cannot be good or legal on this machine: never built
+                misses += 1
+                continue
+            batch.append((key, decisions, sch.trace.as_json()))
+        if not batch:
+            break
+        args = [(func_text, trace_json, decisions, target, space, timeout_s)
+                for _, decisions, trace_json in batch]
+        if executor is None:
+            outcomes = [measure(*a) for a in args]
+        else:
+            outcomes = [fut.result() for fut in [executor.submit(measure, *a) for a in args]]
+        new = []
+        for (key, decisions, trace_json), (kind, value) in zip(batch, outcomes):
+            measured += 1
+            rec = {"workload": workload, "cand": key, "decisions": decisions,
+                   "trace": trace_json, "seconds": value if kind == "ok" else None,
+                   "failure": None if kind == "ok" else kind,
+                   "error": None if kind == "ok" else str(value)[:2000]}
+            if kind != "ok":
+                failures[kind] += 1
+            history.append((measured, rec["seconds"]))
+            new.append(rec)
+        records.extend(new)
         if db is not None:
-            db.append([rec])
-        if progress:
-            _report(measured, trials, records, failures)
+            db.append(new)  # one fsync per batch
+        if show is not None:
+            show(TuneProgress(measured, trials, _best_seconds(records), dict(failures),
+                              time.perf_counter() - t_start, pruned))
     res = _result(func, records, measured, failures)
     res.pruned = pruned
-    if progress:
-        print(f"tune: {pruned} candidates pruned before building", file=sys.stderr)
+    res.history = history
     return res
 
 
-def _report(done, trials, records, failures):
-    best = min((r["seconds"] for r in records if r.get("seconds") is not None),
+def _best_seconds(records):
+    return min((r["seconds"] for r in records if r.get("seconds") is not None),
                default=None)
-    best_s = "-" if best is None else f"{best * 1e6:.1f} us"
-    fails = " ".join(f"{k}={v}" for k, v in sorted(failures.items())) or "none"
-    print(f"\rtune: {done}/{trials} trials, best {best_s}, failures: {fails}",
-          end="\n" if done >= trials else "", file=sys.stderr, flush=True)
 
 
 def _result(func, records, measured, failures):

@@ -80,3 +80,16 @@ def test_garbage_and_truncated_lines_are_skipped(tmp_path):
     fresh = S.Database(path)
     assert len(fresh.skipped) == 3 and len(fresh.records(key)) == 2
     assert fresh.top_k(f, "c", k=5) == []
+
+
+def test_progress_callable_history_and_an_executor(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+    f, seen = _func(), []
+    with ThreadPoolExecutor(2) as ex:
+        res = S.tune(f, tile_space, trials=3, executor=ex, timeout_s=30,
+                     progress=seen.append)
+    assert res.trials == 3 and [n for n, _ in res.history] == [1, 2, 3]
+    assert all(s is not None and s > 0 for _, s in res.history)
+    assert all(isinstance(p, S.TuneProgress) for p in seen)
+    assert seen[-1].trials_done == 3 and seen[-1].trials_total == 3
+    assert seen[-1].best_seconds == min(s for _, s in res.history)
