@@ -105,3 +105,26 @@ def test_progress_callable_history_and_an_executor(tmp_path):
     assert seen[-1].trials_done == 3 and seen[-1].trials_total == 3
     assert seen[-1].best_seconds == min(s for _, s in res.history)
     assert seen[-1].elapsed_s > 0 and seen[-1].failures == {}
+
+
+def test_a_target_kind_with_measure_is_asked_instead_of_the_clock():
+    import targets
+    from schedules.tune.measure import run_candidate
+    llvm = targets.get_target_kind("llvm")
+
+    class Cycles:  # what an accelerator kind does: a simulated cost, not the clock
+        name, passes = "tune-test-cycles", None
+        codegen, runtime, options = llvm.codegen, llvm.runtime, llvm.options
+
+        def measure(self, mod, args):
+            return 4200.0
+
+    f = _func()
+    targets.register_target(Cycles())
+    try:
+        out = []
+        run_candidate({"func": str(f), "trace": S.Schedule(f).trace.as_json(),
+                       "decisions": [], "target": "tune-test-cycles"}, out.append)
+    finally:
+        targets.unregister_target("tune-test-cycles")
+    assert out[-1] == ("ok", 4200.0, {"timing": "kind"})

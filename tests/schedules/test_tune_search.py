@@ -141,3 +141,5 @@ def test_bad_arguments_are_refused():
         S.tune(_func(), space, trials=1, executor=object(), progress=False)
     with pytest.raises(ArgumentError, match="trials: expected an int >= 0"):
         S.tune(_func(), space, trials=-1, progress=False)
+    with pytest.raises(ArgumentError, match="timeout_s: expected seconds > 0"):
+        S.tune(_func(), space, trials=1, timeout_s=0, progress=False)
