@@ -98,6 +98,43 @@ def host_info(target) -> dict:
     return info
 
 
+def kind_reference(target):
+    """``(module, attribute)`` naming the registered kind of ``target`` as a module-level
+    object, so a fresh process can import and register it (an accelerator kind that
+    ``import targets`` alone does not register), or None.
+
+    Example::
+
+        >>> kind_reference("llvm")[0].startswith("targets")
+        True
+    """
+    import sys
+
+    import targets
+    kind = targets.get_target_kind(_kind_name(target))
+    for name, mod in list(sys.modules.items()):
+        if name in ("__main__", "__mp_main__"):
+            continue  # another process's main module is a different one
+        for attr, value in list(getattr(mod, "__dict__", {}).items()):
+            if value is kind and not attr.startswith("_"):
+                return name, attr
+    return None
+
+
+def _kind_name(target) -> str:
+    return target.split()[0] if isinstance(target, str) else target.kind
+
+
+def _ensure_kind(payload) -> None:
+    """Register the target's kind in this process when only the tuner had it."""
+    import importlib
+
+    import targets
+    ref = payload.get("kind")
+    if ref and _kind_name(payload["target"]) not in targets.list_targets():
+        targets.register_target(getattr(importlib.import_module(ref[0]), ref[1]))
+
+
 def timing_lock():
     """An exclusive lock on this host's timing lock file (an open file; close to free).
 
@@ -145,6 +182,7 @@ def run_candidate(payload, emit) -> None:
     info: dict = {}  # the server adds the host's details
     stage = "replay"
     try:
+        _ensure_kind(payload)
         func = T.parse(payload["func"])
         sch = _rebuild(func, payload)
         stage = "build"
@@ -152,8 +190,7 @@ def run_candidate(payload, emit) -> None:
         mod = targets.build(sch, target)
         emit(("built", None))
         stage = "run"
-        kind = targets.get_target_kind(targets.Target(target).kind
-                                       if isinstance(target, str) else target.kind)
+        kind = targets.get_target_kind(_kind_name(target))
         base = random_args(func, payload.get("seed", 0))
         want = [a.copy() for a in base]
         ref(*want)

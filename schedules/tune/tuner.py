@@ -39,6 +39,7 @@ from ..errors import ScheduleError
 from ..trace import Trace
 from .database import Database, ranked, workload_key
 from .executor import local_executor, measure_task, slots
+from .measure import kind_reference
 from .progress import TuneProgress, renderer
 from .search import Search, decisions_key, decisions_of
 from .space import generated_space, machine_of
@@ -85,7 +86,7 @@ class _Run:
         self.records = db.records(self.workload) if db is not None else []
         self.base = {"func": str(func), "target": str(target),
                      "space": _picklable(space), "timeout_s": timeout_s,
-                     "min_repeat_ms": min_repeat_ms}
+                     "min_repeat_ms": min_repeat_ms, "kind": kind_reference(target)}
         self.executor = executor
         self.failures: Counter = Counter()
         self.history: list = []

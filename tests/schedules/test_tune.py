@@ -4,6 +4,8 @@ import json
 import os
 import time
 
+import numpy as np
+
 import cuvil_tir as T
 import schedules as S
 from schedules.tune import workload_key
@@ -128,3 +130,21 @@ def test_a_target_kind_with_measure_is_asked_instead_of_the_clock():
     finally:
         targets.unregister_target("tune-test-cycles")
     assert out[-1] == ("ok", 4200.0, {"timing": "kind"})
+
+
+def test_an_accelerator_kind_is_registered_and_asked_in_the_child():
+    import targets
+    from schedules.tune.executor import measure_task
+    from schedules.tune.measure import kind_reference
+    from targets.accel.examples.gemm import gemm, schedule_gemm
+    from targets.accel.examples.toy_npu import toy_npu
+    targets.register_target(toy_npu, replace=True)
+    f = gemm(32)
+    out = measure_task({"func": str(f), "trace": schedule_gemm(f, tile=32).trace.as_json(),
+                        "decisions": [], "target": "toy-npu",
+                        "kind": kind_reference("toy-npu")})
+    assert out["kind"] == "ok" and out["info"]["timing"] == "kind"
+    mod = targets.build(schedule_gemm(f, tile=32), "toy-npu")
+    assert out["seconds"] == toy_npu.measure(mod, [np.ones((32, 32), "int8"),
+                                                   np.ones((32, 32), "int8"),
+                                                   np.zeros((32, 32), "int32")])
