@@ -333,7 +333,19 @@ def local_executor(max_workers: int | None = None):
     from concurrent.futures import ProcessPoolExecutor
     n = max_workers or max(1, (os.cpu_count() or 2) // 2)
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    return ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+    return ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_follow_parent,
+                               initargs=(os.getpid(),))
+
+
+def _follow_parent(parent: int) -> None:
+    """End this pool worker when the tuner that started it dies (a forked worker holds
+    both ends of its task pipe, so it would otherwise wait forever); its warm server
+    then sees its socket close and ends too."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+    threading.Thread(target=watch, daemon=True, name="cuvil-tune-parent-watch").start()
 
 
 def slots(executor) -> int:

@@ -43,6 +43,8 @@ EPSILON = 0.25
 FRESH = 0.25
 #: how many of the best measured candidates breed
 POPULATION = 8
+#: records of a resumed database replayed to train the model before the first batch
+RESUMED_ROWS = 64
 
 
 def decisions_of(trace) -> list:
@@ -193,11 +195,17 @@ class Search:
             >>> len(s.population())
             1
         """
-        for r in records:
-            if r.get("seconds") is not None and not r.get("remeasured"):
-                self._measured.append((r["seconds"], r["cand"], r["trace"]))
+        fresh = [r for r in records if r.get("seconds") is not None
+                 and not r.get("remeasured")]
+        self._measured += [(r["seconds"], r["cand"], r["trace"]) for r in fresh]
         if not self.guided:
             return
+        for r in sorted(fresh, key=lambda r: r["seconds"])[:RESUMED_ROWS]:
+            if r["cand"] not in self._rows:  # from a resumed database: replay to learn
+                try:
+                    self._features(r["cand"], Trace.from_json(r["trace"]).apply(self.func))
+                except CuvilError:
+                    self._rows[r["cand"]] = None
         keys = [(s, k) for s, k, _ in self._measured if self._rows.get(k) is not None]
         if keys:
             self.model.fit([self._rows[k] for _, k in keys], [s for s, _ in keys])

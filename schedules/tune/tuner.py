@@ -92,12 +92,19 @@ class _Run:
         self.history: list = []
         self.measured = 0
 
+    def launch(self, cands) -> list:
+        """Submit ``(key, decisions, trace json)`` triples: ``[(triple, future)]``."""
+        return [(c, self.executor.submit(measure_task, dict(
+            self.base, trace=c[2], decisions=c[1]))) for c in cands]
+
     def submit(self, cands, remeasured=False) -> list:
-        """Measure ``(key, decisions, trace json)`` triples; append their records."""
-        futs = [self.executor.submit(measure_task, dict(
-            self.base, trace=t, decisions=d)) for _, d, t in cands]
+        """Measure ``cands`` (see :meth:`launch`) and wait: their records."""
+        return self.collect(self.launch(cands), remeasured)
+
+    def collect(self, launched, remeasured=False) -> list:
+        """Wait for launched measurements; append their records (one fsync)."""
         new = []
-        for (key, decisions, trace), fut in zip(cands, futs):
+        for (key, decisions, trace), fut in launched:
             try:
                 out = fut.result()
             except Exception as e:  # noqa: BLE001 - a lost executor task is a crash
@@ -158,12 +165,21 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
         search.observe(run.records)
         seen = {r.get("cand") for r in run.records}
         width = slots(executor)
-        while run.measured < trials:
-            batch = search.propose(min(width, trials - run.measured), seen)
-            if not batch:
-                break  # the space seems exhausted
-            new = run.submit([(key, decisions_of(sch.trace), sch.trace.as_json())
-                              for sch, key in batch])
+        inflight: list = []
+        while True:
+            # the next batch is bred while the previous one is measured (the model is
+            # then one batch behind, and the parent's search never idles the workers)
+            room = trials - run.measured - len(inflight)
+            batch = search.propose(min(width, room), seen) if room > 0 else []
+            launched = run.launch([(key, decisions_of(sch.trace), sch.trace.as_json())
+                                   for sch, key in batch])
+            if not inflight and not launched:
+                break  # the budget is spent, or the space seems exhausted
+            if not inflight:
+                inflight = launched
+                continue
+            new = run.collect(inflight)
+            inflight = launched
             search.observe(new)
             if show is not None:
                 fails = dict(run.failures)

@@ -39,6 +39,29 @@ def wide_space(sch):
     sch.split(j, sch.sample_perfect_tile(j, 2, max_innermost_factor=8))
 
 
+def _descendants(pid):
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as fh:
+                    kids = [int(c) for c in fh.read().split()]
+                out += kids
+                todo += kids
+        except OSError:
+            pass
+    return out
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _first(recs):
     return [r for r in recs if not r.get("remeasured")]
 
@@ -75,8 +98,13 @@ def test_sigkill_mid_run_then_resume_keeps_every_record_and_remeasures_nothing(t
                 break
             time.sleep(0.05)
         assert proc.poll() is None, "the tuner finished before it could be killed"
-        os.kill(proc.pid, signal.SIGKILL)
+        helpers = _descendants(proc.pid)  # its pool worker and warm server
+        os.kill(proc.pid, signal.SIGKILL)  # the tuner alone, as a user's kill would
         proc.wait()
+        gone = time.monotonic() + 30
+        while time.monotonic() < gone and any(_alive(p) for p in helpers):
+            time.sleep(0.1)
+        assert helpers and not any(_alive(p) for p in helpers), "orphans left running"
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # its pool and servers too

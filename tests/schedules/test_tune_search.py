@@ -143,3 +143,13 @@ def test_bad_arguments_are_refused():
         S.tune(_func(), space, trials=-1, progress=False)
     with pytest.raises(ArgumentError, match="timeout_s: expected seconds > 0"):
         S.tune(_func(), space, trials=1, timeout_s=0, progress=False)
+
+
+def test_a_resumed_database_trains_the_model_before_the_first_batch(tmp_path):
+    path = tmp_path / "t.jsonl"
+    S.tune(_func(), space, target=TARGET, trials=6, executor=Synthetic(), database=path,
+           progress=False, remeasure=0)
+    s = Search(_func(), space, TARGET, rng=random.Random(0))
+    assert not s.model.trained
+    s.observe(S.Database(path).records())
+    assert s.model.trained and len(s.population()) == 6
