@@ -87,14 +87,15 @@ def workload_key(func, target) -> str:
 
 
 def ranked(records) -> list:
-    """Correct records, one per candidate (its re-measurement when it has one, else its
-    fastest), fastest first.
+    """Correct records, one per candidate, best first: candidates measured again before
+    a winner was declared come first, by their re-measurement; then the others, by
+    their fastest measurement.
 
     Example::
 
         >>> [r["cand"] for r in ranked([{"cand": "a", "seconds": 1.0},
         ...                            {"cand": "b", "seconds": 2.0},
-        ...                            {"cand": "a", "seconds": 3.0, "remeasured": True}])]
+        ...                            {"cand": "b", "seconds": 3.0, "remeasured": True}])]
         ['b', 'a']
     """
     by_cand: dict = {}
@@ -105,7 +106,7 @@ def ranked(records) -> list:
         newer = bool(r.get("remeasured")) - bool(old.get("remeasured")) if old else 1
         if newer > 0 or (newer == 0 and r["seconds"] < old["seconds"]):
             by_cand[r["cand"]] = r
-    return sorted(by_cand.values(), key=lambda r: r["seconds"])
+    return sorted(by_cand.values(), key=lambda r: (not r.get("remeasured"), r["seconds"]))
 
 
 class Database:

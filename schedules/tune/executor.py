@@ -40,6 +40,9 @@ import time
 
 #: seconds a new server may take to import Cuvil before it counts as failed to start
 STARTUP_S = 120.0
+#: seconds (at least; 10 x timeout_s when more) for the untuned reference outputs,
+#: computed once per function and machine (a naive GEMM of 2048^3 takes many seconds)
+REFERENCE_S = 300.0
 
 _HEADER = struct.Struct("!Q")
 
@@ -171,7 +174,9 @@ def _wait_child(pid: int, sock) -> int:
             return os.waitstatus_to_exitcode(status)
 
 
-def _kill_group(pid: int) -> None:
+def _kill_group(pid) -> None:
+    if not isinstance(pid, int) or pid <= 1:
+        return  # never 0 (our own group) or init, whatever a confused peer sent
     try:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
@@ -192,7 +197,7 @@ class _Server:
             [sys.executable, "-m", "schedules.tune.server", str(theirs.fileno())],
             pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL)
         theirs.close()
-        self.sock = mine
+        self.sock, self.owner = mine, os.getpid()
         ready, _, _ = select.select([mine], [], [], STARTUP_S)
         msg = _recv(mine)[0] if ready else None
         if not msg or msg[0] != "ready":
@@ -213,17 +218,24 @@ _LOCAL = threading.local()
 
 
 def _server() -> _Server:
-    srv = getattr(_LOCAL, "server", None)
+    srv = _mine()
     if srv is None or not srv.alive():
         srv = _LOCAL.server = _Server()
     return srv
 
 
-def _drop_server() -> None:
+def _mine():
+    """This thread's server; not one a forked process inherited from its parent (the
+    parent still talks to that one)."""
     srv = getattr(_LOCAL, "server", None)
+    return srv if srv is not None and srv.owner == os.getpid() else None
+
+
+def _drop_server() -> None:
+    srv = _mine()
     if srv is not None:
         srv.close()
-        _LOCAL.server = None
+    _LOCAL.server = None
 
 
 def measure_task(payload: dict) -> dict:
@@ -252,7 +264,7 @@ def measure_task(payload: dict) -> dict:
         except OSError:
             msg = None
         os.close(wfd)
-        if msg and msg[0] == "pid":
+        if isinstance(msg, tuple) and len(msg) == 3 and msg[0] == "pid":
             break
         os.close(rfd)
         _drop_server()
@@ -287,20 +299,23 @@ def _supervise(pid: int, rfd: int, timeout: float):
     """Wait for the child's outcome under the deadlines; kill its group when one
     passes.  Returns the outcome, or None when the child died without one."""
     reader = _FrameReader(rfd)
-    start = time.monotonic()
-    deadline, phase = start + timeout, "build"
+    phase = "reference"
+    deadline = time.monotonic() + max(REFERENCE_S, 10 * timeout)
     while True:
         left = deadline - time.monotonic()
         ready = select.select([rfd], [], [], max(0.0, left))[0] if left > 0 else []
         if not ready:
             _kill_group(pid)
-            return ("timeout", f"no {'result' if phase == 'run' else 'build'} within "
-                    f"{timeout} s (killed)", {})
+            what = {"reference": "untuned reference outputs", "build": "build",
+                    "run": "result"}[phase]
+            return ("timeout", f"no {what} within the deadline ({timeout} s per candidate "
+                    "phase; killed)", {})
         if not reader.feed():
             return None
         for frame in reader.frames():
-            if frame[0] == "built":
-                deadline, phase = time.monotonic() + timeout, "run"
+            if frame[0] in ("reference", "built"):
+                phase = "build" if frame[0] == "reference" else "run"
+                deadline = time.monotonic() + timeout
             else:
                 return frame
 
