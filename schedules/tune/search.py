@@ -31,7 +31,6 @@ import random
 
 from cuvil_tir.errors import CuvilError
 
-from ..sampling import perfect_tiles
 from ..schedule import Schedule
 from ..trace import Trace
 from .cost_model import CostModel
@@ -69,23 +68,9 @@ def decisions_key(decisions) -> str:
     return json.dumps(decisions, separators=(",", ":"))
 
 
-def _redraw(inst, decision, rng):
-    """Another decision for one sampling instruction, or None when it has none."""
-    if inst.name == "sample_perfect_tile":
-        extent = 1
-        for d in decision:
-            extent *= d
-        options = [o for o in perfect_tiles(extent, inst.inputs[1], inst.attrs.get(
-            "max_innermost_factor", 16)) if o != list(decision)]
-    elif inst.name == "sample_categorical":
-        options = [i for i, p in enumerate(inst.inputs[1]) if p > 0 and i != decision]
-    else:
-        return None
-    return rng.choice(options) if options else None
-
-
 def mutate(trace, rng):
-    """``trace`` with one (sometimes two) sampling decisions redrawn, or None.
+    """``trace`` with one (sometimes two) sampling decisions redrawn by their samplers'
+    ``mutate`` (:meth:`Trace.mutate`), or None when nothing could change.
 
     Example::
 
@@ -94,17 +79,15 @@ def mutate(trace, rng):
         >>> mutate(t, random.Random(0)).decisions
         {0: 1}
     """
-    decs = trace.decisions
-    if not decs:
-        return None
-    keys = sorted(decs)
-    picks = rng.sample(keys, 2 if len(keys) > 1 and rng.random() < 0.3 else 1)
-    new = {}
-    for k in picks:
-        d = _redraw(trace[k], decs[k], rng)
-        if d is not None:
-            new[k] = d
-    return trace.with_decisions(new) if new else None
+    for _ in range(8):  # a redraw may land on the same decision: draw again
+        new = trace.mutate(rng)
+        if new is not None and len(new.decisions) > 1 and rng.random() < 0.3:
+            new = new.mutate(rng)
+        if new is None:
+            return None
+        if new.decisions != trace.decisions:
+            return new
+    return None
 
 
 def _same_call(x, y) -> bool:
