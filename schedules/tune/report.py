@@ -40,6 +40,19 @@ class PlotUnavailableError(CuvilError):
     code = "CVL-E195"
 
 
+class HistoryError(CuvilError, TypeError):
+    """A curve was asked of something that is neither a ``TuneResult`` with a
+    ``history`` nor a list of ``(trial, seconds or None)``.
+
+    Example::
+
+        >>> HistoryError("expected a history").code
+        'CVL-E197'
+    """
+
+    code = "CVL-E197"
+
+
 def format_seconds(s) -> str:
     """A duration in the unit that reads best (``-`` for None).
 
@@ -127,6 +140,11 @@ def _history(result_or_history) -> list:
     history = getattr(result_or_history, "history", result_or_history)
     if history is None:
         return []
+    if not isinstance(history, (list, tuple)):
+        raise HistoryError(
+            f"expected a TuneResult with a .history or a list of (trial, seconds or None), "
+            f"found {type(history).__name__}; for a database, pass "
+            "schedules.tune.command.history_of(db.records(workload))")
     out = []
     for n, item in enumerate(history, 1):
         if isinstance(item, (tuple, list)) and len(item) == 2:

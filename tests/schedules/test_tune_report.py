@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from cuvil_tir.cli import main
-from schedules.tune.report import (PlotUnavailableError, best_so_far, curve_text,
+from schedules.tune.report import (HistoryError, PlotUnavailableError, best_so_far, curve_text,
                                    format_progress, plot_curve, progress_printer,
                                    trials_to_fraction)
 
@@ -59,6 +59,9 @@ def test_curve_text_from_a_result_or_a_history():
     assert lines[1].endswith("|**") and lines[4].endswith("|     **")
     assert lines[5].endswith("+-x--x--")                     # failed trials 2 and 5
     assert curve_text([(1, None)]) == "best-so-far vs trials (1 trials, none succeeded)"
+    with pytest.raises(HistoryError, match=r"expected a TuneResult with a .history or a "
+                       r"list of \(trial, seconds or None\), found object"):
+        curve_text(object())
 
 
 def test_plot_curve_png_or_a_clear_message(tmp_path, monkeypatch):
