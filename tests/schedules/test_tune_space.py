@@ -32,7 +32,7 @@ def _tutorial04():
 
 def _nest(func, block):
     """(extent, kind) of the non-unit loops above ``block``, outer to inner."""
-    from schedules import tree
+    from cuvil_tir.analysis import tree
     path = tree.find_block(func, block)
     return [(lp.extent.value, lp.kind) for _, lp in tree.loops_above(func, path)
             if lp.extent.value > 1]
