@@ -35,7 +35,8 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, ".."), HERE]
 
 import cuvil_tir as T  # noqa: E402
 import schedules as S  # noqa: E402
@@ -80,8 +81,7 @@ def numpy_conv(x, wt):
 
 
 def _tutorial04():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tutorials",
-                        "04_fast_matmul_cpu.py")
+    path = os.path.join(HERE, "..", "tutorials", "04_fast_matmul_cpu.py")
     spec = importlib.util.spec_from_file_location("tutorial04", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -158,6 +158,8 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--settle", type=float, default=0.15)
     p.add_argument("--db", default=None, help="directory of the databases (kept)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for ours and numpy's BLAS alike (default: both as they are)")
     p.add_argument("--only", nargs="*", default=None,
                    help="some of: gemm1024 gemm2048 conv int8 (quick: gemm256 gemm512 "
                    "conv int8)")
@@ -166,6 +168,13 @@ def main(argv=None):
     opts.db = opts.db or tempfile.mkdtemp(prefix="cuvil-bench-tune-")
     os.makedirs(opts.db, exist_ok=True)
     target = targets.Target("llvm")
+    if opts.threads:
+        from run import _blas_thread_setter        # benchmarks/run.py, next to this file
+        from targets.llvm import threadpool
+        threadpool.set_num_threads(opts.threads)
+        setter = _blas_thread_setter()
+        if setter is not None:
+            setter(opts.threads)
     from targets.llvm import cpu_info
     info = cpu_info(target)
     print(f"== {info.name}: {info.vector_bits}-bit vectors, {info.vector_registers} "

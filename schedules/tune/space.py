@@ -235,10 +235,13 @@ def _tile_reduction(sch, name, machine) -> set:
         return set()
     lanes = machine.lanes(_dtype(node.block))
     spatial = [lp for lp, k in zip(loops, kinds) if k == "spatial"]
-    factors = [sch.sample_perfect_tile(
-        lp, 3, max_innermost_factor=4 * lanes if n == len(spatial) - 1 else 16)
-        for n, lp in enumerate(spatial)]
-    s_tiles = [sch.split(lp, f) for lp, f in zip(spatial, factors)]
+    extents = [_extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) or 0
+               for lp in spatial]
+    vec = _vector_axis(extents, lanes)
+    axes = [n for n in range(len(spatial)) if n != vec] + ([vec] if vec is not None else [])
+    factors = {n: sch.sample_perfect_tile(
+        spatial[n], 3, max_innermost_factor=4 * lanes if n == vec else 16) for n in axes}
+    s_tiles = [sch.split(spatial[n], factors[n]) for n in axes]
     r_tiles = [sch.split(lp, sch.sample_perfect_tile(lp, 2, max_innermost_factor=512))
                for lp, k in zip(loops, kinds) if k == "reduce"]
     # S0 starts with the vector axis's outer loop (the column panels), which runs in
@@ -251,6 +254,9 @@ def _tile_reduction(sch, name, machine) -> set:
     made = {_pack(sch, name, k, plan) for k, plan in _pack_plans(node, factors)}
     acc = sch.cache_write(block, 0, "local")
     made |= {name + "_init", acc.name}
+    if vec is not None and vec != len(spatial) - 1 and _writes_in_order(node.block):
+        # the accumulator laid out with the vector axis innermost (contiguous lanes)
+        _try(sch.transform_layout, block, 0, _move_last(len(spatial), vec))
     sch.reverse_compute_at(acc, s_tiles[-1][1])
     sch.decompose_reduction(block, r_tiles[0][0])
     # the copy-out's loops are left alone: reverse_compute_at drops its unit loops, so
@@ -259,8 +265,32 @@ def _tile_reduction(sch, name, machine) -> set:
         tile = sch.get_loops(blk)[-len(s_tiles):]
         for lp in tile[:-1]:
             _try(sch.unroll, lp)
-        _try(sch.vectorize, tile[-1])
+        if vec is not None:
+            _try(sch.vectorize, tile[-1])
+        else:
+            _try(sch.unroll, tile[-1])
     return made - {None}
+
+
+def _vector_axis(extents, lanes):
+    """The last spatial axis whose extent has a divisor that is a multiple of the lanes
+    (at most four vectors), or None: that axis is vectorised and tiled innermost."""
+    for n in reversed(range(len(extents))):
+        if any(extents[n] % d == 0 for d in range(lanes, 4 * lanes + 1, lanes)):
+            return n
+    return None
+
+
+def _writes_in_order(block) -> bool:
+    spatial = [iv.var for iv in block.iter_vars if iv.kind == "spatial"]
+    return bool(block.writes) and [rg.min for rg in block.writes[0].region] == spatial
+
+
+def _move_last(rank: int, dim: int):
+    def index_map(*idx):
+        return (*idx[:dim], *idx[dim + 1:], idx[dim])
+    index_map.__signature__ = _signature(rank)
+    return index_map
 
 
 def _pack_plans(node, factors) -> list:

@@ -201,6 +201,23 @@ def test_conv2d_and_fused_epilogue_are_tuned_by_the_same_rules():
     y = np.zeros((8, 6, 8), "float32")
     targets.build(sch, HASWELL)(x, w, y)
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+    # no width of 6 holds a vector of 8: the output channels are vectorised instead,
+    # with the accumulator laid out channels-innermost and the weights packed by 16
+    f = _conv(c=8, k=16, h=4, w=6)
+    sch = run_with_decisions(generated_space(f, m), f, [[2, 2, 1], [1, 1, 6], [1, 1, 16],
+                                                        [2, 4], [1, 3], [1, 3], [1, 8]])
+    assert prune(sch.func, m) is None
+    assert _nest(sch.func, "out")[-2:] == [(6, "unrolled"), (16, "vectorized")]
+    local = [tuple(int(d) for d in b.shape) for b in sch.func.body.block.alloc_buffers
+             if b.scope == "local"]
+    assert local == [(4, 6, 16)] and (1, 8, 3, 3, 16) in _shapes(sch.func)
+    x, w = rng.standard_normal((8, 4, 6), "float32"), rng.standard_normal((16, 8, 3, 3),
+                                                                          "float32")
+    want = np.einsum("cyxrs,kcrs->kyx", np.lib.stride_tricks.sliding_window_view(
+        np.pad(x, ((0, 0), (1, 1), (1, 1))), (3, 3), axis=(1, 2)), w)
+    y = np.zeros((16, 4, 6), "float32")
+    targets.build(sch, HASWELL)(x, w, y)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
     # an elementwise consumer is inlined into the accumulator's copy-out
     A, B, bias = (T.placeholder((16, 16), name="A"), T.placeholder((16, 16), name="B"),
                   T.placeholder((16,), name="bias"))
