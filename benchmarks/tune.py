@@ -59,33 +59,16 @@ def gemm(n, dtype="float32", acc="float32"):
     return T.create_prim_func([A, B, C])
 
 
-def conv2d(c, kout, h, w):
-    data = T.placeholder((c, h, w), name="data")
-    weight = T.placeholder((kout, c, 3, 3), name="weight")
-    pad = T.compute((c, h + 2, w + 2), lambda ci, y, x: T.if_then_else(
-        (y >= 1) & (y <= h) & (x >= 1) & (x <= w), data[ci, y - 1, x - 1], T.const(0.0)),
-        name="pad")
-    rc, rh, rw = (T.reduce_axis((0, c), name="rc"), T.reduce_axis((0, 3), name="rh"),
-                  T.reduce_axis((0, 3), name="rw"))
-    out = T.compute((kout, h, w), lambda o, y, x: T.sum(
-        pad[rc, y + rh, x + rw] * weight[o, rc, rh, rw], axis=[rc, rh, rw]), name="out")
-    return T.create_prim_func([data, weight, out])
-
-
-def numpy_conv(x, wt):
-    c, h, w = x.shape
-    xp = np.pad(x, ((0, 0), (1, 1), (1, 1)))
-    cols = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(1, 2))
-    cols = cols.transpose(0, 3, 4, 1, 2).reshape(c * 9, h * w)          # im2col
-    return (wt.reshape(wt.shape[0], c * 9) @ cols).reshape(wt.shape[0], h, w)
-
-
-def _tutorial04():
-    path = os.path.join(HERE, "..", "tutorials", "04_fast_matmul_cpu.py")
-    spec = importlib.util.spec_from_file_location("tutorial04", path)
+def _tutorial(filename):
+    path = os.path.join(HERE, "..", "tutorials", filename)
+    spec = importlib.util.spec_from_file_location(filename[:-3], path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+T06 = _tutorial("06_autotune.py")          # the conv2d definition and numpy's im2col
+conv2d, numpy_conv = T06.conv2d, T06.numpy_conv
 
 
 def interleaved(fns, repeat, settle):
@@ -182,7 +165,7 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     sizes = (256, 512) if opts.quick else (1024, 2048)
     cshape = (16, 16, 28, 28) if opts.quick else (64, 64, 56, 56)
-    rows, t04 = [], _tutorial04()
+    rows, t04 = [], _tutorial("04_fast_matmul_cpu.py")
     for n in sizes:
         name = f"gemm{n}"
         if opts.only and name not in opts.only:

@@ -36,7 +36,6 @@ from schedules.tune.report import PlotUnavailableError, curve_text, plot_curve, 
 from schedules.tune.space import generated_space, machine_of
 
 TARGET = targets.Target("llvm")          # this machine: the space follows its CPU
-DB = os.path.join(tempfile.mkdtemp(prefix="cuvil-tune-"), "tune.jsonl")
 
 
 def gemm(n):
@@ -78,21 +77,21 @@ def median_time(fn, repeat=7):
     return float(np.median(ts))
 
 
-def tune_and_check(name, func, args, reference, trials):
+def tune_and_check(db, name, func, args, reference, trials):
     print(f"== tuning {name}: {trials} trials (progress on stderr)")
-    res = S.tune(func, space=None, target=TARGET, trials=trials, database=DB,
+    res = S.tune(func, space=None, target=TARGET, trials=trials, database=db,
                  timeout_s=60, seed=0, progress=True)
     print(f"   measured {res.trials}, pruned {res.pruned} before building, "
           f"failures {res.failures or 'none'}")
     # the database holds every record of this function on this target, in order
-    history = history_of(S.Database(DB).records(workload_key(func, TARGET)))
+    history = history_of(S.Database(db).records(workload_key(func, TARGET)))
     print(curve_text(history, width=40, height=8))
     print(f"   90% of the best speed reached at trial {trials_to_fraction(history, 0.9)}")
     try:
-        print(f"   curve also written to {plot_curve(history, DB + f'.{name}.png')}")
+        print(f"   curve also written to {plot_curve(history, db + f'.{name}.png')}")
     except PlotUnavailableError as err:      # matplotlib is an optional extra
         print(f"   (no PNG: {err.message.split(';')[0]})")
-    sch = S.apply_best(DB, func, TARGET)     # the best record, replayed
+    sch = S.apply_best(db, func, TARGET)     # the best record, replayed
     mod = targets.build(sch, TARGET)
     out = np.zeros_like(args[-1])
     mod(*args[:-1], out)
@@ -106,6 +105,7 @@ def tune_and_check(name, func, args, reference, trials):
 
 
 if __name__ == "__main__":
+    DB = os.path.join(tempfile.mkdtemp(prefix="cuvil-tune-"), "tune.jsonl")
     m = machine_of(TARGET)
     print(f"== the machine the space is sized for: {m.vector_bits}-bit vectors "
           f"({m.lanes('float32')} float32 lanes), {m.vector_registers} vector registers, "
@@ -120,12 +120,12 @@ if __name__ == "__main__":
     rng = np.random.default_rng(0)
     a = rng.standard_normal((256, 256)).astype("float32")
     b = rng.standard_normal((256, 256)).astype("float32")
-    tune_and_check("gemm256", f, [a, b, np.zeros((256, 256), "float32")], lambda: a @ b,
+    tune_and_check(DB, "gemm256", f, [a, b, np.zeros((256, 256), "float32")], lambda: a @ b,
                    trials=8)
 
     x = rng.standard_normal((16, 28, 28)).astype("float32")
     w = rng.standard_normal((32, 16, 3, 3)).astype("float32")
-    tune_and_check("conv3x3", conv2d(16, 32, 28, 28),
+    tune_and_check(DB, "conv3x3", conv2d(16, 32, 28, 28),
                    [x, w, np.zeros((32, 28, 28), "float32")], lambda: numpy_conv(x, w),
                    trials=6)
 

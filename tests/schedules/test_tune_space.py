@@ -20,11 +20,11 @@ def _gemm(n=32, m=None, kk=None):
     return T.create_prim_func([A, B, C])
 
 
-def _tutorial04():
+def _tutorial(filename):
     import importlib.util
     import pathlib
-    path = pathlib.Path(__file__).resolve().parents[2] / "tutorials" / "04_fast_matmul_cpu.py"
-    spec = importlib.util.spec_from_file_location("tutorial04", path)
+    path = pathlib.Path(__file__).resolve().parents[2] / "tutorials" / filename
+    spec = importlib.util.spec_from_file_location(filename[:-3], path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -124,7 +124,7 @@ def test_tutorial04_schedule_is_a_point_of_the_space():
     f = _gemm(N, M, K)
     space = generated_space(f, machine_of(HASWELL))
     ours = run_with_decisions(space, f, [[1, M // 6, 6], [N // 16, 1, 16], [1, K]])
-    theirs = _tutorial04().gemm_schedule(M, N, K, mr=6, nr=16)
+    theirs = _tutorial("04_fast_matmul_cpu.py").gemm_schedule(M, N, K, mr=6, nr=16)
     assert prune(ours.func, machine_of(HASWELL)) is None
     assert _nest(ours.func, "C") == _nest(theirs.func, "Cp") == [
         (N // 16, "parallel"), (M // 6, "serial"), (K, "serial"), (6, "unrolled"),
@@ -171,16 +171,7 @@ def test_the_space_replays_under_new_decisions():
 
 
 def _conv(c=8, k=8, h=6, w=8):
-    data = T.placeholder((c, h, w), name="data")
-    weight = T.placeholder((k, c, 3, 3), name="weight")
-    pad = T.compute((c, h + 2, w + 2), lambda ci, y, x: T.if_then_else(
-        (y >= 1) & (y <= h) & (x >= 1) & (x <= w), data[ci, y - 1, x - 1], T.const(0.0)),
-        name="pad")
-    rc, rh, rw = (T.reduce_axis((0, c), name="rc"), T.reduce_axis((0, 3), name="rh"),
-                  T.reduce_axis((0, 3), name="rw"))
-    out = T.compute((k, h, w), lambda o, y, x: T.sum(
-        pad[rc, y + rh, x + rw] * weight[o, rc, rh, rw], axis=[rc, rh, rw]), name="out")
-    return T.create_prim_func([data, weight, out])
+    return _tutorial("06_autotune.py").conv2d(c, k, h, w)    # 3x3, pad 1, as benchmarks
 
 
 def test_conv2d_and_fused_epilogue_are_tuned_by_the_same_rules():
