@@ -7,6 +7,10 @@ both searches, so they compete on the same numbers and timing noise cannot favou
 one).  The best is the fastest candidate either search found; a search reaches 90% of
 it at the first trial whose time is within ``best / 0.9``.
 
+It also reports how well the cost model ranks: trained on half of the distinct
+measured candidates (features of their lowered IR), Spearman's rank correlation of its
+predictions with the measured times of the other half.
+
     python benchmarks/tune_search.py [--n 256] [--trials 48] [--seeds 3]
 """
 
@@ -20,7 +24,9 @@ from concurrent.futures import Executor
 
 import cuvil_tir as T
 import schedules as S
+from schedules.tune.cost_model import CostModel, rank_correlation
 from schedules.tune.executor import local_executor, slots
+from schedules.tune.features import features
 
 
 class CachedExecutor(Executor):
@@ -76,7 +82,26 @@ def main(argv=None):
         print(f"{'guided' if guided else 'random'}: trials to 90% of best per seed {reach}; "
               f"reached in {len(got)}/{args.seeds}, median "
               f"{statistics.median(got) if got else '-'}")
+    model_quality(f, args.target, ex.cache)
     return 0
+
+
+def model_quality(func, target, cache):
+    """Spearman's rank correlation of the cost model on held-out measured candidates."""
+    rows, secs = [], []
+    for trace, fut in cache.items():
+        out = fut.result()
+        if out["kind"] == "ok":
+            rows.append(features(S.Trace.from_json(trace).apply(func), target))
+            secs.append(out["seconds"])
+    half = len(rows) // 2
+    if half < 8:
+        return
+    m = CostModel()
+    m.fit(rows[:half], secs[:half])
+    rho = rank_correlation(m.predict(rows[half:]), secs[half:])
+    print(f"cost model: trained on {half}, Spearman rank correlation on the other "
+          f"{len(rows) - half}: {rho:.2f}")
 
 
 if __name__ == "__main__":

@@ -45,10 +45,8 @@ def _rebuild(func, payload):
         except Exception:  # noqa: BLE001 - not importable here: replay the trace instead
             space = None
     if space is not None:
-        from .search import forced_schedule
-        sch = forced_schedule(func, [d for _, d in payload["decisions"]])
-        space(sch)
-        return sch
+        from .space import run_with_decisions
+        return run_with_decisions(space, func, [d for _, d in payload["decisions"]])
     return Trace.from_json(payload["trace"]).apply(func)
 
 

@@ -35,6 +35,7 @@ from ..schedule import Schedule
 from ..trace import Trace
 from .cost_model import CostModel
 from .features import features
+from .space import run_with_decisions
 
 #: the share of each batch picked at random from the pool instead of by the model
 EPSILON = 0.25
@@ -116,31 +117,6 @@ def crossover(a, b, rng):
                              for i, j in zip(ka, kb)})
 
 
-def forced_schedule(func, decisions, seed=None):
-    """A Schedule whose sampling calls take ``decisions`` in order (then draw freely):
-    running a space on it replays the space with those decisions.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> sch = forced_schedule(T.create_prim_func([T.placeholder((2,), name="A")]), [2])
-        >>> sch.sample_categorical([10, 20, 30], [1, 1, 1])
-        30
-    """
-    queue = list(decisions)
-
-    class _Forced(Schedule):
-        def sample_perfect_tile(self, loop, n, max_innermost_factor=16, decision=None):
-            return super().sample_perfect_tile(loop, n, max_innermost_factor, decision=(
-                queue.pop(0) if queue else decision))
-
-        def sample_categorical(self, candidates, probs, decision=None):
-            return super().sample_categorical(candidates, probs, decision=(
-                queue.pop(0) if queue else decision))
-
-    return _Forced(func, seed=seed)
-
-
 class Search:
     """Proposes batches of unmeasured candidates (see the module doc) and learns from
     their measurements; ``machine`` (a :class:`.space.Machine`) enables pruning;
@@ -217,10 +193,8 @@ class Search:
         # the space runs again with the new decisions (not the old trace replayed), so
         # a decision that steers the space's own code (a compute location, packing or
         # not) changes the candidate as it would on a fresh draw
-        sch = forced_schedule(self.func, [d for _, d in decisions_of(child)],
-                              seed=self.rng.randrange(2 ** 31))
-        self.space(sch)
-        return sch
+        return run_with_decisions(self.space, self.func, [d for _, d in decisions_of(child)],
+                                  seed=self.rng.randrange(2 ** 31))
 
     def _one(self, parents):
         """A new schedule, or None when its trace failed to replay (counted)."""

@@ -12,7 +12,8 @@ import schedules as S
 from cuvil_tir.errors import ArgumentError
 from schedules.tune.cost_model import CostModel, rank_correlation
 from schedules.tune.features import NAMES, features
-from schedules.tune.search import Search, crossover, forced_schedule, mutate
+from schedules.tune.search import Search, crossover, mutate
+from schedules.tune.space import run_with_decisions
 
 TARGET = "llvm -mcpu=haswell"  # 8 float lanes, whatever the host
 
@@ -102,16 +103,14 @@ def test_mutation_and_crossover_change_decisions_and_replay_the_space():
     mixed = [d for _, d in sorted(crossover(a.trace, b.trace, rng).decisions.items())]
     da, db = ([d for _, d in sorted(t.decisions.items())] for t in (a.trace, b.trace))
     assert all(m in (x, y) for m, x, y in zip(mixed, da, db)) and len(mixed) == len(da)
-    again = forced_schedule(f, [d for _, d in sorted(a.trace.decisions.items())])
-    space(again)
+    again = run_with_decisions(space, f, a.trace.decisions)
     assert T.structural_equal(again.func, a.func)
 
 
 def test_features_see_tiles_and_vectors():
     f = _func()
     plain = S.Schedule(f)
-    vec = forced_schedule(f, [[4, 4], [4, 16], 1, 0])
-    space(vec)
+    vec = run_with_decisions(space, f, [[4, 4], [4, 16], 1, 0])
     fp, fv = features(plain, TARGET), features(vec, TARGET)
     assert len(fp) == len(fv) == len(NAMES)
     assert fv[NAMES.index("lanes")] > fp[NAMES.index("lanes")] == 1.0  # log2(1 + 1)
