@@ -281,6 +281,7 @@ def decompose_reduction(func, block, loop):
     Example::
 
         >>> from cuvil_tir.te.examples import matmul
+        >>> from schedules.handles import LoopRV
         >>> f = matmul(4, 4, 4)
         >>> i = f.body.block.body.loop_var
         >>> g, rv = decompose_reduction(f, BlockRV("C"), LoopRV(i))
@@ -340,6 +341,7 @@ def rfactor(func, loop, factor_axis: int = 0):
     Example::
 
         >>> from cuvil_tir.te.examples import matmul
+        >>> from schedules.handles import LoopRV
         >>> f = matmul(4, 4, 4)
         >>> k = tree.get(f, tree.find_block(f, "C")[:-1]).loop_var
         >>> g, rv = rfactor(f, LoopRV(k), 0)
