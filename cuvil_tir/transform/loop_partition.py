@@ -47,7 +47,8 @@ from __future__ import annotations
 
 from ..arith import Analyzer
 from ..arith.affine import Affine, is_index_dtype
-from ..expr import GE, GT, LE, LT, And, FloorDiv, IntImm, Let, Max, Min, Var
+from ..errors import LoweringError
+from ..expr import GE, GT, LE, LT, And, FloorDiv, IntImm, Let, Max, Min, Not, Var
 from ..function import PrimFunc
 from ..stmt import Block, BufferStore, For, IfThenElse, LetStmt, Range, seq
 from ..visitor import Mutator, post_order_visit, substitute
@@ -171,6 +172,10 @@ class _Renew(Mutator):
         return LetStmt(new, s.value, substitute(self.visit(s.body), {s.var: new}))
 
 
+def _is_one(e) -> bool:
+    return isinstance(e, IntImm) and e.value == 1
+
+
 def _stores(s) -> int:
     n = [0]
     post_order_visit(s, lambda x: n.__setitem__(0, n[0] + 1)
@@ -205,7 +210,7 @@ class LoopPartitioner(Mutator):
         ext = self.ana.simplify(hi - lo)
         if isinstance(ext, IntImm) and ext.value <= 0:
             return None
-        if isinstance(ext, IntImm) and ext.value == 1:
+        if _is_one(ext):
             # one iteration (the tail of a non-dividing split): the variable becomes a
             # value, so the guards below it are decided and inner loops split exactly
             return self.visit(substitute(body, {loop.loop_var: lo}))
@@ -250,7 +255,11 @@ class LoopPartitioner(Mutator):
         v = loop.loop_var
         if loop.kind == "parallel":
             cond = [c for c, whole in ((h <= v, whole_h), (v < t, whole_t)) if not whole]
-            with_if = IfThenElse(_rebuild(cond), main, loop.body)
+            rest = loop.body
+            only = lo if whole_t else t             # the one value outside [h, t)?
+            if copies == 1 and _is_one(ana.simplify(h - lo if whole_t else hi - t)):
+                rest = substitute(rest, {v: only})
+            with_if = IfThenElse(_rebuild(cond), main, rest)
             return self._keep(For(v, loop.min, loop.extent, loop.kind, with_if,
                                   loop.thread_tag, loop.annotations))
         pieces = []
@@ -272,7 +281,10 @@ class LoopPartitioner(Mutator):
         then = s.then_case
         with self.ana.constraint(s.condition):
             then = self.visit(then)
-        other = None if s.else_case is None else self.visit(s.else_case)
+        other = s.else_case
+        if other is not None:
+            with self.ana.constraint(Not(s.condition)):
+                other = self.visit(other)
         if then is s.then_case and other is s.else_case:
             return s
         return IfThenElse(s.condition, then, other)
@@ -293,7 +305,11 @@ def loop_partition(func: PrimFunc) -> PrimFunc:
     """
     from .pass_manager import PassContext
     limit = PassContext.current().config.get("loop_partition.max_nodes", MAX_NODES)
-    body = LoopPartitioner(int(limit)).visit(func.body)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise LoweringError(f"PassContext config 'loop_partition.max_nodes': expected a "
+                            f"non-negative int (stores a copied loop body may hold), found "
+                            f"{limit!r}; use 0 to disable loop partitioning")
+    body = LoopPartitioner(limit).visit(func.body)
     return func if body is func.body else func.with_body(body)
 
 
