@@ -16,9 +16,10 @@ AVX-512; from ``targets.llvm.cpu_info`` of the target, never the host silently):
 
 The 6-row split does not divide 1024 (nor 1025, nor 2048): every k step of the
 micro-kernel sits under the split's guard ``io * 6 + ii < M``.  The llvm pipeline's
-``loop_partition`` pass gives the hot loop a guard-free main range; the script prints
-the inner loop's instruction counts (FMAs, compares, branches) from the assembly so a
-reader sees it.  Each size is checked against numpy and timed beside ``a @ b`` in the
+``loop_partition`` pass gives the hot loop a guard-free main range; the script prints,
+for every loop of the assembly that runs packed FMAs (the micro-kernel and its tail
+copies), its FMAs, compares and branches, so a reader sees it: ``12/0/1`` or
+``12/1/1`` is the 6 x 2-vector kernel with only its loop-closing branch.  Each size is checked against numpy and timed beside ``a @ b`` in the
 same process (median of ``--repeat`` interleaved runs, ``benchmarks/run.py``'s
 ``interleaved``), with the fraction of the peak measured by ``run.py``'s FMA kernel.
 """
@@ -113,24 +114,43 @@ def _asm_blocks(asm: str) -> list:
     return blocks
 
 
-def inner_loop(asm: str) -> dict:
-    """The micro-kernel's loop in ``asm``: the basic block with the most packed FMAs;
-    its FMA, compare and branch counts, and whether it branches back to itself.
+def fma_loops(asm: str) -> list:
+    """The loops of ``asm`` that compute with packed FMAs: basic blocks that branch back
+    to themselves, each as a dict of its FMA, compare and branch counts (the
+    micro-kernel's k loop and the tails' copies of it).
 
-    >>> d = inner_loop(".LBB0_1:\\n\\tvfmadd231ps %ymm1, %ymm2, %ymm3\\n\\tcmpq $4, %rax\\n"
-    ...                "\\tjne .LBB0_1\\n")
-    >>> d["fma"], d["compares"], d["branches"], d["self_loop"]
-    (1, 1, 1, True)
+    >>> fma_loops(".LBB0_1:\\n\\tvfmadd231ps %ymm1, %ymm2, %ymm3\\n\\tcmpq $4, %rax\\n"
+    ...           "\\tjne .LBB0_1\\n")
+    [{'label': '.LBB0_1', 'fma': 1, 'compares': 1, 'branches': 1, 'instructions': 3}]
     """
-    name, body = max(_asm_blocks(asm),
-                     key=lambda nb: sum(i.startswith("vfmadd") and "ps" in i.split()[0]
-                                        for i in nb[1]))
-    ops = [i.split()[0] for i in body]
-    return {"label": name, "fma": sum(o.startswith("vfmadd") for o in ops),
-            "compares": sum(o.startswith(("cmp", "test")) for o in ops),
-            "branches": sum(o.startswith("j") for o in ops),
-            "self_loop": bool(body) and body[-1].split()[-1] == name,
-            "instructions": len(ops)}
+    out = []
+    for name, body in _asm_blocks(asm):
+        ops = [i.split()[0] for i in body]
+        if not body or body[-1].split()[-1] != name or \
+                not any(o.startswith("vfmadd") and o.endswith("ps") for o in ops):
+            continue
+        out.append({"label": name, "fma": sum(o.startswith("vfmadd") for o in ops),
+                    "compares": sum(o.startswith(("cmp", "test")) for o in ops),
+                    "branches": sum(o.startswith("j") for o in ops),
+                    "instructions": len(ops)})
+    return out
+
+
+def bench_size(run, n: int, width: int, target, repeat: int, rng, peak: float) -> str:
+    """One row of the report: GEMM ``n^3`` built, checked, timed beside numpy."""
+    mod, build_s = run.timed_build(recipe(n, n, n, width), f"gemm_recipe{n}", target)
+    a = rng.standard_normal((n, n)).astype("float32")
+    b = rng.standard_normal((n, n)).astype("float32")
+    c = np.zeros((n, n), "float32")
+    mod(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=2e-4, atol=5e-3)
+    ours, theirs = run.interleaved(lambda: mod(a, b, c), lambda: a @ b, repeat)
+    flops = 2.0 * n ** 3
+    g_ours, g_np = flops / ours["median"] / 1e9, flops / theirs["median"] / 1e9
+    loops = ", ".join(f"{lp['fma']}/{lp['compares']}/{lp['branches']}"
+                      for lp in fma_loops(mod.get_source("asm")))
+    return (f"{n:6d} {g_ours:14.1f} {g_np:14.1f} {g_ours / g_np:6.2f} "
+            f"{100 * g_ours / peak:5.1f}%  {build_s:6.2f} s   {loops}")
 
 
 def main(argv=None):
@@ -151,22 +171,10 @@ def main(argv=None):
     print(f"fp32 peak (run.py's {info.lanes('float32')}-lane FMA kernel, all threads): "
           f"{peak:.1f} GFLOP/s")
     print(f"{'size':>6s} {'cuvil GFLOP/s':>14s} {'numpy GFLOP/s':>14s} {'ratio':>6s} "
-          f"{'peak%':>6s}  inner loop (FMA / cmp / branch)   build")
+          f"{'peak%':>6s}  {'build':>7s}   FMA loops in the assembly: FMAs/compares/branches")
     rng = np.random.default_rng(0)
     for n in args.sizes:
-        mod, build_s = run.timed_build(recipe(n, n, n, width), f"gemm_recipe{n}", target)
-        a = rng.standard_normal((n, n)).astype("float32")
-        b = rng.standard_normal((n, n)).astype("float32")
-        c = np.zeros((n, n), "float32")
-        mod(a, b, c)
-        np.testing.assert_allclose(c, a @ b, rtol=2e-4, atol=5e-3)
-        ours, theirs = run.interleaved(lambda: mod(a, b, c), lambda: a @ b, args.repeat)
-        flops = 2.0 * n ** 3
-        g_ours, g_np = flops / ours["median"] / 1e9, flops / theirs["median"] / 1e9
-        loop = inner_loop(mod.get_source("asm"))
-        print(f"{n:6d} {g_ours:14.1f} {g_np:14.1f} {g_ours / g_np:6.2f} "
-              f"{100 * g_ours / peak:5.1f}%  {loop['fma']:3d} / {loop['compares']} / "
-              f"{loop['branches']} ({loop['instructions']} instructions)   {build_s:.2f} s")
+        print(bench_size(run, n, width, target, args.repeat, rng, peak))
     return 0
 
 
