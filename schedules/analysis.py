@@ -22,7 +22,7 @@ from cuvil_tir.expr import IntImm, Var
 from cuvil_tir.stmt import Block, BlockRealize, For, IfThenElse, LetStmt, SeqStmt, Allocate
 from cuvil_tir.visitor import Visitor
 
-from . import tree
+from cuvil_tir.analysis import tree
 from .errors import ScheduleArgumentError, schedule_error
 from .handles import BlockRV, LoopRV
 

@@ -12,7 +12,7 @@ written buffer: the check is conservative, never optimistic.
 Example::
 
     >>> import cuvil_tir as T
-    >>> from schedules import tree
+    >>> from cuvil_tir.analysis import tree
     >>> A = T.placeholder((8,), name="A")
     >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] * 2.0, name="B")])
     >>> carried_dependence(f, tree.find_loop(f, f.body.block.body.loop_var)) is None
@@ -24,8 +24,8 @@ from __future__ import annotations
 from cuvil_tir.expr import IntImm
 from cuvil_tir.stmt import BlockRealize
 
-from . import tree
-from .regions import bound_region, loop_doms, relax, simplify
+from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.regions import bound_region, loop_doms, relax, simplify
 
 
 def _accesses(func, lpath):
@@ -124,7 +124,7 @@ def _own_element(br, w, a, var) -> bool:
     each once, all of them, and the loop drives one of them.  Spatial bindings map
     loop iterations one to one onto block instances (TensorIR's affine bindings), so
     different iterations own different elements."""
-    from .regions import tree_same
+    from cuvil_tir.analysis.regions import tree_same
     spatial = [iv.var for iv in br.block.iter_vars if iv.kind == "spatial"]
     if not all(tree_same(x.min, y.min) and isinstance(x.extent, IntImm) and
                x.extent.value == 1 for x, y in zip(w.region, a.region)):
@@ -170,7 +170,7 @@ def carried_dependence(func, lpath):
     Example::
 
         >>> import cuvil_tir as T
-        >>> from schedules import tree
+        >>> from cuvil_tir.analysis import tree
         >>> A = T.placeholder((8,), name="A")
         >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
         >>> carried_dependence(f, tree.find_loop(f, f.body.block.body.loop_var))

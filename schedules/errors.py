@@ -160,7 +160,60 @@ def schedule_error(cls, primitive: str, reason: str, func=None, node=None):
     return err
 
 
+class BlockLocationError(ScheduleError):
+    """``compute_at``/``reverse_compute_at`` cannot move the block under that loop.
+
+    Example::
+
+        >>> BlockLocationError("compute_at: loop i is the block's own loop").code
+        'CVL-E103'
+    """
+
+
+class InlineError(ScheduleError):
+    """``compute_inline``/``reverse_compute_inline`` cannot inline the block.
+
+    Example::
+
+        >>> InlineError("compute_inline: block C is a reduction block").code
+        'CVL-E103'
+    """
+
+
+class CacheStageError(ScheduleError):
+    """``cache_read``/``cache_write`` cannot stage the buffer.
+
+    Example::
+
+        >>> CacheStageError("cache_read: read_buffer_index 3 out of range").code
+        'CVL-E103'
+    """
+
+
+class StorageError(ScheduleError):
+    """``set_scope``/``storage_align`` cannot change the buffer's storage.
+
+    Example::
+
+        >>> StorageError("set_scope: buffer C is a function parameter").code
+        'CVL-E103'
+    """
+
+
+def fail(cls, primitive: str, reason: str, func=None, node=None) -> ScheduleError:
+    """The error ``cls`` with message ``"<primitive>: <reason>"`` and the IR (``node``
+    marked) appended when ``func`` is given.
+
+    Example::
+
+        >>> str(fail(InlineError, "compute_inline", "block C is a reduction block"))
+        '[CVL-E103] compute_inline: block C is a reduction block'
+    """
+    return schedule_error(cls, primitive, reason, func, node)
+
+
 __all__ = ["ScheduleError", "ScheduleArgumentError", "FactorError", "LoopNestError",
            "ReductionLoopError", "LoopCarriedError", "NonConstantExtentError", "AnnotationError",
            "UnknownPrimitiveError", "DebugCheckError", "TraceError", "render_ir",
-           "schedule_error"]
+           "schedule_error", "BlockLocationError", "InlineError", "CacheStageError",
+           "StorageError", "fail"]

@@ -22,7 +22,7 @@ Example::
 
 from __future__ import annotations
 
-from . import tree
+from cuvil_tir.analysis import tree
 from .analysis import const_int, loop_path
 from .errors import NonConstantExtentError, ScheduleArgumentError, schedule_error
 

@@ -30,7 +30,7 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.stmt import BlockRealize
 
-from . import tree
+from cuvil_tir.analysis import tree
 from .errors import ScheduleArgumentError, schedule_error
 
 

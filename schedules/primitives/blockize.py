@@ -24,11 +24,11 @@ from cuvil_tir.expr import IntImm, Var, Add, Sub, Mul, const
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Range
 from cuvil_tir.visitor import substitute, used_vars
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..errors import LoopNestError, ScheduleError, schedule_error
 from ..handles import BlockRV
 from ..primitive import primitive
-from ..regions import simplify
+from cuvil_tir.analysis.regions import simplify
 from .reduction import fresh_block_name, make_init_nest, resolve_loop, with_write_reads
 
 

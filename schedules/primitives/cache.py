@@ -41,11 +41,12 @@ from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Rang
                             SeqStmt, seq)
 from cuvil_tir.visitor import Mutator, substitute
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..handles import BlockRV
 from ..primitive import primitive
-from ..regions import (CacheStageError, fail, loop_doms, needed_region, provably_le,
-                       readers, simplify, writers)
+from ..errors import CacheStageError, fail
+from cuvil_tir.analysis.regions import (loop_doms, needed_region, provably_le, readers,
+                                        simplify, writers)
 from .compute_location import block_names, make_nest, subtrees, with_fields
 
 

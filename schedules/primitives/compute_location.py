@@ -28,7 +28,7 @@ Example::
 
     >>> import cuvil_tir as T
     >>> from schedules.handles import BlockRV, LoopRV
-    >>> from schedules import tree
+    >>> from cuvil_tir.analysis import tree
     >>> A = T.placeholder((8,), name="A")
     >>> B = T.compute((8,), lambda i: A[i] * 2.0, name="B")
     >>> C = T.compute((8,), lambda i: B[i] + 1.0, name="C")
@@ -48,11 +48,13 @@ from cuvil_tir.op import all as all_of
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, For, Range, SeqStmt, seq
 from cuvil_tir.visitor import Mutator, used_vars
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..primitive import primitive
-from ..regions import (BlockLocationError, bounds, child_blocks, encloses, fail,
-                       is_complete, is_param, is_reduction, loop_doms, needed_region,
-                       precedes, provably_le, region_of, simplify, union, var_domain)
+from ..errors import BlockLocationError, fail
+from cuvil_tir.analysis.regions import (bounds, child_blocks, encloses, is_complete,
+                                        is_param, is_reduction, loop_doms, needed_region,
+                                        precedes, provably_le, region_of, simplify, union,
+                                        var_domain)
 
 
 class Relocate(Mutator):

@@ -36,10 +36,11 @@ from cuvil_tir.stmt import Block, BufferStore
 from cuvil_tir.te import access_regions
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..primitive import primitive
-from ..regions import (InlineError, child_blocks, fail, is_complete, is_param,
-                       region_of, tree_same, union)
+from ..errors import InlineError, fail
+from cuvil_tir.analysis.regions import (child_blocks, is_complete, is_param, region_of,
+                                        tree_same, union)
 from .compute_location import Relocate, exclusive_nest, with_fields
 
 
@@ -123,7 +124,7 @@ def _nested_reads(stmt, doms) -> list:
     """The reads of the blocks directly inside ``stmt``, over the variables outside
     it: bound through each realize and relaxed over the loops in between."""
     from cuvil_tir.stmt import BlockRealize, For, Range, SeqStmt
-    from ..regions import bound_region, relax
+    from cuvil_tir.analysis.regions import bound_region, relax
     if isinstance(stmt, BlockRealize):
         return [relax(bound_region(stmt, r), doms) for r in stmt.block.reads]
     if isinstance(stmt, For):

@@ -33,7 +33,7 @@ from cuvil_tir.expr import (Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Sub,
 from cuvil_tir.stmt import Allocate, Block, BufferRegion, Range
 from cuvil_tir.visitor import Mutator, substitute
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..errors import ScheduleArgumentError, schedule_error
 from ..primitive import primitive
 from .reduction import resolve_block

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from cuvil_tir.stmt import Block, BlockRealize, For, THREAD_TAGS
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..analysis import const_int, loop_path, reduction_block, stmt_path
 from ..errors import (AnnotationError, NonConstantExtentError, ReductionLoopError,
                       ScheduleArgumentError, schedule_error)

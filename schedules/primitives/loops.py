@@ -31,7 +31,7 @@ from cuvil_tir.expr import IntImm, Var, const
 from cuvil_tir.stmt import BlockRealize, For, IfThenElse
 from cuvil_tir.visitor import Mutator, substitute
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..analysis import const_int, loop_path, uses_var
 from ..errors import FactorError, LoopNestError, ScheduleArgumentError, schedule_error
 from ..handles import LoopRV

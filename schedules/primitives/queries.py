@@ -13,7 +13,7 @@ Example::
 
 from __future__ import annotations
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..analysis import (block_path, child_blocks, consumers, loop_nest, producers,
                         stmt_path)
 from ..errors import ScheduleArgumentError, schedule_error

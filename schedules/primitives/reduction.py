@@ -29,7 +29,7 @@ from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For,
                             Range, SeqStmt)
 from cuvil_tir.visitor import substitute, used_vars
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..errors import LoopNestError, ReductionLoopError, ScheduleArgumentError, schedule_error
 from ..handles import BlockRV, LoopRV
 from ..primitive import primitive

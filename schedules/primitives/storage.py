@@ -32,9 +32,10 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import IntImm, const
 from cuvil_tir.visitor import Mutator
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..primitive import primitive
-from ..regions import StorageError, fail, is_param
+from ..errors import StorageError, fail
+from cuvil_tir.analysis.regions import is_param
 from .compute_location import with_fields
 
 ALIGN_KEY = "buffer_dim_align"

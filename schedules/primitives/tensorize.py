@@ -29,7 +29,7 @@ from cuvil_tir.node import Node, field_names, same
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, For, LetStmt, Range
 from cuvil_tir.visitor import Mutator, substitute, used_vars
 
-from .. import tree
+from cuvil_tir.analysis import tree
 from ..errors import ScheduleArgumentError, schedule_error
 from ..handles import BlockRV, LoopRV
 from ..primitive import primitive

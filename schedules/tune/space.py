@@ -38,7 +38,7 @@ from cuvil_tir.expr import Var
 from cuvil_tir.node import Node, field_names
 from cuvil_tir.stmt import BlockRealize
 
-from .. import tree
+from cuvil_tir.analysis import tree
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,7 @@ def conv2d(sch, threads: int = 64, pad_block: str = "pad", block: str = "conv") 
 
 
 def _block_node(sch, rv):
-    from schedules import tree
+    from cuvil_tir.analysis import tree
     return tree.get(sch.func, tree.find_block(sch.func, rv.name)).block
 
 

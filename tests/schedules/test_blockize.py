@@ -7,7 +7,7 @@ import numpy as np
 
 import cuvil_tir as T
 import schedules as S
-from schedules import tree
+from cuvil_tir.analysis import tree
 from schedules.errors import LoopNestError
 from schedules.primitives.blockize import SubspaceError
 from tests import workloads

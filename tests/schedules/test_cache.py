@@ -4,8 +4,8 @@ import pytest
 
 import schedules as S
 import targets
-from schedules import tree
-from schedules.regions import CacheStageError
+from cuvil_tir.analysis import tree
+from schedules.errors import CacheStageError
 from tests import workloads
 from tests.schedules.testing import assert_refused, check_workload, verify_trace_roundtrip
 

@@ -7,8 +7,8 @@ compares with the workload's numpy reference; every test replays its trace.
 import pytest
 
 import schedules as S
-from schedules import tree
-from schedules.regions import BlockLocationError
+from cuvil_tir.analysis import tree
+from schedules.errors import BlockLocationError
 from tests import workloads
 from tests.schedules.testing import assert_refused, check_workload, verify_trace_roundtrip
 

@@ -9,7 +9,7 @@ import schedules as S
 from cuvil_tir.expr import FloatImm
 from cuvil_tir.stmt import BufferStore
 from cuvil_tir.visitor import Mutator
-from schedules import tree
+from cuvil_tir.analysis import tree
 from schedules.debug import MAX_ITERATIONS, random_inputs
 from schedules.errors import DebugCheckError
 from schedules.primitive import PRIMITIVES, primitive

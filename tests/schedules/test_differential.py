@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 import cuvil_tir as T
 import schedules as S
-from schedules import tree
+from cuvil_tir.analysis import tree
 from tests.schedules.test_properties_blocks import _attempt
 from tests.schedules.test_properties_loops import apply_random
 from tests.schedules.testing import run, run_llvm

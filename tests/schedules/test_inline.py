@@ -5,8 +5,8 @@ import numpy as np
 import cuvil_tir as T
 import schedules as S
 from cuvil_tir.stmt import BufferStore, SeqStmt
-from schedules import tree
-from schedules.regions import InlineError
+from cuvil_tir.analysis import tree
+from schedules.errors import InlineError
 from tests import workloads
 from tests.schedules.testing import (assert_refused, check_workload, run,
                                      verify_trace_roundtrip)

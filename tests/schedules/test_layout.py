@@ -5,7 +5,7 @@ import numpy as np
 import cuvil_tir as T
 import schedules as S
 from cuvil_tir.stmt import Block
-from schedules import tree
+from cuvil_tir.analysis import tree
 from schedules.errors import ScheduleArgumentError
 from schedules.primitives.layout import LayoutError
 from tests import workloads

@@ -14,7 +14,7 @@ from schedules.errors import (FactorError, LoopNestError, NonConstantExtentError
                               ReductionLoopError, ScheduleArgumentError)
 from cuvil_tir.stmt import For, SeqStmt
 from cuvil_tir.visitor import substitute
-from schedules import tree
+from cuvil_tir.analysis import tree
 from tests import workloads
 from tests.schedules.testing import (assert_refused, check_workload, run,
                                      verify_trace_roundtrip)

@@ -11,7 +11,7 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 from schedules.errors import ReductionLoopError
-from schedules.regions import BlockLocationError, CacheStageError
+from schedules.errors import BlockLocationError, CacheStageError
 
 from .testing import assert_refused, run, run_llvm, verify_trace_roundtrip
 

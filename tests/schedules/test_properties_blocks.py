@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import schedules as S
-from schedules import tree
+from cuvil_tir.analysis import tree
 from tests import workloads
 from tests.schedules.testing import check_workload, verify_trace_roundtrip
 

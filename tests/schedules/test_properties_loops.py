@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 import pytest
 
 import schedules as S
-from schedules import tree
+from cuvil_tir.analysis import tree
 from schedules.analysis import reduction_block
 from schedules.sampling import perfect_tiles
 from tests import workloads

@@ -10,7 +10,7 @@ import numpy as np
 import cuvil_tir as T
 import schedules as S
 from cuvil_tir.stmt import BlockRealize, BufferStore, SeqStmt
-from schedules import tree
+from cuvil_tir.analysis import tree
 from schedules.primitives.reduction import NotReductionError
 from schedules.errors import LoopNestError, ReductionLoopError, ScheduleArgumentError
 from tests import workloads

@@ -6,7 +6,7 @@ import pytest
 
 import cuvil_tir as T
 import schedules as S
-from schedules import tree
+from cuvil_tir.analysis import tree
 from schedules.errors import (AnnotationError, LoopNestError, ScheduleArgumentError,
                               UnknownPrimitiveError, schedule_error)
 from tests import workloads

@@ -3,9 +3,9 @@
 import pytest
 
 import schedules as S
-from schedules import tree
+from cuvil_tir.analysis import tree
 from schedules.primitives.storage import aligned_strides
-from schedules.regions import StorageError
+from schedules.errors import StorageError
 from tests import workloads
 from tests.schedules.testing import assert_refused, check_workload, verify_trace_roundtrip
 

@@ -9,7 +9,7 @@ import schedules as S
 from cuvil_tir.expr import Ramp, Var, const
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar,
                             Range)
-from schedules import tree
+from cuvil_tir.analysis import tree
 from schedules.errors import ScheduleArgumentError
 from schedules.intrinsics.cpu import gemm_intrin
 from schedules.primitives.tensorize import TensorizeMismatchError

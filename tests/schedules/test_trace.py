@@ -7,7 +7,7 @@ import pytest
 
 import cuvil_tir as T
 import schedules as S
-from schedules import tree
+from cuvil_tir.analysis import tree
 from schedules.errors import ScheduleArgumentError, TraceError
 from schedules.sampling import SampledInt, perfect_tiles
 from schedules.trace import decode_index_map, encode_index_map

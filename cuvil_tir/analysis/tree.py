@@ -18,10 +18,10 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.errors import ScheduleError
-from cuvil_tir.function import PrimFunc
-from cuvil_tir.node import field_names
-from cuvil_tir.stmt import Block, BlockRealize, For, Stmt
+from ..errors import ScheduleError
+from ..function import PrimFunc
+from ..node import field_names
+from ..stmt import Block, BlockRealize, For, Stmt
 
 
 def get(func: PrimFunc, path: tuple):

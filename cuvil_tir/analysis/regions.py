@@ -12,7 +12,7 @@ a scope, which of them read or write a buffer, and how a block is classified.
 Example::
 
     >>> import cuvil_tir as T
-    >>> from schedules import tree
+    >>> from cuvil_tir.analysis import tree
     >>> A = T.placeholder((8,), name="A")
     >>> B = T.compute((8,), lambda i: A[i] * 2.0, name="B")
     >>> C = T.compute((4,), lambda i: B[2 * i] + B[2 * i + 1], name="C")
@@ -24,69 +24,14 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.errors import ScheduleError
-from cuvil_tir.expr import Expr, IntImm, Var, const
-from cuvil_tir.function import PrimFunc
-from cuvil_tir.op import maximum, minimum
-from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Range
-from cuvil_tir.visitor import substitute
+from ..errors import ScheduleError
+from ..expr import Expr, IntImm, Var, const
+from ..function import PrimFunc
+from ..op import maximum, minimum
+from ..stmt import Block, BlockRealize, BufferRegion, Range
+from ..visitor import substitute
 
 from . import tree
-
-
-# errors -------------------------------------------------------------------------------
-
-class BlockLocationError(ScheduleError):
-    """``compute_at``/``reverse_compute_at`` cannot move the block under that loop.
-
-    Example::
-
-        >>> BlockLocationError("compute_at: loop i is the block's own loop").code
-        'CVL-E103'
-    """
-
-
-class InlineError(ScheduleError):
-    """``compute_inline``/``reverse_compute_inline`` cannot inline the block.
-
-    Example::
-
-        >>> InlineError("compute_inline: block C is a reduction block").code
-        'CVL-E103'
-    """
-
-
-class CacheStageError(ScheduleError):
-    """``cache_read``/``cache_write`` cannot stage the buffer.
-
-    Example::
-
-        >>> CacheStageError("cache_read: read_buffer_index 3 out of range").code
-        'CVL-E103'
-    """
-
-
-class StorageError(ScheduleError):
-    """``set_scope``/``storage_align`` cannot change the buffer's storage.
-
-    Example::
-
-        >>> StorageError("set_scope: buffer C is a function parameter").code
-        'CVL-E103'
-    """
-
-
-def fail(cls, primitive: str, reason: str, func=None, node=None) -> ScheduleError:
-    """The error ``cls`` with message ``"<primitive>: <reason>"`` and the IR (``node``
-    marked) appended when ``func`` is given.
-
-    Example::
-
-        >>> str(fail(InlineError, "compute_inline", "block C is a reduction block"))
-        '[CVL-E103] compute_inline: block C is a reduction block'
-    """
-    from .errors import schedule_error
-    return schedule_error(cls, primitive, reason, func, node)
 
 
 # arithmetic ---------------------------------------------------------------------------
@@ -100,7 +45,7 @@ def simplify(e: Expr) -> Expr:
         >>> simplify(T.const(2) + 3).value
         5
     """
-    from cuvil_tir import arith
+    from .. import arith
     return arith.simplify(e)
 
 
@@ -116,7 +61,7 @@ def bounds(e: Expr, doms: dict) -> tuple:
         >>> (lo.value, hi.value)
         (1, 7)
     """
-    from cuvil_tir import arith
+    from .. import arith
     lo, hi = arith.bound_of(e, doms)
     if lo is None or hi is None:
         raise ScheduleError(f"region analysis: cannot bound the index {e} over the loops "
@@ -244,7 +189,7 @@ def tree_same(a, b) -> bool:
         >>> tree_same(T.const(1), T.const(1))
         True
     """
-    from cuvil_tir.node import same
+    from ..node import same
     return same(a, b)
 
 
@@ -332,8 +277,8 @@ def child_blocks(func: PrimFunc, scope_path: tuple) -> list:
 
 
 def _children(path, node):
-    from cuvil_tir.node import field_names
-    from cuvil_tir.stmt import Stmt
+    from ..node import field_names
+    from ..stmt import Stmt
     for f in field_names(type(node)):
         v = getattr(node, f)
         if isinstance(v, Stmt):
@@ -456,7 +401,7 @@ def var_domain(iter_var, dim: Range):
     v = iter_var.var
     if isinstance(e, Var):
         return 0 if e is v else None
-    from cuvil_tir.expr import Add, Sub
+    from ..expr import Add, Sub
     if isinstance(e, (Add, Sub)) and e.a is v and isinstance(e.b, IntImm):
         return e.b.value if isinstance(e, Add) else -e.b.value
     return None
@@ -482,13 +427,12 @@ def uses_loop(e, loops) -> bool:
         >>> uses_loop(T.const(1), [])
         False
     """
-    from cuvil_tir.visitor import used_vars
+    from ..visitor import used_vars
     ids = {id(f.loop_var) for _, f in loops}
     return any(id(v) in ids for v in used_vars(e))
 
 
-__all__ = ["BlockLocationError", "InlineError", "CacheStageError", "StorageError",
-           "fail", "bounds", "simplify", "provably_le", "iter_map", "region_of", "bound_region",
+__all__ = ["bounds", "simplify", "provably_le", "iter_map", "region_of", "bound_region",
            "relax", "union", "loop_doms", "inner_loops", "needed_region", "child_blocks",
            "readers", "writers", "is_reduction", "is_complete", "is_param", "precedes",
            "encloses", "var_domain", "loop_var", "uses_loop"]
