@@ -74,6 +74,19 @@ def test_lower_bound_guard_gives_a_head():
     assert _text(out) == "for i in T.serial(2, 14):\n    A[i] = T.float32(1)"
 
 
+def test_parallel_head_and_tail_stay_exact():
+    A = T.decl_buffer((16,), "float32", "A")
+    i = T.var("i")
+    f = T.PrimFunc([A], T.For(i, T.const(0), T.const(16), "parallel", T.IfThenElse(
+        (i >= 2) & (i < 14), T.BufferStore(A, T.const(1.0), (i,)))))
+    out = loop_partition(f)
+    assert _text(out).splitlines()[:3] == [
+        "for i in T.parallel(16):", "    if 2 <= i and i < 14:", "        A[i] = T.float32(1)"]
+    a = np.zeros(16, "float32")
+    T.interpret(out, a)
+    np.testing.assert_array_equal(a, (np.arange(16) >= 2) & (np.arange(16) < 14))
+
+
 def test_guard_true_everywhere_is_removed_without_copies():
     f = _tail_guard(extent=3)
     assert _text(loop_partition(f)) == (
