@@ -37,7 +37,7 @@ from cuvil_tir.te import access_regions
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
 
 from cuvil_tir.analysis import tree
-from ..primitive import primitive
+from ..primitive import BLOCK, primitive
 from ..errors import InlineError, fail
 from cuvil_tir.analysis.regions import (child_blocks, is_complete, is_param, region_of,
                                         tree_same, union)
@@ -136,7 +136,7 @@ def _nested_reads(stmt, doms) -> list:
     return _nested_reads(body, doms) if body is not None else []
 
 
-@primitive("compute_inline")
+@primitive("compute_inline", block=BLOCK)
 def compute_inline(func, block):
     """Inline a spatial block into its consumers and remove it and its buffer.
 
@@ -210,7 +210,7 @@ def _invertible_load(func, consumer, buf, prim):
     return idx
 
 
-@primitive("reverse_compute_inline")
+@primitive("reverse_compute_inline", block=BLOCK)
 def reverse_compute_inline(func, block):
     """Inline a consumer into its single producer, which then writes the consumer's
     output; removes the consumer and the intermediate buffer.
