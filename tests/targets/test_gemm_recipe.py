@@ -67,3 +67,25 @@ def test_recipe_matches_numpy_and_refuses_too_many_vectors():
         np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
     with pytest.raises(targets.TargetError, match="needs 22 vector registers, haswell has 16"):
         g.tile_width(target, vectors=3)
+
+
+def test_tutorial04_blocks_of_panels_with_a_partial_last_block():
+    t04 = load_script("tutorials/04_fast_matmul_cpu.py")
+    info = targets.llvm.cpu_info(targets.Target("llvm", mcpu="haswell", l2_kb=512,
+                                                num_cores=2))
+    assert t04.panel_block(2048, 2048, 16, info) == 4        # 4 x 128 KB panels in L2
+    assert t04.panel_block(48, 16, 16, info) == 1            # too few panels to block
+    sch = t04.gemm_schedule(13, 70, 5, mr=6, nr=16, jb=4)    # 5 panels: blocks of 4 + 1
+    target = targets.Target("llvm", mcpu="haswell")
+    lowered = T.lower(sch, target)
+    assert 'T.allocate((96,), "float32", scope="local")' in str(lowered)
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((13, 5)).astype("float32")
+    b = rng.standard_normal((5, 70)).astype("float32")
+    c = np.zeros((13, 70), "float32")
+    T.interpret(lowered, a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    if targets.llvm.host_vector_bits() >= 256:
+        c[:] = 0
+        targets.build(sch, target)(a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
