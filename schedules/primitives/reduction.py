@@ -163,7 +163,8 @@ def make_init_nest(realize: BlockRealize, loops: list, name: str, suffix: str = 
         ivs.append(IterVar(nv, iv.dom, iv.kind))
     writes = tuple(substitute(w, bmap) for w in blk.writes)
     body = substitute(blk.init, bmap)
-    init_blk = Block(name, tuple(ivs), (), writes, body)
+    # the init is part of the block: its annotations (pragmas, tuning hints) stay
+    init_blk = Block(name, tuple(ivs), (), writes, body, None, (), blk.annotations)
     values = tuple(substitute(v, lmap) for _, v in spatial)
     stmt = BlockRealize(values, all_of(substitute(c, lmap) for c in kept), init_blk)
     for l in reversed(loops):

@@ -113,3 +113,22 @@ def test_rfactor_of_a_quasi_affine_split_reduction_is_still_exact():
     out = run(sch, [a, np.zeros(4, "float32")])
     np.testing.assert_allclose(out[1], a.sum(axis=1), rtol=1e-5)
     verify_trace_roundtrip(sch, f)
+
+
+def test_decompose_reduction_keeps_the_blocks_annotations_on_both_blocks():
+    A = T.placeholder((4, 8), name="A")
+    k = T.reduce_axis((0, 8), name="k")
+    f = T.create_prim_func([A, T.compute((4,), lambda i: T.sum(A[i, k], axis=k),
+                                         name="B")])
+    sch = S.Schedule(f)
+    sch.annotate("B", "pragma_unroll", 4)
+    i, _ = sch.get_loops("B")
+    init = sch.decompose_reduction("B", i)
+    from cuvil_tir.analysis import tree
+    for name in (init.name, "B"):
+        blk = tree.get(sch.func, tree.find_block(sch.func, name)).block
+        assert blk.annotations == (("pragma_unroll", 4),)
+    a = np.random.default_rng(1).standard_normal((4, 8)).astype("float32")
+    np.testing.assert_allclose(run(sch, [a, np.zeros(4, "float32")])[1], a.sum(axis=1),
+                               rtol=1e-5)
+    verify_trace_roundtrip(sch, f)
