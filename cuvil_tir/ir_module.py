@@ -35,6 +35,8 @@ from .stmt import BufferRegion, _annotations
 CALLING_CONVS = ("host", "parallel_task", "device_kernel")
 #: the function attribute holding a function's calling convention
 CONV_ATTR = "calling_conv"
+#: PrimFunc attributes a module lacks (a helpful AttributeError names ``mod.entry``)
+_FUNC_ONLY = ("body", "params", "buffers", "buffer_map", "with_body", "with_attr")
 #: the op of ``T.parallel_launch``
 LAUNCH_OP = "parallel_launch"
 
@@ -91,6 +93,14 @@ class IRModule(Node):
                                 f"functions ({', '.join(sorted(names))})")
 
     __hash__ = Node.__hash__
+
+    def __getattr__(self, name):
+        # T.lower used to return the host PrimFunc: say where its attributes went
+        if name in _FUNC_ONLY:
+            raise AttributeError(f"an IRModule has no {name!r}: it is a module of "
+                                 f"functions ({', '.join(self.names)}); use mod.entry (the "
+                                 f"host function) or mod['<name>'], e.g. mod.entry.{name}")
+        raise AttributeError(name)
 
     @staticmethod
     def from_func(func: PrimFunc) -> "IRModule":

@@ -175,6 +175,8 @@ def test_module_structure_errors():
         T.IRModule((3,))
     with pytest.raises(T.LoweringError, match="no function named 'nope'; it has main"):
         T.IRModule.from_func(f)["nope"]
+    with pytest.raises(AttributeError, match=r"no 'body'.*use mod.entry .*mod.entry.body"):
+        T.lower(f).body
 
 
 def test_launch_errors():
