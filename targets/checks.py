@@ -56,7 +56,9 @@ def check_sites(func) -> list:
                 out.append(s)
             self.generic_visit(s)
 
-    _V().visit(func.body)
+    funcs = getattr(func, "functions", None)
+    for f in (funcs if funcs is not None else [func]):
+        _V().visit(f.body)
     return out
 
 

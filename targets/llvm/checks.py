@@ -40,12 +40,9 @@ def _slot(name: str) -> str:
 def emit_assert(cg, s) -> None:
     """Emit the check ``s`` (an ``AssertStmt``) into the code generator ``cg``."""
     b = cg.b
-    cached = getattr(cg, "_check_sites", None)
-    if cached is None:
-        sites = C.check_sites(cg.func)
-        cached = cg._check_sites = (C.site_index(sites), C.slot_size(sites))
-    index, size = cached
-    slot = _slot(cg.name)
+    sites = C.check_sites(cg.module)
+    index, size = C.site_index(sites), C.slot_size(sites)
+    slot = _slot(cg.root_name)
     ok_cond = cg.expr(s.condition)
     fail, record, out, ok = (b.label("check.fail"), b.label("check.record"),
                              b.label("check.out"), b.label("check.ok"))
@@ -78,7 +75,7 @@ def _cold(b) -> str:
     return ref
 
 
-def slot_definitions(func, name: str) -> list:
+def slot_definitions(func, name: str) -> list:  # func: a PrimFunc or a module
     """The error slot, its getter and the site comments, for a function with checks
     (nothing without).
 
