@@ -204,6 +204,22 @@ def loop_doms(loops) -> dict:
     return {f.loop_var: Range(f.min, f.extent) for _, f in loops}
 
 
+def scope_doms(func: PrimFunc, path: tuple) -> dict:
+    """``{var: Range}`` of the iter vars of every block enclosing ``path`` (within one
+    instance of those blocks they are fixed, but bounded by their domains).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> scope_doms(f, tree.find_block(f, "B"))
+        {}
+    """
+    return {iv.var: iv.dom for _, s in tree.ancestors(func, path)
+            if isinstance(s, BlockRealize) for iv in s.block.iter_vars}
+
+
 def inner_loops(func: PrimFunc, loop_path: tuple, block_path: tuple) -> list:
     """``(path, For)`` of the loops strictly between ``loop_path`` and the block.
 
@@ -447,7 +463,7 @@ def uses_loop(e, loops) -> bool:
 
 
 __all__ = ["bounds", "simplify", "provably_le", "iter_map", "region_of", "bound_region",
-           "relax", "union", "loop_doms", "inner_loops", "shared_by_threads",
+           "relax", "union", "loop_doms", "scope_doms", "inner_loops", "shared_by_threads",
            "thread_relaxed_loops", "needed_region", "child_blocks",
            "readers", "writers", "is_reduction", "is_complete", "is_param", "precedes",
            "encloses", "loop_var", "uses_loop"]

@@ -53,7 +53,8 @@ from ..primitive import primitive
 from ..errors import BlockLocationError, fail
 from cuvil_tir.analysis.regions import (bounds, child_blocks, encloses, is_complete,
                                         is_param, is_reduction, loop_doms, needed_region,
-                                        precedes, provably_le, region_of, simplify)
+                                        precedes, provably_le, region_of, scope_doms,
+                                        simplify)
 from cuvil_tir.analysis import index_map
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.errors import ScheduleError
@@ -338,7 +339,8 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
         raise err(f"under loop {lname!r}, a producer and a consumer of "
                             f"block {blk.name!r} share one statement, so there is no place "
                             "between them; pass a loop further inside")
-    outer = loop_doms(tree.loops_above(func, lpath) + [(lpath, loop_node)])
+    outer = {**scope_doms(func, lpath),
+             **loop_doms(tree.loops_above(func, lpath) + [(lpath, loop_node)])}
     if reverse:
         _check_complete_producers(func, blk, producers, outer, lname)
         pairs = []

@@ -459,3 +459,44 @@ def test_reverse_compute_inline_refuses_a_non_injective_store():
     assert_refused(sch, lambda: sch.reverse_compute_inline(blk),
                    r"block 'C' stores to \[v_u % 4\]: the index map is not injective "
                    r"\(block variable v_u appears only modulo 4", InlineError)
+
+
+# caches inside a nested block -----------------------------------------------------------
+
+def cache_shapes(sch):
+    return {b.name: tuple(int(s) for s in b.shape)
+            for r in tree.blocks_under(sch.func.body) for b in r.block.alloc_buffers}
+
+
+def test_caches_of_a_nested_block_hold_its_tile():
+    A = T.placeholder((8, 8), name="A")
+    B = T.compute((8, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    f = T.create_prim_func([A, B])
+    sch = S.Schedule(f)
+    i, j = sch.get_loops(sch.get_block("B"))
+    i0, i1 = sch.split(i, [2, 4])
+    j0, j1 = sch.split(j, [2, 4])
+    sch.reorder(i0, j0, i1, j1)
+    sch.blockize(i1)
+    sch.cache_write(sch.get_block("B"), 0, "local")
+    sch.cache_read(sch.get_block("B"), 0, "local")
+    assert cache_shapes(sch) == {"B_local": (4, 4), "A_local": (4, 4)}
+    inner = tree.get(sch.func, tree.find_block(sch.func, "B")).block
+    assert str(inner.body) == "B_local[v_i_i, v_j_i] = A_local[v_i_i, v_j_i] * T.float32(2)"
+    # the copies stay inside the tile: no guard
+    assert block_text(sch, "A_local")[1:] == (["v_i_o * 4 + ax0", "v_j_o * 4 + ax1"], TRUE)
+    a = np.random.default_rng(4).random((8, 8), dtype="float32")
+    check(sch, f, [a, np.zeros((8, 8), "float32")], a * 2)
+
+
+def test_cache_read_inside_a_blockized_reduction():
+    X = T.placeholder((4, 3), name="X")
+    k = T.reduce_axis((0, 3), name="k")
+    Y = T.compute((4,), lambda i: T.sum(X[i, k], axis=k), name="Y")
+    f = T.create_prim_func([X, Y])
+    sch = S.Schedule(f)
+    sch.blockize(sch.get_loops(sch.get_block("Y"))[1])
+    sch.cache_read(sch.get_block("Y"), 1, "local")
+    assert cache_shapes(sch) == {"X_local": (1, 3)}
+    x = np.arange(12, dtype="float32").reshape(4, 3)
+    check(sch, f, [x, np.zeros(4, "float32")], x.sum(axis=1))
