@@ -41,8 +41,9 @@ from cuvil_tir.analysis import tree
 from ..primitive import primitive
 from ..errors import InlineError, fail
 from cuvil_tir.analysis import index_map
-from cuvil_tir.analysis.regions import (child_blocks, is_complete, is_param, region_of,
-                                        simplify, tree_same, union)
+from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_param,
+                                        provably_le, region_of, simplify, tree_same,
+                                        union)
 from cuvil_tir.arith import Analyzer
 from .compute_location import Relocate, exclusive_nest, with_fields
 
@@ -258,6 +259,24 @@ class _ReplaceLoads(Mutator):
         return self.value if ld.buffer is self.buffer else ld
 
 
+def _check_produced(func, prod, cons, load, buf, prim):
+    """Every element the consumer loads is one the producer stores: otherwise (a
+    padding border read under a condition) those consumer values would never be
+    computed once the consumer runs inside the producer."""
+    cdoms = {iv.var: iv.dom for iv in cons.iter_vars}
+    pdoms = {iv.var: iv.dom for iv in prod.iter_vars}
+    for d, (x, y) in enumerate(zip(load, prod.body.indices)):
+        lo, hi = bounds(x, cdoms)
+        plo, phi = bounds(y, pdoms)
+        if not (provably_le(plo, lo) and provably_le(hi, phi)):
+            raise fail(InlineError, prim, f"block {cons.name!r} loads {buf.name} in "
+                       f"[{lo}, {hi}] along dimension {d}, but the producer {prod.name!r} "
+                       f"stores only [{plo}, {phi}] there (e.g. a padding border read under "
+                       "a condition): those values of the consumer would never be "
+                       "computed. Inline the producer into the consumer instead "
+                       "(compute_inline)", func)
+
+
 def _consumer_guard(prod, cons, load, sigma) -> list:
     """Conditions on the producer's block variables under which its element is the one
     the consumer reads at ``sigma`` (the consumer's variables in terms of the
@@ -342,6 +361,7 @@ def reverse_compute_inline(func, block):
     inv = _inverse(func, cons, load, prim, f"block {cons.name!r} loads {buf.name}")
     # the consumer's variables for the element the producer stores at each iteration
     sigma = _at(inv, pst.indices)
+    _check_produced(func, prod, cons, load, buf, prim)
     guard = _consumer_guard(prod, cons, load, sigma)
     value = _ReplaceLoads(buf, pst.value).visit(substitute(cst.value, sigma))
     store = BufferStore(cst.buffer, value,

@@ -28,6 +28,7 @@ from cuvil_tir.errors import TargetError
 
 from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify
 from cuvil_tir.transform.compact import compact_local_buffers
+from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
 from cuvil_tir.transform.unroll import unroll_loops
 from cuvil_tir.transform.vectorize import vectorize_loops
 
@@ -110,7 +111,8 @@ vectorize_for_host.pass_name = "vectorize_loops"
 
 
 def llvm_pipeline() -> list:
-    """The default pipeline with ``compact_local_buffers`` before
+    """The default pipeline after ``plan_buffer_allocation``, with
+    ``compact_local_buffers`` before
     ``flatten_buffers`` and ``vectorize_loops``, ``unroll_loops``, ``simplify`` after
     its ``simplify``.
 
@@ -118,10 +120,11 @@ def llvm_pipeline() -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in llvm_pipeline()]  # doctest: +NORMALIZE_WHITESPACE
-        ['lower_blocks', 'compact_local_buffers', 'flatten_buffers', 'simplify',
-         'vectorize_loops', 'unroll_loops', 'simplify', 'verify']
+        ['plan_buffer_allocation', 'lower_blocks', 'compact_local_buffers',
+         'flatten_buffers', 'simplify', 'vectorize_loops', 'unroll_loops', 'simplify',
+         'verify']
     """
-    out = []
+    out = [plan_buffer_allocation]
     for p in default_pipeline():
         if p is flatten_buffers:
             out.append(compact_local_buffers)

@@ -500,3 +500,17 @@ def test_cache_read_inside_a_blockized_reduction():
     assert cache_shapes(sch) == {"X_local": (1, 3)}
     x = np.arange(12, dtype="float32").reshape(4, 3)
     check(sch, f, [x, np.zeros(4, "float32")], x.sum(axis=1))
+
+
+def test_reverse_compute_inline_refuses_a_consumer_reading_beyond_the_producer():
+    # the padding stage reads X_global under a condition, also where nothing is stored
+    X = T.placeholder((1, 4), name="X")
+    P = T.compute((1, 6), lambda b, h: T.if_then_else(
+        T.all(h >= 1, h < 5), X[b, h - 1], T.const(0.0, "float32")), name="P")
+    Y = T.compute((1, 6), lambda b, h: P[b, h] * 2.0, name="Y")
+    sch = S.Schedule(T.create_prim_func([X, Y]))
+    sch.cache_read(sch.get_block("P"), 0, "global")
+    blk = sch.get_block("P")
+    assert_refused(sch, lambda: sch.reverse_compute_inline(blk),
+                   r"block 'P' loads X_global in \[-1, 4\] along dimension 1, but the "
+                   r"producer 'X_global' stores only \[0, 3\] there", InlineError)
