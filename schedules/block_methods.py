@@ -142,6 +142,19 @@ class BlockMethods:
         """
         return self._apply("blockize", loop)
 
+    def pad_einsum(self, block, padding) -> None:
+        """Round an einsum block's iteration domain up to multiples of ``padding`` (one
+        int per iter var); its staged inputs are zero-filled past their size and its
+        staged output grows (see :mod:`schedules.primitives.pad`).
+
+        Before/after ``pad_einsum(C, [16, 16, 16])`` on a 100x70x50 GEMM::
+
+            A_s[i, k] = A[i, k]                 A_s[i, k] = if_then_else(i < 100 and
+            C_s[i, j] += A_s[i, k] * B_s[k, j]       k < 50, A[i, k], 0)    (112x64)
+            (100x70x50)                         C_s[i, j] += ...        (112x80x64)
+        """
+        return self._apply("pad_einsum", block, padding)
+
     def tensorize(self, loop_or_block, intrin_name: str) -> None:
         """Replace the computation at ``loop_or_block`` by the registered tensor
         intrinsic ``intrin_name`` (see ``S.TensorIntrin.register``), after checking it

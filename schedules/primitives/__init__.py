@@ -20,3 +20,4 @@ from . import cache
 from . import storage
 from . import tensorize
 from . import layout
+from . import pad

@@ -60,10 +60,19 @@ class Accelerator:
 
     options = {"cc": "cc", "cflags": "-O2", "pin_banks": None}
 
-    def __init__(self, name, memories, dma, intrinsics=(), doc: str = ""):
+    cost_unit = "seconds"
+
+    def __init__(self, name, memories, dma, intrinsics=(), doc: str = "",
+                 clock_mhz=1000):
         memories, intrinsics = list(memories), list(intrinsics)
         check_description(name, memories, dma, intrinsics)
-        self.name, self.dma, self.doc = name, dma, doc
+        if isinstance(clock_mhz, bool) or not isinstance(clock_mhz, (int, float)) or \
+                not clock_mhz > 0:
+            from .errors import DescriptionError
+            raise DescriptionError(f"Accelerator {name!r}: clock_mhz must be a positive "
+                                   f"number (the clock that turns cycles into seconds), "
+                                   f"found {clock_mhz!r}")
+        self.name, self.dma, self.doc, self.clock_mhz = name, dma, doc, clock_mhz
         self.memories_only = tuple(memories)
         self.memories = (HostMemory("global", None, "host memory"),) + self.memories_only
         self.scopes = {m.scope: m for m in memories}
@@ -74,7 +83,8 @@ class Accelerator:
             if it.unit not in units:
                 units.append(it.unit)
         self.engines = ("load", "store", *units)
-        self.engine_of = {f"{self.hal}_dma_load": "load", f"{self.hal}_dma_store": "store"}
+        self.engine_of = {f"{self.hal}_dma_load": "load", f"{self.hal}_dma_load_pad": "load",
+                          f"{self.hal}_dma_store": "store"}
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
         from schedules.tensor_intrin import TensorIntrin
         for it in intrinsics:
@@ -116,6 +126,27 @@ class Accelerator:
 
         return [lower_blocks, accel_stage, accel_dma, accel_intrinsics, accel_tokens,
                 accel_allocate, flatten_buffers, simplify, verify]
+
+    def measure(self, mod, args) -> float:
+        """The simulated cost of one call of ``mod`` on ``args``, in seconds: its cycle
+        count on the built-in simulator over the clock (``clock_mhz``).  The tuner
+        (``S.tune``) calls this instead of timing the host, so candidates are ranked by
+        simulated cycles.
+
+        Example::
+
+            >>> import numpy as np, targets
+            >>> from targets.accel.examples.toy_npu import toy_npu
+            >>> from targets.accel.examples.gemm import gemm, schedule_gemm
+            >>> _ = targets.register_target(toy_npu, replace=True)
+            >>> mod = targets.build(schedule_gemm(gemm(32), tile=32), "toy-npu", name="g")
+            >>> a, b = np.ones((32, 32), "int8"), np.ones((32, 32), "int8")
+            >>> s = toy_npu.measure(mod, [a, b, np.zeros((32, 32), "int32")])
+            >>> s == mod.stats["cycles"] / 1e9
+            True
+        """
+        mod(*args)
+        return mod.stats["cycles"] / (self.clock_mhz * 1e6)
 
     def codegen(self, func, target) -> str:
         """C99 of a lowered function against ``<hal>_hal.h``."""

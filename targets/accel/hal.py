@@ -47,7 +47,14 @@ def header(acc) -> str:
               f"int32_t {h}_dma_load(void *dst, const void *src, int32_t rows, "
               "int32_t row_bytes, int32_t dst_stride, int32_t src_stride);",
               f"int32_t {h}_dma_store(void *dst, const void *src, int32_t rows, "
-              "int32_t row_bytes, int32_t dst_stride, int32_t src_stride);",
+              "int32_t row_bytes, int32_t dst_stride, int32_t src_stride);"]
+    if acc.dma.padding:
+        lines += ["/* a load of the valid part of a rows x row_bytes tile, the rest "
+                  "zero-filled */",
+                  f"int32_t {h}_dma_load_pad(void *dst, const void *src, int32_t rows, "
+                  "int32_t row_bytes, int32_t valid_rows, int32_t valid_row_bytes, "
+                  "int32_t dst_stride, int32_t src_stride);"]
+    lines += [
               "/* dependency tokens: wait for the latest signal of a token */",
               f"int32_t {h}_wait(int32_t engine, int32_t token);",
               f"int32_t {h}_signal(int32_t engine, int32_t token);"]
@@ -159,28 +166,45 @@ int32_t {h}_signal(int32_t engine, int32_t token) {{
     cvl_tok[token] = cvl_clock[engine];
     return 0;
 }}
+/* copy the valid vr x vb part of a rows x row_bytes tile; zero the rest when pad */
 static int32_t cvl_dma(int e, void *dst, const void *src, int32_t rows, int32_t row_bytes,
-                       int32_t ds, int32_t ss) {{
+                       int32_t vr, int32_t vb, int pad, int32_t ds, int32_t ss) {{
     int lo[1] = {{0}}, hi[1] = {{-1}};
+    if (vr < 0) vr = 0;
+    if (vb < 0) vb = 0;
+    if (vr > rows) vr = rows;
+    if (vb > row_bytes) vb = row_bytes;
+    if (!pad) {{ rows = vr; row_bytes = vb; }}
     const void *side = e == {up}_LOAD ? (const void *)dst : src;
     int64_t span = (int64_t)(rows - 1) * (e == {up}_LOAD ? ds : ss) + row_bytes;
     cvl_banks(side, span, lo, hi);
-    for (int32_t r = 0; r < rows; ++r)
-        memcpy((uint8_t *)dst + (int64_t)r * ds, (const uint8_t *)src + (int64_t)r * ss,
-               (size_t)row_bytes);
+    for (int32_t r = 0; r < rows; ++r) {{
+        uint8_t *d = (uint8_t *)dst + (int64_t)r * ds;
+        int32_t n = r < vr ? vb : 0;
+        if (n > 0) memcpy(d, (const uint8_t *)src + (int64_t)r * ss, (size_t)n);
+        if (n < row_bytes) memset(d + n, 0, (size_t)(row_bytes - n));
+    }}
     int64_t beats = ((int64_t)row_bytes + {dma.width_bytes - 1}) / {dma.width_bytes};
     cvl_issue(e, {dma.latency_cycles} + rows * beats, lo, hi, 1);
-    if (e == {up}_LOAD) cvl_sim_stats.bytes_in += (int64_t)rows * row_bytes;
-    else cvl_sim_stats.bytes_out += (int64_t)rows * row_bytes;
+    if (e == {up}_LOAD) cvl_sim_stats.bytes_in += (int64_t)vr * vb;
+    else cvl_sim_stats.bytes_out += (int64_t)vr * vb;
     return 0;
 }}
 int32_t {h}_dma_load(void *dst, const void *src, int32_t rows, int32_t row_bytes,
                      int32_t dst_stride, int32_t src_stride) {{
-    return cvl_dma({up}_LOAD, dst, src, rows, row_bytes, dst_stride, src_stride);
+    return cvl_dma({up}_LOAD, dst, src, rows, row_bytes, rows, row_bytes, 0, dst_stride,
+                   src_stride);
+}}
+int32_t {h}_dma_load_pad(void *dst, const void *src, int32_t rows, int32_t row_bytes,
+                         int32_t valid_rows, int32_t valid_row_bytes, int32_t dst_stride,
+                         int32_t src_stride) {{
+    return cvl_dma({up}_LOAD, dst, src, rows, row_bytes, valid_rows, valid_row_bytes, 1,
+                   dst_stride, src_stride);
 }}
 int32_t {h}_dma_store(void *dst, const void *src, int32_t rows, int32_t row_bytes,
                       int32_t dst_stride, int32_t src_stride) {{
-    return cvl_dma({up}_STORE, dst, src, rows, row_bytes, dst_stride, src_stride);
+    return cvl_dma({up}_STORE, dst, src, rows, row_bytes, rows, row_bytes, 0, dst_stride,
+                   src_stride);
 }}"""]
     seen: set = set()
     for it in acc.intrinsics:

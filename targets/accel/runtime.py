@@ -33,6 +33,22 @@ def _peak_bytes(acc, source) -> dict:
     return out
 
 
+def _drop_repeated_helpers(kernel: str, sim: str) -> str:
+    """The kernel without the ``static inline`` helpers the simulator already defines
+    (both print ``cvl_min_int32`` and the like from the same table)."""
+    out, lines, k = [], kernel.split("\n"), 0
+    while k < len(lines):
+        if lines[k].startswith("static inline "):
+            end = lines.index("}", k)
+            block = "\n".join(lines[k:end + 1])
+            if block in sim:
+                k = end + 1
+                continue
+        out.append(lines[k])
+        k += 1
+    return "\n".join(out)
+
+
 class SimulatorModule(CRuntimeModule):
     """A kernel running on the simulator; ``stats`` holds the last call's counters and
     ``memory_map()`` the placement.
@@ -49,7 +65,8 @@ class SimulatorModule(CRuntimeModule):
         self.acc = acc
         self.header = header(acc)
         self.sim = simulator_c(acc)
-        kernel = source.replace(f'#include "{acc.hal}_hal.h"', "")
+        kernel = _drop_repeated_helpers(source.replace(f'#include "{acc.hal}_hal.h"', ""),
+                                        self.sim)
         full = self.header + self.sim + kernel
         super().__init__(full, target, signature, CPrinter().abi_type, False)
         self.source = source

@@ -41,7 +41,7 @@ def accesses(call, acc, double=()) -> list:
     name = call.args[0].value
     regions = [a for a in call.args[2:] if isinstance(a, BufferRegion)]
     out = []
-    if name == f"{acc.hal}_dma_load":
+    if name in (f"{acc.hal}_dma_load", f"{acc.hal}_dma_load_pad"):
         pairs = [(regions[0], True)]
     elif name == f"{acc.hal}_dma_store":
         pairs = [(regions[1], False)]

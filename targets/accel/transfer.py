@@ -9,6 +9,14 @@ transfer, ``<hal>_dma_load(dst, src, rows, row_bytes, dst_stride, src_stride)`` 
 row must be a whole number of the memory's access width and start on it, otherwise
 the copy does not fit the memory and the error says which.
 
+A copy whose edge tiles run past the end of the host array (a non-dividing tile) is
+guarded: ``if (i < n) dst[...] = src[...]`` becomes a transfer of the valid rows and
+bytes only (computed at run time), and the zero-filling copy ``pad_einsum`` leaves
+(``dst[...] = if_then_else(i < n, src[...], 0)``) becomes
+``<hal>_dma_load_pad(dst, src, rows, row_bytes, valid_rows, valid_row_bytes,
+dst_stride, src_stride)``, which fills the rest of the tile with zeros, so the
+intrinsics always see whole tiles.  Only a DMA described with ``padding=True`` pads.
+
 Example::
 
     >>> import cuvil_tir as T
@@ -26,9 +34,9 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir import dtype as D
-from cuvil_tir.expr import BufferLoad, IntImm
-from cuvil_tir.op import call_extern
-from cuvil_tir.stmt import BufferRegion, BufferStore, Evaluate, For, Range
+from cuvil_tir.expr import LE, LT, And, BufferLoad, Call, FloatImm, IntImm, const
+from cuvil_tir.op import call_extern, if_then_else, maximum as max_, minimum as min_
+from cuvil_tir.stmt import BufferRegion, BufferStore, Evaluate, For, IfThenElse, Range
 from cuvil_tir.visitor import Mutator, substitute, used_vars
 
 from .errors import AccelLoweringError
@@ -59,13 +67,68 @@ def _dim_of(indices, var):
 
 
 def _copy_nest(s):
+    """``(loops, store, guard, padded)`` of a copy nest, else None: ``guard`` is the
+    condition of an ``if`` around the store or of the ``if_then_else`` a padded load
+    (``padded``) takes its value from."""
     loops, body = [], s
     while isinstance(body, For):
         loops.append(body)
         body = body.body
-    if not (isinstance(body, BufferStore) and isinstance(body.value, BufferLoad)):
+    guard, padded = None, False
+    if isinstance(body, IfThenElse) and body.else_case is None:
+        guard, body = body.condition, body.then_case
+    if not isinstance(body, BufferStore):
         return None
-    return loops, body
+    v = body.value
+    if guard is None and isinstance(v, Call) and v.op == "if_then_else" and \
+            isinstance(v.args[1], BufferLoad) and _is_zero(v.args[2]):
+        guard, padded = v.args[0], True
+        body = BufferStore(body.buffer, v.args[1], body.indices)
+    if not isinstance(body.value, BufferLoad):
+        return None
+    return loops, body, guard, padded
+
+
+def _is_zero(e) -> bool:
+    return isinstance(e, (IntImm, FloatImm)) and e.value == 0
+
+
+def _conjuncts(c) -> list:
+    return _conjuncts(c.a) + _conjuncts(c.b) if isinstance(c, And) else [c]
+
+
+def _valid(guard, row, col, rows, cols, where):
+    """``(valid rows, valid columns)`` of a tile under ``guard`` (conjunction of
+    upper bounds ``affine < n`` on the row or column loop, or of outer conditions)."""
+    from schedules.primitives.blockize import from_linear, linear
+    vr, vc = const(rows, "int32"), const(cols, "int32")
+    for c in _conjuncts(guard):
+        lin = None
+        if isinstance(c, (LT, LE)):
+            a, b = linear(c.a), linear(c.b)
+            if a is not None and b is not None:
+                terms = dict(a[0])
+                for k, (v, x) in b[0].items():
+                    terms[k] = (v, terms.get(k, (v, 0))[1] - x)
+                lin = ({k: t for k, t in terms.items() if t[1]},
+                       a[1] - b[1] - (1 if isinstance(c, LE) else 0))
+        inner = [] if lin is None else [(v, x) for v, x in lin[0].values()
+                                        if row is not None and v is row.loop_var
+                                        or v is col.loop_var]
+        if lin is None or len(inner) > 1 or (inner and inner[0][1] != 1):
+            raise AccelLoweringError(
+                f"DMA: {where} is guarded by {c}, which is not an upper bound "
+                "'row/column + offset < n' on one of the copy's two inner loops; the DMA "
+                "moves whole rectangles (pad the computation with pad_einsum)")
+        rest = {k: t for k, t in lin[0].items() if not inner or t[0] is not inner[0][0]}
+        bound = -from_linear(rest, lin[1], "int32") if rest or lin[1] else const(0, "int32")
+        if not inner:       # an outer condition: the whole tile or nothing
+            vr = if_then_else(c, vr, const(0, "int32"))
+        elif row is not None and inner[0][0] is row.loop_var:
+            vr = min_(vr, max_(bound - row.min, const(0, "int32")))
+        else:
+            vc = min_(vc, max_(bound - col.min, const(0, "int32")))
+    return vr, vc
 
 
 class _ToDMA(Mutator):
@@ -77,14 +140,14 @@ class _ToDMA(Mutator):
         nest = _copy_nest(s)
         if nest is None:
             return Mutator.generic_visit(self, s)
-        loops, st = nest
+        loops, st, guard, padded = nest
         dst, src = st.buffer, st.value.buffer
         dst_acc, src_acc = dst.scope in self.scopes, src.scope in self.scopes
         if dst_acc == src_acc:
             return Mutator.generic_visit(self, s)
-        return self.transfer(loops, st, dst_acc)
+        return self.transfer(loops, st, dst_acc, guard, padded)
 
-    def transfer(self, loops, st, load: bool):
+    def transfer(self, loops, st, load: bool, guard=None, padded=False):
         dst, src = st.buffer, st.value.buffer
         side = dst if load else src
         mem = self.scopes[side.scope]
@@ -139,8 +202,25 @@ class _ToDMA(Mutator):
                 f"DMA: {where} starts {lead.value * item} bytes into a row of memory "
                 f"'{mem.scope}', not aligned to its access width of {w} bytes")
         name = f"{self.acc.hal}_dma_{'load' if load else 'store'}"
+        moved = [rows, row_bytes]
+        if guard is not None:
+            vr, vc = _valid(guard, row, col, rows, col.extent.value, where)
+            moved = [vr, vc * item]
+        if padded:
+            if not load:
+                raise AccelLoweringError(f"DMA: {where} stores zeros past the edge of host "
+                                         "memory; only a load pads")
+            if not self.acc.dma.padding:
+                raise AccelLoweringError(
+                    f"DMA: {where} zero-fills the part of the tile past the edge of "
+                    f"'{src.name}' (a padded computation, pad_einsum), but the DMA of "
+                    f"accelerator '{self.acc.name}' cannot pad; describe it with "
+                    "DMA(..., padding=True) if the hardware zero-fills, or use sizes that "
+                    "are multiples of the tile")
+            name += "_pad"
+            moved = [rows, row_bytes] + moved
         call = call_extern("int32", name, region(dst, st.indices),
-                           region(src, st.value.indices), rows, row_bytes,
+                           region(src, st.value.indices), *moved,
                            strides[id(dst)], strides[id(src)])
         body = Evaluate(call)
         for f in loops[:len(loops) - len(inner)][::-1]:

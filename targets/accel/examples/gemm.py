@@ -1,7 +1,9 @@
 """An int8 GEMM and its schedule for an accelerator: stage A, B into the input and
-weight memories and C into the accumulator, tile, tensorize the inner 16x16x16 (or
-``t``) block and the accumulator's zeroing, and optionally double-buffer the staged
-tiles (``accel.double_buffer`` on the k-tile and output-tile loops).
+weight memories and C into the accumulator, pad the computation to whole tiles when a
+size is not a multiple of the tile (``pad_einsum``: the DMA zero-fills the edge tiles
+on load and writes back only their valid part), tile, tensorize the inner 16x16x16
+(or ``t``) block and the accumulator's zeroing, and optionally double-buffer the
+staged tiles (``accel.double_buffer`` on the k-tile and output-tile loops).
 
 Example::
 
@@ -38,6 +40,9 @@ def schedule_gemm(func, tile=64, t=16, gemm="toy.gemm_16x16x16_i8",
     a = sch.cache_read(blk, 0, scopes[0])
     b = sch.cache_read(blk, 1, scopes[1])
     c = sch.cache_write(blk, 0, scopes[2])
+    a_shape, b_shape = (tuple(int(d.value) for d in p.shape) for p in func.params[:2])
+    if any(n % tile for n in a_shape + b_shape):
+        sch.pad_einsum(blk, [tile, tile, tile])
     i, j, k = sch.get_loops(blk)
     io, i1 = sch.split(i, [None, tile])
     i2, ii = sch.split(i1, [None, t])

@@ -104,9 +104,9 @@ def test_untensorized_block_touching_scratchpad():
 
 def test_tile_needing_more_banks_than_exist():
     sch = schedule_gemm(gemm(256), tile=128, double=True)
-    with pytest.raises(AllocationError, match=r"buffer 'C_npu.acc' needs 2 copies x 4 "
-                                              r"bank\(s\) of 16384 bytes = 8 banks of memory "
-                                              r"'npu.acc', which has 4"):
+    with pytest.raises(AllocationError, match=r"buffer 'C_npu.acc' needs 2 copies x 8 "
+                                              r"bank\(s\) of 8192 bytes = 16 banks of memory "
+                                              r"'npu.acc', which has 8"):
         targets.build(sch, "toy-npu")
 
 

@@ -1,0 +1,278 @@
+"""``pad_einsum(block, padding)``: pad an einsum block's iteration domain up to
+multiples, so that a tensor intrinsic always sees whole tiles (TVM's ``pad_einsum``).
+
+The block computes ``out[...] = out[...] + a[...] * b[...]`` (or a plain spatial
+``out[...] = f(a[...], ...)``) over iter vars whose domains are not multiples of the
+intrinsic's tile.  Each iter var's extent is rounded up to a multiple of its entry of
+``padding``; every buffer the block touches must be an intermediate (a stage made by
+``cache_read``/``cache_write``), and grows to cover the padded domain.  The block that
+produces a padded input fills the new part with zeros (``T.if_then_else(v < n, x,
+0)``), so the products there vanish; the consumer of a padded output keeps reading
+only the valid part.  On an accelerator the zero-filling copy becomes a DMA that pads
+on load and the write-back a DMA of the valid part (:mod:`targets.accel.transfer`).
+
+Before / after ``pad_einsum(C, [16, 16, 16])`` on a 100x70x50 GEMM staged in ``A_s``,
+``B_s``, ``C_s``::
+
+    A_s[i, k] = A[i, k]            (100x50)      A_s[i, k] = if_then_else(i < 100 and
+                                                     k < 50, A[i, k], 0)   (112x64)
+    C_s[i, j] += A_s[i, k] * B_s[k, j]            C_s[i, j] += ...      (112x80x64)
+    C[i, j] = C_s[i, j]            (100x70)      C[i, j] = C_s[i, j]   (100x70)
+
+Example::
+
+    >>> import schedules as S
+    >>> from targets.accel.examples.gemm import gemm
+    >>> sch = S.Schedule(gemm(20, 20, 20))
+    >>> blk = sch.get_block("C")
+    >>> _ = sch.cache_read(blk, 0, "global"), sch.cache_read(blk, 1, "global")
+    >>> _ = sch.cache_write(blk, 0, "global")
+    >>> sch.pad_einsum(blk, [16, 16, 16])
+    >>> [int(d.value) for d in sch.func.body.block.alloc_buffers[0].shape]
+    [32, 32]
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.errors import ScheduleError
+from cuvil_tir.expr import Add, BufferLoad, Cast, IntImm, Mul, Var, const
+from cuvil_tir.op import if_then_else
+from cuvil_tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, Range
+from cuvil_tir.visitor import Mutator, post_order_visit
+
+from cuvil_tir.analysis import tree
+from ..errors import schedule_error
+from ..primitive import primitive
+from .blockize import linear
+from .reduction import resolve_block
+
+PRIM = "pad_einsum"
+
+
+class PadEinsumError(ScheduleError):
+    """``pad_einsum`` cannot pad this block (not an einsum, a parameter to pad, ...).
+
+    Example::
+
+        >>> PadEinsumError("pad_einsum: x").code
+        'CVL-E103'
+    """
+
+
+def _fail(reason, func=None, node=None):
+    return schedule_error(PadEinsumError, PRIM, reason, func, node)
+
+
+def _products(e) -> bool:
+    """Whether ``e`` is a product of (cast) loads, so a zero factor makes it zero."""
+    if isinstance(e, Mul):
+        return _products(e.a) and _products(e.b)
+    if isinstance(e, Cast):
+        return _products(e.value)
+    return isinstance(e, BufferLoad)
+
+
+def _single_loop_nest(func, path, blk, realize, what):
+    """``{id(loop var): iter var index}``: every iter var is bound to its own loop (min
+    0, extent = domain) that holds only this block, or is a unit domain bound to 0."""
+    loops = {id(f.loop_var): (p, f) for p, f in tree.loops_above(func, path)}
+    out = {}
+    for k, (iv, val) in enumerate(zip(blk.iter_vars, realize.iter_values)):
+        if isinstance(val, IntImm) and val.value == 0 and isinstance(iv.dom.extent, IntImm) \
+                and iv.dom.extent.value == 1:
+            continue
+        if not (isinstance(val, Var) and id(val) in loops):
+            raise _fail(f"{what} {blk.name!r} binds iter var {iv.var.name!r} to {val}, "
+                        "not to a loop of its own; pad_einsum before splitting or fusing "
+                        "its loops", func, blk)
+        p, f = loops[id(val)]
+        if not (isinstance(f.min, IntImm) and f.min.value == 0 and isinstance(f.extent, IntImm)
+                and isinstance(iv.dom.extent, IntImm) and f.extent.value == iv.dom.extent.value):
+            raise _fail(f"{what} {blk.name!r}: loop {f.loop_var.name!r} does not run over "
+                        f"the whole domain of {iv.var.name!r}", func, blk)
+        if len(tree.blocks_under(f.body)) != 1:
+            raise _fail(f"{what} {blk.name!r}: loop {f.loop_var.name!r} holds other blocks "
+                        "too", func, blk)
+        out[id(val)] = k
+    return out
+
+
+def _accesses(blk) -> list:
+    out = []
+    post_order_visit(blk.body, lambda n: out.append(n)
+                     if isinstance(n, (BufferLoad, BufferStore)) else None)
+    return out
+
+
+def _writers(func, buf) -> list:
+    out = []
+    for path, s in tree.walk(func):
+        if isinstance(s, BlockRealize) and s.block.iter_vars and \
+                any(w.buffer is buf for w in s.block.writes):
+            out.append((path, s))
+    return out
+
+
+def _check_padding(padding, blk):
+    n = len(blk.iter_vars)
+    if not isinstance(padding, (list, tuple)) or len(padding) != n or not all(
+            isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in padding):
+        raise _fail(f"padding must be {n} positive ints (one per iter var of block "
+                    f"{blk.name!r}: {[iv.var.name for iv in blk.iter_vars]}), found "
+                    f"{padding!r}")
+    for iv in blk.iter_vars:
+        if not (isinstance(iv.dom.min, IntImm) and iv.dom.min.value == 0 and
+                isinstance(iv.dom.extent, IntImm)):
+            raise _fail(f"block {blk.name!r}: iter var {iv.var.name!r} has domain "
+                        f"[{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}); pad_einsum needs "
+                        "constant domains starting at 0")
+
+
+def _new_shapes(func, blk, ext: dict) -> dict:
+    """``{buffer: new shape}`` for every buffer of ``blk`` that must grow."""
+    grow = {}
+    for acc in _accesses(blk):
+        buf = acc.buffer
+        shape = [int(d.value) if isinstance(d, IntImm) else None for d in buf.shape]
+        need = list(shape)
+        for d, e in enumerate(acc.indices):
+            lin = linear(e)
+            if lin is None or any(c < 0 or k not in ext for k, (_, c) in lin[0].items()):
+                raise _fail(f"block {blk.name!r}: index {e} of {buf.name!r} is not an "
+                            "affine form of its iter vars with non-negative coefficients",
+                            func, blk)
+            top = lin[1] + sum(c * (ext[k] - 1) for k, (_, c) in lin[0].items()) + 1
+            if shape[d] is None:
+                raise _fail(f"buffer {buf.name!r} has a symbolic shape", func, blk)
+            need[d] = max(need[d], top)
+        if need != shape:
+            old = grow.get(buf, shape)
+            grow[buf] = [max(a, b) for a, b in zip(old, need)]
+    for buf in grow:
+        if any(p is buf for p in func.params):
+            raise _fail(f"buffer {buf.name!r} of block {blk.name!r} is a function "
+                        "parameter: its size is the caller's. Stage it first "
+                        "(cache_read/cache_write) so the padding goes to the stage",
+                        func, blk)
+    return grow
+
+
+@primitive(PRIM)
+def pad_einsum(func, block, padding):
+    """Round the block's iteration domain up to multiples of ``padding`` (module doc).
+
+    Example::
+
+        >>> import schedules as S
+        >>> from targets.accel.examples.gemm import gemm
+        >>> sch = S.Schedule(gemm(20, 20, 20))
+        >>> try:
+        ...     sch.pad_einsum(sch.get_block("C"), [16, 16, 16])
+        ... except S.ScheduleError as err:
+        ...     print(err.reason.split(":")[0])
+        buffer 'C' of block 'C' is a function parameter
+    """
+    path = resolve_block(func, block, PRIM)
+    realize = tree.get(func, path)
+    blk = realize.block
+    _check_padding(padding, blk)
+    by_loop = _single_loop_nest(func, path, blk, realize, "block")
+    old = {id(iv.var): iv.dom.extent.value for iv in blk.iter_vars}
+    ext = {id(iv.var): -(-old[id(iv.var)] // p) * p for iv, p in zip(blk.iter_vars, padding)}
+    if ext == old:
+        return func, None
+    bound = set(by_loop.values())
+    for k, iv in enumerate(blk.iter_vars):
+        if k not in bound and ext[id(iv.var)] != old[id(iv.var)]:
+            raise _fail(f"block {blk.name!r}: iter var {iv.var.name!r} has no loop to pad; "
+                        "use padding 1 for it", func, blk)
+    store = blk.body
+    reduce_padded = any(iv.kind == "reduce" and ext[id(iv.var)] != old[id(iv.var)]
+                        for iv in blk.iter_vars)
+    if not isinstance(store, BufferStore):
+        raise _fail(f"block {blk.name!r} is not one store (an einsum)", func, blk)
+    if reduce_padded and not (isinstance(store.value, Add) and isinstance(store.value.a, BufferLoad)
+                              and store.value.a.buffer is store.buffer
+                              and _products(store.value.b)):
+        raise _fail(f"block {blk.name!r} is not a sum of products (out = out + a * b ...): "
+                    "pad_einsum pads inputs with zeros, which leaves only such a sum "
+                    "unchanged along a padded reduction", func, blk)
+    grow = _new_shapes(func, blk, ext)
+    written = {store.buffer}
+    producers = {}
+    for buf in grow:
+        if buf in written:
+            continue
+        ws = _writers(func, buf)
+        if len(ws) != 1:
+            raise _fail(f"input {buf.name!r} of block {blk.name!r} must have exactly one "
+                        f"producer block to fill its padding with zeros, found {len(ws)}; "
+                        "stage it with cache_read first", func, blk)
+        ppath, preal = ws[0]
+        pblk = preal.block
+        st = pblk.body
+        if not (isinstance(st, BufferStore) and st.buffer is buf and pblk.init is None
+                and len(st.indices) == len(pblk.iter_vars)
+                and all(i is iv.var for i, iv in zip(st.indices, pblk.iter_vars))):
+            raise _fail(f"producer {pblk.name!r} of {buf.name!r} must store "
+                        f"{buf.name}[v0, v1, ...] indexed by its iter vars in order (a copy "
+                        "such as cache_read makes)", func, pblk)
+        producers[pblk.name] = (_single_loop_nest(func, ppath, pblk, preal, "producer"), buf)
+    new_buf = {b: Buffer(tuple(const(n, "int32") for n in shape), b.dtype, b.name,
+                         (), b.scope, b.align) for b, shape in grow.items()}
+    return _Pad(blk.name, by_loop, ext, producers, grow, new_buf).visit_root(func, blk), None
+
+
+class _Pad(Mutator):
+    def __init__(self, name, by_loop, ext, producers, grow, new_buf):
+        self.name, self.by_loop, self.ext = name, by_loop, ext
+        self.producers, self.grow, self.new_buf = producers, grow, new_buf
+        self.loop_ext = {}          # id(loop var) -> new extent
+
+    def visit_root(self, func, blk):
+        for lv, k in self.by_loop.items():
+            self.loop_ext[lv] = self.ext[id(blk.iter_vars[k].var)]
+        for ploops, buf in self.producers.values():
+            for lv, k in ploops.items():
+                self.loop_ext[lv] = self.grow[buf][k]
+        return func.with_body(self.visit(func.body))
+
+    def visit_buffer(self, buf):
+        return self.new_buf.get(buf, buf)
+
+    def visit_For(self, f):
+        body = self.visit(f.body)
+        n = self.loop_ext.get(id(f.loop_var))
+        if n is None:
+            return f if body is f.body else For(f.loop_var, f.min, f.extent, f.kind, body,
+                                                f.thread_tag, f.annotations)
+        return For(f.loop_var, f.min, const(n, f.extent.dtype), f.kind, body, f.thread_tag,
+                   f.annotations)
+
+    def visit_Block(self, b):
+        out = self.generic_visit(b)
+        if b.name == self.name:
+            ivs = tuple(IterVar(iv.var, Range(iv.dom.min, const(self.ext[id(iv.var)],
+                                                                iv.dom.extent.dtype)), iv.kind)
+                        for iv in out.iter_vars)
+            return Block(out.name, ivs, out.reads, out.writes, out.body, out.init,
+                         out.alloc_buffers, out.annotations)
+        if b.name in self.producers:
+            _, buf = self.producers[b.name]
+            shape, old = self.grow[buf], [int(d.value) for d in buf.shape]
+            ivs = tuple(IterVar(iv.var, Range(iv.dom.min, const(n, iv.dom.extent.dtype)),
+                                iv.kind) for iv, n in zip(out.iter_vars, shape))
+            st = out.body
+            conds = [iv.var < o for iv, o, n in zip(out.iter_vars, old, shape) if n != o]
+            cond = conds[0]
+            for c in conds[1:]:
+                cond = cond & c
+            value = if_then_else(cond, st.value, const(0, st.value.dtype))
+            return Block(out.name, ivs, out.reads, out.writes,
+                         BufferStore(st.buffer, value, st.indices), out.init,
+                         out.alloc_buffers, out.annotations)
+        return out
+
+
+__all__ = ["PadEinsumError", "pad_einsum"]

@@ -1,0 +1,59 @@
+"""An int8 conv2d (NHWC input, HWIO weights) on an accelerator's GEMM intrinsic, as a
+per-(kh, kw) accumulation of GEMMs: for each filter tap the 16 output pixels of a row
+tile times 16 input channels times 16 output channels is one 16x16x16 call, the staged
+input tile being the rows of the input the tap shifts to (an affine index map in the
+staging copy).  Channel counts and widths that are not multiples of 16 are padded with
+``pad_einsum`` (the DMA zero-fills).  The weights are staged once; one output row's
+inputs are staged per output row (double-buffered on request), its accumulators
+written back once.
+
+Example::
+
+    >>> import targets
+    >>> from targets.accel.examples.toy_npu import toy_npu
+    >>> _ = targets.register_target(toy_npu, replace=True)
+    >>> mod = targets.build(schedule_conv2d(conv2d(1, 6, 6, 8, 8)), "toy-npu", name="conv")
+    >>> "toy_npu_gemm_16x16x16(" in mod.get_source("c")
+    True
+"""
+
+import cuvil_tir as T
+import schedules as S
+
+
+def conv2d(n, h, w, c, k, kh=3, kw=3, in_dtype="int8", acc_dtype="int32"):
+    """``O[b, y, x, o] = sum I[b, y + r, x + s, ci] * W[r, s, ci, o]`` (valid padding,
+    stride 1) with products in ``acc_dtype``."""
+    inp = T.placeholder((n, h, w, c), in_dtype, name="I")
+    wgt = T.placeholder((kh, kw, c, k), in_dtype, name="W")
+    rh = T.reduce_axis((0, kh), name="rh")
+    rw = T.reduce_axis((0, kw), name="rw")
+    rc = T.reduce_axis((0, c), name="rc")
+    out = T.compute((n, h - kh + 1, w - kw + 1, k), lambda b, y, x, o: T.sum(
+        T.cast(inp[b, y + rh, x + rw, rc], acc_dtype) * T.cast(wgt[rh, rw, rc, o], acc_dtype),
+        axis=[rh, rw, rc]), name="O")
+    return T.create_prim_func([inp, wgt, out])
+
+
+def schedule_conv2d(func, t=16, gemm="toy.gemm_16x16x16_i8", zero="toy.zero_16x16_i32",
+                    scopes=("npu.inp", "npu.wgt", "npu.acc"), double=False):
+    """The schedule of the module doc (``t``: the intrinsic's tile)."""
+    sch = S.Schedule(func)
+    blk = sch.get_block("O")
+    a = sch.cache_read(blk, 0, scopes[0])
+    sch.cache_read(blk, 1, scopes[1])          # the weights: staged once, at the top
+    o = sch.cache_write(blk, 0, scopes[2])
+    sch.pad_einsum(blk, [1, 1, t, t, 1, 1, t])
+    b, y, x, oc, rh, rw, rc = sch.get_loops(blk)
+    xo, xi = sch.split(x, [None, t])
+    oo, oi = sch.split(oc, [None, t])
+    co, ci = sch.split(rc, [None, t])
+    sch.reorder(b, y, xo, oo, rh, rw, co, xi, oi, ci)
+    sch.compute_at(a, y)
+    sch.reverse_compute_at(o, y)
+    init = sch.decompose_reduction(blk, rh)
+    sch.tensorize(xi, gemm)
+    sch.tensorize(sch.get_loops(init)[-2], zero)
+    if double:
+        sch.annotate(y, "accel.double_buffer", 1)
+    return sch
