@@ -57,6 +57,7 @@ from ..expr import BufferLoad, IntImm
 from ..function import PrimFunc
 from ..stmt import Allocate, BlockRealize, BufferRegion, BufferStore, For, Range, SeqStmt
 from ..visitor import Mutator, post_order_visit, used_vars
+from .compact import _Replace
 from .pass_manager import PassContext
 
 
@@ -337,16 +338,6 @@ class _Planner(Mutator):
         moved = Allocate(new, Retarget(buf, new, offset).visit(node) if new is not buf
                          else node)
         return _Replace(node, moved).visit(body)
-
-
-class _Replace(Mutator):
-    def __init__(self, target, new):
-        self.target, self.new = target, new
-
-    def visit(self, n):
-        if n is self.target:
-            return self.new
-        return super().visit(n)
 
 
 def plan_buffer_allocation(func: PrimFunc) -> PrimFunc:

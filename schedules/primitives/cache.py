@@ -42,6 +42,7 @@ from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Rang
 from cuvil_tir.visitor import Mutator, used_vars
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.transform.plan_allocation import Retarget
 from ..handles import BlockRV
 from ..primitive import primitive
 from ..errors import CacheStageError, fail
@@ -128,39 +129,6 @@ class _Stage(Mutator):
         return new
 
 
-class _Retarget(Mutator):
-    """Accesses of ``old`` become accesses of ``new`` at ``index - offset``: loads and
-    read regions always, stores and write regions too when ``writes``."""
-
-    def __init__(self, old, new, offset, writes):
-        self.old, self.new, self.offset, self.writes = old, new, offset, writes
-
-    def _idx(self, indices):
-        return tuple(simplify(i - o) for i, o in zip(indices, self.offset))
-
-    def _region(self, r):
-        if r.buffer is not self.old:
-            return r
-        return BufferRegion(self.new, tuple(Range(simplify(d.min - o), d.extent)
-                                            for d, o in zip(r.region, self.offset)))
-
-    def visit_BufferLoad(self, ld):
-        ld = self.generic_visit(ld)
-        return ld if ld.buffer is not self.old else type(ld)(self.new, self._idx(ld.indices))
-
-    def visit_BufferStore(self, st):
-        st = self.generic_visit(st)
-        if st.buffer is not self.old or not self.writes:
-            return st
-        return BufferStore(self.new, st.value, self._idx(st.indices))
-
-    def visit_Block(self, blk):
-        new = self.generic_visit(blk)
-        reads = tuple(self._region(r) for r in new.reads)
-        writes = tuple(self._region(r) for r in new.writes) if self.writes else new.writes
-        return with_fields(new, reads=reads, writes=writes)
-
-
 def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off):
     """The nest copying ``src[v - src_off]`` to ``dst[v - dst_off]`` for ``v`` over
     ``region`` of a buffer of ``shape``."""
@@ -235,14 +203,14 @@ def _stage(func, bpath, buf, scope, prim, is_read):
     cache = Buffer(shape, buf.dtype, name, (), scope, buf.align)
     if is_read:
         nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off)
-        redirect = _Retarget(buf, cache, off, writes=False)
+        redirect = Retarget(buf, cache, off, writes=False)
         rewrite = {n: redirect.visit for n in rnames}
 
         def position(items):
             return next(k for k, s in enumerate(items) if block_names(s) & rnames)
     else:
         nest, rv = _copy_block(name, cache, buf, region, outer, buf.shape, off, zero)
-        retarget = _Retarget(buf, cache, off, writes=True)
+        retarget = Retarget(buf, cache, off, writes=True)
         rewrite = {n: retarget.visit for n in wnames}
 
         def position(items):

@@ -12,6 +12,7 @@ import schedules as S
 from cuvil_tir.stmt import Allocate, BlockRealize, For, SeqStmt, Stmt
 from cuvil_tir.transform import PassContext, plan_buffer_allocation
 from cuvil_tir.visitor import post_order_visit
+from tests.schedules.test_index_maps import gpu_matmul as tiled_gpu_matmul
 
 
 def allocations(func) -> dict:
@@ -114,18 +115,9 @@ def main(A: T.Buffer((64, 8), "float32"), C: T.Buffer((64, 8), "float32")):
 
 
 def gpu_matmul():
-    A = T.placeholder((64, 32), name="A")
-    B = T.placeholder((32, 64), name="B")
-    k = T.reduce_axis((0, 32), name="k")
-    C = T.compute((64, 64), lambda i, j: T.sum(A[i, k] * B[k, j], axis=k), name="C")
-    sch = S.Schedule(T.create_prim_func([A, B, C]))
-    i, j, kk = sch.get_loops(sch.get_block("C"))
-    bx, ii = sch.split(i, [8, 8])
-    tx, jj = sch.split(j, [16, 4])
-    ko, ki = sch.split(kk, [4, 8])
-    sch.reorder(bx, tx, ko, ii, jj, ki)
-    sch.bind(bx, "blockIdx.x")
-    sch.bind(tx, "threadIdx.x")
+    """The thread-bound GEMM of the schedule tests with a shared B tile, a local A tile
+    and a local accumulator, each computed at its loop."""
+    _, sch = tiled_gpu_matmul()
     bs = sch.cache_read(sch.get_block("C"), 1, "shared")
     sch.compute_at(bs, sch.get_loops(sch.get_block("C"))[2])
     al = sch.cache_read(sch.get_block("C"), 0, "local")
