@@ -62,13 +62,57 @@ class ShapeError(CuvilError, ValueError):
 class ScheduleError(CuvilError):
     """A schedule primitive was refused; the schedule is unchanged.
 
+    ``render`` (a function of no arguments returning text, or None) appends the IR to
+    the message the first time the message is read: a refused candidate that nobody
+    reads (the tuner's) never pays for printing the function.
+
     Example::
 
         >>> ScheduleError("split: factors disagree with extent").code
         'CVL-E103'
+        >>> err = ScheduleError("fuse: not adjacent", render=lambda: "for i ...")
+        >>> print(err.message)
+        fuse: not adjacent
+        in the IR:
+        for i ...
     """
 
     code = "CVL-E103"
+    _render = None
+
+    def __init__(self, message: str, render=None):
+        super().__init__(message)
+        self._render = render
+
+    @property
+    def message(self) -> str:
+        render = self._render
+        if render is not None:
+            self._render = None
+            try:
+                text = render()
+            except Exception:  # the IR text is a courtesy; never hide the real error
+                text = None
+            if text:
+                self._message += "\nin the IR:\n" + text
+        return self._message
+
+    @message.setter
+    def message(self, value: str) -> None:
+        self._message = value
+
+    def __reduce__(self):
+        # the renderer holds the IR; send the rendered text across processes instead
+        state = dict(self.__dict__, _message=self.message)
+        state.pop("_render", None)
+        return (_rebuild_schedule_error, (type(self), state))
+
+
+def _rebuild_schedule_error(cls, state):
+    err = cls.__new__(cls)
+    Exception.__init__(err, state["_message"])
+    err.__dict__.update(state)
+    return err
 
 
 class LoweringError(CuvilError):

@@ -137,23 +137,29 @@ def render_ir(func, highlight=None) -> str:
 
 
 def schedule_error(cls, primitive: str, reason: str, func=None, node=None):
-    """Build ``cls`` with message ``"<primitive>: <reason>"`` (+ the IR if ``func``).
+    """Build ``cls`` with message ``"<primitive>: <reason>"``; with ``func``, the IR
+    (``node`` marked) is appended when the message is first read, not now.
+
+    This is the one error builder of the schedule layer.  A reason that already names
+    the primitive in its own words (``"argument 2, 'factors' to split: ..."``) is used
+    as the whole message.
 
     Example::
 
         >>> e = schedule_error(LoopNestError, "fuse", "loops i and k are not adjacent")
         >>> (e.primitive, e.reason)
         ('fuse', 'loops i and k are not adjacent')
+        >>> str(schedule_error(FactorError, "split", "argument 2, 'factors' to split: "
+        ...                    "expected a list, found 3"))
+        "[CVL-E103] argument 2, 'factors' to split: expected a list, found 3"
     """
-    message = f"{primitive}: {reason}"
+    named = reason.startswith(("argument ", "option ")) and f" to {primitive}: " in reason
+    message = reason if named else f"{primitive}: {reason}"
+    render = None
     if func is not None:
-        try:
-            text = render_ir(func, node)
-        except Exception:  # the IR text is a courtesy; never hide the real error
-            text = None
-        if text:
-            message += "\nin the IR:\n" + text
-    err = cls(message)
+        def render():
+            return render_ir(func, node)
+    err = cls(message, render=render)
     err.primitive = primitive
     err.reason = reason
     err.node = node
@@ -200,16 +206,8 @@ class StorageError(ScheduleError):
     """
 
 
-def fail(cls, primitive: str, reason: str, func=None, node=None) -> ScheduleError:
-    """The error ``cls`` with message ``"<primitive>: <reason>"`` and the IR (``node``
-    marked) appended when ``func`` is given.
-
-    Example::
-
-        >>> str(fail(InlineError, "compute_inline", "block C is a reduction block"))
-        '[CVL-E103] compute_inline: block C is a reduction block'
-    """
-    return schedule_error(cls, primitive, reason, func, node)
+fail = schedule_error
+"""The same builder under the short name the block primitives use."""
 
 
 __all__ = ["ScheduleError", "ScheduleArgumentError", "FactorError", "LoopNestError",

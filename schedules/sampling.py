@@ -25,6 +25,7 @@ from __future__ import annotations
 from cuvil_tir.analysis import tree
 from .analysis import const_int, loop_path
 from .errors import NonConstantExtentError, ScheduleArgumentError, schedule_error
+from .primitive import CANDIDATES, LOOP, POS_INT, PROBS, SAMPLED, primitive
 
 
 class Sampled:
@@ -179,21 +180,40 @@ def perfect_tiles(extent: int, n: int, max_innermost_factor: int) -> list:
     return out
 
 
+def _mutate_tile(inst, rng):
+    """Another tiling of the same extent (the product of the recorded decision)."""
+    extent = 1
+    for d in inst.decision:
+        extent *= d
+    n = inst.inputs[1] if len(inst.inputs) > 1 else inst.attrs["n"]
+    options = perfect_tiles(extent, n, inst.attrs.get("max_innermost_factor", 16))
+    return rng.choice(options)
+
+
+def _mutate_categorical(inst, rng):
+    """Another candidate index with a positive probability."""
+    probs = inst.inputs[1] if len(inst.inputs) > 1 else inst.attrs["probs"]
+    return rng.choice([i for i, p in enumerate(probs) if p > 0])
+
+
+@primitive("sample_perfect_tile", loop=LOOP, n=POS_INT, max_innermost_factor=POS_INT,
+           returns=SAMPLED, sampler=True, mutate=_mutate_tile)
 def sample_perfect_tile(func, rng, loop, n, max_innermost_factor=16, decision=None):
-    """``n`` factors of ``loop``'s constant extent (product equal to it), innermost at
-    most ``max_innermost_factor``; drawn uniformly from all such tilings.
+    """``n`` ints multiplying to ``loop``'s constant extent, innermost at most
+    ``max_innermost_factor``, drawn uniformly from all such tilings and recorded with
+    their decision.  Feed them to ``split``.
 
     Example::
 
-        >>> import random
         >>> import cuvil_tir as T
-        >>> from schedules.handles import LoopRV
-        >>> A = T.placeholder((12,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((12,), lambda i: A[i], name="B")])
-        >>> vals, dec = sample_perfect_tile(f, random.Random(1), LoopRV(
-        ...     f.body.block.body.loop_var), 3, max_innermost_factor=4)
-        >>> vals[0] * vals[1] * vals[2], vals[2] <= 4
-        (12, True)
+        >>> import schedules as S
+        >>> A = T.placeholder((16,), name="A")
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((16,), lambda i: A[i],
+        ...                                                   name="B")]), seed=0)
+        >>> i = sch.get_loops("B")[0]
+        >>> f = sch.sample_perfect_tile(i, 2, decision=[4, 4])
+        >>> sch.split(i, f)
+        [LoopRV(i_0), LoopRV(i_1)]
     """
     name = "sample_perfect_tile"
     node = tree.get(func, loop_path(func, loop, name))
@@ -202,13 +222,6 @@ def sample_perfect_tile(func, rng, loop, n, max_innermost_factor=16, decision=No
         raise schedule_error(NonConstantExtentError, name, f"loop {node.loop_var.name} has "
                              f"the symbolic extent {node.extent}; perfect tiling needs a "
                              "constant extent", func, node)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise schedule_error(ScheduleArgumentError, name, f"n: expected a positive int, "
-                             f"got {n!r}")
-    if isinstance(max_innermost_factor, bool) or not isinstance(max_innermost_factor, int) \
-            or max_innermost_factor < 1:
-        raise schedule_error(ScheduleArgumentError, name, f"max_innermost_factor: expected "
-                             f"a positive int, got {max_innermost_factor!r}")
     if decision is None:
         decision = rng.choice(perfect_tiles(extent, n, max_innermost_factor))
     else:
@@ -227,29 +240,25 @@ def sample_perfect_tile(func, rng, loop, n, max_innermost_factor=16, decision=No
     return [SampledInt(d) for d in decision], decision
 
 
+@primitive("sample_categorical", candidates=CANDIDATES, probs=PROBS, returns=SAMPLED,
+           sampler=True, mutate=_mutate_categorical)
 def sample_categorical(func, rng, candidates, probs, decision=None):
-    """One of ``candidates`` with probabilities ``probs``; the decision is its index.
+    """One of ``candidates`` drawn with probabilities ``probs``; the decision, recorded
+    in the trace, is its index.
 
     Example::
 
-        >>> import random
-        >>> sample_categorical(None, random.Random(0), [1, 2, 4], [0, 0, 1])
-        (4, 2)
+        >>> import cuvil_tir as T
+        >>> import schedules as S
+        >>> sch = S.Schedule(T.create_prim_func([T.placeholder((2,), name="A")]))
+        >>> sch.sample_categorical([16, 32, 64], [0.2, 0.3, 0.5], decision=1)
+        32
     """
     name = "sample_categorical"
-    candidates = list(candidates)
-    probs = list(probs)
-    if not candidates or len(candidates) != len(probs):
+    if len(candidates) != len(probs):
         raise schedule_error(ScheduleArgumentError, name, f"expected as many probabilities "
-                             f"as candidates (at least one), got {len(candidates)} "
-                             f"candidates and {len(probs)} probabilities")
-    for c in candidates:
-        if isinstance(c, bool) or not isinstance(c, (int, float, str)):
-            raise schedule_error(ScheduleArgumentError, name, f"candidates must be ints, "
-                                 f"floats or strs, got {c!r}")
-    if any((not isinstance(p, (int, float))) or p < 0 for p in probs) or sum(probs) <= 0:
-        raise schedule_error(ScheduleArgumentError, name, f"probabilities must be "
-                             f"non-negative numbers with a positive sum, got {probs!r}")
+                             f"as candidates, got {len(candidates)} candidates and "
+                             f"{len(probs)} probabilities")
     if decision is None:
         decision = rng.choices(range(len(candidates)), weights=probs)[0]
     elif isinstance(decision, bool) or not isinstance(decision, int) or \

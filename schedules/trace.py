@@ -219,18 +219,33 @@ class Trace:
                 args.append(f"decision={inst.decision!r}")
             call = f"sch.{inst.name}({', '.join(args)})"
             outs = []
+            prefix = _result_prefix(inst.name)
             for idx in inst.outputs:
-                prefix = {"get_block": "b", "get_child_blocks": "b", "get_producers": "b",
-                          "get_consumers": "b"}.get(inst.name)
-                if prefix is None:
-                    prefix = "v" if inst.name.startswith("sample") else "l"
-                    if inst.name in ("cache_read", "cache_write", "blockize", "rfactor",
-                                     "decompose_reduction"):
-                        prefix = "b"
                 names[idx] = f"{prefix}{idx}"
                 outs.append(names[idx])
             lines.append((", ".join(outs) + " = " if outs else "") + call)
         return "\n".join(lines)
+
+    def mutate(self, rng) -> "Trace | None":
+        """A copy with the decision of one sampling instruction (drawn with ``rng``)
+        redrawn by that sampler's ``mutate``; None when the trace samples nothing.
+
+        Example::
+
+            >>> import random
+            >>> t = Trace([Instruction("sample_categorical", [[1, 2], [1, 1]], {}, [0], 0)])
+            >>> t.mutate(random.Random(0)).decisions[0] in (0, 1)
+            True
+        """
+        from .primitive import PRIMITIVES
+        candidates = [k for k in sorted(self.decisions)
+                      if getattr(PRIMITIVES.get(self.insts[k].name), "spec", None) is not None
+                      and PRIMITIVES[self.insts[k].name].spec.mutate is not None]
+        if not candidates:
+            return None
+        k = rng.choice(candidates)
+        inst = self.insts[k]
+        return self.with_decisions({k: PRIMITIVES[inst.name].spec.mutate(inst, rng)})
 
     def __str__(self) -> str:
         return self.as_python()
@@ -435,7 +450,15 @@ def decode_index_map(d):
     return index_map
 
 
+def _result_prefix(name: str) -> str:
+    from .primitive import PRIMITIVES
+    fn = PRIMITIVES.get(name)
+    return fn.spec.result_prefix() if hasattr(fn, "spec") else "v"
+
+
 def _py(v, names) -> str:
+    if isinstance(v, dict) and "block" in v and len(v) == 1:
+        return repr(v["block"])
     if isinstance(v, dict) and "rv" in v:
         return names.get(v["rv"], f"v{v['rv']}")
     if isinstance(v, list):

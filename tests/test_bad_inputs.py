@@ -140,9 +140,10 @@ CATALOGUE = [
             r"argument 0 'A': expected a numpy.ndarray"),
     # -- schedule primitives -----------------------------------------------------------
     Mistake("negative split factor", lambda: _split([-4, None]), SC, "CVL-E103",
-            r"split: factor 0 of \[-4, None\]: expected a positive int, got -4"),
+            r"argument 2, 'factors' to split: expected a list of at least 2 positive ints, "
+            r"one of which may be None, found \[-4, None\] \(list\): element 0 is -4"),
     Mistake("two inferred factors", lambda: _split([None, None]), SC, "CVL-E103",
-            r"split: at most one factor may be None"),
+            r"argument 2, 'factors' to split: .*: more than one None"),
     Mistake("factors that drop iterations", lambda: _split([3, 3]), SC, "CVL-E103",
             r"multiply to 9 but loop i has extent 16: 7 iterations would be dropped"),
     Mistake("fuse loops that are not adjacent", lambda: _prim_on(
@@ -177,7 +178,8 @@ CATALOGUE = [
         r"annotation values must be bool, int, float, str or lists of them"),
     Mistake("a block handle where a loop goes", lambda: _prim_on(
         lambda s, b, *l: s.unroll(b)), SC, "CVL-E103",
-        r"unroll: expected a LoopRV \(from sch.get_loops\), got BlockRV\('C'\)"),
+        r"argument 1, 'loop' to unroll: expected a loop handle \(from sch.get_loops\), "
+        r"found BlockRV\('C'\) \(BlockRV\): a block; pass one of sch.get_loops\(block\)"),
     Mistake("a schedule for a non-function", lambda: S.Schedule("C = A @ B"), SC,
             "CVL-E103", r"expected a PrimFunc \(e.g. from T.create_prim_func\), got str"),
     # -- the text form -------------------------------------------------------------------

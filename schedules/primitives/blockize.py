@@ -27,7 +27,7 @@ from cuvil_tir.visitor import substitute, used_vars
 from cuvil_tir.analysis import tree
 from ..errors import LoopNestError, ScheduleError, schedule_error
 from ..handles import BlockRV
-from ..primitive import primitive
+from ..primitive import BLOCK, LOOP, primitive
 from cuvil_tir.analysis.regions import simplify
 from .reduction import fresh_block_name, make_init_nest, resolve_loop, with_write_reads
 
@@ -286,17 +286,16 @@ def _outer_predicate(pred, inner_loops):
     return all_of(kept)
 
 
-@primitive("blockize")
+@primitive("blockize", loop=LOOP, returns=BLOCK)
 def blockize(func, loop):
-    """Wrap the subtree under ``loop`` into an outer block ``<name>_o``; returns it.
+    """Wrap the subtree at ``loop`` into a new outer block; returns it.
 
-    Before / after (``blockize(i_1)`` with ``i = i_0 * 4 + i_1``)::
+    Before/after ``blockize(i_1)``::
 
-        for i_0, i_1:                     for i_0:
-          block B: vi = i_0*4 + i_1          block B_o: vi_o = i_0
-            B[vi] = A[vi]                      for i_1:
-                                                 block B: vi_i = i_1
-                                                   B[vi_o*4 + vi_i] = A[vi_o*4 + vi_i]
+        for i_0, i_1 in T.grid(2, 4):     for i_0 in T.serial(2):
+            with T.block("B"): ...            with T.block("B_o"):
+                                                  for i_1 in T.serial(4):
+                                                      with T.block("B"): ...
 
     Example::
 

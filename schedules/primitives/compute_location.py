@@ -49,7 +49,7 @@ from cuvil_tir.stmt import Block, BlockRealize, For, Range, SeqStmt, seq
 from cuvil_tir.visitor import Mutator, substitute, used_vars
 
 from cuvil_tir.analysis import tree
-from ..primitive import primitive
+from ..primitive import BLOCK, BOOL, LOOP, primitive
 from ..errors import BlockLocationError, fail
 from cuvil_tir.analysis.regions import (bounds, child_blocks, encloses, is_complete,
                                         is_param, is_reduction, loop_doms, needed_region,
@@ -402,7 +402,7 @@ def _check_complete_producers(func, blk, producers, outer, lname):
                     "read partial results. Pass a loop outside the reduction loops")
 
 
-@primitive("compute_at")
+@primitive("compute_at", block=BLOCK, loop=LOOP, preserve_unit_loops=BOOL)
 def compute_at(func, block, loop, preserve_unit_loops: bool = False):
     """Move producer ``block`` under ``loop`` of its consumers' nest; it then computes,
     in each iteration of ``loop``, exactly the region the consumers there read.
@@ -426,7 +426,8 @@ def compute_at(func, block, loop, preserve_unit_loops: bool = False):
     return _move(func, block, loop, False, preserve_unit_loops)
 
 
-@primitive("reverse_compute_at")
+@primitive("reverse_compute_at", block=BLOCK, loop=LOOP,
+           preserve_unit_loops=BOOL)
 def reverse_compute_at(func, block, loop, preserve_unit_loops: bool = False):
     """Move consumer ``block`` under ``loop`` of its producers' nest, right after them;
     it then consumes, in each iteration of ``loop``, the region they wrote there.

@@ -38,7 +38,7 @@ from cuvil_tir.te import access_regions
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
 
 from cuvil_tir.analysis import tree
-from ..primitive import primitive
+from ..primitive import BLOCK, primitive
 from ..errors import InlineError, fail
 from cuvil_tir.analysis import index_map
 from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_param,
@@ -184,7 +184,7 @@ def _nested_reads(stmt, doms) -> list:
     return _nested_reads(body, doms) if body is not None else []
 
 
-@primitive("compute_inline")
+@primitive("compute_inline", block=BLOCK)
 def compute_inline(func, block):
     """Inline a spatial block into its consumers and remove it and its buffer.
 
@@ -293,7 +293,7 @@ def _consumer_guard(prod, cons, load, sigma) -> list:
     return [c for c in (ana.simplify(c) for c in conds) if not ana.can_prove(c)]
 
 
-@primitive("reverse_compute_inline")
+@primitive("reverse_compute_inline", block=BLOCK)
 def reverse_compute_inline(func, block):
     """Inline a consumer into its single producer, which then writes the consumer's
     output; removes the consumer and the intermediate buffer.

@@ -35,7 +35,7 @@ from cuvil_tir.visitor import Mutator, substitute
 
 from cuvil_tir.analysis import tree
 from ..errors import ScheduleArgumentError, schedule_error
-from ..primitive import primitive
+from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
 from .reduction import resolve_block
 
 #: maps over at most this many points are checked exhaustively (exact shape, one-to-one)
@@ -195,16 +195,17 @@ class _Relayout(Mutator):
         return BufferRegion(self.new, tuple(out))
 
 
-@primitive("transform_layout")
+@primitive("transform_layout", block=BLOCK, buffer_index=INDEX, index_map=INDEX_MAP,
+           buffer_index_type=STR)
 def transform_layout(func, block, buffer_index: int, index_map,
                      buffer_index_type: str = "write"):
-    """Re-index the buffer ``block`` reads/writes at ``buffer_index`` by ``index_map``.
+    """Re-lay out ``block``'s buffer through ``index_map`` (a lambda over its
+    indices returning the new indices); every access is rewritten.
 
-    Before / after (``transform_layout(B, 0, lambda i: (i // 8, i % 8))``)::
+    Before/after ``transform_layout(B, 0, lambda i, j: (j, i))``::
 
-        B = alloc_buffer((32,))          B = alloc_buffer((4, 8))
-        B[vi] = A[vi] * 2                B[vi // 8, vi % 8] = A[vi] * 2
-        C[vi] = B[vi] + 1                C[vi] = B[vi // 8, vi % 8] + 1
+        B = T.alloc_buffer((4, 8))        B = T.alloc_buffer((8, 4))
+        B[i, j] = ...                     B[j, i] = ...
 
     Example::
 

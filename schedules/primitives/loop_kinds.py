@@ -27,7 +27,7 @@ from ..errors import (AnnotationError, NonConstantExtentError, ReductionLoopErro
                       ScheduleArgumentError, schedule_error)
 from ..dependence import carried_dependence
 from ..errors import LoopCarriedError
-from ..primitive import primitive
+from ..primitive import BLOCK_OR_LOOP, LOOP, STR, primitive
 
 
 def _with_kind(node: For, kind: str, tag=None, annotations=None) -> For:
@@ -59,67 +59,85 @@ def _set_kind(func, loop, name: str, kind: str):
     return tree.replace(func, path, _with_kind(node, kind)), None
 
 
-@primitive("parallel")
+@primitive("parallel", loop=LOOP)
 def parallel(func, loop):
-    """Run ``loop``'s iterations in parallel (CPU threads).
+    """Make ``loop`` parallel; refused on a loop carrying a reduction.
+
+    Before/after: ``for i in T.serial(8)`` -> ``for i in T.parallel(8)``.
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> from schedules.handles import LoopRV
+        >>> import schedules as S
         >>> A = T.placeholder((8,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
-        >>> parallel(f, LoopRV(f.body.block.body.loop_var))[0].body.block.body.kind
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((8,), lambda i: A[i],
+        ...                                                 name="B")]))
+        >>> sch.parallel(sch.get_loops(sch.get_block("B"))[0])
+        >>> sch.func.body.block.body.kind
         'parallel'
     """
     return _set_kind(func, loop, "parallel", "parallel")
 
 
-@primitive("vectorize")
+@primitive("vectorize", loop=LOOP)
 def vectorize(func, loop):
-    """Vectorize ``loop`` (constant extent, no reduction).
+    """Vectorize ``loop`` (constant extent; refused on a reduction loop).
+
+    Before/after: ``for i in T.serial(8)`` -> ``for i in T.vectorized(8)``.
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> from schedules.handles import LoopRV
+        >>> import schedules as S
         >>> A = T.placeholder((8,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
-        >>> vectorize(f, LoopRV(f.body.block.body.loop_var))[0].body.block.body.kind
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((8,), lambda i: A[i],
+        ...                                                 name="B")]))
+        >>> sch.vectorize(sch.get_loops(sch.get_block("B"))[0])
+        >>> sch.func.body.block.body.kind
         'vectorized'
     """
     return _set_kind(func, loop, "vectorize", "vectorized")
 
 
-@primitive("unroll")
+@primitive("unroll", loop=LOOP)
 def unroll(func, loop):
     """Unroll ``loop``.
+
+    Before/after: ``for i in T.serial(4)`` -> ``for i in T.unroll(4)``.
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> from schedules.handles import LoopRV
-        >>> A = T.placeholder((8,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
-        >>> unroll(f, LoopRV(f.body.block.body.loop_var))[0].body.block.body.kind
+        >>> import schedules as S
+        >>> A = T.placeholder((4,), name="A")
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((4,), lambda i: A[i],
+        ...                                                 name="B")]))
+        >>> sch.unroll(sch.get_loops(sch.get_block("B"))[0])
+        >>> sch.func.body.block.body.kind
         'unrolled'
     """
     return _set_kind(func, loop, "unroll", "unrolled")
 
 
-@primitive("bind")
+@primitive("bind", loop=LOOP, thread_axis=STR)
 def bind(func, loop, thread_axis):
-    """Bind ``loop`` to a GPU thread axis (``blockIdx.x``, ``threadIdx.y``, ...).
+    """Bind ``loop`` to ``blockIdx.x/y/z``, ``threadIdx.x/y/z`` or ``vthread.*``.
+
+    A reduction loop may be bound to ``threadIdx.*`` only (a cross-thread
+    reduction, annotated ``cross_thread_reduction``).  Before/after::
+
+        for i in T.serial(8):     ->     for i in T.thread_binding(8, thread="threadIdx.x"):
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> from schedules.handles import LoopRV
+        >>> import schedules as S
         >>> A = T.placeholder((8,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
-        >>> g, _ = bind(f, LoopRV(f.body.block.body.loop_var), "threadIdx.x")
-        >>> g.body.block.body.thread_tag
-        'threadIdx.x'
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((8,), lambda i: A[i],
+        ...                                                 name="B")]))
+        >>> sch.bind(sch.get_loops(sch.get_block("B"))[0], "blockIdx.x")
+        >>> sch.func.body.block.body.thread_tag
+        'blockIdx.x'
     """
     path = loop_path(func, loop, "bind")
     node = tree.get(func, path)
@@ -168,19 +186,20 @@ def _annotations_of(node):
     return dict(node.annotations if isinstance(node, For) else node.block.annotations)
 
 
-@primitive("annotate")
+@primitive("annotate", loop_or_block=BLOCK_OR_LOOP, key=STR, error=AnnotationError)
 def annotate(func, loop_or_block, key, value):
-    """Set annotation ``key`` to ``value`` on a loop or a block.
+    """Set annotation ``key = value`` (bool/int/float/str or lists) on a loop/block.
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> from schedules.handles import BlockRV
+        >>> import schedules as S
         >>> A = T.placeholder((8,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
-        >>> g, _ = annotate(f, BlockRV("B"), "pragma", 4)
-        >>> g.body.block.body.body.block.annotations
-        (('pragma', 4),)
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((8,), lambda i: A[i],
+        ...                                                 name="B")]))
+        >>> sch.annotate(sch.get_loops(sch.get_block("B"))[0], "pragma_unroll", 4)
+        >>> sch.func.body.block.body.annotations
+        (('pragma_unroll', 4),)
     """
     path = stmt_path(func, loop_or_block, "annotate")
     if not isinstance(key, str) or not key:
@@ -192,18 +211,20 @@ def annotate(func, loop_or_block, key, value):
     return tree.replace(func, path, _rebuild_annotations(node, ann)), None
 
 
-@primitive("unannotate")
+@primitive("unannotate", loop_or_block=BLOCK_OR_LOOP, key=STR, error=AnnotationError)
 def unannotate(func, loop_or_block, key):
     """Remove annotation ``key`` from a loop or a block.
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> from schedules.handles import BlockRV
+        >>> import schedules as S
         >>> A = T.placeholder((8,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
-        >>> g, _ = annotate(f, BlockRV("B"), "pragma", 4)
-        >>> unannotate(g, BlockRV("B"), "pragma")[0].body.block.body.body.block.annotations
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((8,), lambda i: A[i],
+        ...                                                 name="B")]))
+        >>> b = sch.get_block("B")
+        >>> sch.annotate(b, "k", 1); sch.unannotate(b, "k")
+        >>> sch.func.body.block.body.body.block.annotations
         ()
     """
     path = stmt_path(func, loop_or_block, "unannotate")

@@ -35,7 +35,7 @@ from cuvil_tir.analysis import tree
 from ..analysis import const_int, loop_path, uses_var
 from ..errors import FactorError, LoopNestError, ScheduleArgumentError, schedule_error
 from ..handles import LoopRV
-from ..primitive import primitive
+from ..primitive import FACTORS, LOOP, LOOPS, POS_INT, primitive
 
 
 def _loop(func, rv, name):
@@ -105,18 +105,28 @@ class _Guard(Mutator):
     visit_Evaluate = _leaf
 
 
-@primitive("split")
+@primitive("split", loop=LOOP, factors=FACTORS, returns=LOOPS)
 def split(func, loop, factors):
-    """Split ``loop`` into ``len(factors)`` nested loops; returns their LoopRVs.
+    """Split ``loop`` into ``len(factors)`` nested loops ``i_0, i_1, ...``.
+
+    One factor may be ``None`` (inferred: ``ceildiv(extent, others)``).  Factors
+    multiplying to more than the extent add the guard ``T.where(... < extent)``;
+    fewer would drop iterations and raise ``FactorError``.  Before/after::
+
+        for i in T.serial(10):            for i_0, i_1 in T.grid(3, 4):
+            with T.block("B"):                with T.block("B"):
+                vi = T.axis.spatial(10, i)        vi = T.axis.spatial(10, i_0 * 4 + i_1)
+                ...                               T.where(i_0 * 4 + i_1 < 10)
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> A = T.placeholder((8,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
-        >>> g, loops = split(f, LoopRV(f.body.block.body.loop_var), [2, 4])
-        >>> str(g.body.block.body.body.body.iter_values[0])
-        'i_0 * 4 + i_1'
+        >>> import schedules as S
+        >>> A = T.placeholder((10,), name="A")
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((10,), lambda i: A[i],
+        ...                                                 name="B")]))
+        >>> sch.split(sch.get_loops(sch.get_block("B"))[0], [None, 4])
+        [LoopRV(i_0), LoopRV(i_1)]
     """
     path, node = _loop(func, loop, "split")
     _check_plain(node, "split", func)
@@ -173,19 +183,24 @@ def split(func, loop, factors):
     return tree.replace(func, path, body), [LoopRV(v) for v in new_vars]
 
 
-@primitive("fuse")
+@primitive("fuse", loops=LOOP, returns=LOOP)
 def fuse(func, *loops):
-    """Fuse adjacent, perfectly nested loops (outer first) into one; returns its LoopRV.
+    """Fuse adjacent, perfectly nested loops (outer first) into ``i_j_fused``.
+
+    Before/after::
+
+        for i, j in T.grid(2, 3):         for i_j_fused in T.serial(6):
+            vi, vj = i, j                     vi, vj = i_j_fused // 3, i_j_fused % 3
 
     Example::
 
         >>> import cuvil_tir as T
+        >>> import schedules as S
         >>> A = T.placeholder((2, 3), name="A")
-        >>> f = T.create_prim_func([A, T.compute((2, 3), lambda i, j: A[i, j], name="B")])
-        >>> i = f.body.block.body
-        >>> g, ij = fuse(f, LoopRV(i.loop_var), LoopRV(i.body.loop_var))
-        >>> ij.var.name, g.body.block.body.extent.value
-        ('i_j_fused', 6)
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((2, 3), lambda i, j: A[i, j],
+        ...                                                 name="B")]))
+        >>> sch.fuse(*sch.get_loops(sch.get_block("B")))
+        LoopRV(i_j_fused)
     """
     if len(loops) < 2:
         raise schedule_error(ScheduleArgumentError, "fuse",
@@ -262,22 +277,25 @@ def _chain(func, loops, name):
     return top_path, chain, [n for _, n in found]
 
 
-@primitive("reorder")
+@primitive("reorder", loops=LOOP)
 def reorder(func, *loops):
-    """Reorder loops of one chain so they appear in the order given (outer first).
+    """Put loops of one chain in the given order (outer first).
 
-    Loops of the chain not given stay where they are; those given take each other's
-    places.
+    Before/after ``reorder(j, i)``::
+
+        for i, j in T.grid(2, 3): ...     for j, i in T.grid(3, 2): ...
 
     Example::
 
         >>> import cuvil_tir as T
+        >>> import schedules as S
         >>> A = T.placeholder((2, 3), name="A")
-        >>> f = T.create_prim_func([A, T.compute((2, 3), lambda i, j: A[i, j], name="B")])
-        >>> i = f.body.block.body
-        >>> g, _ = reorder(f, LoopRV(i.body.loop_var), LoopRV(i.loop_var))
-        >>> g.body.block.body.loop_var.name
-        'j'
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((2, 3), lambda i, j: A[i, j],
+        ...                                                 name="B")]))
+        >>> i, j = sch.get_loops(sch.get_block("B"))
+        >>> sch.reorder(j, i)
+        >>> sch.get_loops(sch.get_block("B"))
+        [LoopRV(j), LoopRV(i)]
     """
     top_path, chain, _ = _chain(func, loops, "reorder")
     given = [tree.get(func, loop_path(func, rv, "reorder")) for rv in loops]
@@ -320,20 +338,24 @@ def _check_not_mixed(moved, body, func) -> None:
                                      func, node)
 
 
-@primitive("tile")
+@primitive("tile", loop_a=LOOP, loop_b=LOOP, factor_a=POS_INT, factor_b=POS_INT,
+           returns=LOOPS)
 def tile(func, loop_a, loop_b, factor_a, factor_b):
-    """Split ``loop_a`` by ``factor_a`` and ``loop_b`` by ``factor_b`` (inner factors),
-    then reorder to ``ao, bo, ai, bi``; returns those four LoopRVs.
+    """Split both loops by their inner factors and reorder to ``ao, bo, ai, bi``.
+
+    Before/after ``tile(i, j, 2, 4)``::
+
+        for i, j in T.grid(4, 8):         for i_0, j_0, i_1, j_1 in T.grid(2, 2, 2, 4):
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> A = T.placeholder((4, 6), name="A")
-        >>> f = T.create_prim_func([A, T.compute((4, 6), lambda i, j: A[i, j], name="B")])
-        >>> i = f.body.block.body
-        >>> g, loops = tile(f, LoopRV(i.loop_var), LoopRV(i.body.loop_var), 2, 3)
-        >>> [l.var.name for l in loops]
-        ['i_0', 'j_0', 'i_1', 'j_1']
+        >>> import schedules as S
+        >>> A = T.placeholder((4, 8), name="A")
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((4, 8), lambda i, j: A[i, j],
+        ...                                                 name="B")]))
+        >>> sch.tile(*sch.get_loops(sch.get_block("B")), 2, 4)
+        [LoopRV(i_0), LoopRV(j_0), LoopRV(i_1), LoopRV(j_1)]
     """
     _, chain, _ = _chain(func, (loop_a, loop_b), "tile")
     if chain[0].loop_var is not loop_a.var:

@@ -18,18 +18,18 @@ from ..analysis import (block_path, child_blocks, consumers, loop_nest, producer
                         stmt_path)
 from ..errors import ScheduleArgumentError, schedule_error
 from ..handles import BlockRV, LoopRV
-from ..primitive import primitive
+from ..primitive import BLOCK, BLOCKS, BLOCK_OR_LOOP, LOOPS, STR, primitive
 
 
-@primitive("get_block")
+@primitive("get_block", name=STR, returns=BLOCK)
 def get_block(func, name):
-    """The BlockRV of the block called ``name``.
+    """The handle of the block called ``name``.
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> f = T.create_prim_func([T.placeholder((2,), name="A")])
-        >>> get_block(f, "root")[1]
+        >>> import schedules as S
+        >>> S.Schedule(T.create_prim_func([T.placeholder((2,), name="A")])).get_block("root")
         BlockRV('root')
     """
     if not isinstance(name, str):
@@ -39,65 +39,74 @@ def get_block(func, name):
     return func, BlockRV(name)
 
 
-@primitive("get_loops")
+@primitive("get_loops", block=BLOCK, returns=LOOPS)
 def get_loops(func, block):
-    """LoopRVs of the loops between ``block`` and its parent block, outer to inner.
+    """The loops between ``block`` and its parent block, outer to inner.
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> f = T.create_prim_func([T.placeholder((2,), name="A")])
-        >>> get_loops(f, BlockRV("root"))[1]
-        []
+        >>> import schedules as S
+        >>> A = T.placeholder((2, 3), name="A")
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((2, 3), lambda i, j: A[i, j],
+        ...                                                 name="B")]))
+        >>> sch.get_loops(sch.get_block("B"))
+        [LoopRV(i), LoopRV(j)]
     """
     path = block_path(func, block, "get_loops")
     return func, [LoopRV(loop.loop_var) for loop in loop_nest(func, path)]
 
 
-@primitive("get_child_blocks")
+@primitive("get_child_blocks", block_or_loop=BLOCK_OR_LOOP, returns=BLOCKS)
 def get_child_blocks(func, block_or_loop):
-    """BlockRVs of the blocks directly under a block or a loop, in IR order.
+    """The blocks directly under a block or a loop (not inside another block).
 
     Example::
 
         >>> import cuvil_tir as T
+        >>> import schedules as S
         >>> A = T.placeholder((2,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((2,), lambda i: A[i], name="B")])
-        >>> get_child_blocks(f, BlockRV("root"))[1]
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((2,), lambda i: A[i],
+        ...                                                 name="B")]))
+        >>> sch.get_child_blocks(sch.get_block("root"))
         [BlockRV('B')]
     """
     path = stmt_path(func, block_or_loop, "get_child_blocks")
     return func, [BlockRV(b.block.name) for b in child_blocks(tree.get(func, path))]
 
 
-@primitive("get_producers")
+@primitive("get_producers", block=BLOCK, returns=BLOCKS)
 def get_producers(func, block):
-    """BlockRVs of the sibling blocks that write a buffer ``block`` reads.
+    """Sibling blocks writing a buffer that ``block`` reads.
 
     Example::
 
         >>> import cuvil_tir as T
+        >>> import schedules as S
         >>> A = T.placeholder((2,), name="A")
-        >>> B = T.compute((2,), lambda i: A[i], name="B")
-        >>> f = T.create_prim_func([A, T.compute((2,), lambda i: B[i], name="C")])
-        >>> get_producers(f, BlockRV("C"))[1]
+        >>> B = T.compute((2,), lambda i: A[i] + 1.0, name="B")
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((2,), lambda i: B[i],
+        ...                                                 name="C")]))
+        >>> sch.get_producers(sch.get_block("C"))
         [BlockRV('B')]
     """
     path = block_path(func, block, "get_producers")
     return func, [BlockRV(b.block.name) for b in producers(func, path)]
 
 
-@primitive("get_consumers")
+@primitive("get_consumers", block=BLOCK, returns=BLOCKS)
 def get_consumers(func, block):
-    """BlockRVs of the sibling blocks that read a buffer ``block`` writes.
+    """Sibling blocks reading a buffer that ``block`` writes.
 
     Example::
 
         >>> import cuvil_tir as T
+        >>> import schedules as S
         >>> A = T.placeholder((2,), name="A")
-        >>> B = T.compute((2,), lambda i: A[i], name="B")
-        >>> f = T.create_prim_func([A, T.compute((2,), lambda i: B[i], name="C")])
-        >>> get_consumers(f, BlockRV("B"))[1]
+        >>> B = T.compute((2,), lambda i: A[i] + 1.0, name="B")
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((2,), lambda i: B[i],
+        ...                                                 name="C")]))
+        >>> sch.get_consumers(sch.get_block("B"))
         [BlockRV('C')]
     """
     path = block_path(func, block, "get_consumers")

@@ -32,7 +32,7 @@ from cuvil_tir.visitor import substitute, used_vars
 from cuvil_tir.analysis import tree
 from ..errors import LoopNestError, ReductionLoopError, ScheduleArgumentError, schedule_error
 from ..handles import BlockRV, LoopRV
-from ..primitive import primitive
+from ..primitive import BLOCK, INT, LOOP, primitive
 
 
 class NotReductionError(ScheduleError):
@@ -318,20 +318,16 @@ def reducer_of(blk: Block, prim: str, func=None):
 
 # -- decompose_reduction --------------------------------------------------------------
 
-@primitive("decompose_reduction")
+@primitive("decompose_reduction", block=BLOCK, loop=LOOP, returns=BLOCK)
 def decompose_reduction(func, block, loop):
-    """Split a reduction block's init into a block ``<name>_init`` placed before ``loop``.
+    """Move the ``init`` of reduction ``block`` into its own block placed before
+    ``loop``; returns the init block.
 
-    ``loop`` must be above the block and not under any of its reduction loops; the
-    init block regenerates the spatial loops at or under ``loop`` that it needs.
-    Returns the init block.
+    Before/after ``decompose_reduction(C, k)``::
 
-    Before / after (``decompose_reduction(C, k)``)::
-
-        for i, j, k:                     for i, j:
-          block C: init C[vi, vj] = 0        block C_init: C[vi, vj] = 0
-                   C += A * B                for k:
-                                               block C: C += A * B
+        for k in T.serial(8):             C_init: C[i] = 0.0
+            with T.init(): C[i] = 0.0     for k in T.serial(8):
+            C[i] = C[i] + A[i, k]             C[i] = C[i] + A[i, k]
 
     Example::
 
@@ -382,20 +378,15 @@ def decompose_reduction(func, block, loop):
 
 # -- rfactor ----------------------------------------------------------------------------
 
-@primitive("rfactor")
+@primitive("rfactor", loop=LOOP, factor_axis=INT, returns=BLOCK)
 def rfactor(func, loop, factor_axis: int = 0):
-    """Factor the reduction loop ``loop`` into a new buffer ``<C>_rf`` (TVM rfactor).
+    """Factor the reduction over ``loop`` into a new buffer of partial results
+    (dimension ``factor_axis``); returns the rfactor block.
 
-    The block ``C`` under ``loop`` becomes two: ``C_rf`` computes partial results
-    ``C_rf[..., vk1 at factor_axis, ...]`` over the original loops, and ``C`` (in new
-    loops after it) reduces ``C_rf`` over ``vk1``.  Returns the rfactor block.
+    Before/after ``rfactor(ki, 0)`` with ``k = ko * 4 + ki``::
 
-    Before / after (``rfactor(k_1, 0)`` with ``k = k_0 * 4 + k_1``)::
-
-        for i, k_0, k_1:                 for i, k_0, k_1:
-          block C: C[vi] += A[vi, vk]      block C_rf: C_rf[vk_1, vi] += A[vi, vk_0*4+vk_1]
-                                         for i, k_1:
-                                           block C: C[vi] += C_rf[vk_1, vi]
+        C[i] += A[i, ko*4 + ki]           C_rf[ki, i] += A[i, ko*4 + ki]
+                                          C[i] += C_rf[ki, i]
 
     Example::
 

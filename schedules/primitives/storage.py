@@ -33,7 +33,7 @@ from cuvil_tir.expr import IntImm, const
 from cuvil_tir.visitor import Mutator
 
 from cuvil_tir.analysis import tree
-from ..primitive import primitive
+from ..primitive import BLOCK, primitive
 from ..errors import StorageError, fail
 from cuvil_tir.analysis.regions import is_param
 from .compute_location import with_fields
@@ -78,9 +78,13 @@ def _replace_buffer(func, old, new, block_name=None, annotate=None):
     return func.with_body(_M(old, new).visit(func.body))
 
 
-@primitive("set_scope")
+@primitive("set_scope", block=BLOCK)
 def set_scope(func, block, buffer_index: int, scope: str):
-    """Put the block's ``buffer_index``-th write buffer in storage ``scope``.
+    """Change the storage scope of ``block``'s ``buffer_index``-th written buffer.
+
+    Before/after ``set_scope(B, 0, "shared")``::
+
+        B = T.alloc_buffer((8,))          B = T.alloc_buffer((8,), scope="shared")
 
     Example::
 
@@ -124,10 +128,14 @@ def aligned_strides(shape, aligns: dict) -> tuple:
     return tuple(reversed(out))
 
 
-@primitive("storage_align")
+@primitive("storage_align", block=BLOCK)
 def storage_align(func, block, buffer_index: int, axis: int, factor: int, offset: int):
-    """Pad the layout of the block's ``buffer_index``-th write buffer so that
-    ``strides[axis] % factor == offset``.
+    """Pad dimension ``axis`` of a written buffer so its stride is
+    ``k * factor + offset`` (avoids shared-memory bank conflicts).
+
+    Before/after ``storage_align(B, 0, 0, 32, 1)`` on a (16, 32) buffer::
+
+        B = T.alloc_buffer((16, 32))      B = T.alloc_buffer((16, 32), strides=(33, 1))
 
     Example::
 

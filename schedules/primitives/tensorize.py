@@ -9,7 +9,7 @@ whose buffer accesses are shifted by the bound offsets.  A loop is blockized fir
 
 Example::
 
-    >>> import schedules as S
+        >>> import schedules as S
     >>> from cuvil_tir.te.examples import matmul
     >>> sch = S.Schedule(matmul(8, 8, 8))
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
@@ -32,7 +32,7 @@ from cuvil_tir.visitor import Mutator, substitute, used_vars
 from cuvil_tir.analysis import tree
 from ..errors import ScheduleArgumentError, schedule_error
 from ..handles import BlockRV, LoopRV
-from ..primitive import primitive
+from ..primitive import BLOCK_OR_LOOP, STR, primitive
 from ..tensor_intrin import TensorIntrin
 from .blockize import blockize_path, from_linear, linear
 from .reduction import resolve_block, resolve_loop
@@ -364,16 +364,16 @@ def tensorize_block_path(func, bpath: tuple, intrin: TensorIntrin):
                                                   new))
 
 
-@primitive("tensorize")
+@primitive("tensorize", loop_or_block=BLOCK_OR_LOOP, intrin_name=STR)
 def tensorize(func, loop_or_block, intrin_name: str):
-    """Replace the subtree under a loop (or a blockized block) by a tensor intrinsic.
+    """Replace the computation at ``loop_or_block`` by the registered tensor
+    intrinsic ``intrin_name`` (see ``S.TensorIntrin.register``), after checking it
+    matches the intrinsic's description.
 
-    Before / after (``tensorize(i_1, "cpu.gemm_4x8x4_f32")`` on a 4x8x4-tiled matmul)::
+    Before/after ``tensorize(i_1, "dot_4")``::
 
-        for i_0, j_0, k_0:                for i_0, j_0, k_0:
-          for i_1, j_1, k_1:                block C_o: init C tile = 0
-            block C: C += A * B               acc = C tile; acc += A x B (vector ops)
-                                              C tile = acc
+        for i_1 in T.serial(4):           T.call_extern("dot_4", ...)
+            C[...] += A[...] * B[...]
 
     Example::
 

@@ -164,15 +164,18 @@ def test_split_symbolic_extent():
 
 
 @pytest.mark.parametrize("factors, message", [
-    ([0, None], r"split: factor 0 of \[0, None\]: expected a positive int, got 0"),
-    ([-4, None], r"factor 0 of \[-4, None\]: expected a positive int, got -4"),
-    ([2.5, 4], r"factor 0 of \[2.5, 4\]: expected a positive int or None, got 2.5"),
-    (["a", 4], r"expected a positive int or None, got 'a'"),
-    ([True, 10], r"expected a positive int or None, got True"),
-    ([None, None], r"at most one factor may be None"),
-    ([2, 4], r"factors \[2, 4\] multiply to 8 but loop i has extent 10: 2 iterations "
-             r"would be dropped"),
-    ([10], r"expected a list of at least 2 factors"),
+    ([0, None], r"^\[CVL-E103\] argument 2, 'factors' to split: expected a list of at least "
+                r"2 positive ints, one of which may be None, found \[0, None\] \(list\): "
+                r"element 0 is 0$"),
+    ([-4, None], r"found \[-4, None\] \(list\): element 0 is -4"),
+    ([2.5, 4], r"found \[2.5, 4\] \(list\): element 0 is 2.5"),
+    (["a", 4], r"element 0 is 'a'"),
+    ([True, 10], r"element 0 is True"),
+    ([None, None], r"more than one None"),
+    ([2, 4], r"split: factors \[2, 4\] multiply to 8 but loop i has extent 10: 2 "
+             r"iterations would be dropped"),
+    ([10], r"argument 2, 'factors' to split: expected a list of at least 2 positive ints"),
+    (4, r"argument 2, 'factors' to split: .* found 4 \(int\)$"),
 ])
 def test_split_refuses_bad_factors(factors, message):
     f = scale(10)
@@ -191,7 +194,9 @@ def test_split_refuses_stale_handle_and_wrong_kind():
     assert_refused(sch, lambda: sch.split(i, [2, 4]),
                    r"split: the loop 'i' is not in the function any more")
     assert_refused(sch, lambda: sch.split(blk, [2, 4]),
-                   r"split: expected a LoopRV \(from sch.get_loops\), got BlockRV\('B'\)",
+                   r"argument 1, 'loop' to split: expected a loop handle \(from "
+                   r"sch.get_loops\), found BlockRV\('B'\) \(BlockRV\): a block; pass one of "
+                   r"sch.get_loops\(block\)",
                    ScheduleArgumentError)
     verify_trace_roundtrip(sch, f)
 

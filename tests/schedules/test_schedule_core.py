@@ -138,10 +138,11 @@ def test_annotation_refusals():
                    r"annotation 'x'", AnnotationError)
     assert_refused(sch, lambda: sch.annotate(blk, "x", object()), r"annotate: annotation "
                    r"values must be bool, int, float, str or lists of them", AnnotationError)
-    assert_refused(sch, lambda: sch.annotate(blk, "", 1), r"annotate: the key must be a "
-                   r"non-empty str, got ''", AnnotationError)
-    assert_refused(sch, lambda: sch.annotate("D", "x", 1), r"annotate: expected a LoopRV "
-                   r"or a BlockRV, got 'D'", ScheduleArgumentError)
+    assert_refused(sch, lambda: sch.annotate(blk, "", 1), r"argument 2, 'key' to annotate: "
+                   r"expected a non-empty str, found '' \(str\)", AnnotationError)
+    assert_refused(sch, lambda: sch.annotate(3, "x", 1), r"argument 1, 'loop_or_block' to "
+                   r"annotate: expected a loop handle .* or a block name, found 3 \(int\)",
+                   ScheduleArgumentError)
     verify_trace_roundtrip(sch, w.func)
 
 

@@ -119,8 +119,8 @@ def test_sample_perfect_tile_refusals():
     w = workloads.matmul(4, 4, 4)
     sch = S.Schedule(w.func)
     i, _, _ = sch.get_loops(sch.get_block("C"))
-    assert_refused(sch, lambda: sch.sample_perfect_tile(i, 0), r"sample_perfect_tile: n: "
-                   r"expected a positive int, got 0")
+    assert_refused(sch, lambda: sch.sample_perfect_tile(i, 0), r"argument 2, 'n' to "
+                   r"sample_perfect_tile: expected a positive int, found 0 \(int\)")
     assert_refused(sch, lambda: sch.sample_perfect_tile(i, 2, decision=[2, 3]),
                    r"decision \[2, 3\]: expected 2 factors multiplying to the extent 4")
     verify_trace_roundtrip(sch, w.func)
@@ -137,7 +137,8 @@ def test_sample_categorical_drives_annotation_and_replays():
     assert_refused(sch, lambda: sch.sample_categorical([1, 2], [1.0]),
                    r"sample_categorical: expected as many probabilities as candidates")
     assert_refused(sch, lambda: sch.sample_categorical([1, 2], [-1, 2]),
-                   r"probabilities must be non-negative numbers with a positive sum")
+                   r"argument 2, 'probs' to sample_categorical: expected a list of "
+                   r"non-negative numbers with a positive sum, found \[-1, 2\]")
     assert_refused(sch, lambda: sch.sample_categorical([1, 2], [1, 1], decision=2),
                    r"sample_categorical: decision 2: expected an index in \[0, 2\)")
     verify_trace_roundtrip(sch, w.func)
