@@ -1,8 +1,10 @@
-"""Toy NPU GEMM on the built-in simulator: single versus double buffering.
+"""Toy NPU workloads on the built-in simulator: single versus double buffering.
 
-For int8 GEMM 256^3 and 512^3: simulated cycles, GEMM-unit utilisation, bank-conflict
-stalls, DMA bytes against the minimum the data sizes require (A and B read once, C
-written once), compile time and simulator wall time (median of repeats).
+For int8 GEMM 256^3 and 512^3, a GEMM whose sizes are not multiples of 16 (padded
+tiles), an int8 conv2d 3x3 and a fused GEMM + bias + ReLU + requantize: simulated
+cycles, GEMM-unit utilisation, bank-conflict stalls, DMA bytes against the minimum the
+data sizes require (each input read once, each output written once), compile time and
+simulator wall time (median of repeats).
 
 Run: ``PYTHONPATH=. python benchmarks/accel.py [--sizes 256 512] [--repeat 5]``.
 """
@@ -16,31 +18,74 @@ import time
 import numpy as np
 
 import targets
+from targets.accel.examples.conv2d import conv2d, schedule_conv2d
+from targets.accel.examples.fused import fused_gemm, schedule_fused
 from targets.accel.examples.gemm import gemm, schedule_gemm
 from targets.accel.examples.toy_npu import toy_npu
 
 
-def measure(n: int, double: bool, repeat: int) -> dict:
+def _ints(rng, shape, dtype, lo=-128, hi=128):
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+def run(label: str, double: bool, sch, args, check, repeat: int) -> dict:
+    """Build ``sch``, run it ``repeat`` times on ``args``, check, read the counters."""
     t0 = time.perf_counter()
-    mod = targets.build(schedule_gemm(gemm(n), double=double), "toy-npu",
-                        name=f"gemm{n}_{'db' if double else 'sb'}")
+    mod = targets.build(sch, "toy-npu", name=f"bench_{'db' if double else 'sb'}")
     compile_s = time.perf_counter() - t0
-    rng = np.random.default_rng(0)
-    a = rng.integers(-128, 128, (n, n)).astype("int8")
-    b = rng.integers(-128, 128, (n, n)).astype("int8")
-    c = np.zeros((n, n), "int32")
     walls = []
     for _ in range(repeat):
         t = time.perf_counter()
-        mod(a, b, c)
+        mod(*args)
         walls.append(time.perf_counter() - t)
-    assert np.array_equal(c, a.astype("int32") @ b.astype("int32"))
+    assert check(*args), f"{label}: the simulator result differs from numpy"
     s = mod.stats
-    return {"n": n, "buffering": "double" if double else "single", "cycles": s["cycles"],
-            "gemm_util": s["utilisation"]["gemm"], "stalls": s["bank_conflict_stalls"],
-            "dma_in": s["dma_bytes_in"], "dma_out": s["dma_bytes_out"],
-            "min_in": 2 * n * n, "min_out": 4 * n * n, "compile_s": compile_s,
-            "sim_s": statistics.median(walls)}
+    *ins, out = args
+    return {"label": label, "buffering": "double" if double else "single",
+            "cycles": s["cycles"], "gemm_util": s["utilisation"]["gemm"],
+            "stalls": s["bank_conflict_stalls"], "dma_in": s["dma_bytes_in"],
+            "dma_out": s["dma_bytes_out"], "min_in": sum(a.nbytes for a in ins),
+            "min_out": out.nbytes, "compile_s": compile_s, "sim_s": statistics.median(walls)}
+
+
+def gemm_rows(n, m, k, repeat):
+    rng = np.random.default_rng(0)
+    a, b = _ints(rng, (n, k), "int8"), _ints(rng, (k, m), "int8")
+
+    def check(a, b, c):
+        return np.array_equal(c, a.astype("int32") @ b.astype("int32"))
+
+    label = f"gemm {n}" if n == m == k else f"gemm {n}x{m}x{k}"
+    return [run(label, d, schedule_gemm(gemm(n, m, k), double=d),
+                [a, b, np.zeros((n, m), "int32")], check, repeat) for d in (False, True)]
+
+
+def conv_rows(h, c, k, repeat):
+    rng = np.random.default_rng(1)
+    x, w = _ints(rng, (1, h, h, c), "int8"), _ints(rng, (3, 3, c, k), "int8")
+
+    def check(x, w, y):
+        o = h - 2
+        return np.array_equal(y, sum(np.einsum(
+            "nyxc,ck->nyxk", x[:, r:r + o, s:s + o].astype("int32"), w[r, s].astype("int32"))
+            for r in range(3) for s in range(3)))
+
+    return [run(f"conv {h}x{h} {c}->{k}", d, schedule_conv2d(conv2d(1, h, h, c, k), double=d),
+                [x, w, np.zeros((1, h - 2, h - 2, k), "int32")], check, repeat)
+            for d in (False, True)]
+
+
+def fused_rows(n, repeat):
+    rng = np.random.default_rng(2)
+    a, b = _ints(rng, (n, n), "int8"), _ints(rng, (n, n), "int8")
+    bias = _ints(rng, (n,), "int32", -60000, 60000)
+
+    def check(a, b, bias, q):
+        acc = np.maximum(a.astype("int32") @ b.astype("int32") + bias, 0)
+        return np.array_equal(q, np.clip(acc >> 8, -128, 127).astype("int8"))
+
+    return [run(f"fused {n}", d, schedule_fused(fused_gemm(n, n, n), double=d),
+                [a, b, bias, np.zeros((n, n), "int8")], check, repeat) for d in (False, True)]
 
 
 def main(argv=None) -> list:
@@ -49,13 +94,17 @@ def main(argv=None) -> list:
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args(argv)
     targets.register_target(toy_npu, replace=True)
-    rows = [measure(n, d, args.repeat) for n in args.sizes for d in (False, True)]
-    print(f"{'size':>5} {'buffer':>7} {'cycles':>9} {'gemm%':>6} {'stalls':>6} "
-          f"{'dma in/min':>16} {'dma out/min':>16} {'compile s':>9} {'sim s':>7}")
+    rows = [r for n in args.sizes for r in gemm_rows(n, n, n, args.repeat)]
+    rows += gemm_rows(256, 200, 130, args.repeat)
+    rows += conv_rows(34, 32, 64, args.repeat)
+    rows += conv_rows(18, 8, 24, args.repeat)
+    rows += fused_rows(256, args.repeat)
+    print(f"{'workload':>18} {'buffer':>7} {'cycles':>9} {'gemm%':>6} {'stalls':>6} "
+          f"{'dma in/min':>17} {'dma out/min':>17} {'compile s':>9} {'sim s':>7}")
     for r in rows:
-        print(f"{r['n']:>5} {r['buffering']:>7} {r['cycles']:>9} {100 * r['gemm_util']:>6.1f} "
-              f"{r['stalls']:>6} {r['dma_in']:>8}/{r['min_in']:<7} "
-              f"{r['dma_out']:>8}/{r['min_out']:<7} {r['compile_s']:>9.2f} {r['sim_s']:>7.3f}")
+        print(f"{r['label']:>18} {r['buffering']:>7} {r['cycles']:>9} "
+              f"{100 * r['gemm_util']:>6.1f} {r['stalls']:>6} {r['dma_in']:>8}/{r['min_in']:<8} "
+              f"{r['dma_out']:>8}/{r['min_out']:<8} {r['compile_s']:>9.2f} {r['sim_s']:>7.3f}")
     return rows
 
 

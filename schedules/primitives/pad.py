@@ -98,6 +98,16 @@ def _single_loop_nest(func, path, blk, realize, what):
     return out
 
 
+def _loops_to_pad(func, blk, loops, changed):
+    """Every iter var whose domain grows must have a loop (not a unit domain bound to 0)."""
+    bound = set(loops.values())
+    for k, iv in enumerate(blk.iter_vars):
+        if changed[k] and k not in bound:
+            raise _fail(f"block {blk.name!r}: iter var {iv.var.name!r} has no loop to pad "
+                        "(a unit domain); use padding 1 for the iterations that index it",
+                        func, blk)
+
+
 def _accesses(blk) -> list:
     out = []
     post_order_visit(blk.body, lambda n: out.append(n)
@@ -182,11 +192,8 @@ def pad_einsum(func, block, padding):
     ext = {id(iv.var): -(-old[id(iv.var)] // p) * p for iv, p in zip(blk.iter_vars, padding)}
     if ext == old:
         return func, None
-    bound = set(by_loop.values())
-    for k, iv in enumerate(blk.iter_vars):
-        if k not in bound and ext[id(iv.var)] != old[id(iv.var)]:
-            raise _fail(f"block {blk.name!r}: iter var {iv.var.name!r} has no loop to pad; "
-                        "use padding 1 for it", func, blk)
+    _loops_to_pad(func, blk, by_loop, [ext[id(iv.var)] != old[id(iv.var)]
+                                       for iv in blk.iter_vars])
     store = blk.body
     reduce_padded = any(iv.kind == "reduce" and ext[id(iv.var)] != old[id(iv.var)]
                         for iv in blk.iter_vars)
@@ -218,7 +225,10 @@ def pad_einsum(func, block, padding):
             raise _fail(f"producer {pblk.name!r} of {buf.name!r} must store "
                         f"{buf.name}[v0, v1, ...] indexed by its iter vars in order (a copy "
                         "such as cache_read makes)", func, pblk)
-        producers[pblk.name] = (_single_loop_nest(func, ppath, pblk, preal, "producer"), buf)
+        ploops = _single_loop_nest(func, ppath, pblk, preal, "producer")
+        _loops_to_pad(func, pblk, ploops, [n != int(d.value) for n, d in
+                                           zip(grow[buf], buf.shape)])
+        producers[pblk.name] = (ploops, buf)
     new_buf = {b: Buffer(tuple(const(n, "int32") for n in shape), b.dtype, b.name,
                          (), b.scope, b.align) for b, shape in grow.items()}
     return _Pad(blk.name, by_loop, ext, producers, grow, new_buf).visit_root(func, blk), None

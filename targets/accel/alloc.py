@@ -159,6 +159,10 @@ def memory_map_text(memories, plans, warnings) -> str:
                 for j, a in enumerate(u.addrs):
                     if a // m.bank_bytes <= b <= (a + u.size - 1) // m.bank_bytes:
                         tag = f"{u.name}[{j}]" if u.slots > 1 else u.name
+                        if a // m.bank_bytes < b:     # spans banks: continued here
+                            here.append(f"    {tag:<20} (continued from bank "
+                                        f"{a // m.bank_bytes})")
+                            continue
                         here.append(f"    {tag:<20} offset {a - b * m.bank_bytes:>6}  "
                                     f"size {u.size:>6}  steps {u.life[0]}-{u.life[1]}  "
                                     f"engines {','.join(sorted(u.engines))}")

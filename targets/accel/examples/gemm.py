@@ -34,8 +34,12 @@ def gemm(n, m=None, k=None, in_dtype="int8", acc_dtype="int32"):
 def schedule_gemm(func, tile=64, t=16, gemm="toy.gemm_16x16x16_i8",
                   zero="toy.zero_16x16_i32", scopes=("npu.inp", "npu.wgt", "npu.acc"),
                   double=False):
-    """The schedule of the module doc (``tile``: the staged tile, ``t``: the intrinsic's)."""
-    sch = S.Schedule(func)
+    """The schedule of the module doc (``tile``: the staged tile, ``t``: the intrinsic's).
+
+    ``func`` may be a fresh ``S.Schedule`` (a tuning space passes its own, with a
+    sampled ``tile``)."""
+    sch = func if isinstance(func, S.Schedule) else S.Schedule(func)
+    func = sch.func
     blk = sch.get_block("C")
     a = sch.cache_read(blk, 0, scopes[0])
     b = sch.cache_read(blk, 1, scopes[1])

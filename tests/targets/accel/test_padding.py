@@ -128,3 +128,53 @@ def test_pad_einsum_is_a_no_op_on_whole_tiles_and_replays():
     assert [int(d.value) for d in sch.func.body.block.alloc_buffers[0].shape] == [32, 32]
     replayed = S.Trace.from_json(sch.trace.as_json()).apply(gemm(20, 20, 20))
     assert T.structural_equal(replayed.func, sch.func)
+
+
+def test_pad_einsum_refuses_shared_loops_unit_domains_and_non_affine_indices():
+    sch, blk = _staged()
+    a = sch.get_producers(blk)[0]
+    sch.compute_at(a, sch.get_loops(blk)[0])
+    with pytest.raises(S.ScheduleError, match="loop 'i' holds other blocks too"):
+        sch.pad_einsum(blk, [16, 16, 16])
+    from targets.accel.examples.conv2d import conv2d
+    sch = S.Schedule(conv2d(1, 6, 6, 8, 8))
+    blk = sch.get_block("O")
+    sch.cache_read(blk, 0, "npu.inp")
+    sch.cache_read(blk, 1, "npu.wgt")
+    sch.cache_write(blk, 0, "npu.acc")
+    with pytest.raises(S.ScheduleError, match=r"block 'I_npu.inp': iter var 'v0' has no "
+                                              r"loop to pad \(a unit domain\)"):
+        sch.pad_einsum(blk, [16, 1, 16, 16, 1, 1, 16])
+    A = T.placeholder((10,), "int32", name="A")
+    B = T.compute((20,), lambda i: A[i // 2], name="B")
+    sch = S.Schedule(T.create_prim_func([A, B]))
+    blk = sch.get_block("B")
+    sch.cache_read(blk, 0, "global")
+    sch.cache_write(blk, 0, "global")
+    with pytest.raises(S.ScheduleError, match="is not an affine form of its iter vars"):
+        sch.pad_einsum(blk, [16])
+
+
+def test_pad_einsum_needs_a_copy_like_producer():
+    A = T.placeholder((20, 20), "int32", name="A")
+    r = T.reduce_axis((0, 20), name="r")
+    X = T.compute((20,), lambda i: T.sum(A[i, r], axis=r), name="X")
+    Y = T.compute((20,), lambda i: X[i] * 2, name="Y")
+    sch = S.Schedule(T.create_prim_func([A, Y]))
+    blk = sch.get_block("Y")
+    sch.cache_write(blk, 0, "global")
+    with pytest.raises(S.ScheduleError, match=r"producer 'X' of 'X' must store "
+                                              r"X\[v0, v1, \.\.\.\] indexed by its iter vars"):
+        sch.pad_einsum(blk, [16])
+
+
+def test_a_store_never_pads():
+    L = T.decl_buffer((4, 16), "int32", "L", scope="npu.acc")
+    G = T.decl_buffer((64, 64), "int32", "G")
+    r, c = T.var("r"), T.var("c")
+    value = T.if_then_else(r < 2, L[r, c], T.const(0, "int32"))
+    nest = T.For(r, T.const(0), T.const(4), "serial",
+                 T.For(c, T.const(0), T.const(16), "serial", T.BufferStore(G, value, (r, c))))
+    with pytest.raises(AccelLoweringError, match="stores zeros past the edge of host memory; "
+                                                 "only a load pads"):
+        dma_transfers(T.PrimFunc([G], T.Allocate(L, nest)), toy_npu)
