@@ -214,6 +214,16 @@ def _block_domain(block: Block, pairs, outer: dict, prim: str) -> list:
         idx, box = [], []
         for pdim, rdim in zip(provided.region, required.region):
             over = simplify(pdim.extent - 1)      # an access wider than one element
+            if prim == "reverse_compute_at" and used_vars(pdim.min) and not (
+                    isinstance(over, IntImm) and over.value == 0):
+                # a window spans what several iterations of the loop write: no single
+                # iteration has produced all of it
+                raise fail(BlockLocationError, prim,
+                           f"block {block.name!r} reads {provided.buffer.name}"
+                           f"[{pdim.min}:{pdim.min} + {pdim.extent}], a window over "
+                           "several elements its producers write in different "
+                           "iterations; reverse_compute_at needs one element per "
+                           "access. Use compute_at on the producer instead")
             idx.append(pdim.min)
             box.append((simplify(rdim.min - over), simplify(rdim.min + rdim.extent - 1)))
         indices.append(idx)

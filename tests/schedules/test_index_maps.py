@@ -514,3 +514,14 @@ def test_reverse_compute_inline_refuses_a_consumer_reading_beyond_the_producer()
     assert_refused(sch, lambda: sch.reverse_compute_inline(blk),
                    r"block 'P' loads X_global in \[-1, 4\] along dimension 1, but the "
                    r"producer 'X_global' stores only \[0, 3\] there", InlineError)
+
+
+def test_reverse_compute_at_refuses_a_window_read():
+    A = T.placeholder((9,), name="A")
+    B = T.compute((9,), lambda i: A[i] * 2.0, name="B")
+    C = T.compute((8,), lambda i: B[i] + B[i + 1], name="C")
+    sch = S.Schedule(T.create_prim_func([A, C]))
+    blk, loop = sch.get_block("C"), sch.get_loops(sch.get_block("B"))[0]
+    assert_refused(sch, lambda: sch.reverse_compute_at(blk, loop),
+                   r"reverse_compute_at: block 'C' reads B\[v_i:v_i \+ 2\], a window over "
+                   r"several elements", BlockLocationError)
