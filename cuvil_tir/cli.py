@@ -11,6 +11,7 @@ Example::
     $ cuvil build kernel.py --target llvm --emit asm -o kernel.s
     $ cuvil build kernel.py --target c --emit c
     $ cuvil run kernel.py --target llvm
+    $ cuvil tune kernel.py --target llvm --trials 64 --db tune.jsonl [--resume]
 
 ``--emit`` takes one of the target's source formats (``Module.source_formats``:
 ``ll``, ``ll-opt``, ``asm`` for ``llvm``, ``c`` for ``c``) or ``tir`` (the lowered IR);
@@ -257,11 +258,38 @@ def make_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--repeat", type=int, default=5)
     sp.set_defaults(fn=cmd_run)
+    sp = sub.add_parser("tune", help="tune the function's schedule for the target "
+                        "(generated space; records in a resumable database)")
+    common(sp)
+    sp.add_argument("--target", default="llvm")
+    sp.add_argument("--trials", type=int, default=64,
+                    help="measured candidates the database should hold for this function")
+    sp.add_argument("--db", default="tune.jsonl", help="the records database (JSON lines)")
+    sp.add_argument("--resume", action="store_true",
+                    help="continue the run recorded in --db (nothing is measured twice)")
+    sp.add_argument("--plot", metavar="PNG", default=None,
+                    help="write the best-so-far curve as a PNG (needs cuvil[plot])")
+    sp.add_argument("--timeout", type=float, default=10.0,
+                    help="seconds one candidate may take to build and run")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.set_defaults(fn=cmd_tune)
     sp = sub.add_parser("cache", help="the compile cache: info (location, entries, "
                         "size) or clear")
     sp.add_argument("action", choices=("info", "clear"))
     sp.set_defaults(fn=cmd_cache)
     return p
+
+
+def cmd_tune(args) -> int:
+    """``cuvil tune``: see ``schedules.tune.command``.
+
+    Example::
+
+        >>> make_parser().parse_args(["tune", "k.py", "--trials", "4"]).trials
+        4
+    """
+    from schedules.tune.command import cmd_tune as run   # late: cuvil_tir never needs it
+    return run(args)
 
 
 def cmd_cache(args) -> int:

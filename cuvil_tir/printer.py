@@ -17,31 +17,19 @@ from __future__ import annotations
 
 import json
 import keyword
-import math
-import re
 
-from . import dtype as D
-from . import ops
 from .buffer import Buffer
-from .expr import (Add, And, Broadcast, BufferLoad, Call, Cast, CmpOp, Div, Expr, FloatImm,
-                   FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, Ramp,
-                   Select, SizeVar, StringImm, Sub, Var)
+from .expr import Expr, SizeVar, Var
 from .function import PrimFunc
-from .node import Node
-from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
-                   IfThenElse, IterVar, LetStmt, Range, SeqStmt, Stmt)
+from .printer_expr import (INTRIN_ARITY, ExprPrinter, _is_true, float_text,  # noqa: F401
+                           sanitize)
+from .stmt import (Allocate, Block, BlockRealize, BufferStore, Evaluate, For, IfThenElse,
+                   LetStmt, SeqStmt, Stmt)
 from .visitor import Visitor
 
 #: loop kinds and the ``T.`` function that prints each
 LOOP_FUNCS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectorized",
               "unrolled": "unroll", "thread_binding": "thread_binding"}
-#: intrinsics printed as ``T.<op>(args)``, with their arity: the built-in ops of the
-#: op registry (:mod:`cuvil_tir.ops`)
-INTRIN_ARITY = {n: ops.get_op(n).arity for n in ops.list_ops() if ops.get_op(n).arity >= 0}
-_RESERVED = set(keyword.kwlist) | {"T", "True", "False", "None"}
-_INFIX = {Add: ("+", 9), Sub: ("-", 9), Mul: ("*", 10), FloorDiv: ("//", 10),
-          FloorMod: ("%", 10)}
-_ATOM, _UNARY = 13, 11
 _INDENT = "    "
 
 
@@ -85,70 +73,13 @@ def _flatten(s) -> list:
     return [s]
 
 
-def _is_true(e) -> bool:
-    return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
 
-
-def _is_zero_of(e, dtype) -> bool:
-    return isinstance(e, IntImm) and e.value == 0 and e.dtype == dtype
-
-
-def sanitize(name: str) -> str:
-    """Turn any name into a Python identifier that is not a keyword.
-
-    Example::
-
-        >>> sanitize("A.shared"), sanitize("for"), sanitize("1x")
-        ('A_shared', 'for_', '_1x')
-    """
-    s = re.sub(r"\W", "_", name or "v")
-    if not s or s[0].isdigit():
-        s = "_" + s
-    return s + "_" if s in _RESERVED else s
-
-
-def float_text(v: float) -> str:
-    """A float literal that reads back exactly (``1``, ``0.5``, ``"inf"``).
-
-    Example::
-
-        >>> float_text(1.0), float_text(0.1), float_text(float("-inf"))
-        ('1', '0.1', '"-inf"')
-    """
-    if math.isnan(v):
-        return '"nan"'
-    if math.isinf(v):
-        return '"inf"' if v > 0 else '"-inf"'
-    if v == 0 and math.copysign(1.0, v) < 0:
-        return "-0.0"
-    if v.is_integer() and abs(v) < 1e16:
-        return str(int(v))
-    return repr(v)
-
-
-class _Printer:
+class _Printer(ExprPrinter):
     def __init__(self, highlight=None, exact=True):
-        self.exact = exact
-        self.names: dict[int, str] = {}
-        self.taken: set[str] = set()
-        self.keep: list = []          # keep named objects alive so ids stay unique
+        super().__init__(exact)
         self.loops: dict[int, For] = {}
         self.lines: list[str] = []
         self.highlight = highlight
-
-    # names --------------------------------------------------------------------------
-    def name(self, obj) -> str:
-        n = self.names.get(id(obj))
-        if n is not None:
-            return n
-        base = sanitize(getattr(obj, "name", "v"))
-        n, k = base, 1
-        while n in self.taken:
-            n, k = f"{base}_{k}", k + 1
-        self.taken.add(n)
-        self.names[id(obj)] = n
-        self.keep.append(obj)
-        return n
 
     # lines --------------------------------------------------------------------------
     def emit(self, indent: int, text: str, node=None) -> None:
@@ -157,199 +88,6 @@ class _Printer:
         if h is not None and node is not None and (node is h or (
                 isinstance(node, BlockRealize) and node.block is h)):
             self.lines.append(_INDENT * indent + "^" * len(text))
-
-    # values (annotations, attrs) -------------------------------------------------
-    def value(self, v) -> str:
-        if isinstance(v, IntImm) and v.dtype == "int32":
-            return f"T.int32({v.value})"
-        if isinstance(v, Expr):
-            return self.expr(v)
-        if isinstance(v, Buffer):
-            return self.buffer_decl("T.Buffer", v, named=True)
-        if isinstance(v, Range):
-            return f"T.Range({self.expr(v.min)}, {self.expr(v.extent)})"
-        if isinstance(v, IterVar):
-            return (f"T.IterVar({self.name(v.var)}, T.Range({self.expr(v.dom.min)}, "
-                    f"{self.expr(v.dom.extent)}), {json.dumps(v.kind)})")
-        if isinstance(v, BufferRegion):
-            return self.region(v)
-        if isinstance(v, Node):
-            return type(v).__name__
-        if isinstance(v, bool) or v is None:
-            return repr(v)
-        if isinstance(v, str):
-            return json.dumps(v)
-        if isinstance(v, float):
-            t = float_text(v)
-            return t if not t.startswith('"') else f"T.float64({t})"
-        if isinstance(v, dict):
-            return "{" + ", ".join(f"{self.value(k)}: {self.value(x)}"
-                                   for k, x in v.items()) + "}"
-        if isinstance(v, list):
-            return "[" + ", ".join(self.value(x) for x in v) + "]"
-        if isinstance(v, tuple):
-            if len(v) == 1:
-                return "(" + self.value(v[0]) + ",)"
-            return "(" + ", ".join(self.value(x) for x in v) + ")"
-        return repr(v)
-
-    def annotations(self, ann: tuple) -> str:
-        return "{" + ", ".join(f"{json.dumps(k)}: {self.value(v)}" for k, v in ann) + "}"
-
-    # expressions ----------------------------------------------------------------------
-    def expr(self, e) -> str:
-        return self.prec(e)[0]
-
-    def sub(self, e, need: int) -> str:
-        text, p = self.prec(e)
-        return text if p >= need else f"({text})"
-
-    def const(self, e, bare=True) -> tuple[str, int]:
-        if isinstance(e, IntImm):
-            if e.dtype == "bool":
-                return f"T.bool({bool(e.value)})", _ATOM
-            if e.dtype == "int32" and bare:
-                return str(e.value), (_ATOM if e.value >= 0 else _UNARY)
-            return f"T.{e.dtype}({e.value})", _ATOM
-        return f"T.{e.dtype}({float_text(e.value)})", _ATOM
-
-    def call(self, fn: str, *args) -> str:
-        return f"{fn}(" + ", ".join(args) + ")"
-
-    def prec(self, e) -> tuple[str, int]:  # noqa: C901 - one dispatch over node kinds
-        t = type(e)
-        if isinstance(e, Var):
-            return self.name(e), _ATOM
-        if t is IntImm or t is FloatImm:
-            return self.const(e)
-        if t in _INFIX or (t is Div and D.is_float(e.dtype)):
-            sym, p = _INFIX.get(t, ("/", 10))
-            return self.infix(e, sym, p), p
-        if isinstance(e, CmpOp):
-            return self.infix(e, e.symbol, 4), 4
-        if t is And or t is Or:
-            p = 2 if t is And else 1
-            return self.infix(e, "and" if t is And else "or", p), p
-        if t is Not:
-            return "not " + self.sub(e.a, 3), 3
-        if t in (Div, Mod, Min, Max):
-            fn = {Div: "T.truncdiv", Mod: "T.truncmod", Min: "T.min", Max: "T.max"}[t]
-            return self.call(fn, *self.operands(e)), _ATOM
-        if t is StringImm:
-            return json.dumps(e.value), _ATOM
-        if t is Cast:
-            return self.call("T.Cast", json.dumps(e.dtype), self.expr(e.value)), _ATOM
-        if t is Select:
-            return self.call("T.Select", self.expr(e.condition), self.expr(e.true_value),
-                             self.expr(e.false_value)), _ATOM
-        if t is Call:
-            return self.intrin(e), _ATOM
-        if t is BufferLoad:
-            return self.name(e.buffer) + self.indices(e.indices), _ATOM
-        if t is Ramp:
-            return self.call("T.Ramp", self.expr(e.base), self.expr(e.stride),
-                             str(e.lanes)), _ATOM
-        if t is Broadcast:
-            return self.call("T.Broadcast", self.expr(e.value), str(e.lanes)), _ATOM
-        if t is Let:
-            extra = [] if e.var.dtype == e.value.dtype else [f"dtype={json.dumps(e.var.dtype)}"]
-            return self.call("T.Let", self.name(e.var), self.expr(e.value),
-                             self.expr(e.body), *extra), _ATOM
-        if t.__name__ == "Reduce":
-            args = [self.expr(e.source),
-                    "axis=[" + ", ".join(self.name(a.var) for a in e.axis) + "]"]
-            if e.condition is not None:
-                args.append("where=" + self.expr(e.condition))
-            return self.call("T." + e.combiner, *args), _ATOM
-        return self.value(e), _ATOM
-
-    def literal_pair(self, e) -> bool:
-        # two bare int32 literals would fold when parsed: the exact form types the left
-        return self.exact and type(e.a) is IntImm and type(e.b) is IntImm and \
-            e.a.dtype == "int32"
-
-    def operands(self, e) -> list[str]:
-        if self.literal_pair(e):
-            return [self.const(e.a, bare=False)[0], self.expr(e.b)]
-        return [self.expr(e.a), self.expr(e.b)]
-
-    def infix(self, e, sym: str, p: int) -> str:
-        if self.literal_pair(e):
-            left = self.const(e.a, bare=False)[0]
-        else:
-            # comparisons do not chain: parenthesize a comparison operand
-            left = self.sub(e.a, p + 1 if p == 4 else p)
-        return f"{left} {sym} {self.sub(e.b, p + 1)}"
-
-    def intrin(self, e: Call) -> str:
-        if e.op == "call_extern" and len(e.args) >= 2 and \
-                all(isinstance(a, StringImm) for a in e.args[:2]):
-            return self.call_extern(e)
-        args = [self.expr(a) for a in e.args]
-        n = INTRIN_ARITY.get(e.op)
-        if n == len(e.args):
-            ref = e.args[1] if e.op == "if_then_else" else e.args[0]
-            if ref.dtype == e.dtype:
-                return self.call("T." + e.op, *args)
-        return self.call("T.call_intrin", json.dumps(e.dtype), json.dumps(e.op), *args)
-
-    def call_extern(self, e: Call) -> str:
-        """``T.call_extern("dtype", "name", args..., effect="...")``; a region argument
-        always prints as slices (``A[i:i + 1]``), so it never reads back as a load."""
-        args = [json.dumps(e.dtype), json.dumps(e.args[0].value)]
-        for a in e.args[2:]:
-            if isinstance(a, BufferRegion):
-                parts = []
-                for rg in a.region:
-                    b = self.bounds(rg.min, rg.extent)
-                    parts.append(f"{b[0]}:{b[1]}" if len(b) == 2 else f"0:{b[0]}")
-                args.append(f"{self.name(a.buffer)}[{', '.join(parts)}]")
-            else:
-                args.append(self.expr(a))
-        if e.args[1].value != "opaque":
-            args.append(f"effect={json.dumps(e.args[1].value)}")
-        return self.call("T.call_extern", *args)
-
-    def indices(self, idx) -> str:
-        if not idx:
-            return "[()]"
-        return "[" + ", ".join(self.expr(i) for i in idx) + "]"
-
-    # ranges and regions --------------------------------------------------------------
-    def bounds(self, lo, ext) -> list[str]:
-        """``[extent]`` for a zero-based range, else ``[lo, lo + extent]``."""
-        if _is_zero_of(lo, ext.dtype):
-            return [self.expr(ext)]
-        if isinstance(lo, IntImm) and isinstance(ext, IntImm) and lo.dtype == ext.dtype:
-            return [self.expr(lo), self.expr(IntImm(lo.value + ext.value, lo.dtype))]
-        if lo.dtype == ext.dtype:
-            return [self.expr(lo), self.infix(Add(lo, ext), "+", 9)]
-        return [self.expr(lo), f"{self.sub(lo, 10)} + {self.sub(ext, 10)}"]
-
-    def region(self, r: BufferRegion) -> str:
-        parts = []
-        for rg in r.region:
-            if isinstance(rg.extent, IntImm) and rg.extent.value == 1 and \
-                    rg.extent.dtype == rg.min.dtype:
-                parts.append(self.expr(rg.min))
-            else:
-                b = self.bounds(rg.min, rg.extent)
-                parts.append(f"{b[0]}:{b[1]}" if len(b) == 2
-                             else f"{self.expr(rg.min)}:{b[0]}")
-        return self.name(r.buffer) + ("[" + ", ".join(parts) + "]" if parts else "[()]")
-
-    # buffers ---------------------------------------------------------------------------
-    def buffer_decl(self, fn: str, b: Buffer, named=False) -> str:
-        args = [_tuple(self.expr(s) for s in b.shape), json.dumps(b.dtype)]
-        if named:
-            args.append(f"name={json.dumps(b.name)}")
-        if b.strides:
-            args.append("strides=" + _tuple(self.expr(s) for s in b.strides))
-        if b.scope != "global":
-            args.append(f"scope={json.dumps(b.scope)}")
-        if b.align != 64:
-            args.append(f"align={b.align}")
-        return self.call(fn, *args)
 
     # statements ------------------------------------------------------------------------
     def suite(self, stmts: list, indent: int) -> None:
@@ -498,10 +236,6 @@ class _Printer:
         else:
             self.suite(_flatten(body), 1)
 
-
-def _tuple(items) -> str:
-    items = list(items)
-    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
 def _dt_arg(dt: str) -> str:

@@ -83,6 +83,34 @@ def stmt_path(func, rv, primitive: str) -> tuple:
                          f"expected a LoopRV or a BlockRV, got {rv!r}")
 
 
+def fresh_name(base: str, taken) -> str:
+    """``base``, or ``base_1``, ``base_2`` ... the first not in ``taken``: the one way
+    primitives name the blocks and buffers they create.
+
+    Example::
+
+        >>> fresh_name("C_init", {"C", "C_init"}), fresh_name("A_local", set())
+        ('C_init_1', 'A_local')
+    """
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def fresh_block_name(func, base: str) -> str:
+    """A block name from ``base`` that no block of ``func`` has (see :func:`fresh_name`).
+
+    Example::
+
+        >>> from cuvil_tir.te.examples import matmul
+        >>> fresh_block_name(matmul(4, 4, 4), "C")
+        'C_1'
+    """
+    return fresh_name(base, {b.block.name for b in tree.blocks_under(func.body)})
+
+
 def child_blocks(stmt) -> list:
     """The ``BlockRealize`` statements under ``stmt`` that no other block encloses.
 

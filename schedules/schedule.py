@@ -32,7 +32,6 @@ from cuvil_tir.block_regions import verify_block_regions
 from cuvil_tir.function import PrimFunc
 
 from . import primitives as _primitives  # noqa: F401  (registers every primitive)
-from .block_methods import BlockMethods
 from .errors import (ScheduleArgumentError, TraceError, UnknownPrimitiveError,
                      schedule_error)
 from .handles import BlockRV, LoopRV
@@ -49,11 +48,12 @@ def _key(rv):
     return ("value", id(rv))
 
 
-class Schedule(BlockMethods):
+class Schedule:
     """Schedule ``func``; ``debug=True`` checks every step, ``seed`` fixes sampling.
 
-    The block primitives (compute_at, cache_read, rfactor, ...) are methods inherited
-    from :class:`schedules.block_methods.BlockMethods`.
+    Every primitive is a method generated from its registration (see
+    :func:`schedules.primitive.install_methods`): ``help(sch.split)`` shows the
+    primitive's own docstring.
 
     Example::
 

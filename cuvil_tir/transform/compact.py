@@ -177,8 +177,8 @@ def plan(buf: Buffer, loops: list, lca) -> tuple:
         by_loop = {id(lp.loop_var): lp for lp in loops}
         for var, c in sorted(outer0.values(), key=lambda vc: abs(vc[1])):
             loop = by_loop.get(id(var))
-            if loop is None:
-                continue                       # defined outside the allocation: fixed
+            if loop is None or (isinstance(loop.extent, IntImm) and loop.extent.value == 1):
+                continue                       # outside the allocation, or a unit loop
             if not isinstance(loop.extent, IntImm) or c < step:
                 raise _Skip("iterations of the enclosing loops may share elements")
             seen_loops.add(id(var))

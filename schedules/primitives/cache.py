@@ -44,19 +44,12 @@ from cuvil_tir.visitor import Mutator, used_vars
 from cuvil_tir.analysis import tree
 from cuvil_tir.transform.plan_allocation import Retarget
 from ..handles import BlockRV
+from ..analysis import block_path, fresh_name
 from ..primitive import BLOCK, primitive
 from ..errors import CacheStageError, fail
 from cuvil_tir.analysis.regions import (loop_doms, needed_region, provably_le, readers,
                                         scope_doms, simplify, union, writers)
 from .compute_location import block_names, make_nest, subtrees, with_fields
-
-
-def _unique(base: str, taken: set) -> str:
-    name, k = base, 0
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    return name
 
 
 def _names(func) -> tuple:
@@ -193,7 +186,7 @@ def _stage(func, bpath, buf, scope, prim, is_read):
                            "than its writer produces at the copy's place; move the "
                            "writer (compute_at) or cache before scheduling", func)
     blocks, bufs = _names(func)
-    name = _unique(f"{buf.name}_{scope}", bufs | blocks)
+    name = fresh_name(f"{buf.name}_{scope}", bufs | blocks)
     # inside a nested block the cache holds that block's tile, at offset tile.min
     zero = tuple(const(0, s.dtype) for s in buf.shape)
     shape, off = buf.shape, zero
@@ -232,6 +225,11 @@ def cache_read(func, block, read_buffer_index: int, scope: str):
     ``scope`` right before its first reader; every reader reads the copy.  Returns the
     copy block (named ``<buffer>_<scope>``).
 
+    Before/after ``cache_read(C, 0, "shared")``::
+
+                                          A_shared[i] = A[i]
+        C[i] = A[i] + 1.0                 C[i] = A_shared[i] + 1.0
+
     Example::
 
         >>> import cuvil_tir as T
@@ -244,7 +242,7 @@ def cache_read(func, block, read_buffer_index: int, scope: str):
     """
     prim = "cache_read"
     _check_scope(prim, scope, func)
-    bpath = tree.find_block(func, block.name)
+    bpath = block_path(func, block, prim)
     blk = tree.get(func, bpath).block
     buf = _buffer_at(func, blk, read_buffer_index, "reads", prim)
     return _stage(func, bpath, buf, scope, prim, True)
@@ -255,6 +253,11 @@ def cache_write(func, block, write_buffer_index: int, scope: str):
     """Make the block write a new buffer in ``scope`` instead of its
     ``write_buffer_index``-th write buffer, and copy that back right after it.  Returns
     the copy block (named ``<buffer>_<scope>``).
+
+    Before/after ``cache_write(C, 0, "local")``::
+
+        C[i] = A[i] + 1.0                 C_local[i] = A[i] + 1.0
+                                          C[i] = C_local[i]
 
     Example::
 
@@ -268,7 +271,7 @@ def cache_write(func, block, write_buffer_index: int, scope: str):
     """
     prim = "cache_write"
     _check_scope(prim, scope, func)
-    bpath = tree.find_block(func, block.name)
+    bpath = block_path(func, block, prim)
     blk = tree.get(func, bpath).block
     buf = _buffer_at(func, blk, write_buffer_index, "writes", prim)
     if blk.init is None and any(r.buffer is buf for r in blk.reads):

@@ -49,6 +49,7 @@ from cuvil_tir.stmt import Block, BlockRealize, For, Range, SeqStmt, seq
 from cuvil_tir.visitor import Mutator, substitute, used_vars
 
 from cuvil_tir.analysis import tree
+from ..analysis import block_path, loop_path
 from ..primitive import BLOCK, BOOL, LOOP, primitive
 from ..errors import BlockLocationError, fail
 from cuvil_tir.analysis.regions import (bounds, child_blocks, encloses, is_complete,
@@ -278,9 +279,9 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
     def err(reason, node=None):
         return fail(BlockLocationError, prim, reason, func, node)
 
-    bpath = tree.find_block(func, block.name)
+    bpath = block_path(func, block, prim)
     blk = tree.get(func, bpath).block
-    lpath = tree.find_loop(func, loop.var, prim)
+    lpath = loop_path(func, loop, prim)
     loop_node = tree.get(func, lpath)
     lname = loop_node.loop_var.name
     if encloses(lpath, bpath):
@@ -421,6 +422,12 @@ def compute_at(func, block, loop, preserve_unit_loops: bool = False):
     buffer; ``loop`` is in the same scope, is not one of the block's own loops, and
     encloses every consumer; producers of what the block reads run before it.
 
+    Before/after ``compute_at(B, i)``::
+
+        for i in T.serial(8): B[i] = ...      for i in T.serial(8):
+        for i in T.serial(8): C[i] = B[i]         B[i] = ...
+                                                  C[i] = B[i]
+
     Example::
 
         >>> import cuvil_tir as T
@@ -445,6 +452,9 @@ def reverse_compute_at(func, block, loop, preserve_unit_loops: bool = False):
     Legal when: ``block`` is a complete or reduction block writing one buffer;
     ``loop`` is in the same scope, not one of the block's own loops, encloses every
     producer, and does not drive a producer's reduction.
+
+    Before/after ``reverse_compute_at(C, i)``: the same picture as compute_at, the
+    consumer moving up into the producer's loop.
 
     Example::
 

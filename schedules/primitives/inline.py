@@ -38,6 +38,7 @@ from cuvil_tir.te import access_regions
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
 
 from cuvil_tir.analysis import tree
+from ..analysis import block_path
 from ..primitive import BLOCK, primitive
 from ..errors import InlineError, fail
 from cuvil_tir.analysis import index_map
@@ -192,6 +193,11 @@ def compute_inline(func, block):
     variables (injective), its buffer is not a function parameter and no other block
     writes it.
 
+    Before/after::
+
+        B[i] = A[i] * 2.0                 C[i] = A[i] * 2.0 + 1.0
+        C[i] = B[i] + 1.0
+
     Example::
 
         >>> import cuvil_tir as T
@@ -204,7 +210,7 @@ def compute_inline(func, block):
         ['A']
     """
     prim = "compute_inline"
-    bpath = tree.find_block(func, block.name)
+    bpath = block_path(func, block, prim)
     blk = tree.get(func, bpath).block
     if blk.init is not None or any(iv.kind != "spatial" for iv in blk.iter_vars):
         raise fail(InlineError, prim, f"block {blk.name!r} is a reduction block (it has "
@@ -303,6 +309,11 @@ def reverse_compute_inline(func, block):
     its block variables, is its only reader, and the producer is a complete block
     storing that buffer at its block variables over the same domain.
 
+    Before/after::
+
+        B[i] = A[i] * 2.0                 C[i] = A[i] * 2.0 + 1.0
+        C[i] = B[i] + 1.0
+
     Example::
 
         >>> import cuvil_tir as T
@@ -315,7 +326,7 @@ def reverse_compute_inline(func, block):
         'C'
     """
     prim = "reverse_compute_inline"
-    cpath = tree.find_block(func, block.name)
+    cpath = block_path(func, block, prim)
     cons = tree.get(func, cpath).block
     if not is_complete(cons):
         raise fail(InlineError, prim, f"block {cons.name!r} is not a complete block (it is "

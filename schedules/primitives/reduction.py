@@ -31,7 +31,8 @@ from cuvil_tir.visitor import substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from ..errors import LoopNestError, ReductionLoopError, ScheduleArgumentError, schedule_error
-from ..handles import BlockRV, LoopRV
+from ..analysis import block_path as resolve_block, fresh_block_name, loop_path as resolve_loop
+from ..handles import BlockRV
 from ..primitive import BLOCK, INT, LOOP, primitive
 
 
@@ -46,58 +47,6 @@ class NotReductionError(ScheduleError):
 
 
 # -- helpers shared with blockize / tensorize ---------------------------------------------
-
-def resolve_block(func, rv, prim: str) -> tuple:
-    """The path of the ``BlockRealize`` a ``BlockRV`` names.
-
-    Example::
-
-        >>> from cuvil_tir.te.examples import matmul
-        >>> len(resolve_block(matmul(4, 4, 4), BlockRV("C"), "x")) > 0
-        True
-    """
-    if not isinstance(rv, BlockRV):
-        raise schedule_error(ScheduleArgumentError, prim,
-                             f"expected a BlockRV (from get_block), found {rv!r}")
-    try:
-        return tree.find_block(func, rv.name)
-    except ScheduleError as err:
-        raise schedule_error(ScheduleArgumentError, prim, str(err.message)) from None
-
-
-def resolve_loop(func, rv, prim: str) -> tuple:
-    """The path of the ``For`` a ``LoopRV`` names.
-
-    Example::
-
-        >>> from cuvil_tir.te.examples import matmul
-        >>> f = matmul(4, 4, 4)
-        >>> resolve_loop(f, LoopRV(f.body.block.body.loop_var), "x")
-        ('block', 'body')
-    """
-    if not isinstance(rv, LoopRV):
-        raise schedule_error(ScheduleArgumentError, prim,
-                             f"expected a LoopRV (from get_loops), found {rv!r}")
-    return tree.find_loop(func, rv.var, prim)
-
-
-def fresh_block_name(func, base: str) -> str:
-    """``base``, or ``base_1``, ``base_2`` … when a block of that name exists.
-
-    Example::
-
-        >>> from cuvil_tir.te.examples import matmul
-        >>> fresh_block_name(matmul(4, 4, 4), "C")
-        'C_1'
-    """
-    names = {s.block.name for _, s in tree.walk(func) if isinstance(s, BlockRealize)}
-    if base not in names:
-        return base
-    k = 1
-    while f"{base}_{k}" in names:
-        k += 1
-    return f"{base}_{k}"
-
 
 def insert_before(func, path: tuple, stmt):
     """A new function with ``stmt`` placed just before the statement at ``path``.
@@ -332,6 +281,7 @@ def decompose_reduction(func, block, loop):
     Example::
 
         >>> from cuvil_tir.te.examples import matmul
+        >>> from schedules.handles import LoopRV
         >>> f = matmul(4, 4, 4)
         >>> i = f.body.block.body.loop_var
         >>> g, rv = decompose_reduction(f, BlockRV("C"), LoopRV(i))
@@ -391,6 +341,7 @@ def rfactor(func, loop, factor_axis: int = 0):
     Example::
 
         >>> from cuvil_tir.te.examples import matmul
+        >>> from schedules.handles import LoopRV
         >>> f = matmul(4, 4, 4)
         >>> k = tree.get(f, tree.find_block(f, "C")[:-1]).loop_var
         >>> g, rv = rfactor(f, LoopRV(k), 0)

@@ -33,6 +33,7 @@ from cuvil_tir.expr import IntImm, const
 from cuvil_tir.visitor import Mutator
 
 from cuvil_tir.analysis import tree
+from ..analysis import block_path
 from ..primitive import BLOCK, primitive
 from ..errors import StorageError, fail
 from cuvil_tir.analysis.regions import is_param
@@ -52,7 +53,7 @@ class _SwapBuffer(Mutator):
 
 
 def _write_buffer(func, block, index, prim):
-    bpath = tree.find_block(func, block.name)
+    bpath = block_path(func, block, prim)
     blk = tree.get(func, bpath).block
     if isinstance(index, bool) or not isinstance(index, int) or not \
             0 <= index < len(blk.writes):

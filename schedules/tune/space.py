@@ -102,8 +102,18 @@ def _try(fn, *args):
         return None
 
 
-def generated_space(func, machine: Machine):
-    """A schedule function for ``func`` built from rules (see the module doc).
+def _machine(machine_or_target) -> Machine:
+    return machine_or_target if isinstance(machine_or_target, Machine) \
+        else machine_of(machine_or_target)
+
+
+def generated_space(func, machine):
+    """A schedule function for ``func`` built from rules (see the module doc);
+    ``machine`` is a :class:`Machine` or a target.
+
+    Every decision is a tile size that the primitives consume, so replaying the trace
+    with other decisions (what the search does) gives the schedule that running the
+    space with those decisions gives: no rule branches on a sampled value.
 
     Example::
 
@@ -115,22 +125,84 @@ def generated_space(func, machine: Machine):
         >>> [d for d in sch.trace.decisions.values()][0][1] <= 32
         True
     """
-    names = [b.name for _, b in _blocks(func)]
-    reductions = [b.name for _, b in _blocks(func) if "reduce" in _kinds(b)]
+    machine = _machine(machine)
+    blocks = [b for _, b in _blocks(func)]
+    reductions = [b.name for b in blocks if "reduce" in _kinds(b)]
+    inlined = [b.name for b in blocks if b.name not in reductions and _elementwise(b)]
 
     def space(sch):
-        for name in names:  # inline elementwise producers, then consumers
-            if name not in reductions:
-                if _try(sch.compute_inline, sch.get_block(name)) is None:
-                    _try(sch.reverse_compute_inline, sch.get_block(name))
+        for name in inlined:  # elementwise producers into their consumers
+            _try(sch.compute_inline, sch.get_block(name))
+        made: set = set()
+        for name in reductions:
+            made |= _tile_reduction(sch, name, machine)
+        for name in inlined:  # elementwise consumers into the accumulator's copy-out
+            if _has_block(sch, name):
+                _try(sch.reverse_compute_inline, sch.get_block(name))
         for name in [b.name for _, b in _blocks(sch.func)]:
-            block = sch.get_block(name)
-            if name in reductions:
-                _tile_reduction(sch, block, machine)
-            elif not name.endswith(("_init", "_local", "_global")):
-                _spatial(sch, block, machine)
+            if name not in made and name not in reductions:
+                _spatial(sch, sch.get_block(name), machine)
 
     return space
+
+
+def run_with_decisions(space, func, decisions, seed=None):
+    """The Schedule that ``space`` makes of ``func`` when its sampling calls take
+    ``decisions`` (a list in call order, or ``{instruction index: decision}`` as in
+    ``trace.decisions``).  Unlike replaying a recorded trace with new decisions, the
+    space itself runs again, so a rule that depends on a sampled value (a layout
+    sized by a tile, a branch) follows the new decision.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])
+        >>> def space(sch):
+        ...     i, = sch.get_loops(sch.get_block("B"))
+        ...     sch.split(i, sch.sample_perfect_tile(i, 2))
+        >>> run_with_decisions(space, f, [[2, 4]]).trace.decisions
+        {2: [2, 4]}
+    """
+    from ..schedule import Schedule
+    queue = [d for _, d in sorted(decisions.items())] if isinstance(decisions, dict) \
+        else list(decisions)
+
+    class _Forced(Schedule):
+        def sample_perfect_tile(self, loop, n, max_innermost_factor=16, decision=None):
+            return super().sample_perfect_tile(loop, n, max_innermost_factor,
+                                               decision=_next(queue, decision))
+
+        def sample_categorical(self, candidates, probs, decision=None):
+            return super().sample_categorical(candidates, probs,
+                                              decision=_next(queue, decision))
+
+    sch = _Forced(func, seed=seed)
+    space(sch)
+    return sch
+
+
+def _next(queue, given):
+    """The next forced decision; past the end of the list the space draws its own."""
+    return queue.pop(0) if queue else given
+
+
+def _has_block(sch, name) -> bool:
+    return any(b.name == name for _, b in _blocks(sch.func))
+
+
+def _node(sch, name):
+    return tree.get(sch.func, tree.find_block(sch.func, name))
+
+
+def _elementwise(block) -> bool:
+    """All iterators spatial and every read indexed by plain iterators (a map, maybe
+    broadcast): inlining it costs nothing and saves a pass over memory."""
+    if not block.iter_vars or any(iv.kind != "spatial" for iv in block.iter_vars):
+        return False
+    ivs = {iv.var for iv in block.iter_vars}
+    return all(isinstance(rg.min, Var) and rg.min in ivs
+               for r in block.reads for rg in r.region)
 
 
 def _spatial(sch, block, machine) -> None:
@@ -139,55 +211,138 @@ def _spatial(sch, block, machine) -> None:
     if not loops or len(loops) != len(node.block.iter_vars):
         return
     lanes = machine.lanes(_dtype(node.block))
-    outer, inner = sch.split(loops[-1], sch.sample_perfect_tile(
-        loops[-1], 2, max_innermost_factor=4 * lanes))
-    _try(sch.vectorize, inner)
-    _try(sch.parallel, loops[0] if len(loops) > 1 else outer)
+    extent = _extent(tree.get(sch.func, tree.find_loop(sch.func, loops[-1].var))) or 0
+    if any(d % lanes == 0 and extent % d == 0 for d in range(lanes, 4 * lanes + 1, lanes)):
+        outer, inner = sch.split(loops[-1], sch.sample_perfect_tile(
+            loops[-1], 2, max_innermost_factor=4 * lanes))
+        _try(sch.vectorize, inner)
+        if len(loops) == 1:
+            loops = [outer]
+    _try(sch.parallel, loops[0])
 
 
-def _tile_reduction(sch, block, machine) -> None:
-    node = tree.get(sch.func, tree.find_block(sch.func, block.name))
+def _tile_reduction(sch, name, machine) -> set:
+    """Multi-level tiling ``S0 S1 R0 R1 S2`` of one reduction block: ``S2`` is the
+    register tile (its last axis vectorised, the others unrolled) of a ``local``
+    accumulator that stays in registers over the whole reduction, ``S0``'s first loop
+    is parallel, operands indexed by one tiled axis are packed so the tile's reads are
+    contiguous.  Returns the names of the blocks it made."""
+    node = _node(sch, name)
     kinds = _kinds(node.block)
+    block = sch.get_block(name)
     loops = sch.get_loops(block)
-    if len(loops) != len(kinds) or kinds[-1] != "reduce" or "spatial" not in kinds:
-        return
+    if len(loops) != len(kinds) or "spatial" not in kinds:
+        return set()
     lanes = machine.lanes(_dtype(node.block))
-    s_tiles, r_tiles = [], []
     spatial = [lp for lp, k in zip(loops, kinds) if k == "spatial"]
-    for n, lp in enumerate(spatial):
-        last = n == len(spatial) - 1
-        f = sch.sample_perfect_tile(lp, 3, max_innermost_factor=4 * lanes if last else 16)
-        s_tiles.append(sch.split(lp, f))
-    for lp in [lp for lp, k in zip(loops, kinds) if k == "reduce"]:
-        r_tiles.append(sch.split(lp, sch.sample_perfect_tile(lp, 2, max_innermost_factor=64)))
-    order = [t[0] for t in s_tiles] + [t[1] for t in s_tiles] + [t[0] for t in r_tiles] \
-        + [t[1] for t in r_tiles] + [t[2] for t in s_tiles]
-    sch.reorder(*order)
-    # the packing of an operand: a tile-sized copy (compacted, so contiguous) per outer tile
-    pack = sch.sample_categorical([0, 1], [0.5, 0.5])
-    if pack:
-        cache = _try(sch.cache_read, block, len(node.block.reads) - 1, "global")
-        if cache is not None:
-            _try(sch.compute_at, cache, s_tiles[-1][0])
-    acc = _try(sch.cache_write, block, 0, "local")
-    if acc is not None:  # the accumulator tile lives in registers; sampled location
-        where = sch.sample_categorical([0, 1], [0.7, 0.3])
-        at = s_tiles[-1][1] if where == 0 else s_tiles[-1][0]
-        _try(sch.reverse_compute_at, acc, at)
-    _try(sch.decompose_reduction, block, r_tiles[0][0])
-    _try(sch.parallel, s_tiles[0][0])
-    for name in (node.block.name + "_init", node.block.name):
-        inner = sch.get_loops(sch.get_block(name))
-        _try(sch.vectorize, inner[-1])
-    unroll = sch.sample_categorical([0, 1], [0.5, 0.5])
-    if unroll:
-        for name in (node.block.name + "_init", node.block.name):
-            inner = sch.get_loops(sch.get_block(name))
-            if len(inner) >= 2:
-                _try(sch.unroll, inner[-2])
-    if acc is not None:
-        inner = sch.get_loops(acc)
-        _try(sch.vectorize, inner[-1])
+    extents = [_extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) or 0
+               for lp in spatial]
+    vec = _vector_axis(extents, lanes)
+    axes = [n for n in range(len(spatial)) if n != vec] + ([vec] if vec is not None else [])
+    factors = {n: sch.sample_perfect_tile(
+        spatial[n], 3, max_innermost_factor=4 * lanes if n == vec else 16) for n in axes}
+    s_tiles = [sch.split(spatial[n], factors[n]) for n in axes]
+    r_tiles = [sch.split(lp, sch.sample_perfect_tile(lp, 2, max_innermost_factor=512))
+               for lp, k in zip(loops, kinds) if k == "reduce"]
+    # S0 starts with the vector axis's outer loop (the column panels), which runs in
+    # parallel: fusing the S0 loops instead would index the accumulator through // and
+    # %, which compact_local_buffers cannot shrink to the register tile
+    outer = [s_tiles[-1][0]] + [t[0] for t in s_tiles[:-1]]
+    sch.reorder(*outer, *[t[1] for t in s_tiles], *[t[0] for t in r_tiles],
+                *[t[1] for t in r_tiles], *[t[2] for t in s_tiles])
+    _try(sch.parallel, outer[0])
+    made = {_pack(sch, name, k, plan) for k, plan in _pack_plans(node, factors)}
+    acc = sch.cache_write(block, 0, "local")
+    made |= {name + "_init", acc.name}
+    if vec is not None and vec != len(spatial) - 1 and _writes_in_order(node.block):
+        # the accumulator laid out with the vector axis innermost (contiguous lanes)
+        _try(sch.transform_layout, block, 0, _move_last(len(spatial), vec))
+    sch.reverse_compute_at(acc, s_tiles[-1][1])
+    sch.decompose_reduction(block, r_tiles[0][0])
+    # the copy-out's loops are left alone: reverse_compute_at drops its unit loops, so
+    # their number depends on the decisions and a replayed trace would not match
+    for blk in (sch.get_block(name + "_init"), block):
+        tile = sch.get_loops(blk)[-len(s_tiles):]
+        for lp in tile[:-1]:
+            _try(sch.unroll, lp)
+        if vec is not None:
+            _try(sch.vectorize, tile[-1])
+        else:
+            _try(sch.unroll, tile[-1])
+    return made - {None}
+
+
+def _vector_axis(extents, lanes):
+    """The last spatial axis whose extent has a divisor that is a multiple of the lanes
+    (at most four vectors), or None: that axis is vectorised and tiled innermost."""
+    for n in reversed(range(len(extents))):
+        if any(extents[n] % d == 0 for d in range(lanes, 4 * lanes + 1, lanes)):
+            return n
+    return None
+
+
+def _writes_in_order(block) -> bool:
+    spatial = [iv.var for iv in block.iter_vars if iv.kind == "spatial"]
+    return bool(block.writes) and [rg.min for rg in block.writes[0].region] == spatial
+
+
+def _move_last(rank: int, dim: int):
+    def index_map(*idx):
+        return (*idx[:dim], *idx[dim + 1:], idx[dim])
+    index_map.__signature__ = _signature(rank)
+    return index_map
+
+
+def _pack_plans(node, factors) -> list:
+    """``(read index, (dim, tile factor))`` for each read whose every index is one
+    iterator and exactly one of them a spatial one: packing it as ``(v // t, other
+    dims..., v % t)`` makes the ``t`` values the register tile reads per reduction
+    step adjacent (GotoBLAS's packed panels)."""
+    block = node.block
+    spatial = [iv.var for iv in block.iter_vars if iv.kind == "spatial"]
+    plans = []
+    for k, read in enumerate(block.reads):
+        dims = [rg.min for rg in read.region]
+        if not dims or not all(isinstance(d, Var) for d in dims):
+            continue
+        used = [n for n, d in enumerate(dims) if d in spatial]
+        if len(used) != 1 or len(set(dims)) != len(dims) or \
+                not any(iv.kind == "reduce" and iv.var in dims for iv in block.iter_vars):
+            continue
+        axis = spatial.index(dims[used[0]])
+        plans.append((k, (used[0], factors[axis][2])))
+    return plans
+
+
+def _pack(sch, name, k, plan):
+    """Pack read ``k`` of block ``name`` (see :func:`_pack_plans`) in a copy at the
+    root, parallel over its outer loop; returns the copy's block name or None."""
+    dim, tile = plan
+    buf = _node(sch, name).block.reads[k].buffer
+    cache = _try(sch.cache_read, sch.get_block(name), k, "global")
+    if cache is None:
+        return None
+    rank = len(buf.shape)
+    loops = sch.get_loops(cache)
+    if len(loops) == rank:  # loops in the packed order: each panel written contiguously
+        split = _try(sch.split, loops[dim], [None, tile])
+        if split is not None:
+            _try(sch.reorder, split[0], *[lp for n, lp in enumerate(loops) if n != dim],
+                 split[1])
+            loops = sch.get_loops(cache)
+    _try(sch.parallel, loops[0])
+
+    def index_map(*idx):
+        return (idx[dim] // tile, *idx[:dim], *idx[dim + 1:], idx[dim] % tile)
+    index_map.__signature__ = _signature(rank)
+    _try(sch.transform_layout, cache, 0, index_map)
+    return cache.name
+
+
+def _signature(rank: int):
+    import inspect
+    return inspect.Signature([inspect.Parameter(f"i{n}", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                              for n in range(rank)])
 
 
 def prune(func, machine: Machine):
@@ -204,6 +359,7 @@ def prune(func, machine: Machine):
         >>> prune(sch.func, Machine(256, 16, 32768, 1 << 20, 2))
         'vector loop of 12 not a multiple of 8 lanes'
     """
+    machine = _machine(machine)
     for path, realize in _realizes(func):
         block = realize.block
         loops = _outer_loops(func, path) + [lp for _, lp in tree.loops_above(func, path)]
@@ -213,11 +369,15 @@ def prune(func, machine: Machine):
             if lp.kind == "vectorized" and ext and ext % lanes:
                 return f"vector loop of {ext} not a multiple of {lanes} lanes"
         if block.writes and block.writes[0].buffer.scope == "local":
+            run = _inner_run(loops, ("vectorized", "unrolled"))
             elems = 1
-            for lp in _inner_run(loops, ("vectorized", "unrolled")):
+            for lp in run:
                 elems *= _extent(lp) or 1
-            need = -(-elems // lanes)
-            if need > machine.vector_registers - 2:
+            # the accumulators, one operand vector per accumulator column, one broadcast
+            vec = -(-(_extent(run[0]) or 1) // lanes) if run and \
+                run[0].kind == "vectorized" else 0
+            need = -(-elems // lanes) + vec + 1
+            if need > machine.vector_registers:
                 return (f"register tile of {elems} elements needs {need} vector registers, "
                         f"{machine.vector_registers} exist")
         uses = _iter_uses(realize)
@@ -283,13 +443,14 @@ def _iter_uses(realize) -> dict:
 
 
 def _footprint(region, inner: dict, uses: dict) -> int:
-    total = 1
+    """At most how many elements ``region`` touches over the ``inner`` loops: the
+    product of the extents of the loops its indices depend on (each loop once, so a
+    packed index ``(j // t, k, j % t)`` counts ``j``'s loop once)."""
+    loops: set = set()
     for rg in region.region:
-        loops: set = set()
         for v in _vars_in(rg.min):
             loops |= uses.get(v, set()) & set(inner)
-        ext = 1
-        for lv in loops:
-            ext *= inner[lv]
-        total *= ext
+    total = 1
+    for lv in loops:
+        total *= inner[lv]
     return total

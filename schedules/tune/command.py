@@ -1,0 +1,129 @@
+"""``cuvil tune FILE``: tune a function from a file, with a database that resumes.
+
+FILE names the function the way ``cuvil build`` / ``cuvil run`` find it: a ``.py`` file
+defining a ``PrimFunc`` at module level (``@T.prim_func`` or ``T.create_prim_func``) or
+a text-form ``.tir`` file, with ``--func NAME`` when it defines several.  The function is
+tuned from the space generated for the target (:mod:`.space`).
+
+``--trials N`` is the number of measured candidates the database should hold for this
+function on this target: with ``--resume`` the records already there count, so the same
+command run again after an interruption measures only what is left and never measures
+a candidate twice.  Without ``--resume`` a database that already holds records for this
+function and target is refused rather than silently mixed into.
+
+Example::
+
+    >>> make = lambda argv: __import__("cuvil_tir.cli", fromlist=["x"]).make_parser(
+    ...     ).parse_args(argv)
+    >>> args = make(["tune", "k.py", "--trials", "8", "--db", "t.jsonl", "--resume"])
+    >>> args.trials, args.db, args.resume, args.plot
+    (8, 't.jsonl', True, None)
+"""
+
+from __future__ import annotations
+
+import sys
+
+from cuvil_tir.errors import CuvilError
+
+from .report import curve_text, format_seconds, plot_curve, progress_printer, \
+    require_plotting, trials_to_fraction
+
+
+class TuneCommandError(CuvilError):
+    """``cuvil tune`` was asked for something it will not do (e.g. to append a new run
+    to a database that already holds one, without ``--resume``).
+
+    Example::
+
+        >>> TuneCommandError("pass --resume").code
+        'CVL-E196'
+    """
+
+    code = "CVL-E196"
+
+
+def history_of(records) -> list:
+    """``(trial, seconds or None)`` for database records in file order.
+
+    Example::
+
+        >>> history_of([{"seconds": 2e-3}, {"seconds": None, "failure": "crash"}])
+        [(1, 0.002), (2, None)]
+    """
+    return [(n, r.get("seconds")) for n, r in enumerate(records, 1)]
+
+
+def tune_file(path, func_name=None, target="llvm", trials=16, db="tune.jsonl",
+              resume=False, plot=None, timeout_s=10.0, seed=0, out=None) -> int:
+    """Tune the function in ``path`` (see the module doc); prints the outcome to
+    ``out`` (default stdout) and returns the exit status.
+
+    Example::
+
+        >>> import os, tempfile
+        >>> d = tempfile.mkdtemp(); k = os.path.join(d, "k.tir")
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((8,), name="A")
+        >>> _ = open(k, "w").write(str(T.create_prim_func(
+        ...     [A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])))
+        >>> import io; buf = io.StringIO()
+        >>> tune_file(k, trials=0, db=os.path.join(d, "t.jsonl"), out=buf)
+        0
+        >>> buf.getvalue().splitlines()[0]
+        'cuvil tune: main on llvm, 0 of 0 trials already in the database, 0 to measure'
+    """
+    import targets
+    from cuvil_tir.cli import _pick, load_funcs
+
+    from .database import Database, workload_key
+    from .tuner import tune
+
+    out = sys.stdout if out is None else out
+    if plot is not None:
+        require_plotting(plot)  # before spending the budget, not after
+    func = _pick(load_funcs(path), func_name, path)
+    target = targets.Target(target) if isinstance(target, str) else target
+    database = Database(db)
+    workload = workload_key(func, target)
+    done = len(database.records(workload))
+    if done and not resume:
+        raise TuneCommandError(
+            f"{db} already holds {done} records of {func.name!r} on {target}; pass "
+            "--resume to continue that run (measured candidates are never measured "
+            "again), or choose another --db")
+    left = max(0, trials - done)
+    print(f"cuvil tune: {func.name} on {target}, {done} of {trials} trials already in "
+          f"the database, {left} to measure", file=out)
+    res = tune(func, None, target=target, trials=left, database=database,
+               timeout_s=timeout_s, seed=seed + done, progress=progress_printer())
+    records = database.records(workload)
+    history = history_of(records)
+    best = min((s for _, s in history if s is not None), default=None)
+    fails: dict = {}
+    for r in records:
+        if r.get("failure"):
+            fails[r["failure"]] = fails.get(r["failure"], 0) + 1
+    print(f"best {format_seconds(best)} over {len(records)} trials "
+          f"(90% of it reached at trial {trials_to_fraction(history, 0.9)}); failures "
+          f"{fails or 'none'}; {res.pruned} candidates pruned in this run", file=out)
+    if history:
+        print(curve_text(history), file=out)
+    if plot is not None and history:
+        print(f"curve written to {plot_curve(history, plot)}", file=out)
+    if res.best_schedule is not None:
+        print("the best schedule:", file=out)
+        print(res.best_schedule.trace.as_python(), file=out)
+    return 0
+
+
+def cmd_tune(args) -> int:
+    """The ``cuvil tune`` subcommand (``args`` from ``cuvil_tir.cli.make_parser``).
+
+    Example::
+
+        >>> callable(cmd_tune)
+        True
+    """
+    return tune_file(args.file, args.func, args.target, args.trials, args.db, args.resume,
+                     args.plot, args.timeout, args.seed)
