@@ -28,8 +28,8 @@ from .sampling import SampledInt
 from . import errors
 
 from .tensor_intrin import TensorIntrin
-from .tune import Database, TuneResult, apply_best, tune
+from .tune import Database, TuneProgress, TuneResult, apply_best, tune
 
 __all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction",
-           "SampledInt", "TensorIntrin", "errors", "Database", "TuneResult",
+           "SampledInt", "TensorIntrin", "errors", "Database", "TuneProgress", "TuneResult",
            "apply_best", "tune"]

@@ -9,6 +9,8 @@ Example::
 
 from .database import Database, workload_key
 from .measure import FAILURE_KINDS
+from .progress import TuneProgress
 from .tuner import TuneResult, apply_best, tune
 
-__all__ = ["Database", "workload_key", "FAILURE_KINDS", "TuneResult", "apply_best", "tune"]
+__all__ = ["Database", "workload_key", "FAILURE_KINDS", "TuneProgress", "TuneResult",
+           "apply_best", "tune"]

@@ -44,14 +44,20 @@ class TuneCommandError(CuvilError):
 
 
 def history_of(records) -> list:
-    """``(trial, seconds or None)`` for database records in file order.
+    """``(trial, seconds or None)`` for database records in file order (a winner's
+    re-measurement, ``"remeasured": true``, is not a trial).
 
     Example::
 
-        >>> history_of([{"seconds": 2e-3}, {"seconds": None, "failure": "crash"}])
+        >>> history_of([{"seconds": 2e-3}, {"seconds": None, "failure": "crash"},
+        ...             {"seconds": 3e-3, "remeasured": True}])
         [(1, 0.002), (2, None)]
     """
-    return [(n, r.get("seconds")) for n, r in enumerate(records, 1)]
+    return [(n, r.get("seconds")) for n, r in enumerate(_trials(records), 1)]
+
+
+def _trials(records) -> list:
+    return [r for r in records if not r.get("remeasured")]
 
 
 def tune_file(path, func_name=None, target="llvm", trials=16, db="tune.jsonl",
@@ -86,7 +92,7 @@ def tune_file(path, func_name=None, target="llvm", trials=16, db="tune.jsonl",
     target = targets.Target(target) if isinstance(target, str) else target
     database = Database(db)
     workload = workload_key(func, target)
-    done = len(database.records(workload))
+    done = len(_trials(database.records(workload)))
     if done and not resume:
         raise TuneCommandError(
             f"{db} already holds {done} records of {func.name!r} on {target}; pass "
@@ -97,7 +103,7 @@ def tune_file(path, func_name=None, target="llvm", trials=16, db="tune.jsonl",
           f"the database, {left} to measure", file=out)
     res = tune(func, None, target=target, trials=left, database=database,
                timeout_s=timeout_s, seed=seed + done, progress=progress_printer())
-    records = database.records(workload)
+    records = _trials(database.records(workload))
     history = history_of(records)
     best = min((s for _, s in history if s is not None), default=None)
     fails: dict = {}

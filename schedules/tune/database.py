@@ -86,6 +86,29 @@ def workload_key(func, target) -> str:
     return targets.build_key(func, target)
 
 
+def ranked(records) -> list:
+    """Correct records, one per candidate, best first: candidates measured again before
+    a winner was declared come first, by their re-measurement; then the others, by
+    their fastest measurement.
+
+    Example::
+
+        >>> [r["cand"] for r in ranked([{"cand": "a", "seconds": 1.0},
+        ...                            {"cand": "b", "seconds": 2.0},
+        ...                            {"cand": "b", "seconds": 3.0, "remeasured": True}])]
+        ['b', 'a']
+    """
+    by_cand: dict = {}
+    for r in records:
+        if r.get("seconds") is None or r.get("error"):
+            continue
+        old = by_cand.get(r["cand"])
+        newer = bool(r.get("remeasured")) - bool(old.get("remeasured")) if old else 1
+        if newer > 0 or (newer == 0 and r["seconds"] < old["seconds"]):
+            by_cand[r["cand"]] = r
+    return sorted(by_cand.values(), key=lambda r: (not r.get("remeasured"), r["seconds"]))
+
+
 class Database:
     """Tuning records in the JSON-lines file ``path`` (created on first append).
 
@@ -216,15 +239,7 @@ class Database:
             >>> [r["cand"] for r in db.best("w", 2)]
             ['b', 'a']
         """
-        by_cand: dict = {}
-        for r in self.records(workload):
-            if r.get("seconds") is None or r.get("error"):
-                continue
-            old = by_cand.get(r["cand"])
-            newer = bool(r.get("remeasured")) - bool(old.get("remeasured")) if old else 1
-            if newer > 0 or (newer == 0 and r["seconds"] < old["seconds"]):
-                by_cand[r["cand"]] = r
-        return sorted(by_cand.values(), key=lambda r: r["seconds"])[:k]
+        return ranked(self.records(workload))[:k]
 
     def top_k(self, func, target="llvm", k: int = 5) -> list:
         """The ``k`` best records of ``func`` (unscheduled) on ``target``.

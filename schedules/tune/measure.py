@@ -1,13 +1,17 @@
-"""Measuring one candidate in a child process whose deadline the parent enforces.
+"""Measuring one candidate: what runs inside the isolated child process.
 
-The child (a ``spawn`` process in its own process group, with ``CUVIL_TUNE_CHILD=1``)
-rebuilds the candidate from text: ``T.parse`` of the function and either the user's
-space replayed with the candidate's decisions (when the space is a module-level
-function) or ``Trace.from_json(...).apply``.  It builds the candidate and the untuned
-function, runs both on the same random inputs, compares, and times the candidate
-(median of a few runs).  Nothing the candidate does can take the tuner down: a child
-that dies is a ``"crash"``, one past ``timeout_s`` is killed (its whole process group)
-and recorded as ``"timeout"``.
+The child (forked by the warm server of :mod:`.executor`, in its own session and
+process group, with ``CUVIL_TUNE_CHILD=1``) rebuilds the candidate from text: ``T.parse``
+of the function and either the user's space replayed with the candidate's decisions
+(when the space pickles by reference, so user code in the space runs here too) or
+``Trace.from_json(...).apply``.  It builds the candidate and the untuned function,
+reports ``"built"`` (the parent then starts the run deadline), runs both on the same
+seeded random inputs, compares, and times the candidate: rounds sized so that all
+rounds together last at least ``min_repeat_ms``, the median round kept.  A target kind
+with ``measure(mod, args)`` (an accelerator's simulated cycles) is asked instead of the
+clock.  Timing holds a per-host lock so two slots of one machine never time at once.
+
+Nothing here enforces a deadline: the parent does (:func:`.executor.measure_task`).
 
 Example::
 
@@ -17,48 +21,45 @@ Example::
 
 from __future__ import annotations
 
-import multiprocessing
+import fcntl
 import os
 import pickle
-import signal
-import statistics
-import time
+import socket
+import tempfile
 
 FAILURE_KINDS = ("replay", "build", "run", "timeout", "crash", "wrong")
 """Kinds of failed candidates, as counted in ``TuneResult.failures``."""
 
-#: seconds a child may take to start (imports) before its measurement deadline begins
-STARTUP_S = 120.0
-
-
-def _forced_schedule(func, decisions):
-    """A Schedule whose sampling calls take ``decisions`` in order (replaying a space)."""
-    from ..schedule import Schedule
-
-    queue = list(decisions)
-
-    class _Forced(Schedule):
-        def sample_perfect_tile(self, loop, n, max_innermost_factor=16, decision=None):
-            return super().sample_perfect_tile(loop, n, max_innermost_factor,
-                                               decision=queue.pop(0))
-
-        def sample_categorical(self, candidates, probs, decision=None):
-            return super().sample_categorical(candidates, probs, decision=queue.pop(0))
-
-    return _Forced(func)
+#: the rounds of one timing together last at least this long (milliseconds)
+MIN_REPEAT_MS = 50.0
+#: timing rounds whose median is kept
+REPEAT = 5
 
 
 def _rebuild(func, payload):
     from ..trace import Trace
-    space = payload.get("space")
+    space = None
+    if payload.get("space") is not None:
+        try:
+            space = pickle.loads(payload["space"])
+        except Exception:  # noqa: BLE001 - not importable here: replay the trace instead
+            space = None
     if space is not None:
-        sch = _forced_schedule(func, [d for _, d in payload["decisions"]])
-        space(sch)
-        return sch
+        from .space import run_with_decisions
+        return run_with_decisions(space, func, [d for _, d in payload["decisions"]])
     return Trace.from_json(payload["trace"]).apply(func)
 
 
-def _random_args(func, seed):
+def random_args(func, seed):
+    """Seeded random arrays for the parameters of ``func`` (small integers for ints).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.create_prim_func([T.placeholder((3,), name="A", dtype="int8")])
+        >>> [a.shape for a in random_args(f, 0)]
+        [(3,)]
+    """
     import numpy as np
     rng = np.random.default_rng(seed)
     out = []
@@ -74,95 +75,175 @@ def _random_args(func, seed):
     return out
 
 
-def _child(conn, payload):
-    os.environ["CUVIL_TUNE_CHILD"] = "1"
+def host_info(target) -> dict:
+    """Where a measurement ran: host name, CPU name and features (llvm/c targets).
+
+    Example::
+
+        >>> sorted(host_info("llvm"))
+        ['cpu', 'features', 'host']
+    """
+    info = {"host": socket.gethostname(), "cpu": None, "features": None}
     try:
-        os.setpgrp()  # so that the parent's kill reaches anything this child starts
-    except OSError:
+        import targets
+        from targets.llvm import cpu_info
+        t = targets.Target(target) if isinstance(target, str) else target
+        if t.kind in ("llvm", "c"):
+            cpu = cpu_info(t)
+            info["cpu"], info["features"] = cpu.name, ",".join(cpu.features)
+    except Exception:  # noqa: BLE001 - host details are a record's annotation only
         pass
-    import numpy as np
-    import cuvil_tir as T
+    return info
+
+
+def kind_reference(target):
+    """``(module, attribute)`` naming the registered kind of ``target`` as a module-level
+    object, so a fresh process can import and register it (an accelerator kind that
+    ``import targets`` alone does not register), or None.
+
+    Example::
+
+        >>> kind_reference("llvm")[0].startswith("targets")
+        True
+    """
+    import sys
+
     import targets
-    conn.send(("started", None))
-    func = T.parse(payload["func"])
-    target = payload["target"]
-    stage = "replay"
-    try:
-        sch = _rebuild(func, payload)
-        stage = "build"
-        ref = targets.build(func, target)
-        mod = targets.build(sch, target)
-        stage = "run"
-        base = _random_args(func, 0)
-        want = [a.copy() for a in base]
-        ref(*want)
-        got = [a.copy() for a in base]
-        mod(*got)
-        for w, g in zip(want, got):
-            if not np.allclose(w, g, rtol=1e-4, atol=1e-4, equal_nan=True):
-                conn.send(("wrong", "output differs from the untuned function's"))
-                return
-        times = []
-        for _ in range(payload.get("repeats", 5)):
-            t0 = time.perf_counter()
-            mod(*got)
-            times.append(time.perf_counter() - t0)
-        conn.send(("ok", statistics.median(times)))
-    except Exception as e:  # noqa: BLE001 - any candidate error is a recorded failure
-        conn.send((stage, f"{type(e).__name__}: {e}"))
+    kind = targets.get_target_kind(_kind_name(target))
+    for name, mod in list(sys.modules.items()):
+        if name in ("__main__", "__mp_main__"):
+            continue  # another process's main module is a different one
+        for attr, value in list(getattr(mod, "__dict__", {}).items()):
+            if value is kind and not attr.startswith("_"):
+                return name, attr
+    return None
 
 
-def _picklable(space):
-    try:
-        pickle.dumps(space)
-        return space
-    except Exception:  # noqa: BLE001 - lambdas/closures: the child replays the trace
-        return None
+def _kind_name(target) -> str:
+    return target.split()[0] if isinstance(target, str) else target.kind
 
 
-def measure(func_text, trace_json, decisions, target, space=None, timeout_s=10.0,
-            repeats=5):
-    """Measure one candidate in a child process: ``("ok", seconds)`` or
-    ``(failure kind, message)``.
+def _ensure_kind(payload) -> None:
+    """Register the target's kind in this process when only the tuner had it."""
+    import importlib
+
+    import targets
+    ref = payload.get("kind")
+    if ref and _kind_name(payload["target"]) not in targets.list_targets():
+        targets.register_target(getattr(importlib.import_module(ref[0]), ref[1]))
+
+
+def timing_lock():
+    """An exclusive lock on this host's timing lock file (an open file; close to free).
+
+    Example::
+
+        >>> fh = timing_lock(); fh.close()
+    """
+    path = os.path.join(tempfile.gettempdir(), f"cuvil-tune-timing-{os.getuid()}.lock")
+    fh = open(path, "a")
+    fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+    return fh
+
+
+def _time(mod, args, kind, min_repeat_ms):
+    measure = getattr(kind, "measure", None)
+    if measure is not None:  # e.g. an accelerator: simulated cycles, not the clock
+        return float(measure(mod, args)), "kind"
+    from targets.benchmark import time_calls
+    res = time_calls(lambda: mod(*args), repeat=REPEAT, number=None, warmup=1,
+                     min_repeat_seconds=min_repeat_ms / 1e3 / REPEAT)
+    return res.median, f"median of {REPEAT} rounds of {res.number}"
+
+
+def reference_outputs(func, target, seed):
+    """The untuned function's outputs on :func:`random_args` (all its arrays after the
+    call), kept in a per-user cache keyed by the build cache's key (function, target,
+    tools and Cuvil's own code), so an untuned GEMM that takes seconds runs once per
+    machine, not once per candidate.
 
     Example::
 
         >>> import cuvil_tir as T
         >>> A = T.placeholder((4,), name="A")
         >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i] + 1.0, name="B")])
-        >>> from schedules import Schedule
-        >>> kind, _ = measure(str(f), Schedule(f).trace.as_json(), [], "llvm")
-        >>> kind
-        'ok'
+        >>> out = reference_outputs(f, "llvm", 0)
+        >>> bool((out[1] == out[0] + 1).all())
+        True
     """
-    ctx = multiprocessing.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=False)
-    payload = {"func": func_text, "trace": trace_json, "decisions": decisions,
-               "target": str(target), "space": _picklable(space), "repeats": repeats}
-    proc = ctx.Process(target=_child, args=(child, payload), daemon=True)
-    proc.start()
-    child.close()
+    import hashlib
+
+    import numpy as np
+
+    import targets
+    from targets.cache.builds import cache_key
+    from targets.target import as_target
+    key = hashlib.sha256(f"{cache_key(func, as_target(target))} {seed}".encode()
+                         ).hexdigest()[:40]
+    folder = os.path.join(tempfile.gettempdir(), f"cuvil-tune-ref-{os.getuid()}")
+    path = os.path.join(folder, key + ".npz")
     try:
-        if not parent.poll(max(STARTUP_S, timeout_s)):
-            return _end(proc, "timeout", "the child did not start")
-        try:
-            parent.recv()
-            if not parent.poll(timeout_s):
-                return _end(proc, "timeout", f"no result within {timeout_s} s")
-            return parent.recv()
-        except (EOFError, OSError):
-            proc.join(5)
-            return ("crash", f"the child died (exit code {proc.exitcode})")
-    finally:
-        parent.close()
-        _end(proc, None, None)
+        with np.load(path) as data:
+            return [data[f"a{i}"] for i in range(len(data.files))]
+    except (OSError, ValueError, KeyError):
+        pass
+    want = random_args(func, seed)
+    targets.build(func, target)(*want)
+    os.makedirs(folder, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp.npz"
+    np.savez(tmp, **{f"a{i}": a for i, a in enumerate(want)})
+    os.replace(tmp, path)  # whole or absent: a reader never sees half a file
+    return want
 
 
-def _end(proc, kind, message):
-    if proc.is_alive():
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (OSError, AttributeError):
-            proc.kill()
-    proc.join(5)
-    return (kind, message)
+def run_candidate(payload, emit) -> None:
+    """Check and time one candidate; ``emit`` receives ``("reference", None)`` once the
+    untuned outputs are known, ``("built", None)`` once the candidate is built, then the
+    outcome: ``("ok", seconds, info)`` or ``(failure kind, message, info)``.
+
+    Example::
+
+        >>> import cuvil_tir as T, schedules as S
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i] + 1.0, name="B")])
+        >>> out = []
+        >>> run_candidate({"func": str(f), "trace": S.Schedule(f).trace.as_json(),
+        ...                "decisions": [], "target": "llvm", "min_repeat_ms": 1}, out.append)
+        >>> [m[0] for m in out]
+        ['reference', 'built', 'ok']
+    """
+    import numpy as np
+
+    import cuvil_tir as T
+    import targets
+    target = payload["target"]
+    info: dict = {}  # the server adds the host's details
+    stage = "replay"
+    try:
+        _ensure_kind(payload)
+        func = T.parse(payload["func"])
+        stage = "build"  # a reference that does not build or run fails every candidate
+        seed = payload.get("seed", 0)
+        want = reference_outputs(func, target, seed)
+        emit(("reference", None))
+        stage = "replay"
+        sch = _rebuild(func, payload)
+        stage = "build"
+        mod = targets.build(sch, target)
+        emit(("built", None))
+        stage = "run"
+        kind = targets.get_target_kind(_kind_name(target))
+        got = random_args(func, seed)
+        with timing_lock():
+            mod(*got)
+            for w, g in zip(want, got):
+                if not np.allclose(w, g, rtol=1e-4, atol=1e-4, equal_nan=True):
+                    emit(("wrong", "output differs from the untuned function's on the "
+                          "same random inputs", info))
+                    return
+            seconds, how = _time(mod, got, kind,
+                                 payload.get("min_repeat_ms", MIN_REPEAT_MS))
+        info["timing"] = how
+        emit(("ok", seconds, info))
+    except Exception as e:  # noqa: BLE001 - any candidate error is a recorded failure
+        emit((stage, f"{type(e).__name__}: {e}", info))

@@ -4,6 +4,8 @@ import json
 import os
 import time
 
+import numpy as np
+
 import cuvil_tir as T
 import schedules as S
 from schedules.tune import workload_key
@@ -32,21 +34,30 @@ def bad_space(sch):
     sch.split(i, [2, 4])
 
 
+def _first(recs):
+    return [r for r in recs if not r.get("remeasured")]
+
+
 def test_finds_best_of_tiny_space_and_resume_measures_nothing(tmp_path):
     f, path = _func(), tmp_path / "tune.jsonl"
-    res = S.tune(f, tile_space, trials=4, database=path, timeout_s=30, progress=False)
+    res = S.tune(f, tile_space, trials=4, database=path, timeout_s=30, progress=False,
+                 min_repeat_ms=2)
     assert res.trials == 4 and res.failures == {}
     db = S.Database(path)
     recs = db.records(workload_key(f, "llvm"))
-    assert len(recs) == 4 and db.skipped == []
-    assert sorted(json.dumps(r["decisions"]) for r in recs) == sorted(
+    assert len(_first(recs)) == 4 and db.skipped == []
+    assert sorted(json.dumps(r["decisions"]) for r in _first(recs)) == sorted(
         json.dumps([[2, d]]) for d in ([1, 8], [2, 4], [4, 2], [8, 1]))
-    best = min(recs, key=lambda r: r["seconds"])
+    again = [r for r in recs if r.get("remeasured")]
+    assert len(again) == 3  # the best three measured once more before a winner
+    best = min(again, key=lambda r: r["seconds"])
     assert res.best_seconds == best["seconds"]
     assert res.best_schedule.trace.decisions == {2: best["decisions"][0][1]}
-    again = S.tune(f, tile_space, trials=4, database=path, progress=False)
-    assert again.trials == 0 and again.best_seconds == best["seconds"]
-    assert len(S.Database(path).records(workload_key(f, "llvm"))) == 4
+    assert all(r["host"] and r["cpu"] and r["cpu_features"] is not None for r in recs)
+    assert all(r["timing"].startswith("median of 5 rounds") for r in recs)
+    resumed = S.tune(f, tile_space, trials=4, database=path, progress=False)
+    assert resumed.trials == 0 and resumed.best_seconds == best["seconds"]
+    assert len(S.Database(path).records(workload_key(f, "llvm"))) == 7
     applied = S.apply_best(path, f, "llvm")
     assert T.structural_equal(applied.func, res.best_schedule.func)
     assert S.apply_best(path, f, "c") is None
@@ -55,14 +66,16 @@ def test_finds_best_of_tiny_space_and_resume_measures_nothing(tmp_path):
 def test_crashing_and_hanging_candidates_are_recorded_and_tuning_goes_on(tmp_path):
     f, path = _func(), tmp_path / "tune.jsonl"
     t0 = time.perf_counter()
-    res = S.tune(f, bad_space, trials=3, database=path, timeout_s=3, progress=False)
+    res = S.tune(f, bad_space, trials=3, database=path, timeout_s=3, progress=False,
+                 min_repeat_ms=2)
     assert time.perf_counter() - t0 < 50
     assert res.trials == 3
     assert res.failures == {"crash": 1, "timeout": 1}
     assert res.best_schedule is not None and res.best_seconds > 0
-    kinds = sorted(str(r["failure"]) for r in S.Database(path).records(
-        workload_key(f, "llvm")))
-    assert kinds == ["None", "crash", "timeout"]
+    recs = _first(S.Database(path).records(workload_key(f, "llvm")))
+    assert sorted(str(r["failure"]) for r in recs) == ["None", "crash", "timeout"]
+    crash = next(r for r in recs if r["failure"] == "crash")
+    assert "SIGABRT" in crash["error"]
 
 
 def test_garbage_and_truncated_lines_are_skipped(tmp_path):
@@ -80,3 +93,58 @@ def test_garbage_and_truncated_lines_are_skipped(tmp_path):
     fresh = S.Database(path)
     assert len(fresh.skipped) == 3 and len(fresh.records(key)) == 2
     assert fresh.top_k(f, "c", k=5) == []
+
+
+def test_progress_callable_history_and_an_executor(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+    f, seen = _func(), []
+    with ThreadPoolExecutor(2) as ex:
+        res = S.tune(f, tile_space, trials=3, executor=ex, timeout_s=30,
+                     progress=seen.append, min_repeat_ms=2)
+    assert res.trials == 3 and [n for n, _ in res.history] == [1, 2, 3]
+    assert all(s is not None and s > 0 for _, s in res.history)
+    assert all(isinstance(p, S.TuneProgress) for p in seen)
+    assert seen[-1].trials_done == 3 and seen[-1].trials_total == 3
+    assert seen[-1].best_seconds == min(s for _, s in res.history)
+    assert seen[-1].elapsed_s > 0 and seen[-1].failures == {}
+
+
+def test_a_target_kind_with_measure_is_asked_instead_of_the_clock():
+    import targets
+    from schedules.tune.measure import run_candidate
+    llvm = targets.get_target_kind("llvm")
+
+    class Cycles:  # what an accelerator kind does: a simulated cost, not the clock
+        name, passes = "tune-test-cycles", None
+        codegen, runtime, options = llvm.codegen, llvm.runtime, llvm.options
+
+        def measure(self, mod, args):
+            return 4200.0
+
+    f = _func()
+    targets.register_target(Cycles())
+    try:
+        out = []
+        run_candidate({"func": str(f), "trace": S.Schedule(f).trace.as_json(),
+                       "decisions": [], "target": "tune-test-cycles"}, out.append)
+    finally:
+        targets.unregister_target("tune-test-cycles")
+    assert out[-1] == ("ok", 4200.0, {"timing": "kind"})
+
+
+def test_an_accelerator_kind_is_registered_and_asked_in_the_child():
+    import targets
+    from schedules.tune.executor import measure_task
+    from schedules.tune.measure import kind_reference
+    from targets.accel.examples.gemm import gemm, schedule_gemm
+    from targets.accel.examples.toy_npu import toy_npu
+    targets.register_target(toy_npu, replace=True)
+    f = gemm(32)
+    out = measure_task({"func": str(f), "trace": schedule_gemm(f, tile=32).trace.as_json(),
+                        "decisions": [], "target": "toy-npu",
+                        "kind": kind_reference("toy-npu")})
+    assert out["kind"] == "ok" and out["info"]["timing"] == "kind"
+    mod = targets.build(schedule_gemm(f, tile=32), "toy-npu")
+    assert out["seconds"] == toy_npu.measure(mod, [np.ones((32, 32), "int8"),
+                                                   np.ones((32, 32), "int8"),
+                                                   np.zeros((32, 32), "int32")])

@@ -1,0 +1,154 @@
+"""The tuner's search: evolution over decisions, the cost model, features, and the
+known optimum of a synthetic space (costs from a stand-in executor, so no timing noise)."""
+
+import math
+import random
+from concurrent.futures import Executor, Future
+
+import pytest
+
+import cuvil_tir as T
+import schedules as S
+from cuvil_tir.errors import ArgumentError
+from schedules.tune.cost_model import CostModel, rank_correlation
+from schedules.tune.features import NAMES, features
+from schedules.tune.search import Search, crossover, mutate
+from schedules.tune.space import run_with_decisions
+
+TARGET = "llvm -mcpu=haswell"  # 8 float lanes, whatever the host
+
+
+def _func():
+    A = T.placeholder((16, 64), name="A")
+    return T.create_prim_func([A, T.compute((16, 64), lambda i, j: A[i, j] * 2.0,
+                                             name="B")])
+
+
+def space(sch):
+    i, j = sch.get_loops(sch.get_block("B"))
+    _, i1 = sch.split(i, sch.sample_perfect_tile(i, 2))
+    _, j1 = sch.split(j, sch.sample_perfect_tile(j, 2, max_innermost_factor=64))
+    if sch.sample_categorical([0, 1], [1, 1]):
+        sch.vectorize(j1)
+    if sch.sample_categorical([0, 1], [1, 1]):
+        sch.unroll(i1)
+
+
+def cost(decisions):
+    """Best at an inner i tile of 4 unrolled, an inner j tile of 16 vectorised: a U in
+    each tile size, as real tiles behave (too small: overhead; too big: spills)."""
+    (_, ti), (_, tj), (_, vec), (_, unroll) = decisions
+    return 1e-6 * (1 + abs(math.log2(tj[1]) - 4) + abs(math.log2(ti[1]) - 2)
+                   + 2 * (1 - vec) + 0.5 * (1 - unroll))
+
+
+class Synthetic(Executor):
+    """Returns the synthetic cost of each submitted candidate at once."""
+
+    _max_workers = 2
+
+    def __init__(self, cost=cost):
+        self.submitted, self.cost = [], cost
+
+    def submit(self, fn, payload):
+        self.submitted.append(payload["decisions"])
+        fut = Future()
+        fut.set_result({"kind": "ok", "seconds": self.cost(payload["decisions"]),
+                        "error": None, "info": {}})
+        return fut
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_finds_the_known_optimum_of_a_synthetic_space(seed):
+    ex = Synthetic()
+    res = S.tune(_func(), space, target=TARGET, trials=36, executor=ex, seed=seed,
+                 progress=False)
+    assert res.best_seconds == pytest.approx(1e-6)  # one point of the ~110 left
+    assert len(ex.submitted) <= 36 + 3  # the trials and the best three again
+    d = res.best_schedule.trace.decisions
+    assert [v for _, v in sorted(d.items())] == [[4, 4], [4, 16], 1, 1]
+
+
+def test_random_search_draws_fresh_candidates_only():
+    ex = Synthetic()
+    res = S.tune(_func(), space, target=TARGET, trials=6, executor=ex, seed=0,
+                 progress=False, guided=False, remeasure=0)
+    assert res.trials == 6 and len({str(d) for d in ex.submitted}) == 6
+
+
+def failing_space(sch):
+    i, _ = sch.get_loops(sch.get_block("B"))
+    if sch.sample_categorical([0, 1], [1, 1]):
+        sch.get_block("no_such_block")
+    sch.split(i, sch.sample_perfect_tile(i, 2))
+
+
+def test_a_candidate_that_fails_to_replay_is_counted_and_skipped():
+    ex = Synthetic(lambda decisions: 1e-6 * decisions[1][1][1])
+    res = S.tune(_func(), failing_space, target=TARGET, trials=5, executor=ex,
+                 seed=0, progress=False, remeasure=0)
+    assert res.trials == 5 and res.failures["replay"] > 0
+    assert all(d[0][1] == 0 for d in [sorted(res.best_schedule.trace.decisions.items())])
+
+
+def test_mutation_and_crossover_change_decisions_and_replay_the_space():
+    f = _func()
+    a, b = S.Schedule(f, seed=1), S.Schedule(f, seed=2)
+    space(a)
+    space(b)
+    rng = random.Random(0)
+    m = mutate(a.trace, rng)
+    assert m.decisions != a.trace.decisions and sorted(m.decisions) == sorted(
+        a.trace.decisions)
+    mixed = [d for _, d in sorted(crossover(a.trace, b.trace, rng).decisions.items())]
+    da, db = ([d for _, d in sorted(t.decisions.items())] for t in (a.trace, b.trace))
+    assert all(m in (x, y) for m, x, y in zip(mixed, da, db)) and len(mixed) == len(da)
+    again = run_with_decisions(space, f, a.trace.decisions)
+    assert T.structural_equal(again.func, a.func)
+
+
+def test_features_see_tiles_and_vectors():
+    f = _func()
+    plain = S.Schedule(f)
+    vec = run_with_decisions(space, f, [[4, 4], [4, 16], 1, 0])
+    fp, fv = features(plain, TARGET), features(vec, TARGET)
+    assert len(fp) == len(fv) == len(NAMES)
+    assert fv[NAMES.index("lanes")] > fp[NAMES.index("lanes")] == 1.0  # log2(1 + 1)
+    assert fv[NAMES.index("vector_inner")] == 1.0 and fp[NAMES.index("vector_inner")] == 0
+
+
+def test_the_cost_model_ranks_a_u_shaped_cost():
+    rng = random.Random(0)
+    xs = [[rng.uniform(0, 8), rng.uniform(0, 1)] for _ in range(60)]
+    ys = [1 + (x[0] - 4) ** 2 + 0.1 * x[1] for x in xs]
+    m = CostModel()
+    m.fit(xs[:40], ys[:40])
+    assert rank_correlation(m.predict(xs[40:]), ys[40:]) > 0.8
+
+
+def test_search_proposes_unseen_candidates_only():
+    f = _func()
+    s = Search(f, space, TARGET, rng=random.Random(0))
+    seen: set = set()
+    first = s.propose(4, seen)
+    assert len(first) == 4 and len({k for _, k in first}) == 4
+    assert not {k for _, k in s.propose(4, seen)} & {k for _, k in first}
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ArgumentError, match="executor: expected a concurrent.futures"):
+        S.tune(_func(), space, trials=1, executor=object(), progress=False)
+    with pytest.raises(ArgumentError, match="trials: expected an int >= 0"):
+        S.tune(_func(), space, trials=-1, progress=False)
+    with pytest.raises(ArgumentError, match="timeout_s: expected seconds > 0"):
+        S.tune(_func(), space, trials=1, timeout_s=0, progress=False)
+
+
+def test_a_resumed_database_trains_the_model_before_the_first_batch(tmp_path):
+    path = tmp_path / "t.jsonl"
+    S.tune(_func(), space, target=TARGET, trials=6, executor=Synthetic(), database=path,
+           progress=False, remeasure=0)
+    s = Search(_func(), space, TARGET, rng=random.Random(0))
+    assert not s.model.trained
+    s.observe(S.Database(path).records())
+    assert s.model.trained and len(s.population()) == 6
