@@ -155,3 +155,15 @@ ALL = {
     "conv2d_nchw": conv2d_nchw,
     "softmax": softmax,
 }
+
+
+def load_script(relative_path: str):
+    """A repository script (``benchmarks/run.py``, ``tutorials/04_...py``) imported as a
+    module, without running its ``__main__`` part."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / relative_path
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

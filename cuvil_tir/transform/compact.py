@@ -82,6 +82,10 @@ def _descend(body, buf):
             if len(users) != 1:
                 return loops, node
             node = users[0]
+        elif isinstance(node, Allocate) and node.buffer is not buf:
+            # another buffer's allocation (a packed copy from cache_read allocated
+            # next to a cache_write's tile): its scope does not bound ours
+            node = node.body
         else:
             return loops, node
 

@@ -62,7 +62,8 @@ class PassContext:
     features, memories) reads ``PassContext.current().target``, never the host.
     ``target`` is whatever the caller lowers for (a ``targets.Target`` when lowering
     through ``targets.build`` or ``T.lower(f, target)``); ``None`` means target-blind.
-    A nested context without a target inherits the enclosing one's.  Entering a context when none is active also reads
+    A nested context without a target inherits the enclosing one's, and the
+    enclosing ``config`` entries it does not set itself.  Entering a context when none is active also reads
     ``CUVIL_PASS_TIMING`` / ``CUVIL_DUMP_IR`` (see the module docstring).
 
     Example::
@@ -114,6 +115,8 @@ class PassContext:
             self.outer_instruments = s[-1].outer_instruments + s[-1].instruments
             if self.target is None:
                 self.target = s[-1].target
+            # ... and the options set around it (its own win)
+            self.config = {**s[-1].config, **self.config}
         s.append(self)
         for ins in self.instruments + self.env_instruments:
             ins.enter_pass_ctx()

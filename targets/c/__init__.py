@@ -59,7 +59,8 @@ def c_pipeline() -> list:
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in c_pipeline()]  # doctest: +NORMALIZE_WHITESPACE
         ['plan_buffer_allocation', 'lower_blocks', 'compact_local_buffers',
-         'flatten_buffers', 'simplify', 'unroll_loops', 'simplify', 'verify']
+         'flatten_buffers', 'loop_partition', 'simplify', 'unroll_loops', 'simplify',
+         'verify']
     """
     return [p for p in llvm_pipeline() if p is not vectorize_for_host]
 

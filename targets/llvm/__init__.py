@@ -10,7 +10,8 @@ is opt-in too: float32 vector ``exp`` runs inline (:mod:`targets.llvm.vector_mat
 within 1 ulp) instead of one libm call per lane).
 
 Lowering: :func:`llvm_pipeline` -- the default pipeline plus local-buffer
-compaction, loop vectorization at the host's vector width, and full unrolling of
+compaction, loop partitioning (guard-free main ranges of non-dividing splits), loop
+vectorization at the host's vector width, and full unrolling of
 ``unrolled`` loops (so small ``local`` buffers live in registers).
 
 Registered with :func:`targets.register_target`, the public path every backend uses.
@@ -29,6 +30,7 @@ from cuvil_tir.errors import TargetError
 from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify
 from cuvil_tir.transform.compact import compact_local_buffers
 from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
+from cuvil_tir.transform.loop_partition import loop_partition
 from cuvil_tir.transform.unroll import unroll_loops
 from cuvil_tir.transform.vectorize import vectorize_loops
 
@@ -112,22 +114,23 @@ vectorize_for_host.pass_name = "vectorize_loops"
 
 def llvm_pipeline() -> list:
     """The default pipeline after ``plan_buffer_allocation``, with
-    ``compact_local_buffers`` before
-    ``flatten_buffers`` and ``vectorize_loops``, ``unroll_loops``, ``simplify`` after
-    its ``simplify``.
+    ``compact_local_buffers`` before ``flatten_buffers``, ``loop_partition`` before its
+    ``simplify``, and ``vectorize_loops``, ``unroll_loops``, ``simplify`` after it.
 
     Example::
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in llvm_pipeline()]  # doctest: +NORMALIZE_WHITESPACE
         ['plan_buffer_allocation', 'lower_blocks', 'compact_local_buffers',
-         'flatten_buffers', 'simplify', 'vectorize_loops', 'unroll_loops', 'simplify',
-         'verify']
+         'flatten_buffers', 'loop_partition', 'simplify', 'vectorize_loops',
+         'unroll_loops', 'simplify', 'verify']
     """
     out = [plan_buffer_allocation]
     for p in default_pipeline():
         if p is flatten_buffers:
             out.append(compact_local_buffers)
+        if p is simplify:
+            out.append(loop_partition)        # guard-free hot loops, tails for simplify
         out.append(p)
         if p is simplify:
             out.extend([vectorize_for_host, unroll_loops, simplify])

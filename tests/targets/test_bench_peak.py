@@ -1,20 +1,15 @@
 """benchmarks/run.py's peak kernel is as wide as the target's vectors (issue 10 §0)."""
-import importlib.util
-import os
 import re
 
 import pytest
 
 import targets
 from targets.llvm import cpu_info
+from tests.workloads import load_script
 
 
 def _bench():
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "run.py")
-    spec = importlib.util.spec_from_file_location("bench_run", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/run.py")
 
 
 @pytest.mark.parametrize("mcpu, width", [("x86-64", 4), ("haswell", 8),
