@@ -88,7 +88,7 @@ def tune_budget(func, target, db, trials, minutes, timeout_s):
     database resumes between chunks: nothing is measured twice)."""
     workload = workload_key(func, target)
     t0 = time.perf_counter()
-    chunk, seed, pruned = 32, 0, 0
+    chunk, seed, pruned = 8, 0, 0      # small chunks: the time limit is checked between them
     while True:
         have = len(S.Database(db).records(workload))
         left = trials - have

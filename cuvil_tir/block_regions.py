@@ -139,13 +139,23 @@ class _Collect(Visitor):
         blk = br.block
         self.local.update(id(b) for b in blk.alloc_buffers)
         vmap = {iv.var: v for iv, v in zip(blk.iter_vars, br.iter_values)}
-        for regions, write in ((blk.reads, False), (blk.writes, True)):
-            for r in regions:
-                if id(r.buffer) in self.local:
-                    continue
-                rs = [Range(substitute(x.min, vmap), substitute(x.extent, vmap))
-                      for x in r.region]
-                self.relax(r.buffer, rs, write, f"{to_text(r)} (block '{blk.name}')")
+        # under a T.where the bindings overshoot (a non-dividing split): the iter vars'
+        # domains, which the predicate keeps them in, bound the regions instead
+        predicated = not (isinstance(br.predicate, IntImm) and br.predicate.value)
+        doms = {iv.var: iv.dom for iv in blk.iter_vars} if predicated else {}
+        self.loops.update(doms)
+        try:
+            for regions, write in ((blk.reads, False), (blk.writes, True)):
+                for r in regions:
+                    if id(r.buffer) in self.local:
+                        continue
+                    rs = list(r.region) if predicated else [
+                        Range(substitute(x.min, vmap), substitute(x.extent, vmap))
+                        for x in r.region]
+                    self.relax(r.buffer, rs, write, f"{to_text(r)} (block '{blk.name}')")
+        finally:
+            for v in doms:
+                del self.loops[v]
 
 
 def block_accesses(block: Block) -> list[Access]:

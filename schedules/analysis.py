@@ -83,6 +83,71 @@ def stmt_path(func, rv, primitive: str) -> tuple:
                          f"expected a LoopRV or a BlockRV, got {rv!r}")
 
 
+def quasi_affine(e) -> bool:
+    """Whether an index expression is quasi-affine: constants and variables combined by
+    ``+``, ``-``, products with a constant, and ``//`` / ``%`` by a positive constant.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i, k = T.var("i"), T.var("k")
+        >>> quasi_affine(i * 4 + k // 2), quasi_affine(k * k // 2)
+        (True, False)
+    """
+    from cuvil_tir.expr import Add, Cast, FloorDiv, FloorMod, Mul, Sub
+    if isinstance(e, (IntImm, Var)):
+        return True
+    if isinstance(e, (Add, Sub)):
+        return quasi_affine(e.a) and quasi_affine(e.b)
+    if isinstance(e, Mul):
+        return (isinstance(e.a, IntImm) and quasi_affine(e.b)) or \
+            (isinstance(e.b, IntImm) and quasi_affine(e.a))
+    if isinstance(e, (FloorDiv, FloorMod)):
+        return isinstance(e.b, IntImm) and e.b.value > 0 and quasi_affine(e.a)
+    if isinstance(e, Cast):
+        return quasi_affine(e.value)
+    return False
+
+
+def non_affine_block(stmt, loop_vars=None):
+    """``(block name, why)`` of the first block under ``stmt`` whose bindings (or
+    predicate) are not quasi-affine in the loop variables, or None.  Primitives that
+    reorder or parallelise iterations rely on each iteration writing its own element,
+    which a binding such as ``i * j % 8`` does not give.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> non_affine_block(f.body.block.body) is None
+        True
+    """
+    from cuvil_tir.expr import And, Not, Or
+    from cuvil_tir.expr import EQ, GE, GT, LE, LT, NE
+
+    def affine_pred(c):
+        if isinstance(c, IntImm):
+            return True
+        if isinstance(c, (And, Or)):
+            return affine_pred(c.a) and affine_pred(c.b)
+        if isinstance(c, Not):
+            return affine_pred(c.a)
+        if isinstance(c, (LT, LE, GT, GE, EQ, NE)):
+            return quasi_affine(c.a) and quasi_affine(c.b)
+        return False
+
+    for br in tree.blocks_under(stmt):
+        for iv, val in zip(br.block.iter_vars, br.iter_values):
+            if not quasi_affine(val):
+                return br.block.name, (f"binds {iv.var.name} to {val}, which is not "
+                                       "quasi-affine in its loops")
+        if not affine_pred(br.predicate):
+            return br.block.name, (f"has the predicate {br.predicate}, which is not a "
+                                   "condition on quasi-affine expressions")
+    return None
+
+
 def fresh_name(base: str, taken) -> str:
     """``base``, or ``base_1``, ``base_2`` ... the first not in ``taken``: the one way
     primitives name the blocks and buffers they create.

@@ -205,6 +205,32 @@ def create_prim_func(args, name: str = "main") -> PrimFunc:
     root = Block("root", (), (), (), seq(*nests), None, tuple(allocs))
     body = BlockRealize((), const(True), root)
     params = tuple(a.buffer if isinstance(a, Tensor) else a for a in args)
+    _check_sizes_bound(params, body, allocs)
     return PrimFunc(params, body, {"global_symbol": name})
+
+
+def _check_sizes_bound(params, body, allocs) -> None:
+    """Every size var the stages use must be bound by a parameter: a buffer parameter's
+    shape (the caller's array gives its value) or a scalar parameter.  Otherwise the
+    function has a size nothing can give a value, and would fail only when built."""
+    from ..expr import SizeVar
+    from ..visitor import used_vars
+    bound = set()
+    for p in params:
+        for v in used_vars(p) if isinstance(p, Var) else \
+                [u for d in p.shape for u in used_vars(d)]:
+            bound.add(id(v))
+    seen = used_vars(body) + [u for b in allocs for d in b.shape for u in used_vars(d)]
+    for v in seen:
+        if isinstance(v, SizeVar) and id(v) not in bound:
+            users = [b.name for b in allocs if any(u is v for d in b.shape
+                                                   for u in used_vars(d))]
+            where = f" (the shape of {', '.join(users)})" if users else ""
+            raise ShapeError(f"create_prim_func: the size var {v.name!r} is used"
+                             f"{where} but no parameter binds it: expected it in the "
+                             "shape of an argument tensor or as a scalar argument. Add "
+                             f"the tensor whose shape holds {v.name!r} to the argument "
+                             f"list, or pass {v.name!r} itself: "
+                             f"T.create_prim_func([..., {v.name}])")
 
 

@@ -3,8 +3,9 @@
 ``index_map`` is a Python lambda over the buffer's indices returning the new indices,
 e.g. ``lambda i, j: (i // 16, j, i % 16)``.  The buffer's new shape is the bounding
 box of the map's image; every load, store and region of the buffer in the function is
-rewritten.  Only buffers allocated inside the function may change layout: a parameter's
-layout is fixed by the caller (``cache_read``/``cache_write`` it first).
+rewritten.  A layout with padding (a bounding box larger than the buffer) may be given
+a ``pad_value`` to fill it; a parameter may change layout too (its caller then passes
+the new layout).
 
 Example::
 
@@ -30,13 +31,14 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import (Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Sub, Var,
                             as_expr, const)
-from cuvil_tir.stmt import Allocate, Block, BufferRegion, Range
+from cuvil_tir.stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, For,
+                            IterVar, Range, SeqStmt)
 from cuvil_tir.visitor import Mutator, substitute
 
 from cuvil_tir.analysis import tree
 from ..errors import ScheduleArgumentError, schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
-from .reduction import resolve_block
+from .reduction import insert_before, resolve_block
 
 #: maps over at most this many points are checked exhaustively (exact shape, one-to-one)
 ENUMERATE_LIMIT = 1 << 22
@@ -119,13 +121,15 @@ def _new_shape(buf, params, exprs):
                                          f"(from {x}) for buffer {buf.name!r}")
                 new.append(const(int(v.max()) + 1 if size else 0, "int32"))
             if size:
-                points = np.stack(vals, axis=1)
-                uniq = np.unique(points, axis=0)
-                if len(uniq) != size:
+                # one linear key per point, sorted: far cheaper than a row-wise
+                # np.unique on the millions of points of a big buffer
+                keys = np.sort(np.ravel_multi_index(vals, [int(n.value) for n in new]))
+                positions = 1 + int(np.count_nonzero(np.diff(keys)))
+                if positions != size:
                     raise schedule_error(LayoutError, "transform_layout",
                                          f"index_map is not one-to-one on buffer "
                                          f"{buf.name!r} of shape {shape}: {size} elements "
-                                         f"map to {len(uniq)} positions")
+                                         f"map to {positions} positions")
             return tuple(new)
     ranges = {p: Range(const(0, s.dtype), s) for p, s in zip(params, buf.shape)}
     new = []
@@ -195,12 +199,60 @@ class _Relayout(Mutator):
         return BufferRegion(self.new, tuple(out))
 
 
+def _pad_check(buf, new_shape, pad_value, func, blk):
+    """The number of padding elements (those of the new layout no old index maps to).
+    Without a ``pad_value`` they are left unwritten: packing recipes read whole padded
+    tiles and discard the extra lanes, so padding alone is not refused."""
+    old = [s.value if isinstance(s, IntImm) else None for s in buf.shape]
+    new = [s.value if isinstance(s, IntImm) else None for s in new_shape]
+    if None in old or None in new or pad_value is None:
+        return 0
+    return max(0, int(np.prod(new)) - int(np.prod(old)))
+
+
+def _fill(new_buf, pad_value):
+    """A loop nest and block ``<buffer>_pad`` writing ``pad_value`` everywhere in
+    ``new_buf``; placed before the buffer's writers, which then overwrite the image of
+    the map, so only the padding keeps it."""
+    loops = [Var(f"ax{d}", "int32") for d in range(new_buf.ndim)]
+    ivs = [IterVar(Var(f"v{d}", "int32"), Range(const(0, "int32"), n), "spatial")
+           for d, n in enumerate(new_buf.shape)]
+    idx = tuple(iv.var for iv in ivs)
+    store = BufferStore(new_buf, as_expr(pad_value, new_buf.dtype), idx)
+    region = BufferRegion(new_buf, tuple(Range(v, const(1, "int32")) for v in idx))
+    stmt = BlockRealize(tuple(loops), const(True),
+                        Block(f"{new_buf.name}_pad", tuple(ivs), (), (region,), store))
+    for v, n in reversed(list(zip(loops, new_buf.shape))):
+        stmt = For(v, const(0, "int32"), n, "serial", stmt)
+    return stmt
+
+
+def _written(func, buf) -> bool:
+    return any(isinstance(s, Block) and any(w.buffer is buf for w in s.writes)
+               or isinstance(s, BufferStore) and s.buffer is buf
+               for _, s in tree.walk(func))
+
+
+def _scope_body_path(func, buf) -> tuple:
+    """The path of the body of the block allocating ``buf`` (the root for a parameter)."""
+    for path, s in tree.walk(func):
+        if isinstance(s, Block) and any(b is buf for b in s.alloc_buffers):
+            return path + ("body",)
+    return ("block", "body")
+
+
 @primitive("transform_layout", block=BLOCK, buffer_index=INDEX, index_map=INDEX_MAP,
            buffer_index_type=STR)
 def transform_layout(func, block, buffer_index: int, index_map,
-                     buffer_index_type: str = "write"):
+                     buffer_index_type: str = "write", pad_value=None):
     """Re-lay out ``block``'s buffer through ``index_map`` (a lambda over its
     indices returning the new indices); every access is rewritten.
+
+    The new shape is the bounding box of the map's image.  When the box holds more
+    elements than the buffer (``i -> (i // 7, i % 7)`` on 30 elements gives 5 x 7),
+    ``pad_value`` fills the padding before the buffer's writers run (without it the
+    padding is left unwritten).  A function parameter may change layout too (the caller then passes
+    arrays in the new layout).
 
     Before/after ``transform_layout(B, 0, lambda i, j: (j, i))``::
 
@@ -210,13 +262,16 @@ def transform_layout(func, block, buffer_index: int, index_map,
     Example::
 
         >>> import cuvil_tir as T
-        >>> from schedules.handles import BlockRV
-        >>> A = T.placeholder((4, 4), name="A")
-        >>> B = T.compute((4, 4), lambda i, j: A[i, j], name="B")
-        >>> f = T.create_prim_func([A, T.compute((4, 4), lambda i, j: B[i, j], name="C")])
-        >>> g, _ = transform_layout(f, BlockRV("C"), 0, lambda i, j: (j, i), "read")
-        >>> g.body.block.alloc_buffers[0].name
-        'B'
+        >>> import schedules as S
+        >>> A = T.placeholder((30,), name="A")
+        >>> B = T.compute((30,), lambda i: A[i] * 2.0, name="B")
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((30,), lambda i: B[i],
+        ...                                                   name="C")]))
+        >>> sch.transform_layout("B", 0, lambda i: (i // 8, i % 8), pad_value=0.0)
+        >>> [int(s) for s in sch.func.body.block.alloc_buffers[0].shape]
+        [4, 8]
+        >>> [b.name for b in sch.get_child_blocks("root")]
+        ['B_pad', 'B', 'C']
     """
     prim = "transform_layout"
     bpath = resolve_block(func, block, prim)
@@ -225,32 +280,40 @@ def transform_layout(func, block, buffer_index: int, index_map,
         raise schedule_error(ScheduleArgumentError, prim,
                              f"buffer_index_type must be 'read' or 'write', found "
                              f"{buffer_index_type!r}")
+    if pad_value is not None and (isinstance(pad_value, bool) or
+                                  not isinstance(pad_value, (int, float))):
+        raise schedule_error(ScheduleArgumentError, prim, f"option 'pad_value' to "
+                             f"transform_layout: expected an int or a float, found "
+                             f"{pad_value!r}")
     regions = blk.writes if buffer_index_type == "write" else blk.reads
     if not isinstance(buffer_index, int) or not 0 <= buffer_index < len(regions):
         raise schedule_error(ScheduleArgumentError, prim,
                              f"block {blk.name!r} has {len(regions)} {buffer_index_type} "
                              f"buffer(s) {[r.buffer.name for r in regions]}; "
                              f"buffer_index {buffer_index!r} is out of range")
-    if not callable(index_map):
-        raise schedule_error(ScheduleArgumentError, prim,
-                             f"index_map must be a lambda over the buffer's indices, found "
-                             f"{index_map!r}")
     buf = regions[buffer_index].buffer
-    if any(p is buf for p in func.params):
-        raise schedule_error(LayoutError, prim,
-                             f"buffer {buf.name!r} is a parameter of the function: its "
-                             "layout is fixed by the caller; stage it through a copy with "
-                             "cache_read / cache_write first and transform the copy", func,
-                             blk)
-    if not _allocated(func, buf):
+    is_param = any(p is buf for p in func.params)
+    if not is_param and not _allocated(func, buf):
         raise schedule_error(LayoutError, prim,
                              f"buffer {buf.name!r} is not allocated in the function "
                              "(no alloc_buffers / Allocate holds it)", func, blk)
     params, exprs = _apply_map(index_map, buf.ndim, buf.name)
     new_buf = Buffer(_new_shape(buf, params, exprs), buf.dtype, buf.name, (), buf.scope,
                      buf.align)
+    padding = _pad_check(buf, new_buf.shape, pad_value, func, blk)
     body = _Relayout(buf, new_buf, params, exprs).visit(func.body)
-    return func.with_body(body), None
+    if is_param:
+        g = type(func)(tuple(new_buf if p is buf else p for p in func.params), body,
+                       func.attrs)
+    else:
+        g = func.with_body(body)
+    if padding and _written(g, new_buf):
+        path = _scope_body_path(g, new_buf)
+        inner = tree.get(g, path)
+        if isinstance(inner, SeqStmt):
+            path = path + (("seq", 0),)
+        g = insert_before(g, path, _fill(new_buf, pad_value))
+    return g, None
 
 
 __all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from cuvil_tir.stmt import Block, BlockRealize, For, THREAD_TAGS
 
 from cuvil_tir.analysis import tree
-from ..analysis import const_int, loop_path, reduction_block, stmt_path
+from ..analysis import const_int, loop_path, non_affine_block, reduction_block, stmt_path
 from ..errors import (AnnotationError, NonConstantExtentError, ReductionLoopError,
                       ScheduleArgumentError, schedule_error)
 from ..dependence import carried_dependence
@@ -46,6 +46,12 @@ def _set_kind(func, loop, name: str, kind: str):
                                  "are not independent; use rfactor first, or pick a "
                                  "spatial loop", func, node)
     if kind in ("parallel", "vectorized"):
+        bad = non_affine_block(node.body)
+        if bad is not None:
+            raise schedule_error(LoopCarriedError, name, f"block {bad[0]!r} under loop "
+                                 f"{node.loop_var.name} {bad[1]}: different iterations "
+                                 f"may write one element, so {name} cannot prove them "
+                                 "independent. Keep the loop serial", func, node)
         why = carried_dependence(func, path)
         if why is not None:
             raise schedule_error(LoopCarriedError, name, f"{why}; {name} needs "

@@ -163,7 +163,8 @@ def make_init_nest(realize: BlockRealize, loops: list, name: str, suffix: str = 
         ivs.append(IterVar(nv, iv.dom, iv.kind))
     writes = tuple(substitute(w, bmap) for w in blk.writes)
     body = substitute(blk.init, bmap)
-    init_blk = Block(name, tuple(ivs), (), writes, body)
+    # the init is part of the block: its annotations (pragmas, tuning hints) stay
+    init_blk = Block(name, tuple(ivs), (), writes, body, None, (), blk.annotations)
     values = tuple(substitute(v, lmap) for _, v in spatial)
     stmt = BlockRealize(values, all_of(substitute(c, lmap) for c in kept), init_blk)
     for l in reversed(loops):
@@ -260,6 +261,11 @@ def reducer_of(blk: Block, prim: str, func=None):
                     and _is_identity(name, init.value)):
                 raise refuse(f"has init {init} which is not the identity of its {name} "
                              "reduction; only identity inits can be factored")
+            if not same(init.indices, st.indices):
+                raise refuse(f"initialises {init.buffer.name}"
+                             f"[{', '.join(map(str, init.indices))}] but updates "
+                             f"{st.buffer.name}[{', '.join(map(str, st.indices))}]: the "
+                             "init and the update must store at the same indices")
             return name, rhs
     raise refuse(f"has body {st}; no recognised combiner (expected C = C + x, C * x, "
                  "T.max(C, x) or T.min(C, x))")
@@ -378,6 +384,7 @@ def rfactor(func, loop, factor_axis: int = 0):
                              f"{blk.name!r} (no reduce iter var uses it); pass one of "
                              "the loops its reduce iter vars are bound to", func, rf_loop)
     above = tree.loops_above(func, bpath)
+    _check_rfactor_block(func, realize, [l for _, l in above], rf_loop)
     top_path, top = above[0]
     if len(tree.blocks_under(top)) != 1:
         raise schedule_error(LoopNestError, prim,
@@ -477,6 +484,52 @@ def rfactor(func, loop, factor_axis: int = 0):
     g = tree.replace(g, scope_path, BlockRealize(scope.iter_values, scope.predicate,
                                                  new_scope))
     return g, BlockRV(rf_name)
+
+
+def _check_rfactor_block(func, realize, loops, rf_loop) -> None:
+    """TensorIR's conditions on the block rfactor factors: quasi-affine reduction
+    bindings, a write that no reduction variable indexes (the block *dominates* its
+    output element), serial reduction loops, and no loop driving both a spatial and a
+    reduction iter var (its iterations would be split between the two blocks)."""
+    from ..analysis import quasi_affine
+    blk = realize.block
+
+    def refuse(cls, why, node=None):
+        return schedule_error(cls, "rfactor", f"block {blk.name!r} {why}", func,
+                              node if node is not None else blk)
+
+    reduce_vars = {id(iv.var) for iv in blk.iter_vars if iv.kind == "reduce"}
+    loop_ids = {id(l.loop_var): l for l in loops}
+    kinds_of = {}
+    for iv, val in zip(blk.iter_vars, realize.iter_values):
+        if iv.kind == "reduce" and not quasi_affine(val):
+            raise refuse(NotReductionError, f"binds the reduction variable {iv.var.name} "
+                         f"to {val}, which is not quasi-affine in its loops (only "
+                         "+, -, * by a constant, // and % by a constant); rfactor cannot "
+                         "tell which partial result each iteration feeds")
+        for u in used_vars(val):
+            if id(u) in loop_ids:
+                kinds_of.setdefault(id(u), set()).add(iv.kind)
+    st = blk.body
+    for k, idx in enumerate(st.indices):
+        hit = [v.name for v in used_vars(idx) if id(v) in reduce_vars]
+        if hit:
+            raise refuse(NotReductionError, f"writes {st.buffer.name}"
+                         f"[{', '.join(map(str, st.indices))}], indexed by the reduction "
+                         f"variable {hit[0]}: each reduction step writes another element, "
+                         "so the block does not reduce into one element (not dominant)")
+    for lid, kinds in kinds_of.items():
+        loop = loop_ids[lid]
+        if "reduce" in kinds and loop.kind not in ("serial", "unrolled"):
+            raise refuse(ReductionLoopError, f"has the reduction loop "
+                         f"{loop.loop_var.name} marked {loop.kind!r}: rfactor needs the "
+                         "reduction loops serial (rfactor first, then parallelize the "
+                         "rfactor loop)", loop)
+        if {"spatial", "reduce"} <= kinds:
+            raise refuse(LoopNestError, f"has the loop {loop.loop_var.name} driving both "
+                         "a spatial and a reduction iter var (it was fused from both "
+                         "kinds): the partial results of one output element would be "
+                         "spread over it. Split or reorder before fusing", loop)
 
 
 def _check_slots_visited(func, realize, rf_loop, loops):

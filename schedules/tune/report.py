@@ -219,7 +219,7 @@ def curve_text(result_or_history, width: int = 60, height: int = 12) -> str:
 
     def row(s):
         if top == bottom:
-            return 0
+            return height - 1
         if logscale:
             f = (math.log(top) - math.log(s)) / (math.log(top) - math.log(bottom))
         else:

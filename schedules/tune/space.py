@@ -239,10 +239,13 @@ def _tile_reduction(sch, name, machine) -> set:
                for lp in spatial]
     vec = _vector_axis(extents, lanes)
     axes = [n for n in range(len(spatial)) if n != vec] + ([vec] if vec is not None else [])
+    # a register tile row needs a vector register per accumulator, so rows beyond the
+    # registers left for one operand vector and a broadcast are never worth sampling
+    rows = max(1, machine.vector_registers - 3)
     factors = {n: sch.sample_perfect_tile(
-        spatial[n], 3, max_innermost_factor=4 * lanes if n == vec else 16) for n in axes}
+        spatial[n], 3, max_innermost_factor=4 * lanes if n == vec else rows) for n in axes}
     s_tiles = [sch.split(spatial[n], factors[n]) for n in axes]
-    r_tiles = [sch.split(lp, sch.sample_perfect_tile(lp, 2, max_innermost_factor=512))
+    r_tiles = [sch.split(lp, sch.sample_perfect_tile(lp, 2, max_innermost_factor=256))
                for lp, k in zip(loops, kinds) if k == "reduce"]
     # S0 starts with the vector axis's outer loop (the column panels), which runs in
     # parallel: fusing the S0 loops instead would index the accumulator through // and

@@ -48,9 +48,55 @@ def test_split_layout_rewrites_producer_and_consumer():
 def test_padded_layout_shape_is_the_bounding_box():
     f = chain(30)
     sch = S.Schedule(f)
-    sch.transform_layout(sch.get_block("C"), 0, lambda i: (i // 7, i % 7), "read")
+    sch.transform_layout(sch.get_block("C"), 0, lambda i: (i // 7, i % 7), "read",
+                         pad_value=0.0)
     assert [s.value for s in sch.func.body.block.alloc_buffers[0].shape] == [5, 7]
     check_chain(sch, 30)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_pad_value_must_be_a_number():
+    f = chain(30)
+    sch = S.Schedule(f)
+    assert_refused(sch, lambda: sch.transform_layout("C", 0, lambda i: (i // 7, i % 7),
+                                                     "read", pad_value="zero"),
+                   r"option 'pad_value' to transform_layout: expected an int or a float, "
+                   r"found 'zero'", ScheduleArgumentError)
+
+
+def test_pad_value_fills_the_padding_of_an_intermediate_before_its_writer():
+    f = chain(30)
+    sch = S.Schedule(f)
+    sch.transform_layout("B", 0, lambda i: (i // 8, i % 8), pad_value=-1.0)
+    pad = block(sch, "B_pad")
+    assert [r.buffer.name for r in pad.writes] == ["B"]
+    assert [b.name for b in sch.get_child_blocks("root")] == ["B_pad", "B", "C"]
+    check_chain(sch, 30)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_transform_layout_of_an_output_parameter_with_padding():
+    f = chain(30)
+    sch = S.Schedule(f)
+    sch.transform_layout("C", 0, lambda i: (i // 8, i % 8), pad_value=7.0)
+    out = sch.func.params[1]
+    assert out.name == "C" and [s.value for s in out.shape] == [4, 8]
+    a = np.arange(30, dtype="float32")
+    c = run(sch, [a, np.zeros((4, 8), "float32")])[1]
+    np.testing.assert_array_equal(c.ravel()[:30], a * 2 + 1)
+    np.testing.assert_array_equal(c.ravel()[30:], [7.0, 7.0])
+    verify_trace_roundtrip(sch, f)
+
+
+def test_transform_layout_of_an_input_parameter():
+    f = chain(32)
+    sch = S.Schedule(f)
+    sch.transform_layout("B", 0, lambda i: (i % 8, i // 8), "read")
+    inp = sch.func.params[0]
+    assert [s.value for s in inp.shape] == [8, 4]
+    a = np.arange(32, dtype="float32")
+    out = run(sch, [a.reshape(4, 8).T.copy(), np.zeros(32, "float32")])[1]
+    np.testing.assert_array_equal(out, a * 2 + 1)
     verify_trace_roundtrip(sch, f)
 
 
@@ -75,15 +121,6 @@ def test_three_dim_tiled_layout_after_split():
     assert [s.value for s in sch.func.body.block.alloc_buffers[0].shape] == [4, 4, 4]
     check_chain(sch, 64)
     verify_trace_roundtrip(sch, f)
-
-
-def test_refuses_parameter_buffer():
-    f = chain()
-    sch = S.Schedule(f)
-    c = sch.get_block("C")
-    assert_refused(sch, lambda: sch.transform_layout(c, 0, lambda i: (i // 8, i % 8)),
-                   "transform_layout: buffer 'C' is a parameter of the function.*"
-                   "cache_read / cache_write first", LayoutError)
 
 
 def test_refuses_non_injective_map_and_wrong_arity():

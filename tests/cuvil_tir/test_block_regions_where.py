@@ -1,0 +1,38 @@
+"""The declared-region check of an outer block bounds a predicated inner block by its
+iter var domains (its T.where keeps the overshooting bindings of a split inside)."""
+
+import numpy as np
+import pytest
+
+import cuvil_tir as T
+
+TEXT = '''@T.prim_func
+def main(X: T.Buffer((10,), "float32"), Y: T.Buffer((10,), "float32")):
+    with T.block("Y_o"):
+        T.reads(X[0:END])
+        T.writes(Y[0:10])
+        for i_0 in T.serial(3):
+            for i_1 in T.serial(4):
+                with T.block("Y"):
+                    v_i = T.axis.spatial(10, i_0 * 4 + i_1)
+                    T.where(i_0 * 4 + i_1 < 10)
+                    T.reads(X[v_i])
+                    T.writes(Y[v_i])
+                    Y[v_i] = X[v_i] * T.float32(2)
+'''
+
+
+def test_a_predicated_inner_block_within_the_outer_region_parses():
+    f = T.parse(TEXT.replace("END", "10"))
+    assert T.structural_equal(T.parse(str(f)), f)
+    x = np.arange(10, dtype="float32")
+    y = np.zeros(10, "float32")
+    T.interpret(f, x, y)
+    np.testing.assert_array_equal(y, x * 2)
+
+
+def test_an_inner_block_beyond_the_outer_region_is_still_refused():
+    with pytest.raises(T.ParseError, match=r"block 'Y_o' reads X\[v_i\] \(block 'Y'\) "
+                       r"outside its declared T.reads\(X\[0:8\]\): dimension 0 reaches 9, "
+                       r"past the declared end 7"):
+        T.parse(TEXT.replace("END", "8"))

@@ -1,0 +1,73 @@
+"""reorder and parallel refuse blocks whose bindings or predicates are not quasi-affine:
+two iterations may write one element, so the order of iterations may matter."""
+
+import numpy as np
+import pytest
+
+import cuvil_tir as T
+import schedules as S
+from schedules.errors import LoopCarriedError, LoopNestError
+from tests.schedules.testing import assert_refused, run, verify_trace_roundtrip
+
+NON_AFFINE_BINDING = '''@T.prim_func
+def main(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8,), "float32")):
+    for i in T.serial(8):
+        for j in T.serial(8):
+            with T.block("B"):
+                v = T.axis.spatial(8, i * j % 8)
+                w = T.axis.spatial(8, j)
+                T.reads(A[v, w])
+                T.writes(B[v])
+                B[v] = A[v, w]
+'''
+
+NON_AFFINE_PREDICATE = '''@T.prim_func
+def main(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
+    for i in T.serial(8):
+        for j in T.serial(8):
+            with T.block("B"):
+                v, w = T.axis.remap("SS", [i, j])
+                T.where(i * j < 20)
+                T.reads(A[v, w])
+                T.writes(B[v, w])
+                B[v, w] = A[v, w]
+'''
+
+
+def test_reorder_refuses_a_non_affine_binding():
+    f = T.parse(NON_AFFINE_BINDING)
+    sch = S.Schedule(f)
+    i, j = sch.get_loops("B")
+    assert_refused(sch, lambda: sch.reorder(j, i), r"reorder: block 'B' binds v to "
+                   r"i \* j % 8, which is not quasi-affine in its loops: the order of its "
+                   r"iterations may matter", LoopNestError)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_reorder_refuses_a_non_affine_predicate_and_accepts_an_affine_one():
+    f = T.parse(NON_AFFINE_PREDICATE)
+    sch = S.Schedule(f)
+    i, j = sch.get_loops("B")
+    assert_refused(sch, lambda: sch.reorder(j, i), r"reorder: block 'B' has the "
+                   r"predicate i \* j < 20, which is not a condition on quasi-affine "
+                   r"expressions", LoopNestError)
+    # a split's guard is affine: reorder over it stays legal and exact
+    A = T.placeholder((10, 4), name="A")
+    g = T.create_prim_func([A, T.compute((10, 4), lambda a, b: A[a, b] + 1.0, name="C")])
+    sch = S.Schedule(g)
+    a, b = sch.get_loops("C")
+    ao, ai = sch.split(a, [None, 4])
+    sch.reorder(ai, b, ao)
+    x = np.arange(40, dtype="float32").reshape(10, 4)
+    np.testing.assert_array_equal(run(sch, [x, np.zeros((10, 4), "float32")])[1], x + 1)
+    verify_trace_roundtrip(sch, g)
+
+
+@pytest.mark.parametrize("prim", ["parallel", "vectorize"])
+def test_parallel_and_vectorize_refuse_a_non_affine_binding(prim):
+    f = T.parse(NON_AFFINE_BINDING)
+    sch = S.Schedule(f)
+    i, _ = sch.get_loops("B")
+    assert_refused(sch, lambda: getattr(sch, prim)(i), rf"{prim}: block 'B' under loop i "
+                   r"binds v to i \* j % 8, which is not quasi-affine in its loops: "
+                   r"different iterations may write one element", LoopCarriedError)
