@@ -23,6 +23,7 @@ from .buffer import Buffer, decl_buffer
 from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate,
                    For, IfThenElse, IterVar, LetStmt, Range, SeqStmt, Stmt, seq)
 from .function import PrimFunc
+from .ir_module import IRModule, parallel_launch
 from .op import (abs, all, any, call_extern, ceil, cos, erf, exp, exp2, floor, floordiv,
                  floormod, fma, if_then_else, infinity, log, log2, log10, logical_not, max_value,
                  maximum, min_value, minimum, pow, round, rsqrt, select, sigmoid, sin,
@@ -35,7 +36,7 @@ from .visitor import Mutator, Visitor, post_order_visit, substitute
 from .printer import to_text
 from .transform import lower
 from .interpreter import interpret
-from .parser import parse, prim_func
+from .parser import ir_module, module_attrs, parse, prim_func
 from .script import *  # noqa: F401,F403 - TVMScript names: T.float32, T.serial, T.block, ...
 from . import transform
 from .debug import diff, graph

@@ -29,7 +29,7 @@ from .buffer import Buffer
 from .errors import CuvilError
 from .expr import Var
 from .node import Node, field_names
-from .structural import _AFTER_BIND, _BINDS
+from .structural import _AFTER_BIND, _BINDS, _SCOPES
 
 # bump when the serialisation changes: old fingerprints must not match new ones
 _FORMAT = "cuvil-fingerprint-1"
@@ -66,6 +66,14 @@ class _Serializer:
 
     def node(self, x: Node) -> None:
         tx = type(x)
+        if tx.__name__ in _SCOPES and self.index:
+            # a function of a module is numbered on its own, as structural_equal
+            # compares it: the digest of a function does not depend on its neighbours
+            outer, self.index = self.index, {}
+            try:
+                return self.node(x)
+            finally:
+                self.index = outer
         names = field_names(tx)
         self.out.append(f"N{tx.__name__}:{len(names)}")
         bound = _BINDS.get(tx.__name__)

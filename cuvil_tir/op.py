@@ -152,15 +152,31 @@ def call_extern(dtype, name: str, *args, effect: str = "opaque") -> Call:
         >>> c.args[0].value, c.args[1].value, c.dtype
         ('npu_load', 'reads', 'int32')
     """
-    from .buffer import Buffer
     from .expr import StringImm
-    from .stmt import BufferRegion
     if not isinstance(name, str) or not name.isidentifier():
         raise DTypeError(f"T.call_extern: the function name must be an identifier, "
                          f"found {name!r}")
     if effect not in ops.EFFECTS:
         raise DTypeError(f"T.call_extern({name!r}): effect must be one of "
                          f"{', '.join(ops.EFFECTS)}, found {effect!r}")
+    return Call(D.canonical(dtype), "call_extern", (StringImm(name), StringImm(effect),
+                                                     *call_args(f"T.call_extern({name!r})",
+                                                                args)))
+
+
+def call_args(who: str, args) -> list:
+    """Arguments of a call on memory (``T.call_extern``, ``T.parallel_launch``): whole
+    buffers become their full region, regions and expressions stay, numbers become
+    constants; anything else is a ``DTypeError`` naming ``who``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> [type(a).__name__ for a in call_args("f", [T.decl_buffer((2,), "int8", "A"), 3])]
+        ['BufferRegion', 'IntImm']
+    """
+    from .buffer import Buffer
+    from .stmt import BufferRegion
     vals = []
     for k, a in enumerate(args):
         if isinstance(a, Buffer):
@@ -169,12 +185,10 @@ def call_extern(dtype, name: str, *args, effect: str = "opaque") -> Call:
             try:
                 a = as_expr(a)
             except (TypeError, ValueError, DTypeError):
-                raise DTypeError(f"T.call_extern({name!r}): argument {k} must be an "
-                                 f"expression, a buffer region or a buffer, found "
-                                 f"{type(a).__name__}") from None
+                raise DTypeError(f"{who}: argument {k} must be an expression, a buffer "
+                                 f"region or a buffer, found {type(a).__name__}") from None
         vals.append(a)
-    return Call(D.canonical(dtype), "call_extern", (StringImm(name), StringImm(effect),
-                                                     *vals))
+    return vals
 
 
 def select(cond, then_value, else_value) -> Expr:

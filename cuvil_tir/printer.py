@@ -21,6 +21,7 @@ import keyword
 from .buffer import Buffer
 from .expr import Expr, SizeVar, Var
 from .function import PrimFunc
+from .ir_module import IRModule
 from .printer_expr import (INTRIN_ARITY, ExprPrinter, _is_true, float_text,  # noqa: F401
                            sanitize)
 from .stmt import (Allocate, Block, BlockRealize, BufferStore, Evaluate, For, IfThenElse,
@@ -51,6 +52,8 @@ def to_text(node, highlight=None) -> str:
         ^^^^^^^^^^^^^^^^^^^^^^^
             A[i] = A[i] * T.float32(2)
     """
+    if isinstance(node, IRModule):
+        return module_text(node, highlight)
     # only a whole function must read back exactly; bare nodes print for people
     p = _Printer(highlight, exact=isinstance(node, PrimFunc))
     if isinstance(node, PrimFunc):
@@ -62,6 +65,35 @@ def to_text(node, highlight=None) -> str:
     else:
         return p.value(node)
     return "\n".join(p.lines)
+
+
+def module_text(mod: IRModule, highlight=None) -> str:
+    """The text form of a module: a ``@T.ir_module`` class holding its functions,
+    each printed on its own (names are unique within one function).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> print(module_text(T.IRModule.from_func(T.PrimFunc([], T.Evaluate(T.const(0))))))
+        @T.ir_module
+        class Module:
+            T.module_attrs({"entry": "main"})
+        <BLANKLINE>
+            @T.prim_func
+            def main():
+                T.func_attr({"calling_conv": "host"})
+                T.evaluate(0)
+    """
+    lines = ["@T.ir_module", "class Module:"]
+    if mod.attrs:
+        p = _Printer()
+        lines.append(_INDENT + f"T.module_attrs({p.annotations(mod.attrs)})")
+    for f in mod.functions:
+        p = _Printer(highlight, exact=True)
+        p.func(f)
+        lines.append("")
+        lines.extend(_INDENT + x if x else x for x in p.lines)
+    return "\n".join(lines)
 
 
 def _flatten(s) -> list:

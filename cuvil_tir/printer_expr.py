@@ -239,6 +239,10 @@ class ExprPrinter:
         if e.op == "call_extern" and len(e.args) >= 2 and \
                 all(isinstance(a, StringImm) for a in e.args[:2]):
             return self.call_extern(e)
+        if e.op == "parallel_launch" and len(e.args) >= 3 and isinstance(e.args[0], StringImm):
+            return self.call("T.parallel_launch", *(
+                self.name(a.buffer) if isinstance(a, BufferRegion) else self.expr(a)
+                for a in e.args))
         args = [self.expr(a) for a in e.args]
         n = INTRIN_ARITY.get(e.op)
         if n == len(e.args):

@@ -22,6 +22,8 @@ from .node import Node, field_names
 # node class -> the field that binds a variable; fields in _AFTER_BIND are its scope
 _BINDS = {"For": "loop_var", "Let": "var", "LetStmt": "var", "IterVar": "var"}
 _AFTER_BIND = ("body",)
+# nodes compared with fresh variable maps: the functions of a module are independent
+_SCOPES = ("PrimFunc",)
 
 
 class _Equal:
@@ -68,6 +70,13 @@ class _Equal:
         if isinstance(x, Buffer):
             return self.bufs(x, y)
         if isinstance(x, Node):
+            if tx.__name__ in _SCOPES and self.vmap:
+                outer = self.vmap, self.vrev
+                self.vmap, self.vrev = {}, {}
+                try:
+                    return self.eq(x, y)
+                finally:
+                    self.vmap, self.vrev = outer
             names = field_names(tx)
             bound = _BINDS.get(tx.__name__)
             if bound is not None:
@@ -147,6 +156,8 @@ def structural_hash(x) -> int:
             k = number(v)
             return hash(("buf", k, v.dtype, v.scope, h(v.shape), h(v.strides)))
         if isinstance(v, Node):
+            if type(v).__name__ in _SCOPES and index:
+                return structural_hash(v)   # numbered on its own, as eq compares it
             names = field_names(type(v))
             bound = _BINDS.get(type(v).__name__)
             if bound is None:

@@ -1,4 +1,5 @@
-"""``build``: schedule or PrimFunc -> lowering passes -> codegen -> runtime -> Module.
+"""``build``: schedule, PrimFunc or IRModule -> lowering passes (a module) -> codegen ->
+runtime -> Module.
 
 Example::
 
@@ -18,6 +19,8 @@ import re
 from cuvil_tir.errors import CodegenError, TargetError
 from cuvil_tir import transform
 from cuvil_tir.function import PrimFunc
+from cuvil_tir.ir_module import IRModule, single_function
+from cuvil_tir.transform.outline_parallel import inline_parallel_tasks
 
 from . import cache
 from .cache.builds import cache_key, cacheable, entry_of, module_of
@@ -30,16 +33,24 @@ from .target import as_target
 def _as_func(func_or_sch) -> PrimFunc:
     if isinstance(func_or_sch, PrimFunc):
         return func_or_sch
+    if isinstance(func_or_sch, IRModule):
+        return func_or_sch.entry
     func = getattr(func_or_sch, "func", None)
     if isinstance(func, PrimFunc):
         return func
-    raise TargetError(f"build: expected a PrimFunc or a Schedule (an object with .func), "
-                      f"got {type(func_or_sch).__name__}")
+    raise TargetError(f"build: expected a PrimFunc, an IRModule or a Schedule (an object "
+                      f"with .func), got {type(func_or_sch).__name__}")
 
 
-def lower_for(func: PrimFunc, target) -> PrimFunc:
-    """``func`` after the lowering passes of ``target``'s kind: exactly
-    ``T.lower(func, target)`` (one pipeline registry, one ``PassContext(target=...)``).
+def _source(func) -> PrimFunc:
+    """The function whose parameters a built module checks its arguments against."""
+    return func.entry if isinstance(func, IRModule) else func
+
+
+def lower_for(func, target) -> IRModule:
+    """The module of ``func`` (a PrimFunc or an IRModule) after the lowering passes of
+    ``target``'s kind: exactly ``T.lower(func, target)`` (one pipeline registry, one
+    ``PassContext(target=...)``).
 
     Example::
 
@@ -52,7 +63,8 @@ def lower_for(func: PrimFunc, target) -> PrimFunc:
 
 
 def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
-    """Compile a PrimFunc (or a Schedule's current function) for ``target``.
+    """Compile a PrimFunc (or a Schedule's current function, or an IRModule: its
+    entry and the functions it uses, such as ``T.lower``'s result) for ``target``.
 
     ``name`` is the native symbol (default: the function's name).  The signature
     (shapes, dtypes, symbolic sizes) is read from the unlowered function, so the
@@ -76,13 +88,16 @@ def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
         raise CodegenError(f"build: the function name {name!r} is not a valid symbol; "
                            "use letters, digits and underscores")
     func = func.with_attr("global_symbol", name)
+    if isinstance(func_or_sch, IRModule):
+        # a module (lowered or not) is built whole: its entry under the new name
+        func = func_or_sch.with_entry(func)
     check_memories(func, target)
     key = None
     if cache.enabled() and cacheable(kind):
         key = cache_key(func, target)
         blobs = cache.store().get(key)
         if blobs is not None:
-            mod = module_of(blobs, func, target)
+            mod = module_of(blobs, _source(func), target)
             if mod is not None:
                 return mod
     mod = _compile(func, target, kind, name)
@@ -93,14 +108,18 @@ def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
 
 def _compile(func, target, kind, name) -> Module:
     lowered = lower_for(func, target)
-    sig = Signature.from_func(func, lowered, name)
-    lowered = lowered.with_attr("global_symbol", name).with_attr("cuvil.size_vars",
-                                                                 sig.size_vars)
+    user_func = _source(func)
+    # the signature sees every store of the lowered code, the tasks' included
+    sig = Signature.from_func(user_func, inline_parallel_tasks(lowered), name)
+    lowered = lowered.with_entry(lowered.entry.with_attr("global_symbol", name)
+                                 .with_attr("cuvil.size_vars", sig.size_vars))
     try:
-        source = kind.codegen(lowered, target)
+        # a kind whose codegen takes modules says so; others get the one function
+        source = kind.codegen(lowered if getattr(kind, "module_codegen", False)
+                              else single_function(lowered, target.kind), target)
         runtime = kind.runtime(source, target, sig)
     except Exception as err:
         from cuvil_tir.transform import report_failure
         report_failure(lowered, f"codegen for {target.kind}", err)
         raise
-    return Module(runtime, sig, lowered, target, source_func=func)
+    return Module(runtime, sig, lowered, target, source_func=user_func)

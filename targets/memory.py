@@ -75,7 +75,8 @@ class _Buffers(Visitor):
 
 
 def check_memories(func, target) -> None:
-    """Raise ``CodegenError`` when a buffer of ``func`` is in a scope ``target``'s
+    """Raise ``CodegenError`` when a buffer of ``func`` (a PrimFunc, or every function
+    of a module) is in a scope ``target``'s
     kind has no memory for (parameters, allocations and every accessed buffer).
 
     Example::
@@ -93,9 +94,10 @@ def check_memories(func, target) -> None:
     mems = memories_of(target.kind_obj)
     scopes = [m.scope for m in mems]
     walker = _Buffers()
-    for p in func.params:
-        walker.visit(p)
-    walker.visit(func.body)
+    for f in (func.functions if hasattr(func, "functions") else (func,)):
+        for p in f.params:
+            walker.visit(p)
+        walker.visit(f.body)
     for buf in walker.found.values():
         if buf.scope not in scopes:
             raise CodegenError(

@@ -23,7 +23,7 @@ from .benchmark import time_calls
 class Module:
     """A compiled function: ``mod(*arrays)``, ``get_source(fmt)``, ``benchmark(...)``.
 
-    Attributes: ``entry_name`` (the native symbol), ``lowered`` (the PrimFunc after
+    Attributes: ``entry_name`` (the native symbol), ``lowered`` (the IRModule after
     the target's passes), ``signature``, ``target``, ``runtime`` (the target's
     runtime module), ``from_cache`` (whether the compile cache supplied it).
 
@@ -50,7 +50,7 @@ class Module:
 
     @property
     def lowered(self):
-        """The PrimFunc after the target's passes (parsed on first use when the module
+        """The IRModule after the target's passes (parsed on first use when the module
         came from the compile cache)."""
         if callable(self._lowered):
             self._lowered = self._lowered()

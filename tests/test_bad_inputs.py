@@ -205,7 +205,7 @@ CATALOGUE = [
         _add_one(), targets.Target("llvm", fast_math="bogus")), TE, "CVL-E106",
         r"unknown fast-math flag 'bogus'; expected some of nnan"),
     Mistake("build a number", lambda: targets.build(42), TE, "CVL-E106",
-            r"build: expected a PrimFunc or a Schedule"),
+            r"build: expected a PrimFunc, an IRModule or a Schedule"),
     Mistake("function name that is no symbol", lambda: targets.build(_add_one(), name="a-b"),
             CE, "CVL-E105", r"the function name 'a-b' is not a valid symbol"),
     Mistake("source format of another target", lambda: _mod().get_source("cuda"), TE,

@@ -27,6 +27,7 @@ from ..buffer import Buffer
 from ..errors import DTypeError, ShapeError
 from ..expr import Var
 from ..function import PrimFunc
+from ..ir_module import IRModule
 from ..visitor import used_vars
 from .args import SizeBinder, buffer_array, scalar_value
 from .exprs import Frame
@@ -34,8 +35,9 @@ from .gpu import GpuStmtCompiler, has_thread_loops
 from .stmts import StmtCompiler
 
 
-def interpret(func: PrimFunc, *arrays, check_races: bool = False) -> None:
-    """Run ``func`` on ``arrays`` (numpy arrays, Python numbers for scalar params).
+def interpret(func, *arrays, check_races: bool = False) -> None:
+    """Run ``func`` (a PrimFunc, or a module: its entry) on ``arrays`` (numpy arrays,
+    Python numbers for scalar params).
 
     A function with loops bound to ``blockIdx``/``threadIdx`` runs with GPU semantics
     (:mod:`.gpu`); ``check_races=True`` then reports shared-memory races.
@@ -54,9 +56,14 @@ def interpret(func: PrimFunc, *arrays, check_races: bool = False) -> None:
         >>> s.tolist()
         [3.0, 3.0]
     """
+    if isinstance(func, IRModule):
+        # a module runs its entry; a parallel launch runs as the loop it came from
+        from ..transform.outline_parallel import inline_parallel_tasks
+        func = inline_parallel_tasks(func)
     if not isinstance(func, PrimFunc):
-        raise DTypeError(f"interpret: expected a PrimFunc, found {type(func).__name__}; "
-                         "build one with T.create_prim_func or @T.prim_func")
+        raise DTypeError(f"interpret: expected a PrimFunc or an IRModule, found "
+                         f"{type(func).__name__}; build one with T.create_prim_func or "
+                         "@T.prim_func")
     params = func.params
     if len(arrays) != len(params):
         names = ", ".join(p.name for p in params)

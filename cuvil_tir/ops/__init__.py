@@ -254,6 +254,11 @@ register_op(OpDef("if_then_else", 3, "select", c="({0} ? {1} : {2})",
 #: effect (both StringImm), then values, buffer regions or whole buffers
 register_op(OpDef("call_extern", -1, "any", effect="opaque",
                   doc="a call of an external function of the target"))
+#: the host's launch of an outlined parallel task (T.parallel_launch, see
+#: cuvil_tir.ir_module): args are the task's name (StringImm), the first index, the
+#: number of indices, then whole buffers and scalars
+register_op(OpDef("parallel_launch", -1, "any", effect="opaque",
+                  doc="run a parallel_task function of the module once per index"))
 
 __all__ = ["EFFECTS", "OPERAND_RULES", "OpDef", "get_op", "has_op", "list_ops",
            "register_op", "unregister_op"]

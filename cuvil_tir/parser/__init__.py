@@ -28,11 +28,14 @@ from ..function import PrimFunc
 from .builder import Builder
 from .evaluate import NAMESPACE
 from .grammar import parse_tree
+from .module import build_module, ir_module, module_attrs
 
 
 def parse(text: str, filename: str | None = None, *, env: dict | None = None,
-          line_offset: int = 0, col_offset: int = 0) -> PrimFunc:
-    """Parse the text form of one function (what ``print(func)`` shows).
+          line_offset: int = 0, col_offset: int = 0):
+    """Parse the text form of one function (what ``print(func)`` shows) into a
+    PrimFunc, or of a module (``@T.ir_module class ...``, what ``print(mod)`` shows)
+    into an :class:`~cuvil_tir.IRModule`.
 
     ``env`` maps free names to Python values (``T`` is always the Cuvil namespace);
     ``line_offset``/``col_offset`` shift error positions for text taken from a file.
@@ -50,7 +53,12 @@ def parse(text: str, filename: str | None = None, *, env: dict | None = None,
                          f"function, decorate it with @T.prim_func")
     tree = parse_tree(text, filename, line_offset, col_offset)
     scope = {"T": NAMESPACE} if env is None else env
-    return Builder(scope, text, filename, line_offset, col_offset).function(tree)
+
+    def make_builder():
+        return Builder(scope, text, filename, line_offset, col_offset)
+    if tree.children and tree.children[-1].data == "classdef":
+        return build_module(tree.children[-1], make_builder)
+    return make_builder().function(tree)
 
 
 class _Env(dict):
@@ -127,4 +135,4 @@ def _indent(text: str) -> int:
     return 0
 
 
-__all__ = ["parse", "prim_func", "ParseError"]
+__all__ = ["parse", "prim_func", "ir_module", "module_attrs", "ParseError"]

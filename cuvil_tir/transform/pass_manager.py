@@ -1,7 +1,10 @@
 """Running passes: ``PassContext`` (instruments, options) and ``PassManager``.
 
-A pass is a pure function ``PrimFunc -> PrimFunc``; its name is its ``pass_name``
-attribute or ``__name__``.  Instruments observe every pass run inside a context
+A pass is a pure function ``PrimFunc -> PrimFunc`` (applied to every function of a
+module), or a module pass ``IRModule -> IRModule`` (its ``pass_kind`` attribute is
+``"module"``; a PrimFunc reaching it becomes a one-function module first), or one
+taking either (``pass_kind = "any"``, such as ``verify``).  Its name is its
+``pass_name`` attribute or ``__name__``.  Instruments observe every pass run inside a context
 (timing, IR dumps, verification).  The environment variables ``CUVIL_PASS_TIMING=1``
 and ``CUVIL_DUMP_IR=<dir>`` (and ``CUVIL_DUMP_ON_FAIL=<dir>``) are read only when a
 top-level context is entered (never inside passes), and add a timing table printed to
@@ -27,6 +30,7 @@ import threading
 
 from ..errors import LoweringError
 from ..function import PrimFunc
+from ..ir_module import IRModule, as_module
 
 _STATE = threading.local()
 
@@ -52,6 +56,49 @@ def pass_name(p) -> str:
         inner = getattr(p, "func", None)     # functools.partial
         name = getattr(inner, "__name__", None) or type(p).__name__
     return str(name)
+
+
+#: what a pass takes: ``"function"`` (the default), ``"module"`` or ``"any"``
+PASS_KINDS = ("function", "module", "any")
+
+
+def pass_kind(p) -> str:
+    """What pass ``p`` takes (its ``pass_kind`` attribute; ``"function"`` by default).
+
+    Example::
+
+        >>> pass_kind(lambda f: f)
+        'function'
+    """
+    kind = getattr(p, "pass_kind", "function")
+    if kind not in PASS_KINDS:
+        raise LoweringError(f"pass '{pass_name(p)}': pass_kind must be one of "
+                            f"{', '.join(PASS_KINDS)}, found {kind!r}")
+    return kind
+
+
+def apply_pass(p, ir):
+    """Run pass ``p`` on ``ir`` (a PrimFunc or an IRModule) as its kind says.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> mod = T.IRModule.from_func(T.PrimFunc([], T.Evaluate(T.const(0))))
+        >>> apply_pass(lambda f: f.with_attr("k", 1), mod).entry.attr("k")
+        1
+    """
+    kind = pass_kind(p)
+    if kind == "module":
+        return p(as_module(ir))
+    if kind == "function" and isinstance(ir, IRModule):
+        def one(f):
+            out = p(f)
+            if not isinstance(out, PrimFunc):
+                raise LoweringError(f"pass '{pass_name(p)}' returned {type(out).__name__}; "
+                                    "a function pass must return a PrimFunc")
+            return out
+        return ir.map_functions(one)
+    return p(ir)
 
 
 class PassContext:
@@ -170,13 +217,14 @@ class PassManager:
                                     f"found {p!r}")
         self.instruments = list(instruments)
 
-    def __call__(self, func: PrimFunc) -> PrimFunc:
+    def __call__(self, func):
         return self.run(func)
 
-    def run(self, func: PrimFunc) -> PrimFunc:
-        """Apply every pass; instruments see each one before and after."""
-        if not isinstance(func, PrimFunc):
-            raise LoweringError(f"PassManager: expected a PrimFunc, found "
+    def run(self, func):
+        """Apply every pass to ``func`` (a PrimFunc or an IRModule); instruments see
+        each one before and after.  The result is a module once a module pass ran."""
+        if not isinstance(func, (PrimFunc, IRModule)):
+            raise LoweringError(f"PassManager: expected a PrimFunc or an IRModule, found "
                                 f"{type(func).__name__}")
         if not PassContext.active():
             with PassContext():
@@ -193,14 +241,15 @@ class PassManager:
                 for ins in instruments:
                     ins.run_before_pass(func, name)
                 try:
-                    out = p(func)
+                    out = apply_pass(p, func)
                 except Exception as err:
                     for ins in instruments:
                         ins.run_pass_failed(func, name, err)
                     raise
-                if not isinstance(out, PrimFunc):
+                if not isinstance(out, (PrimFunc, IRModule)):
                     raise LoweringError(f"pass '{name}' returned {type(out).__name__}; a "
-                                        "pass must return a PrimFunc")
+                                        "pass must return a PrimFunc (a module pass an "
+                                        "IRModule)")
                 func = out
                 for ins in instruments:
                     ins.run_after_pass(func, name)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ..errors import LoweringError
 from ..function import PrimFunc
+from ..ir_module import IRModule, as_module
 from .flatten_buffers import flatten_buffers
 from .lower_blocks import lower_blocks
 from .pass_manager import PassContext, PassManager, pass_name  # noqa: F401 - the doctests use it
@@ -175,31 +176,34 @@ def get_pipeline(target=None) -> list:
     return _checked(name, _PIPELINES[name](resolve_target(target)))
 
 
-def lower(func_or_sch, target=None) -> PrimFunc:
-    """The PrimFunc after ``target``'s lowering passes (see :func:`get_pipeline`);
-    accepts a PrimFunc or a Schedule (anything with ``.func``).
+def lower(func_or_sch, target=None) -> IRModule:
+    """The module of ``func_or_sch`` after ``target``'s lowering passes (see
+    :func:`get_pipeline`): its host entry, plus the functions the passes outlined
+    (``parallel_task`` functions for ``llvm``).  Accepts a PrimFunc or a Schedule
+    (anything with ``.func``); ``lower(f)["main"]`` or ``.entry`` is the host function.
 
     Example::
 
         >>> import cuvil_tir as T
         >>> A = T.placeholder((2, 2), name="A")
-        >>> f = T.lower(T.create_prim_func([A, T.compute((2, 2), lambda i, j: A[i, j] * 2.0, name="B")]))
-        >>> print(f)
+        >>> mod = T.lower(T.create_prim_func([A, T.compute((2, 2), lambda i, j: A[i, j] * 2.0, name="B")]))
+        >>> print(mod.entry)
         @T.prim_func
         def main(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+            T.func_attr({"calling_conv": "host", "global_symbol": "main"})
             for i in T.serial(2):
                 for j in T.serial(2):
                     B[i * 2 + j] = A[i * 2 + j] * T.float32(2)
     """
     func = func_or_sch
-    if not isinstance(func, PrimFunc):
+    if not isinstance(func, (PrimFunc, IRModule)):
         func = getattr(func_or_sch, "func", None)
         if not isinstance(func, PrimFunc):
-            raise LoweringError(f"lower: expected a PrimFunc or a Schedule (an object "
-                                f"with .func), found {type(func_or_sch).__name__}")
+            raise LoweringError(f"lower: expected a PrimFunc, an IRModule or a Schedule "
+                                f"(an object with .func), found {type(func_or_sch).__name__}")
     # the passes see the same target object targets.build gives them: a kind string is
     # resolved first (a bare name nobody resolves leaves the context's target unset,
     # inheriting an enclosing one)
     target = resolve_target(target)
     with PassContext(target=None if isinstance(target, str) else target):
-        return PassManager(get_pipeline(target)).run(func)
+        return PassManager(get_pipeline(target)).run(as_module(func))

@@ -39,6 +39,7 @@ from ..buffer import Buffer
 from ..errors import LoweringError
 from ..expr import And, CmpOp, Expr, IntImm, Not, Ramp, Broadcast, Var
 from ..function import PrimFunc
+from ..ir_module import IRModule, calling_conv
 from ..printer import to_text
 from ..stmt import Range
 from ..visitor import Visitor, used_vars
@@ -287,8 +288,13 @@ class _Verify(Visitor):
                           f"T.if_then_else")
 
 
-def verify_well_formed(func: PrimFunc) -> None:
+def verify_well_formed(func) -> None:
     """Raise ``LoweringError`` if ``func`` is ill-formed (see the module docstring).
+
+    A module is verified through its host functions with every parallel launch
+    replaced by the loop it stands for, so a task's accesses are checked against the
+    range of its iteration index; a launch of a missing task or with arguments that
+    do not match the task's parameters is an error too.
 
     Example::
 
@@ -296,13 +302,21 @@ def verify_well_formed(func: PrimFunc) -> None:
         >>> A = T.placeholder((4,), name="A")
         >>> verify_well_formed(T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")]))
     """
+    if isinstance(func, IRModule):
+        from .outline_parallel import inline_parallel_tasks
+        for f in func.functions:
+            if calling_conv(f) == "host":
+                _Verify(inline_parallel_tasks(func, f)).run()
+        return
     if not isinstance(func, PrimFunc):
-        raise LoweringError(f"verify: expected a PrimFunc, found {type(func).__name__}")
+        raise LoweringError(f"verify: expected a PrimFunc or an IRModule, found "
+                            f"{type(func).__name__}")
     _Verify(func).run()
 
 
-def verify(func: PrimFunc) -> PrimFunc:
-    """The verifier as a pass: returns ``func`` unchanged when well-formed.
+def verify(func):
+    """The verifier as a pass (of a PrimFunc or a module): returns ``func`` unchanged
+    when well-formed.
 
     Example::
 
@@ -313,3 +327,6 @@ def verify(func: PrimFunc) -> PrimFunc:
     """
     verify_well_formed(func)
     return func
+
+
+verify.pass_kind = "any"

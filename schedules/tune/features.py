@@ -27,6 +27,7 @@ from cuvil_tir.arith.affine import Affine
 from cuvil_tir.expr import (Add, BufferLoad, Div, FloorDiv, FloorMod, Mod, Mul, Ramp, Sub,
                             Var)
 from cuvil_tir.stmt import Allocate, BufferStore, For
+from cuvil_tir.transform.outline_parallel import inline_parallel_tasks
 from cuvil_tir.visitor import post_order_visit
 
 #: what each position of the vector means
@@ -155,8 +156,8 @@ def _store_vector(store, loops) -> list:
 
 
 def vector_of(lowered) -> list:
-    """The feature vector (see :data:`NAMES`) of a lowered function (or of every
-    function of a module, whose dominant store is then taken over all of them).
+    """The feature vector (see :data:`NAMES`) of a lowered function or module (its
+    entry, with each parallel launch seen as the loop it came from).
 
     Example::
 
@@ -165,8 +166,8 @@ def vector_of(lowered) -> list:
         >>> vector_of(T.lower(f, "llvm"))[NAMES.index("stores")]
         0.0
     """
-    funcs = list(getattr(lowered, "functions", {}).values()) if hasattr(
-        lowered, "functions") else [lowered]
+    # a module's parallel tasks are seen inside the loops they came from
+    funcs = [inline_parallel_tasks(lowered)]
     nests, local_bytes, allocs = [], 0, 0
     for fn in funcs:
         body = getattr(fn, "body", None)

@@ -24,6 +24,9 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir.ir_module import single_function
+from cuvil_tir.transform.outline_parallel import outline_parallel
+
 from ..cstyle import CPrinter
 from ..llvm import llvm_pipeline, vectorize_for_host
 from ..memory import HOST_MEMORIES
@@ -52,7 +55,8 @@ class CTargetPrinter(CPrinter):
 
 
 def c_pipeline() -> list:
-    """The llvm target's pipeline without its vectorizer (the C compiler vectorizes).
+    """The llvm target's pipeline without its vectorizer (the C compiler vectorizes)
+    and without outlining (OpenMP runs ``parallel`` loops in place).
 
     Example::
 
@@ -62,7 +66,8 @@ def c_pipeline() -> list:
          'flatten_buffers', 'loop_partition', 'simplify', 'unroll_loops', 'simplify',
          'verify']
     """
-    return [p for p in llvm_pipeline() if p is not vectorize_for_host]
+    return [p for p in llvm_pipeline() if p is not vectorize_for_host and
+            p is not outline_parallel]
 
 
 def _openmp(target) -> bool:
@@ -84,8 +89,9 @@ class CTargetKind:
     memories = HOST_MEMORIES
 
     def codegen(self, func, target) -> str:
-        """C source of a lowered function for ``target``."""
-        return CTargetPrinter(_openmp(target)).print_function(func, func.name)
+        """C source of a lowered module (its one function) for ``target``."""
+        return CTargetPrinter(_openmp(target)).print_function(single_function(func, "c"),
+                                                              func.name)
 
     def runtime(self, source: str, target, signature) -> CRuntimeModule:
         """Compile ``source`` with the target's compiler; ``raw`` runs the entry."""

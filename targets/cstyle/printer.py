@@ -81,6 +81,7 @@ from cuvil_tir import ops
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError, CuvilError
 from cuvil_tir.expr import BufferLoad, Call, IntImm, Var
+from cuvil_tir.ir_module import single_function
 from cuvil_tir.stmt import BufferRegion
 from cuvil_tir.visitor import post_order_visit
 
@@ -137,7 +138,8 @@ class CPrinter(CValues):
 
     # entry -----------------------------------------------------------------------------
     def print_function(self, func, name: str | None = None) -> str:
-        """The C source of ``func`` (includes, helpers, the function) as one string."""
+        """The C source of ``func`` (a function, or a module of one) as one string."""
+        func = single_function(func, self.lang)
         name = name or func.name
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise CodegenError(f"{self.lang} codegen: function name {name!r} is not a C "

@@ -40,6 +40,7 @@ from cuvil_tir.arith import Analyzer
 from cuvil_tir.arith.affine import Affine
 from cuvil_tir.errors import CodegenError, CuvilError
 from cuvil_tir.expr import BufferLoad, IntImm, Ramp
+from cuvil_tir.ir_module import single_function
 from cuvil_tir.stmt import Allocate, Range
 from cuvil_tir.transform.gpu_sync import is_barrier
 from cuvil_tir.transform.gpu_threads import (THREAD_TAGS, kernel_free_vars, kernel_name,
@@ -358,7 +359,7 @@ def kernel_params(func, kernel) -> list:
 
 
 def codegen_cuda(lowered, target=None) -> CudaProgram:
-    """Print every kernel of ``lowered`` (a function lowered for ``cuda``).
+    """Print every kernel of ``lowered`` (a module or function lowered for ``cuda``).
 
     Example::
 
@@ -366,6 +367,7 @@ def codegen_cuda(lowered, target=None) -> CudaProgram:
         >>> codegen_cuda(T.PrimFunc([], T.Evaluate(T.const(0)))).kernels
         {}
     """
+    lowered = single_function(lowered, "cuda")
     parts, helpers = [], {}
     infos, aligned = {}, {}
     for k, kernel in enumerate(kernels(lowered.body)):

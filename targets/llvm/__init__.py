@@ -11,8 +11,9 @@ within 1 ulp) instead of one libm call per lane).
 
 Lowering: :func:`llvm_pipeline` -- the default pipeline plus local-buffer
 compaction, loop partitioning (guard-free main ranges of non-dividing splits), loop
-vectorization at the host's vector width, and full unrolling of
-``unrolled`` loops (so small ``local`` buffers live in registers).
+vectorization at the host's vector width, full unrolling of ``unrolled`` loops (so
+small ``local`` buffers live in registers), and outlining of ``parallel`` loops into
+the module's ``parallel_task`` functions.
 
 Registered with :func:`targets.register_target`, the public path every backend uses.
 
@@ -27,10 +28,11 @@ from __future__ import annotations
 
 from cuvil_tir.errors import TargetError
 
-from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify
+from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify, verify
 from cuvil_tir.transform.compact import compact_local_buffers
 from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
 from cuvil_tir.transform.loop_partition import loop_partition
+from cuvil_tir.transform.outline_parallel import outline_parallel
 from cuvil_tir.transform.unroll import unroll_loops
 from cuvil_tir.transform.vectorize import vectorize_loops
 
@@ -115,7 +117,9 @@ vectorize_for_host.pass_name = "vectorize_loops"
 def llvm_pipeline() -> list:
     """The default pipeline after ``plan_buffer_allocation``, with
     ``compact_local_buffers`` before ``flatten_buffers``, ``loop_partition`` before its
-    ``simplify``, and ``vectorize_loops``, ``unroll_loops``, ``simplify`` after it.
+    ``simplify``, ``vectorize_loops``, ``unroll_loops``, ``simplify`` after it, and
+    ``outline_parallel`` (parallel loops become the module's ``parallel_task``
+    functions) before the module is verified.
 
     Example::
 
@@ -123,7 +127,7 @@ def llvm_pipeline() -> list:
         >>> [pass_name(p) for p in llvm_pipeline()]  # doctest: +NORMALIZE_WHITESPACE
         ['plan_buffer_allocation', 'lower_blocks', 'compact_local_buffers',
          'flatten_buffers', 'loop_partition', 'simplify', 'vectorize_loops',
-         'unroll_loops', 'simplify', 'verify']
+         'unroll_loops', 'simplify', 'outline_parallel', 'verify']
     """
     out = [plan_buffer_allocation]
     for p in default_pipeline():
@@ -131,6 +135,8 @@ def llvm_pipeline() -> list:
             out.append(compact_local_buffers)
         if p is simplify:
             out.append(loop_partition)        # guard-free hot loops, tails for simplify
+        if p is verify:
+            out.append(outline_parallel)
         out.append(p)
         if p is simplify:
             out.extend([vectorize_for_host, unroll_loops, simplify])
@@ -148,6 +154,8 @@ class LLVMTargetKind:
 
     name = "llvm"
     passes = llvm_pipeline()
+    #: ``codegen`` takes the lowered module (entry and parallel tasks)
+    module_codegen = True
     options = {"mcpu": "native", "mattr": "", "opt_level": 3, "fast_math": "contract",
                "num_cores": 0, "l1d_kb": 0, "l2_kb": 0}
     memories = HOST_MEMORIES
@@ -169,7 +177,7 @@ class LLVMTargetKind:
                 "triple": process_triple(), **rest}
 
     def codegen(self, func, target) -> str:
-        """LLVM IR text of a lowered function for ``target``."""
+        """LLVM IR text of a lowered module (or function) for ``target``."""
         cpu, features = check_cpu(target)
         return codegen_llvm(func, func.name, cpu=cpu, features=features,
                             vector_bits=cpu_info(target).vector_bits,

@@ -1,7 +1,11 @@
-"""Lowered PrimFunc -> LLVM IR text for the host CPU.
+"""Lowered module (or PrimFunc) -> LLVM IR text for the host CPU.
 
-The input is the output of the lowering pipeline: no blocks, buffers usually flat
-(N-d buffers are accepted and indexed row-major), ``Allocate`` for internal buffers.
+The input is the output of the lowering pipeline: a module of the host entry and its
+``parallel_task`` functions (a PrimFunc's ``parallel`` loops are outlined first, with
+:func:`cuvil_tir.transform.outline_parallel.outline_parallel`); no blocks, buffers
+usually flat (N-d buffers are accepted and indexed row-major), ``Allocate`` for
+internal buffers.  Expressions are translated by :mod:`targets.llvm.codegen_expr`,
+parallel launches and tasks by :mod:`targets.llvm.parallel`.
 
 ABI of the generated function (a plain C function)::
 
@@ -12,8 +16,8 @@ scalar ``Var`` parameters exactly as in ``func.params`` (bool passed as ``i8``,
 float16/bfloat16 as ``float``), then one ``i64`` per symbolic size (the function's
 ``cuvil.size_vars`` attribute, set by :func:`targets.build`, or the size variables of
 the parameters' shapes in order of first use).  Buffer pointers are ``noalias``:
-arguments must not overlap.  ``parallel`` loops run on the native thread pool
-(:mod:`targets.llvm.parallel`; nested ones serially inside their task); ``vectorized``
+arguments must not overlap.  Parallel tasks run on the native thread pool
+(:mod:`targets.llvm.parallel`; ``parallel`` loops inside a task run serially); ``vectorized``
 loops are serial loops carrying ``llvm.loop.vectorize.enable``; ``unrolled`` loops
 carry ``llvm.loop.unroll.full``.  The function returns 0, or a non-zero status
 (:data:`STATUS_MESSAGES`) when it stopped early: an internal heap buffer whose size
@@ -34,18 +38,21 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import re
 
 from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError
 from cuvil_tir.expr import Add, IntImm, Mul, Var
+from cuvil_tir.ir_module import calling_conv, is_launch
+from cuvil_tir.transform.outline_parallel import outline_parallel
 from cuvil_tir.visitor import used_vars
 
 from . import intrinsics as I
 from .builder import IRBuilder
-from .codegen_expr import ExprEmitter, _symbol
-from .parallel import emit_parallel_for
+from .codegen_expr import NONTEMPORAL, ExprEmitter, _symbol
+from .parallel import emit_launch, emit_task
 from .types import mem_type, reg_type
 
 #: stack-allocate internal buffers up to this many bytes; larger ones use the heap
@@ -61,10 +68,6 @@ STATUS_MESSAGES = {STATUS_ALLOC_FAILED: "an internal buffer could not be allocat
                    "size overflows 64 bits or its index dtype, or the process is out "
                    "of memory)"}
 
-#: loop annotation: vector stores inside the loop are non-temporal (streaming) stores,
-#: which skip the cache and the read-for-ownership of the destination line; worth it
-#: for large outputs written once and not read back soon (an elementwise kernel)
-NONTEMPORAL = "pragma_nontemporal"
 
 
 
@@ -111,7 +114,8 @@ def size_vars_of(func) -> list:
 
 
 class LLVMCodegen(ExprEmitter):
-    """Translate one lowered PrimFunc; ``emit()`` returns the module text.
+    """Translate one lowered module (or PrimFunc); ``emit()`` returns the LLVM module
+    text: the entry (symbol ``name``), other host functions, and the parallel tasks.
 
     Example::
 
@@ -123,33 +127,71 @@ class LLVMCodegen(ExprEmitter):
 
     def __init__(self, func, name: str | None = None, cpu: str = "", features: str = "",
                  fast_math: str = "", triple: str = "", vector_bits: int = 0):
-        self.func = func
+        self.module = outline_parallel(func)
+        self.func = self.module.entry
         self.vector_bits = vector_bits
-        self.name = name or func.name
+        self.name = name or self.func.name
         self.cpu, self.features, self.triple = cpu, features, triple
         self.fm = (fast_math + " ") if fast_math else ""
         self.b = IRBuilder()
         self.vars: dict[int, str] = {}
         self.bufs: dict[int, str] = {}
-        self.functions: list[str] = []   # outlined functions (parallel loop tasks)
-        self.in_task = False
+        self.functions: list[str] = []   # the module's other functions, as text
         self.nontemporal = False         # inside a loop annotated pragma_nontemporal
 
-    def child(self) -> "LLVMCodegen":
-        """A code generator for another function of the same module (shared
-        declarations, metadata numbering and outlined-function list)."""
-        sub = LLVMCodegen(self.func, self.name, self.cpu, self.features, "", self.triple,
-                          self.vector_bits)
-        sub.fm = self.fm
+    def child(self, func) -> "LLVMCodegen":
+        """A code generator for another function ``func`` of the same module (shared
+        declarations, metadata numbering and function list)."""
+        sub = copy.copy(self)
+        sub.func, sub.name = func, func.name
+        sub.b = IRBuilder()
         sub.b.declarations = self.b.declarations
         sub.b.metadata = self.b.metadata
-        sub.functions = self.functions
-        sub.in_task = True
-        sub.nontemporal = self.nontemporal
+        sub.vars, sub.bufs = {}, {}
+        sub.nontemporal = False
         return sub
 
     # driver -------------------------------------------------------------------------
     def emit(self) -> str:
+        main = self.host_function()
+        for f in self.module.functions:
+            if f is self.func:
+                continue
+            conv = calling_conv(f)
+            if conv == "parallel_task":
+                emit_task(self, f)
+            elif conv == "host":
+                self.functions.append(self.child(f).host_function())
+            else:
+                raise CodegenError(f"llvm codegen: function '{f.name}' has calling_conv "
+                                   f"{conv!r}; the llvm target runs host functions and "
+                                   "parallel tasks (a device kernel needs a GPU target)")
+        b = self.b
+        out = ["; generated by cuvil targets.llvm", 'source_filename = "cuvil"']
+        if self.triple:
+            out.append(f'target triple = "{self.triple}"')
+        out.append("")
+        out.extend(b.declarations.values())
+        out.append("")
+        out.append(main)
+        out.append("")
+        out.extend(f + "\n" for f in self.functions)
+        attrs = ["nounwind"]
+        if self.cpu:
+            attrs.append(f'"target-cpu"="{self.cpu}"')
+        if self.features:
+            attrs.append(f'"target-features"="{self.features}"')
+        if self.vector_bits >= 512:
+            # LLVM splits 512-bit vectors on CPUs that "prefer" 256 bits unless told
+            # the function was written for them, as our vectorizer's chunks are
+            attrs.append(f'"min-legal-vector-width"="{self.vector_bits}"')
+            attrs.append(f'"prefer-vector-width"="{self.vector_bits}"')
+        out.append(f"attributes #0 = {{ {' '.join(attrs)} }}")
+        out.extend(b.metadata)
+        return "\n".join(out) + "\n"
+
+    def host_function(self) -> str:
+        """The text of ``self.func`` with the C ABI of the module docstring."""
         b = self.b
         params = []
         for k, p in enumerate(self.func.params):
@@ -167,32 +209,11 @@ class LLVMCodegen(ExprEmitter):
             self.vars[id(v)] = I.convert(b, raw, "int64", v.dtype)
         self.stmt(self.func.body)
         b.raw("ret i32 0")
-        out = ["; generated by cuvil targets.llvm", 'source_filename = "cuvil"']
-        if self.triple:
-            out.append(f'target triple = "{self.triple}"')
-        out.append("")
-        out.extend(b.declarations.values())
-        out.append("")
-        out.append(f"define i32 @{_symbol(self.name)}({', '.join(params)}) #0 {{")
-        out.append("entry:")
+        out = [f"define i32 @{_symbol(self.name)}({', '.join(params)}) #0 {{", "entry:"]
         out.extend(b.entry_lines)
         out.extend(b.lines)
         out.append("}")
-        out.append("")
-        out.extend(f + "\n" for f in self.functions)
-        attrs = ["nounwind"]
-        if self.cpu:
-            attrs.append(f'"target-cpu"="{self.cpu}"')
-        if self.features:
-            attrs.append(f'"target-features"="{self.features}"')
-        if self.vector_bits >= 512:
-            # LLVM splits 512-bit vectors on CPUs that "prefer" 256 bits unless told
-            # the function was written for them, as our vectorizer's chunks are
-            attrs.append(f'"min-legal-vector-width"="{self.vector_bits}"')
-            attrs.append(f'"prefer-vector-width"="{self.vector_bits}"')
-        out.append(f"attributes #0 = {{ {' '.join(attrs)} }}")
-        out.extend(b.metadata)
-        return "\n".join(out) + "\n"
+        return "\n".join(out)
 
     def _from_abi(self, raw: str, dt: str) -> str:
         e = D.element(dt)
@@ -223,7 +244,9 @@ class LLVMCodegen(ExprEmitter):
             self.stmt(x)
 
     def s_Evaluate(self, s):
-        if not isinstance(s.value, IntImm):
+        if is_launch(s.value):
+            emit_launch(self, s.value)
+        elif not isinstance(s.value, IntImm):
             self.expr(s.value)
 
     def s_BufferStore(self, s):
@@ -259,9 +282,7 @@ class LLVMCodegen(ExprEmitter):
             self.nontemporal = outer
 
     def _for(self, s):
-        if s.kind == "parallel" and not self.in_task:
-            emit_parallel_for(self, s)
-            return
+        # a parallel loop still here is nested in a task (the outer one was outlined)
         b = self.b
         dt = s.loop_var.dtype
         t = reg_type(dt)
@@ -389,7 +410,8 @@ def _clean(name: str) -> str:
 
 
 def codegen_llvm(func, name: str | None = None, **options) -> str:
-    """LLVM IR text of a lowered PrimFunc (see :class:`LLVMCodegen` for options).
+    """LLVM IR text of a lowered module or PrimFunc (see :class:`LLVMCodegen` for
+    options); ``name`` is the entry's symbol.
 
     Example::
 

@@ -28,6 +28,11 @@ from . import intrinsics as I
 from .types import mem_type, reg_type, scalar_const, splat
 from .vector_math import vector_exp
 
+#: loop annotation: vector stores inside the loop are non-temporal (streaming) stores,
+#: which skip the cache and the read-for-ownership of the destination line; worth it
+#: for large outputs written once and not read back soon (an elementwise kernel)
+NONTEMPORAL = "pragma_nontemporal"
+
 _FLOAT_OPS = {"Add": "fadd", "Sub": "fsub", "Mul": "fmul", "Div": "fdiv", "Mod": "frem"}
 _INT_OPS = {"Add": "add", "Sub": "sub", "Mul": "mul"}
 _ICMP = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge"}

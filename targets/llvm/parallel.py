@@ -1,20 +1,24 @@
-"""Outlining ``parallel`` loops into tasks of the native thread pool.
+"""Parallel tasks of a lowered module on the native thread pool.
 
-A ``parallel`` loop ``for i in range(lo, lo + n): body`` becomes two internal
-functions and one call::
+Lowering outlines each ``parallel`` loop into a ``parallel_task`` function of the
+module (:mod:`cuvil_tir.transform.outline_parallel`) and a launch in the host::
 
-    define internal i32 @f.par0.body(ptr noalias %A, ..., i32 %i)    ; one iteration
-    define internal i32 @f.par0(i32 %task, i32 %ntasks, ptr %closure) ; loads, calls body
-    %err = call i32 @cuvil_parallel_launch(ptr @f.par0, ptr %closure, i32 n)
+    T.evaluate(T.parallel_launch("f_par0", lo, n, A, B, x))
+
+Here a task function ``f_par0(A, B, x, i)`` becomes two internal functions, and the
+launch one call::
+
+    define internal i32 @"f_par0.body"(ptr noalias %A, ..., i32 %i)   ; one iteration
+    define internal i32 @"f_par0"(i32 %task, i32 %ntasks, ptr %closure) ; loads, calls body
+    %err = call i32 @cuvil_parallel_launch(ptr @"f_par0", ptr %closure, i32 n)
     ; a non-zero %err (a task's status) is returned by the function at once
 
-The closure is a stack struct holding every value the body uses that is defined
-outside it (buffer pointers, scalars, outer loop variables, symbolic sizes) and
-``lo``.  Each task is one iteration; the pool runs contiguous blocks of tasks per
-thread (:mod:`targets.llvm.threadpool`).  The body function takes its buffers as
-``noalias`` parameters, so when LLVM inlines it into the task it keeps the aliasing
-facts the vectoriser needs.  A ``parallel`` loop nested inside another runs serially
-inside the outer task (documented behaviour: nested parallelism is serialised).
+The closure is a stack struct holding ``lo`` and the launch's arguments (buffer
+pointers and scalars).  Each task is one iteration; the pool runs contiguous blocks
+of tasks per thread (:mod:`targets.llvm.threadpool`).  The body function takes its
+buffers as ``noalias`` parameters, so when LLVM inlines it into the task it keeps
+the aliasing facts the vectoriser needs.  A ``parallel`` loop nested inside a task
+runs serially inside it (documented behaviour: nested parallelism is serialised).
 
 Example::
 
@@ -31,57 +35,49 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir import dtype as D
-from cuvil_tir.visitor import Visitor, used_vars
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.ir_module import launch_parts
+from cuvil_tir.transform.outline_parallel import LOOP_ANNOTATIONS, task_of
 
 from . import intrinsics as I
 from .builder import IRBuilder
+from .codegen_expr import NONTEMPORAL
 from .types import reg_type
 
 LAUNCH_DECL = "declare i32 @cuvil_parallel_launch(ptr, ptr, i32)"
 
 
-def _captures(cg, loop) -> tuple[list, list]:
-    """Variables and buffers used by ``loop``'s body that are defined outside it."""
-    bufs: dict[int, object] = {}
-
-    class _Bufs(Visitor):
-        def visit_buffer(self, buf):
-            bufs.setdefault(id(buf), buf)
-
-    _Bufs().visit(loop.body)
-    vs = [v for v in used_vars(loop.body) if id(v) in cg.vars and v is not loop.loop_var]
-    return vs, [bf for k, bf in bufs.items() if k in cg.bufs]
+def _fields(task) -> list:
+    """LLVM types of a task's closure: the first index, then its arguments."""
+    *params, index = task.params
+    return [reg_type(index.dtype)] + ["ptr" if isinstance(p, Buffer) else reg_type(p.dtype)
+                                      for p in params]
 
 
-def emit_parallel_for(cg, loop) -> None:
-    """Emit ``loop`` (kind parallel) as a launch on the thread pool.
+def emit_launch(cg, call) -> None:
+    """Emit ``T.parallel_launch(...)`` (a statement of a host function) as a launch
+    on the thread pool; a non-zero status of a task is returned at once.
 
     Example::
 
-        >>> emit_parallel_for.__name__
-        'emit_parallel_for'
+        >>> emit_launch.__name__
+        'emit_launch'
     """
     b = cg.b
-    k = len(cg.functions) // 2
-    task_name = f"{cg.name}.par{k}"
-    body_name = f"{task_name}.body"
-    dt = loop.loop_var.dtype
-    t = reg_type(dt)
-    lo = I.convert(b, cg.expr(loop.min), loop.min.dtype, dt)
-    ext = I.convert(b, cg.expr(loop.extent), loop.extent.dtype, dt)
-    vs, bufs = _captures(cg, loop)
-
-    # the closure: lo, then the captured values, then the buffer pointers
-    fields = [t] + [reg_type(v.dtype) for v in vs] + ["ptr"] * len(bufs)
-    values = [lo] + [cg.vars[id(v)] for v in vs] + [cg.bufs[id(bf)] for bf in bufs]
+    name, lo, extent, args = launch_parts(call)
+    task = task_of(cg.module, name, args, cg.func.name)
+    dt = task.params[-1].dtype
+    values = [I.convert(b, cg.expr(lo), lo.dtype, dt)]
+    values.extend(cg._buffer_ptr(a) if isinstance(a, Buffer) else cg.expr(a) for a in args)
+    fields = _fields(task)
     struct = "{ " + ", ".join(fields) + " }"
     closure = b.entry_alloca(f"alloca {struct}, align 16")
     for n, (ty, val) in enumerate(zip(fields, values)):
         p = b.op(f"getelementptr inbounds {struct}, ptr {closure}, i32 0, i32 {n}")
         b.raw(f"store {ty} {val}, ptr {p}")
-    ntasks = I.convert(b, ext, dt, "int32")
+    ntasks = I.convert(b, cg.expr(extent), extent.dtype, "int32")
     b.declare("cuvil_parallel_launch", LAUNCH_DECL)
-    err = b.op(f"call i32 @cuvil_parallel_launch(ptr @{_q(task_name)}, ptr {closure}, "
+    err = b.op(f"call i32 @cuvil_parallel_launch(ptr @{_q(name)}, ptr {closure}, "
                f"i32 {ntasks})")
     failed = b.op(f"icmp ne i32 {err}, 0")
     fail, ok = b.label("par.fail"), b.label("par.ok")
@@ -90,35 +86,48 @@ def emit_parallel_for(cg, loop) -> None:
     b.raw(f"ret i32 {err}")
     b.start(ok)
 
+
+def emit_task(cg, task) -> None:
+    """Emit the ``parallel_task`` function ``task`` of ``cg``'s module: its body
+    function and the pool's entry point that unpacks the closure.
+
+    Example::
+
+        >>> emit_task.__name__
+        'emit_task'
+    """
     # the body function: one iteration, buffers as noalias parameters
-    sub = cg.child()
+    sub = cg.child(task)
+    sub.nontemporal = bool((task.attr(LOOP_ANNOTATIONS) or {}).get(NONTEMPORAL, False))
     params = []
-    for n, v in enumerate(vs):
-        name = f"%v{n}"
-        params.append(f"{reg_type(v.dtype)} {name}")
-        sub.vars[id(v)] = name
-    for n, bf in enumerate(bufs):
-        name = f"%b{n}"
-        params.append(f"ptr noalias align {D.itemsize(bf.dtype)} {name}")
-        sub.bufs[id(bf)] = name
-    params.append(f"{t} %iv")
-    sub.vars[id(loop.loop_var)] = "%iv"
-    sub.stmt(loop.body)
+    for n, p in enumerate(task.params):
+        name = f"%p{n}"
+        if isinstance(p, Buffer):
+            params.append(f"ptr noalias align {D.itemsize(p.dtype)} {name}")
+            sub.bufs[id(p)] = name
+        else:
+            params.append(f"{reg_type(p.dtype)} {name}")
+            sub.vars[id(p)] = name
+    sub.stmt(task.body)
     sub.b.raw("ret i32 0")
+    body_name = f"{task.name}.body"
     cg.functions.append(_define(f"internal i32 @{_q(body_name)}", params, sub.b))
 
     # the task function: unpack the closure, i = lo + task id, call the body
-    tb = cg.child().b
+    fields = _fields(task)
+    struct = "{ " + ", ".join(fields) + " }"
+    tb = cg.child(task).b
     loaded = []
     for n, ty in enumerate(fields):
         p = tb.op(f"getelementptr inbounds {struct}, ptr %closure, i32 0, i32 {n}")
         loaded.append(tb.op(f"load {ty}, ptr {p}"))
+    dt = task.params[-1].dtype
     tid = I.convert(tb, "%task", "int32", dt)
-    iv = tb.op(f"add {t} {loaded[0]}, {tid}")
-    args = [f"{ty} {val}" for ty, val in zip(fields[1:], loaded[1:])] + [f"{t} {iv}"]
+    iv = tb.op(f"add {fields[0]} {loaded[0]}, {tid}")
+    args = [f"{ty} {val}" for ty, val in zip(fields[1:], loaded[1:])] + [f"{fields[0]} {iv}"]
     status = tb.op(f"call i32 @{_q(body_name)}({', '.join(args)})")
     tb.raw(f"ret i32 {status}")
-    cg.functions.append(_define(f"internal i32 @{_q(task_name)}",
+    cg.functions.append(_define(f"internal i32 @{_q(task.name)}",
                                 ["i32 %task", "i32 %ntasks", "ptr %closure"], tb))
 
 

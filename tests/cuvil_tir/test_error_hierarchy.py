@@ -32,7 +32,8 @@ i = T.var("i")
      r"compute B: expected a function of the 1 indices"),
     (lambda: T.create_prim_func(None), T.ShapeError,
      r"create_prim_func: expected a list of tensors"),
-    (lambda: T.interpret(None), T.DTypeError, r"interpret: expected a PrimFunc, found NoneType"),
+    (lambda: T.interpret(None), T.DTypeError,
+     r"interpret: expected a PrimFunc or an IRModule, found NoneType"),
     (lambda: T.const(7) // 0, T.DivisionByZeroError, r"integer division by zero in 7 // 0"),
 ])
 def test_bad_arguments_raise_coded_errors(build, cls, message):

@@ -156,11 +156,11 @@ def test_symbolic_extent_main_range_is_guard_free_and_exact():
     n = T.size_var("n")
     sch = _split_func(n, 4)
     lowered = T.lower(sch, HASWELL)
-    main = lowered.body
+    main = lowered.entry.body
     assert isinstance(main, T.SeqStmt) or isinstance(main, For)
     first = main.seq[0] if isinstance(main, T.SeqStmt) else main
     assert isinstance(first, For) and _ifs(first) == 0      # the hot loop has no guard
-    assert _ifs(lowered.body) >= 1                            # the tail keeps it
+    assert _ifs(lowered.entry.body) >= 1                      # the tail keeps it
     mod = targets.build(sch, "llvm")
     for rows in (0, 1, 3, 4, 5, 8, 11):
         a = np.arange(rows * 5, dtype="float32").reshape(rows, 5)

@@ -54,7 +54,8 @@ def test_dump_ir_writes_numbered_files(tmp_path):
     for n, p in enumerate(PIPELINE):
         want += [f"{2 * n:03d}_before_{p}.tir", f"{2 * n + 1:03d}_after_{p}.tir"]
     assert names == want
-    assert (d / "000_before_lower_blocks.tir").read_text() == str(f) + "\n"
+    # lowering runs on the module of the function
+    assert (d / "000_before_lower_blocks.tir").read_text() == str(T.IRModule.from_func(f)) + "\n"
     assert (d / "007_after_verify.tir").read_text() == str(out) + "\n"
     # the text after a pass is the text before the next
     assert (d / "001_after_lower_blocks.tir").read_text() == \
@@ -96,7 +97,7 @@ def test_pass_names_and_manager_instruments():
                     "after custom-name", "exit"]
     with pytest.raises(T.LoweringError, match="expected passes PrimFunc -> PrimFunc"):
         PassManager([3])
-    with pytest.raises(T.LoweringError, match="expected a PrimFunc, found str"):
+    with pytest.raises(T.LoweringError, match="expected a PrimFunc or an IRModule, found str"):
         PassManager([plain])("not a func")
 
 

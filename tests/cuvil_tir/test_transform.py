@@ -320,7 +320,7 @@ def test_verify_accepts_all_workloads_before_and_after_lowering():
 def test_default_pipeline_and_lower_output_form():
     names = [T.transform.pass_name(p) for p in default_pipeline()]
     assert names == ["lower_blocks", "flatten_buffers", "simplify", "verify"]
-    f = T.lower(W.matmul(4, 4, 4).func)
+    f = T.lower(W.matmul(4, 4, 4).func).entry
     A, B, C = f.params
     i, j, k = T.var("i"), T.var("j"), T.var("k")
     want = loop(i, 4, loop(j, 4, loop(k, 4, T.seq(
@@ -343,17 +343,17 @@ def test_lower_accepts_schedule_and_targets():
         return func.with_attr("tagged", True)
 
     register_pipeline("test-kind", [lower_blocks, tag])
-    assert T.lower(f, "test-kind").attr("tagged") is True
+    assert T.lower(f, "test-kind").entry.attr("tagged") is True
 
     class Target:
         kind = "test-kind"
 
-    assert T.lower(f, Target()).attr("tagged") is True
+    assert T.lower(f, Target()).entry.attr("tagged") is True
 
     class WithPasses:
         passes = [tag]
 
-    assert T.lower(f, WithPasses()).attr("tagged") is True
+    assert T.lower(f, WithPasses()).entry.attr("tagged") is True
     assert len(calls) == 3
 
     class Unregistered:
@@ -374,7 +374,7 @@ def test_lower_errors():
                        r"'nope'; registered kinds: .*test-kind"):
         register_pipeline("test-kind", [lower_blocks])
         T.lower(W.matmul(2, 2, 2).func, "nope")
-    with pytest.raises(T.LoweringError, match="expected a PrimFunc or a Schedule"):
+    with pytest.raises(T.LoweringError, match="expected a PrimFunc, an IRModule or a Schedule"):
         T.lower(42)
     with pytest.raises(T.LoweringError, match="pass 'bad' returned int"):
         def bad(func):

@@ -16,7 +16,7 @@ def test_tune_on_a_local_dask_cluster_survives_crashes(tmp_path):
                       host="127.0.0.1", dashboard_address=None) as cluster, \
             Client(cluster) as client:
         workers = client.run(os.getpid)
-        res = S.tune(f, bad_space, trials=3, database=path, timeout_s=3,
+        res = S.tune(f, bad_space, trials=3, database=path, timeout_s=5,
                      executor=client.get_executor(), progress=False, min_repeat_ms=2)
         after = client.run(os.getpid)
     assert res.failures == {"crash": 1, "timeout": 1} and res.best_seconds > 0

@@ -99,7 +99,7 @@ def test_nested_parallel_gets_one_pragma():
     i, j = sch.get_loops(sch.get_block("B"))
     sch.parallel(i)
     sch.parallel(j)
-    src = CTargetPrinter(openmp=True).print_function(T.lower(sch.func, "c"))
+    src = CTargetPrinter(openmp=True).print_function(T.lower(sch.func, "c").entry)
     assert src.count("#pragma omp parallel for") == 1
 
 
@@ -113,8 +113,8 @@ def test_vector_code_prints_lane_by_lane_and_runs():
     sch.vectorize(ii)
     with T.transform.PassContext(target=targets.Target("llvm", mcpu="haswell")):
         lowered = T.lower(sch.func, "llvm")
-    assert "Ramp" in repr(lowered.body)
-    src = CPrinter().print_function(lowered, "vec")
+    assert "Ramp" in repr(lowered.entry.body)
+    src = CPrinter().print_function(lowered.entry, "vec")
     assert "cvl_lane < 4" in src
     lib = compile_shared(src, "cc", "-O1")
     a, b = np.arange(16, dtype="float32"), np.zeros(16, "float32")

@@ -42,12 +42,12 @@ def kind_name():
 def test_re_registering_changes_both_lower_and_build(kind_name):
     f = W.elementwise_chain(8).func
     targets.register_target(_kind(kind_name, default_pipeline() + [_tagging("one")]))
-    assert T.lower(f, kind_name).attr("tag") == "one"
-    assert targets.build(f, kind_name).lowered.attr("tag") == "one"
+    assert T.lower(f, kind_name).entry.attr("tag") == "one"
+    assert targets.build(f, kind_name).lowered.entry.attr("tag") == "one"
     targets.register_target(_kind(kind_name, default_pipeline() + [_tagging("two")]),
                             replace=True)
-    assert T.lower(f, kind_name).attr("tag") == "two"
-    assert targets.build(f, kind_name).lowered.attr("tag") == "two"
+    assert T.lower(f, kind_name).entry.attr("tag") == "two"
+    assert targets.build(f, kind_name).lowered.entry.attr("tag") == "two"
 
 
 def test_unregistering_removes_the_pipeline(kind_name):
@@ -68,8 +68,8 @@ def test_a_default_kind_and_a_changed_passes_attribute(kind_name):
     # the registry reads the kind at each lowering: it never keeps a stale copy
     kind.passes = default_pipeline() + [_tagging("late")]
     f = W.elementwise_chain(8).func
-    assert T.lower(f, kind_name).attr("tag") == "late"
-    assert targets.build(f, kind_name).lowered.attr("tag") == "late"
+    assert T.lower(f, kind_name).entry.attr("tag") == "late"
+    assert targets.build(f, kind_name).lowered.entry.attr("tag") == "late"
 
 
 def test_pipeline_of_the_target_and_the_same_target_in_the_context(kind_name):
@@ -82,9 +82,9 @@ def test_pipeline_of_the_target_and_the_same_target_in_the_context(kind_name):
     w = W.elementwise_chain(8)
     f = w.func
     text = f"{kind_name} -opt-level=2"
-    assert T.lower(f, text).attr("tag") == "O2"
+    assert T.lower(f, text).entry.attr("tag") == "O2"
     mod = targets.build(f, text)
-    assert mod.lowered.attr("tag") == "O2"
+    assert mod.lowered.entry.attr("tag") == "O2"
     assert seen == [targets.Target(text)] * 2
     arrays = w.make_inputs(np.random.default_rng(0))
     mod(*arrays)
@@ -95,7 +95,7 @@ def test_llvm_lowering_is_the_same_in_lower_and_build():
     f = W.matmul(8, 8, 8).func
     lowered = T.lower(f, "llvm -mcpu=haswell")
     built = targets.build(f, "llvm -mcpu=haswell").lowered
-    assert T.structural_equal(lowered.body, built.body)
+    assert T.structural_equal(lowered.entry.body, built.entry.body)
 
 
 def test_a_kind_with_a_bad_pipeline_is_refused():

@@ -78,7 +78,7 @@ def test_get_source_formats():
     asm = mod.get_source("asm")
     assert "mm16:" in asm and "ret" in asm
     assert "BufferStore" in mod.get_source("tir") or "C[" in mod.get_source("tir")
-    assert mod.entry_name == "mm16" and isinstance(mod.lowered, T.PrimFunc)
+    assert mod.entry_name == "mm16" and isinstance(mod.lowered, T.IRModule)
     with pytest.raises(TargetError, match=r"no source format 'ptx'; expected one of "
                                           r"ll, ll-opt, asm, obj, tir"):
         mod.get_source("ptx")
@@ -107,7 +107,7 @@ def test_build_accepts_schedule_like_objects_and_checks_names():
         func = f
 
     assert targets.build(Sch()).signature.describe().startswith("main(A: float32(4,)")
-    with pytest.raises(TargetError, match=r"expected a PrimFunc or a Schedule"):
+    with pytest.raises(TargetError, match=r"expected a PrimFunc, an IRModule or a Schedule"):
         targets.build(42)
     with pytest.raises(targets.CodegenError, match=r"'my-name' is not a valid symbol"):
         targets.build(f, name="my-name")

@@ -329,7 +329,8 @@ def test_llvm_pipeline_names():
     from targets.llvm import llvm_pipeline
     assert [pass_name(p) for p in llvm_pipeline()] == [
         "plan_buffer_allocation", "lower_blocks", "compact_local_buffers", "flatten_buffers",
-        "loop_partition", "simplify", "vectorize_loops", "unroll_loops", "simplify", "verify"]
+        "loop_partition", "simplify", "vectorize_loops", "unroll_loops", "simplify",
+        "outline_parallel", "verify"]
 
 
 def _tutorial04():
