@@ -204,6 +204,22 @@ def loop_doms(loops) -> dict:
     return {f.loop_var: Range(f.min, f.extent) for _, f in loops}
 
 
+def scope_doms(func: PrimFunc, path: tuple) -> dict:
+    """``{var: Range}`` of the iter vars of every block enclosing ``path`` (within one
+    instance of those blocks they are fixed, but bounded by their domains).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> scope_doms(f, tree.find_block(f, "B"))
+        {}
+    """
+    return {iv.var: iv.dom for _, s in tree.ancestors(func, path)
+            if isinstance(s, BlockRealize) for iv in s.block.iter_vars}
+
+
 def inner_loops(func: PrimFunc, loop_path: tuple, block_path: tuple) -> list:
     """``(path, For)`` of the loops strictly between ``loop_path`` and the block.
 
@@ -220,12 +236,49 @@ def inner_loops(func: PrimFunc, loop_path: tuple, block_path: tuple) -> list:
     return [(p, s) for p, s in tree.loops_above(func, block_path) if len(p) > n]
 
 
+def shared_by_threads(scope: str) -> tuple:
+    """The thread tags (prefixes) whose loops all share one buffer of ``scope``: a
+    ``shared`` buffer is one per thread block, so every ``threadIdx``/``vthread``
+    iteration uses the same allocation; ``local`` is one per thread (nothing is
+    shared); ``global`` is not relaxed by threads (as in TensorIR).
+
+    Example::
+
+        >>> shared_by_threads("shared"), shared_by_threads("local")
+        (('threadIdx', 'vthread'), ())
+    """
+    base = scope.split(".")[0] if scope else "global"
+    return {"shared": ("threadIdx", "vthread"), "warp": ("threadIdx",)}.get(base, ())
+
+
+def thread_relaxed_loops(func: PrimFunc, loop_path: tuple, scope: str) -> dict:
+    """``{loop var: Range}`` of the thread-bound loops at and above ``loop_path`` that a
+    buffer of ``scope`` is shared by (:func:`shared_by_threads`).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> thread_relaxed_loops(f, ("block", "body"), "shared")
+        {}
+    """
+    tags = shared_by_threads(scope)
+    if not tags or not loop_path:
+        return {}
+    loops = tree.loops_above(func, loop_path) + [(loop_path, tree.get(func, loop_path))]
+    return {f.loop_var: Range(f.min, f.extent) for _, f in loops
+            if f.kind == "thread_binding" and f.thread_tag.startswith(tags)}
+
+
 def needed_region(func: PrimFunc, loop_path: tuple, buffer, block_paths,
-                  kind: str = "reads") -> BufferRegion | None:
+                  kind: str = "reads", relax_threads: bool = False) -> BufferRegion | None:
     """The region of ``buffer`` that the blocks at ``block_paths`` (all under the loop at
     ``loop_path``) read (``kind="reads"``) or write (``"writes"``) during one iteration
     of that loop: over the loop variables from ``loop_path`` up.  None when none of the
-    blocks accesses ``buffer``.
+    blocks accesses ``buffer``.  With ``relax_threads``, the thread-bound loops at and
+    above ``loop_path`` that share ``buffer`` (by its scope) are relaxed too: a
+    ``shared`` tile covers what all threads of the block need.
 
     Example::
 
@@ -238,13 +291,14 @@ def needed_region(func: PrimFunc, loop_path: tuple, buffer, block_paths,
         [1, 4]
     """
     out = None
+    threads = thread_relaxed_loops(func, loop_path, buffer.scope) if relax_threads else {}
     for bp in block_paths:
         br = tree.get(func, bp)
         reg = region_of(getattr(br.block, kind), buffer)
         if reg is None:
             continue
-        out = union(out, relax(bound_region(br, reg), loop_doms(inner_loops(func, loop_path,
-                                                                            bp))))
+        doms = {**threads, **loop_doms(inner_loops(func, loop_path, bp))}
+        out = union(out, relax(bound_region(br, reg), doms))
     return out
 
 
@@ -383,30 +437,6 @@ def encloses(outer: tuple, inner: tuple) -> bool:
     return inner[:len(outer)] == outer
 
 
-def var_domain(iter_var, dim: Range):
-    """When ``dim`` is ``Range(v + c, 1)`` for the block var ``v`` of ``iter_var``:
-    the constant ``c``; else None.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> from cuvil_tir.stmt import IterVar
-        >>> v = T.var("v")
-        >>> var_domain(IterVar(v, Range.from_extent(4)), Range(v + 2, T.const(1)))
-        2
-    """
-    if not (isinstance(dim.extent, IntImm) and dim.extent.value == 1):
-        return None
-    e = dim.min
-    v = iter_var.var
-    if isinstance(e, Var):
-        return 0 if e is v else None
-    from ..expr import Add, Sub
-    if isinstance(e, (Add, Sub)) and e.a is v and isinstance(e.b, IntImm):
-        return e.b.value if isinstance(e, Add) else -e.b.value
-    return None
-
-
 def loop_var(name: str, dtype: str = "int32") -> Var:
     """A fresh loop variable (the ``ax0, ax1 …`` of regenerated nests).
 
@@ -433,6 +463,7 @@ def uses_loop(e, loops) -> bool:
 
 
 __all__ = ["bounds", "simplify", "provably_le", "iter_map", "region_of", "bound_region",
-           "relax", "union", "loop_doms", "inner_loops", "needed_region", "child_blocks",
+           "relax", "union", "loop_doms", "scope_doms", "inner_loops", "shared_by_threads",
+           "thread_relaxed_loops", "needed_region", "child_blocks",
            "readers", "writers", "is_reduction", "is_complete", "is_param", "precedes",
-           "encloses", "var_domain", "loop_var", "uses_loop"]
+           "encloses", "loop_var", "uses_loop"]

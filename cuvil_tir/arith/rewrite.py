@@ -144,7 +144,7 @@ class Simplifier(Mutator):
         out = self._rebuild(e, a, b)
         if is_index_dtype(out.dtype):
             # the affine form is exact modulo 2**bits, so no bound check is needed
-            return Affine.of(out).to_expr()
+            return _join_divmod(Affine.of(out)).to_expr()
         if D.is_float(out.dtype):
             if isinstance(out, Mul) and _fconst(b, 1.0):
                 return a
@@ -429,3 +429,22 @@ class Simplifier(Mutator):
     def visit_BufferLoad(self, e):
         idx = self.visit_tuple(e.indices)
         return e if idx is e.indices else BufferLoad(e.buffer, idx)
+
+
+def _join_divmod(aff: Affine) -> Affine:
+    """``k*c * (x // c) + k * (x % c)`` is ``k * x`` (floor division, any sign): the
+    inverse of a fused index read back at its parts."""
+    from .affine import Key
+    for t, kc in aff.terms:
+        if not (isinstance(t, FloorDiv) and _const(t.b) and t.b.value > 0):
+            continue
+        c = t.b.value
+        mod = Key(FloorMod(t.a, t.b))
+        k = aff.coeffs.get(mod)
+        if k is None or kc != k * c:
+            continue
+        coeffs = {key: v for key, v in aff.coeffs.items() if key != mod and key != Key(t)}
+        x = Affine.of(t.a)
+        out = Affine(aff.dtype, coeffs, aff.const).combine(x, k)
+        return _join_divmod(out)
+    return aff

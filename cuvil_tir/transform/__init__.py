@@ -18,6 +18,7 @@ from .instruments import (DumpIR, DumpOnFail, PassInstrument, PassTiming, Verify
                           report_failure)
 from .lower_blocks import lower_blocks
 from .pass_manager import PassContext, PassManager, pass_name
+from .plan_allocation import plan_buffer_allocation
 from .pipeline import (default_pipeline, get_pipeline, lower, register_pipeline,
                        registered_kinds, resolve_target, set_target_resolver,
                        unregister_pipeline)
@@ -26,6 +27,6 @@ from .verify import verify, verify_well_formed
 
 __all__ = ["DumpIR", "DumpOnFail", "PassContext", "PassInstrument", "PassManager", "PassTiming",
            "VerifyEach", "default_pipeline", "flatten_buffers", "get_pipeline", "lower",
-           "lower_blocks", "pass_name", "register_pipeline", "registered_kinds",
+           "lower_blocks", "pass_name", "plan_buffer_allocation", "register_pipeline", "registered_kinds",
            "report_failure", "resolve_target", "set_target_resolver", "simplify",
            "unregister_pipeline", "verify", "verify_well_formed"]

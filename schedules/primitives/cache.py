@@ -39,15 +39,16 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import Expr, Var, const
 from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
                             SeqStmt, seq)
-from cuvil_tir.visitor import Mutator, substitute
+from cuvil_tir.visitor import Mutator, used_vars
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.transform.plan_allocation import Retarget
 from ..handles import BlockRV
 from ..analysis import block_path, fresh_name
 from ..primitive import BLOCK, primitive
 from ..errors import CacheStageError, fail
 from cuvil_tir.analysis.regions import (loop_doms, needed_region, provably_le, readers,
-                                        simplify, writers)
+                                        scope_doms, simplify, union, writers)
 from .compute_location import block_names, make_nest, subtrees, with_fields
 
 
@@ -121,31 +122,38 @@ class _Stage(Mutator):
         return new
 
 
-class _Redirect(Mutator):
-    """Loads (and read regions) of ``old`` become loads of ``new``; stores stay."""
-
-    def __init__(self, old, new):
-        self.old, self.new = old, new
-
-    def visit_BufferLoad(self, ld):
-        ld = self.generic_visit(ld)
-        return ld if ld.buffer is not self.old else type(ld)(self.new, ld.indices)
-
-    def visit_Block(self, blk):
-        new = self.generic_visit(blk)
-        reads = tuple(BufferRegion(self.new, r.region) if r.buffer is self.old else r
-                      for r in new.reads)
-        return with_fields(new, reads=reads)
-
-
-def _copy_block(name, src, dst, region, outer):
-    vs = [Var(f"v{d}", s.dtype) for d, s in enumerate(dst.shape)]
+def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off):
+    """The nest copying ``src[v - src_off]`` to ``dst[v - dst_off]`` for ``v`` over
+    ``region`` of a buffer of ``shape``."""
+    vs = [Var(f"v{d}", s.dtype) for d, s in enumerate(shape)]
     ivs = tuple(IterVar(v, Range(const(0, s.dtype), s), "spatial")
-                for v, s in zip(vs, dst.shape))
-    point = tuple(Range(v, const(1, v.dtype)) for v in vs)
-    blk = Block(name, ivs, (BufferRegion(src, point),), (BufferRegion(dst, point),),
-                BufferStore(dst, src.load(vs), tuple(vs)))
+                for v, s in zip(vs, shape))
+    at_src = tuple(simplify(v - o) for v, o in zip(vs, src_off))
+    at_dst = tuple(simplify(v - o) for v, o in zip(vs, dst_off))
+    blk = Block(name, ivs, (BufferRegion(src, tuple(Range(i, const(1, i.dtype))
+                                                     for i in at_src)),),
+                (BufferRegion(dst, tuple(Range(i, const(1, i.dtype)) for i in at_dst)),),
+                BufferStore(dst, src.load(list(at_src)), at_dst))
     return make_nest(blk, [(r.min, r.extent) for r in region.region], outer), BlockRV(name)
+
+
+def _tile(func, scope_path, buf):
+    """The region of ``buf`` the (nested) scope block at ``scope_path`` accesses, when
+    its size does not depend on the block's variables: a cache inside that block needs
+    only this tile.  None at the root, or when the tile cannot be sized."""
+    if not scope_path:
+        return None
+    blk = tree.get(func, scope_path).block
+    tile = None
+    for r in blk.reads + blk.writes:
+        if r.buffer is buf:
+            tile = union(tile, r)
+    if tile is None:
+        return None
+    own = {id(iv.var) for iv in blk.iter_vars}
+    if any(any(id(v) in own for v in used_vars(d.extent)) for d in tile.region):
+        return None
+    return tile
 
 
 def _stage(func, bpath, buf, scope, prim, is_read):
@@ -162,11 +170,12 @@ def _stage(func, bpath, buf, scope, prim, is_read):
     outer_loops = tree.loops_above(func, cpath) if isinstance(container, For) else []
     if isinstance(container, For):
         outer_loops = outer_loops + [(cpath, container)]
-    outer = loop_doms(outer_loops)
+    outer = {**scope_doms(func, bpath), **loop_doms(outer_loops)}
+    tile = _tile(func, scope_path, buf)
     if ws:
         region = needed_region(func, cpath, buf, [ws[0][0]], "writes")
     else:
-        region = BufferRegion.full(buf)
+        region = tile if tile is not None else BufferRegion.full(buf)
     if is_read and ws:
         under = [p for p, _ in rs if p[:len(cpath)] == cpath]
         need = needed_region(func, cpath, buf, under, "reads")
@@ -178,17 +187,24 @@ def _stage(func, bpath, buf, scope, prim, is_read):
                            "writer (compute_at) or cache before scheduling", func)
     blocks, bufs = _names(func)
     name = fresh_name(f"{buf.name}_{scope}", bufs | blocks)
-    cache = Buffer(buf.shape, buf.dtype, name, (), scope, buf.align)
+    # inside a nested block the cache holds that block's tile, at offset tile.min
+    zero = tuple(const(0, s.dtype) for s in buf.shape)
+    shape, off = buf.shape, zero
+    if tile is not None:
+        shape = tuple(d.extent for d in tile.region)
+        off = tuple(d.min for d in tile.region)
+    cache = Buffer(shape, buf.dtype, name, (), scope, buf.align)
     if is_read:
-        nest, rv = _copy_block(name, buf, cache, region, outer)
-        redirect = _Redirect(buf, cache)
+        nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off)
+        redirect = Retarget(buf, cache, off, writes=False)
         rewrite = {n: redirect.visit for n in rnames}
 
         def position(items):
             return next(k for k, s in enumerate(items) if block_names(s) & rnames)
     else:
-        nest, rv = _copy_block(name, cache, buf, region, outer)
-        rewrite = {n: (lambda blk: substitute(blk, {}, {buf: cache})) for n in wnames}
+        nest, rv = _copy_block(name, cache, buf, region, outer, buf.shape, off, zero)
+        retarget = Retarget(buf, cache, off, writes=True)
+        rewrite = {n: retarget.visit for n in wnames}
 
         def position(items):
             return 1 + max(k for k, s in enumerate(items) if block_names(s) & wnames)

@@ -45,8 +45,8 @@ import dataclasses
 
 from cuvil_tir.expr import Expr, IntImm, Var, const
 from cuvil_tir.op import all as all_of
-from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, For, Range, SeqStmt, seq
-from cuvil_tir.visitor import Mutator, used_vars
+from cuvil_tir.stmt import Block, BlockRealize, For, Range, SeqStmt, seq
+from cuvil_tir.visitor import Mutator, substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from ..analysis import block_path, loop_path
@@ -54,8 +54,11 @@ from ..primitive import BLOCK, BOOL, LOOP, primitive
 from ..errors import BlockLocationError, fail
 from cuvil_tir.analysis.regions import (bounds, child_blocks, encloses, is_complete,
                                         is_param, is_reduction, loop_doms, needed_region,
-                                        precedes, provably_le, region_of, simplify, union,
-                                        var_domain)
+                                        precedes, provably_le, region_of, scope_doms,
+                                        simplify)
+from cuvil_tir.analysis import index_map
+from cuvil_tir.arith import Analyzer
+from cuvil_tir.errors import ScheduleError
 
 
 class Relocate(Mutator):
@@ -148,13 +151,16 @@ def exclusive_nest(func, block_path: tuple, prim: str) -> tuple:
     return top, tree.get(func, top)
 
 
-def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool = False):
+def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool = False,
+              guards=None):
     """A loop nest running ``block`` over ``doms`` (``(min, extent)`` per iter var,
     over the loops of ``outer``, or None for the var's whole domain).
 
     Each var gets a loop ``axK`` (unless its extent is 1) and the value
     ``min + axK``; when a range may leave the var's domain (a boundary tile), the
-    realize gets the predicate that keeps it inside (``T.where``).
+    realize gets the predicate that keeps it inside (``T.where``).  ``guards(values)``
+    may add conditions over the iter values; conditions that hold for every iteration
+    of the new loops are dropped.
 
     Example::
 
@@ -185,6 +191,13 @@ def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool =
             preds.append(val >= iv.dom.min)
         if not provably_le(vhi, dmax):
             preds.append(val <= dmax)
+    if guards is not None:
+        preds.extend(guards(values))
+    ana = Analyzer(index_no_overflow=True)
+    for v, r in list(outer.items()) + [(ax, Range(const(0, ax.dtype), ext))
+                                       for ax, ext in loops]:
+        ana.bind(v, r)
+    preds = [p for p in (ana.simplify(p) for p in preds) if not ana.can_prove(p)]
     pred = all_of(*preds) if preds else const(True)
     nest = BlockRealize(tuple(values), pred, block)
     for ax, ext in reversed(loops):
@@ -192,31 +205,72 @@ def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool =
     return nest
 
 
-def _block_domain(block: Block, pairs, prim: str) -> list:
-    """Per iter var of ``block``: the ``(min, extent)`` implied by matching its access
-    regions with the required regions, or None (its whole domain)."""
-    doms = {}
+def _block_domain(block: Block, pairs, outer: dict, prim: str) -> list:
+    """Per iter var of ``block``: the ``(min, extent)`` for which its accesses
+    (``provided``, over the block vars) cover the ``required`` regions (over the loops
+    of ``outer``), or None (its whole domain), from
+    :func:`cuvil_tir.analysis.index_map.solve`."""
+    indices, boxes = [], []
     for provided, required in pairs:
+        idx, box = [], []
         for pdim, rdim in zip(provided.region, required.region):
-            ids = {id(v) for v in used_vars(pdim.min)}
-            hits = [iv for iv in block.iter_vars if id(iv.var) in ids]
-            if not hits:
-                continue
-            c = var_domain(hits[0], pdim) if len(hits) == 1 else None
-            if c is None:
+            over = simplify(pdim.extent - 1)      # an access wider than one element
+            if prim == "reverse_compute_at" and used_vars(pdim.min) and not (
+                    isinstance(over, IntImm) and over.value == 0):
+                # a window spans what several iterations of the loop write: no single
+                # iteration has produced all of it
                 raise fail(BlockLocationError, prim,
-                    f"cannot derive the iteration domain of block {block.name!r} "
-                    f"from its access {provided.buffer.name}[... {pdim.min} ...]: each "
-                    "index must be one block variable plus a constant; inline or "
-                    "rewrite the block first")
-            lo, ext = simplify(rdim.min - c), rdim.extent
-            key = id(hits[0].var)
-            if key in doms:
-                prev = BufferRegion(provided.buffer, (Range(*doms[key]),))
-                merged = union(prev, BufferRegion(provided.buffer, (Range(lo, ext),)))
-                lo, ext = merged.region[0].min, merged.region[0].extent
-            doms[key] = (lo, ext)
-    return [doms.get(id(iv.var)) for iv in block.iter_vars]
+                           f"block {block.name!r} reads {provided.buffer.name}"
+                           f"[{pdim.min}:{pdim.min} + {pdim.extent}], a window over "
+                           "several elements its producers write in different "
+                           "iterations; reverse_compute_at needs one element per "
+                           "access. Use compute_at on the producer instead")
+            idx.append(pdim.min)
+            box.append((simplify(rdim.min - over), simplify(rdim.min + rdim.extent - 1)))
+        indices.append(idx)
+        boxes.append(box)
+    try:
+        spans = index_map.solve(block.iter_vars, indices, boxes, outer)
+    except (index_map.NotInvertible, ScheduleError) as why:
+        raise fail(BlockLocationError, prim,
+                   f"cannot derive the iteration domain of block {block.name!r} from its "
+                   f"accesses {_show_accesses(pairs)}: {why}. Only quasi-affine, "
+                   "invertible index maps (sums of block variables, their multiples, "
+                   "// and % by constants) can be solved; inline or rewrite the block "
+                   "first") from None
+    out = []
+    for iv, sp in zip(block.iter_vars, spans):
+        if sp is None:
+            out.append(None)
+        elif sp.extent is None:
+            raise fail(BlockLocationError, prim,
+                       f"the iteration range [{sp.lo}, {sp.hi}] of {iv.var.name} in block "
+                       f"{block.name!r} has no bound on its size that holds for every "
+                       "iteration of the loops above; pass another loop")
+        else:
+            out.append((sp.lo, sp.extent))
+    return out
+
+
+def _show_accesses(pairs) -> str:
+    return ", ".join(f"{p.buffer.name}[{', '.join(str(r.min) for r in p.region)}]"
+                     for p, _ in pairs)
+
+
+def _in_boxes(block: Block, pairs):
+    """``guards`` for :func:`make_nest`: each access of ``pairs`` lies in its required
+    region (a consumer moved under its producers' loop must not read ahead)."""
+    def guards(values):
+        vm = {iv.var: v for iv, v in zip(block.iter_vars, values)}
+        out = []
+        for provided, required in pairs:
+            for pdim, rdim in zip(provided.region, required.region):
+                ix = simplify(substitute(pdim.min, vm))
+                if used_vars(pdim.min):
+                    out.append(ix >= rdim.min)
+                    out.append(ix <= simplify(rdim.min + rdim.extent - 1))
+        return out
+    return guards
 
 
 def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
@@ -296,7 +350,8 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
         raise err(f"under loop {lname!r}, a producer and a consumer of "
                             f"block {blk.name!r} share one statement, so there is no place "
                             "between them; pass a loop further inside")
-    outer = loop_doms(tree.loops_above(func, lpath) + [(lpath, loop_node)])
+    outer = {**scope_doms(func, lpath),
+             **loop_doms(tree.loops_above(func, lpath) + [(lpath, loop_node)])}
     if reverse:
         _check_complete_producers(func, blk, producers, outer, lname)
         pairs = []
@@ -305,12 +360,14 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
             if prods:
                 pairs.append((r, needed_region(func, lpath, r.buffer, prods, "writes")))
     else:
-        pairs = [(blk.writes[0], needed_region(func, lpath, out,
-                                               [p for p, _ in consumers], "reads"))]
-    doms = _block_domain(blk, pairs, prim)
+        pairs = [(blk.writes[0], needed_region(func, lpath, out, [p for p, _ in consumers],
+                                               "reads", relax_threads=True))]
+    doms = _block_domain(blk, pairs, outer, prim)
+    guards = None
     if reverse:
         _check_covered(func, blk, doms, outer, lname)
-    nest = make_nest(blk, doms, outer, preserve_unit_loops)
+        guards = _in_boxes(blk, pairs)
+    nest = make_nest(blk, doms, outer, preserve_unit_loops, guards)
 
     def place(new_loop):
         items = subtrees(new_loop.body)

@@ -31,7 +31,8 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import BufferLoad, Var
+from cuvil_tir.expr import BufferLoad, IntImm, Var
+from cuvil_tir.op import all as all_of
 from cuvil_tir.stmt import Block, BufferStore
 from cuvil_tir.te import access_regions
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
@@ -40,43 +41,90 @@ from cuvil_tir.analysis import tree
 from ..analysis import block_path
 from ..primitive import BLOCK, primitive
 from ..errors import InlineError, fail
-from cuvil_tir.analysis.regions import (child_blocks, is_complete, is_param, region_of,
-                                        tree_same, union)
+from cuvil_tir.analysis import index_map
+from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_param,
+                                        provably_le, region_of, simplify, tree_same,
+                                        union)
+from cuvil_tir.arith import Analyzer
 from .compute_location import Relocate, exclusive_nest, with_fields
 
 
 def _store_of(func, blk, prim, role):
-    """The block's single BufferStore, checked to write its one buffer at distinct
-    block variables covering every iter var (an injective, invertible index map)."""
+    """``(store, inverse)``: the block's single BufferStore, checked to write its one
+    buffer at an injective quasi-affine map of its block variables, and that map's
+    inverse ``{block var: expression over index_vars(store)}``."""
     if not isinstance(blk.body, BufferStore) or len(blk.writes) != 1:
         raise fail(InlineError, prim, f"{role} {blk.name!r} has a non-trivial body: only a "
                    "block whose body is one BufferStore to one buffer can be inlined",
                    func)
     st = blk.body
-    own = [iv.var for iv in blk.iter_vars]
-    idx = list(st.indices)
-    if (len(idx) != len(own) or not all(isinstance(e, Var) for e in idx)
-            or {id(e) for e in idx} != {id(v) for v in own}):
-        raise fail(InlineError, prim, f"{role} {blk.name!r} stores to "
-                   f"{st.buffer.name}[{', '.join(str(e) for e in idx)}]; the indices must "
-                   "be its block variables, each once (an injective store)", func)
-    return st
+    return st, _inverse(func, blk, st.indices, prim, f"{role} {blk.name!r} stores to")
+
+
+def _inverse(func, blk, indices, prim, what) -> dict:
+    """``{block var: expression over placeholders}`` inverting ``indices``; the
+    placeholders are ``index_vars(indices)``."""
+    try:
+        return index_map.inverse(blk.iter_vars, indices, index_vars(indices))
+    except index_map.NotInvertible as why:
+        raise fail(InlineError, prim, f"{what} "
+                   f"{_show(indices)}: the index map is not injective ({why}). Only "
+                   "an injective quasi-affine map of the block variables (sums, multiples, "
+                   "// and % by constants, each variable determined) can be inlined",
+                   func) from None
+
+
+def index_vars(indices) -> list:
+    """One placeholder variable per index (what the inverse of a map is written over).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> [v.name for v in index_vars([T.var("i"), T.var("j")])]
+        ['x0', 'x1']
+    """
+    return _PLACEHOLDERS.setdefault(tuple(e.dtype for e in indices), [
+        Var(f"x{d}", e.dtype) for d, e in enumerate(indices)])
+
+
+_PLACEHOLDERS: dict = {}
+
+
+def _show(indices) -> str:
+    return "[" + ", ".join(str(e) for e in indices) + "]"
+
+
+def _at(inverse: dict, indices) -> dict:
+    """The inverse evaluated at ``indices``: ``{block var: expression}``."""
+    sub = dict(zip(index_vars(indices), indices))
+    return {v: simplify(substitute(e, sub)) for v, e in inverse.items()}
+
+
+class _SimplifyIndices(Mutator):
+    """Simplify the indices of the loads in an inlined value (``x // 16 * 16 + x % 16``
+    is ``x``), leaving the arithmetic on values as written."""
+
+    def visit_BufferLoad(self, ld):
+        ld = self.generic_visit(ld)
+        idx = tuple(simplify(i) for i in ld.indices)
+        return ld if all(a is b for a, b in zip(idx, ld.indices)) else BufferLoad(ld.buffer,
+                                                                                 idx)
 
 
 class _InlineLoads(Mutator):
     """Replace every load of ``buffer`` by ``value`` with the store's index vars bound,
     drop ``buffer`` from allocations, and refresh the reads of the blocks touched."""
 
-    def __init__(self, buffer, index_vars, value):
+    def __init__(self, buffer, inverse, value):
         self.buffer = buffer
-        self.index_vars = index_vars
+        self.inverse = inverse
         self.value = value
 
     def visit_BufferLoad(self, ld):
         ld = self.generic_visit(ld)
         if ld.buffer is not self.buffer:
             return ld
-        return substitute(self.value, dict(zip(self.index_vars, ld.indices)))
+        return _SimplifyIndices().visit(substitute(self.value, _at(self.inverse, ld.indices)))
 
     def visit_Block(self, blk):
         new = self.generic_visit(blk)
@@ -168,7 +216,7 @@ def compute_inline(func, block):
         raise fail(InlineError, prim, f"block {blk.name!r} is a reduction block (it has "
                    "reduce iter vars or an init); only a spatial block can be inlined. "
                    "Use reverse_compute_inline on its consumer instead", func)
-    st = _store_of(func, blk, prim, "block")
+    st, inv = _store_of(func, blk, prim, "block")
     buf = st.buffer
     if is_param(func, buf):
         raise fail(InlineError, prim, f"block {blk.name!r} is an output block: it writes "
@@ -185,9 +233,9 @@ def compute_inline(func, block):
                    func)
     _, nest = exclusive_nest(func, bpath, prim)
     body = Relocate(remove=nest).visit(func.body)
-    # the load indices bind the store's index variables, in the store's order
-    # (a transposed layout stores at [v_j, v_i])
-    body = _InlineLoads(buf, list(st.indices), st.value).visit(body)
+    # each load B[x] reads the value the block stored at the block variables
+    # inverse(x) (a transposed layout stores at [v_j, v_i], a fused one at [v_i * 16 + v_j])
+    body = _InlineLoads(buf, inv, st.value).visit(body)
     return func.with_body(body), None
 
 
@@ -199,21 +247,56 @@ def _load_indices(expr, buf) -> list:
     return found
 
 
-def _invertible_load(func, consumer, buf, prim):
-    """The indices at which ``consumer`` loads ``buf`` (all loads alike), checked to be
-    distinct spatial block variables covering every iter var."""
+def _one_load(func, consumer, buf, prim):
+    """The indices at which ``consumer`` loads ``buf`` (all loads alike)."""
     loads = _load_indices(consumer.body.value, buf)
     if not loads or any(not tree_same(ix, loads[0]) for ix in loads):
         raise fail(InlineError, prim, f"block {consumer.name!r} loads {buf.name!r} at "
                    "different indices; reverse_compute_inline needs one index map", func)
-    idx = loads[0]
-    own = [iv.var for iv in consumer.iter_vars]
-    if (len(idx) != len(own) or not all(isinstance(e, Var) for e in idx)
-            or {id(e) for e in idx} != {id(v) for v in own}):
-        raise fail(InlineError, prim, f"block {consumer.name!r} loads "
-                   f"{buf.name}[{', '.join(str(e) for e in idx)}]: the indices are not an "
-                   "invertible map of its block variables (each must appear once)", func)
-    return idx
+    return loads[0]
+
+
+class _ReplaceLoads(Mutator):
+    def __init__(self, buffer, value):
+        self.buffer, self.value = buffer, value
+
+    def visit_BufferLoad(self, ld):
+        ld = self.generic_visit(ld)
+        return self.value if ld.buffer is self.buffer else ld
+
+
+def _check_produced(func, prod, cons, load, buf, prim):
+    """Every element the consumer loads is one the producer stores: otherwise (a
+    padding border read under a condition) those consumer values would never be
+    computed once the consumer runs inside the producer."""
+    cdoms = {iv.var: iv.dom for iv in cons.iter_vars}
+    pdoms = {iv.var: iv.dom for iv in prod.iter_vars}
+    for d, (x, y) in enumerate(zip(load, prod.body.indices)):
+        lo, hi = bounds(x, cdoms)
+        plo, phi = bounds(y, pdoms)
+        if not (provably_le(plo, lo) and provably_le(hi, phi)):
+            raise fail(InlineError, prim, f"block {cons.name!r} loads {buf.name} in "
+                       f"[{lo}, {hi}] along dimension {d}, but the producer {prod.name!r} "
+                       f"stores only [{plo}, {phi}] there (e.g. a padding border read under "
+                       "a condition): those values of the consumer would never be "
+                       "computed. Inline the producer into the consumer instead "
+                       "(compute_inline)", func)
+
+
+def _consumer_guard(prod, cons, load, sigma) -> list:
+    """Conditions on the producer's block variables under which its element is the one
+    the consumer reads at ``sigma`` (the consumer's variables in terms of the
+    producer's): the load map round-trips to the stored element, and the consumer's
+    variables stay in their domain.  Conditions that always hold are dropped."""
+    ana = Analyzer(index_no_overflow=True)
+    for iv in prod.iter_vars:
+        ana.bind(iv.var, iv.dom)
+    store = prod.body.indices
+    conds = [substitute(x, sigma) == y for x, y in zip(load, store)]
+    for iv in cons.iter_vars:
+        u = sigma[iv.var]
+        conds += [u >= iv.dom.min, u <= simplify(iv.dom.min + iv.dom.extent - 1)]
+    return [c for c in (ana.simplify(c) for c in conds) if not ana.can_prove(c)]
 
 
 @primitive("reverse_compute_inline", block=BLOCK)
@@ -249,7 +332,7 @@ def reverse_compute_inline(func, block):
         raise fail(InlineError, prim, f"block {cons.name!r} is not a complete block (it is "
                    "a reduction, or reads what it writes); only a spatial consumer can be "
                    "inlined into its producer", func)
-    cst = _store_of(func, cons, prim, "block")
+    cst, _ = _store_of(func, cons, prim, "block")   # an injective store (any order)
     scope = tree.enclosing_block(func, cpath)
     blocks = child_blocks(func, scope)
     produced = []
@@ -275,26 +358,25 @@ def reverse_compute_inline(func, block):
         raise fail(InlineError, prim, f"the producer {prod.name!r} of block {cons.name!r} is "
                    "not a complete block (a reduction); use compute_at / "
                    "reverse_compute_at instead", func)
-    pst = _store_of(func, prod, prim, "producer")
+    if not isinstance(prod.body, BufferStore) or len(prod.writes) != 1:
+        raise fail(InlineError, prim, f"producer {prod.name!r} has a non-trivial body: only "
+                   "a block whose body is one BufferStore to one buffer can be inlined "
+                   "into", func)
+    pst = prod.body
     readers = [b.block.name for p, b in blocks
                if p != cpath and region_of(b.block.reads, buf) is not None]
     if readers:
         raise fail(InlineError, prim, f"buffer {buf.name!r} is also read by {readers}; "
                    f"block {cons.name!r} must be its only consumer", func)
-    idx = _invertible_load(func, cons, buf, prim)
-    sigma = {}
-    pdom = {id(iv.var): iv.dom for iv in prod.iter_vars}
-    cdom = {id(iv.var): iv.dom for iv in cons.iter_vars}
-    for u, p in zip(idx, pst.indices):
-        if not (tree_same(cdom[id(u)].min, pdom[id(p)].min)
-                and tree_same(cdom[id(u)].extent, pdom[id(p)].extent)):
-            raise fail(InlineError, prim, f"block {cons.name!r} iterates {u.name} over "
-                       f"another domain than the producer {prod.name!r} writes "
-                       f"{buf.name!r}; the map is not a bijection", func)
-        sigma[u] = p
-    value = _InlineLoads(buf, list(pst.indices), pst.value).visit(
-        substitute(cst.value, sigma))
-    store = BufferStore(cst.buffer, value, tuple(substitute(e, sigma) for e in cst.indices))
+    load = _one_load(func, cons, buf, prim)
+    inv = _inverse(func, cons, load, prim, f"block {cons.name!r} loads {buf.name}")
+    # the consumer's variables for the element the producer stores at each iteration
+    sigma = _at(inv, pst.indices)
+    _check_produced(func, prod, cons, load, buf, prim)
+    guard = _consumer_guard(prod, cons, load, sigma)
+    value = _ReplaceLoads(buf, pst.value).visit(substitute(cst.value, sigma))
+    store = BufferStore(cst.buffer, value,
+                        tuple(simplify(substitute(e, sigma)) for e in cst.indices))
     reads = list(prod.reads)
     for r in cons.reads:
         if r.buffer is buf:
@@ -309,8 +391,14 @@ def reverse_compute_inline(func, block):
     new_prod = with_fields(prod, body=store, reads=tuple(reads), writes=writes)
     _, nest = exclusive_nest(func, cpath, prim)
 
+    vm = dict(zip([iv.var for iv in prod.iter_vars], preal.iter_values))
+    pred = preal.predicate
+    if guard:
+        conds = [] if isinstance(pred, IntImm) and pred.value == 1 else [pred]
+        pred = all_of(*conds, *(simplify(substitute(c, vm)) for c in guard))
+
     def place(_realize):
-        return with_fields(_realize, block=new_prod)
+        return with_fields(_realize, block=new_prod, predicate=pred)
 
     body = Relocate(remove=nest, target=preal, place=place).visit(func.body)
     body = _DropAlloc(buf).visit(body)

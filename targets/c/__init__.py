@@ -71,8 +71,9 @@ def c_pipeline() -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in c_pipeline()]  # doctest: +NORMALIZE_WHITESPACE
-        ['lower_blocks', 'compact_local_buffers', 'flatten_buffers', 'loop_partition',
-         'simplify', 'unroll_loops', 'simplify', 'verify']
+        ['plan_buffer_allocation', 'lower_blocks', 'compact_local_buffers',
+         'flatten_buffers', 'loop_partition', 'simplify', 'unroll_loops', 'simplify',
+         'verify']
     """
     return [p for p in llvm_pipeline() if p is not vectorize_for_host and
             p is not outline_parallel]

@@ -35,6 +35,7 @@ from cuvil_tir.errors import TargetError
 from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify, verify
 from cuvil_tir.transform.bounds_check import with_bounds_check
 from cuvil_tir.transform.compact import compact_local_buffers
+from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
 from cuvil_tir.transform.loop_partition import loop_partition
 from cuvil_tir.transform.outline_parallel import outline_parallel
 from cuvil_tir.transform.unroll import unroll_loops
@@ -119,9 +120,9 @@ vectorize_for_host.pass_name = "vectorize_loops"
 
 
 def llvm_pipeline() -> list:
-    """The default pipeline with ``compact_local_buffers`` before
-    ``flatten_buffers``, ``loop_partition`` before its ``simplify``,
-    ``vectorize_loops``, ``unroll_loops``, ``simplify`` after it, and
+    """The default pipeline after ``plan_buffer_allocation``, with
+    ``compact_local_buffers`` before ``flatten_buffers``, ``loop_partition`` before its
+    ``simplify``, ``vectorize_loops``, ``unroll_loops``, ``simplify`` after it, and
     ``outline_parallel`` (parallel loops become the module's ``parallel_task``
     functions) before the module is verified.
 
@@ -129,11 +130,11 @@ def llvm_pipeline() -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in llvm_pipeline()]  # doctest: +NORMALIZE_WHITESPACE
-        ['lower_blocks', 'compact_local_buffers', 'flatten_buffers', 'loop_partition',
-         'simplify', 'vectorize_loops', 'unroll_loops', 'simplify', 'outline_parallel',
-         'verify']
+        ['plan_buffer_allocation', 'lower_blocks', 'compact_local_buffers',
+         'flatten_buffers', 'loop_partition', 'simplify', 'vectorize_loops',
+         'unroll_loops', 'simplify', 'outline_parallel', 'verify']
     """
-    out = []
+    out = [plan_buffer_allocation]
     for p in default_pipeline():
         if p is flatten_buffers:
             out.append(compact_local_buffers)

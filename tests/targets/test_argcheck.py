@@ -157,14 +157,16 @@ def test_error_is_a_cuvil_error_with_code(matmul_mod):
 
 
 def _huge_intermediate(parallel: bool, dtype: str = "int64", target: str = "llvm"):
-    """C[i] = B[i, 0, 0, 0] + 1 where B is the internal (m, n, n, n) buffer: it is
-    heap-allocated with a size taken from the arguments' shapes (inside the
-    parallel task when ``parallel``); N only binds n."""
+    """C[i] = B[i, 0, 0, 0] + B[i, n-1, n-1, n-1] + 1 where B is the internal
+    (m, n, n, n) buffer: it is heap-allocated with a size taken from the arguments'
+    shapes (reading both corners keeps allocation planning from shrinking it); N only
+    binds n."""
     import schedules as S
     m, n = T.size_var("m", dtype), T.size_var("n", dtype)
     A, N = T.placeholder((m,), name="A"), T.placeholder((n,), name="N")
     B = T.compute((m, n, n, n), lambda i, a, b, c: A[i] * 2.0 + N[a], name="B")
-    C = T.compute((m,), lambda i: B[i, 0, 0, 0] + 1.0, name="C")
+    C = T.compute((m,), lambda i: B[i, 0, 0, 0] + B[i, n - 1, n - 1, n - 1] + 1.0,
+                  name="C")
     sch = S.Schedule(T.create_prim_func([A, N, C]))
     if parallel:
         (i,) = sch.get_loops(sch.get_block("C"))
@@ -187,7 +189,7 @@ def test_internal_buffer_that_cannot_be_allocated_raises(parallel, dtype, n, tar
     # the module stays usable with sizes that fit
     a2, c2 = np.arange(4, dtype="float32"), np.zeros(4, "float32")
     mod(a2, np.zeros(2, "float32"), c2)
-    np.testing.assert_array_equal(c2, a2 * 2 + 1)
+    np.testing.assert_array_equal(c2, a2 * 4 + 1)
 
 
 def _add_one(n=8):

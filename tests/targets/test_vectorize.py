@@ -328,9 +328,9 @@ def test_llvm_pipeline_names():
     from cuvil_tir.transform import pass_name
     from targets.llvm import llvm_pipeline
     assert [pass_name(p) for p in llvm_pipeline()] == [
-        "lower_blocks", "compact_local_buffers", "flatten_buffers", "loop_partition",
-        "simplify", "vectorize_loops", "unroll_loops", "simplify", "outline_parallel",
-        "verify"]
+        "plan_buffer_allocation", "lower_blocks", "compact_local_buffers", "flatten_buffers",
+        "loop_partition", "simplify", "vectorize_loops", "unroll_loops", "simplify",
+        "outline_parallel", "verify"]
 
 
 def _tutorial04():

@@ -1,0 +1,238 @@
+"""plan_buffer_allocation: buffers allocated where they are used, compacted per scope.
+
+Each case checks where the allocation lands and its exact shape, and that the planned
+function computes what the unplanned one does (interpreter; LLVM where the scopes
+allow it).
+"""
+
+import numpy as np
+
+import cuvil_tir as T
+import schedules as S
+from cuvil_tir.stmt import Allocate, BlockRealize, For, SeqStmt, Stmt
+from cuvil_tir.transform import PassContext, plan_buffer_allocation
+from cuvil_tir.visitor import post_order_visit
+from tests.schedules.test_index_maps import gpu_matmul as tiled_gpu_matmul
+
+
+def allocations(func) -> dict:
+    """``{buffer name: (shape, names of the loops around the Allocate)}``."""
+    out = {}
+
+    def walk(node, loops):
+        if isinstance(node, Allocate):
+            out[node.buffer.name] = (tuple(int(s) for s in node.buffer.shape), loops)
+        if isinstance(node, For):
+            loops = loops + (node.loop_var.name,)
+        kids = node.seq if isinstance(node, SeqStmt) else (
+            (node.block,) if isinstance(node, BlockRealize) else
+            tuple(x for x in (getattr(node, "body", None), getattr(node, "init", None))
+                  if isinstance(x, Stmt)))
+        for c in kids:
+            walk(c, loops)
+
+    walk(func.body, ())
+    return out
+
+
+def same_results(before, after, arrays, llvm=True):
+    want = [np.array(a, copy=True) for a in arrays]
+    T.interpret(before, *want)
+    got = [np.array(a, copy=True) for a in arrays]
+    T.interpret(after, *got)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    if llvm:
+        import targets
+        built = [np.array(a, copy=True) for a in arrays]
+        targets.build(before, "llvm")(*built)
+        for w, g in zip(want, built):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+ROW_TILE = '''
+@T.prim_func
+def main(A: T.Buffer((8, 4), "float32"), C: T.Buffer((8, 4), "float32")):
+    B = T.alloc_buffer((8, 4), "float32")
+    for i in T.serial(8):
+        for j in T.serial(4):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for j in T.serial(4):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi, vj] + T.float32(1)
+'''
+
+
+def test_a_buffer_computed_at_a_loop_lives_in_it_as_one_tile():
+    f = T.parse(ROW_TILE)
+    g = plan_buffer_allocation(f)
+    assert allocations(g) == {"B": ((1, 4), ("i",))}
+    assert f.body.block.alloc_buffers and not g.body.block.alloc_buffers
+    a = np.random.default_rng(0).random((8, 4), dtype="float32")
+    same_results(f, g, [a, np.zeros((8, 4), "float32")])
+    # built for llvm, the pass is part of the pipeline
+    import targets
+    c = np.zeros((8, 4), "float32")
+    targets.build(f, "llvm")(a, c)
+    np.testing.assert_allclose(c, a * 2 + 1)
+
+
+def test_a_buffer_at_the_root_stays_whole():
+    f = T.parse(ROW_TILE.replace('''        for j in T.serial(4):
+            with T.block("C"):''', '''    for i in T.serial(8):
+        for j in T.serial(4):
+            with T.block("C"):'''))
+    assert plan_buffer_allocation(f) is f
+
+
+def test_fused_tile_after_compute_at():
+    f = T.parse('''
+@T.prim_func
+def main(A: T.Buffer((64, 8), "float32"), C: T.Buffer((64, 8), "float32")):
+    B = T.alloc_buffer((64, 8), "float32")
+    for i, j, k in T.grid(4, 16, 8):
+        with T.block("B"):
+            vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+            B[vi * 16 + vj, vk] = A[vi * 16 + vj, vk] * T.float32(2)
+    for i, k in T.grid(64, 8):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SS", [i, k])
+            C[vi, vk] = B[vi, vk] + T.float32(1)
+''')
+    sch = S.Schedule(f)
+    io, _ = sch.split(sch.get_loops(sch.get_block("C"))[0], [None, 8])
+    sch.compute_at(sch.get_block("B"), io)
+    g = plan_buffer_allocation(sch.func)
+    assert allocations(g) == {"B": ((8, 8), ("i_0",))}
+    text = str(g)
+    assert "B[vi * 16 + vj - i_0 * 8, vk] = A[vi * 16 + vj, vk]" in text
+    assert "C[vi_1, vk_1] = B[vi_1 - i_0 * 8, vk_1] + T.float32(1)" in text
+    a = np.random.default_rng(1).random((64, 8), dtype="float32")
+    same_results(sch.func, g, [a, np.zeros((64, 8), "float32")])
+
+
+def gpu_matmul():
+    """The thread-bound GEMM of the schedule tests with a shared B tile, a local A tile
+    and a local accumulator, each computed at its loop."""
+    _, sch = tiled_gpu_matmul()
+    bs = sch.cache_read(sch.get_block("C"), 1, "shared")
+    sch.compute_at(bs, sch.get_loops(sch.get_block("C"))[2])
+    al = sch.cache_read(sch.get_block("C"), 0, "local")
+    sch.compute_at(al, sch.get_loops(sch.get_block("C"))[2])
+    cl = sch.cache_write(sch.get_block("C"), 0, "local")
+    sch.reverse_compute_at(cl, sch.get_loops(sch.get_block("C"))[1])
+    return sch.func
+
+
+def test_scopes_place_shared_per_thread_block_and_local_per_thread():
+    f = gpu_matmul()
+    g = plan_buffer_allocation(f)
+    assert allocations(g) == {
+        # one per thread block, above the threadIdx loop, covering every thread's k tile
+        "B_shared": ((32, 64), ("i_0",)),
+        # one per thread: its 8 x 4 accumulator
+        "C_local": ((8, 4), ("i_0", "j_0")),
+        # per thread and per k step: the 8 x 8 tile read in that step
+        "A_local": ((8, 8), ("i_0", "j_0", "k_0")),
+    }
+    rng = np.random.default_rng(2)
+    a, b = rng.random((64, 32), dtype="float32"), rng.random((32, 64), dtype="float32")
+    same_results(f, g, [a, b, np.zeros((64, 64), "float32")], llvm=False)
+
+
+def test_only_the_targets_memories_are_planned():
+    f = gpu_matmul()
+    import targets
+    with PassContext(target=targets.Target("llvm")):
+        g = plan_buffer_allocation(f)
+    # llvm has global and local memories: the shared buffer is left to its owner
+    assert set(allocations(g)) == {"C_local", "A_local"}
+    assert [b.name for b in g.body.block.alloc_buffers] == ["B_shared"]
+
+
+PARALLEL = '''
+@T.prim_func
+def main(A: T.Buffer((8, 4), "float32"), C: T.Buffer((8, 4), "float32")):
+    B = T.alloc_buffer((8, 4), "float32", scope="SCOPE")
+    for i in T.parallel(8):
+        for j in T.serial(4):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for j in T.serial(4):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi, vj] + T.float32(1)
+'''
+
+
+def test_parallel_loops_privatise_local_but_not_global_buffers():
+    local = T.parse(PARALLEL.replace("SCOPE", "local"))
+    g = plan_buffer_allocation(local)
+    assert allocations(g) == {"B": ((1, 4), ("i",))}
+    a = np.random.default_rng(3).random((8, 4), dtype="float32")
+    same_results(local, g, [a, np.zeros((8, 4), "float32")])
+    shared_by_all = T.parse(PARALLEL.replace("SCOPE", "global"))
+    g = plan_buffer_allocation(shared_by_all)
+    # a global buffer stays one for all iterations (allocated at the top), only compacted
+    # where that is exact: here its whole shape is used
+    assert g is shared_by_all
+
+
+ACCUMULATE = '''
+@T.prim_func
+def main(A: T.Buffer((8, 4), "float32"), C: T.Buffer((4,), "float32")):
+    S = T.alloc_buffer((4,), "float32", scope="local")
+    for k in T.serial(8):
+        for j in T.serial(4):
+            with T.block("S"):
+                vk, vj = T.axis.remap("RS", [k, j])
+                with T.init():
+                    S[vj] = T.float32(0)
+                S[vj] = S[vj] + A[vk, vj]
+    for j in T.serial(4):
+        with T.block("C"):
+            vj = T.axis.remap("S", [j])
+            C[vj] = S[vj]
+'''
+
+
+def test_an_accumulation_across_a_loop_keeps_its_buffer_outside_it():
+    f = T.parse(ACCUMULATE.replace('''    for j in T.serial(4):
+        with T.block("C"):''', '''        for j in T.serial(4):
+            with T.block("C"):''').replace('''            vj = T.axis.remap("S", [j])
+            C[vj] = S[vj]''', '''                vj = T.axis.remap("S", [j])
+                C[vj] = S[vj]'''))
+    g = plan_buffer_allocation(f)
+    # S accumulates over k: it cannot become one buffer per k iteration
+    assert g is f
+    a = np.arange(32, dtype="float32").reshape(8, 4)
+    same_results(f, g, [a, np.zeros(4, "float32")])
+
+
+def test_a_read_of_a_previous_iteration_keeps_the_buffer_outside():
+    f = T.parse('''
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((9,), "float32", scope="local")
+    for i in T.serial(8):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi + 1] = A[vi]
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi]
+''')
+    g = plan_buffer_allocation(f)
+    # C reads B[i], written in iteration i - 1: the buffer must outlive the iteration
+    assert g is f
+
+
+def test_no_stray_allocations_remain():
+    g = plan_buffer_allocation(T.parse(ROW_TILE))
+    found = []
+    post_order_visit(g.body, lambda n: found.append(n) if isinstance(n, Allocate) else None)
+    assert len(found) == 1
