@@ -144,6 +144,7 @@ class JITEngine:
         self._engine = llvm.create_mcjit_compiler(empty, self.tm)
         self._count = 0
         self.modules = 0
+        self._pending: list = []  # modules whose removal waits for the lock
 
     def add(self, mod) -> str:
         """Rename ``mod``'s definitions with a fresh suffix, compile it into the engine
@@ -153,20 +154,37 @@ class JITEngine:
         for value in list(mod.functions) + list(mod.global_variables):
             if not value.is_declaration and not value.name.startswith("llvm."):
                 value.name = value.name + suffix
+        self._drain()
         self._engine.add_module(mod)
         self._engine.finalize_object()
         self.modules += 1
         return suffix
 
     def remove(self, mod) -> None:
-        """Take ``mod`` out of the engine (its library was collected)."""
-        with _LOCK:
-            self._engine.remove_module(mod)
+        """Take ``mod`` out of the engine (its library was collected).
+
+        This runs from a garbage-collection finalizer, which can fire in a thread that
+        already holds ``_LOCK`` (in the middle of a build): blocking there would hang
+        that thread for ever.  So the removal is only queued unless the lock is free
+        now; whoever takes the lock next finishes it.
+        """
+        self._pending.append(mod)
+        if _LOCK.acquire(blocking=False):
+            try:
+                self._drain()
+            finally:
+                _LOCK.release()
+
+    def _drain(self) -> None:
+        """Remove the queued modules (the caller holds ``_LOCK``)."""
+        while self._pending:
+            self._engine.remove_module(self._pending.pop())
             self.modules -= 1
 
     def address(self, name: str) -> int:
         """The address of ``name`` (already suffixed), 0 when absent."""
         with _LOCK:
+            self._drain()
             return self._engine.get_function_address(name)
 
 

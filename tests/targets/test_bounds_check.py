@@ -225,3 +225,17 @@ def test_local_buffer_accesses_are_checked():
     mod(a)
     with pytest.raises(T.BoundsCheckError, match=r"write of L\[4\] \(shape \(4,\)\)"):
         mod(np.arange(5, dtype="float32"))
+
+
+def test_checked_and_unchecked_builds_never_share_a_cache_entry(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CUVIL_CACHE", "1")
+    f = _shifted()
+    a, b = np.arange(5, dtype="float32"), np.zeros(5, "float32")
+    targets.build(f, "llvm")(a, b)             # unchecked, now cached
+    checked = targets.build(f, _target("llvm"))
+    assert not checked.from_cache
+    again = targets.build(f, _target("llvm"))
+    assert again.from_cache
+    with pytest.raises(T.BoundsCheckError, match=r"A\[5\]"):
+        again(a, b)                            # messages come with the cached code
