@@ -27,8 +27,6 @@ Workloads:
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import pathlib
 import statistics
 
 import numpy as np
@@ -38,15 +36,10 @@ import schedules as S
 import targets
 from targets.checks import check_sites
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from run import _tutorial04  # benchmarks/ is on sys.path when run as a script
 
 
-def _tutorial04():
-    spec = importlib.util.spec_from_file_location(
-        "tutorial04", ROOT / "tutorials" / "04_fast_matmul_cpu.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+
 
 
 def ew_static(n=1 << 22):

@@ -74,14 +74,18 @@ class IRBuilder:
         """Record a module-level declaration (once per name)."""
         self.declarations.setdefault(name, text)
 
-    def nontemporal_metadata(self) -> str:
-        """The module's ``!{i32 1}`` node for ``!nontemporal`` stores (made once)."""
+    def metadata_node(self, tag: str, body: str) -> str:
+        """The module's metadata node ``body`` (made once, found again by ``tag``)."""
         for line in self.metadata:
-            if line.endswith("; nontemporal"):
+            if line.endswith(f"; {tag}"):
                 return line.split(" ", 1)[0]
         ref = f"!{len(self.metadata)}"
-        self.metadata.append(f"{ref} = !{{i32 1}} ; nontemporal")
+        self.metadata.append(f"{ref} = {body} ; {tag}")
         return ref
+
+    def nontemporal_metadata(self) -> str:
+        """The module's ``!{i32 1}`` node for ``!nontemporal`` stores (made once)."""
+        return self.metadata_node("nontemporal", "!{i32 1}")
 
     def loop_metadata(self, *properties: str) -> str:
         """A distinct self-referencing ``!llvm.loop`` node holding ``properties``."""

@@ -67,12 +67,7 @@ def emit_assert(cg, s) -> None:
 
 def _cold(b) -> str:
     """The module's branch weights saying the failure path is (almost) never taken."""
-    for line in b.metadata:
-        if line.endswith("; check weights"):
-            return line.split(" ", 1)[0]
-    ref = f"!{len(b.metadata)}"
-    b.metadata.append(f'{ref} = !{{!"branch_weights", i32 1048575, i32 1}} ; check weights')
-    return ref
+    return b.metadata_node("check weights", '!{!"branch_weights", i32 1048575, i32 1}')
 
 
 def slot_definitions(func, name: str) -> list:  # func: a PrimFunc or a module
