@@ -19,6 +19,7 @@ Example::
 import cuvil_tir as T
 import schedules as S
 
+from targets.accel.examples.gemm import tile_gemm_loops
 from targets.accel.examples.toy_npu import requant
 
 
@@ -56,14 +57,7 @@ def schedule_fused(func, tile_i=32, tile_j=64, tile_k=64, t=16, acc="npu.acc",
     for name, _ in (("C", None),) + tuple(epilogue[:-1]):
         sch.set_scope(sch.get_block(name), 0, acc)
     out = sch.cache_write(sch.get_block(epilogue[-1][0]), 0, acc)
-    i, j, k = sch.get_loops(blk)
-    io, i1 = sch.split(i, [None, tile_i])
-    i2, ii = sch.split(i1, [None, t])
-    jo, j1 = sch.split(j, [None, tile_j])
-    j2, ji = sch.split(j1, [None, t])
-    ko, k1 = sch.split(k, [None, tile_k])
-    k2, ki = sch.split(k1, [None, t])
-    sch.reorder(io, jo, ko, i2, j2, k2, ii, ji, ki)
+    jo, ko, ii = tile_gemm_loops(sch, blk, (tile_i, tile_j, tile_k), t)
     sch.compute_at(a, ko)
     sch.compute_at(b, ko)
     for name, _ in epilogue:

@@ -31,6 +31,31 @@ def gemm(n, m=None, k=None, in_dtype="int8", acc_dtype="int32"):
     return T.create_prim_func([A, B, C])
 
 
+def tile_gemm_loops(sch, blk, tiles, t):
+    """Split the GEMM block's ``i, j, k`` loops into staged tiles of ``tiles`` and
+    ``t``-sized intrinsic tiles, ordered ``io jo ko | i2 j2 k2 | ii ji ki``; returns
+    ``(jo, ko, ii)``: the output-tile loop, the reduction-tile loop (where staged
+    inputs are computed) and the first loop of the intrinsic's tile.
+
+    Example::
+
+        >>> import schedules as S
+        >>> sch = S.Schedule(gemm(64))
+        >>> jo, ko, ii = tile_gemm_loops(sch, sch.get_block("C"), (32, 32, 32), 16)
+        >>> len(sch.get_loops(sch.get_block("C")))
+        9
+    """
+    (i, j, k), (ti, tj, tk) = sch.get_loops(blk), tiles
+    io, i1 = sch.split(i, [None, ti])
+    i2, ii = sch.split(i1, [None, t])
+    jo, j1 = sch.split(j, [None, tj])
+    j2, ji = sch.split(j1, [None, t])
+    ko, k1 = sch.split(k, [None, tk])
+    k2, ki = sch.split(k1, [None, t])
+    sch.reorder(io, jo, ko, i2, j2, k2, ii, ji, ki)
+    return jo, ko, ii
+
+
 def schedule_gemm(func, tile=64, t=16, gemm="toy.gemm_16x16x16_i8",
                   zero="toy.zero_16x16_i32", scopes=("npu.inp", "npu.wgt", "npu.acc"),
                   double=False):
@@ -47,14 +72,7 @@ def schedule_gemm(func, tile=64, t=16, gemm="toy.gemm_16x16x16_i8",
     a_shape, b_shape = (tuple(int(d.value) for d in p.shape) for p in func.params[:2])
     if any(n % tile for n in a_shape + b_shape):
         sch.pad_einsum(blk, [tile, tile, tile])
-    i, j, k = sch.get_loops(blk)
-    io, i1 = sch.split(i, [None, tile])
-    i2, ii = sch.split(i1, [None, t])
-    jo, j1 = sch.split(j, [None, tile])
-    j2, ji = sch.split(j1, [None, t])
-    ko, k1 = sch.split(k, [None, tile])
-    k2, ki = sch.split(k1, [None, t])
-    sch.reorder(io, jo, ko, i2, j2, k2, ii, ji, ki)
+    jo, ko, ii = tile_gemm_loops(sch, blk, (tile, tile, tile), t)
     sch.compute_at(a, ko)
     sch.compute_at(b, ko)
     sch.reverse_compute_at(c, jo)
