@@ -83,23 +83,20 @@ def interleaved(fns, repeat, settle):
     return [float(np.median(t)) for t in times]
 
 
-def tune_budget(func, target, db, trials, minutes, timeout_s):
-    """Tune in chunks until ``trials`` records exist or ``minutes`` have passed (the
-    database resumes between chunks: nothing is measured twice)."""
+def tune_budget(func, target, db, trials, minutes, timeout_s, guided=True):
+    """Tune until ``trials`` records exist or ``minutes`` have passed, in one run (the
+    search keeps its population and model throughout; the last half minute is left for
+    the batch in flight and the re-measurement of the best).  Running it again on the
+    same database resumes: nothing is measured twice."""
     workload = workload_key(func, target)
     t0 = time.perf_counter()
-    chunk, seed, pruned = 8, 0, 0      # small chunks: the time limit is checked between them
-    while True:
-        have = len(S.Database(db).records(workload))
-        left = trials - have
-        if left <= 0 or time.perf_counter() - t0 > minutes * 60:
-            break
-        res = S.tune(func, None, target=target, trials=min(chunk, left), database=db,
-                     timeout_s=timeout_s, seed=seed + have, progress=progress_printer())
-        pruned += res.pruned
-        seed += 1
-        if res.trials == 0:      # the space has nothing new to offer
-            break
+    have = len(history_of(S.Database(db).records(workload)))
+    pruned = 0
+    if trials > have:
+        res = S.tune(func, None, target=target, trials=trials - have, database=db,
+                     timeout_s=timeout_s, seed=have, progress=progress_printer(),
+                     guided=guided, max_seconds=max(1.0, minutes * 60 - 30))
+        pruned = res.pruned
     records = S.Database(db).records(workload)
     return history_of(records), time.perf_counter() - t0, pruned
 
@@ -109,7 +106,7 @@ def run_one(name, func, args, reference, target, opts, extra=None):
     print(f"== {name}: tuning (<= {opts.trials} trials, <= {opts.minutes} min), db {db}",
           flush=True)
     history, seconds, pruned = tune_budget(func, target, db, opts.trials, opts.minutes,
-                                           opts.timeout)
+                                           opts.timeout, guided=not opts.random)
     sch = S.apply_best(db, func, target)
     if sch is None:
         print(f"   no candidate succeeded in {len(history)} trials")
@@ -140,6 +137,8 @@ def main(argv=None):
                    help="seconds one candidate may take (build + check + timing)")
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--settle", type=float, default=0.15)
+    p.add_argument("--random", action="store_true",
+                   help="random search instead of the model-guided evolution")
     p.add_argument("--db", default=None, help="directory of the databases (kept)")
     p.add_argument("--threads", type=int, default=None,
                    help="threads for ours and numpy's BLAS alike (default: both as they are)")
