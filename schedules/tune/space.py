@@ -292,12 +292,16 @@ def _tile_reduction(sch, name, machine) -> set:
             ext = _extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) or 1
             r_tiles.append(sch.split(lp, [None, max(d for d in range(1, min(ext, red_cap) + 1)
                                                    if ext % d == 0)]))
-    # S0 starts with the vector axis's outer loop (the column panels), which runs in
-    # parallel: fusing the S0 loops instead would index the accumulator through // and
-    # %, which compact_local_buffers cannot shrink to the register tile
+    # S0 and S1 both start with the vector axis (the column panels; S0's runs in
+    # parallel), so that no axis's two loops are adjacent (adjacent, every split of
+    # them would give the same order): on a GEMM, j0 i0 j1 i1 are GotoBLAS's blocks of
+    # panels, blocks of rows, panels in a block, rows in a block.  Fusing the S0 loops
+    # instead would index the accumulator through // and %, which
+    # compact_local_buffers cannot shrink to the register tile
     outer = [s_tiles[-1][0]] + [t[0] for t in s_tiles[:-1]]
-    sch.reorder(*outer, *[t[1] for t in s_tiles], *[t[0] for t in r_tiles],
-                *[t[1] for t in r_tiles], *[t[2] for t in s_tiles])
+    middle = [s_tiles[-1][1]] + [t[1] for t in s_tiles[:-1]]
+    sch.reorder(*outer, *middle, *[t[0] for t in r_tiles], *[t[1] for t in r_tiles],
+                *[t[2] for t in s_tiles])
     _try(sch.parallel, outer[0])
     for cache, dim, axis in caches:
         if cache is not None:
@@ -305,7 +309,7 @@ def _tile_reduction(sch, name, machine) -> set:
     if vec is not None and vec != len(extents) - 1 and _writes_in_order(node.block):
         # the accumulator laid out with the vector axis innermost (contiguous lanes)
         _try(sch.transform_layout, block, 0, _move_last(len(extents), vec))
-    sch.reverse_compute_at(acc, s_tiles[-1][1])
+    sch.reverse_compute_at(acc, middle[-1])
     sch.decompose_reduction(block, r_tiles[0][0])
     above = {lp.var for lp in sch.get_loops(block)}
     # the copy-out too, so that every access to the accumulator has a constant index
@@ -442,7 +446,8 @@ def _pack(sch, cache, dim, tile) -> None:
     def index_map(*idx):
         return (idx[dim] // tile, *idx[:dim], *idx[dim + 1:], idx[dim] % tile)
     index_map.__signature__ = _signature(rank)
-    _try(sch.transform_layout, cache, 0, index_map)
+    # zeros where the panels overrun the operand (when the axis could not be padded)
+    _try(sch.transform_layout, cache, 0, index_map, "write", 0.0)
 
 
 def _signature(rank: int):

@@ -135,14 +135,14 @@ def test_tutorial04_schedule_is_a_point_of_the_space():
     f = _gemm(N, M, K)
     space = generated_space(f, machine_of(HASWELL))
     t04 = _tutorial("04_fast_matmul_cpu.py")
-    ours = _point(space, f, "6x16", [1, Mp // 6], [Np // 16, 1])
+    ours = _point(space, f, "6x16", [Mp // 6, 1], [Np // 16, 1])
     theirs = t04.gemm_schedule(M, N, K, mr=6, nr=16, jb=1)
     assert prune(ours.func, machine_of(HASWELL)) is None
     assert _nest(ours.func, "C") == _nest(theirs.func, "Cp") == [
         (Np // 16, "parallel"), (Mp // 6, "serial"), (K, "serial"), (6, "unrolled"),
         (16, "vectorized")]
     assert _shapes(ours.func) == _shapes(theirs.func) == [(Np // 16, K, 16), (Mp // 6, K, 6)]
-    blocked = _point(space, f, "6x16", [1, Mp // 6], [Np // 32, 2])
+    blocked = _point(space, f, "6x16", [Mp // 6, 1], [Np // 32, 2])
     assert _nest(blocked.func, "C") == _nest(t04.gemm_schedule(M, N, K, 6, 16, jb=2).func,
                                              "Cp")
     mod = targets.build(ours, HASWELL)
