@@ -43,6 +43,7 @@ import schedules as S  # noqa: E402
 import targets  # noqa: E402
 from schedules.tune.command import history_of  # noqa: E402
 from schedules.tune.database import workload_key  # noqa: E402
+from schedules.tune.measure import timing_lock  # noqa: E402
 from schedules.tune.report import (curve_text, format_seconds, progress_printer,  # noqa: E402
                                    trials_to_fraction)
 
@@ -83,6 +84,11 @@ def interleaved(fns, repeat, settle):
     return [float(np.median(t)) for t in times]
 
 
+def _load() -> str:
+    """The 1-minute load average (the machine may be shared: say so beside a figure)."""
+    return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
+
+
 def tune_budget(func, target, db, trials, minutes, timeout_s, guided=True):
     """Tune until ``trials`` records exist or ``minutes`` have passed, in one run (the
     search keeps its population and model throughout; the last half minute is left for
@@ -103,8 +109,8 @@ def tune_budget(func, target, db, trials, minutes, timeout_s, guided=True):
 
 def run_one(name, func, args, reference, target, opts, extra=None):
     db = os.path.join(opts.db, f"{name}.jsonl")
-    print(f"== {name}: tuning (<= {opts.trials} trials, <= {opts.minutes} min), db {db}",
-          flush=True)
+    print(f"== {name}: tuning (<= {opts.trials} trials, <= {opts.minutes} min), db {db}, "
+          f"load {_load()}", flush=True)
     history, seconds, pruned = tune_budget(func, target, db, opts.trials, opts.minutes,
                                            opts.timeout, guided=not opts.random)
     sch = S.apply_best(db, func, target)
@@ -117,14 +123,16 @@ def run_one(name, func, args, reference, target, opts, extra=None):
     want = reference()
     np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3 * np.sqrt(args[0].shape[-1]))
     fns = [lambda: mod(*args[:-1], out), reference] + [fn for _, fn in (extra or [])]
-    times = interleaved(fns, opts.repeat, opts.settle)
+    with timing_lock():  # another tuner on this host times its candidates meanwhile
+        times = interleaved(fns, opts.repeat, opts.settle)
     row = {"name": name, "trials": len(history), "tune_s": seconds, "pruned": pruned,
            "to90": trials_to_fraction(history, 0.9), "ours": times[0], "numpy": times[1],
            "extra": {label: t for (label, _), t in zip(extra or [], times[2:])}}
     print(curve_text(history, width=50, height=8))
     print(f"   {row['trials']} trials in {seconds / 60:.1f} min ({pruned} pruned), 90% of "
           f"best at trial {row['to90']}; tuned {format_seconds(times[0])}, numpy "
-          f"{format_seconds(times[1])} (numpy/ours {times[1] / times[0]:.2f}x)", flush=True)
+          f"{format_seconds(times[1])} (numpy/ours {times[1] / times[0]:.2f}x); load "
+          f"{_load()}", flush=True)
     return row
 
 
