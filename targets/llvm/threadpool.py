@@ -182,21 +182,28 @@ def _compiled_engine(ir: str):
     store = cache.store() if cache.enabled() else None
     blobs = store.get(key) if store is not None else None
     if blobs is not None and "obj" in blobs:
-        empty = llvm.parse_assembly("")
-        empty.triple = machine.triple
-        engine = llvm.create_mcjit_compiler(empty, machine)
-        engine.add_object_file(llvm.ObjectFileRef.from_data(blobs["obj"]))
-        engine.finalize_object()
-        return engine
+        return _object_engine(machine, blobs["obj"])
     module = llvm.parse_assembly(ir)
     module.verify()
     module.data_layout = str(machine.target_data)
     _optimize(module, machine)
-    obj = machine.emit_object(module) if store is not None else None
+    if store is not None:
+        # code generation once: the object stored is the object loaded
+        obj = machine.emit_object(module)
+        store.put(key, {"obj": obj})
+        return _object_engine(machine, obj)
     engine = llvm.create_mcjit_compiler(module, machine)  # owns the machine now
     engine.finalize_object()
-    if obj is not None:
-        store.put(key, {"obj": obj})
+    return engine
+
+
+def _object_engine(machine, obj: bytes):
+    """An MCJIT engine running the machine code of ``obj``."""
+    empty = llvm.parse_assembly("")
+    empty.triple = machine.triple
+    engine = llvm.create_mcjit_compiler(empty, machine)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
     return engine
 
 
