@@ -3,8 +3,8 @@
 ``index_map`` is a Python lambda over the buffer's indices returning the new indices,
 e.g. ``lambda i, j: (i // 16, j, i % 16)``.  The buffer's new shape is the bounding
 box of the map's image; every load, store and region of the buffer in the function is
-rewritten.  A layout with padding (a bounding box larger than the buffer) may be given
-a ``pad_value`` to fill it; a parameter may change layout too (its caller then passes
+rewritten.  A layout with padding (a bounding box larger than the buffer) needs a
+``pad_value`` to fill it; a parameter may change layout too (its caller then passes
 the new layout).
 
 Example::
@@ -200,14 +200,22 @@ class _Relayout(Mutator):
 
 
 def _pad_check(buf, new_shape, pad_value, func, blk):
-    """The number of padding elements (those of the new layout no old index maps to).
-    Without a ``pad_value`` they are left unwritten: packing recipes read whole padded
-    tiles and discard the extra lanes, so padding alone is not refused."""
+    """The number of padding elements (those of the new layout no old index maps to);
+    refused when there are some and no ``pad_value`` says what they hold: a reader of a
+    whole padded tile would otherwise read memory nothing wrote."""
     old = [s.value if isinstance(s, IntImm) else None for s in buf.shape]
     new = [s.value if isinstance(s, IntImm) else None for s in new_shape]
-    if None in old or None in new or pad_value is None:
+    if None in old or None in new:
         return 0
-    return max(0, int(np.prod(new)) - int(np.prod(old)))
+    extra = int(np.prod(new)) - int(np.prod(old))
+    if extra > 0 and pad_value is None:
+        raise schedule_error(LayoutError, "transform_layout", f"the index map lays buffer "
+                             f"{buf.name!r} of shape {tuple(old)} out as {tuple(new)}: "
+                             f"{extra} padding element(s) that no index maps to, and so "
+                             "that nothing writes. Pass pad_value=<the value they hold> "
+                             "(e.g. 0.0), or use a map whose image fills its bounding box",
+                             func, blk)
+    return max(0, extra)
 
 
 def _fill(new_buf, pad_value):
@@ -250,9 +258,9 @@ def transform_layout(func, block, buffer_index: int, index_map,
 
     The new shape is the bounding box of the map's image.  When the box holds more
     elements than the buffer (``i -> (i // 7, i % 7)`` on 30 elements gives 5 x 7),
-    ``pad_value`` fills the padding before the buffer's writers run (without it the
-    padding is left unwritten).  A function parameter may change layout too (the caller then passes
-    arrays in the new layout).
+    ``pad_value`` is required and fills the padding before the buffer's writers run.
+    A function parameter may change layout too (the caller then passes arrays in the
+    new layout).
 
     Before/after ``transform_layout(B, 0, lambda i, j: (j, i))``::
 
