@@ -46,7 +46,7 @@ import dataclasses
 from cuvil_tir.expr import Expr, IntImm, Var, const
 from cuvil_tir.op import all as all_of
 from cuvil_tir.stmt import Block, BlockRealize, For, Range, SeqStmt, seq
-from cuvil_tir.visitor import Mutator, substitute, used_vars
+from cuvil_tir.visitor import Mutator, post_order_visit, substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from ..analysis import block_path, loop_path
@@ -55,7 +55,7 @@ from ..errors import BlockLocationError, fail
 from cuvil_tir.analysis.regions import (bounds, child_blocks, encloses, is_complete,
                                         is_param, is_reduction, loop_doms, needed_region,
                                         precedes, provably_le, region_of, scope_doms,
-                                        simplify)
+                                        simplify, tree_same)
 from cuvil_tir.analysis import index_map
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.errors import ScheduleError
@@ -203,6 +203,91 @@ def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool =
     for ax, ext in reversed(loops):
         nest = For(ax, const(0, ax.dtype), ext, "serial", nest)
     return nest
+
+
+def _conjuncts(e) -> list:
+    from cuvil_tir.expr import And
+    if isinstance(e, And):
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
+
+
+class _ToIterVars(Mutator):
+    """Every subexpression equal to one of the realize's iter values becomes the iter
+    variable it binds."""
+
+    def __init__(self, realize):
+        self.pairs = list(zip(realize.iter_values, (iv.var for iv in realize.block.iter_vars)))
+
+    def visit(self, n):
+        if isinstance(n, Expr):
+            for value, var in self.pairs:
+                if tree_same(n, value):
+                    return var
+        return Mutator.visit(self, n)
+
+
+def predicate_conditions(func, realize, nest_loops, prim, error=BlockLocationError) -> list:
+    """The conditions of ``realize``'s predicate (``T.where``) over its block's iteration
+    variables that the variables' domains do not already imply.
+
+    A primitive that rebuilds the block's loops (``compute_at``,
+    ``reverse_compute_at``, ``reverse_compute_inline``) re-derives the domain guards of
+    a split; any other condition (``T.where(i % 3 != 1)``) must be carried over, or
+    the block would run where it did not.  Refused when a condition uses a loop of
+    ``nest_loops`` (the loops that go away) other than through an iter value.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> v, i = T.var("v"), T.var("i")
+        >>> from cuvil_tir.stmt import IterVar
+        >>> blk = Block("B", (IterVar(v, Range.from_extent(8)),), (), (), SeqStmt(()))
+        >>> br = BlockRealize((i,), T.all(i < 8, i % 3 != 1), blk)
+        >>> [str(c) for c in predicate_conditions(None, br, [i], "compute_at")]
+        ['v % 3 != 1']
+    """
+    pred = realize.predicate
+    if isinstance(pred, IntImm) and pred.value != 0:
+        return []
+    blk = realize.block
+    ana = Analyzer(index_no_overflow=True)
+    for iv in blk.iter_vars:
+        ana.bind(iv.var, iv.dom)
+    gone = {id(v) for v in nest_loops}
+    out = []
+    for c in _conjuncts(pred):
+        c = _ToIterVars(realize).visit(c)
+        stray = [v.name for v in used_vars(c) if id(v) in gone]
+        if stray:
+            raise fail(error, prim, f"block {blk.name!r} runs under the predicate "
+                       f"T.where({pred}), whose condition {c} uses the loop(s) {stray} "
+                       "other than through the block's iteration variables; moving the "
+                       "block would drop it. Express the condition over the iteration "
+                       "variables (or bind them to those loops) first", func, blk)
+        c = ana.simplify(c)
+        if not ana.can_prove(c):
+            out.append(c)
+    return out
+
+
+def nest_loop_vars(stmt) -> list:
+    """The loop variables of every ``For`` in ``stmt``."""
+    out = []
+    post_order_visit(stmt, lambda n: out.append(n.loop_var) if isinstance(n, For) else None)
+    return out
+
+
+def _with_predicate(guards, block, conds):
+    """``guards`` (a ``make_nest`` callback or None) that also adds ``conds`` (over the
+    block's iteration variables) at the new iter values."""
+    if not conds:
+        return guards
+
+    def both(values):
+        vm = {iv.var: v for iv, v in zip(block.iter_vars, values)}
+        return (guards(values) if guards else []) + [substitute(c, vm) for c in conds]
+    return both
 
 
 def _block_domain(block: Block, pairs, outer: dict, prim: str) -> list:
@@ -367,6 +452,8 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
     if reverse:
         _check_covered(func, blk, doms, outer, lname)
         guards = _in_boxes(blk, pairs)
+    guards = _with_predicate(guards, blk, predicate_conditions(
+        func, tree.get(func, bpath), nest_loop_vars(nest_obj), prim))
     nest = make_nest(blk, doms, outer, preserve_unit_loops, guards)
 
     def place(new_loop):
