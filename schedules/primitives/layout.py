@@ -75,7 +75,13 @@ def _eval_np(e, env):
     return fn(a, b)
 
 
-def _apply_map(index_map, ndim: int, buf_name: str):
+def apply_index_map(index_map, ndim: int, buf_name: str, prim: str = "transform_layout",
+                    what: str = ""):
+    """``(params, exprs)``: fresh int32 vars, one per parameter of ``index_map``, and
+    the index expressions it returns over them; refused (``LayoutError``) when the
+    lambda does not take ``ndim`` indices or returns something else than integers.
+    ``what`` names the owner in messages (default: ``buffer 'buf_name' has``)."""
+    what = what or f"buffer {buf_name!r} has"
     try:
         sig = inspect.signature(index_map)
         names = [p.name for p in sig.parameters.values()
@@ -83,29 +89,36 @@ def _apply_map(index_map, ndim: int, buf_name: str):
     except (TypeError, ValueError):
         names = [f"i{d}" for d in range(ndim)]
     if len(names) != ndim:
-        raise schedule_error(LayoutError, "transform_layout",
-                             f"index_map takes {len(names)} index(es) but buffer "
-                             f"{buf_name!r} has {ndim} dimension(s); write a lambda with "
-                             f"one parameter per dimension")
+        unit = "dimension" if what.startswith("buffer") else "iteration variable"
+        raise schedule_error(LayoutError, prim,
+                             f"index_map takes {len(names)} index(es) but {what} {ndim} "
+                             f"{unit}(s); write a lambda with one parameter per {unit}")
     params = [Var(n, "int32") for n in names]
     out = index_map(*params)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     try:
         exprs = [as_expr(x, "int32") for x in outs]
     except Exception as err:
-        raise schedule_error(LayoutError, "transform_layout",
+        raise schedule_error(LayoutError, prim,
                              f"index_map must return integer index expressions, returned "
                              f"{out!r} ({err})") from None
     for x in exprs:
         if x.dtype not in ("int32", "int64"):
-            raise schedule_error(LayoutError, "transform_layout",
+            raise schedule_error(LayoutError, prim,
                                  f"index_map returned {x} of dtype {x.dtype}; indices are "
                                  "int32/int64")
     return params, exprs
 
 
 def _new_shape(buf, params, exprs):
-    shape = [s.value if isinstance(s, IntImm) else None for s in buf.shape]
+    return map_image(buf.shape, params, exprs, f"buffer {buf.name!r}")
+
+
+def map_image(dims, params, exprs, what: str, prim: str = "transform_layout") -> tuple:
+    """The shape of the bounding box of the image of ``[0, dims)`` (one extent per
+    param) under ``exprs``; refused when an index is negative or (for constant dims of
+    at most ``ENUMERATE_LIMIT`` points, checked exhaustively) two points share one."""
+    shape = [s.value if isinstance(s, IntImm) else None for s in dims]
     size = int(np.prod(shape)) if None not in shape else None
     if size is not None and size <= ENUMERATE_LIMIT:
         grids = np.meshgrid(*[np.arange(n, dtype=np.int64) for n in shape], indexing="ij")
@@ -116,9 +129,9 @@ def _new_shape(buf, params, exprs):
             new = []
             for x, v in zip(exprs, vals):
                 if size and v.min() < 0:
-                    raise schedule_error(LayoutError, "transform_layout",
+                    raise schedule_error(LayoutError, prim,
                                          f"index_map gives the negative index {v.min()} "
-                                         f"(from {x}) for buffer {buf.name!r}")
+                                         f"(from {x}) for {what}")
                 new.append(const(int(v.max()) + 1 if size else 0, "int32"))
             if size:
                 # one linear key per point, sorted: far cheaper than a row-wise
@@ -126,19 +139,18 @@ def _new_shape(buf, params, exprs):
                 keys = np.sort(np.ravel_multi_index(vals, [int(n.value) for n in new]))
                 positions = 1 + int(np.count_nonzero(np.diff(keys)))
                 if positions != size:
-                    raise schedule_error(LayoutError, "transform_layout",
-                                         f"index_map is not one-to-one on buffer "
-                                         f"{buf.name!r} of shape {shape}: {size} elements "
-                                         f"map to {positions} positions")
+                    raise schedule_error(LayoutError, prim,
+                                         f"index_map is not one-to-one on {what} of shape "
+                                         f"{shape}: {size} elements map to {positions} "
+                                         "positions")
             return tuple(new)
-    ranges = {p: Range(const(0, s.dtype), s) for p, s in zip(params, buf.shape)}
+    ranges = {p: Range(const(0, s.dtype), s) for p, s in zip(params, dims)}
     new = []
     for x in exprs:
         lo, hi = arith.bound_of(x, ranges)
         if isinstance(lo, IntImm) and lo.value < 0:
-            raise schedule_error(LayoutError, "transform_layout",
-                                 f"index_map gives negative indices (from {x}) for "
-                                 f"buffer {buf.name!r}")
+            raise schedule_error(LayoutError, prim,
+                                 f"index_map gives negative indices (from {x}) for {what}")
         new.append(arith.simplify(hi + 1))
     return tuple(new)
 
@@ -305,7 +317,7 @@ def transform_layout(func, block, buffer_index: int, index_map,
         raise schedule_error(LayoutError, prim,
                              f"buffer {buf.name!r} is not allocated in the function "
                              "(no alloc_buffers / Allocate holds it)", func, blk)
-    params, exprs = _apply_map(index_map, buf.ndim, buf.name)
+    params, exprs = apply_index_map(index_map, buf.ndim, buf.name)
     new_buf = Buffer(_new_shape(buf, params, exprs), buf.dtype, buf.name, (), buf.scope,
                      buf.align)
     padding = _pad_check(buf, new_buf.shape, pad_value, func, blk)
@@ -324,4 +336,5 @@ def transform_layout(func, block, buffer_index: int, index_map,
     return g, None
 
 
-__all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT"]
+__all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT", "apply_index_map",
+           "map_image"]
