@@ -22,3 +22,4 @@ from . import tensorize
 from . import layout
 from . import pad
 from . import block_layout
+from . import reindex
