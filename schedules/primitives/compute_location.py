@@ -227,7 +227,7 @@ class _ToIterVars(Mutator):
         return Mutator.visit(self, n)
 
 
-def predicate_conditions(func, realize, nest_loops, prim, error=BlockLocationError) -> list:
+def predicate_conditions(func, realize, loops, prim, error=BlockLocationError) -> list:
     """The conditions of ``realize``'s predicate (``T.where``) over its block's iteration
     variables that the variables' domains do not already imply.
 
@@ -235,7 +235,8 @@ def predicate_conditions(func, realize, nest_loops, prim, error=BlockLocationErr
     ``reverse_compute_at``, ``reverse_compute_inline``) re-derives the domain guards of
     a split; any other condition (``T.where(i % 3 != 1)``) must be carried over, or
     the block would run where it did not.  Refused when a condition uses a loop of
-    ``nest_loops`` (the loops that go away) other than through an iter value.
+    ``loops`` (the ``For`` nodes that go away) other than through an iter value, unless
+    it holds wherever the iter values lie in their domains (a guard).
 
     Example::
 
@@ -244,7 +245,8 @@ def predicate_conditions(func, realize, nest_loops, prim, error=BlockLocationErr
         >>> from cuvil_tir.stmt import IterVar
         >>> blk = Block("B", (IterVar(v, Range.from_extent(8)),), (), (), SeqStmt(()))
         >>> br = BlockRealize((i,), T.all(i < 8, i % 3 != 1), blk)
-        >>> [str(c) for c in predicate_conditions(None, br, [i], "compute_at")]
+        >>> loop = For(i, T.const(0), T.const(8), "serial", br)
+        >>> [str(c) for c in predicate_conditions(None, br, [loop], "compute_at")]
         ['v % 3 != 1']
     """
     pred = realize.predicate
@@ -254,11 +256,13 @@ def predicate_conditions(func, realize, nest_loops, prim, error=BlockLocationErr
     ana = Analyzer(index_no_overflow=True)
     for iv in blk.iter_vars:
         ana.bind(iv.var, iv.dom)
-    gone = {id(v) for v in nest_loops}
+    gone = {id(lp.loop_var) for lp in loops}
     out = []
-    for c in _conjuncts(pred):
-        c = _ToIterVars(realize).visit(c)
+    for raw in _conjuncts(pred):
+        c = _ToIterVars(realize).visit(raw)
         stray = [v.name for v in used_vars(c) if id(v) in gone]
+        if stray and _implied_by_domain(realize, raw, loops):
+            continue
         if stray:
             raise fail(error, prim, f"block {blk.name!r} runs under the predicate "
                        f"T.where({pred}), whose condition {c} uses the loop(s) {stray} "
@@ -271,11 +275,44 @@ def predicate_conditions(func, realize, nest_loops, prim, error=BlockLocationErr
     return out
 
 
-def nest_loop_vars(stmt) -> list:
-    """The loop variables of every ``For`` in ``stmt``."""
+#: nests of at most this many iterations are enumerated to recognise a domain guard
+GUARD_ENUMERATE_LIMIT = 1 << 16
+
+
+def _implied_by_domain(realize, cond, loops) -> bool:
+    """Whether ``cond`` (over the loops of the block's own nest, ``loops``) holds at every iteration whose iter values lie in their domains: then it
+    is a domain guard (a split of a fused loop gives ``i_0 * 4 + i_1 < 32`` with
+    values ``(i_0 * 4 + i_1) // 8``) and rebuilding the domain keeps it.  Decided by
+    enumerating a small constant nest; False when it cannot be decided."""
+    from .layout import eval_np
+    import numpy as np
+    nest = list(loops)
+    if any(not isinstance(x, IntImm) for lp in nest for x in (lp.min, lp.extent)):
+        return False
+    total = 1
+    for lp in nest:
+        total *= lp.extent.value
+    if total > GUARD_ENUMERATE_LIMIT:
+        return False
+    grids = np.meshgrid(*[np.arange(lp.min.value, lp.min.value + lp.extent.value)
+                          for lp in nest], indexing="ij")
+    env = {id(lp.loop_var): g.ravel() for lp, g in zip(nest, grids)}
+    inside = np.ones(total, dtype=bool)
+    for iv, val in zip(realize.block.iter_vars, realize.iter_values):
+        v = eval_np(val, env)
+        if v is None or not all(isinstance(x, IntImm) for x in (iv.dom.min, iv.dom.extent)):
+            return False
+        lo = iv.dom.min.value
+        inside &= (v >= lo) & (v < lo + iv.dom.extent.value)
+    held = eval_np(cond, env)
+    return held is not None and bool(np.all(np.broadcast_to(held, inside.shape) | ~inside))
+
+
+def nest_loops(stmt) -> list:
+    """Every ``For`` in ``stmt`` (outermost first along each path)."""
     out = []
-    post_order_visit(stmt, lambda n: out.append(n.loop_var) if isinstance(n, For) else None)
-    return out
+    post_order_visit(stmt, lambda n: out.append(n) if isinstance(n, For) else None)
+    return out[::-1]
 
 
 def _with_predicate(guards, block, conds):
@@ -453,7 +490,7 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
         _check_covered(func, blk, doms, outer, lname)
         guards = _in_boxes(blk, pairs)
     guards = _with_predicate(guards, blk, predicate_conditions(
-        func, tree.get(func, bpath), nest_loop_vars(nest_obj), prim))
+        func, tree.get(func, bpath), nest_loops(nest_obj), prim))
     nest = make_nest(blk, doms, outer, preserve_unit_loops, guards)
 
     def place(new_loop):

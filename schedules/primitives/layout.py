@@ -29,8 +29,8 @@ import numpy as np
 from cuvil_tir import arith
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import ScheduleError
-from cuvil_tir.expr import (Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Sub, Var,
-                            as_expr, const)
+from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, FloorDiv, FloorMod, IntImm,
+                            Max, Min, Mul, Not, Or, Sub, Var, as_expr, const)
 from cuvil_tir.stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, For,
                             IterVar, Range, SeqStmt)
 from cuvil_tir.visitor import Mutator, substitute
@@ -55,15 +55,32 @@ class LayoutError(ScheduleError):
 
 
 _NP = {Add: np.add, Sub: np.subtract, Mul: np.multiply, FloorDiv: np.floor_divide,
-       FloorMod: np.mod, Min: np.minimum, Max: np.maximum}
+       FloorMod: np.mod, Min: np.minimum, Max: np.maximum, EQ: np.equal, NE: np.not_equal,
+       LT: np.less, LE: np.less_equal, GT: np.greater, GE: np.greater_equal,
+       And: np.logical_and, Or: np.logical_or}
+
+
+def eval_np(e, env):
+    """Evaluate an integer index expression or a condition on numpy arrays (``env``:
+    ``{id(var): array}``); None if it uses anything else.
+
+    Example::
+
+        >>> i = Var("i")
+        >>> eval_np((i * 2 < 5) & (i >= 1), {id(i): np.arange(4)}).tolist()
+        [False, True, True, False]
+    """
+    return _eval_np(e, env)
 
 
 def _eval_np(e, env):
-    """Evaluate an integer index expression on numpy arrays; None if unsupported."""
     if isinstance(e, IntImm):
         return np.int64(e.value)
     if isinstance(e, Var):
         return env.get(id(e))
+    if isinstance(e, Not):
+        a = _eval_np(e.a, env)
+        return None if a is None else np.logical_not(a)
     fn = _NP.get(type(e))
     if fn is None:
         return None
@@ -337,4 +354,4 @@ def transform_layout(func, block, buffer_index: int, index_map,
 
 
 __all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT", "apply_index_map",
-           "map_image"]
+           "map_image", "eval_np"]

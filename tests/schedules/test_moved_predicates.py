@@ -124,3 +124,20 @@ def test_a_predicate_over_a_loop_outside_the_bindings_is_refused(prim, cls):
     assert_refused(sch, call, rf"{prim}: block 'D' runs under the predicate "
                    r"T.where\(j < 1\), whose condition j < 1 uses the loop\(s\) \['j'\] "
                    "other than through the block's iteration variables", cls)
+
+
+def test_the_guard_of_a_split_fused_loop_is_recognised_as_a_domain_guard():
+    # i_j_fused split by 5: T.where(i_j_fused_0 * 5 + i_j_fused_1 < 32) is no iter value,
+    # but it holds wherever the values (.. // 8, .. % 8) lie in the domain: dropped
+    A = T.placeholder((4, 8), name="A")
+    B = T.compute((4, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    D = T.compute((4, 8), lambda i, j: B[i, j] + 1.0, name="D")
+    f = T.create_prim_func([A, D])
+    sch = S.Schedule(f)
+    fused = sch.fuse(*sch.get_loops("D"))
+    sch.split(fused, [None, 5])
+    sch.reverse_compute_at("D", sch.get_loops("B")[0])
+    x = np.random.default_rng(0).random((4, 8), dtype="float32")
+    np.testing.assert_allclose(run_llvm(sch, [x, np.zeros((4, 8), "float32")])[1],
+                               x * 2 + 1, rtol=1e-6)
+    verify_trace_roundtrip(sch, f)
