@@ -119,7 +119,10 @@ def gemm_schedule(M: int, N: int, K: int, mr: int = MR, nr: int = NR,
         sch.vectorize(cols)
     bp = sch.get_block("Bp")
     sch.compute_at(bp, jo)                    # pack a block's B panels right before use
-    sch.vectorize(sch.get_loops(bp)[-1])
+    inner = sch.get_loops(bp)[1:]             # under jo: [panels of the block,] k, columns
+    if len(inner) == 3:
+        sch.reorder(inner[1], inner[0])       # row by row of B: contiguous reads
+    sch.vectorize(inner[-1])
     sch.parallel(sch.get_loops(sch.get_block("Ap"))[0])
     sch.parallel(jo)                          # ... by the thread that uses them
     return sch
