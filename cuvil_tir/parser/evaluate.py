@@ -186,7 +186,10 @@ class ExprEvaluator:
             return Builtin("serial")
         if name in self.env:
             v = self.env[name]
-            if v is script or getattr(v, "__name__", None) == "cuvil_tir":
+            # a module flagged __tvmscript_namespace__ stands for T too (a TVM-named
+            # alias such as ``from tvm.script import tir as T`` over Cuvil)
+            if v is script or getattr(v, "__name__", None) == "cuvil_tir" or \
+                    getattr(v, "__tvmscript_namespace__", False) is True:
                 return NAMESPACE
             return v
         known = [n for f in self.frames for n in f] + list(self.env)

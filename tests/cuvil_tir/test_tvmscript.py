@@ -314,3 +314,17 @@ def test_call_extern_in_tvm_argument_order():
     call = f.body.value
     assert call.dtype == "int32" and call.args[0].value == "fill"
     assert str(call.args[2]) == "A[0:16]"
+
+
+def test_a_module_flagged_as_the_namespace_stands_for_T():
+    # what a TVM-named alias over Cuvil does (``from tvm.script import tir as T``)
+    import types
+    alias = types.ModuleType("tvm.script.tir")
+    alias.__tvmscript_namespace__ = True
+    f = T.parse('def f(A: T.Buffer((4,), "float32")):\n    A[0] = T.float32(1)\n',
+                env={"T": alias})
+    assert str(f.body) == "A[0] = T.float32(1)"
+    unflagged = types.ModuleType("other")
+    with pytest.raises(T.ParseError, match="has no attribute 'Buffer'|Buffer"):
+        T.parse('def f(A: T.Buffer((4,), "float32")):\n    A[0] = T.float32(1)\n',
+                env={"T": unflagged})
