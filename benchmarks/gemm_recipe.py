@@ -88,7 +88,7 @@ def recipe(M: int, N: int, K: int, width: int) -> S.Schedule:
     acc = sch.cache_write(c, 0, "local")
     sch.reverse_compute_at(acc, jo)
     pack = sch.cache_read(c, 1, "global")
-    sch.transform_layout(pack, 0, lambda kr, jc: (jc // width, kr, jc % width))
+    sch.transform_layout(pack, 0, lambda kr, jc: (jc // width, kr, jc % width), pad_value=0.0)
     sch.parallel(sch.get_loops(pack)[0])
     sch.decompose_reduction(c, kk)
     sch.unroll(ii)

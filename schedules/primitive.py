@@ -111,10 +111,11 @@ def _checked_int(pred):
 def _factors(v):
     if not isinstance(v, (list, tuple)) or len(v) < 2:
         raise Mismatch()
+    inferred = [f is None or (_is_int(f) and _int(f) == -1) for f in v]   # -1: TensorIR's
     for k, f in enumerate(v):
-        if f is not None and (not _is_int(f) or _int(f) <= 0):
+        if not inferred[k] and (not _is_int(f) or _int(f) <= 0):
             raise Mismatch(f"element {k} is {f!r}")
-    if sum(f is None for f in v) > 1:
+    if sum(inferred) > 1:
         raise Mismatch("more than one None")
     return list(v)
 

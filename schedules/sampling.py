@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from cuvil_tir.analysis import tree
 from .analysis import const_int, loop_path
-from .errors import NonConstantExtentError, ScheduleArgumentError, schedule_error
+from .errors import ScheduleArgumentError, schedule_error
 from .primitive import CANDIDATES, LOOP, POS_INT, PROBS, SAMPLED, primitive
 
 
@@ -180,14 +180,34 @@ def perfect_tiles(extent: int, n: int, max_innermost_factor: int) -> list:
     return out
 
 
+def symbolic_tiles(n: int, max_innermost_factor: int) -> list:
+    """The tilings of a loop of symbolic extent: ``-1`` (inferred by ``split``, as in
+    TensorIR) then ``n - 1`` powers of two, each at most ``max_innermost_factor``.
+
+    Example::
+
+        >>> symbolic_tiles(2, 4)
+        [[-1, 1], [-1, 2], [-1, 4]]
+    """
+    powers = [1 << k for k in range(max_innermost_factor.bit_length())
+              if 1 << k <= max_innermost_factor]
+    out = [[-1]]
+    for _ in range(n - 1):
+        out = [t + [p] for t in out for p in powers]
+    return out
+
+
 def _mutate_tile(inst, rng):
-    """Another tiling of the same extent (the product of the recorded decision)."""
+    """Another tiling of the same extent (the product of the recorded decision), or of
+    a symbolic extent when the decision starts with -1."""
+    n = inst.inputs[1] if len(inst.inputs) > 1 else inst.attrs["n"]
+    most = inst.attrs.get("max_innermost_factor", 16)
+    if inst.decision and inst.decision[0] == -1:
+        return rng.choice(symbolic_tiles(n, most))
     extent = 1
     for d in inst.decision:
         extent *= d
-    n = inst.inputs[1] if len(inst.inputs) > 1 else inst.attrs["n"]
-    options = perfect_tiles(extent, n, inst.attrs.get("max_innermost_factor", 16))
-    return rng.choice(options)
+    return rng.choice(perfect_tiles(extent, n, most))
 
 
 def _mutate_categorical(inst, rng):
@@ -202,6 +222,12 @@ def sample_perfect_tile(func, rng, loop, n, max_innermost_factor=16, decision=No
     """``n`` ints multiplying to ``loop``'s constant extent, innermost at most
     ``max_innermost_factor``, drawn uniformly from all such tilings and recorded with
     their decision.  Feed them to ``split``.
+
+    A loop of symbolic extent gets ``-1`` (inferred by ``split``, as in TensorIR) then
+    ``n - 1`` powers of two up to ``max_innermost_factor`` (:func:`symbolic_tiles`);
+    the split guards the last tile.  ``sch.sample_perfect_tile(i, 2, decision=[-1, 8])``
+    on ``for i in T.serial(n)`` gives ``[-1, 8]``, and ``split`` then makes
+    ``T.serial((n + 7) // 8)`` and ``T.serial(8)``.
 
     Example::
 
@@ -219,9 +245,7 @@ def sample_perfect_tile(func, rng, loop, n, max_innermost_factor=16, decision=No
     node = tree.get(func, loop_path(func, loop, name))
     extent = const_int(node.extent)
     if extent is None:
-        raise schedule_error(NonConstantExtentError, name, f"loop {node.loop_var.name} has "
-                             f"the symbolic extent {node.extent}; perfect tiling needs a "
-                             "constant extent", func, node)
+        return _symbolic_tile(func, rng, node, n, max_innermost_factor, decision)
     if decision is None:
         decision = rng.choice(perfect_tiles(extent, n, max_innermost_factor))
     else:
@@ -236,6 +260,22 @@ def sample_perfect_tile(func, rng, loop, n, max_innermost_factor=16, decision=No
             raise schedule_error(ScheduleArgumentError, name, f"decision {decision!r}: "
                                  f"expected {n} factors multiplying to the extent "
                                  f"{extent} of loop {node.loop_var.name}")
+    decision = [int(d) for d in decision]
+    return [SampledInt(d) for d in decision], decision
+
+
+def _symbolic_tile(func, rng, node, n, max_innermost_factor, decision):
+    name = "sample_perfect_tile"
+    if decision is None:
+        decision = rng.choice(symbolic_tiles(n, max_innermost_factor))
+    decision = list(decision)
+    ok = len(decision) == n and decision[0] == -1 and all(
+        not isinstance(d, bool) and isinstance(d, int) and d >= 1 for d in decision[1:])
+    if not ok:
+        raise schedule_error(ScheduleArgumentError, name, f"decision {decision!r}: loop "
+                             f"{node.loop_var.name} has the symbolic extent {node.extent}, "
+                             f"so expected {n} ints: -1 (the outer factor, inferred) then "
+                             f"{n - 1} positive factors", func, node)
     decision = [int(d) for d in decision]
     return [SampledInt(d) for d in decision], decision
 

@@ -33,6 +33,7 @@ from ..expr import Broadcast, BufferLoad, Expr, IntImm, Ramp, cast
 from ..function import PrimFunc
 from ..stmt import Allocate, BufferRegion, BufferStore, Range
 from ..visitor import Mutator
+from .storage_align import apply_storage_align
 
 
 def _is_one(e) -> bool:
@@ -189,6 +190,7 @@ def flatten_buffers(func: PrimFunc) -> PrimFunc:
         >>> f.params[0].shape[0].value, T.to_text(f.body)
         (6, 'A[5] = T.int8(1)')
     """
+    func = apply_storage_align(func)    # strides from storage_align, on final shapes
     m = _Flatten()
     params = tuple(m.flat(p) if isinstance(p, Buffer) else p for p in func.params)
     body = m.visit(func.body)

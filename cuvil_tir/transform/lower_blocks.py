@@ -30,6 +30,7 @@ from ..function import PrimFunc
 from ..op import all as all_of
 from ..stmt import Allocate, Block, IfThenElse, Range, seq
 from ..visitor import Mutator, substitute
+from .storage_align import record_storage_align
 
 
 def _is_true(e) -> bool:
@@ -86,6 +87,7 @@ def lower_blocks(func: PrimFunc) -> PrimFunc:
         >>> type(lower_blocks(T.create_prim_func([A, B])).body).__name__
         'For'
     """
+    func = record_storage_align(func)   # block alignments outlive the blocks
     return func.with_body(_LowerBlocks().visit(func.body))
 
 

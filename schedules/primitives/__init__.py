@@ -21,3 +21,5 @@ from . import storage
 from . import tensorize
 from . import layout
 from . import pad
+from . import block_layout
+from . import reindex

@@ -27,7 +27,7 @@ from cuvil_tir.visitor import substitute, used_vars
 from cuvil_tir.analysis import tree
 from ..errors import LoopNestError, ScheduleError, schedule_error
 from ..handles import BlockRV
-from ..primitive import BLOCK, LOOP, primitive
+from ..primitive import BLOCK, BOOL, LOOP, primitive
 from cuvil_tir.analysis.regions import simplify
 from .reduction import fresh_block_name, make_init_nest, resolve_loop, with_write_reads
 
@@ -179,8 +179,11 @@ def _divide(iv, val, inner_ids, prim, blk_name):
                          f"{blk_name!r} into outer and inner parts: {why}")
 
 
-def blockize_path(func, lpath: tuple, prim: str = "blockize"):
-    """Blockize the loop at ``lpath``; ``(new_func, outer block name)``.
+def blockize_path(func, lpath: tuple, prim: str = "blockize",
+                  preserve_unit_iters: bool = True):
+    """Blockize the loop at ``lpath``; ``(new_func, outer block name)``.  With
+    ``preserve_unit_iters`` the outer block has one iter var per inner one (a unit one,
+    ``T.axis.spatial(1, 0)``, where the loop covers the inner var's whole range).
 
     Example::
 
@@ -216,10 +219,14 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize"):
     for iv, val in zip(blk.iter_vars, realize.iter_values):
         ob, oext, ib, e_in = _divide(iv, val, inner_ids, prim, blk.name)
         vo = vi = None
-        if ob is not None and not (_const_int(oext) == 1 and _const_int(ob) == 0):
+        unit = ob is None or (_const_int(oext) == 1 and _const_int(ob) == 0)
+        if not unit or preserve_unit_iters:
+            # TensorIR keeps one outer iter var per inner one, a unit one (extent 1,
+            # bound to 0) where the whole range is inside the loop
             vo = Var(iv.var.name + "_o", iv.var.dtype)
+            oext = const(1, iv.dom.extent.dtype) if unit else oext
             outer_ivs.append(type(iv)(vo, Range(const(0, oext.dtype), oext), iv.kind))
-            outer_vals.append(ob)
+            outer_vals.append(const(0, iv.var.dtype) if unit else ob)
         if ib is not None and not (isinstance(e_in, int) and e_in == 1):
             vi = Var(iv.var.name + "_i", iv.var.dtype)
             e_expr = e_in if not isinstance(e_in, int) else const(e_in, iv.dom.extent.dtype)
@@ -227,7 +234,11 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize"):
             inner_vals.append(ib)
             if isinstance(e_in, int):
                 idom[id(vi)] = (vi, e_in)
-        if vo is not None and vi is not None:
+        if unit and vi is not None:
+            vmap[iv.var] = vi
+        elif unit and vo is not None:
+            vmap[iv.var] = iv.dom.min
+        elif vo is not None and vi is not None:
             vmap[iv.var] = vo * e_in + vi
         elif vo is not None:
             vmap[iv.var] = vo
@@ -286,9 +297,14 @@ def _outer_predicate(pred, inner_loops):
     return all_of(kept)
 
 
-@primitive("blockize", loop=LOOP, returns=BLOCK)
-def blockize(func, loop):
+@primitive("blockize", loop=LOOP, returns=BLOCK, preserve_unit_iters=BOOL)
+def blockize(func, loop, preserve_unit_iters: bool = True):
     """Wrap the subtree at ``loop`` into a new outer block; returns it.
+
+    The outer block has one iter var per iter var of the inner block, bound to the
+    loops above ``loop``; where ``loop`` covers an inner var's whole range the outer
+    one is a unit iter var (``T.axis.spatial(1, 0)``, as TensorIR), unless
+    ``preserve_unit_iters=False``.
 
     Before/after ``blockize(i_1)``::
 
@@ -303,10 +319,14 @@ def blockize(func, loop):
         >>> from cuvil_tir.te.examples import matmul
         >>> f = matmul(4, 4, 4)
         >>> g, rv = blockize(f, LoopRV(f.body.block.body.loop_var))
+        >>> [(iv.var.name, int(iv.dom.extent)) for iv in g.body.block.body.block.iter_vars]
+        [('v_i_o', 1), ('v_j_o', 1), ('v_k_o', 1)]
+        >>> g, rv = blockize(f, LoopRV(f.body.block.body.loop_var), preserve_unit_iters=False)
         >>> g.body.block.body.block.iter_vars
         ()
     """
-    g, name = blockize_path(func, resolve_loop(func, loop, "blockize"))
+    g, name = blockize_path(func, resolve_loop(func, loop, "blockize"), "blockize",
+                            preserve_unit_iters)
     return g, BlockRV(name)
 
 

@@ -46,7 +46,8 @@ from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_pa
                                         provably_le, region_of, simplify, tree_same,
                                         union)
 from cuvil_tir.arith import Analyzer
-from .compute_location import Relocate, exclusive_nest, with_fields
+from .compute_location import (Relocate, exclusive_nest, nest_loops,
+                               predicate_conditions, with_fields)
 
 
 def _store_of(func, blk, prim, role):
@@ -374,6 +375,10 @@ def reverse_compute_inline(func, block):
     sigma = _at(inv, pst.indices)
     _check_produced(func, prod, cons, load, buf, prim)
     guard = _consumer_guard(prod, cons, load, sigma)
+    # the consumer's own T.where, carried over to the producer's variables
+    _, cnest = exclusive_nest(func, cpath, prim)
+    guard += [simplify(substitute(c, sigma)) for c in predicate_conditions(
+        func, tree.get(func, cpath), nest_loops(cnest), prim, InlineError)]
     value = _ReplaceLoads(buf, pst.value).visit(substitute(cst.value, sigma))
     store = BufferStore(cst.buffer, value,
                         tuple(simplify(substitute(e, sigma)) for e in cst.indices))

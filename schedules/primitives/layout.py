@@ -3,8 +3,8 @@
 ``index_map`` is a Python lambda over the buffer's indices returning the new indices,
 e.g. ``lambda i, j: (i // 16, j, i % 16)``.  The buffer's new shape is the bounding
 box of the map's image; every load, store and region of the buffer in the function is
-rewritten.  A layout with padding (a bounding box larger than the buffer) may be given
-a ``pad_value`` to fill it; a parameter may change layout too (its caller then passes
+rewritten.  A layout with padding (a bounding box larger than the buffer) needs a
+``pad_value`` to fill it; a parameter may change layout too (its caller then passes
 the new layout).
 
 Example::
@@ -29,8 +29,8 @@ import numpy as np
 from cuvil_tir import arith
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import ScheduleError
-from cuvil_tir.expr import (Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Sub, Var,
-                            as_expr, const)
+from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, FloorDiv, FloorMod, IntImm,
+                            Max, Min, Mul, Not, Or, Sub, Var, as_expr, const)
 from cuvil_tir.stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, For,
                             IterVar, Range, SeqStmt)
 from cuvil_tir.visitor import Mutator, substitute
@@ -55,15 +55,32 @@ class LayoutError(ScheduleError):
 
 
 _NP = {Add: np.add, Sub: np.subtract, Mul: np.multiply, FloorDiv: np.floor_divide,
-       FloorMod: np.mod, Min: np.minimum, Max: np.maximum}
+       FloorMod: np.mod, Min: np.minimum, Max: np.maximum, EQ: np.equal, NE: np.not_equal,
+       LT: np.less, LE: np.less_equal, GT: np.greater, GE: np.greater_equal,
+       And: np.logical_and, Or: np.logical_or}
+
+
+def eval_np(e, env):
+    """Evaluate an integer index expression or a condition on numpy arrays (``env``:
+    ``{id(var): array}``); None if it uses anything else.
+
+    Example::
+
+        >>> i = Var("i")
+        >>> eval_np((i * 2 < 5) & (i >= 1), {id(i): np.arange(4)}).tolist()
+        [False, True, True, False]
+    """
+    return _eval_np(e, env)
 
 
 def _eval_np(e, env):
-    """Evaluate an integer index expression on numpy arrays; None if unsupported."""
     if isinstance(e, IntImm):
         return np.int64(e.value)
     if isinstance(e, Var):
         return env.get(id(e))
+    if isinstance(e, Not):
+        a = _eval_np(e.a, env)
+        return None if a is None else np.logical_not(a)
     fn = _NP.get(type(e))
     if fn is None:
         return None
@@ -75,7 +92,13 @@ def _eval_np(e, env):
     return fn(a, b)
 
 
-def _apply_map(index_map, ndim: int, buf_name: str):
+def apply_index_map(index_map, ndim: int, buf_name: str, prim: str = "transform_layout",
+                    what: str = ""):
+    """``(params, exprs)``: fresh int32 vars, one per parameter of ``index_map``, and
+    the index expressions it returns over them; refused (``LayoutError``) when the
+    lambda does not take ``ndim`` indices or returns something else than integers.
+    ``what`` names the owner in messages (default: ``buffer 'buf_name' has``)."""
+    what = what or f"buffer {buf_name!r} has"
     try:
         sig = inspect.signature(index_map)
         names = [p.name for p in sig.parameters.values()
@@ -83,29 +106,36 @@ def _apply_map(index_map, ndim: int, buf_name: str):
     except (TypeError, ValueError):
         names = [f"i{d}" for d in range(ndim)]
     if len(names) != ndim:
-        raise schedule_error(LayoutError, "transform_layout",
-                             f"index_map takes {len(names)} index(es) but buffer "
-                             f"{buf_name!r} has {ndim} dimension(s); write a lambda with "
-                             f"one parameter per dimension")
+        unit = "dimension" if what.startswith("buffer") else "iteration variable"
+        raise schedule_error(LayoutError, prim,
+                             f"index_map takes {len(names)} index(es) but {what} {ndim} "
+                             f"{unit}(s); write a lambda with one parameter per {unit}")
     params = [Var(n, "int32") for n in names]
     out = index_map(*params)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     try:
         exprs = [as_expr(x, "int32") for x in outs]
     except Exception as err:
-        raise schedule_error(LayoutError, "transform_layout",
+        raise schedule_error(LayoutError, prim,
                              f"index_map must return integer index expressions, returned "
                              f"{out!r} ({err})") from None
     for x in exprs:
         if x.dtype not in ("int32", "int64"):
-            raise schedule_error(LayoutError, "transform_layout",
+            raise schedule_error(LayoutError, prim,
                                  f"index_map returned {x} of dtype {x.dtype}; indices are "
                                  "int32/int64")
     return params, exprs
 
 
 def _new_shape(buf, params, exprs):
-    shape = [s.value if isinstance(s, IntImm) else None for s in buf.shape]
+    return map_image(buf.shape, params, exprs, f"buffer {buf.name!r}")
+
+
+def map_image(dims, params, exprs, what: str, prim: str = "transform_layout") -> tuple:
+    """The shape of the bounding box of the image of ``[0, dims)`` (one extent per
+    param) under ``exprs``; refused when an index is negative or (for constant dims of
+    at most ``ENUMERATE_LIMIT`` points, checked exhaustively) two points share one."""
+    shape = [s.value if isinstance(s, IntImm) else None for s in dims]
     size = int(np.prod(shape)) if None not in shape else None
     if size is not None and size <= ENUMERATE_LIMIT:
         grids = np.meshgrid(*[np.arange(n, dtype=np.int64) for n in shape], indexing="ij")
@@ -116,9 +146,9 @@ def _new_shape(buf, params, exprs):
             new = []
             for x, v in zip(exprs, vals):
                 if size and v.min() < 0:
-                    raise schedule_error(LayoutError, "transform_layout",
+                    raise schedule_error(LayoutError, prim,
                                          f"index_map gives the negative index {v.min()} "
-                                         f"(from {x}) for buffer {buf.name!r}")
+                                         f"(from {x}) for {what}")
                 new.append(const(int(v.max()) + 1 if size else 0, "int32"))
             if size:
                 # one linear key per point, sorted: far cheaper than a row-wise
@@ -126,19 +156,18 @@ def _new_shape(buf, params, exprs):
                 keys = np.sort(np.ravel_multi_index(vals, [int(n.value) for n in new]))
                 positions = 1 + int(np.count_nonzero(np.diff(keys)))
                 if positions != size:
-                    raise schedule_error(LayoutError, "transform_layout",
-                                         f"index_map is not one-to-one on buffer "
-                                         f"{buf.name!r} of shape {shape}: {size} elements "
-                                         f"map to {positions} positions")
+                    raise schedule_error(LayoutError, prim,
+                                         f"index_map is not one-to-one on {what} of shape "
+                                         f"{shape}: {size} elements map to {positions} "
+                                         "positions")
             return tuple(new)
-    ranges = {p: Range(const(0, s.dtype), s) for p, s in zip(params, buf.shape)}
+    ranges = {p: Range(const(0, s.dtype), s) for p, s in zip(params, dims)}
     new = []
     for x in exprs:
         lo, hi = arith.bound_of(x, ranges)
         if isinstance(lo, IntImm) and lo.value < 0:
-            raise schedule_error(LayoutError, "transform_layout",
-                                 f"index_map gives negative indices (from {x}) for "
-                                 f"buffer {buf.name!r}")
+            raise schedule_error(LayoutError, prim,
+                                 f"index_map gives negative indices (from {x}) for {what}")
         new.append(arith.simplify(hi + 1))
     return tuple(new)
 
@@ -200,14 +229,22 @@ class _Relayout(Mutator):
 
 
 def _pad_check(buf, new_shape, pad_value, func, blk):
-    """The number of padding elements (those of the new layout no old index maps to).
-    Without a ``pad_value`` they are left unwritten: packing recipes read whole padded
-    tiles and discard the extra lanes, so padding alone is not refused."""
+    """The number of padding elements (those of the new layout no old index maps to);
+    refused when there are some and no ``pad_value`` says what they hold: a reader of a
+    whole padded tile would otherwise read memory nothing wrote."""
     old = [s.value if isinstance(s, IntImm) else None for s in buf.shape]
     new = [s.value if isinstance(s, IntImm) else None for s in new_shape]
-    if None in old or None in new or pad_value is None:
+    if None in old or None in new:
         return 0
-    return max(0, int(np.prod(new)) - int(np.prod(old)))
+    extra = int(np.prod(new)) - int(np.prod(old))
+    if extra > 0 and pad_value is None:
+        raise schedule_error(LayoutError, "transform_layout", f"the index map lays buffer "
+                             f"{buf.name!r} of shape {tuple(old)} out as {tuple(new)}: "
+                             f"{extra} padding element(s) that no index maps to, and so "
+                             "that nothing writes. Pass pad_value=<the value they hold> "
+                             "(e.g. 0.0), or use a map whose image fills its bounding box",
+                             func, blk)
+    return max(0, extra)
 
 
 def _fill(new_buf, pad_value):
@@ -250,9 +287,9 @@ def transform_layout(func, block, buffer_index: int, index_map,
 
     The new shape is the bounding box of the map's image.  When the box holds more
     elements than the buffer (``i -> (i // 7, i % 7)`` on 30 elements gives 5 x 7),
-    ``pad_value`` fills the padding before the buffer's writers run (without it the
-    padding is left unwritten).  A function parameter may change layout too (the caller then passes
-    arrays in the new layout).
+    ``pad_value`` is required and fills the padding before the buffer's writers run.
+    A function parameter may change layout too (the caller then passes arrays in the
+    new layout).
 
     Before/after ``transform_layout(B, 0, lambda i, j: (j, i))``::
 
@@ -297,7 +334,7 @@ def transform_layout(func, block, buffer_index: int, index_map,
         raise schedule_error(LayoutError, prim,
                              f"buffer {buf.name!r} is not allocated in the function "
                              "(no alloc_buffers / Allocate holds it)", func, blk)
-    params, exprs = _apply_map(index_map, buf.ndim, buf.name)
+    params, exprs = apply_index_map(index_map, buf.ndim, buf.name)
     new_buf = Buffer(_new_shape(buf, params, exprs), buf.dtype, buf.name, (), buf.scope,
                      buf.align)
     padding = _pad_check(buf, new_buf.shape, pad_value, func, blk)
@@ -316,4 +353,5 @@ def transform_layout(func, block, buffer_index: int, index_map,
     return g, None
 
 
-__all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT"]
+__all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT", "apply_index_map",
+           "map_image", "eval_np"]

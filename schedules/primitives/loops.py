@@ -66,6 +66,8 @@ def _factor_value(f, k, factors):
         return None
     if isinstance(f, IntImm):
         f = f.value
+    if f == -1 and not isinstance(f, bool):
+        return None     # TensorIR's "inferred" (what sample_perfect_tile gives a symbolic loop)
     if isinstance(f, bool) or not isinstance(f, int):
         raise schedule_error(FactorError, "split", f"factor {k} of {list(factors)!r}: "
                              f"expected a positive int or None, got {f!r}")
@@ -109,7 +111,7 @@ class _Guard(Mutator):
 def split(func, loop, factors):
     """Split ``loop`` into ``len(factors)`` nested loops ``i_0, i_1, ...``.
 
-    One factor may be ``None`` (inferred: ``ceildiv(extent, others)``).  Factors
+    One factor may be ``None`` or ``-1`` (inferred: ``ceildiv(extent, others)``).  Factors
     multiplying to more than the extent add the guard ``T.where(... < extent)``;
     fewer would drop iterations and raise ``FactorError``.  Before/after::
 
@@ -135,7 +137,7 @@ def split(func, loop, factors):
                              f"factors, got {factors!r}", func, node)
     values = [_factor_value(f, k, factors) for k, f in enumerate(factors)]
     if values.count(None) > 1:
-        raise schedule_error(FactorError, "split", f"at most one factor may be None "
+        raise schedule_error(FactorError, "split", f"at most one factor may be None or -1 "
                              f"(inferred), got {list(factors)!r}", func, node)
     extent = const_int(node.extent)
     known = 1

@@ -3,16 +3,16 @@
 ``set_scope(block, i, scope)`` moves the block's ``i``-th write buffer to another
 storage scope.  ``storage_align(block, i, axis, factor, offset)`` pads the buffer's
 layout so that ``strides[axis] % factor == offset`` (the classic trick against shared
-memory bank conflicts); it is recorded both on the buffer (its ``strides``) and on the
-block (annotation ``buffer_dim_align``, as in TVM).  Neither changes results.
+memory bank conflicts); it is recorded on the block (annotation ``buffer_dim_align``,
+as in TVM) and applied in lowering, to the buffer's final (compacted) allocation, by
+:mod:`cuvil_tir.transform.storage_align`.  Neither changes results.
 
 Before ``storage_align(B, 0, axis=0, factor=8, offset=1)`` on ``B: (4, 16)``::
 
-    B = T.alloc_buffer((4, 16))            # strides (16, 1)
+    with T.block("B"):                     with T.block("B"):
+        ...                                    T.block_attr({"buffer_dim_align": ((0, 0, 8, 1),)})
 
-after::
-
-    B = T.alloc_buffer((4, 16), strides=(17, 1))
+and after lowering ``B`` is allocated with strides ``(17, 1)``.
 
 Example::
 
@@ -22,24 +22,25 @@ Example::
     >>> B = T.compute((4, 16), lambda i, j: A[i, j] * 2.0, name="B")
     >>> f = T.create_prim_func([A, T.compute((4, 16), lambda i, j: B[i, j], name="C")])
     >>> g, _ = storage_align(f, BlockRV("B"), 0, 0, 8, 1)
-    >>> [s.value for s in g.body.block.alloc_buffers[0].strides]
-    [17, 1]
+    >>> lowered = T.lower(g)["main"]
+    >>> [s.value for s in lowered.body.buffer.shape]    # 4 rows of stride 17
+    [68]
 """
 
 from __future__ import annotations
 
 from cuvil_tir.buffer import Buffer
-from cuvil_tir.expr import IntImm, const
+from cuvil_tir.expr import IntImm
 from cuvil_tir.visitor import Mutator
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.transform.storage_align import ALIGN_KEY
 from ..analysis import block_path
 from ..primitive import BLOCK, primitive
 from ..errors import StorageError, fail
 from cuvil_tir.analysis.regions import is_param
 from .compute_location import with_fields
 
-ALIGN_KEY = "buffer_dim_align"
 
 
 class _SwapBuffer(Mutator):
@@ -109,34 +110,16 @@ def set_scope(func, block, buffer_index: int, scope: str):
     return _replace_buffer(func, buf, new), None
 
 
-def aligned_strides(shape, aligns: dict) -> tuple:
-    """Row-major strides of ``shape`` (ints) with ``strides[axis] % factor == offset``
-    for each ``axis: (factor, offset)`` of ``aligns`` (TVM's rule, innermost first).
-
-    Example::
-
-        >>> aligned_strides((4, 16), {0: (8, 1)})
-        (17, 1)
-    """
-    out = []
-    stride = 1
-    for axis in reversed(range(len(shape))):
-        if axis in aligns:
-            factor, offset = aligns[axis]
-            stride += (factor + offset - stride % factor) % factor
-        out.append(stride)
-        stride *= shape[axis]
-    return tuple(reversed(out))
-
-
 @primitive("storage_align", block=BLOCK)
 def storage_align(func, block, buffer_index: int, axis: int, factor: int, offset: int):
     """Pad dimension ``axis`` of a written buffer so its stride is
     ``k * factor + offset`` (avoids shared-memory bank conflicts).
 
-    Before/after ``storage_align(B, 0, 0, 32, 1)`` on a (16, 32) buffer::
+    Recorded as the block annotation ``buffer_dim_align`` and applied in lowering to
+    the buffer's final allocation (after compaction to the tile a loop uses).  Before
+    ``storage_align(B, 0, 0, 32, 1)`` on a (16, 32) buffer, and after lowering::
 
-        B = T.alloc_buffer((16, 32))      B = T.alloc_buffer((16, 32), strides=(33, 1))
+        B = T.alloc_buffer((16, 32))      T.allocate((528,)): B[i, j] at i * 33 + j
 
     Example::
 
@@ -169,13 +152,9 @@ def storage_align(func, block, buffer_index: int, axis: int, factor: int, offset
     entries = [e for e in recorded if (e[0], e[1]) != (buffer_index, axis)]
     entries.append((buffer_index, axis, factor, offset))
     entries = tuple(sorted(entries))
-    aligns = {e[1]: (e[2], e[3]) for e in entries if e[0] == buffer_index}
-    strides = aligned_strides([s.value for s in buf.shape], aligns)
-    new = Buffer(buf.shape, buf.dtype, buf.name,
-                 tuple(const(s, buf.shape[0].dtype) for s in strides), buf.scope, buf.align)
 
     def annotate(ann):
         ann[ALIGN_KEY] = entries
         return ann
 
-    return _replace_buffer(func, buf, new, blk.name, annotate), None
+    return _replace_buffer(func, buf, buf, blk.name, annotate), None

@@ -12,7 +12,7 @@ from schedules.errors import LoopNestError
 from schedules.primitives.blockize import SubspaceError
 from tests import workloads
 from tests.schedules.testing import (assert_refused, check_workload, run,
-                                     verify_trace_roundtrip)
+                                     verify_text_roundtrip, verify_trace_roundtrip)
 
 
 def block(sch, name):
@@ -67,14 +67,44 @@ def test_blockize_inner_reduction_only_keeps_init_outside():
     verify_trace_roundtrip(sch, w.func)
 
 
-def test_blockize_whole_nest_has_no_outer_iter_vars():
+def test_blockize_whole_nest_has_unit_outer_iter_vars():
+    # as TensorIR: one outer iter var per inner one, unit (extent 1, bound to 0) when
+    # the loop covers its whole range, of the inner var's kind
     w = workloads.matmul(4, 4, 4)
     sch = S.Schedule(w.func)
     i, j, k = sch.get_loops(sch.get_block("C"))
     sch.blockize(i)
     ob = block(sch, "C_o")
-    assert ob.iter_vars == ()
+    assert [(iv.var.name, int(iv.dom.extent), iv.kind) for iv in ob.iter_vars] == [
+        ("v_i_o", 1, "spatial"), ("v_j_o", 1, "spatial"), ("v_k_o", 1, "reduce")]
+    realize = tree.get(sch.func, tree.find_block(sch.func, "C_o"))
+    assert [int(v) for v in realize.iter_values] == [0, 0, 0]
     assert region_text(ob.writes[0]) == [("0", "4"), ("0", "4")]
+    assert "v_i_o" not in str(block(sch, "C").body)     # the inner block uses its own
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
+def test_blockize_inner_loop_has_a_unit_outer_iter_var():
+    A = T.placeholder((8, 8), name="A")
+    f = T.create_prim_func([A, T.compute((8, 8), lambda i, j: A[i, j] * 2.0, name="B")])
+    sch = S.Schedule(f)
+    sch.blockize(sch.get_loops("B")[1])
+    text = str(sch.func)
+    assert "v_i_o = T.axis.spatial(8, i)" in text and "v_j_o = T.axis.spatial(1, 0)" in text
+    x = np.random.default_rng(0).random((8, 8), dtype="float32")
+    np.testing.assert_array_equal(run(sch, [x, np.zeros((8, 8), "float32")])[1], x * 2)
+    verify_trace_roundtrip(sch, f)
+    verify_text_roundtrip(sch.func)
+
+
+def test_blockize_without_unit_iters():
+    w = workloads.matmul(4, 4, 4)
+    sch = S.Schedule(w.func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    sch.blockize(i, preserve_unit_iters=False)
+    ob = block(sch, "C_o")
+    assert ob.iter_vars == ()
     check_workload(sch, w)
     verify_trace_roundtrip(sch, w.func)
 

@@ -55,6 +55,15 @@ def test_padded_layout_shape_is_the_bounding_box():
     verify_trace_roundtrip(sch, f)
 
 
+def test_padding_without_pad_value_is_refused():
+    sch = S.Schedule(chain(30))
+    assert_refused(sch, lambda: sch.transform_layout("C", 0, lambda i: (i // 7, i % 7),
+                                                     "read"),
+                   r"transform_layout: the index map lays buffer 'B' of shape \(30,\) out "
+                   r"as \(5, 7\): 5 padding element\(s\) that no index maps to, and so "
+                   r"that nothing writes. Pass pad_value=", LayoutError)
+
+
 def test_pad_value_must_be_a_number():
     f = chain(30)
     sch = S.Schedule(f)

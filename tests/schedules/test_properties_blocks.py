@@ -3,7 +3,8 @@
 Hypothesis draws, for each workload (tiny sizes), a sequence of attempts: compute_at /
 reverse_compute_at onto random loops, compute_inline / reverse_compute_inline of random
 blocks, cache_read / cache_write with random scopes (global/local), set_scope,
-storage_align, and splits (which create boundary tiles).  An attempt may be refused;
+storage_align, reindex, transform_block_layout (reversed iteration variables), and
+splits (which create boundary tiles).  An attempt may be refused;
 a refused attempt must leave the schedule unchanged.  Whatever was accepted must
 compute what numpy computes, and its trace must replay.
 """
@@ -25,7 +26,14 @@ WORKLOADS = {
 }
 
 ACTIONS = ("compute_at", "reverse_compute_at", "compute_inline", "reverse_compute_inline",
-           "cache_read", "cache_write", "split", "set_scope", "storage_align")
+           "cache_read", "cache_write", "split", "set_scope", "storage_align", "reindex",
+           "transform_block_layout")
+
+
+def _signature(n):
+    import inspect
+    return inspect.Signature([inspect.Parameter(f"v{k}", inspect.Parameter.POSITIONAL_ONLY)
+                              for k in range(n)])
 
 
 def _blocks(sch):
@@ -53,6 +61,19 @@ def _attempt(sch, data, action):
         if n:
             getattr(sch, action)(blk, data.draw(st.integers(0, n - 1)),
                                  data.draw(st.sampled_from(["global", "local"])))
+    elif action == "reindex":
+        block = tree.get(sch.func, tree.find_block(sch.func, blk.name)).block
+        kind = data.draw(st.sampled_from(["read", "write"]))
+        n = len(block.reads if kind == "read" else block.writes)
+        if n:
+            sch.reindex(blk, (kind, data.draw(st.integers(0, n - 1))))
+    elif action == "transform_block_layout":
+        n = len(tree.get(sch.func, tree.find_block(sch.func, blk.name)).block.iter_vars)
+        if n:
+            def reverse(*v):
+                return tuple(reversed(v))
+            reverse.__signature__ = _signature(n)
+            sch.transform_block_layout(blk, reverse)
     elif action == "set_scope":
         sch.set_scope(blk, 0, data.draw(st.sampled_from(["global", "local"])))
     else:

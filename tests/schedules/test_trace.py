@@ -2,17 +2,19 @@
 decisions, and trace errors."""
 
 import json
+import random
 
+import numpy as np
 import pytest
 
 import cuvil_tir as T
 import schedules as S
 from cuvil_tir.analysis import tree
 from schedules.errors import ScheduleArgumentError, TraceError
-from schedules.sampling import SampledInt, perfect_tiles
+from schedules.sampling import SampledInt, perfect_tiles, symbolic_tiles
 from schedules.trace import decode_index_map, encode_index_map
 from tests import workloads
-from tests.schedules.testing import assert_refused, check_workload, verify_trace_roundtrip
+from tests.schedules.testing import assert_refused, check_workload, run, verify_trace_roundtrip
 
 
 def tiled_matmul(seed=None, decisions=None):
@@ -108,14 +110,60 @@ def test_sample_perfect_tile_values_and_given_decision():
     assert perfect_tiles(12, 2, 4) == [[3, 4], [4, 3], [6, 2], [12, 1]]
 
 
-def test_sample_perfect_tile_refusals():
+def _symbolic_double():
     n = T.size_var("n")
     A = T.placeholder((n,), name="A")
-    f = T.create_prim_func([A, T.compute((n,), lambda i: A[i] * 2.0, name="B")])
+    return T.create_prim_func([A, T.compute((n,), lambda i: A[i] * 2.0, name="B")])
+
+
+def test_sample_perfect_tile_on_a_symbolic_extent():
+    # as TensorIR: the outer factor is -1 (inferred by split); the inner ones are drawn
+    f = _symbolic_double()
+    sch = S.Schedule(f, seed=3)
+    (i,) = sch.get_loops("B")
+    values = sch.sample_perfect_tile(i, 3, max_innermost_factor=8)
+    assert values[0] == -1 and all(v in (1, 2, 4, 8) for v in values[1:])
+    assert values in symbolic_tiles(3, 8)
+    sch.split(i, values)
+    tile = values[1] * values[2]
+    assert f"T.serial((n + {tile - 1}) // {tile})" in str(sch.func)
+    for n in (1, 13, 64):
+        x = np.arange(n, dtype="float32")
+        np.testing.assert_array_equal(run(sch, [x, np.zeros(n, "float32")])[1], x * 2)
+    verify_trace_roundtrip(sch, f)
+    # replay with a given decision, and the mutation keeps the form
+    sch = S.Schedule(f)
+    (i,) = sch.get_loops("B")
+    values = sch.sample_perfect_tile(i, 2, decision=[-1, 16])
+    assert values == [-1, 16]
+    sch.split(i, values)
+    assert "T.serial((n + 15) // 16)" in str(sch.func)
+    (k,) = sch.trace.decisions
+    for seed in range(3):
+        mutated = sch.trace.mutate(random.Random(seed)).decisions[k]
+        assert mutated[0] == -1 and mutated[1] in (1, 2, 4, 8, 16)
+
+
+def test_split_takes_minus_one_as_the_inferred_factor():
+    w = workloads.matmul(12, 4, 4)
+    sch = S.Schedule(w.func)
+    i, _, _ = sch.get_loops("C")
+    sch.split(i, [-1, 5])
+    assert extents(sch, "C") == [3, 5, 4, 4]
+    check_workload(sch, w)
+    k = sch.get_loops("C")[2]
+    assert_refused(sch, lambda: sch.split(k, [-1, -1]),
+                   r"argument 2, 'factors' to split: .*: more than one None")
+
+
+def test_sample_perfect_tile_refusals():
+    f = _symbolic_double()
     sch = S.Schedule(f)
     (i,) = sch.get_loops(sch.get_block("B"))
-    assert_refused(sch, lambda: sch.sample_perfect_tile(i, 2), r"sample_perfect_tile: loop "
-                   r"i has the symbolic extent n; perfect tiling needs a constant extent")
+    assert_refused(sch, lambda: sch.sample_perfect_tile(i, 2, decision=[4, 4]),
+                   r"sample_perfect_tile: decision \[4, 4\]: loop i has the symbolic extent "
+                   r"n, so expected 2 ints: -1 \(the outer factor, inferred\) then 1 "
+                   "positive factors")
     w = workloads.matmul(4, 4, 4)
     sch = S.Schedule(w.func)
     i, _, _ = sch.get_loops(sch.get_block("C"))
