@@ -37,7 +37,10 @@ def render(summary: dict, reasons: int = 8) -> str:
                      + f" | {percent(c)} | {percent(c, 'in_scope')} |")
     t = summary["total"]
     lines += ["", f"Passed {t['passed']} of {t['cases']} cases ({percent(t)}%); "
-              f"{t['passed']} of {t['in_scope']} in scope ({percent(t, 'in_scope')}%)."]
+              f"{t['passed']} of {t['in_scope']} in scope ({percent(t, 'in_scope')}%).",
+              f"Passed or equivalent (passed + numerically equal, reported apart from the "
+              f"pass rate): {t['passed'] + t['numeq']} of {t['in_scope']} in scope "
+              f"({percent(dict(t, passed=t['passed'] + t['numeq']), 'in_scope')}%)."]
     if summary.get("seconds") is not None:
         lines.append(f"Wall time {summary['seconds']} s.")
     for name, note in sorted(summary.get("notes", {}).items()):

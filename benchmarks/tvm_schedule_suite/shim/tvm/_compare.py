@@ -9,6 +9,7 @@ or ``unchecked`` (the two cannot be run side by side, with the reason).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import tempfile
@@ -23,7 +24,7 @@ from cuvil_tir.arith import simplify
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import IntImm, Var
 from cuvil_tir.node import Node, field_names
-from cuvil_tir.visitor import used_vars
+from cuvil_tir.visitor import Mutator, used_vars
 
 #: a symbolic size takes this value in the numeric check
 SIZE_VALUE = 16
@@ -70,12 +71,20 @@ def as_func(x):
     return x
 
 
+class _Unnamed(Mutator):
+    # TVM's structural equality ignores block names (SEqHashIgnore on name_hint)
+    def visit_Block(self, b):
+        b = self.generic_visit(b)
+        return dataclasses.replace(b, name="") if b.name else b
+
+
 def normalise(f):
-    """``f`` without its name and printer-only attributes."""
+    """``f`` as TVM's structural equality sees it: without its name, printer-only
+    attributes and block names."""
     if not isinstance(f, PrimFunc):
         return f
     attrs = tuple((k, v) for k, v in f.attrs if k not in _NOISE_ATTRS)
-    return PrimFunc(f.params, f.body, attrs)
+    return PrimFunc(f.params, _Unnamed().visit(f.body), attrs)
 
 
 def assert_equal(actual, expected) -> None:
@@ -208,19 +217,20 @@ COMPILED_SECONDS = 60
 
 def _run_compiled(f, args):
     """Build ``f`` for llvm (bounds checked) and run it in a forked child, so that a
-    crash of the compiled code fails this comparison, not the whole run; None when it
-    did not build or run (the caller interprets instead)."""
-    import targets
-    try:
-        mod = targets.build(f, targets.Target("llvm", bounds_check=True))
-    except Exception:
-        return None
+    crash of the build or of the compiled code fails this comparison, not the whole
+    run; None when it did not build or run (the caller interprets instead)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "out.npz")
         pid = os.fork()
         if pid == 0:
-            code = 1
+            code = 3
             try:
+                import targets
+                try:
+                    mod = targets.build(f, targets.Target("llvm", bounds_check=True))
+                except Exception:
+                    code = 2
+                    raise
                 mod(*args)
                 np.savez(path, *[a for a in args if isinstance(a, np.ndarray)])
                 code = 0
@@ -237,8 +247,8 @@ def _run_compiled(f, args):
                 return None
             time.sleep(0.01)
         if os.WIFSIGNALED(status):
-            raise _Incomparable(f"the compiled function crashed (signal "
-                                f"{os.WTERMSIG(status)}): a Cuvil codegen defect")
+            raise _Incomparable(f"the compiled function crashed the process (signal "
+                                f"{os.WTERMSIG(status)}): a Cuvil build/codegen defect")
         if os.WEXITSTATUS(status) != 0 or not os.path.exists(path):
             return None
         with np.load(path) as data:

@@ -17,6 +17,7 @@ import cuvil_tir
 from cuvil_tir.errors import CuvilError
 from cuvil_tir.parser import parse
 from cuvil_tir.parser import _Env as Env
+from cuvil_tir.parser.evaluate import Spec
 
 #: Cuvil's parser treats a module with this flag as ``T``
 __tvmscript_namespace__ = True
@@ -95,11 +96,21 @@ def Buffer(*args, **kwargs):
     """``T.Buffer(shape, dtype, ...)`` in Python: Cuvil's buffer when it can be one.
 
     Python evaluates a parameter's annotation before the decorator runs; a buffer
-    Cuvil refuses (e.g. ``axis_separators``) must fail the cases, not the import."""
+    Cuvil refuses (e.g. ``axis_separators``) must fail the cases, not the import.
+    Called from a Python helper inside a function being parsed, with ``data=`` (the
+    result of ``T.allocate_const``), it is the parser's declaration."""
+    if "data" in kwargs:
+        return decl_buffer(*args, **kwargs)
     try:
         return cuvil_tir.Buffer(*args, **kwargs)
     except (CuvilError, TypeError, ValueError):
         return _Annotation(*args, **kwargs)
+
+
+def decl_buffer(*args, **kwargs):
+    """``T.decl_buffer`` called from Python code that the parser runs (a helper function
+    a TVM test calls inside its ``@T.prim_func``): the parser's declaration spec."""
+    return Spec("decl_buffer", args, kwargs)
 
 
 def __getattr__(name):
