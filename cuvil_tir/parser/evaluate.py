@@ -153,8 +153,8 @@ def tvm_builtin(name: str):
     Example::
 
         >>> import cuvil_tir as T
-        >>> f = T.parse("def f(A: T.Buffer((4,), 'float32')):\n"
-        ...             "    T.evaluate(T.tvm_fill_fragment(A.data, 4, 0, dtype='handle'))\n")
+        >>> f = T.parse("def f(A: T.Buffer((4,), 'float32')):\\n"
+        ...             "    T.evaluate(T.tvm_fill_fragment(A.data, 4, 0, dtype='handle'))\\n")
         >>> f.body.value.args[0].value, f.body.value.dtype
         ('tvm_fill_fragment', 'handle')
     """
