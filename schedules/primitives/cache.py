@@ -45,7 +45,7 @@ from cuvil_tir.analysis import tree
 from cuvil_tir.transform.plan_allocation import Retarget
 from ..handles import BlockRV
 from ..analysis import block_path, fresh_name
-from ..primitive import BLOCK, primitive
+from ..primitive import BLOCK, SCOPE, primitive
 from ..errors import CacheStageError, fail
 from cuvil_tir.analysis.regions import (loop_doms, needed_region, provably_le, readers,
                                         scope_doms, simplify, union, writers)
@@ -219,7 +219,7 @@ def _stage(func, bpath, buf, scope, prim, is_read):
     return func.with_body(body), rv
 
 
-@primitive("cache_read", block=BLOCK, returns=BLOCK)
+@primitive("cache_read", block=BLOCK, scope=SCOPE, returns=BLOCK)
 def cache_read(func, block, read_buffer_index: int, scope: str):
     """Copy the block's ``read_buffer_index``-th read buffer into a new buffer in
     ``scope`` right before its first reader; every reader reads the copy.  Returns the
@@ -248,7 +248,7 @@ def cache_read(func, block, read_buffer_index: int, scope: str):
     return _stage(func, bpath, buf, scope, prim, True)
 
 
-@primitive("cache_write", block=BLOCK, returns=BLOCK)
+@primitive("cache_write", block=BLOCK, scope=SCOPE, returns=BLOCK)
 def cache_write(func, block, write_buffer_index: int, scope: str):
     """Make the block write a new buffer in ``scope`` instead of its
     ``write_buffer_index``-th write buffer, and copy that back right after it.  Returns
