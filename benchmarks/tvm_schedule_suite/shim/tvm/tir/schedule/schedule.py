@@ -214,6 +214,26 @@ class Schedule:
         return self._sch.transform_layout(block, idx, _index_map(index_map), kind,
                                           pad_value=_pad_value(pad_value))
 
+    def transform_block_layout(self, block, index_map):
+        return self._sch.transform_block_layout(_block(block), _index_map(index_map))
+
+    def reindex(self, block, buffer):
+        block = _block(block)
+        if isinstance(buffer, Buffer):
+            buffer = self._buffer_kind_index(block, buffer)
+        return self._sch.reindex(block, buffer)
+
+    def reindex_cache_read(self, block, read_buffer_index, storage_scope, index_map):
+        block = _block(block)
+        idx = self._buffer_index(block, read_buffer_index, "read")
+        return self._sch.reindex_cache_read(block, idx, storage_scope, _index_map(index_map))
+
+    def reindex_cache_write(self, block, write_buffer_index, storage_scope, index_map):
+        block = _block(block)
+        idx = self._buffer_index(block, write_buffer_index, "write")
+        return self._sch.reindex_cache_write(block, idx, storage_scope,
+                                             _index_map(index_map))
+
     def pad_einsum(self, block, padding):
         return self._sch.pad_einsum(_block(block), list(padding))
 
