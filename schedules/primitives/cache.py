@@ -60,13 +60,6 @@ def _names(func) -> tuple:
     return blocks, bufs
 
 
-def _check_scope(prim: str, scope, func):
-    if not isinstance(scope, str) or not scope or not all(
-            c.isalnum() or c in "._" for c in scope):
-        raise fail(CacheStageError, prim, f"scope must be a storage scope name such as "
-                   f"'global', 'local', 'shared' or 'npu.wgt', got {scope!r}", func)
-
-
 def _buffer_at(func, blk, index, kind, prim):
     regions = getattr(blk, kind)
     what = "read_buffer_index" if kind == "reads" else "write_buffer_index"
@@ -241,7 +234,6 @@ def cache_read(func, block, read_buffer_index: int, scope: str):
         'shared'
     """
     prim = "cache_read"
-    _check_scope(prim, scope, func)
     bpath = block_path(func, block, prim)
     blk = tree.get(func, bpath).block
     buf = _buffer_at(func, blk, read_buffer_index, "reads", prim)
@@ -270,7 +262,6 @@ def cache_write(func, block, write_buffer_index: int, scope: str):
         ('B_local', 'B_local')
     """
     prim = "cache_write"
-    _check_scope(prim, scope, func)
     bpath = block_path(func, block, prim)
     blk = tree.get(func, bpath).block
     buf = _buffer_at(func, blk, write_buffer_index, "writes", prim)

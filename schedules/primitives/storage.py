@@ -100,9 +100,6 @@ def set_scope(func, block, buffer_index: int, scope: str):
         'shared'
     """
     prim = "set_scope"
-    if not isinstance(scope, str) or not scope:
-        raise fail(StorageError, prim, f"scope must be a storage scope name such as "
-                   f"'global', 'local' or 'shared', got {scope!r}", func)
     _, _, buf = _write_buffer(func, block, buffer_index, prim)
     if buf.scope == scope:
         return func, None
