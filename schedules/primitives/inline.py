@@ -296,7 +296,7 @@ def _consumer_guard(prod, cons, load, sigma) -> list:
     conds = [substitute(x, sigma) == y for x, y in zip(load, store)]
     for iv in cons.iter_vars:
         u = sigma[iv.var]
-        conds += [u >= iv.dom.min, u <= simplify(iv.dom.min + iv.dom.extent - 1)]
+        conds += [u >= iv.dom.min, u < simplify(iv.dom.min + iv.dom.extent)]
     return [c for c in (ana.simplify(c) for c in conds) if not ana.can_prove(c)]
 
 

@@ -172,7 +172,7 @@ def split(func, loop, factors):
     for k in range(len(lengths)):
         s = 1
         for n in lengths[k + 1:]:
-            s = s * n
+            s = n if isinstance(s, int) and s == 1 else s * n   # no unfolded 1 * (...)
         strides.append(s)
     fused = _linear(new_vars, strides)
     value = fused if (isinstance(node.min, IntImm) and node.min.value == 0) else node.min + fused
