@@ -31,8 +31,9 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import BufferLoad, IntImm, Var
+from cuvil_tir.expr import BufferLoad, Var
 from cuvil_tir.op import all as all_of
+from cuvil_tir.structural import structural_equal
 from cuvil_tir.stmt import Block, BufferStore
 from cuvil_tir.te import access_regions
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
@@ -46,6 +47,7 @@ from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_pa
                                         provably_le, region_of, simplify, tree_same,
                                         union)
 from cuvil_tir.arith import Analyzer
+from .reduction import conjuncts
 from .compute_location import (Relocate, exclusive_nest, nest_loops,
                                predicate_conditions, with_fields)
 
@@ -399,8 +401,11 @@ def reverse_compute_inline(func, block):
     vm = dict(zip([iv.var for iv in prod.iter_vars], preal.iter_values))
     pred = preal.predicate
     if guard:
-        conds = [] if isinstance(pred, IntImm) and pred.value == 1 else [pred]
-        pred = all_of(*conds, *(simplify(substitute(c, vm)) for c in guard))
+        parts = []    # the producer's own conditions, then new ones it lacks
+        for c in conjuncts(pred) + [simplify(substitute(c, vm)) for c in guard]:
+            if not any(structural_equal(c, p) for p in parts):
+                parts.append(c)
+        pred = all_of(*parts)
 
     def place(_realize):
         return with_fields(_realize, block=new_prod, predicate=pred)
