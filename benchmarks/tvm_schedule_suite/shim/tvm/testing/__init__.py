@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 import numpy as np
@@ -82,6 +83,16 @@ def _member(obj, request, name):
         return request.getfixturevalue(name)
     except pytest.FixtureLookupError:
         pass
+    raw = next((vars(c)[name] for c in type(obj).__mro__ if name in vars(c)), None)
+    if name in ("before", "expected") and inspect.isfunction(raw) and \
+            "self" not in inspect.signature(raw).parameters:
+        # as TVM does: a plain function in the class body is TVMScript (its
+        # parameters are the PrimFunc's), parsed with the class body's names in scope
+        from ..script.tir import parse_function
+        scope = {}
+        for c in reversed(type(obj).__mro__):
+            scope.update(vars(c))
+        return parse_function(raw, scope)
     value = getattr(obj, name)
     if callable(value) and hasattr(value, "__self__"):
         return value()

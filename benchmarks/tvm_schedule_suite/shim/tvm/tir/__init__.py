@@ -23,6 +23,13 @@ class IndexMap:
         return cls(fn)
 
 
+class ForKind:
+    """``tir.ForKind``: Cuvil's loop kinds are their names."""
+
+    SERIAL, PARALLEL, VECTORIZED = "serial", "parallel", "vectorized"
+    UNROLLED, THREAD_BINDING = "unrolled", "thread_binding"
+
+
 # TVM's names for what Cuvil's nodes already have (only in the shim's process)
 Block.name_hint = property(lambda self: self.name)
 Node.same_as = lambda self, other: self is other
