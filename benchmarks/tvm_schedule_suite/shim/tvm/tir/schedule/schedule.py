@@ -39,9 +39,11 @@ class TensorIntrin:
         return S.TensorIntrin.register(name, desc, impl)
 
     @staticmethod
-    def get(name):
+    def get(name, allow_missing=False):
         if name in TensorIntrin.unparsed:
             TensorIntrin.unparsed[name]._fail()
+        if allow_missing and not _known_intrin(name):
+            return None
         return S.TensorIntrin.get(name)
 
 
