@@ -308,7 +308,22 @@ class Schedule:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
+        from schedules.primitive import PRIMITIVES
+        if name in PRIMITIVES:
+            # a primitive with TVM's name and argument order that the shim does not
+            # translate (Cuvil's primitives take block names as TVM does)
+            return functools.partial(_forward, getattr(self._sch, name), name)
         raise MissingPrimitive(f"Schedule.{name}: Cuvil has no such primitive")
+
+
+def _forward(method, name, *args, **kwargs):
+    _check_args(list(args) + list(kwargs.values()))
+    from schedules.primitive import PRIMITIVES
+    spec = PRIMITIVES[name].spec
+    unknown = [k for k in kwargs if k not in spec.options]
+    if unknown:
+        raise ShimGap(f"Schedule.{name}({unknown[0]}=...): no Cuvil counterpart")
+    return method(*args, **kwargs)
 
 
 def _block(b):
