@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from cuvil_tir.expr import BufferLoad, Var
 from cuvil_tir.op import all as all_of
-from cuvil_tir.structural import structural_equal
 from cuvil_tir.stmt import Block, BufferStore
 from cuvil_tir.te import access_regions
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
@@ -403,7 +402,7 @@ def reverse_compute_inline(func, block):
     if guard:
         parts = []    # the producer's own conditions, then new ones it lacks
         for c in conjuncts(pred) + [simplify(substitute(c, vm)) for c in guard]:
-            if not any(structural_equal(c, p) for p in parts):
+            if not any(tree_same(c, p) for p in parts):   # variables by identity
                 parts.append(c)
         pred = all_of(*parts)
 
