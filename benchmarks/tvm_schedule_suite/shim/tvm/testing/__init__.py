@@ -63,14 +63,24 @@ requires_hexagon = _out_of_scope("needs Hexagon")
 
 
 class CompareBeforeAfter:
-    """TVM's before/after test base: ``transform()(before)`` must equal ``expected``."""
+    """TVM's before/after test base: ``transform()(before)`` must equal ``expected``.
+
+    As in TVM, ``before``, ``expected`` and ``transform`` become fixtures of the class
+    when it is defined, so that the parameters they use (``pad_value`` ...) parametrise
+    ``test_compare``: a plain function in the class body is TVMScript (its parameters
+    are the PrimFunc's), a method is called, a fixture stays one, any other value is
+    returned as it is (a PrimFunc, or the exception ``transform`` must raise)."""
 
     check_well_formed = True
 
-    def test_compare(self, request):
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("before", "expected", "transform"):
+            if name in vars(cls):
+                setattr(cls, name, _as_fixture(cls, name, vars(cls)[name]))
+
+    def test_compare(self, before, expected, transform):
         from .._compare import assert_equal
-        before, expected, transform = (_member(self, request, n)
-                                       for n in ("before", "expected", "transform"))
         if isinstance(expected, type) and issubclass(expected, Exception):
             with pytest.raises(expected):
                 transform(before)
@@ -78,25 +88,19 @@ class CompareBeforeAfter:
         assert_equal(transform(before), expected)
 
 
-def _member(obj, request, name):
-    try:
-        return request.getfixturevalue(name)
-    except pytest.FixtureLookupError:
-        pass
-    raw = next((vars(c)[name] for c in type(obj).__mro__ if name in vars(c)), None)
-    if name in ("before", "expected") and inspect.isfunction(raw) and \
-            "self" not in inspect.signature(raw).parameters:
-        # as TVM does: a plain function in the class body is TVMScript (its
-        # parameters are the PrimFunc's), parsed with the class body's names in scope
+def _as_fixture(cls, name, raw):
+    if hasattr(raw, "_pytestfixturefunction") or type(raw).__name__ == "FixtureFunctionDefinition":
+        return raw
+    if inspect.isfunction(raw) and "self" in inspect.signature(raw).parameters:
+        return pytest.fixture(name=name)(lambda self: raw(self))
+    if inspect.isfunction(raw) and name != "transform":
         from ..script.tir import parse_function
         scope = {}
-        for c in reversed(type(obj).__mro__):
+        for c in reversed(cls.__mro__):
             scope.update(vars(c))
-        return parse_function(raw, scope)
-    value = getattr(obj, name)
-    if callable(value) and hasattr(value, "__self__"):
-        return value()
-    return value
+        parsed = parse_function(raw, scope)
+        return pytest.fixture(name=name)(lambda self: parsed)
+    return pytest.fixture(name=name)(lambda self: raw)
 
 
 __getattr__ = module_getattr("tvm.testing")
