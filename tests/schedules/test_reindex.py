@@ -187,3 +187,32 @@ def test_bad_buffer_arguments_are_refused(bad):
     match = r"accesses no buffer named 'Z'" if bad == "Z" else \
         r"argument 2, 'buffer' to reindex: expected \('read', i\)"
     assert_refused(sch, lambda: sch.reindex("B", bad), match, ScheduleArgumentError)
+
+
+def test_reindex_refuses_a_guarded_read_that_would_load_out_of_bounds():
+    # a padding block loads X[h - 1] only where 1 <= h < 5: a copy over all of h would
+    # load X[-1] and X[4]
+    X = T.placeholder((4,), name="X")
+    P = T.compute((6,), lambda h: T.if_then_else(T.all(h >= 1, h < 5), X[h - 1],
+                                                 T.const(0.0, "float32")), name="P")
+    sch = S.Schedule(T.create_prim_func([X, P]))
+    with pytest.raises(CacheStageError, match=r"reads X\[v_h - 1\], whose index v_h - 1 "
+                       r"\(axis 0\) is not within \[0, 4\).*Pad 'X' first"):
+        sch.reindex("P", ("read", 0))
+    with pytest.raises(CacheStageError, match="out of bounds"):
+        sch.reindex_cache_read("P", 0, "global", lambda h: (h,))
+
+
+def test_reindex_refuses_a_conditional_store():
+    f = T.parse('''
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            if vi < 4:
+                B[vi] = A[vi] * 2.0
+''')
+    sch = S.Schedule(f)
+    with pytest.raises(CacheStageError, match=r"stores B\[vi\] only where vi < 4 holds"):
+        sch.reindex("B", ("write", 0))
