@@ -89,7 +89,9 @@ class CompareBeforeAfter:
 
 
 def _as_fixture(cls, name, raw):
-    if hasattr(raw, "_pytestfixturefunction") or type(raw).__name__ == "FixtureFunctionDefinition":
+    # (no hasattr: an unparsed function raises on any attribute it lacks)
+    if type(raw).__name__ == "FixtureFunctionDefinition" or \
+            "_pytestfixturefunction" in getattr(raw, "__dict__", {}):
         return raw
     if inspect.isfunction(raw) and "self" in inspect.signature(raw).parameters:
         return pytest.fixture(name=name)(lambda self: raw(self))
