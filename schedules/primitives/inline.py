@@ -31,7 +31,7 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import BufferLoad, IntImm, Var
+from cuvil_tir.expr import BufferLoad, IntImm
 from cuvil_tir.op import all as all_of
 from cuvil_tir.stmt import Block, BufferStore
 from cuvil_tir.te import access_regions
@@ -41,7 +41,7 @@ from cuvil_tir.analysis import tree
 from ..analysis import block_path
 from ..primitive import BLOCK, primitive
 from ..errors import InlineError, fail
-from cuvil_tir.analysis import index_map
+from . import access_inverse
 from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_param,
                                         provably_le, region_of, simplify, tree_same,
                                         union)
@@ -64,10 +64,10 @@ def _store_of(func, blk, prim, role):
 
 def _inverse(func, blk, indices, prim, what) -> dict:
     """``{block var: expression over placeholders}`` inverting ``indices``; the
-    placeholders are ``index_vars(indices)``."""
+    placeholders are ``access_inverse.index_vars(indices)``."""
     try:
-        return index_map.inverse(blk.iter_vars, indices, index_vars(indices))
-    except index_map.NotInvertible as why:
+        return access_inverse.inverse(blk.iter_vars, indices)
+    except access_inverse.NotInvertible as why:
         raise fail(InlineError, prim, f"{what} "
                    f"{_show(indices)}: the index map is not injective ({why}). Only "
                    "an injective quasi-affine map of the block variables (sums, multiples, "
@@ -75,30 +75,8 @@ def _inverse(func, blk, indices, prim, what) -> dict:
                    func) from None
 
 
-def index_vars(indices) -> list:
-    """One placeholder variable per index (what the inverse of a map is written over).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> [v.name for v in index_vars([T.var("i"), T.var("j")])]
-        ['x0', 'x1']
-    """
-    return _PLACEHOLDERS.setdefault(tuple(e.dtype for e in indices), [
-        Var(f"x{d}", e.dtype) for d, e in enumerate(indices)])
-
-
-_PLACEHOLDERS: dict = {}
-
-
 def _show(indices) -> str:
     return "[" + ", ".join(str(e) for e in indices) + "]"
-
-
-def _at(inverse: dict, indices) -> dict:
-    """The inverse evaluated at ``indices``: ``{block var: expression}``."""
-    sub = dict(zip(index_vars(indices), indices))
-    return {v: simplify(substitute(e, sub)) for v, e in inverse.items()}
 
 
 class _SimplifyIndices(Mutator):
@@ -125,7 +103,8 @@ class _InlineLoads(Mutator):
         ld = self.generic_visit(ld)
         if ld.buffer is not self.buffer:
             return ld
-        return _SimplifyIndices().visit(substitute(self.value, _at(self.inverse, ld.indices)))
+        return _SimplifyIndices().visit(substitute(self.value, access_inverse.at(self.inverse,
+                                                                          ld.indices)))
 
     def visit_Block(self, blk):
         new = self.generic_visit(blk)
@@ -289,6 +268,8 @@ def _consumer_guard(prod, cons, load, sigma) -> list:
     the consumer reads at ``sigma`` (the consumer's variables in terms of the
     producer's): the load map round-trips to the stored element, and the consumer's
     variables stay in their domain.  Conditions that always hold are dropped."""
+    if _bijective_onto_stores(prod, cons, load):
+        return []
     ana = Analyzer(index_no_overflow=True)
     for iv in prod.iter_vars:
         ana.bind(iv.var, iv.dom)
@@ -298,6 +279,30 @@ def _consumer_guard(prod, cons, load, sigma) -> list:
         u = sigma[iv.var]
         conds += [u >= iv.dom.min, u <= simplify(iv.dom.min + iv.dom.extent - 1)]
     return [c for c in (ana.simplify(c) for c in conds) if not ana.can_prove(c)]
+
+
+def _bijective_onto_stores(prod, cons, load) -> bool:
+    """Whether the consumer's load reaches every element of its bounding box and the
+    producer stores only inside that box: then every element the producer stores is
+    read by exactly one consumer iteration and no guard is needed.  The load is
+    injective (it was inverted), so it fills its box when the box has as many elements
+    as the consumer's (constant) domain."""
+    cdoms = {iv.var: iv.dom for iv in cons.iter_vars}
+    pdoms = {iv.var: iv.dom for iv in prod.iter_vars}
+    points = box = 1
+    for iv in cons.iter_vars:
+        ext = simplify(iv.dom.extent)
+        if not isinstance(ext, IntImm):
+            return False
+        points *= ext.value
+    for x, y in zip(load, prod.body.indices):
+        lo, hi = bounds(x, cdoms)
+        plo, phi = bounds(y, pdoms)
+        size = simplify(hi - lo + 1)
+        if not (isinstance(size, IntImm) and provably_le(lo, plo) and provably_le(phi, hi)):
+            return False
+        box *= size.value
+    return points == box
 
 
 @primitive("reverse_compute_inline", block=BLOCK)
@@ -372,7 +377,7 @@ def reverse_compute_inline(func, block):
     load = _one_load(func, cons, buf, prim)
     inv = _inverse(func, cons, load, prim, f"block {cons.name!r} loads {buf.name}")
     # the consumer's variables for the element the producer stores at each iteration
-    sigma = _at(inv, pst.indices)
+    sigma = access_inverse.at(inv, pst.indices)
     _check_produced(func, prod, cons, load, buf, prim)
     guard = _consumer_guard(prod, cons, load, sigma)
     # the consumer's own T.where, carried over to the producer's variables
