@@ -32,7 +32,8 @@ from cuvil_tir.stmt import BlockRealize, For, IfThenElse
 from cuvil_tir.visitor import Mutator, substitute
 
 from cuvil_tir.analysis import tree
-from ..analysis import const_int, loop_path, non_affine_block, uses_var
+from ..analysis import const_int, loop_path, uses_var
+from .reorder_legality import reorder_blocker
 from ..errors import FactorError, LoopNestError, ScheduleArgumentError, schedule_error
 from ..handles import LoopRV
 from ..primitive import FACTORS, LOOP, LOOPS, POS_INT, primitive
@@ -315,12 +316,13 @@ def reorder(func, *loops):
     if all(a is b for a, b in zip(order, chain)):
         return func, None
     _check_not_mixed([n for n, c in zip(order, chain) if n is not c], chain[-1].body, func)
-    bad = non_affine_block(chain[-1].body)
+    bad = reorder_blocker(chain[0])
     if bad is not None:
-        raise schedule_error(LoopNestError, "reorder", f"block {bad[0]!r} {bad[1]}: the "
-                             "order of its iterations may matter (two of them can write "
-                             "one element), so reorder cannot prove the new order "
-                             "computes the same values", func, chain[0])
+        raise schedule_error(LoopNestError, "reorder", f"block {bad[0]!r} {bad[1]}; "
+                             "reorder permutes only loops whose blocks have affine "
+                             "bindings (TensorIR's rule). Reorder before the step that "
+                             "made the binding, or leave these loops in order",
+                             func, chain[0])
     body = chain[-1].body
     for node in reversed(order):
         body = For(node.loop_var, node.min, node.extent, node.kind, body, node.thread_tag,
