@@ -37,12 +37,12 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.buffer import Buffer
-from cuvil_tir.expr import BufferLoad, Var, const
+from cuvil_tir.expr import BufferLoad, Call, Var, const
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, BufferStore, For, IterVar, Range
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute, used_vars
 
 from cuvil_tir.analysis import tree
-from cuvil_tir.analysis.regions import simplify, tree_same
+from cuvil_tir.analysis.regions import bounds, provably_le, simplify, tree_same
 from ..analysis import block_path, fresh_name
 from ..errors import CacheStageError, ScheduleArgumentError, schedule_error
 from ..handles import BlockRV
@@ -165,6 +165,8 @@ def _reindex(func, block, buf_of, scope_of, cache_map, name_of, is_read, prim):
                              f"{buf.name!r} and has no init (an update whose init is "
                              "elsewhere): the new buffer would never be initialised. "
                              "Stage the write before decompose_reduction", func, blk)
+    if is_read:
+        _check_guarded_reach(func, blk, buf, indices, prim)
     used_ids = {id(v) for x in indices for v in used_vars(x)}
     used = [k for k, iv in enumerate(blk.iter_vars) if id(iv.var) in used_ids]
     shape, cache_at = cache_map(func, blk, used)
@@ -186,6 +188,37 @@ def _reindex(func, block, buf_of, scope_of, cache_map, name_of, is_read, prim):
         scope_realize.block, alloc_buffers=scope_realize.block.alloc_buffers + (cache,))))
     g = (insert_before if is_read else insert_after)(g, top, stage)
     return g, BlockRV(name)
+
+
+def _check_guarded_reach(func, blk, buf, indices, prim) -> None:
+    """A load under a condition (an inlined padding's ``T.if_then_else``) may point
+    outside its buffer where the condition is false; the copy runs unconditionally, so
+    its whole reach must lie inside the buffer."""
+    if not _under_condition(blk.body, buf):
+        return
+    doms = {iv.var: iv.dom for iv in blk.iter_vars}
+    for d, (x, n) in enumerate(zip(indices, buf.shape)):
+        lo, hi = bounds(x, doms)
+        if not (provably_le(const(0, lo.dtype), lo) and provably_le(hi, simplify(n - 1))):
+            raise schedule_error(CacheStageError, prim, f"block {blk.name!r} loads "
+                                 f"{buf.name}[{', '.join(map(str, indices))}] under a "
+                                 f"condition, reaching [{lo}, {hi}] along dimension {d} "
+                                 f"of a buffer of extent {n}: the copy, which runs "
+                                 "unconditionally, would read out of bounds. Stage the "
+                                 "access before inlining the guard (e.g. a padding "
+                                 "stage), or use cache_read", func, blk)
+
+
+def _under_condition(stmt, buf) -> bool:
+    """Whether some load of ``buf`` in ``stmt`` is a branch of an ``if_then_else``."""
+    found = []
+
+    def visit(n):
+        if isinstance(n, Call) and n.op == "if_then_else":
+            for branch in n.args[1:]:
+                found.extend(_loads(branch, buf))
+    post_order_visit(stmt, visit)
+    return bool(found)
 
 
 def _loads(stmt, buf) -> list:

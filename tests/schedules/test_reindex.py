@@ -152,6 +152,23 @@ def test_two_index_tuples_are_refused():
                    r"\['A\[v_i, v_j\]', 'A\[v_j, v_i\]'\]", CacheStageError)
 
 
+def test_a_load_guarded_by_an_inlined_padding_is_refused():
+    w = workloads.conv2d_nchw(1, 2, 4, 4, 2, 3, 1)
+    sch = S.Schedule(w.func)
+    sch.compute_inline(sch.get_block("pad"))
+    conv = sch.get_block("conv")
+    assert_refused(sch, lambda: sch.reindex(conv, ("read", 1)),
+                   r"reindex: block 'conv' loads X\[0, v_rc, v_y \+ v_ry - 1, v_x \+ v_rx "
+                   r"- 1\] under a condition, reaching \[-1, 4\] along dimension 2 of a "
+                   r"buffer of extent 4: the copy, which runs unconditionally, would read "
+                   r"out of bounds", CacheStageError)
+    # the padded buffer itself is staged without a guard
+    sch = S.Schedule(w.func)
+    sch.reindex(sch.get_block("conv"), ("read", 0))
+    check_workload(sch, w)
+    verify_trace_roundtrip(sch, w.func)
+
+
 def test_a_map_that_is_not_one_to_one_is_refused():
     sch = S.Schedule(chain())
     assert_refused(sch, lambda: sch.reindex_cache_read("C", 0, "local", lambda i, j: (j * 2,)),
