@@ -281,6 +281,21 @@ def _consumer_guard(prod, cons, load, sigma) -> list:
     return [c for c in (ana.simplify(c) for c in conds) if not ana.can_prove(c)]
 
 
+def _copy_into_reduction(prod, cst, buf) -> bool:
+    """Whether the consumer store ``cst`` copies ``buf`` as it is and ``prod`` is a
+    reduction into ``buf`` whose init and steps all use one accumulator element: then
+    the reduction can accumulate straight into the consumer's buffer (a transpose or
+    reshape of a matmul's result folded into the matmul)."""
+    pst, init = prod.body, prod.init
+    if not (isinstance(cst.value, BufferLoad) and cst.value.buffer is buf
+            and isinstance(pst, BufferStore) and pst.buffer is buf
+            and isinstance(init, BufferStore) and init.buffer is buf
+            and tree_same(init.indices, pst.indices)):
+        return False
+    return all(tree_same(ix, pst.indices) for ix in _load_indices(pst.value, buf)) and \
+        not _load_indices(init.value, buf)
+
+
 def _bijective_onto_stores(prod, cons, load) -> bool:
     """Whether the consumer's load reaches every element of its bounding box and the
     producer stores only inside that box: then every element the producer stores is
@@ -360,10 +375,12 @@ def reverse_compute_inline(func, block):
     if is_param(func, buf):
         raise fail(InlineError, prim, f"the producer {prod.name!r} writes the function "
                    f"parameter {buf.name!r}, which must stay", func)
-    if not is_complete(prod):
+    reduction = not is_complete(prod)
+    if reduction and not _copy_into_reduction(prod, cst, buf):
         raise fail(InlineError, prim, f"the producer {prod.name!r} of block {cons.name!r} is "
-                   "not a complete block (a reduction); use compute_at / "
-                   "reverse_compute_at instead", func)
+                   "not a complete block (a reduction), and the consumer is not a plain "
+                   "copy of its result (which the reduction could store directly); use "
+                   "compute_at / reverse_compute_at instead", func)
     if not isinstance(prod.body, BufferStore) or len(prod.writes) != 1:
         raise fail(InlineError, prim, f"producer {prod.name!r} has a non-trivial body: only "
                    "a block whose body is one BufferStore to one buffer can be inlined "
@@ -384,10 +401,22 @@ def reverse_compute_inline(func, block):
     _, cnest = exclusive_nest(func, cpath, prim)
     guard += [simplify(substitute(c, sigma)) for c in predicate_conditions(
         func, tree.get(func, cpath), nest_loops(cnest), prim, InlineError)]
-    value = _ReplaceLoads(buf, pst.value).visit(substitute(cst.value, sigma))
-    store = BufferStore(cst.buffer, value,
-                        tuple(simplify(substitute(e, sigma)) for e in cst.indices))
-    reads = list(prod.reads)
+    cidx = tuple(simplify(substitute(e, sigma)) for e in cst.indices)
+    init = None
+    if reduction:
+        if guard:
+            raise fail(InlineError, prim, f"block {cons.name!r} copies only part of what the "
+                       f"reduction {prod.name!r} computes (it would need the guard "
+                       f"{' and '.join(map(str, guard))}), and a reduction's steps cannot be "
+                       "guarded one by one; use reverse_compute_at instead", func)
+        # the accumulator moves to the consumer's buffer: init and every step store there
+        acc = BufferLoad(cst.buffer, cidx)
+        store = BufferStore(cst.buffer, _ReplaceLoads(buf, acc).visit(pst.value), cidx)
+        init = BufferStore(cst.buffer, prod.init.value, cidx)
+    else:
+        value = _ReplaceLoads(buf, pst.value).visit(substitute(cst.value, sigma))
+        store = BufferStore(cst.buffer, value, cidx)
+    reads = [r for r in prod.reads if r.buffer is not buf]
     for r in cons.reads:
         if r.buffer is buf:
             continue
@@ -398,7 +427,8 @@ def reverse_compute_inline(func, block):
         else:
             reads[k] = union(reads[k], r)
     writes = tuple(substitute(w, sigma) for w in cons.writes)
-    new_prod = with_fields(prod, body=store, reads=tuple(reads), writes=writes)
+    new_prod = with_fields(prod, body=store, reads=tuple(reads), writes=writes,
+                           **({"init": init} if reduction else {}))
     _, nest = exclusive_nest(func, cpath, prim)
 
     vm = dict(zip([iv.var for iv in prod.iter_vars], preal.iter_values))
