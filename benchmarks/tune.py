@@ -43,6 +43,7 @@ import schedules as S  # noqa: E402
 import targets  # noqa: E402
 from schedules.tune.command import history_of  # noqa: E402
 from schedules.tune.database import workload_key  # noqa: E402
+from schedules.tune.measure import timing_lock  # noqa: E402
 from schedules.tune.report import (curve_text, format_seconds, progress_printer,  # noqa: E402
                                    trials_to_fraction)
 
@@ -83,33 +84,35 @@ def interleaved(fns, repeat, settle):
     return [float(np.median(t)) for t in times]
 
 
-def tune_budget(func, target, db, trials, minutes, timeout_s):
-    """Tune in chunks until ``trials`` records exist or ``minutes`` have passed (the
-    database resumes between chunks: nothing is measured twice)."""
+def _load() -> str:
+    """The 1-minute load average (the machine may be shared: say so beside a figure)."""
+    return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
+
+
+def tune_budget(func, target, db, trials, minutes, timeout_s, guided=True):
+    """Tune until ``trials`` records exist or ``minutes`` have passed, in one run (the
+    search keeps its population and model throughout; the last half minute is left for
+    the batch in flight and the re-measurement of the best).  Running it again on the
+    same database resumes: nothing is measured twice."""
     workload = workload_key(func, target)
     t0 = time.perf_counter()
-    chunk, seed, pruned = 8, 0, 0      # small chunks: the time limit is checked between them
-    while True:
-        have = len(S.Database(db).records(workload))
-        left = trials - have
-        if left <= 0 or time.perf_counter() - t0 > minutes * 60:
-            break
-        res = S.tune(func, None, target=target, trials=min(chunk, left), database=db,
-                     timeout_s=timeout_s, seed=seed + have, progress=progress_printer())
-        pruned += res.pruned
-        seed += 1
-        if res.trials == 0:      # the space has nothing new to offer
-            break
+    have = len(history_of(S.Database(db).records(workload)))
+    pruned = 0
+    if trials > have:
+        res = S.tune(func, None, target=target, trials=trials - have, database=db,
+                     timeout_s=timeout_s, seed=have, progress=progress_printer(),
+                     guided=guided, max_seconds=max(1.0, minutes * 60 - 30))
+        pruned = res.pruned
     records = S.Database(db).records(workload)
     return history_of(records), time.perf_counter() - t0, pruned
 
 
 def run_one(name, func, args, reference, target, opts, extra=None):
     db = os.path.join(opts.db, f"{name}.jsonl")
-    print(f"== {name}: tuning (<= {opts.trials} trials, <= {opts.minutes} min), db {db}",
-          flush=True)
+    print(f"== {name}: tuning (<= {opts.trials} trials, <= {opts.minutes} min), db {db}, "
+          f"load {_load()}", flush=True)
     history, seconds, pruned = tune_budget(func, target, db, opts.trials, opts.minutes,
-                                           opts.timeout)
+                                           opts.timeout, guided=not opts.random)
     sch = S.apply_best(db, func, target)
     if sch is None:
         print(f"   no candidate succeeded in {len(history)} trials")
@@ -120,14 +123,16 @@ def run_one(name, func, args, reference, target, opts, extra=None):
     want = reference()
     np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3 * np.sqrt(args[0].shape[-1]))
     fns = [lambda: mod(*args[:-1], out), reference] + [fn for _, fn in (extra or [])]
-    times = interleaved(fns, opts.repeat, opts.settle)
+    with timing_lock():  # another tuner on this host times its candidates meanwhile
+        times = interleaved(fns, opts.repeat, opts.settle)
     row = {"name": name, "trials": len(history), "tune_s": seconds, "pruned": pruned,
            "to90": trials_to_fraction(history, 0.9), "ours": times[0], "numpy": times[1],
            "extra": {label: t for (label, _), t in zip(extra or [], times[2:])}}
     print(curve_text(history, width=50, height=8))
     print(f"   {row['trials']} trials in {seconds / 60:.1f} min ({pruned} pruned), 90% of "
           f"best at trial {row['to90']}; tuned {format_seconds(times[0])}, numpy "
-          f"{format_seconds(times[1])} (numpy/ours {times[1] / times[0]:.2f}x)", flush=True)
+          f"{format_seconds(times[1])} (numpy/ours {times[1] / times[0]:.2f}x); load "
+          f"{_load()}", flush=True)
     return row
 
 
@@ -140,6 +145,8 @@ def main(argv=None):
                    help="seconds one candidate may take (build + check + timing)")
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--settle", type=float, default=0.15)
+    p.add_argument("--random", action="store_true",
+                   help="random search instead of the model-guided evolution")
     p.add_argument("--db", default=None, help="directory of the databases (kept)")
     p.add_argument("--threads", type=int, default=None,
                    help="threads for ours and numpy's BLAS alike (default: both as they are)")

@@ -165,12 +165,7 @@ def post_order_visit(n, fn) -> None:
         ['Var', 'IntImm', 'Add']
     """
 
-    class _V(Visitor):
-        def generic_visit(self, node):
-            Visitor.generic_visit(self, node)
-            fn(node)
-
-    _V().visit(n)
+    _PostOrder(fn).visit(n)
 
 
 def used_vars(n) -> list:
@@ -183,11 +178,24 @@ def used_vars(n) -> list:
         >>> [v.name for v in used_vars(i * j + i)]
         ['i', 'j']
     """
-    seen: dict = {}
+    v = _UsedVars()
+    v.visit(n)
+    return list(v.seen.values())
 
-    class _V(Visitor):
-        def visit_Var(self, v):
-            seen.setdefault(id(v), v)
 
-    _V().visit(n)
-    return list(seen.values())
+# one class each, not one per call: the dispatch cache is keyed by visitor class
+class _PostOrder(Visitor):
+    def __init__(self, fn):
+        self.fn = fn
+
+    def generic_visit(self, node):
+        Visitor.generic_visit(self, node)
+        self.fn(node)
+
+
+class _UsedVars(Visitor):
+    def __init__(self):
+        self.seen: dict = {}
+
+    def visit_Var(self, v):
+        self.seen.setdefault(id(v), v)

@@ -29,7 +29,7 @@ from ..expr import Expr, IntImm, Var, const
 from ..function import PrimFunc
 from ..op import maximum, minimum
 from ..stmt import Block, BlockRealize, BufferRegion, Range
-from ..visitor import substitute
+from ..visitor import substitute, used_vars
 
 from . import tree
 
@@ -149,6 +149,12 @@ def relax(region: BufferRegion, doms: dict) -> BufferRegion:
         return region
     out = []
     for r in region.region:
+        # a dimension free of the relaxed variables stays as it is: bounding it
+        # would only simplify it (most of what planning allocations costs)
+        if not any(v in doms for v in used_vars(r.min)) and \
+                not any(v in doms for v in used_vars(r.extent)):
+            out.append(r)
+            continue
         lo, _ = bounds(r.min, doms)
         _, hi = bounds(simplify(r.min + r.extent - 1), doms)
         out.append(Range(lo, simplify(hi - lo + 1)))

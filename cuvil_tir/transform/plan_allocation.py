@@ -174,14 +174,25 @@ def _covers(have: BufferRegion, want: BufferRegion, doms=()) -> bool:
                for h, w in zip(have.region, want.region))
 
 
-def _private(loop: For, buf) -> bool:
+def _private(loop: For, buf, memo=None) -> bool:
     """Whether every iteration of ``loop`` uses ``buf`` on its own: each read is of
     what was written before it in the same iteration (or under the reader's own
-    init), and no accumulation into ``buf`` spans iterations."""
-    return _flow(loop.body, buf, [], [], loop.loop_var) is not None
+    init), and no accumulation into ``buf`` spans iterations.  ``memo`` (a dict)
+    shares the regions of blocks and their relaxation over inner loops between the
+    calls for the loops of one nest (each call walks everything below its loop)."""
+    memo = {} if memo is None else memo
+    return _flow(loop.body, buf, [], [], loop.loop_var, memo) is not None
 
 
-def _flow(stmt, buf, written, loops, var):
+def _memo(memo, key, make):
+    # ids of nodes of the tree being planned, alive during the pass; the values keep
+    # the regions they were computed from alive too
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
+
+
+def _flow(stmt, buf, written, loops, var, memo):
     """The regions of ``buf`` that ``stmt`` writes (over the variables above it), or
     None when ``stmt`` reads an element not written before it within one iteration of
     the loop of ``var``.  ``written``: ``(region, depth)`` written earlier, recorded
@@ -192,22 +203,24 @@ def _flow(stmt, buf, written, loops, var):
     if isinstance(stmt, SeqStmt):
         out = []
         for s in stmt.seq:
-            w = _flow(s, buf, written + [(r, len(loops)) for r in out], loops, var)
+            w = _flow(s, buf, written + [(r, len(loops)) for r in out], loops, var, memo)
             if w is None:
                 return None
             out += w
         return out
     if isinstance(stmt, For):
         dom = (stmt.loop_var, Range(stmt.min, stmt.extent))
-        w = _flow(stmt.body, buf, written, loops + [dom], var)
-        return None if w is None else [relax(r, dict([dom])) for r in w]
+        w = _flow(stmt.body, buf, written, loops + [dom], var, memo)
+        return None if w is None else [
+            _memo(memo, ("relax", id(stmt), id(r)), lambda r=r: (r, relax(r, dict([dom]))))[1]
+            for r in w]
     if isinstance(stmt, Allocate):
-        return _flow(stmt.body, buf, written, loops, var)
+        return _flow(stmt.body, buf, written, loops, var, memo)
     if not isinstance(stmt, BlockRealize):
         return None                         # opaque code: not analysed
     blk = stmt.block
-    reads = _region(stmt, blk.reads, buf, {})
-    writes = _region(stmt, blk.writes, buf, {})
+    reads, writes = _memo(memo, ("block", id(stmt)), lambda: (
+        _region(stmt, blk.reads, buf, {}), _region(stmt, blk.writes, buf, {})))
     # a reduction into buf (its update reads buf even when only the init is declared)
     if writes is not None and any(iv.kind == "reduce" and any(u is var for u in used_vars(v))
                                   for iv, v in zip(blk.iter_vars, stmt.iter_values)):
@@ -222,10 +235,10 @@ def _flow(stmt, buf, written, loops, var):
 
 def _descend(body, buf):
     """``(path of For/BlockRealize nodes entered, node where buf is allocated)``."""
-    entered = []
+    entered, memo = [], {}
     node = body
     while True:
-        if isinstance(node, For) and _may_enter(node, buf.scope) and _private(node, buf):
+        if isinstance(node, For) and _may_enter(node, buf.scope) and _private(node, buf, memo):
             entered.append(node)
             node = node.body
         elif isinstance(node, SeqStmt):
@@ -244,6 +257,7 @@ def _box(node, buf, relaxed_threads: bool, doms_above: dict):
     ``(shape, offset)`` with a constant or symbolic shape free of those variables, or
     None when it cannot be sized."""
     found = _blocks(node, {}, [])
+    threads = None if relaxed_threads else _thread_vars(node)
     box = None
     for realize, doms in found:
         if doms is None:
@@ -251,7 +265,7 @@ def _box(node, buf, relaxed_threads: bool, doms_above: dict):
                 return None
             continue
         if not relaxed_threads:
-            doms = {v: r for v, r in doms.items() if not _is_thread(node, v)}
+            doms = {v: r for v, r in doms.items() if v not in threads}
         for regions in (realize.block.reads, realize.block.writes):
             r = _region(realize, regions, buf, doms)
             if r is not None:
@@ -272,12 +286,13 @@ def _box(node, buf, relaxed_threads: bool, doms_above: dict):
     return tuple(shape), tuple(offset)
 
 
-def _is_thread(node, var) -> bool:
-    hit = []
-    post_order_visit(node, lambda n: hit.append(1) if isinstance(n, For)
-                     and n.loop_var is var and n.kind in ("thread_binding", "parallel")
-                     else None)
-    return bool(hit)
+def _thread_vars(node) -> set:
+    """The variables of the thread-bound and parallel loops inside ``node`` (one walk
+    for all of them: a walk per variable and block cost most of this pass)."""
+    found = set()
+    post_order_visit(node, lambda n: found.add(n.loop_var) if isinstance(n, For)
+                     and n.kind in ("thread_binding", "parallel") else None)
+    return found
 
 
 class _Planner(Mutator):

@@ -122,8 +122,8 @@ def generated_space(func, machine):
         >>> f = T.create_prim_func([A, T.compute((64,), lambda i: A[i] * 2.0, name="B")])
         >>> sch = S.Schedule(f, seed=1)
         >>> generated_space(f, Machine(256, 16, 32768, 1 << 20, 2))(sch)
-        >>> [d for d in sch.trace.decisions.values()][0][1] <= 32
-        True
+        >>> "T.vectorized(" in str(sch.func), len(sch.trace.decisions)   # width: 1 decision
+        (True, 1)
     """
     machine = _machine(machine)
     blocks = [b for _, b in _blocks(func)]
@@ -170,16 +170,27 @@ def run_with_decisions(space, func, decisions, seed=None):
 
     class _Forced(Schedule):
         def sample_perfect_tile(self, loop, n, max_innermost_factor=16, decision=None):
-            return super().sample_perfect_tile(loop, n, max_innermost_factor,
-                                               decision=_next(queue, decision))
+            return _fitting(super().sample_perfect_tile, loop, n, max_innermost_factor,
+                            decision=_next(queue, decision))
 
         def sample_categorical(self, candidates, probs, decision=None):
-            return super().sample_categorical(candidates, probs,
-                                              decision=_next(queue, decision))
+            return _fitting(super().sample_categorical, candidates, probs,
+                            decision=_next(queue, decision))
 
     sch = _Forced(func, seed=seed)
     space(sch)
     return sch
+
+
+def _fitting(sample, *args, decision):
+    """``sample(*args, decision=decision)``, or a fresh draw when the decision does not
+    fit: an earlier decision changed what this one chooses from (a register tile sets
+    the extent that the next tiling divides)."""
+    from ..errors import ScheduleArgumentError
+    try:
+        return sample(*args, decision=decision)
+    except ScheduleArgumentError:
+        return sample(*args, decision=None)
 
 
 def _next(queue, given):
@@ -212,9 +223,10 @@ def _spatial(sch, block, machine) -> None:
         return
     lanes = machine.lanes(_dtype(node.block))
     extent = _extent(tree.get(sch.func, tree.find_loop(sch.func, loops[-1].var))) or 0
-    if any(d % lanes == 0 and extent % d == 0 for d in range(lanes, 4 * lanes + 1, lanes)):
-        outer, inner = sch.split(loops[-1], sch.sample_perfect_tile(
-            loops[-1], 2, max_innermost_factor=4 * lanes))
+    widths = [d for d in range(lanes, 4 * lanes + 1, lanes) if extent % d == 0]
+    if widths:  # whole vectors only: a draw the pruning would refuse is never made
+        outer, inner = sch.split(loops[-1], [None, sch.sample_categorical(
+            widths, [1] * len(widths))])
         _try(sch.vectorize, inner)
         if len(loops) == 1:
             loops = [outer]
@@ -226,7 +238,14 @@ def _tile_reduction(sch, name, machine) -> set:
     register tile (its last axis vectorised, the others unrolled) of a ``local``
     accumulator that stays in registers over the whole reduction, ``S0``'s first loop
     is parallel, operands indexed by one tiled axis are packed so the tile's reads are
-    contiguous.  Returns the names of the blocks it made."""
+    contiguous.
+
+    The register tile is one categorical decision over the tiles that fit the vector
+    registers (:func:`register_tiles`), so no draw is wasted on one that cannot; an
+    axis whose operands are all packed is padded up to a multiple of its tile
+    (``pad_einsum``: the packs are zero-filled, the copy-out guarded), as tutorial 04's
+    6 x 16 tile on a 1024 GEMM needs; the other axes take divisors.  ``S0`` and ``S1``
+    are a perfect tiling of the tiles.  Returns the names of the blocks it made."""
     node = _node(sch, name)
     kinds = _kinds(node.block)
     block = sch.get_block(name)
@@ -234,54 +253,149 @@ def _tile_reduction(sch, name, machine) -> set:
     if len(loops) != len(kinds) or "spatial" not in kinds:
         return set()
     lanes = machine.lanes(_dtype(node.block))
-    spatial = [lp for lp, k in zip(loops, kinds) if k == "spatial"]
     extents = [_extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) or 0
-               for lp in spatial]
-    vec = _vector_axis(extents, lanes)
-    axes = [n for n in range(len(spatial)) if n != vec] + ([vec] if vec is not None else [])
-    # a register tile row needs a vector register per accumulator, so rows beyond the
-    # registers left for one operand vector and a broadcast are never worth sampling
-    rows = max(1, machine.vector_registers - 3)
-    factors = {n: sch.sample_perfect_tile(
-        spatial[n], 3, max_innermost_factor=4 * lanes if n == vec else rows) for n in axes}
-    s_tiles = [sch.split(spatial[n], factors[n]) for n in axes]
-    r_tiles = [sch.split(lp, sch.sample_perfect_tile(lp, 2, max_innermost_factor=256))
-               for lp, k in zip(loops, kinds) if k == "reduce"]
-    # S0 starts with the vector axis's outer loop (the column panels), which runs in
-    # parallel: fusing the S0 loops instead would index the accumulator through // and
-    # %, which compact_local_buffers cannot shrink to the register tile
-    outer = [s_tiles[-1][0]] + [t[0] for t in s_tiles[:-1]]
-    sch.reorder(*outer, *[t[1] for t in s_tiles], *[t[0] for t in r_tiles],
-                *[t[1] for t in r_tiles], *[t[2] for t in s_tiles])
-    _try(sch.parallel, outer[0])
-    made = {_pack(sch, name, k, plan) for k, plan in _pack_plans(node, factors)}
+               for lp, k in zip(loops, kinds) if k == "spatial"]
+    plans = _pack_plans(node)
+    paddable = _paddable(node, plans)
+    vec = _vector_axis(extents, lanes, paddable)
+    axes = [n for n in range(len(extents)) if n != vec] + ([vec] if vec is not None else [])
+    options = register_tiles([extents[n] for n in axes], [paddable[n] for n in axes],
+                             machine, lanes, vector_last=vec is not None)
+    labels = ["x".join(map(str, t)) for t in options]
+    label = sch.sample_categorical(labels, [_weight(t, lanes) for t in options])
+    tile = dict(zip(axes, options[labels.index(label)]))
+    caches = [(_try(sch.cache_read, block, k, "global"), dim, axis)
+              for k, dim, axis in plans]
     acc = sch.cache_write(block, 0, "local")
-    made |= {name + "_init", acc.name}
-    if vec is not None and vec != len(spatial) - 1 and _writes_in_order(node.block):
+    made = {c.name for c, _, _ in caches if c is not None} | {name + "_init", acc.name}
+    if any(e % tile[n] for n, e in enumerate(extents)):
+        pos = iter(range(len(extents)))
+        _try(sch.pad_einsum, block, [tile[next(pos)] if k == "spatial" else 1
+                                     for k in kinds])
+    loops = sch.get_loops(block)
+    spatial = [lp for lp, k in zip(loops, kinds) if k == "spatial"]
+    s_tiles = []
+    for n in axes:
+        outer, inner = sch.split(spatial[n], [None, tile[n]])
+        ext = _extent(tree.get(sch.func, tree.find_loop(sch.func, outer.var))) or 1
+        s_tiles.append((*sch.split(outer, sch.sample_perfect_tile(
+            outer, 2, max_innermost_factor=ext)), inner))
+    # the reduction loops run back to back (nothing sits between R0 and R1), so every
+    # split of them gives the same order of iterations: no decision, the innermost
+    # tile is the largest whose packed rows of the widest register tile fit L1 (what
+    # :func:`prune` checks)
+    width = D.bits(D.element(_dtype(node.block))) // 8
+    red_cap = max(1, machine.l1d_bytes // (width * max(sum(t) for t in options)))
+    r_tiles = []
+    for lp, k in zip(loops, kinds):
+        if k == "reduce":
+            ext = _extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) or 1
+            r_tiles.append(sch.split(lp, [None, max(d for d in range(1, min(ext, red_cap) + 1)
+                                                   if ext % d == 0)]))
+    # S0 and S1 both start with the vector axis (the column panels; S0's runs in
+    # parallel), so that no axis's two loops are adjacent (adjacent, every split of
+    # them would give the same order): on a GEMM, j0 i0 j1 i1 are GotoBLAS's blocks of
+    # panels, blocks of rows, panels in a block, rows in a block.  Fusing the S0 loops
+    # instead would index the accumulator through // and %, which
+    # compact_local_buffers cannot shrink to the register tile
+    outer = [s_tiles[-1][0]] + [t[0] for t in s_tiles[:-1]]
+    middle = [s_tiles[-1][1]] + [t[1] for t in s_tiles[:-1]]
+    sch.reorder(*outer, *middle, *[t[0] for t in r_tiles], *[t[1] for t in r_tiles],
+                *[t[2] for t in s_tiles])
+    _try(sch.parallel, outer[0])
+    for cache, dim, axis in caches:
+        if cache is not None:
+            _pack(sch, cache, dim, tile[axis])
+    if vec is not None and vec != len(extents) - 1 and _writes_in_order(node.block):
         # the accumulator laid out with the vector axis innermost (contiguous lanes)
-        _try(sch.transform_layout, block, 0, _move_last(len(spatial), vec))
-    sch.reverse_compute_at(acc, s_tiles[-1][1])
+        _try(sch.transform_layout, block, 0, _move_last(len(extents), vec))
+    sch.reverse_compute_at(acc, middle[-1])
     sch.decompose_reduction(block, r_tiles[0][0])
-    # the copy-out's loops are left alone: reverse_compute_at drops its unit loops, so
-    # their number depends on the decisions and a replayed trace would not match
-    for blk in (sch.get_block(name + "_init"), block):
-        tile = sch.get_loops(blk)[-len(s_tiles):]
-        for lp in tile[:-1]:
+    above = {lp.var for lp in sch.get_loops(block)}
+    # the copy-out too, so that every access to the accumulator has a constant index
+    # (registers) even in a padded tile, whose guarded tail the vectorizer peels
+    copy = [lp for lp in sch.get_loops(acc) if lp.var not in above]
+    for blk, inner in ((sch.get_block(name + "_init"), None), (block, None), (acc, copy)):
+        inner = sch.get_loops(blk)[-len(s_tiles):] if inner is None else inner
+        lanes_last = vec is not None and (blk is not acc or vec == len(extents) - 1)
+        for lp in inner[:-1] if lanes_last else inner:
             _try(sch.unroll, lp)
-        if vec is not None:
-            _try(sch.vectorize, tile[-1])
-        else:
-            _try(sch.unroll, tile[-1])
-    return made - {None}
+        if lanes_last and inner:
+            _try(sch.vectorize, inner[-1])
+    return made
 
 
-def _vector_axis(extents, lanes):
+def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
+    """The register tiles (a size per axis, the vector axis last) worth sampling on
+    ``machine``: the vector axis takes whole vectors (1 to 4), the others 1 to
+    ``vector_registers - 3`` rows; an axis that cannot be ``paddable`` takes divisors of
+    its extent only; and the accumulators, one operand vector per vector of the tile
+    and a broadcast must fit the vector registers (what :func:`prune` checks).
+
+    Example::
+
+        >>> m = Machine(256, 16, 32768, 1 << 20, 2)
+        >>> tiles = register_tiles([1024, 1024], [True, True], m, 8)
+        >>> (6, 16) in tiles, (7, 16) in tiles, (13, 8) in tiles, (12, 24) in tiles
+        (True, False, True, False)
+        >>> register_tiles([12, 8], [False, False], m, 8)
+        [(1, 8), (2, 8), (3, 8), (4, 8), (6, 8), (12, 8)]
+    """
+    rows = max(1, machine.vector_registers - 3)
+    sizes = []
+    for n, (ext, pad) in enumerate(zip(extents, paddable)):
+        last = vector_last and n == len(extents) - 1
+        cands = range(lanes, 4 * lanes + 1, lanes) if last else range(1, rows + 1)
+        fit = [t for t in cands if (ext % t == 0 if not pad else t <= max(ext, lanes))]
+        sizes.append(fit or [ext if not last and ext <= rows else (lanes if last else 1)])
+    out = []
+
+    def rec(n, prefix, elems):
+        if n == len(sizes):
+            vecs = -(-prefix[-1] // lanes) if vector_last else 0
+            if -(-elems // lanes) + vecs + 1 <= machine.vector_registers:
+                out.append(tuple(prefix))
+            return
+        for t in sizes[n]:
+            rec(n + 1, prefix + [t], elems * t)
+    rec(0, [], 1)
+    return out or [tuple(s[0] for s in sizes)]
+
+
+def _weight(tile, lanes) -> int:
+    """Draw a tile in proportion to its accumulator registers: the more of them, the
+    more arithmetic per load, which is what a register tile is for."""
+    elems = 1
+    for t in tile:
+        elems *= t
+    return -(-elems // lanes)
+
+
+def _vector_axis(extents, lanes, paddable=None):
     """The last spatial axis whose extent has a divisor that is a multiple of the lanes
-    (at most four vectors), or None: that axis is vectorised and tiled innermost."""
+    (at most four vectors), or that can be padded to one, or None: that axis is
+    vectorised and tiled innermost."""
     for n in reversed(range(len(extents))):
-        if any(extents[n] % d == 0 for d in range(lanes, 4 * lanes + 1, lanes)):
+        if any(extents[n] % d == 0 for d in range(lanes, 4 * lanes + 1, lanes)) or \
+                (paddable and paddable[n] and extents[n] >= lanes):
             return n
     return None
+
+
+def _paddable(node, plans) -> list:
+    """Per spatial axis: whether the block may be padded along it, i.e. every read
+    that uses it is packed (a staged copy ``pad_einsum`` can zero-fill) and the write
+    indexes it plainly."""
+    block = node.block
+    spatial = [iv.var for iv in block.iter_vars if iv.kind == "spatial"]
+    packed = {k for k, _, _ in plans}
+    plain = block.writes and all(isinstance(rg.min, Var) for rg in block.writes[0].region)
+    out = []
+    for v in spatial:
+        users = [k for k, r in enumerate(block.reads)
+                 if any(v in _vars_in(rg.min) for rg in r.region)]
+        out.append(bool(plain) and all(k in packed for k in users))
+    return out
 
 
 def _writes_in_order(block) -> bool:
@@ -296,11 +410,11 @@ def _move_last(rank: int, dim: int):
     return index_map
 
 
-def _pack_plans(node, factors) -> list:
-    """``(read index, (dim, tile factor))`` for each read whose every index is one
-    iterator and exactly one of them a spatial one: packing it as ``(v // t, other
-    dims..., v % t)`` makes the ``t`` values the register tile reads per reduction
-    step adjacent (GotoBLAS's packed panels)."""
+def _pack_plans(node) -> list:
+    """``(read index, dim, spatial axis)`` for each read whose every index is one
+    iterator and exactly one of them (``dim``) a spatial one: packing it as ``(v // t,
+    other dims..., v % t)``, ``t`` the axis's register tile, makes the ``t`` values the
+    tile reads per reduction step adjacent (GotoBLAS's packed panels)."""
     block = node.block
     spatial = [iv.var for iv in block.iter_vars if iv.kind == "spatial"]
     plans = []
@@ -312,20 +426,14 @@ def _pack_plans(node, factors) -> list:
         if len(used) != 1 or len(set(dims)) != len(dims) or \
                 not any(iv.kind == "reduce" and iv.var in dims for iv in block.iter_vars):
             continue
-        axis = spatial.index(dims[used[0]])
-        plans.append((k, (used[0], factors[axis][2])))
+        plans.append((k, used[0], spatial.index(dims[used[0]])))
     return plans
 
 
-def _pack(sch, name, k, plan):
-    """Pack read ``k`` of block ``name`` (see :func:`_pack_plans`) in a copy at the
-    root, parallel over its outer loop; returns the copy's block name or None."""
-    dim, tile = plan
-    buf = _node(sch, name).block.reads[k].buffer
-    cache = _try(sch.cache_read, sch.get_block(name), k, "global")
-    if cache is None:
-        return None
-    rank = len(buf.shape)
+def _pack(sch, cache, dim, tile) -> None:
+    """Lay the staged copy ``cache`` (see :func:`_pack_plans`) out in panels of
+    ``tile`` along ``dim``, written panel by panel, in parallel over its outer loop."""
+    rank = len(_node(sch, cache.name).block.writes[0].buffer.shape)
     loops = sch.get_loops(cache)
     if len(loops) == rank:  # loops in the packed order: each panel written contiguously
         split = _try(sch.split, loops[dim], [None, tile])
@@ -338,8 +446,8 @@ def _pack(sch, name, k, plan):
     def index_map(*idx):
         return (idx[dim] // tile, *idx[:dim], *idx[dim + 1:], idx[dim] % tile)
     index_map.__signature__ = _signature(rank)
-    _try(sch.transform_layout, cache, 0, index_map)
-    return cache.name
+    # zeros where the panels overrun the operand (when the axis could not be padded)
+    _try(sch.transform_layout, cache, 0, index_map, "write", 0.0)
 
 
 def _signature(rank: int):

@@ -134,14 +134,16 @@ class _Run:
 
 def tune(func, space=None, target="llvm", trials=16, database=None, executor=None,
          timeout_s=10, seed=0, progress=True, *, min_repeat_ms=50.0, remeasure=REMEASURE,
-         guided=True):
+         guided=True, max_seconds=None):
     """Tune ``func`` over ``space`` for ``trials`` newly measured candidates (see the
     module doc); ``database`` is a path or a :class:`Database` (None: records in
     memory); ``executor`` a ``concurrent.futures.Executor`` (None: a local process
     pool); ``progress`` True, False or a callable taking a :class:`TuneProgress` after
     every batch; ``min_repeat_ms`` the least total duration of a candidate's timing
     rounds; ``remeasure`` how many of the best are measured again at the end;
-    ``guided=False`` searches at random (no cost model), for comparisons.
+    ``guided=False`` searches at random (no cost model), for comparisons;
+    ``max_seconds`` a time budget: no new batch is proposed once it has passed (the
+    batches in flight and the re-measurement still finish).
 
     Example::
 
@@ -151,6 +153,10 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
         True
     """
     _check(trials, executor, timeout_s)
+    if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(
+            max_seconds, (int, float)) or not max_seconds > 0):
+        raise ArgumentError(f"tune: max_seconds: expected seconds > 0 or None, got "
+                            f"{max_seconds!r}")
     t_start = time.perf_counter()
     show = renderer(progress)
     db = Database(database) if isinstance(database, (str, os.PathLike)) else database
@@ -170,6 +176,8 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
             # the next batch is bred while the previous one is measured (the model is
             # then one batch behind, and the parent's search never idles the workers)
             room = trials - run.measured - len(inflight)
+            if max_seconds is not None and time.perf_counter() - t_start > max_seconds:
+                room = 0  # the time budget is spent: finish what is in flight
             batch = search.propose(min(width, room), seen) if room > 0 else []
             launched = run.launch([(key, decisions_of(sch.trace), sch.trace.as_json())
                                    for sch, key in batch])

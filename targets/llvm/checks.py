@@ -60,7 +60,7 @@ def emit_assert(cg, s) -> None:
     b.raw(f"br label %{out}")
     b.start(out)
     for ptr in reversed(getattr(cg, "heap", ())):
-        b.raw(f"call void @free(ptr {ptr})")
+        b.raw(f"call void @cuvil_workspace_free(ptr {ptr})")   # from s_Allocate
     b.raw(f"ret i32 {C.STATUS_CHECK_FAILED}")
     b.start(ok)
 

@@ -56,6 +56,7 @@ from .checks import emit_assert, slot_definitions
 from .codegen_expr import NONTEMPORAL, ExprEmitter, _symbol
 from .parallel import emit_launch, emit_task
 from .types import mem_type, reg_type
+from .workspace_ir import DECLARATIONS as WORKSPACE
 
 #: stack-allocate internal buffers up to this many bytes; larger ones use the heap
 STACK_LIMIT = 64 << 10
@@ -315,7 +316,9 @@ class LLVMCodegen(ExprEmitter):
         self._restore(s.loop_var, old)
         b.raw(f"br label %{latch}")
         b.start(latch)
-        b.lines.append(f"  {nxt} = add nuw {t} {i}, 1")
+        # i < end, so i + 1 cannot overflow the loop variable's own signedness (an
+        # unsigned "nuw" on a signed counter was poison when a loop from -3 crossed 0)
+        b.lines.append(f"  {nxt} = add {'nsw' if D.is_int(dt) else 'nuw'} {t} {i}, 1")
         md = ""
         if s.kind == "unrolled":
             md = ", !llvm.loop " + b.loop_metadata('!"llvm.loop.unroll.full"')
@@ -390,17 +393,14 @@ class LLVMCodegen(ExprEmitter):
             d, o = self._checked_extent(dim)
             size, o2 = self._checked_op("umul", size, d)
             overflow = b.op(f"or i1 {overflow}, {b.op(f'or i1 {o}, {o2}')}")
-        # aligned_alloc wants a nonzero multiple of the alignment
-        padded = b.op(f"add i64 {size}, 64")
-        rounded = b.op(f"and i64 {padded}, -64")
-        wrapped = b.op(f"icmp ult i64 {padded}, {size}")
-        bad = b.op(f"or i1 {overflow}, {wrapped}")
-        b.declare("aligned_alloc", "declare ptr @aligned_alloc(i64, i64)")
-        b.declare("free", "declare void @free(ptr)")
+        # from the runtime's workspace cache (targets.llvm.workspace_ir): a block
+        # freed by an earlier call comes back without faulting its pages in again
+        for name, decl in WORKSPACE.items():
+            b.declare(name, decl)
         try_alloc, fail, ok = b.label("alloc.try"), b.label("alloc.fail"), b.label("alloc.ok")
-        b.raw(f"br i1 {bad}, label %{fail}, label %{try_alloc}")
+        b.raw(f"br i1 {overflow}, label %{fail}, label %{try_alloc}")
         b.start(try_alloc)
-        ptr = b.op(f"call ptr @aligned_alloc(i64 64, i64 {rounded})")
+        ptr = b.op(f"call ptr @cuvil_workspace_alloc(i64 {size})")
         null = b.op(f"icmp eq ptr {ptr}, null")
         b.raw(f"br i1 {null}, label %{fail}, label %{ok}")
         b.start(fail)
@@ -410,7 +410,7 @@ class LLVMCodegen(ExprEmitter):
         self.heap.append(ptr)
         self.stmt(s.body)
         self.heap.pop()
-        b.raw(f"call void @free(ptr {ptr})")
+        b.raw(f"call void @cuvil_workspace_free(ptr {ptr})")
 
 
 def _index_limit(dtype: str) -> int:

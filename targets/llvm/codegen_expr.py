@@ -53,6 +53,13 @@ class ExprEmitter:
         True
     """
 
+    #: True while the flat index of a memory access is being emitted: its integer
+    #: ``add``/``sub``/``mul`` carry ``nsw`` (lowering already assumes index
+    #: arithmetic does not overflow, see ``Analyzer(index_no_overflow=True)``), which
+    #: lets LLVM widen ``sext(i*s + k)`` into 64-bit pointer steps instead of
+    #: recomputing a 32-bit index and sign-extending it per access
+    in_index = False
+
     # expressions ----------------------------------------------------------------------
     def expr(self, e) -> str:
         for klass in type(e).__mro__:
@@ -94,7 +101,8 @@ class ExprEmitter:
             return I.narrow(b, r, dt)
         t = reg_type(dt)
         if kind in _INT_OPS:
-            return b.op(f"{_INT_OPS[kind]} {t} {x}, {y}")
+            nsw = " nsw" if self.in_index and D.is_int(dt) else ""
+            return b.op(f"{_INT_OPS[kind]}{nsw} {t} {x}, {y}")
         if kind in ("Div", "Mod", "FloorDiv", "FloorMod"):
             return I.int_divmod(b, kind, x, y, dt)
         if kind in ("Min", "Max"):
@@ -259,6 +267,13 @@ class ExprEmitter:
 
     def _address(self, buf, indices):
         """``(pointer, lanes)`` of a contiguous access, or ``(None, per-lane pointers)``."""
+        outer, self.in_index = self.in_index, True
+        try:
+            return self._address_of(buf, indices)
+        finally:
+            self.in_index = outer
+
+    def _address_of(self, buf, indices):
         base = self._buffer_ptr(buf)
         last = indices[-1]
         contiguous = (isinstance(last, Ramp) and isinstance(last.stride, IntImm)
@@ -285,6 +300,15 @@ class ExprEmitter:
                          f"i64 {i64}")
 
     def e_BufferLoad(self, e):
+        # a loaded value is data, even inside an index (``A[B[i] * 3 % 5]``): only
+        # its own address is index arithmetic
+        outer, self.in_index = self.in_index, False
+        try:
+            return self._load(e)
+        finally:
+            self.in_index = outer
+
+    def _load(self, e):
         buf = e.buffer
         ptr, lanes = self._address(buf, e.indices)
         al = D.itemsize(buf.dtype)

@@ -236,8 +236,8 @@ class Library:
                 pb = llvm.create_pass_builder(tm, pto)
                 pb.getModulePassManager().run(mod, pb)
             self.optimized_ir = str(mod)
-            if "@cuvil_parallel_launch" in source:
-                from . import threadpool  # registers the pool's symbols with LLVM
+            from . import threadpool  # registers the runtime's symbols with LLVM
+            if threadpool.uses_runtime(source):
                 threadpool.ensure_loaded()
             self._jit = jit_engine(cpu, features, opt_level)
             self._suffix = self._jit.add(mod)
@@ -256,8 +256,8 @@ class Library:
             empty = llvm.parse_assembly("")
             empty.triple = tm.triple
             self._engine = llvm.create_mcjit_compiler(empty, tm)
-            if b"cuvil_parallel_launch" in data:
-                from . import threadpool
+            from . import threadpool
+            if threadpool.uses_runtime(data):
                 threadpool.ensure_loaded()
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
             self._engine.finalize_object()

@@ -81,21 +81,37 @@ import llvmlite.binding as llvm
 from cuvil_tir.errors import TargetError
 
 from .threadpool_ir import MAX_THREADS, pool_ir
+from .workspace_ir import DECLARATIONS as _WORKSPACE, workspace_ir
 
 __all__ = ["DECLARATIONS", "EXPORTED", "MAX_THREADS", "ensure_loaded", "get_num_threads",
            "set_num_threads", "num_workers", "shutdown", "default_num_threads",
-           "JitModule"]
+           "JitModule", "uses_runtime", "release_workspace"]
 
 # Signatures of the exported C ABI, as another LLVM module declares them.
 EXPORTED = {
     "cuvil_parallel_launch": "declare i32 @cuvil_parallel_launch(ptr, ptr, i32)",
     "cuvil_set_num_threads": "declare void @cuvil_set_num_threads(i32)",
     "cuvil_get_num_threads": "declare i32 @cuvil_get_num_threads()",
+    **_WORKSPACE,   # the heap-buffer cache of generated code (targets.llvm.workspace_ir)
 }
 DECLARATIONS = "\n".join(EXPORTED.values()) + "\n"
 
+
+def uses_runtime(code) -> bool:
+    """True when LLVM IR text (or an object file's bytes) refers to a function of this
+    runtime, so :func:`ensure_loaded` must run before it is linked.
+
+    Example::
+
+        >>> uses_runtime("call ptr @cuvil_workspace_alloc(i64 4096)"), uses_runtime("ret void")
+        (True, False)
+    """
+    names = EXPORTED if isinstance(code, str) else [n.encode() for n in EXPORTED]
+    return any(name in code for name in names)
+
 # Lifecycle entry points, used from Python only.
-_INTERNAL = ("cuvil_pool_init", "cuvil_pool_shutdown", "cuvil_pool_num_workers")
+_INTERNAL = ("cuvil_pool_init", "cuvil_pool_shutdown", "cuvil_pool_num_workers",
+             "cuvil_workspace_release")
 
 _LIBC_SYMBOLS = ("pthread_create", "pthread_join", "pthread_mutex_init",
                  "pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_init",
@@ -113,7 +129,7 @@ class _Pool:
         llvm.initialize_native_asmprinter()
         _register_libc_symbols()
         triple = llvm.get_process_triple()
-        engine = _compiled_engine(pool_ir(triple))
+        engine = _compiled_engine(pool_ir(triple) + workspace_ir())
         self.addresses = {name: engine.get_function_address(name)
                           for name in (*EXPORTED, *_INTERNAL)}
         # Workers run this machine code until the process dies; an engine disposed
@@ -127,6 +143,7 @@ class _Pool:
         self.workers = fn(ctypes.c_int32)(self.addresses["cuvil_pool_num_workers"])
         self.set_threads = fn(None, ctypes.c_int32)(self.addresses["cuvil_set_num_threads"])
         self.get_threads = fn(ctypes.c_int32)(self.addresses["cuvil_get_num_threads"])
+        self.release = fn(None)(self.addresses["cuvil_workspace_release"])
         self.default_threads = default_num_threads()
         self.init(self.default_threads)
 
@@ -165,21 +182,28 @@ def _compiled_engine(ir: str):
     store = cache.store() if cache.enabled() else None
     blobs = store.get(key) if store is not None else None
     if blobs is not None and "obj" in blobs:
-        empty = llvm.parse_assembly("")
-        empty.triple = machine.triple
-        engine = llvm.create_mcjit_compiler(empty, machine)
-        engine.add_object_file(llvm.ObjectFileRef.from_data(blobs["obj"]))
-        engine.finalize_object()
-        return engine
+        return _object_engine(machine, blobs["obj"])
     module = llvm.parse_assembly(ir)
     module.verify()
     module.data_layout = str(machine.target_data)
     _optimize(module, machine)
-    obj = machine.emit_object(module) if store is not None else None
+    if store is not None:
+        # code generation once: the object stored is the object loaded
+        obj = machine.emit_object(module)
+        store.put(key, {"obj": obj})
+        return _object_engine(machine, obj)
     engine = llvm.create_mcjit_compiler(module, machine)  # owns the machine now
     engine.finalize_object()
-    if obj is not None:
-        store.put(key, {"obj": obj})
+    return engine
+
+
+def _object_engine(machine, obj: bytes):
+    """An MCJIT engine running the machine code of ``obj``."""
+    empty = llvm.parse_assembly("")
+    empty.triple = machine.triple
+    engine = llvm.create_mcjit_compiler(empty, machine)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
     return engine
 
 
@@ -267,6 +291,18 @@ def set_num_threads(n: int) -> None:
         raise TargetError(f"set_num_threads: expected an int in [1, {MAX_THREADS}], "
                           f"got {n!r}")
     _pool().set_threads(n)
+
+
+def release_workspace() -> None:
+    """Free the heap blocks that generated functions returned to the workspace cache
+    (:mod:`targets.llvm.workspace_ir`: at most ``SLOTS`` blocks, kept so the next
+    call does not fault their pages in again).
+
+    Example::
+
+        >>> release_workspace()
+    """
+    _pool().release()
 
 
 def get_num_threads() -> int:

@@ -133,3 +133,20 @@ def test_post_order_and_used_vars():
     post_order_visit(i + j * 2, lambda x: order.append(type(x).__name__))
     assert order == ["Var", "Var", "IntImm", "Mul", "Add"]
     assert [v.name for v in used_vars(j * i + j)] == ["j", "i"]
+
+
+def test_used_vars_and_post_order_visit_do_not_grow_the_dispatch_cache():
+    # a visitor class made per call added dispatch entries (and kept the class
+    # alive) on every call of these helpers
+    from cuvil_tir import visitor
+    i, j = T.var("i"), T.var("j")
+    e = i * j + 1
+    visitor.used_vars(e)
+    visitor.post_order_visit(e, lambda n: None)
+    before = len(visitor._DISPATCH)
+    for _ in range(5):
+        assert [v.name for v in visitor.used_vars(e)] == ["i", "j"]
+        seen = []
+        visitor.post_order_visit(e, seen.append)
+        assert len(seen) == 5
+    assert len(visitor._DISPATCH) == before

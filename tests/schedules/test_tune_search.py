@@ -141,6 +141,17 @@ def test_bad_arguments_are_refused():
         S.tune(_func(), space, trials=-1, progress=False)
     with pytest.raises(ArgumentError, match="timeout_s: expected seconds > 0"):
         S.tune(_func(), space, trials=1, timeout_s=0, progress=False)
+    with pytest.raises(ArgumentError, match="max_seconds: expected seconds > 0 or None"):
+        S.tune(_func(), space, trials=1, max_seconds=-1, progress=False)
+
+
+def test_a_time_budget_stops_proposing():
+    spent = S.tune(_func(), space, target=TARGET, trials=6, executor=Synthetic(),
+                   progress=False, remeasure=0, max_seconds=1e-9)
+    assert spent.trials == 0
+    ample = S.tune(_func(), space, target=TARGET, trials=6, executor=Synthetic(),
+                   progress=False, remeasure=0, max_seconds=600)
+    assert ample.trials == 6
 
 
 def test_a_resumed_database_trains_the_model_before_the_first_batch(tmp_path):

@@ -6,7 +6,7 @@ import cuvil_tir as T
 import schedules as S
 import targets
 from schedules.tune.space import (Machine, generated_space, machine_of, prune,
-                                   run_with_decisions)
+                                   register_tiles, run_with_decisions)
 
 HASWELL = targets.Target("llvm", mcpu="haswell")
 
@@ -117,57 +117,99 @@ def test_tune_from_the_generated_space(tmp_path):
     assert T.structural_equal(best.func, res.best_schedule.func)
 
 
+def _point(space, f, label, *tiles):
+    """The candidate whose register tile is ``label`` (e.g. "6x16") and whose outer
+    tilings are ``tiles``: decisions in the order the space samples them."""
+    sch = S.Schedule(f, seed=0)
+    space(sch)
+    labels = next(i for i in sch.trace.insts if i.name == "sample_categorical").inputs[0]
+    return run_with_decisions(space, f, [labels.index(label), *tiles])
+
+
 def test_tutorial04_schedule_is_a_point_of_the_space():
-    """Tutorial 04's 6 x 16 micro-kernel on haswell: packed A and B panels, the
-    register tile in a local accumulator, parallel over column panels, as decisions."""
-    M, N, K = 48, 32, 16
+    """Tutorial 04's 6 x 16 micro-kernel on haswell, on sizes it does not divide: A and
+    B packed into zero-padded panels, the register tile in a local accumulator,
+    parallel over column panels, and its blocks of panels, all as decisions."""
+    M, N, K = 50, 60, 16
+    Mp, Np = 54, 64
     f = _gemm(N, M, K)
     space = generated_space(f, machine_of(HASWELL))
-    ours = run_with_decisions(space, f, [[1, M // 6, 6], [N // 16, 1, 16], [1, K]])
-    theirs = _tutorial("04_fast_matmul_cpu.py").gemm_schedule(M, N, K, mr=6, nr=16)
+    t04 = _tutorial("04_fast_matmul_cpu.py")
+    ours = _point(space, f, "6x16", [Mp // 6, 1], [Np // 16, 1])
+    theirs = t04.gemm_schedule(M, N, K, mr=6, nr=16, jb=1)
     assert prune(ours.func, machine_of(HASWELL)) is None
     assert _nest(ours.func, "C") == _nest(theirs.func, "Cp") == [
-        (N // 16, "parallel"), (M // 6, "serial"), (K, "serial"), (6, "unrolled"),
+        (Np // 16, "parallel"), (Mp // 6, "serial"), (K, "serial"), (6, "unrolled"),
         (16, "vectorized")]
-    assert _shapes(ours.func) == _shapes(theirs.func) == [(N // 16, K, 16), (M // 6, K, 6)]
+    assert _shapes(ours.func) == _shapes(theirs.func) == [(Np // 16, K, 16), (Mp // 6, K, 6)]
+    blocked = _point(space, f, "6x16", [Mp // 6, 1], [Np // 32, 2])
+    assert _nest(blocked.func, "C") == _nest(t04.gemm_schedule(M, N, K, 6, 16, jb=2).func,
+                                             "Cp")
     mod = targets.build(ours, HASWELL)
     assert 'T.allocate((96,), "float32", scope="local")' in str(mod.get_source("tir"))
     assert "alloca [96 x float]" not in mod.get_source("ll-opt")      # registers
     assert "vfmadd231ps" in mod.get_source("asm")
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((M, K), "float32"), rng.standard_normal((K, N), "float32")
-    c = np.zeros((M, N), "float32")
-    mod(a, b, c)
-    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    for sch in (ours, blocked):
+        c = np.zeros((M, N), "float32")
+        targets.build(sch, HASWELL)(a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
-def test_register_tiles_pruned_for_avx2_and_avx512():
-    f = _gemm(64)
-    space = generated_space(f, machine_of(HASWELL))
+def test_register_tiles_follow_avx2_and_avx512():
     avx2, avx512 = machine_of(HASWELL), machine_of("llvm -mcpu=skylake-avx512")
+    on2 = register_tiles([64, 64], [True, True], avx2, 8)
+    on512 = register_tiles([64, 64], [True, True], avx512, 16)
+    assert (6, 16) in on2 and (4, 24) in on2 and (13, 8) in on2
+    assert (8, 16) not in on2 and (7, 16) not in on2              # 19 and 17 registers
+    assert (12, 32) in on512 and (8, 16) in on512
+    assert (16, 32) not in on512                                  # 35 registers
+    assert all(c % 16 == 0 for _, c in on512)                     # whole vectors only
+    # an axis that cannot be padded takes divisors
+    assert {r for r, _ in register_tiles([12, 64], [False, True], avx2, 8)} == {1, 2, 3, 4, 6,
+                                                                                12}
+    # a hand-made 8 x 16 tile is what the pruning refuses on AVX2 and keeps on AVX-512
+    f = _gemm(64)
+    sch = S.Schedule(f)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    io, ii = sch.split(i, [None, 8])
+    jo, ji = sch.split(j, [None, 16])
+    sch.reorder(io, jo, k, ii, ji)
+    sch.reverse_compute_at(sch.cache_write(sch.get_block("C"), 0, "local"), jo)
+    sch.unroll(ii)
+    sch.vectorize(ji)
+    assert "needs 19 vector registers, 16 exist" in prune(sch.func, avx2)
+    assert prune(sch.func, avx512) is None
 
-    def point(rows, cols):
-        return run_with_decisions(space, f, [[1, 64 // rows, rows], [64 // cols, 1, cols],
-                                             [4, 16]]).func
-    assert "needs 19 vector registers, 16 exist" in prune(point(8, 16), avx2)
-    assert prune(point(8, 16), avx512) is None               # 8 accumulators of 32
-    assert prune(point(4, 16), avx2) is None
-    assert "not a multiple of 16 lanes" in prune(point(4, 8), avx512)
-    assert "needs 35 vector registers, 32 exist" in prune(point(16, 32), avx512)
+
+def test_sampled_candidates_are_never_pruned():
+    """The space draws legal decisions only: nothing a draw makes is refused."""
+    for target in (HASWELL, "llvm -mcpu=skylake-avx512"):
+        m = machine_of(target)
+        for f in (_gemm(1024), _gemm(100, 70, 50)):
+            space = generated_space(f, m)
+            for seed in range(6):
+                sch = S.Schedule(f, seed=seed)
+                space(sch)
+                assert prune(sch.func, m) is None, sch.trace.decisions
 
 
-def test_the_space_replays_under_new_decisions():
-    """Replaying one candidate's trace with another's decisions (what the search does)
-    never fails and gives the same loop nest as running the space with them."""
+def test_new_decisions_rerun_the_space():
+    """The search re-runs the space with a candidate's decisions: the same decisions
+    give the same schedule, and a decision that no longer fits (a new register tile
+    changes the extent the next tiling divides) is drawn afresh instead of failing."""
     f = _gemm(48, 48, 32)
     space = generated_space(f, machine_of(HASWELL))
-    base = S.Schedule(f, seed=0)
-    space(base)
-    for seed in range(1, 6):
+    for seed in range(1, 4):
         fresh = S.Schedule(f, seed=seed)
         space(fresh)
-        again = base.trace.with_decisions(fresh.trace.decisions).apply(f)
-        assert _nest(again.func, "C") == _nest(fresh.func, "C")
+        again = run_with_decisions(space, f, fresh.trace.decisions)
+        assert T.structural_equal(again.func, fresh.func)
+    six = _point(space, f, "6x16", [2, 4], [3, 1])
+    other = run_with_decisions(space, f, {**six.trace.decisions, 2: 0})   # 1x8
+    assert list(other.trace.decisions.values())[0] == 0
+    assert _nest(other.func, "C")[-1] == (8, "vectorized")
 
 
 def _conv(c=8, k=8, h=6, w=8):
@@ -184,8 +226,7 @@ def test_conv2d_and_fused_epilogue_are_tuned_by_the_same_rules():
     xp = np.pad(x, ((0, 0), (1, 1), (1, 1)))
     want = np.einsum("cyxrs,kcrs->kyx", np.lib.stride_tricks.sliding_window_view(
         xp, (3, 3), axis=(1, 2)), w)
-    sch = run_with_decisions(space, f, [[1, 2, 4], [6, 1, 1], [1, 1, 8], [2, 4], [1, 3],
-                                        [1, 3]])
+    sch = _point(space, f, "4x1x8", [1, 2], [6, 1], [1, 1])
     assert prune(sch.func, m) is None
     assert _nest(sch.func, "out")[-2:] == [(4, "unrolled"), (8, "vectorized")]
     assert _shapes(sch.func)[0] == (2, 8, 3, 3, 4)          # weights packed per 4 rows
@@ -195,8 +236,7 @@ def test_conv2d_and_fused_epilogue_are_tuned_by_the_same_rules():
     # no width of 6 holds a vector of 8: the output channels are vectorised instead,
     # with the accumulator laid out channels-innermost and the weights packed by 16
     f = _conv(c=8, k=16, h=4, w=6)
-    sch = run_with_decisions(generated_space(f, m), f, [[2, 2, 1], [1, 1, 6], [1, 1, 16],
-                                                        [2, 4], [1, 3], [1, 3], [1, 8]])
+    sch = _point(generated_space(f, m), f, "1x6x16", [2, 2], [1, 1], [1, 1], 0)
     assert prune(sch.func, m) is None
     assert _nest(sch.func, "out")[-2:] == [(6, "unrolled"), (16, "vectorized")]
     local = [tuple(int(d) for d in b.shape) for b in sch.func.body.block.alloc_buffers

@@ -28,7 +28,7 @@ def test_more_than_2_31_elements_with_int32_sizes_is_refused():
 
 def test_int64_sizes_index_in_64_bits():
     mod = _row_heads("int64")
-    assert " mul i64 " in mod.get_source("ll")
+    assert " mul nsw i64 " in mod.get_source("ll")      # nsw: index arithmetic
     a = np.arange(12, dtype="int8").reshape(3, 4)
     b = np.zeros(3, "int8")
     mod(a, b)

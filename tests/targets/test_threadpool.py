@@ -338,7 +338,9 @@ def test_declarations_are_what_the_module_exports():
     assert tp.DECLARATIONS == (
         "declare i32 @cuvil_parallel_launch(ptr, ptr, i32)\n"
         "declare void @cuvil_set_num_threads(i32)\n"
-        "declare i32 @cuvil_get_num_threads()\n")
+        "declare i32 @cuvil_get_num_threads()\n"
+        "declare ptr @cuvil_workspace_alloc(i64)\n"
+        "declare void @cuvil_workspace_free(ptr)\n")
     assert all(llvm.address_of_symbol(name) == a for name, a in addrs.items())
 
 
