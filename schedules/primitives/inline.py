@@ -31,7 +31,7 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import BufferLoad, IntImm
+from cuvil_tir.expr import Add, BufferLoad, FloatImm, IntImm
 from cuvil_tir.op import all as all_of
 from cuvil_tir.stmt import Block, BufferStore
 from cuvil_tir.te import access_regions
@@ -281,19 +281,34 @@ def _consumer_guard(prod, cons, load, sigma) -> list:
     return [c for c in (ana.simplify(c) for c in conds) if not ana.can_prove(c)]
 
 
-def _copy_into_reduction(prod, cst, buf) -> bool:
-    """Whether the consumer store ``cst`` copies ``buf`` as it is and ``prod`` is a
-    reduction into ``buf`` whose init and steps all use one accumulator element: then
-    the reduction can accumulate straight into the consumer's buffer (a transpose or
-    reshape of a matmul's result folded into the matmul)."""
+def _fold_into_reduction(prod, cst, buf):
+    """How the consumer store ``cst`` folds into the reduction ``prod`` into ``buf``, or
+    None: ``("copy", None)`` when it copies ``buf`` as it is (the reduction can
+    accumulate straight into the consumer's buffer: a transposed matmul result), or
+    ``("bias", x)`` when it adds ``x`` to a sum (the sum can start from ``x``:
+    ``(init + sum) + x == (init + x) + sum``).  The reduction's init and steps must all
+    use one accumulator element."""
     pst, init = prod.body, prod.init
-    if not (isinstance(cst.value, BufferLoad) and cst.value.buffer is buf
-            and isinstance(pst, BufferStore) and pst.buffer is buf
+    if not (isinstance(pst, BufferStore) and pst.buffer is buf
             and isinstance(init, BufferStore) and init.buffer is buf
-            and tree_same(init.indices, pst.indices)):
-        return False
-    return all(tree_same(ix, pst.indices) for ix in _load_indices(pst.value, buf)) and \
-        not _load_indices(init.value, buf)
+            and tree_same(init.indices, pst.indices)
+            and all(tree_same(ix, pst.indices) for ix in _load_indices(pst.value, buf))
+            and not _load_indices(init.value, buf)):
+        return None
+    v = cst.value
+    if isinstance(v, BufferLoad) and v.buffer is buf:
+        return "copy", None
+    if not (isinstance(v, Add) and isinstance(pst.value, Add)
+            and any(_is_load_of(t, buf) for t in (pst.value.a, pst.value.b))):
+        return None
+    for this, other in ((v.a, v.b), (v.b, v.a)):
+        if _is_load_of(this, buf) and not _load_indices(other, buf):
+            return "bias", other
+    return None
+
+
+def _is_load_of(e, buf) -> bool:
+    return isinstance(e, BufferLoad) and e.buffer is buf
 
 
 def _bijective_onto_stores(prod, cons, load) -> bool:
@@ -346,7 +361,51 @@ def reverse_compute_inline(func, block):
         >>> tree.get(g, tree.find_block(g, "B")).block.body.buffer.name
         'C'
     """
-    prim = "reverse_compute_inline"
+    return _reverse_inline(func, block, "reverse_compute_inline")
+
+
+@primitive("fuse_reduction_epilogue", reduction_block=BLOCK, epilogue_block=BLOCK)
+def fuse_reduction_epilogue(func, reduction_block, epilogue_block):
+    """Fold an epilogue into the reduction it reads (TensorIR's primitive): a copy makes
+    the reduction accumulate into the epilogue's buffer; ``out = result + bias`` makes
+    the sum start from ``bias``.  ReLU and clipping epilogues are refused: TensorIR
+    applies them at every reduction step, which changes the result.
+
+    Before/after ``fuse_reduction_epilogue("C", "D")``::
+
+        C[i, j] = 0  (init)               D[i, j] = bias[i, j]  (init)
+        C[i, j] = C[i, j] + A[i, k] * B[k, j]
+        D[i, j] = C[i, j] + bias[i, j]    D[i, j] = D[i, j] + A[i, k] * B[k, j]
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import BlockRV
+        >>> A, bias = T.placeholder((2, 3), name="A"), T.placeholder((2,), name="bias")
+        >>> k = T.reduce_axis((0, 3), name="k")
+        >>> C = T.compute((2,), lambda i: T.sum(A[i, k], axis=k), name="C")
+        >>> D = T.compute((2,), lambda i: C[i] + bias[i], name="D")
+        >>> f = T.create_prim_func([A, bias, D])
+        >>> g, _ = fuse_reduction_epilogue(f, BlockRV("C"), BlockRV("D"))
+        >>> print(tree.get(g, tree.find_block(g, "C")).block.init)
+        D[v_i] = bias[v_i]
+    """
+    prim = "fuse_reduction_epilogue"
+    red = tree.get(func, block_path(func, reduction_block, prim)).block
+    cons = tree.get(func, block_path(func, epilogue_block, prim)).block
+    if red.init is None:
+        raise fail(InlineError, prim, f"block {red.name!r} is not a reduction block (it has "
+                   f"no init); use reverse_compute_inline to fold {cons.name!r} into it",
+                   func)
+    written = {id(w.buffer) for w in red.writes}
+    if not any(id(r.buffer) in written for r in cons.reads):
+        raise fail(InlineError, prim, f"block {cons.name!r} reads no buffer that block "
+                   f"{red.name!r} writes; pass the reduction and its own epilogue", func)
+    return _reverse_inline(func, epilogue_block, prim)
+
+
+def _reverse_inline(func, block, prim):
+    """``reverse_compute_inline`` of ``block`` (errors name ``prim``)."""
     cpath = block_path(func, block, prim)
     cons = tree.get(func, cpath).block
     if not is_complete(cons):
@@ -376,11 +435,19 @@ def reverse_compute_inline(func, block):
         raise fail(InlineError, prim, f"the producer {prod.name!r} writes the function "
                    f"parameter {buf.name!r}, which must stay", func)
     reduction = not is_complete(prod)
-    if reduction and not _copy_into_reduction(prod, cst, buf):
+    fold = _fold_into_reduction(prod, cst, buf) if reduction else None
+    if fold is not None and fold[0] == "bias" and prim == "reverse_compute_inline":
+        raise fail(InlineError, prim, f"block {cons.name!r} adds a value to the result of "
+                   f"the reduction {prod.name!r}: that changes the reduction's init, which "
+                   f"is what fuse_reduction_epilogue({prod.name!r}, {cons.name!r}) does",
+                   func)
+    if reduction and fold is None:
         raise fail(InlineError, prim, f"the producer {prod.name!r} of block {cons.name!r} is "
-                   "not a complete block (a reduction), and the consumer is not a plain "
-                   "copy of its result (which the reduction could store directly); use "
-                   "compute_at / reverse_compute_at instead", func)
+                   "not a complete block (a reduction), and the consumer is neither a plain "
+                   "copy of its result nor the result plus a value (a bias a sum can start "
+                   "from); other epilogues (ReLU, clipping) would change the result if "
+                   "applied per reduction step. Use compute_at / reverse_compute_at "
+                   "instead", func)
     if not isinstance(prod.body, BufferStore) or len(prod.writes) != 1:
         raise fail(InlineError, prim, f"producer {prod.name!r} has a non-trivial body: only "
                    "a block whose body is one BufferStore to one buffer can be inlined "
@@ -412,15 +479,21 @@ def reverse_compute_inline(func, block):
         # the accumulator moves to the consumer's buffer: init and every step store there
         acc = BufferLoad(cst.buffer, cidx)
         store = BufferStore(cst.buffer, _ReplaceLoads(buf, acc).visit(pst.value), cidx)
-        init = BufferStore(cst.buffer, prod.init.value, cidx)
+        start = prod.init.value
+        if fold[0] == "bias":
+            bias = substitute(fold[1], sigma)
+            zero = isinstance(start, (IntImm, FloatImm)) and start.value == 0
+            start = bias if zero else start + bias
+        init = BufferStore(cst.buffer, start, cidx)
     else:
         value = _ReplaceLoads(buf, pst.value).visit(substitute(cst.value, sigma))
         store = BufferStore(cst.buffer, value, cidx)
     reads = [r for r in prod.reads if r.buffer is not buf]
-    for r in cons.reads:
-        if r.buffer is buf:
-            continue
-        r = substitute(r, sigma)
+    # what the consumer adds is read first, by the init
+    extra = [substitute(r, sigma) for r in cons.reads if r.buffer is not buf]
+    if reduction:
+        reads, extra = extra, reads
+    for r in extra:
         k = next((n for n, o in enumerate(reads) if o.buffer is r.buffer), None)
         if k is None:
             reads.append(r)
