@@ -171,9 +171,9 @@ def split(func, loop, factors):
     new_vars = [Var(f"{base}_{k}", dt) for k in range(len(lengths))]
     strides = []
     for k in range(len(lengths)):
-        s = 1
+        s = 1                       # no `1 * n` left in a symbolic stride
         for n in lengths[k + 1:]:
-            s = s * n
+            s = n if isinstance(s, int) and s == 1 else s * n
         strides.append(s)
     fused = _linear(new_vars, strides)
     value = fused if (isinstance(node.min, IntImm) and node.min.value == 0) else node.min + fused
@@ -235,18 +235,29 @@ def fuse(func, *loops):
                                      f"{other.loop_var.name}", func, node)
     dt = chain[0].loop_var.dtype
     fused = Var("_".join(n.loop_var.name for n in chain) + "_fused", dt)
+    # TensorIR's form: v_0 = f // (e_1 * .. e_n), v_k = f % (e_k * .. e_n) // (e_k+1 * ..
+    # e_n), v_n = f % e_n; products outer to inner, constants folded
+    exts = [n.extent for n in chain]
     vmap = {}
-    stride = None
-    for k in range(len(chain) - 1, -1, -1):
-        node = chain[k]
-        e = fused if stride is None else fused // stride
-        if k > 0:
-            e = e % node.extent
-        vmap[node.loop_var] = e
-        stride = node.extent if stride is None else stride * node.extent
+    for k, node in enumerate(chain):
+        if k == len(chain) - 1:
+            vmap[node.loop_var] = fused % node.extent
+        elif k == 0:
+            vmap[node.loop_var] = fused // _product(exts[1:])
+        else:
+            vmap[node.loop_var] = fused % _product(exts[k:]) // _product(exts[k + 1:])
     body = substitute(chain[-1].body, vmap)
-    new = For(fused, const(0, dt), stride, "serial", body)
+    new = For(fused, const(0, dt), _product(exts), "serial", body)
     return tree.replace(func, path, new), LoopRV(fused)
+
+
+def _product(exts):
+    """``e_0 * e_1 * ...`` left to right, constant neighbours folded."""
+    acc = exts[0]
+    for e in exts[1:]:
+        both = isinstance(acc, IntImm) and isinstance(e, IntImm)
+        acc = const(acc.value * e.value, acc.dtype) if both else acc * e
+    return acc
 
 
 def _chain(func, loops, name):
