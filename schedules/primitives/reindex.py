@@ -37,14 +37,15 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.buffer import Buffer
-from cuvil_tir.expr import BufferLoad, Call, Var, const
-from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, BufferStore, For, IterVar, Range
+from cuvil_tir.expr import BufferLoad, Var, const
+from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For,
+                            IfThenElse, IterVar, Range)
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import bounds, provably_le, simplify, tree_same
 from ..analysis import block_path, fresh_name
-from ..errors import CacheStageError, ScheduleArgumentError, schedule_error
+from ..errors import CacheStageError, ScheduleArgumentError, ScheduleError, schedule_error
 from ..handles import BlockRV
 from ..primitive import BLOCK, INDEX, INDEX_MAP, SCOPE, primitive
 from .block_layout import _nest
@@ -85,6 +86,47 @@ def _one_access(func, blk, buf, prim):
                              f"{stray}, not its own iteration variables (a block holding "
                              "blocks?); apply it to the inner block", func, blk)
     return found[0]
+
+
+def _check_everywhere(func, blk, buf, indices, is_read, prim):
+    """The copy block touches ``buf`` at ``indices`` for every point of the block's
+    domain, while the block itself may touch it only where a condition holds (a padding
+    block's guarded load, a store under ``if``).  Refuse what the copy would get wrong:
+    a read index outside the buffer somewhere in the domain (an out-of-bounds load), a
+    conditional store (the copy-back would write elements the block leaves alone)."""
+    shown = f"{buf.name}[{', '.join(map(str, indices))}]"
+    if not is_read:
+        guarded = []
+        post_order_visit(blk.body, lambda n: guarded.append(n) if isinstance(
+            n, IfThenElse) and any(x.buffer is buf for x in _stores(n)) else None)
+        if guarded:
+            raise schedule_error(CacheStageError, prim, f"block {blk.name!r} stores "
+                                 f"{shown} only where {guarded[0].condition} holds; the "
+                                 "copy-back would write every element of its domain, "
+                                 "overwriting the others. Write the block without the "
+                                 "condition (T.if_then_else on the value) first", func, blk)
+        return
+    doms = {iv.var: iv.dom for iv in blk.iter_vars}
+    for axis, (x, extent) in enumerate(zip(indices, buf.shape)):
+        try:
+            lo, hi = bounds(x, doms)
+            inside = provably_le(const(0, lo.dtype), lo) and provably_le(hi + 1, extent)
+        except ScheduleError:   # an index the bounds analysis cannot bound
+            inside = False
+        if not inside:
+            raise schedule_error(CacheStageError, prim, f"block {blk.name!r} reads {shown}, "
+                                 f"whose index {x} (axis {axis}) is not within [0, "
+                                 f"{extent}) over the block's domain (the block loads it "
+                                 "only where a condition holds); the copy would load "
+                                 f"{buf.name!r} out of bounds. Pad {buf.name!r} first "
+                                 "(transform_layout with pad_value) or use cache_read, "
+                                 "which copies only the region read", func, blk)
+
+
+def _stores(n) -> list:
+    found = []
+    post_order_visit(n, lambda m: found.append(m) if isinstance(m, BufferStore) else None)
+    return found
 
 
 class _Redirect(Mutator):
@@ -155,6 +197,7 @@ def _reindex(func, block, buf_of, scope_of, cache_map, name_of, is_read, prim):
     blk = realize.block
     buf = buf_of(blk)
     indices = _one_access(func, blk, buf, prim)
+    _check_everywhere(func, blk, buf, indices, is_read, prim)
     writes_it = any(w.buffer is buf for w in blk.writes)
     if is_read and writes_it:
         raise schedule_error(CacheStageError, prim, f"block {blk.name!r} also writes "
@@ -165,8 +208,6 @@ def _reindex(func, block, buf_of, scope_of, cache_map, name_of, is_read, prim):
                              f"{buf.name!r} and has no init (an update whose init is "
                              "elsewhere): the new buffer would never be initialised. "
                              "Stage the write before decompose_reduction", func, blk)
-    if is_read:
-        _check_guarded_reach(func, blk, buf, indices, prim)
     used_ids = {id(v) for x in indices for v in used_vars(x)}
     used = [k for k, iv in enumerate(blk.iter_vars) if id(iv.var) in used_ids]
     shape, cache_at = cache_map(func, blk, used)
@@ -188,37 +229,6 @@ def _reindex(func, block, buf_of, scope_of, cache_map, name_of, is_read, prim):
         scope_realize.block, alloc_buffers=scope_realize.block.alloc_buffers + (cache,))))
     g = (insert_before if is_read else insert_after)(g, top, stage)
     return g, BlockRV(name)
-
-
-def _check_guarded_reach(func, blk, buf, indices, prim) -> None:
-    """A load under a condition (an inlined padding's ``T.if_then_else``) may point
-    outside its buffer where the condition is false; the copy runs unconditionally, so
-    its whole reach must lie inside the buffer."""
-    if not _under_condition(blk.body, buf):
-        return
-    doms = {iv.var: iv.dom for iv in blk.iter_vars}
-    for d, (x, n) in enumerate(zip(indices, buf.shape)):
-        lo, hi = bounds(x, doms)
-        if not (provably_le(const(0, lo.dtype), lo) and provably_le(hi, simplify(n - 1))):
-            raise schedule_error(CacheStageError, prim, f"block {blk.name!r} loads "
-                                 f"{buf.name}[{', '.join(map(str, indices))}] under a "
-                                 f"condition, reaching [{lo}, {hi}] along dimension {d} "
-                                 f"of a buffer of extent {n}: the copy, which runs "
-                                 "unconditionally, would read out of bounds. Stage the "
-                                 "access before inlining the guard (e.g. a padding "
-                                 "stage), or use cache_read", func, blk)
-
-
-def _under_condition(stmt, buf) -> bool:
-    """Whether some load of ``buf`` in ``stmt`` is a branch of an ``if_then_else``."""
-    found = []
-
-    def visit(n):
-        if isinstance(n, Call) and n.op == "if_then_else":
-            for branch in n.args[1:]:
-                found.extend(_loads(branch, buf))
-    post_order_visit(stmt, visit)
-    return bool(found)
 
 
 def _loads(stmt, buf) -> list:

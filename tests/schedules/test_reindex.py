@@ -152,23 +152,6 @@ def test_two_index_tuples_are_refused():
                    r"\['A\[v_i, v_j\]', 'A\[v_j, v_i\]'\]", CacheStageError)
 
 
-def test_a_load_guarded_by_an_inlined_padding_is_refused():
-    w = workloads.conv2d_nchw(1, 2, 4, 4, 2, 3, 1)
-    sch = S.Schedule(w.func)
-    sch.compute_inline(sch.get_block("pad"))
-    conv = sch.get_block("conv")
-    assert_refused(sch, lambda: sch.reindex(conv, ("read", 1)),
-                   r"reindex: block 'conv' loads X\[0, v_rc, v_y \+ v_ry - 1, v_x \+ v_rx "
-                   r"- 1\] under a condition, reaching \[-1, 4\] along dimension 2 of a "
-                   r"buffer of extent 4: the copy, which runs unconditionally, would read "
-                   r"out of bounds", CacheStageError)
-    # the padded buffer itself is staged without a guard
-    sch = S.Schedule(w.func)
-    sch.reindex(sch.get_block("conv"), ("read", 0))
-    check_workload(sch, w)
-    verify_trace_roundtrip(sch, w.func)
-
-
 def test_a_map_that_is_not_one_to_one_is_refused():
     sch = S.Schedule(chain())
     assert_refused(sch, lambda: sch.reindex_cache_read("C", 0, "local", lambda i, j: (j * 2,)),
@@ -204,3 +187,32 @@ def test_bad_buffer_arguments_are_refused(bad):
     match = r"accesses no buffer named 'Z'" if bad == "Z" else \
         r"argument 2, 'buffer' to reindex: expected \('read', i\)"
     assert_refused(sch, lambda: sch.reindex("B", bad), match, ScheduleArgumentError)
+
+
+def test_reindex_refuses_a_guarded_read_that_would_load_out_of_bounds():
+    # a padding block loads X[h - 1] only where 1 <= h < 5: a copy over all of h would
+    # load X[-1] and X[4]
+    X = T.placeholder((4,), name="X")
+    P = T.compute((6,), lambda h: T.if_then_else(T.all(h >= 1, h < 5), X[h - 1],
+                                                 T.const(0.0, "float32")), name="P")
+    sch = S.Schedule(T.create_prim_func([X, P]))
+    with pytest.raises(CacheStageError, match=r"reads X\[v_h - 1\], whose index v_h - 1 "
+                       r"\(axis 0\) is not within \[0, 4\).*Pad 'X' first"):
+        sch.reindex("P", ("read", 0))
+    with pytest.raises(CacheStageError, match="out of bounds"):
+        sch.reindex_cache_read("P", 0, "global", lambda h: (h,))
+
+
+def test_reindex_refuses_a_conditional_store():
+    f = T.parse('''
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            if vi < 4:
+                B[vi] = A[vi] * 2.0
+''')
+    sch = S.Schedule(f)
+    with pytest.raises(CacheStageError, match=r"stores B\[vi\] only where vi < 4 holds"):
+        sch.reindex("B", ("write", 0))
