@@ -73,29 +73,21 @@ def test_parallel_and_vectorize_refuse_a_non_affine_binding(prim):
                    r"different iterations may write one element", LoopCarriedError)
 
 
-COUPLED_PREDICATE = '''@T.prim_func
-def main(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
-    for i in T.serial(8):
-        for j in T.serial(8):
-            with T.block("B"):
-                v, w = T.axis.remap("SS", [i, j])
-                T.where(i * 8 + j < 20)
-                T.reads(A[v, w])
-                T.writes(B[v, w])
-                B[v, w] = A[v, w]
+def _copy_8x8(v: str, w: str, where: str = "", width: int = 8) -> str:
+    """A copy block B[v, w] = A[v, w] under two loops i, j of extent 8."""
+    guard = f"\n            T.where({where})" if where else ""
+    return f'''@T.prim_func
+def main(A: T.Buffer((8, {width}), "float32"), B: T.Buffer((8, {width}), "float32")):
+    for i, j in T.grid(8, 8):
+        with T.block("B"):
+            v = T.axis.spatial(8, {v})
+            w = T.axis.spatial({width}, {w}){guard}
+            B[v, w] = A[v, w]
 '''
 
-STRIDED_BINDING = '''@T.prim_func
-def main(A: T.Buffer((8, 32), "float32"), B: T.Buffer((8, 32), "float32")):
-    for i in T.serial(8):
-        for j in T.serial(8):
-            with T.block("B"):
-                v = T.axis.spatial(8, i)
-                w = T.axis.spatial(32, j * 4)
-                T.reads(A[v, w])
-                T.writes(B[v, w])
-                B[v, w] = A[v, w]
-'''
+
+COUPLED_PREDICATE = _copy_8x8("i", "j", where="i * 8 + j < 20")
+STRIDED_BINDING = _copy_8x8("i", "j * 4", width=32)
 
 PARTIAL_AFFINE = '''@T.prim_func
 def main(A: T.Buffer((30, 4), "float32"), B: T.Buffer((30, 4), "float32")):
