@@ -100,13 +100,13 @@ def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
             mod = module_of(blobs, _source(func), target)
             if mod is not None:
                 return mod
-    mod = _compile(func, target, kind, name)
+    mod = _compile(func, target, kind, name, exporting=key is not None)
     if key is not None:
         cache.store().put(key, entry_of(mod, kind))
     return mod
 
 
-def _compile(func, target, kind, name) -> Module:
+def _compile(func, target, kind, name, exporting: bool = False) -> Module:
     lowered = lower_for(func, target)
     user_func = _source(func)
     # the signature sees every store of the lowered code, the tasks' included
@@ -117,7 +117,9 @@ def _compile(func, target, kind, name) -> Module:
         # a kind whose codegen takes modules says so; others get the one function
         source = kind.codegen(lowered if getattr(kind, "module_codegen", False)
                               else single_function(lowered, target.kind), target)
-        runtime = kind.runtime(source, target, sig)
+        # a build whose artifact goes to the cache next compiles once for both
+        make = getattr(kind, "runtime_for_export", None) if exporting else None
+        runtime = (make or kind.runtime)(source, target, sig)
     except Exception as err:
         from cuvil_tir.transform import report_failure
         report_failure(lowered, f"codegen for {target.kind}", err)

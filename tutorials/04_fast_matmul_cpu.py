@@ -19,12 +19,16 @@ The recipe is the one every hand-tuned BLAS follows (GotoBLAS / BLIS):
    (``fmul`` + ``fadd`` contract into ``vfmadd231ps``: the llvm target's default
    ``fast_math="contract"``).
 3. **Blocks of B panels share each A panel**: the panel loop is split into blocks of
-   ``panel_block(N, K)`` panels (as many as the target's L2 holds, from ``cpu_info``),
-   and the row panels run inside a block, so each packed A panel is fetched from
-   memory once per block instead of once per panel (at 2048^3 A is 16 MB: streamed
-   32 times instead of 128).
-4. **Parallel outer loops**: the blocks of panels of C (and the packing) are split over
-   the native thread pool.
+   ``panel_block(N, K)`` panels (as many as twice the target's L2 holds, from
+   ``cpu_info``), and the row panels run inside a block, so each packed A panel is
+   fetched from memory once per block instead of once per panel (at 2048^3 A is
+   16 MB: streamed 16 times instead of 128).  A block's B panels are packed inside
+   the block's iteration (``compute_at``), just before the row panels read them, so
+   they are still in the cache, not written to memory and read back.
+4. **Parallel outer loops**: the blocks of panels of C (with their B packing) and the
+   packing of A are split over the native thread pool.  The packed operands are large
+   internal buffers: the llvm runtime keeps them between calls and places them on huge
+   pages (``docs/platform.md``), so streaming them does not miss the TLB every 4 KB.
 5. **Non-multiple sizes**: C is computed on the padded NR-column grid (``Cp``) and
    copied out with a tail guard, which the vectorizer turns into a vector fast path
    plus an unrolled scalar tail for the last panel only.
@@ -57,12 +61,16 @@ MR = max(1, min(12, (INFO.vector_registers - 4) // 2))
 
 def panel_block(N: int, K: int, nr: int = NR, info=INFO) -> int:
     """How many B panels (``K x nr`` floats each) one pass over the packed A serves:
-    as many as the target's L2 cache holds together, keeping at least two blocks of
-    panels per core for the parallel loop.  Each A panel (``MR x K``) is then read from
-    memory once per block instead of once per panel: at 2048^3 that is the difference
-    between streaming all of A 128 times and 32 times."""
+    as many as twice the target's L2 cache holds, keeping at least two blocks of panels
+    per core for the parallel loop.  Each A panel (``MR x K``) is then read from memory
+    once per block instead of once per panel.  Why twice: each panel of a block is read
+    again for the next A panel, after all the others, so once the block and an A panel
+    outgrow the L2 its B panels come from the next cache level whatever the block's
+    size; a larger block still cuts A's traffic.  On Zen 3 (512 KB L2) at 2048^3 on
+    one thread, blocks of 4 panels (one L2) ran at about 0.97x numpy, blocks of 8, 16
+    and 32 at about 1.0x."""
     panels = -(-N // nr)
-    fit = info.l2_bytes // (K * nr * 4)
+    fit = 2 * info.l2_bytes // (K * nr * 4)
     return max(1, min(fit, panels // (2 * info.cores)))
 
 
@@ -109,11 +117,14 @@ def gemm_schedule(M: int, N: int, K: int, mr: int = MR, nr: int = NR,
         rows, cols = sch.get_loops(sch.get_block(name))[-2:]
         sch.unroll(rows)
         sch.vectorize(cols)
-    pack = sch.get_loops(sch.get_block("Bp"))
-    sch.vectorize(pack[-1])
-    sch.parallel(pack[0])
+    bp = sch.get_block("Bp")
+    sch.compute_at(bp, jo)                    # pack a block's B panels right before use
+    inner = sch.get_loops(bp)[1:]             # under jo: [panels of the block,] k, columns
+    if len(inner) == 3:
+        sch.reorder(inner[1], inner[0])       # row by row of B: contiguous reads
+    sch.vectorize(inner[-1])
     sch.parallel(sch.get_loops(sch.get_block("Ap"))[0])
-    sch.parallel(jo)
+    sch.parallel(jo)                          # ... by the thread that uses them
     return sch
 
 

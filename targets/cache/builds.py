@@ -13,7 +13,11 @@ never cached:
 
 * ``cache_identity(target) -> str``;
 * ``export_artifact(runtime) -> {name: bytes}`` (object code, a shared library, PTX);
-* ``load_artifact(blobs, source, target, signature) -> runtime``.
+* ``load_artifact(blobs, source, target, signature) -> runtime``;
+
+and optionally ``runtime_for_export(source, target, signature) -> runtime``: the
+runtime a build makes when its artifact is about to be stored, built so that the export
+costs no second compilation (``llvm``: the object code is emitted once and loaded).
 
 Example::
 

@@ -207,6 +207,12 @@ class LLVMTargetKind:
         from .runtime import DATA_OFFSET
         return f"data_offset={DATA_OFFSET}"
 
+    def runtime_for_export(self, source: str, target, signature) -> LLVMRuntimeModule:
+        """Compile ``source`` to object code once and run that object: what
+        :meth:`export_artifact` then stores costs no second code generation."""
+        return _guard_host(LLVMRuntimeModule(source, target, signature, emit_object=True),
+                           target)
+
     def export_artifact(self, runtime) -> dict:
         """The object code of a built function."""
         return {"obj": runtime.library.object_code()}

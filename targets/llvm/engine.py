@@ -207,7 +207,9 @@ class Library:
 
     ``source`` is the LLVM IR text; it is verified, optimised with the new pass
     manager at ``opt_level`` and compiled.  ``optimized_ir`` and ``assembly()`` show
-    the results.
+    the results.  ``emit_object=True``: the machine code is emitted as an object
+    (:meth:`object_code`, for the compile cache) and that object is what runs, in an
+    engine of its own.
 
     Example::
 
@@ -217,7 +219,7 @@ class Library:
     """
 
     def __init__(self, source: str, cpu: str, features: str = "", opt_level: int = 3,
-                 object_code: bytes | None = None):
+                 object_code: bytes | None = None, emit_object: bool = False):
         self.source = source
         self.cpu, self.features, self.opt_level = cpu, features, opt_level
         self._asm = None
@@ -235,15 +237,25 @@ class Library:
                 pto.slp_vectorization = True
                 pb = llvm.create_pass_builder(tm, pto)
                 pb.getModulePassManager().run(mod, pb)
-            self.optimized_ir = str(mod)
-            from . import threadpool  # registers the runtime's symbols with LLVM
-            if threadpool.uses_runtime(source):
-                threadpool.ensure_loaded()
-            self._jit = jit_engine(cpu, features, opt_level)
-            self._suffix = self._jit.add(mod)
-            self._module = mod
-            self._tm = tm
-            self._object = None
+            optimized = str(mod)
+            if emit_object:
+                # whoever stores the object code runs that machine code: generated
+                # once, not once for the JIT and again for the object
+                code = tm.emit_object(mod)
+            else:
+                from . import threadpool  # registers the runtime's symbols with LLVM
+                if threadpool.uses_runtime(source):
+                    threadpool.ensure_loaded()
+                self._jit = jit_engine(cpu, features, opt_level)
+                self._suffix = self._jit.add(mod)
+                self._module = mod
+                self._tm = tm
+                self._object = None
+        if emit_object:
+            self._load_object(code)
+            self.optimized_ir = optimized
+            return
+        self.optimized_ir = optimized
         fin = weakref.finalize(self, self._jit.remove, mod)
         fin.atexit = False  # at exit the engine goes with the process
 

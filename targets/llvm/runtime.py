@@ -133,14 +133,15 @@ class LLVMRuntimeModule:
 
     source_formats = ("ll", "ll-opt", "asm", "obj")
 
-    def __init__(self, source: str, target, signature, object_code: bytes | None = None):
+    def __init__(self, source: str, target, signature, object_code: bytes | None = None,
+                 emit_object: bool = False):
         self.entry_name = signature.name
         self.signature = signature
         self.source = source
         cpu, features = resolve_cpu(target)
         full = source if DATA_OFFSET is None else source + wrapper_ir(signature, DATA_OFFSET)
         self.library = Library(full, cpu, features, target.options.get("opt_level", 3),
-                               object_code=object_code)
+                               object_code=object_code, emit_object=emit_object)
         sizes = [ctypes.c_int64] * len(signature.size_vars)
         # the getter holds the library, not self: a cycle through self would leave the
         # module to the garbage collector, whose finalizers may run under the engine lock

@@ -21,6 +21,13 @@ block); when every slot is full, a freed block replaces a smaller cached one.  A
 :data:`SLOTS` blocks stay allocated, until
 :func:`targets.llvm.threadpool.release_workspace` frees them.
 
+A block of at least :data:`HUGE_MIN_PAGES` transparent huge pages (Linux, where the
+kernel has them: :func:`huge_page_bytes`) starts on a huge page boundary and is advised
+onto huge pages (``madvise(MADV_HUGEPAGE)``, as numpy does for its arrays of 4 MB and
+more).  Streaming a 16 MB packed GEMM operand on 4 kB pages misses the TLB every 4 kB
+(the second-level TLB covers 8 MB at most): tutorial 04's 2048^3 GEMM ran ~8% slower
+than on huge pages.
+
 Example::
 
     >>> text = workspace_ir()
@@ -30,8 +37,16 @@ Example::
 
 from __future__ import annotations
 
+import sys
+
 #: freed blocks kept for reuse (process-wide)
 SLOTS = 8
+
+#: blocks of at least this many huge pages are placed on huge pages
+HUGE_MIN_PAGES = 2
+
+#: Linux's MADV_HUGEPAGE (asm-generic/mman-common.h)
+_MADV_HUGEPAGE = 14
 
 #: the C ABI, as a generated module declares it
 DECLARATIONS = {
@@ -39,11 +54,49 @@ DECLARATIONS = {
     "cuvil_workspace_free": "declare void @cuvil_workspace_free(ptr)",
 }
 
+# a fresh block of ``want`` bytes (a multiple of 64), or null
+_PLAIN_MAP = """
+define internal ptr @ws_map(i64 %want) alwaysinline {
+  %p = call ptr @aligned_alloc(i64 64, i64 %want)
+  ret ptr %p
+}
+"""
+
+# ... where a block of at least @MIN@ bytes starts on a huge page and is advised onto
+# huge pages: the TLB then covers a 16 MB packed GEMM operand with 8 entries, not 4096
+_HUGE_MAP = """
+declare i32 @madvise(ptr, i64, i32)
+
+define internal ptr @ws_map(i64 %want) {
+entry:
+  %large = icmp uge i64 %want, @MIN@
+  br i1 %large, label %huge, label %plain
+plain:
+  %p = call ptr @aligned_alloc(i64 64, i64 %want)
+  ret ptr %p
+huge:
+  %sum = add i64 %want, @MASK@
+  %wrapped = icmp ult i64 %sum, %want
+  br i1 %wrapped, label %none, label %round
+round:
+  %size = and i64 %sum, @NEG@
+  %h = call ptr @aligned_alloc(i64 @HUGE@, i64 %size)
+  %null = icmp eq ptr %h, null
+  br i1 %null, label %none, label %advise
+advise:
+  %ignored = call i32 @madvise(ptr %h, i64 %size, i32 @MADV@)
+  ret ptr %h
+none:
+  ret ptr null
+}
+"""
+
 _TEMPLATE = """
 @ws_slots = internal global [@SLOTS@ x ptr] zeroinitializer, align 64
 
 declare ptr @aligned_alloc(i64, i64)
 declare void @free(ptr)
+@MAP@
 
 ; a cached block of capacity cap serves bytes when bytes <= cap <= 2 * bytes
 define ptr @cuvil_workspace_alloc(i64 %bytes) {
@@ -85,7 +138,7 @@ fresh:
 alloc:
   %rounded = and i64 %total, -64
   %want = add i64 %rounded, 64
-  %base = call ptr @aligned_alloc(i64 64, i64 %want)
+  %base = call ptr @ws_map(i64 %want)
   %null = icmp eq ptr %base, null
   br i1 %null, label %fail, label %made
 made:
@@ -176,13 +229,45 @@ out:
 """
 
 
-def workspace_ir() -> str:
+def workspace_ir(huge: int | None = None) -> str:
     """The workspace cache's functions as LLVM IR text (no target triple: it is linked
-    into the thread pool's module).
+    into the thread pool's module).  ``huge``: the huge page size in bytes (default
+    :func:`huge_page_bytes`); 0 leaves every block on ordinary pages.
 
     Example::
 
         >>> "@ws_slots = internal global [8 x ptr]" in workspace_ir()
         True
     """
-    return _TEMPLATE.replace("@SLOTS@", str(SLOTS))
+    huge = huge_page_bytes() if huge is None else huge
+    if huge:
+        fresh = (_HUGE_MAP.replace("@MIN@", str(HUGE_MIN_PAGES * huge))
+                 .replace("@MASK@", str(huge - 1)).replace("@NEG@", str(-huge))
+                 .replace("@HUGE@", str(huge)).replace("@MADV@", str(_MADV_HUGEPAGE)))
+    else:
+        fresh = _PLAIN_MAP
+    return _TEMPLATE.replace("@SLOTS@", str(SLOTS)).replace("@MAP@", fresh)
+
+
+def huge_page_bytes() -> int:
+    """The size of a transparent huge page of this process's kernel, or 0 where there
+    are none (not Linux, or THP set to ``never``).  The workspace cache runs in this
+    process, so this is a property of the host, read from
+    ``/sys/kernel/mm/transparent_hugepage``.
+
+    Example::
+
+        >>> huge_page_bytes() % 4096
+        0
+    """
+    if not sys.platform.startswith("linux"):
+        return 0
+    root = "/sys/kernel/mm/transparent_hugepage/"
+    try:
+        with open(root + "enabled") as f:
+            if "[never]" in f.read():
+                return 0
+        with open(root + "hpage_pmd_size") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return 0

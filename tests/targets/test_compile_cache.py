@@ -47,6 +47,26 @@ def test_second_build_is_a_hit_and_runs_the_same(cache_dir):
     assert targets.cache.info()["entries"] == 1
 
 
+def test_a_build_that_is_stored_generates_its_code_once(cache_dir, monkeypatch):
+    # code generation: emit_object, or a module added to an MCJIT engine
+    import llvmlite.binding as llvm
+    from targets.llvm import threadpool
+    threadpool.ensure_loaded()                # the pool's own code, once per process
+    calls = []
+    emit, add = llvm.TargetMachine.emit_object, llvm.ExecutionEngine.add_module
+    monkeypatch.setattr(llvm.TargetMachine, "emit_object",
+                        lambda self, mod: calls.append("emit") or emit(self, mod))
+    monkeypatch.setattr(llvm.ExecutionEngine, "add_module",
+                        lambda self, mod: calls.append("jit") or add(self, mod))
+    mod = targets.build(_func(scale=3.0))
+    assert not mod.from_cache
+    _check(mod, scale=3.0)
+    assert calls == ["emit"]                # the object stored is the object that runs
+    assert mod.get_source("obj") == mod.runtime.library.object_code()
+    assert "fmul" in mod.get_source("ll-opt") and calls == ["emit"]
+    assert targets.build(_func(scale=3.0)).from_cache
+
+
 def test_hit_in_a_new_process(cache_dir):
     script = textwrap.dedent("""
         import numpy as np, cuvil_tir as T, targets
