@@ -17,6 +17,7 @@ predictions with the measured times of the other half.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -58,6 +59,8 @@ def main(argv=None):
     ap.add_argument("--trials", type=int, default=48)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--target", default="llvm")
+    ap.add_argument("--save", default=None,
+                    help="a JSON file the histories are written to after every search")
     args = ap.parse_args(argv)
     f = gemm(args.n)
     runs = {}
@@ -66,10 +69,15 @@ def main(argv=None):
         ex = CachedExecutor(pool)
         for seed in range(args.seeds):
             for guided in (True, False):
+                t1 = time.perf_counter()
                 res = S.tune(f, None, target=args.target, trials=args.trials, executor=ex,
                              seed=seed, progress=False, guided=guided, remeasure=0)
                 runs[(seed, guided)] = res.history
-                print(f"seed {seed} {'guided' if guided else 'random'}: best "
+                if args.save:  # a long comparison cut short still leaves its searches
+                    with open(args.save, "w") as fh:
+                        json.dump([[s, g, h] for (s, g), h in runs.items()], fh)
+                print(f"seed {seed} {'guided' if guided else 'random'}: "
+                      f"{time.perf_counter() - t1:.0f} s, best "
                       f"{min((s for _, s in res.history if s), default=float('nan')) * 1e3:.3f}"
                       f" ms, failures {res.failures}, pruned {res.pruned}", flush=True)
     best = min(s for h in runs.values() for _, s in h if s)

@@ -48,7 +48,17 @@ def _annotations(ann) -> tuple:
         return ()
     if isinstance(ann, dict):
         ann = ann.items()
-    return tuple(sorted((str(k), v) for k, v in ann))
+    return tuple(sorted((str(k), _plain(v)) for k, v in ann))
+
+
+def _plain(v):
+    # one normal form per annotation value, whoever wrote it (the parser reads TVM's
+    # ``[0, 1]`` as a list, a schedule records a tuple): sequences are tuples
+    if isinstance(v, (list, tuple)):
+        return tuple(_plain(x) for x in v)
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
 
 
 @node

@@ -135,6 +135,16 @@ def _str(v):
 def _scope(v):
     if not isinstance(v, str) or not v or not all(c.isalnum() or c in "._" for c in v):
         raise Mismatch()
+    if "." not in v:
+        # a plain scope names a memory of a target kind: one no target has can never be
+        # built (a typo such as "locla"); dotted accelerator scopes are checked at build
+        from targets.memory import declared_scopes
+        known = [s for s in declared_scopes() if "." not in s]
+        if v not in known:
+            raise Mismatch(f"no registered target has a memory {v!r} (their plain scopes: "
+                           f"{', '.join(known)}); use one of them, register a target kind "
+                           "whose memories include it, or name an accelerator memory "
+                           "('npu.wgt')")
     return v
 
 

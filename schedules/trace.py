@@ -469,4 +469,6 @@ def _py(v, names) -> str:
         return f"({_py(a, names)} {sym} {_py(b, names)})"
     if isinstance(v, dict) and "index_map" in v:
         return "lambda " + ", ".join(v["index_map"]["params"]) + ": ..."
+    if isinstance(v, dict) and "dict" in v:    # a recorded dict argument (annotate)
+        return "{" + ", ".join(f"{k!r}: {_py(x, names)}" for k, x in v["dict"].items()) + "}"
     return repr(v)

@@ -64,6 +64,20 @@ def memories_of(kind) -> tuple:
     return HOST_MEMORIES if mems is None else tuple(mems)
 
 
+def declared_scopes() -> list:
+    """The scopes some registered target kind has a memory for, sorted: what a schedule
+    may place a buffer in before it knows its target (an accelerator's dotted scopes are
+    checked when it is built, since it need not be registered yet).
+
+    Example::
+
+        >>> {"global", "local"} <= set(declared_scopes())
+        True
+    """
+    from .registry import _KINDS
+    return sorted({m.scope for kind in _KINDS.values() for m in memories_of(kind)})
+
+
 class _Buffers(Visitor):
     """Every buffer a function defines or touches, in first-seen order."""
 

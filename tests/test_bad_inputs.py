@@ -181,7 +181,8 @@ CATALOGUE = [
         r"tensorize: no tensor intrinsic named 'no.such.intrin'; registered:"),
     Mistake("annotation value the trace cannot record", lambda: _prim_on(
         lambda s, b, i, j, k: s.annotate(i, "key", object())), SC, "CVL-E103",
-        r"annotation values must be bool, int, float, str or lists of them"),
+        r"annotation values must be bool, int, float, str, or lists or str-keyed dicts of "
+        r"them"),
     Mistake("a block handle where a loop goes", lambda: _prim_on(
         lambda s, b, *l: s.unroll(b)), SC, "CVL-E103",
         r"argument 1, 'loop' to unroll: expected a loop handle \(from sch.get_loops\), "
@@ -231,10 +232,10 @@ CATALOGUE = [
     Mistake("bad flag for the C compiler", lambda: targets.build(
         _add_one(), targets.Target("c", cflags="-Onope")), CE, "CVL-E105",
         r"c: the C compiler 'cc' failed on the generated source"),
-    Mistake("scope name typo", lambda: (lambda s: (s.cache_read(
-        s.get_block("B"), 0, "no_such_scope"), targets.build(s)))(S.Schedule(_add_one())),
-        CE, "CVL-E105", r"buffer 'A_no_such_scope' is in scope 'no_such_scope', which "
-                        r"target 'llvm' has no memory for; its memories are: global, local"),
+    Mistake("scope name typo", lambda: S.Schedule(_add_one()).cache_read("B", 0, "locla"),
+            SC, "CVL-E103", r"cache_read: expected a storage scope name .*, found 'locla' "
+                            r"\(str\): no registered target has a memory 'locla' \(their "
+                            r"plain scopes: global, local, shared\)"),
     Mistake("GPU shared memory on a CPU target", lambda: (lambda s: (s.cache_read(
         s.get_block("B"), 0, "shared"), targets.build(s)))(S.Schedule(_add_one())), CE,
         "CVL-E105", r"scope 'shared', which target 'llvm' has no memory for"),

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
+import types
 from dataclasses import dataclass, field
 
 from lark import Token, Tree
@@ -118,6 +120,18 @@ def unify(a, b) -> tuple[Expr, Expr]:
     return to_expr(a), to_expr(b)
 
 
+def _float_literal_promotes(x, other=None):
+    """TVM's Python frontend's one promotion: an integer expression meeting a Python float
+    literal (``10.0 * vi``) is cast to float32.  Only for a function written against a
+    module flagged ``__tvmscript_namespace__`` (TVM's dialect, see
+    :attr:`ExprEvaluator.tvm_dialect`); Cuvil's own text asks for the cast.  The cast is
+    explicit in the IR, so the printed form reads back in either dialect."""
+    if isinstance(x, Expr) and isinstance(other, float) and D.lanes(x.dtype) == 1 \
+            and D.is_integer(x.dtype):
+        return Cast("float32", x)
+    return x
+
+
 def pos(t) -> tuple[int, int]:
     """1-based (line, column) of a token, or of the first token of a tree."""
     if isinstance(t, Token):
@@ -128,6 +142,26 @@ def pos(t) -> tuple[int, int]:
         if isinstance(c, (Tree, Token)):
             return pos(c)
     return 1, 1
+
+
+def tvm_builtin(name: str):
+    """``T.tvm_<op>(*args, dtype=...)``, one of TVM's backend builtins (``tvm_fill_fragment``,
+    ``tvm_load_matrix_sync`` ...): read as an opaque call of the extern ``tvm_<op>``, so
+    that a schedule can move it (it reads and writes what its block declares); only a
+    target that provides the symbol can run it.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.parse("def f(A: T.Buffer((4,), 'float32')):\\n"
+        ...             "    T.evaluate(T.tvm_fill_fragment(A.data, 4, 0, dtype='handle'))\\n")
+        >>> f.body.value.args[0].value, f.body.value.dtype
+        ('tvm_fill_fragment', 'handle')
+    """
+    def call(*args, dtype="handle"):
+        return call_extern(dtype, name, *args)
+    call.__name__ = name
+    return call
 
 
 class ExprEvaluator:
@@ -164,6 +198,15 @@ class ExprEvaluator:
                 IndexError) as err:
             raise self.error(str(err), tree) from None
 
+    @functools.cached_property
+    def tvm_dialect(self) -> bool:
+        """True when the function names its ``T`` through a module flagged
+        ``__tvmscript_namespace__`` (written for TVM's Python frontend, whose operator
+        overloading promotes an integer meeting a float literal)."""
+        return any(isinstance(v, types.ModuleType) and
+                   getattr(v, "__tvmscript_namespace__", False) is True
+                   for v in map(self.env.__getitem__, self.env))
+
     # names ---------------------------------------------------------------------------
     def bind(self, name: str, value, kind: str = "alias") -> None:
         self.frames[-1][name] = (value, kind)
@@ -186,7 +229,10 @@ class ExprEvaluator:
             return Builtin("serial")
         if name in self.env:
             v = self.env[name]
-            if v is script or getattr(v, "__name__", None) == "cuvil_tir":
+            # a module flagged __tvmscript_namespace__ stands for T too (a TVM-named
+            # alias such as ``from tvm.script import tir as T`` over Cuvil)
+            if v is script or getattr(v, "__name__", None) == "cuvil_tir" or \
+                    getattr(v, "__tvmscript_namespace__", False) is True:
                 return NAMESPACE
             return v
         known = [n for f in self.frames for n in f] + list(self.env)
@@ -205,6 +251,8 @@ class ExprEvaluator:
             for mod in (script, cuvil_tir):
                 if hasattr(mod, name):
                     return getattr(mod, name)
+            if name.startswith("tvm_"):
+                return tvm_builtin(name)
             near = difflib.get_close_matches(name, sorted(BUILTINS) + list(script.__all__),
                                              n=1)
             hint = f"; did you mean 'T.{near[0]}'?" if near else ""
@@ -275,6 +323,8 @@ class ExprEvaluator:
     def binop(self, op: str, a, b):
         if is_py_scalar(a) and is_py_scalar(b):
             return _PY[op](a, b)
+        if self.tvm_dialect:
+            a, b = _float_literal_promotes(a, b), _float_literal_promotes(b, a)
         a, b = unify(a, b)
         if op == "/" and not D.is_float(a.dtype):
             raise CuvilError(f"'/' is true division and needs float operands, found "

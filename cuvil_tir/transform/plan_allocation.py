@@ -257,7 +257,7 @@ def _box(node, buf, relaxed_threads: bool, doms_above: dict):
     ``(shape, offset)`` with a constant or symbolic shape free of those variables, or
     None when it cannot be sized."""
     found = _blocks(node, {}, [])
-    threads = None if relaxed_threads else _thread_vars(node)
+    threads = None if relaxed_threads else _thread_vars(node, buf)
     box = None
     for realize, doms in found:
         if doms is None:
@@ -286,13 +286,27 @@ def _box(node, buf, relaxed_threads: bool, doms_above: dict):
     return tuple(shape), tuple(offset)
 
 
-def _thread_vars(node) -> set:
-    """The variables of the thread-bound and parallel loops inside ``node`` (one walk
-    for all of them: a walk per variable and block cost most of this pass)."""
-    found = set()
-    post_order_visit(node, lambda n: found.add(n.loop_var) if isinstance(n, For)
+def _thread_vars(node, buf) -> set:
+    """The variables of the thread-bound and parallel loops inside ``node`` that hold
+    every access of ``buf`` there, each iteration using it privately: one copy per
+    thread, so their iterations are not relaxed.  A loop whose threads share ``buf``
+    (it is read after the loop, or accumulated across it) is relaxed like any other.
+    (One walk for all loops: a walk per variable and block cost most of this pass.)"""
+    loops = []
+    post_order_visit(node, lambda n: loops.append(n) if isinstance(n, For)
                      and n.kind in ("thread_binding", "parallel") else None)
-    return found
+    if not loops:
+        return set()
+    memo, everywhere = {}, _accesses(node, buf)
+    return {lp.loop_var for lp in loops
+            if _accesses(lp, buf) == everywhere and _private(lp, buf, memo)}
+
+
+def _accesses(stmt, buf) -> int:
+    n = []
+    post_order_visit(stmt, lambda m: n.append(1) if isinstance(
+        m, (BufferLoad, BufferStore)) and m.buffer is buf else None)
+    return len(n)
 
 
 class _Planner(Mutator):

@@ -88,14 +88,20 @@ def from_linear(terms, c: int, dtype: str = "int32"):
         >>> i = Var("i")
         >>> from_linear({id(i): (i, 4)}, 1).b.value
         1
+        >>> j = Var("j")
+        >>> str(from_linear({id(i): (i, 1), id(j): (j, -2)}, -3))
+        'i - j * 2 - 3'
     """
     out = None
     for v, k in terms.values():
-        t = v if k == 1 else v * k
-        out = t if out is None else out + t
+        if out is None:
+            out = v if k == 1 else v * k
+        else:   # i - 3, i - j * 2: not i + -3 (the form TVM and the simplifier print)
+            t = v if abs(k) == 1 else v * abs(k)
+            out = out + t if k > 0 else out - t
     if out is None:
         return const(c, dtype)
-    return out + c if c else out
+    return out + c if c > 0 else out - (-c) if c < 0 else out
 
 
 def _const_int(e):

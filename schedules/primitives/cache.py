@@ -45,7 +45,7 @@ from cuvil_tir.analysis import tree
 from cuvil_tir.transform.plan_allocation import Retarget
 from ..handles import BlockRV
 from ..analysis import block_path, fresh_name
-from ..primitive import BLOCK, primitive
+from ..primitive import BLOCK, SCOPE, primitive
 from ..errors import CacheStageError, fail
 from cuvil_tir.analysis.regions import (loop_doms, needed_region, provably_le, readers,
                                         scope_doms, simplify, union, writers)
@@ -58,13 +58,6 @@ def _names(func) -> tuple:
     for b in tree.blocks_under(func.body):
         bufs |= {x.name for x in b.block.alloc_buffers}
     return blocks, bufs
-
-
-def _check_scope(prim: str, scope, func):
-    if not isinstance(scope, str) or not scope or not all(
-            c.isalnum() or c in "._" for c in scope):
-        raise fail(CacheStageError, prim, f"scope must be a storage scope name such as "
-                   f"'global', 'local', 'shared' or 'npu.wgt', got {scope!r}", func)
 
 
 def _buffer_at(func, blk, index, kind, prim):
@@ -219,7 +212,7 @@ def _stage(func, bpath, buf, scope, prim, is_read):
     return func.with_body(body), rv
 
 
-@primitive("cache_read", block=BLOCK, returns=BLOCK)
+@primitive("cache_read", block=BLOCK, scope=SCOPE, returns=BLOCK)
 def cache_read(func, block, read_buffer_index: int, scope: str):
     """Copy the block's ``read_buffer_index``-th read buffer into a new buffer in
     ``scope`` right before its first reader; every reader reads the copy.  Returns the
@@ -241,14 +234,13 @@ def cache_read(func, block, read_buffer_index: int, scope: str):
         'shared'
     """
     prim = "cache_read"
-    _check_scope(prim, scope, func)
     bpath = block_path(func, block, prim)
     blk = tree.get(func, bpath).block
     buf = _buffer_at(func, blk, read_buffer_index, "reads", prim)
     return _stage(func, bpath, buf, scope, prim, True)
 
 
-@primitive("cache_write", block=BLOCK, returns=BLOCK)
+@primitive("cache_write", block=BLOCK, scope=SCOPE, returns=BLOCK)
 def cache_write(func, block, write_buffer_index: int, scope: str):
     """Make the block write a new buffer in ``scope`` instead of its
     ``write_buffer_index``-th write buffer, and copy that back right after it.  Returns
@@ -270,7 +262,6 @@ def cache_write(func, block, write_buffer_index: int, scope: str):
         ('B_local', 'B_local')
     """
     prim = "cache_write"
-    _check_scope(prim, scope, func)
     bpath = block_path(func, block, prim)
     blk = tree.get(func, bpath).block
     buf = _buffer_at(func, blk, write_buffer_index, "writes", prim)

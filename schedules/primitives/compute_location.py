@@ -190,7 +190,7 @@ def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool =
         if not provably_le(iv.dom.min, vlo):
             preds.append(val >= iv.dom.min)
         if not provably_le(vhi, dmax):
-            preds.append(val <= dmax)
+            preds.append(val < simplify(iv.dom.min + iv.dom.extent))   # TVM's form
     if guards is not None:
         preds.extend(guards(values))
     ana = Analyzer(index_no_overflow=True)
@@ -390,7 +390,7 @@ def _in_boxes(block: Block, pairs):
                 ix = simplify(substitute(pdim.min, vm))
                 if used_vars(pdim.min):
                     out.append(ix >= rdim.min)
-                    out.append(ix <= simplify(rdim.min + rdim.extent - 1))
+                    out.append(ix < simplify(rdim.min + rdim.extent))
         return out
     return guards
 

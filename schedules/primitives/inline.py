@@ -46,6 +46,7 @@ from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_pa
                                         provably_le, region_of, simplify, tree_same,
                                         union)
 from cuvil_tir.arith import Analyzer
+from .reduction import conjuncts
 from .compute_location import (Relocate, exclusive_nest, nest_loops,
                                predicate_conditions, with_fields)
 
@@ -277,7 +278,7 @@ def _consumer_guard(prod, cons, load, sigma) -> list:
     conds = [substitute(x, sigma) == y for x, y in zip(load, store)]
     for iv in cons.iter_vars:
         u = sigma[iv.var]
-        conds += [u >= iv.dom.min, u <= simplify(iv.dom.min + iv.dom.extent - 1)]
+        conds += [u >= iv.dom.min, u < simplify(iv.dom.min + iv.dom.extent)]
     return [c for c in (ana.simplify(c) for c in conds) if not ana.can_prove(c)]
 
 
@@ -507,8 +508,11 @@ def _reverse_inline(func, block, prim):
     vm = dict(zip([iv.var for iv in prod.iter_vars], preal.iter_values))
     pred = preal.predicate
     if guard:
-        conds = [] if isinstance(pred, IntImm) and pred.value == 1 else [pred]
-        pred = all_of(*conds, *(simplify(substitute(c, vm)) for c in guard))
+        parts = []    # the producer's own conditions, then new ones it lacks
+        for c in conjuncts(pred) + [simplify(substitute(c, vm)) for c in guard]:
+            if not any(tree_same(c, p) for p in parts):   # variables by identity
+                parts.append(c)
+        pred = all_of(*parts)
 
     def place(_realize):
         return with_fields(_realize, block=new_prod, predicate=pred)

@@ -247,17 +247,47 @@ def _pad_check(buf, new_shape, pad_value, func, blk):
     return max(0, extra)
 
 
-def _fill(new_buf, pad_value):
-    """A loop nest and block ``<buffer>_pad`` writing ``pad_value`` everywhere in
-    ``new_buf``; placed before the buffer's writers, which then overwrite the image of
-    the map, so only the padding keeps it."""
+def _padding_only(old_shape, params, exprs, idx, new_shape):
+    """The condition that the new-layout element ``idx`` is padding (no old index maps
+    to it): the inverse of the map lies outside the old shape or does not map back to
+    ``idx``; None when the map has no inverse Cuvil can write down."""
+    from cuvil_tir.analysis.index_map import NotInvertible, inverse
+    old = [IterVar(p, Range(const(0, p.dtype), n), "spatial")
+           for p, n in zip(params, old_shape)]
+    try:
+        inv = inverse(old, exprs, list(idx))
+    except (NotInvertible, ScheduleError, ValueError):
+        return None
+    outside = [c for p, n in zip(params, old_shape)
+               for c in (inv[p] < const(0, p.dtype), inv[p] >= n)]
+    back = [NE(substitute(x, inv), v) for x, v in zip(exprs, idx)]
+    ana = arith.Analyzer(index_no_overflow=True)
+    for v, n in zip(idx, new_shape):
+        ana.bind(v, Range(const(0, v.dtype), n))
+    conds = [c for c in (ana.simplify(c) for c in outside + back)
+             if not ana.can_prove(Not(c))]      # drop the conditions that never hold
+    if not conds:
+        return const(False)
+    out = conds[0]
+    for c in conds[1:]:
+        out = Or(out, c)
+    return out
+
+
+def _fill(new_buf, pad_value, where):
+    """A loop nest and block ``<buffer>_pad`` writing ``pad_value`` where ``where(idx)``
+    (the padding, see :func:`_padding_only`) holds, placed before the buffer's writers:
+    the other elements keep what the caller passed (a parameter) or what the writers
+    store."""
     loops = [Var(f"ax{d}", "int32") for d in range(new_buf.ndim)]
     ivs = [IterVar(Var(f"v{d}", "int32"), Range(const(0, "int32"), n), "spatial")
            for d, n in enumerate(new_buf.shape)]
     idx = tuple(iv.var for iv in ivs)
+    where = where(idx)
     store = BufferStore(new_buf, as_expr(pad_value, new_buf.dtype), idx)
     region = BufferRegion(new_buf, tuple(Range(v, const(1, "int32")) for v in idx))
-    stmt = BlockRealize(tuple(loops), const(True),
+    where = substitute(where, dict(zip(idx, loops)))
+    stmt = BlockRealize(tuple(loops), where,
                         Block(f"{new_buf.name}_pad", tuple(ivs), (), (region,), store))
     for v, n in reversed(list(zip(loops, new_buf.shape))):
         stmt = For(v, const(0, "int32"), n, "serial", stmt)
@@ -345,11 +375,23 @@ def transform_layout(func, block, buffer_index: int, index_map,
     else:
         g = func.with_body(body)
     if padding and _written(g, new_buf):
+        def where(idx):
+            cond = _padding_only(buf.shape, params, exprs, idx, new_buf.shape)
+            if cond is not None:
+                return cond
+            if is_param:
+                # filling everything would overwrite the caller's elements
+                raise schedule_error(LayoutError, prim, f"the padding of parameter "
+                                     f"{buf.name!r} under this index map cannot be told "
+                                     "apart from its elements (the map has no inverse "
+                                     "Cuvil can write); use an invertible map such as "
+                                     "lambda i: (i // 4, i % 4)", func, blk)
+            return const(True)   # the writers overwrite the image; garbage before
         path = _scope_body_path(g, new_buf)
         inner = tree.get(g, path)
         if isinstance(inner, SeqStmt):
             path = path + (("seq", 0),)
-        g = insert_before(g, path, _fill(new_buf, pad_value))
+        g = insert_before(g, path, _fill(new_buf, pad_value, where))
     return g, None
 
 

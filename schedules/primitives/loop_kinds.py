@@ -173,9 +173,11 @@ def _check_value(value, where):
             return kind(value)
     if isinstance(value, (list, tuple)):
         return tuple(_check_value(v, where) for v in value)
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _check_value(v, where) for k, v in value.items()}
     raise schedule_error(AnnotationError, where, f"annotation values must be bool, int, "
-                         f"float, str or lists of them (so the trace can record them), "
-                         f"got {type(value).__name__} {value!r}")
+                         f"float, str, or lists or str-keyed dicts of them (so the trace "
+                         f"can record them), got {type(value).__name__} {value!r}")
 
 
 def _rebuild_annotations(node, annotations):
@@ -194,7 +196,8 @@ def _annotations_of(node):
 
 @primitive("annotate", loop_or_block=BLOCK_OR_LOOP, key=STR, error=AnnotationError)
 def annotate(func, loop_or_block, key, value):
-    """Set annotation ``key = value`` (bool/int/float/str or lists) on a loop/block.
+    """Set annotation ``key = value`` (bool/int/float/str, or lists or str-keyed dicts
+    of them) on a loop/block.
 
     Example::
 

@@ -171,9 +171,13 @@ def split(func, loop, factors):
     new_vars = [Var(f"{base}_{k}", dt) for k in range(len(lengths))]
     strides = []
     for k in range(len(lengths)):
-        s = 1                       # no `1 * n` left in a symbolic stride
+        s = 1
         for n in lengths[k + 1:]:
-            s = n if isinstance(s, int) and s == 1 else s * n
+            c = const_int(n) if not isinstance(n, int) else n
+            if c is not None and isinstance(s, int):
+                s *= c
+            elif c != 1:     # an unfolded 1 * (...) or (...) * 1 would reach the IR
+                s = n if isinstance(s, int) and s == 1 else s * n
         strides.append(s)
     fused = _linear(new_vars, strides)
     value = fused if (isinstance(node.min, IntImm) and node.min.value == 0) else node.min + fused

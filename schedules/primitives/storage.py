@@ -36,7 +36,7 @@ from cuvil_tir.visitor import Mutator
 from cuvil_tir.analysis import tree
 from cuvil_tir.transform.storage_align import ALIGN_KEY
 from ..analysis import block_path
-from ..primitive import BLOCK, primitive
+from ..primitive import BLOCK, SCOPE, primitive
 from ..errors import StorageError, fail
 from cuvil_tir.analysis.regions import is_param
 from .compute_location import with_fields
@@ -80,7 +80,7 @@ def _replace_buffer(func, old, new, block_name=None, annotate=None):
     return func.with_body(_M(old, new).visit(func.body))
 
 
-@primitive("set_scope", block=BLOCK)
+@primitive("set_scope", block=BLOCK, scope=SCOPE)
 def set_scope(func, block, buffer_index: int, scope: str):
     """Change the storage scope of ``block``'s ``buffer_index``-th written buffer.
 
@@ -100,9 +100,6 @@ def set_scope(func, block, buffer_index: int, scope: str):
         'shared'
     """
     prim = "set_scope"
-    if not isinstance(scope, str) or not scope:
-        raise fail(StorageError, prim, f"scope must be a storage scope name such as "
-                   f"'global', 'local' or 'shared', got {scope!r}", func)
     _, _, buf = _write_buffer(func, block, buffer_index, prim)
     if buf.scope == scope:
         return func, None

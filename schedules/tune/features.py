@@ -210,5 +210,6 @@ def features(func_or_sch, target="llvm") -> list:
         22
     """
     import cuvil_tir as T
+    import targets  # noqa: F401 - registers the llvm and c pipelines that lower uses
     func = getattr(func_or_sch, "func", func_or_sch)
     return vector_of(T.lower(func, target))

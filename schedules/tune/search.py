@@ -214,9 +214,13 @@ class Search:
                 self._rows[key] = None  # it will fail to build too; the measurement says
         return self._rows[key]
 
-    def propose(self, n: int, seen: set) -> list:
+    def propose(self, n: int, seen: set, busy=None) -> list:
         """Up to ``n`` new ``(schedule, key)`` pairs whose keys are not in ``seen``
-        (they are added to it); fewer when the space seems exhausted.
+        (they are added to it); fewer when the space seems exhausted.  ``busy``, when
+        given, says whether the measurements in flight are still running: once the
+        pool holds twice ``n`` (the model still picks half), breeding stops when they
+        are done, so the workers never wait on the parent (lowering a candidate for
+        its features can take longer than measuring one on a small machine).
 
         Example::
 
@@ -230,8 +234,11 @@ class Search:
         parents = self.population()
         want = n if not self.guided or not self.model.trained else \
             max(n * self.pool_factor, 8)
+        floor = want if busy is None else min(want, 2 * n)
         pool, attempts = [], 0
         while len(pool) < want and attempts < 20 + 10 * want:
+            if len(pool) >= floor and not busy():
+                break  # the workers are free: measure what the pool has
             attempts += 1
             sch = self._one(parents)
             if sch is None:

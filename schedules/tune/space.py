@@ -245,7 +245,8 @@ def _tile_reduction(sch, name, machine) -> set:
     axis whose operands are all packed is padded up to a multiple of its tile
     (``pad_einsum``: the packs are zero-filled, the copy-out guarded), as tutorial 04's
     6 x 16 tile on a 1024 GEMM needs; the other axes take divisors.  ``S0`` and ``S1``
-    are a perfect tiling of the tiles.  Returns the names of the blocks it made."""
+    are a perfect tiling of the tiles, the parallel loop's count drawn from
+    :func:`parallel_counts` (at least one iteration per core where the extent allows).  Returns the names of the blocks it made."""
     node = _node(sch, name)
     kinds = _kinds(node.block)
     block = sch.get_block(name)
@@ -278,8 +279,12 @@ def _tile_reduction(sch, name, machine) -> set:
     for n in axes:
         outer, inner = sch.split(spatial[n], [None, tile[n]])
         ext = _extent(tree.get(sch.func, tree.find_loop(sch.func, outer.var))) or 1
-        s_tiles.append((*sch.split(outer, sch.sample_perfect_tile(
-            outer, 2, max_innermost_factor=ext)), inner))
+        if n == axes[-1]:  # S0's first loop, the parallel one: enough for every core
+            counts = parallel_counts(ext, machine.cores)
+            split = [sch.sample_categorical(counts, [1] * len(counts)), None]
+        else:
+            split = sch.sample_perfect_tile(outer, 2, max_innermost_factor=ext)
+        s_tiles.append((*sch.split(outer, split), inner))
     # the reduction loops run back to back (nothing sits between R0 and R1), so every
     # split of them gives the same order of iterations: no decision, the innermost
     # tile is the largest whose packed rows of the widest register tile fit L1 (what
@@ -360,6 +365,20 @@ def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
             rec(n + 1, prefix + [t], elems * t)
     rec(0, [], 1)
     return out or [tuple(s[0] for s in sizes)]
+
+
+def parallel_counts(extent: int, cores: int) -> list:
+    """The iteration counts worth giving the parallel loop that splits ``extent``: its
+    divisors from ``cores`` up (fewer iterations than cores leave cores idle on an idle
+    machine, however fast a loaded one times them), or every divisor when none is.
+
+    Example::
+
+        >>> parallel_counts(64, 2), parallel_counts(7, 8)
+        ([2, 4, 8, 16, 32, 64], [1, 7])
+    """
+    divisors = [d for d in range(1, extent + 1) if extent % d == 0]
+    return [d for d in divisors if d >= cores] or divisors
 
 
 def _weight(tile, lanes) -> int:

@@ -178,7 +178,9 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
             room = trials - run.measured - len(inflight)
             if max_seconds is not None and time.perf_counter() - t_start > max_seconds:
                 room = 0  # the time budget is spent: finish what is in flight
-            batch = search.propose(min(width, room), seen) if room > 0 else []
+            busy = (lambda fl=inflight: not all(f.done() for _, f in fl)) if inflight \
+                else None
+            batch = search.propose(min(width, room), seen, busy) if room > 0 else []
             launched = run.launch([(key, decisions_of(sch.trace), sch.trace.as_json())
                                    for sch, key in batch])
             if not inflight and not launched:

@@ -109,10 +109,26 @@ def compile_shared(source: str, cc: str = "cc", cflags: str = "-O3",
     r = _run([*shlex.split(cc), *flags, "-o", base + ".so", base + ".c", "-lm"], cc)
     if r.returncode != 0:
         raise compile_error(source, r.stderr or r.stdout, cc)
-    lib = ctypes.CDLL(base + ".so")
+    lib = _load(base + ".so")
     with _LOCK:
         _LIBS[key] = lib
     return lib
+
+
+def _load(path: str) -> ctypes.CDLL:
+    # dlopen resolves every symbol now (ctypes' default RTLD_NOW): an extern nothing
+    # defines is refused here, at build time, not when the call is reached
+    try:
+        return ctypes.CDLL(path)
+    except OSError as err:
+        found = re.search(r"undefined symbol: (\S+)", str(err))
+        what = f"the external function {found.group(1)!r}" if found else "a symbol"
+        raise CodegenError(
+            f"c: the compiled library calls {what}, which no library loaded into this "
+            f"process defines (expected every T.call_extern to name a defined function; "
+            f"the loader said: {err}); load the library that defines it first, "
+            "with ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL), or build for a target that "
+            "provides it") from None
 
 
 def library_bytes(lib: ctypes.CDLL) -> bytes:
@@ -144,7 +160,7 @@ def load_shared(blob: bytes) -> ctypes.CDLL:
     path = os.path.join(_workdir(), key[3:27] + ".cached.so")
     with open(path, "wb") as fh:
         fh.write(blob)
-    lib = ctypes.CDLL(path)
+    lib = _load(path)
     with _LOCK:
         _LIBS[key] = lib
     return lib

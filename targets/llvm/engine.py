@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import ctypes.util
+import re
 import threading
 import weakref
 from functools import lru_cache
@@ -120,6 +121,49 @@ def _parse(source: str):
         raise CodegenError(f"llvm: the generated IR is invalid: {err}\n--- IR ---\n"
                            f"{_numbered(source)}") from None
     return mod
+
+
+def unresolved(names) -> list:
+    """The names among ``names`` that no library loaded into this process defines (MCJIT
+    would leave a call to one jumping to address 0).
+
+    Example::
+
+        >>> unresolved(["memcpy", "cuvil_no_such_function"])
+        ['cuvil_no_such_function']
+    """
+    _init()
+    return sorted({n for n in names if not llvm.address_of_symbol(n)})
+
+
+def check_externs(names) -> None:
+    """Refuse a module calling a function this process does not define, at build time
+    (a call through the unresolved symbol would crash the process).
+
+    Example::
+
+        >>> check_externs(["memcpy"])
+    """
+    missing = unresolved(names)
+    if missing:
+        listed = ", ".join(repr(n) for n in missing)
+        raise CodegenError(
+            f"llvm: the module calls the external function{'s' * (len(missing) > 1)} "
+            f"{listed}, which no library loaded into this process defines (expected every "
+            "T.call_extern to name a defined function; a call would jump to address 0); "
+            "load the library that defines it before building "
+            "(llvmlite.binding.load_library_permanently(path)), or build for a target "
+            "that provides it")
+
+
+def _declared(mod) -> list:
+    # the external functions a module still calls after optimisation
+    return [f.name for f in mod.functions
+            if f.is_declaration and not f.name.startswith("llvm.")]
+
+
+#: ``declare <type> @name(`` in LLVM IR text (a quoted name keeps its quotes out)
+_DECLARE = re.compile(r'^declare [^@]*@(?:"([^"]+)"|([\w.$]+))\(', re.M)
 
 
 def _numbered(source: str) -> str:
@@ -246,6 +290,7 @@ class Library:
                 from . import threadpool  # registers the runtime's symbols with LLVM
                 if threadpool.uses_runtime(source):
                     threadpool.ensure_loaded()
+                check_externs(_declared(mod))
                 self._jit = jit_engine(cpu, features, opt_level)
                 self._suffix = self._jit.add(mod)
                 self._module = mod
@@ -271,6 +316,8 @@ class Library:
             from . import threadpool
             if threadpool.uses_runtime(data):
                 threadpool.ensure_loaded()
+            check_externs(n for n in (a or b for a, b in _DECLARE.findall(self.source))
+                          if not n.startswith("llvm."))
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
             self._engine.finalize_object()
             self._module, self._tm, self._object = empty, tm, data

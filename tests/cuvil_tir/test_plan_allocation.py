@@ -182,6 +182,32 @@ def test_parallel_loops_privatise_local_but_not_global_buffers():
     assert g is shared_by_all
 
 
+
+def test_a_local_buffer_read_after_its_parallel_loop_is_shared_by_the_threads():
+    # Y_local is written privately in each iteration of the parallel loop but read by
+    # the serial copy after it: it must be one buffer for all threads, indexed by i
+    # (it was sized per thread and indexed by i outside i's loop: a lowering error)
+    f = T.parse('''
+@T.prim_func
+def main(X: T.Buffer((3, 5), "float32"), Y: T.Buffer((3,), "float32")):
+    Y_local = T.alloc_buffer((3,), "float32", scope="local")
+    for i in T.parallel(3):
+        for k in T.serial(5):
+            with T.block("Y"):
+                v_i, v_k = T.axis.remap("SR", [i, k])
+                with T.init():
+                    Y_local[v_i] = T.float32(0)
+                Y_local[v_i] = Y_local[v_i] + X[v_i, v_k]
+    for ax0 in T.serial(3):
+        with T.block("Y_local"):
+            v0 = T.axis.remap("S", [ax0])
+            Y[v0] = Y_local[v0]
+''')
+    g = plan_buffer_allocation(f)
+    assert g is f
+    x = np.random.default_rng(5).random((3, 5), dtype="float32")
+    same_results(f, g, [x, np.zeros(3, "float32")])
+
 ACCUMULATE = '''
 @T.prim_func
 def main(A: T.Buffer((8, 4), "float32"), C: T.Buffer((4,), "float32")):

@@ -314,3 +314,58 @@ def test_call_extern_in_tvm_argument_order():
     call = f.body.value
     assert call.dtype == "int32" and call.args[0].value == "fill"
     assert str(call.args[2]) == "A[0:16]"
+
+
+def test_a_module_flagged_as_the_namespace_stands_for_T():
+    # what a TVM-named alias over Cuvil does (``from tvm.script import tir as T``)
+    import types
+    alias = types.ModuleType("tvm.script.tir")
+    alias.__tvmscript_namespace__ = True
+    f = T.parse('def f(A: T.Buffer((4,), "float32")):\n    A[0] = T.float32(1)\n',
+                env={"T": alias})
+    assert str(f.body) == "A[0] = T.float32(1)"
+    unflagged = types.ModuleType("other")
+    with pytest.raises(T.ParseError, match="has no attribute 'Buffer'|Buffer"):
+        T.parse('def f(A: T.Buffer((4,), "float32")):\n    A[0] = T.float32(1)\n',
+                env={"T": unflagged})
+
+
+def _tvm_alias():
+    import types
+    alias = types.ModuleType("tvm.script.tir")
+    alias.__tvmscript_namespace__ = True
+    return alias
+
+
+SCALE_BY_INDEX = ('def f(A: T.Buffer((4,), "float32")):\n'
+                  '    for i in T.serial(4):\n'
+                  '        A[i] = 10.0 * i + A[i]\n')
+
+
+def test_tvm_dialect_promotes_an_integer_meeting_a_float_literal():
+    # TVM's Python operators cast ``i`` to float32; Cuvil's own dialect asks for the cast
+    f = T.parse(SCALE_BY_INDEX, env={"T": _tvm_alias()})
+    assert 'T.Cast("float32", i)' in str(f.body)
+    a = np.ones(4, "float32")
+    T.interpret(f, a)
+    np.testing.assert_array_equal(a, [1, 11, 21, 31])
+    assert T.structural_equal(T.parse(str(f)), f)   # the cast is explicit: reads back
+    with pytest.raises(T.ParseError, match="cannot combine the float literal 10.0 with an "
+                                           "expression of dtype int32; write an int "
+                                           "literal or cast the expression"):
+        T.parse(SCALE_BY_INDEX)
+
+
+def test_tvm_backend_builtins_are_opaque_extern_calls():
+    src = ('def f(A: T.Buffer((16,), "float32")):\n'
+           '    T.evaluate(T.tvm_fill_fragment(A.data, 16, 16, 16, 0, T.float32(0), '
+           'dtype="handle"))\n')
+    f = parse(src)
+    call = f.body.value
+    assert call.op == "call_extern" and call.args[0].value == "tvm_fill_fragment"
+    assert call.dtype == "handle" and str(call.args[2]) == "A[0:16]"
+    assert T.structural_equal(T.parse(str(f)), f)
+    # no process defines the symbol: a build-time error, not a crash at the call
+    with pytest.raises(targets.CodegenError, match="calls the external function "
+                                                   "'tvm_fill_fragment', which no library"):
+        targets.build(f, "llvm")

@@ -5,7 +5,7 @@ import pytest
 import schedules as S
 import targets
 from cuvil_tir.analysis import tree
-from schedules.errors import CacheStageError
+from schedules.errors import CacheStageError, ScheduleArgumentError
 from tests import workloads
 from tests.schedules.testing import assert_refused, check_workload, verify_trace_roundtrip
 
@@ -148,5 +148,5 @@ def test_cache_bad_scope_is_refused():
     sch = S.Schedule(w.func)
     blk = sch.get_block("C")
     assert_refused(sch, lambda: sch.cache_read(blk, 0, "my scope"),
-                   r"cache_read: scope must be a storage scope name .* got 'my scope'",
-                   CacheStageError)
+                   r"argument 3, 'scope' to cache_read: expected a storage scope name .* "
+                   r"found 'my scope' \(str\)", ScheduleArgumentError)

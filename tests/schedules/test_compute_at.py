@@ -87,8 +87,8 @@ def test_compute_at_boundary_tile_keeps_predicate():
     sch.compute_at(sch.get_block("E"), io)
     assert loop_shape(sch, "E") == [("i_0", 3), ("ax0", 4)]
     pred = realize(sch, "E").predicate
-    assert str(pred) == "i_0 * 4 + ax0 <= 9"
-    assert "T.where(i_0 * 4 + ax0 <= 9)" in str(sch.func)
+    assert str(pred) == "i_0 * 4 + ax0 < 10"
+    assert "T.where(i_0 * 4 + ax0 < 10)" in str(sch.func)
     check_workload(sch, w)
     verify_trace_roundtrip(sch, w.func)
 

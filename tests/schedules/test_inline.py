@@ -202,3 +202,51 @@ def test_reverse_compute_inline_two_producers_is_refused():
     assert_refused(sch, lambda: sch.reverse_compute_inline(blk),
                    r"block 'D' reads 2 buffers produced in its scope \(\['B', 'C'\]\)",
                    InlineError)
+
+
+def test_reverse_inline_into_a_guarded_producer_keeps_one_copy_of_the_guard():
+    # the consumer's domain guard (vi < 10) is the producer's own T.where: not repeated
+    f = T.parse('''
+def f(A: T.Buffer((16,), "float32"), C: T.Buffer((10,), "float32")):
+    B = T.alloc_buffer((16,), "float32")
+    for i in T.serial(12):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i)
+            T.where(i < 10)
+            B[vi] = A[vi] * T.float32(2)
+    for i in T.serial(10):
+        with T.block("C"):
+            vi = T.axis.spatial(10, i)
+            C[vi] = B[vi] + T.float32(1)
+''')
+    sch = S.Schedule(f)
+    sch.reverse_compute_inline("C")
+    assert "T.where(i < 10)\n" in str(sch.func)
+    a = np.arange(16, dtype="float32")
+    c = np.zeros(10, "float32")
+    T.interpret(sch.func, a, c)
+    np.testing.assert_array_equal(c, a[:10] * 2 + 1)
+
+
+def test_reverse_inline_keeps_alike_guards_on_different_variables():
+    # i < 7 and j < 7 look alike but guard different loops: both stay (dropping one
+    # stored past the consumer's buffer)
+    f = T.parse('''
+def f(A: T.Buffer((8, 8), "float32"), C: T.Buffer((7, 7), "float32")):
+    B = T.alloc_buffer((8, 8), "float32")
+    for i, j in T.grid(8, 8):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(7, 7):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+''')
+    sch = S.Schedule(f)
+    sch.reverse_compute_inline("C")
+    assert "T.where(i < 7 and j < 7)" in str(sch.func)
+    a = np.arange(64, dtype="float32").reshape(8, 8)
+    c = np.zeros((7, 7), "float32")
+    T.interpret(sch.func, a, c)
+    np.testing.assert_array_equal(c, a[:7, :7] * 2 + 1)

@@ -180,3 +180,37 @@ def test_tile_region_of_blockized_block_is_mapped():
         ("0", "4"), ("v_i_o * 4", "4"), ("0", "4")]
     check_workload(sch, w)
     verify_trace_roundtrip(sch, w.func)
+
+
+PARTIAL_WRITE = '''
+def f(A: T.Buffer((14,), "int32")):
+    for i in T.serial(3):
+        with T.block("block"):
+            vi = T.axis.spatial(3, i)
+            A[vi * 5] = A[vi * 5] + 1
+'''
+
+
+def test_pad_value_fills_only_the_padding_of_a_parameter():
+    # the writer touches 3 of the 14 elements: the other 11 are the caller's and must
+    # survive (the fill used to cover the whole new layout and clobber them)
+    sch = S.Schedule(T.parse(PARTIAL_WRITE))
+    sch.transform_layout("block", 0, lambda i: (i // 4, i % 4), pad_value=-1)
+    assert "T.where(ax0 * 4 + ax1 >= 14)" in str(sch.func)
+    a = np.arange(16, dtype="int32").reshape(4, 4) + 100
+    want = a.copy().ravel()
+    want[[0, 5, 10]] += 1
+    want[14:] = -1
+    T.interpret(sch.func, a)
+    np.testing.assert_array_equal(a.ravel(), want)
+    verify_trace_roundtrip(sch, T.parse(PARTIAL_WRITE))
+
+
+def test_padding_of_a_parameter_under_a_map_without_inverse_is_refused():
+    # (i // 4, (i % 4) ** 2) is one-to-one but not quasi-affine: Cuvil cannot tell its
+    # padding apart, and filling everything would clobber the caller's elements
+    sch = S.Schedule(T.parse(PARTIAL_WRITE))
+    assert_refused(sch, lambda: sch.transform_layout(
+        "block", 0, lambda i: (i // 4, (i % 4) * (i % 4)), pad_value=-1),
+        r"transform_layout: the padding of parameter 'A' under this index map cannot be "
+        r"told apart from its elements", LayoutError)

@@ -163,6 +163,18 @@ def test_split_symbolic_extent():
     verify_trace_roundtrip(sch, f)
 
 
+def test_split_symbolic_extent_in_three_has_folded_strides():
+    # the middle loop's stride is the inferred extent itself, not 1 * (...)
+    n = T.size_var("n")
+    A = T.placeholder((n,), name="A")
+    f = T.create_prim_func([A, T.compute((n,), lambda i: A[i] * 2.0, name="B")])
+    sch = S.Schedule(f)
+    sch.split(sch.get_loops(sch.get_block("B"))[0], [2, None, 1])
+    text = str(sch.func)
+    assert "i_0 * ((n + 1) // 2) + i_1 + i_2" in text and "1 * (" not in text
+    check_scale(sch, 7)
+
+
 @pytest.mark.parametrize("factors, message", [
     ([0, None], r"^\[CVL-E103\] argument 2, 'factors' to split: expected a list of at least "
                 r"2 positive ints, one of which may be None, found \[0, None\] \(list\): "

@@ -137,13 +137,48 @@ def test_annotation_refusals():
     assert_refused(sch, lambda: sch.unannotate(blk, "x"), r"unannotate: block 'D' has no "
                    r"annotation 'x'", AnnotationError)
     assert_refused(sch, lambda: sch.annotate(blk, "x", object()), r"annotate: annotation "
-                   r"values must be bool, int, float, str or lists of them", AnnotationError)
+                   r"values must be bool, int, float, str, or lists or str-keyed dicts of them",
+                   AnnotationError)
     assert_refused(sch, lambda: sch.annotate(blk, "", 1), r"argument 2, 'key' to annotate: "
                    r"expected a non-empty str, found '' \(str\)", AnnotationError)
     assert_refused(sch, lambda: sch.annotate(3, "x", 1), r"argument 1, 'loop_or_block' to "
                    r"annotate: expected a loop handle .* or a block name, found 3 \(int\)",
                    ScheduleArgumentError)
     verify_trace_roundtrip(sch, w.func)
+
+
+def test_annotation_with_a_dict_value_prints_parses_and_replays():
+    w = workloads.elementwise_chain(8)
+    sch = S.Schedule(w.func)
+    blk = sch.get_block("D")
+    (i,) = sch.get_loops(blk)
+    sch.annotate(blk, "meta", {"arr": [0, 0], "name": "x", "nested": {"k": [1, 2]}})
+    sch.annotate(i, "ranges", [[0, 1], [2, 3]])
+    text = str(sch.func)
+    assert 'T.block_attr({"meta": {"arr": (0, 0), "name": "x", "nested": {"k": (1, 2)}}})' \
+        in text and 'annotations={"ranges": ((0, 1), (2, 3))}' in text
+    assert T.structural_equal(T.parse(text), sch.func)
+    assert "sch.annotate(b0, 'meta', {'arr': [0, 0], 'name': 'x', 'nested': {'k': [1, 2]}})" \
+        in sch.trace.as_python()
+    verify_trace_roundtrip(sch, w.func)
+    with pytest.raises(AnnotationError, match=r"str-keyed dicts of them .* got dict \{1: 2\}"):
+        sch.annotate(blk, "bad", {1: 2})
+
+
+def test_annotation_sequences_have_one_normal_form():
+    # the parser reads TVM's list, a schedule records a tuple: the IR holds one form
+    text = ('def f(A: T.Buffer((4,), "float32")):\n'
+            '    for i in T.serial(4, annotations={"r": [[0, 1]]}):\n'
+            '        A[i] = T.float32(0)\n')
+    f = T.parse(text)
+    assert f.body.annotations == (("r", ((0, 1),)),)
+    assert T.structural_equal(f, T.parse(text.replace("[[0, 1]]", "((0, 1),)")))
+    w = workloads.elementwise_chain(8)
+    sch = S.Schedule(w.func)
+    sch.annotate(sch.get_block("D"), "r", [[0, 1]])
+    assert "T.block_attr({\"r\": ((0, 1),)})" in str(sch.func)
+    assert T.structural_equal(T.parse(str(sch.func).replace("((0, 1),)", "[[0, 1]]")),
+                              sch.func)
 
 
 def test_error_message_names_primitive_and_marks_the_ir():

@@ -162,3 +162,19 @@ def test_a_resumed_database_trains_the_model_before_the_first_batch(tmp_path):
     assert not s.model.trained
     s.observe(S.Database(path).records())
     assert s.model.trained and len(s.population()) == 6
+
+
+def test_breeding_stops_once_the_workers_are_free():
+    """Lowering a candidate for its features can take longer than measuring one: with
+    the measurements in flight done, the pool stops at twice the batch."""
+    pools = []
+    for busy in (lambda: False, lambda: True):
+        s = Search(_func(), space, TARGET, rng=random.Random(0))
+        seen: set = set()
+        first = s.propose(4, seen)
+        s.observe([{"cand": k, "trace": sch.trace.as_json(), "seconds": 1e-6 * (n + 1)}
+                   for n, (sch, k) in enumerate(first)])
+        before = len(s._rows)
+        assert len(s.propose(2, seen, busy)) == 2
+        pools.append(len(s._rows) - before)  # the pool's candidates, featurised
+    assert pools == [4, 16]

@@ -5,8 +5,9 @@ import numpy as np
 import cuvil_tir as T
 import schedules as S
 import targets
-from schedules.tune.space import (Machine, generated_space, machine_of, prune,
-                                   register_tiles, run_with_decisions)
+from schedules.tune.space import (Machine, generated_space, machine_of,
+                                   parallel_counts, prune, register_tiles,
+                                   run_with_decisions)
 
 HASWELL = targets.Target("llvm", mcpu="haswell")
 
@@ -119,11 +120,16 @@ def test_tune_from_the_generated_space(tmp_path):
 
 def _point(space, f, label, *tiles):
     """The candidate whose register tile is ``label`` (e.g. "6x16") and whose outer
-    tilings are ``tiles``: decisions in the order the space samples them."""
-    sch = S.Schedule(f, seed=0)
-    space(sch)
-    labels = next(i for i in sch.trace.insts if i.name == "sample_categorical").inputs[0]
-    return run_with_decisions(space, f, [labels.index(label), *tiles])
+    tilings are ``tiles``: decisions in the order the space samples them, the parallel
+    loop's ``[outer, inner]`` turned into its index among the counts offered."""
+    decisions = [label, *tiles]
+    for n, d in enumerate(decisions):
+        if isinstance(d, list) or n == 0:
+            sch = run_with_decisions(space, f, decisions[:n])  # what the n-th offers
+            inst = [i for i in sch.trace.insts if i.name.startswith("sample_")][n]
+            if inst.name == "sample_categorical":
+                decisions[n] = inst.inputs[0].index(d if n == 0 else d[0])
+    return run_with_decisions(space, f, decisions)
 
 
 def test_tutorial04_schedule_is_a_point_of_the_space():
@@ -263,3 +269,16 @@ def test_conv2d_and_fused_epilogue_are_tuned_by_the_same_rules():
     d = np.zeros((16, 16), "float32")
     targets.build(sch, HASWELL)(a, b, c, d)
     np.testing.assert_allclose(d, np.maximum(a @ b + c, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_the_parallel_loop_has_an_iteration_per_core_where_it_can():
+    """A loaded machine can time a one-iteration parallel loop as fast as a full one;
+    on an idle one it leaves cores idle, so the space does not offer it."""
+    assert parallel_counts(12, 4) == [4, 6, 12] and parallel_counts(3, 4) == [1, 3]
+    m = Machine(256, 16, 32768, 1 << 20, 4)
+    f = _gemm(128)
+    for seed in range(6):
+        sch = S.Schedule(f, seed=seed)
+        generated_space(f, m)(sch)
+        first = _nest(sch.func, "C")[0]
+        assert first[1] == "parallel" and first[0] >= 4, (seed, first)

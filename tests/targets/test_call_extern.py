@@ -77,3 +77,34 @@ def test_the_interpreter_says_it_cannot_run_an_extern():
     with pytest.raises(T.LoweringError, match="T.call_extern of 'memcpy' calls a function "
                                               "of the target"):
         T.interpret(_row_copy(), a, a.copy())
+
+
+def _undefined_call():
+    """One call of a function no library in the process defines."""
+    A = T.decl_buffer((4,), "float32", "A")
+    call = T.call_extern("int32", "cuvil_test_undefined_fn", A[0:4])
+    return T.PrimFunc([A], T.Evaluate(call))
+
+
+@pytest.mark.parametrize("target", ["llvm", "c"])
+def test_an_undefined_extern_is_a_build_error_not_a_crash(target):
+    # the call used to jump to address 0 (llvm) or fail in ctypes with a bare OSError
+    with pytest.raises(targets.CodegenError, match=f"{target}: the .* calls the external "
+                                                   "function 'cuvil_test_undefined_fn', "
+                                                   "which no library loaded into this "
+                                                   "process defines"):
+        targets.build(_undefined_call(), target)
+
+
+def test_llvm_object_code_calling_an_undefined_extern_is_refused_when_loaded():
+    # a cached object (compiled elsewhere) is checked against this process too
+    import llvmlite.binding as llvm
+
+    from targets.llvm.engine import Library, host_cpu, target_machine
+    source = ("declare i32 @cuvil_test_undefined_fn()\n"
+              "define i32 @f() {\n  %r = call i32 @cuvil_test_undefined_fn()\n"
+              "  ret i32 %r\n}\n")
+    obj = target_machine(host_cpu(), "").emit_object(llvm.parse_assembly(source))
+    with pytest.raises(targets.CodegenError, match="llvm: the module calls the external "
+                                                   "function 'cuvil_test_undefined_fn'"):
+        Library(source, cpu=host_cpu(), object_code=obj)

@@ -78,6 +78,7 @@ def test_tutorial04_blocks_of_panels_with_a_partial_last_block():
                                                 num_cores=2))
     assert t04.panel_block(2048, 2048, 16, info) == 8        # 8 x 128 KB: twice the L2
     assert t04.panel_block(512, 512, 16, info) == 8          # 2 blocks per core
+    assert t04.panel_block(1000, 1000, 16, info) == 11       # 6 blocks: 3 per core
     assert t04.panel_block(48, 16, 16, info) == 1            # too few panels to block
     sch = t04.gemm_schedule(13, 70, 5, mr=6, nr=16, jb=4)    # 5 panels: blocks of 4 + 1
     target = targets.Target("llvm", mcpu="haswell")

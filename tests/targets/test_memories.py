@@ -28,8 +28,8 @@ def test_cpu_targets_have_global_and_local(kind):
 
 
 @pytest.mark.parametrize("kind", ["llvm", "c"])
-@pytest.mark.parametrize("scope", ["no_such_scope", "shared"])
-def test_unknown_scope_is_refused_at_build_time(kind, scope):
+@pytest.mark.parametrize("scope", ["shared"])
+def test_a_scope_of_another_target_is_refused_at_build_time(kind, scope):
     with pytest.raises(targets.CodegenError,
                        match=rf"buffer 'A_{scope}' is in scope '{scope}', which target "
                              rf"'{kind}' has no memory for; its memories are: global, "
@@ -85,3 +85,48 @@ def test_a_kind_without_memories_has_the_hosts():
         name = "bare"
 
     assert memories_of(Bare()) == HOST_MEMORIES
+
+
+def _elementwise():
+    A = T.placeholder((8,), name="A")
+    B = T.compute((8,), lambda i: A[i] * 2.0, name="B")
+    C = T.compute((8,), lambda i: B[i] + 1.0, name="C")
+    return T.create_prim_func([A, C])
+
+
+@pytest.mark.parametrize("step", [
+    lambda sch: sch.cache_read("B", 0, "test_scope"),
+    lambda sch: sch.cache_write("B", 0, "test_scope"),
+    lambda sch: sch.set_scope("B", 0, "test_scope")])
+def test_a_scope_no_target_has_is_refused_by_the_schedule(step):
+    # no target could ever build it: refused when scheduled, not only at build time
+    sch = S.Schedule(_elementwise())
+    before = sch.func
+    with pytest.raises(S.ScheduleError, match="expected a storage scope name .*, found "
+                                              "'test_scope' \\(str\\): no registered target "
+                                              "has a memory 'test_scope' \\(their plain scopes: "
+                                              "global, local, shared\\)"):
+        step(sch)
+    assert sch.func is before
+
+
+def test_a_plain_scope_a_registered_target_declares_is_accepted():
+    llvm = targets.get_target_kind("llvm")
+
+    class Scratch:
+        name = "test-scratch-mem"
+        passes = None
+        options = {}
+        memories = [Memory("global"), Memory("scratch", 4 << 10)]
+        codegen = llvm.codegen
+        runtime = llvm.runtime
+
+    targets.register_target(Scratch())
+    try:
+        sch = S.Schedule(_elementwise())
+        sch.set_scope("B", 0, "scratch")
+        assert "scope=\"scratch\"" in str(sch.func)
+    finally:
+        targets.unregister_target("test-scratch-mem")
+    with pytest.raises(S.ScheduleError, match="no registered target has a memory 'scratch'"):
+        S.Schedule(_elementwise()).set_scope("B", 0, "scratch")

@@ -1,0 +1,37 @@
+"""``tvm.tir``: IR node classes (Cuvil's), the schedule, index maps."""
+
+from cuvil_tir import (Block, BlockRealize, Buffer, Cast, Evaluate, For, PrimFunc, Var, const,
+                       decl_buffer, floordiv, floormod, truncdiv, truncmod)
+from cuvil_tir.node import Node
+from cuvil_tir.expr import Expr as PrimExpr
+
+from .._gap import module_getattr
+from .expr import FloatImm, IntImm
+from .schedule import Schedule, ScheduleError, TensorIntrin
+
+
+class IndexMap:
+    """``tir.IndexMap.from_func(fn)``: Cuvil's primitives take the function itself."""
+
+    AXIS_SEPARATOR = object()
+
+    def __init__(self, fn):
+        self._cuvil_fn = fn
+
+    @classmethod
+    def from_func(cls, fn, inverse_index_map=None, index_dtype="int64"):
+        return cls(fn)
+
+
+class ForKind:
+    """``tir.ForKind``: Cuvil's loop kinds are their names."""
+
+    SERIAL, PARALLEL, VECTORIZED = "serial", "parallel", "vectorized"
+    UNROLLED, THREAD_BINDING = "unrolled", "thread_binding"
+
+
+# TVM's names for what Cuvil's nodes already have (only in the shim's process)
+Block.name_hint = property(lambda self: self.name)
+Node.same_as = lambda self, other: self is other
+
+__getattr__ = module_getattr("tvm.tir")

@@ -1,0 +1,374 @@
+"""``tvm.tir.Schedule`` on top of ``schedules.Schedule``.
+
+Each method takes TVM's signature (names, keywords, buffer given as an index, a name,
+a ``("read"|"write", i)`` pair or a Buffer) and calls the Cuvil primitive.  A TVM
+option Cuvil has no counterpart for, used with a non-default value, raises
+:class:`ShimGap`; a primitive Cuvil lacks raises :class:`MissingPrimitive`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import schedules as S
+from cuvil_tir import IRModule, PrimFunc
+from cuvil_tir.analysis import tree
+from cuvil_tir.buffer import Buffer
+from schedules.analysis import stmt_path
+from schedules.handles import BlockRV, LoopRV
+
+from ..._compare import scheduled
+from ..._gap import Gap, OutOfScope, ShimGap
+from ...script.tir import Unparsed
+
+ScheduleError = S.ScheduleError
+
+
+class TensorIntrin:
+    """``tir.TensorIntrin.register``: an intrinsic whose functions did not parse is
+    remembered, so that only the cases tensorizing with it fail."""
+
+    unparsed: dict = {}
+
+    @staticmethod
+    def register(name, desc, impl, override=False):
+        bad = [f for f in (desc, impl) if isinstance(f, Unparsed)]
+        if bad:
+            TensorIntrin.unparsed[name] = bad[0]
+            return None
+        return S.TensorIntrin.register(name, desc, impl)
+
+    @staticmethod
+    def get(name, allow_missing=False):
+        if name in TensorIntrin.unparsed:
+            TensorIntrin.unparsed[name]._fail()
+        if allow_missing and not _known_intrin(name):
+            return None
+        return S.TensorIntrin.get(name)
+
+
+class MissingPrimitive(ShimGap):
+    """A TVM schedule primitive Cuvil does not have."""
+
+
+def main_func(mod) -> PrimFunc:
+    """The PrimFunc a TVM test schedules: a function, or a module's ``main``."""
+    if isinstance(mod, Unparsed):
+        mod._fail()
+    if isinstance(mod, PrimFunc):
+        return mod
+    if isinstance(mod, IRModule):
+        if len(mod.functions) == 1:
+            return mod.functions[0]
+        return mod["main"]
+    raise ShimGap(f"Schedule of {type(mod).__name__}")
+
+
+def _check_args(args):
+    for a in args:
+        if isinstance(a, Gap):
+            a()
+        if isinstance(a, (list, tuple)):
+            _check_args(a)
+
+
+def _gap_unless(name: str, option: str, value, default):
+    if value != default:
+        raise ShimGap(f"Schedule.{name}({option}={value!r}): no Cuvil counterpart")
+
+
+class Schedule:
+    """TVM's ``tir.Schedule(mod)`` over a Cuvil schedule."""
+
+    def __init__(self, mod, *, seed=None, debug_mask="all", error_render_level="detail",
+                 enable_check=True):
+        self._orig = main_func(mod)
+        self._sch = S.Schedule(self._orig, seed=seed if seed not in (None, -1) else None)
+
+    @classmethod
+    def _wrap(cls, sch, orig):
+        self = cls.__new__(cls)
+        self._orig, self._sch = orig, sch
+        return self
+
+    # state -----------------------------------------------------------------------
+    @property
+    def mod(self) -> IRModule:
+        mod = IRModule.from_func(self._sch.func.with_attr("global_symbol", "main"))
+        scheduled(mod.functions[0])
+        return mod
+
+    @property
+    def func(self) -> PrimFunc:
+        return self._sch.func
+
+    @property
+    def trace(self):
+        return self._sch.trace
+
+    def copy(self) -> "Schedule":
+        return Schedule._wrap(self._sch.copy(), self._orig)
+
+    def show(self, *args, **kwargs):
+        self._sch.show()
+
+    def work_on(self, func_name: str) -> None:
+        _gap_unless("work_on", "func_name", func_name, "main")
+
+    def enter_postproc(self) -> None:
+        return None
+
+    def get(self, rv):
+        """The Block or For node a handle names (or a sampled value)."""
+        if isinstance(rv, (BlockRV, LoopRV)):
+            func = self._sch.func
+            node = tree.get(func, stmt_path(func, rv, "get"))
+            return node.block if hasattr(node, "block") and isinstance(rv, BlockRV) else node
+        return rv
+
+    # queries -----------------------------------------------------------------------
+    def get_block(self, name: str, func_name=None):
+        return self._sch.get_block(name)
+
+    def get_loops(self, block):
+        return self._sch.get_loops(_block(block))
+
+    def get_child_blocks(self, block_or_loop):
+        return self._sch.get_child_blocks(block_or_loop)
+
+    def get_producers(self, block):
+        return self._sch.get_producers(_block(block))
+
+    def get_consumers(self, block):
+        return self._sch.get_consumers(_block(block))
+
+    # loops --------------------------------------------------------------------------
+    def split(self, loop, factors, preserve_unit_iters=True, disable_predication=False):
+        _check_args([loop, factors])
+        _gap_unless("split", "preserve_unit_iters", preserve_unit_iters, True)
+        return self._sch.split(loop, [_int_or_none(f) for f in factors])
+
+    def fuse(self, *loops, preserve_unit_iters=True):
+        _gap_unless("fuse", "preserve_unit_iters", preserve_unit_iters, True)
+        if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
+            loops = tuple(loops[0])
+        return self._sch.fuse(*loops)
+
+    def reorder(self, *loops):
+        if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
+            loops = tuple(loops[0])
+        return self._sch.reorder(*loops)
+
+    def parallel(self, loop):
+        return self._sch.parallel(loop)
+
+    def vectorize(self, loop):
+        return self._sch.vectorize(loop)
+
+    def unroll(self, loop):
+        return self._sch.unroll(loop)
+
+    def bind(self, loop, thread_axis):
+        return self._sch.bind(loop, thread_axis)
+
+    # compute location ---------------------------------------------------------------
+    def compute_at(self, block, loop, preserve_unit_loops=False, index=-1):
+        _gap_unless("compute_at", "index", index, -1)
+        return self._sch.compute_at(_block(block), loop, preserve_unit_loops)
+
+    def reverse_compute_at(self, block, loop, preserve_unit_loops=False, index=-1):
+        _gap_unless("reverse_compute_at", "index", index, -1)
+        return self._sch.reverse_compute_at(_block(block), loop, preserve_unit_loops)
+
+    def compute_inline(self, block):
+        return self._sch.compute_inline(_block(block))
+
+    def reverse_compute_inline(self, block):
+        return self._sch.reverse_compute_inline(_block(block))
+
+    # caches and buffers ---------------------------------------------------------------
+    def cache_read(self, block, read_buffer_index, storage_scope, consumer_blocks=None):
+        _gap_unless("cache_read", "consumer_blocks", consumer_blocks, None)
+        block = _block(block)
+        idx = self._buffer_index(block, read_buffer_index, "read")
+        return self._sch.cache_read(block, idx, storage_scope)
+
+    def cache_write(self, block, write_buffer_index, storage_scope, consumer_blocks=None):
+        _gap_unless("cache_write", "consumer_blocks", consumer_blocks, None)
+        block = _block(block)
+        idx = self._buffer_index(block, write_buffer_index, "write")
+        return self._sch.cache_write(block, idx, storage_scope)
+
+    def set_scope(self, block, buffer_index, storage_scope):
+        block = _block(block)
+        return self._sch.set_scope(block, self._buffer_index(block, buffer_index, "write"),
+                                   storage_scope)
+
+    def storage_align(self, block, buffer_index, axis, factor, offset):
+        block = _block(block)
+        return self._sch.storage_align(block, self._buffer_index(block, buffer_index, "write"),
+                                       axis, factor, offset)
+
+    def transform_layout(self, block, buffer, index_map, pad_value=None,
+                         assume_injective_transform=False):
+        block = _block(block)
+        kind, idx = self._buffer_kind_index(block, buffer)
+        return self._sch.transform_layout(block, idx, _index_map(index_map), kind,
+                                          pad_value=_pad_value(pad_value))
+
+    def transform_block_layout(self, block, index_map):
+        return self._sch.transform_block_layout(_block(block), _index_map(index_map))
+
+    def reindex(self, block, buffer):
+        block = _block(block)
+        if isinstance(buffer, Buffer):
+            buffer = self._buffer_kind_index(block, buffer)
+        return self._sch.reindex(block, buffer)
+
+    def reindex_cache_read(self, block, read_buffer_index, storage_scope, index_map):
+        block = _block(block)
+        idx = self._buffer_index(block, read_buffer_index, "read")
+        return self._sch.reindex_cache_read(block, idx, storage_scope, _index_map(index_map))
+
+    def reindex_cache_write(self, block, write_buffer_index, storage_scope, index_map):
+        block = _block(block)
+        idx = self._buffer_index(block, write_buffer_index, "write")
+        return self._sch.reindex_cache_write(block, idx, storage_scope,
+                                             _index_map(index_map))
+
+    def pad_einsum(self, block, padding):
+        return self._sch.pad_einsum(_block(block), list(padding))
+
+    # reductions, blocks, annotations ---------------------------------------------------
+    def decompose_reduction(self, block, loop):
+        return self._sch.decompose_reduction(_block(block), loop)
+
+    def rfactor(self, loop, factor_axis):
+        return self._sch.rfactor(loop, factor_axis)
+
+    def blockize(self, target, preserve_unit_iters=True):
+        if isinstance(target, (list, tuple)):
+            raise ShimGap("Schedule.blockize of a list of blocks: no Cuvil counterpart")
+        return self._sch.blockize(target)
+
+    def tensorize(self, block_or_loop, tensor_intrin, preserve_unit_iters=True):
+        _check_args([tensor_intrin])
+        if tensor_intrin in TensorIntrin.unparsed:
+            TensorIntrin.unparsed[tensor_intrin]._fail()
+        if isinstance(tensor_intrin, str) and not _known_intrin(tensor_intrin):
+            raise OutOfScope(f"tensor intrinsic {tensor_intrin!r} is registered in TVM's C++")
+        return self._sch.tensorize(block_or_loop, tensor_intrin)
+
+    def annotate(self, block_or_loop, ann_key, ann_val):
+        return self._sch.annotate(block_or_loop, ann_key, ann_val)
+
+    def unannotate(self, block_or_loop, ann_key):
+        return self._sch.unannotate(block_or_loop, ann_key)
+
+    # sampling -------------------------------------------------------------------------
+    def sample_perfect_tile(self, loop, n, max_innermost_factor=16, decision=None):
+        return self._sch.sample_perfect_tile(loop, n, max_innermost_factor, decision=decision)
+
+    def sample_categorical(self, candidates, probs, decision=None):
+        return self._sch.sample_categorical(list(candidates), list(probs), decision=decision)
+
+    # buffers named the TVM ways ----------------------------------------------------------
+    def _regions(self, block, kind):
+        b = self.get(block)
+        return b.reads if kind == "read" else b.writes
+
+    def _buffer_index(self, block, spec, kind):
+        if isinstance(spec, int):
+            return spec
+        if isinstance(spec, tuple) and len(spec) == 2:
+            if spec[0] != kind:
+                raise ShimGap(f"{spec[0]} buffer where the primitive takes a {kind} buffer")
+            return spec[1]
+        return self._find_buffer(block, spec, kind)
+
+    def _buffer_kind_index(self, block, spec):
+        if isinstance(spec, tuple) and len(spec) == 2:
+            return spec[0], spec[1]
+        if isinstance(spec, int):
+            raise ShimGap("transform_layout with a bare buffer index")
+        for kind in ("write", "read"):
+            try:
+                return kind, self._find_buffer(block, spec, kind)
+            except ShimGap:
+                continue
+        raise ShimGap(f"transform_layout: buffer {spec!r} not accessed by the block")
+
+    def _find_buffer(self, block, spec, kind):
+        for k, r in enumerate(self._regions(block, kind)):
+            if (isinstance(spec, str) and r.buffer.name == spec) or \
+                    (isinstance(spec, Buffer) and r.buffer is spec):
+                return k
+        raise ShimGap(f"buffer {spec!r} is not among the block's {kind}s")
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        from schedules.primitive import PRIMITIVES
+        if name in PRIMITIVES:
+            # a primitive with TVM's name and argument order that the shim does not
+            # translate (Cuvil's primitives take block names as TVM does)
+            return functools.partial(_forward, getattr(self._sch, name), name)
+        raise MissingPrimitive(f"Schedule.{name}: Cuvil has no such primitive")
+
+
+def _forward(method, name, *args, **kwargs):
+    _check_args(list(args) + list(kwargs.values()))
+    from schedules.primitive import PRIMITIVES
+    spec = PRIMITIVES[name].spec
+    unknown = [k for k in kwargs if k not in spec.options]
+    if unknown:
+        raise ShimGap(f"Schedule.{name}({unknown[0]}=...): no Cuvil counterpart")
+    return method(*args, **kwargs)
+
+
+def _block(b):
+    if isinstance(b, str):
+        return BlockRV(b)
+    return b
+
+
+def _int_or_none(f):
+    from cuvil_tir.expr import IntImm
+    return f.value if isinstance(f, IntImm) else f
+
+
+def _known_intrin(name: str) -> bool:
+    from schedules.tensor_intrin import TensorIntrin
+    try:
+        TensorIntrin.get(name)
+        return True
+    except Exception:
+        return False
+
+
+def _index_map(m):
+    fn = getattr(m, "_cuvil_fn", None)
+    fn = fn if fn is not None else m
+    if not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def index_map(*args):
+        out = fn(*args)
+        if any(type(x).__name__ == "object" for x in _flat(out)):
+            raise ShimGap("transform_layout with IndexMap.AXIS_SEPARATOR: Cuvil buffers "
+                          "are flat")
+        return out
+    return index_map
+
+
+def _flat(x):
+    return [y for v in x for y in _flat(v)] if isinstance(x, (list, tuple)) else [x]
+
+
+def _pad_value(v):
+    if v is None or isinstance(v, (int, float)):
+        return v
+    if callable(v):
+        raise ShimGap("transform_layout with a pad_value function")
+    return v
