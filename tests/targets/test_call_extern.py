@@ -108,3 +108,12 @@ def test_llvm_object_code_calling_an_undefined_extern_is_refused_when_loaded():
     with pytest.raises(targets.CodegenError, match="llvm: the module calls the external "
                                                    "function 'cuvil_test_undefined_fn'"):
         Library(source, cpu=host_cpu(), object_code=obj)
+
+
+def test_llvm_object_path_checks_only_the_calls_the_machine_code_keeps():
+    # a declaration whose calls the optimiser removed is no reason to refuse the build
+    from targets.llvm.engine import Library, host_cpu
+    source = ("declare i32 @cuvil_test_undefined_fn()\n"
+              "define i32 @f() {\n  ret i32 1\n}\n")
+    lib = Library(source, cpu=host_cpu(), emit_object=True)
+    assert lib.address("f") != 0

@@ -1,6 +1,8 @@
 """Memories are part of a target: the scopes each kind declares, and the build-time
 error for a buffer in any other scope (CVL-E105)."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -55,27 +57,35 @@ def test_a_parameter_in_a_foreign_scope_is_refused():
         check_memories(f, "llvm")
 
 
-def test_a_kind_declares_its_own_memories():
+@contextlib.contextmanager
+def _kind_with(name, memory):
+    """A target kind ``name`` (llvm's code generator) with global memory and
+    ``memory``, registered for the block."""
     llvm = targets.get_target_kind("llvm")
 
-    class Npu:
-        name = "test-npu-mem"
+    class Kind:
         passes = None
         options = {}
-        memories = [Memory("global"), Memory("npu.wgt", 64 << 10)]
+        memories = [Memory("global"), memory]
         codegen = llvm.codegen
         runtime = llvm.runtime
 
-    targets.register_target(Npu())
+    Kind.name = name
+    targets.register_target(Kind())
     try:
+        yield
+    finally:
+        targets.unregister_target(name)
+
+
+def test_a_kind_declares_its_own_memories():
+    with _kind_with("test-npu-mem", Memory("npu.wgt", 64 << 10)):
         X = T.decl_buffer((4,), "float32", "X", scope="npu.wgt")
         f = T.PrimFunc([X], T.Evaluate(T.const(0)))
         check_memories(f, "test-npu-mem")
         Y = T.decl_buffer((4,), "float32", "Y", scope="local")
         with pytest.raises(targets.CodegenError, match="its memories are: global, npu.wgt"):
             check_memories(T.PrimFunc([Y], T.Evaluate(T.const(0))), "test-npu-mem")
-    finally:
-        targets.unregister_target("test-npu-mem")
 
 
 def test_a_kind_without_memories_has_the_hosts():
@@ -111,22 +121,9 @@ def test_a_scope_no_target_has_is_refused_by_the_schedule(step):
 
 
 def test_a_plain_scope_a_registered_target_declares_is_accepted():
-    llvm = targets.get_target_kind("llvm")
-
-    class Scratch:
-        name = "test-scratch-mem"
-        passes = None
-        options = {}
-        memories = [Memory("global"), Memory("scratch", 4 << 10)]
-        codegen = llvm.codegen
-        runtime = llvm.runtime
-
-    targets.register_target(Scratch())
-    try:
+    with _kind_with("test-scratch-mem", Memory("scratch", 4 << 10)):
         sch = S.Schedule(_elementwise())
         sch.set_scope("B", 0, "scratch")
         assert "scope=\"scratch\"" in str(sch.func)
-    finally:
-        targets.unregister_target("test-scratch-mem")
     with pytest.raises(S.ScheduleError, match="no registered target has a memory 'scratch'"):
         S.Schedule(_elementwise()).set_scope("B", 0, "scratch")
