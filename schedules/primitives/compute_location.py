@@ -407,13 +407,14 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
     loop_node = tree.get(func, lpath)
     lname = loop_node.loop_var.name
     if encloses(lpath, bpath):
-        raise err(f"loop {lname!r} is one of block {blk.name!r}'s own "
-                            f"loops; pass a loop of a {'producer' if reverse else 'consumer'}"
+        raise err(f"loop {lname!r} is an ancestor of block {blk.name!r} (one of "
+                            f"its own loops); pass a loop of a {'producer' if reverse else 'consumer'}"
                             f"'s nest (get_loops of that block)")
     scope = tree.enclosing_block(func, bpath)
     if tree.enclosing_block(func, lpath) != scope:
-        raise err(f"loop {lname!r} and block {blk.name!r} are in "
-                            "different block scopes; pass a loop of the same scope")
+        raise err(f"loop {lname!r} and block {blk.name!r} are not in "
+                            "the same block scope (different block scopes); pass a loop "
+                            "of the same scope")
     if any(iv.kind == "opaque" for iv in blk.iter_vars) or not (
             is_complete(blk) or is_reduction(blk)):
         raise err(f"block {blk.name!r} is neither a complete block nor a "
@@ -433,7 +434,8 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
     if co_writers:
         raise err(f"block {blk.name!r} is not the only writer of {out.name!r} (also "
                   f"written by {co_writers}): the moved block would be widened over the "
-                  "others' part. A block must be complete for its buffer to be moved")
+                  "others' part. A block must be complete for its buffer to be moved "
+                  "(a complete block: the only writer of its output)")
     if not reverse and is_param(func, out):
         raise err(f"block {blk.name!r} is an output block (it writes "
                             f"the parameter {out.name!r}); nothing consumes it, so there is "
@@ -451,8 +453,9 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
     outside = [b.block.name for p, b in deps if not encloses(lpath, p)]
     if outside:
         raise err(f"onto a loop that does not enclose every {kind}: "
-                            f"{kind}(s) {outside} of block {blk.name!r} are outside loop "
-                            f"{lname!r}; pass a loop that encloses all of them")
+                  f"{kind}(s) {outside} of block {blk.name!r} are outside loop "
+                  f"{lname!r}; {prim} requires all the {kind}s under the loop: pass a "
+                  "loop that encloses all of them")
     for p, b in producers:
         if not encloses(lpath, p) and not precedes(p, lpath):
             raise err(f"producer {b.block.name!r} of block {blk.name!r} "

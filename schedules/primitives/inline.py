@@ -31,7 +31,7 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import BufferLoad, Var
+from cuvil_tir.expr import Add, BufferLoad, FloatImm, IntImm
 from cuvil_tir.op import all as all_of
 from cuvil_tir.stmt import Block, BufferStore
 from cuvil_tir.te import access_regions
@@ -41,7 +41,7 @@ from cuvil_tir.analysis import tree
 from ..analysis import block_path
 from ..primitive import BLOCK, primitive
 from ..errors import InlineError, fail
-from cuvil_tir.analysis import index_map
+from . import access_inverse
 from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_param,
                                         provably_le, region_of, simplify, tree_same,
                                         union)
@@ -65,10 +65,10 @@ def _store_of(func, blk, prim, role):
 
 def _inverse(func, blk, indices, prim, what) -> dict:
     """``{block var: expression over placeholders}`` inverting ``indices``; the
-    placeholders are ``index_vars(indices)``."""
+    placeholders are ``access_inverse.index_vars(indices)``."""
     try:
-        return index_map.inverse(blk.iter_vars, indices, index_vars(indices))
-    except index_map.NotInvertible as why:
+        return access_inverse.inverse(blk.iter_vars, indices)
+    except access_inverse.NotInvertible as why:
         raise fail(InlineError, prim, f"{what} "
                    f"{_show(indices)}: the index map is not injective ({why}). Only "
                    "an injective quasi-affine map of the block variables (sums, multiples, "
@@ -76,30 +76,8 @@ def _inverse(func, blk, indices, prim, what) -> dict:
                    func) from None
 
 
-def index_vars(indices) -> list:
-    """One placeholder variable per index (what the inverse of a map is written over).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> [v.name for v in index_vars([T.var("i"), T.var("j")])]
-        ['x0', 'x1']
-    """
-    return _PLACEHOLDERS.setdefault(tuple(e.dtype for e in indices), [
-        Var(f"x{d}", e.dtype) for d, e in enumerate(indices)])
-
-
-_PLACEHOLDERS: dict = {}
-
-
 def _show(indices) -> str:
     return "[" + ", ".join(str(e) for e in indices) + "]"
-
-
-def _at(inverse: dict, indices) -> dict:
-    """The inverse evaluated at ``indices``: ``{block var: expression}``."""
-    sub = dict(zip(index_vars(indices), indices))
-    return {v: simplify(substitute(e, sub)) for v, e in inverse.items()}
 
 
 class _SimplifyIndices(Mutator):
@@ -126,7 +104,8 @@ class _InlineLoads(Mutator):
         ld = self.generic_visit(ld)
         if ld.buffer is not self.buffer:
             return ld
-        return _SimplifyIndices().visit(substitute(self.value, _at(self.inverse, ld.indices)))
+        return _SimplifyIndices().visit(substitute(self.value, access_inverse.at(self.inverse,
+                                                                          ld.indices)))
 
     def visit_Block(self, blk):
         new = self.generic_visit(blk)
@@ -290,6 +269,8 @@ def _consumer_guard(prod, cons, load, sigma) -> list:
     the consumer reads at ``sigma`` (the consumer's variables in terms of the
     producer's): the load map round-trips to the stored element, and the consumer's
     variables stay in their domain.  Conditions that always hold are dropped."""
+    if _bijective_onto_stores(prod, cons, load):
+        return []
     ana = Analyzer(index_no_overflow=True)
     for iv in prod.iter_vars:
         ana.bind(iv.var, iv.dom)
@@ -299,6 +280,60 @@ def _consumer_guard(prod, cons, load, sigma) -> list:
         u = sigma[iv.var]
         conds += [u >= iv.dom.min, u < simplify(iv.dom.min + iv.dom.extent)]
     return [c for c in (ana.simplify(c) for c in conds) if not ana.can_prove(c)]
+
+
+def _fold_into_reduction(prod, cst, buf):
+    """How the consumer store ``cst`` folds into the reduction ``prod`` into ``buf``, or
+    None: ``("copy", None)`` when it copies ``buf`` as it is (the reduction can
+    accumulate straight into the consumer's buffer: a transposed matmul result), or
+    ``("bias", x)`` when it adds ``x`` to a sum (the sum can start from ``x``:
+    ``(init + sum) + x == (init + x) + sum``).  The reduction's init and steps must all
+    use one accumulator element."""
+    pst, init = prod.body, prod.init
+    if not (isinstance(pst, BufferStore) and pst.buffer is buf
+            and isinstance(init, BufferStore) and init.buffer is buf
+            and tree_same(init.indices, pst.indices)
+            and all(tree_same(ix, pst.indices) for ix in _load_indices(pst.value, buf))
+            and not _load_indices(init.value, buf)):
+        return None
+    v = cst.value
+    if isinstance(v, BufferLoad) and v.buffer is buf:
+        return "copy", None
+    if not (isinstance(v, Add) and isinstance(pst.value, Add)
+            and any(_is_load_of(t, buf) for t in (pst.value.a, pst.value.b))):
+        return None
+    for this, other in ((v.a, v.b), (v.b, v.a)):
+        if _is_load_of(this, buf) and not _load_indices(other, buf):
+            return "bias", other
+    return None
+
+
+def _is_load_of(e, buf) -> bool:
+    return isinstance(e, BufferLoad) and e.buffer is buf
+
+
+def _bijective_onto_stores(prod, cons, load) -> bool:
+    """Whether the consumer's load reaches every element of its bounding box and the
+    producer stores only inside that box: then every element the producer stores is
+    read by exactly one consumer iteration and no guard is needed.  The load is
+    injective (it was inverted), so it fills its box when the box has as many elements
+    as the consumer's (constant) domain."""
+    cdoms = {iv.var: iv.dom for iv in cons.iter_vars}
+    pdoms = {iv.var: iv.dom for iv in prod.iter_vars}
+    points = box = 1
+    for iv in cons.iter_vars:
+        ext = simplify(iv.dom.extent)
+        if not isinstance(ext, IntImm):
+            return False
+        points *= ext.value
+    for x, y in zip(load, prod.body.indices):
+        lo, hi = bounds(x, cdoms)
+        plo, phi = bounds(y, pdoms)
+        size = simplify(hi - lo + 1)
+        if not (isinstance(size, IntImm) and provably_le(lo, plo) and provably_le(phi, hi)):
+            return False
+        box *= size.value
+    return points == box
 
 
 @primitive("reverse_compute_inline", block=BLOCK)
@@ -327,7 +362,51 @@ def reverse_compute_inline(func, block):
         >>> tree.get(g, tree.find_block(g, "B")).block.body.buffer.name
         'C'
     """
-    prim = "reverse_compute_inline"
+    return _reverse_inline(func, block, "reverse_compute_inline")
+
+
+@primitive("fuse_reduction_epilogue", reduction_block=BLOCK, epilogue_block=BLOCK)
+def fuse_reduction_epilogue(func, reduction_block, epilogue_block):
+    """Fold an epilogue into the reduction it reads (TensorIR's primitive): a copy makes
+    the reduction accumulate into the epilogue's buffer; ``out = result + bias`` makes
+    the sum start from ``bias``.  ReLU and clipping epilogues are refused: TensorIR
+    applies them at every reduction step, which changes the result.
+
+    Before/after ``fuse_reduction_epilogue("C", "D")``::
+
+        C[i, j] = 0  (init)               D[i, j] = bias[i, j]  (init)
+        C[i, j] = C[i, j] + A[i, k] * B[k, j]
+        D[i, j] = C[i, j] + bias[i, j]    D[i, j] = D[i, j] + A[i, k] * B[k, j]
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.handles import BlockRV
+        >>> A, bias = T.placeholder((2, 3), name="A"), T.placeholder((2,), name="bias")
+        >>> k = T.reduce_axis((0, 3), name="k")
+        >>> C = T.compute((2,), lambda i: T.sum(A[i, k], axis=k), name="C")
+        >>> D = T.compute((2,), lambda i: C[i] + bias[i], name="D")
+        >>> f = T.create_prim_func([A, bias, D])
+        >>> g, _ = fuse_reduction_epilogue(f, BlockRV("C"), BlockRV("D"))
+        >>> print(tree.get(g, tree.find_block(g, "C")).block.init)
+        D[v_i] = bias[v_i]
+    """
+    prim = "fuse_reduction_epilogue"
+    red = tree.get(func, block_path(func, reduction_block, prim)).block
+    cons = tree.get(func, block_path(func, epilogue_block, prim)).block
+    if red.init is None:
+        raise fail(InlineError, prim, f"block {red.name!r} is not a reduction block (it has "
+                   f"no init); use reverse_compute_inline to fold {cons.name!r} into it",
+                   func)
+    written = {id(w.buffer) for w in red.writes}
+    if not any(id(r.buffer) in written for r in cons.reads):
+        raise fail(InlineError, prim, f"block {cons.name!r} reads no buffer that block "
+                   f"{red.name!r} writes; pass the reduction and its own epilogue", func)
+    return _reverse_inline(func, epilogue_block, prim)
+
+
+def _reverse_inline(func, block, prim):
+    """``reverse_compute_inline`` of ``block`` (errors name ``prim``)."""
     cpath = block_path(func, block, prim)
     cons = tree.get(func, cpath).block
     if not is_complete(cons):
@@ -356,10 +435,20 @@ def reverse_compute_inline(func, block):
     if is_param(func, buf):
         raise fail(InlineError, prim, f"the producer {prod.name!r} writes the function "
                    f"parameter {buf.name!r}, which must stay", func)
-    if not is_complete(prod):
+    reduction = not is_complete(prod)
+    fold = _fold_into_reduction(prod, cst, buf) if reduction else None
+    if fold is not None and fold[0] == "bias" and prim == "reverse_compute_inline":
+        raise fail(InlineError, prim, f"block {cons.name!r} adds a value to the result of "
+                   f"the reduction {prod.name!r}: that changes the reduction's init, which "
+                   f"is what fuse_reduction_epilogue({prod.name!r}, {cons.name!r}) does",
+                   func)
+    if reduction and fold is None:
         raise fail(InlineError, prim, f"the producer {prod.name!r} of block {cons.name!r} is "
-                   "not a complete block (a reduction); use compute_at / "
-                   "reverse_compute_at instead", func)
+                   "not a complete block (a reduction), and the consumer is neither a plain "
+                   "copy of its result nor the result plus a value (a bias a sum can start "
+                   "from); other epilogues (ReLU, clipping) would change the result if "
+                   "applied per reduction step. Use compute_at / reverse_compute_at "
+                   "instead", func)
     if not isinstance(prod.body, BufferStore) or len(prod.writes) != 1:
         raise fail(InlineError, prim, f"producer {prod.name!r} has a non-trivial body: only "
                    "a block whose body is one BufferStore to one buffer can be inlined "
@@ -373,28 +462,47 @@ def reverse_compute_inline(func, block):
     load = _one_load(func, cons, buf, prim)
     inv = _inverse(func, cons, load, prim, f"block {cons.name!r} loads {buf.name}")
     # the consumer's variables for the element the producer stores at each iteration
-    sigma = _at(inv, pst.indices)
+    sigma = access_inverse.at(inv, pst.indices)
     _check_produced(func, prod, cons, load, buf, prim)
     guard = _consumer_guard(prod, cons, load, sigma)
     # the consumer's own T.where, carried over to the producer's variables
     _, cnest = exclusive_nest(func, cpath, prim)
     guard += [simplify(substitute(c, sigma)) for c in predicate_conditions(
         func, tree.get(func, cpath), nest_loops(cnest), prim, InlineError)]
-    value = _ReplaceLoads(buf, pst.value).visit(substitute(cst.value, sigma))
-    store = BufferStore(cst.buffer, value,
-                        tuple(simplify(substitute(e, sigma)) for e in cst.indices))
-    reads = list(prod.reads)
-    for r in cons.reads:
-        if r.buffer is buf:
-            continue
-        r = substitute(r, sigma)
+    cidx = tuple(simplify(substitute(e, sigma)) for e in cst.indices)
+    init = None
+    if reduction:
+        if guard:
+            raise fail(InlineError, prim, f"block {cons.name!r} copies only part of what the "
+                       f"reduction {prod.name!r} computes (it would need the guard "
+                       f"{' and '.join(map(str, guard))}), and a reduction's steps cannot be "
+                       "guarded one by one; use reverse_compute_at instead", func)
+        # the accumulator moves to the consumer's buffer: init and every step store there
+        acc = BufferLoad(cst.buffer, cidx)
+        store = BufferStore(cst.buffer, _ReplaceLoads(buf, acc).visit(pst.value), cidx)
+        start = prod.init.value
+        if fold[0] == "bias":
+            bias = substitute(fold[1], sigma)
+            zero = isinstance(start, (IntImm, FloatImm)) and start.value == 0
+            start = bias if zero else start + bias
+        init = BufferStore(cst.buffer, start, cidx)
+    else:
+        value = _ReplaceLoads(buf, pst.value).visit(substitute(cst.value, sigma))
+        store = BufferStore(cst.buffer, value, cidx)
+    reads = [r for r in prod.reads if r.buffer is not buf]
+    # what the consumer adds is read first, by the init
+    extra = [substitute(r, sigma) for r in cons.reads if r.buffer is not buf]
+    if reduction:
+        reads, extra = extra, reads
+    for r in extra:
         k = next((n for n, o in enumerate(reads) if o.buffer is r.buffer), None)
         if k is None:
             reads.append(r)
         else:
             reads[k] = union(reads[k], r)
     writes = tuple(substitute(w, sigma) for w in cons.writes)
-    new_prod = with_fields(prod, body=store, reads=tuple(reads), writes=writes)
+    new_prod = with_fields(prod, body=store, reads=tuple(reads), writes=writes,
+                           **({"init": init} if reduction else {}))
     _, nest = exclusive_nest(func, cpath, prim)
 
     vm = dict(zip([iv.var for iv in prod.iter_vars], preal.iter_values))

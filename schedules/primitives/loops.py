@@ -32,7 +32,8 @@ from cuvil_tir.stmt import BlockRealize, For, IfThenElse
 from cuvil_tir.visitor import Mutator, substitute
 
 from cuvil_tir.analysis import tree
-from ..analysis import const_int, loop_path, non_affine_block, uses_var
+from ..analysis import const_int, loop_path, uses_var
+from .reorder_legality import reorder_blocker
 from ..errors import FactorError, LoopNestError, ScheduleArgumentError, schedule_error
 from ..handles import LoopRV
 from ..primitive import FACTORS, LOOP, LOOPS, POS_INT, primitive
@@ -238,18 +239,29 @@ def fuse(func, *loops):
                                      f"{other.loop_var.name}", func, node)
     dt = chain[0].loop_var.dtype
     fused = Var("_".join(n.loop_var.name for n in chain) + "_fused", dt)
+    # TensorIR's form: v_0 = f // (e_1 * .. e_n), v_k = f % (e_k * .. e_n) // (e_k+1 * ..
+    # e_n), v_n = f % e_n; products outer to inner, constants folded
+    exts = [n.extent for n in chain]
     vmap = {}
-    stride = None
-    for k in range(len(chain) - 1, -1, -1):
-        node = chain[k]
-        e = fused if stride is None else fused // stride
-        if k > 0:
-            e = e % node.extent
-        vmap[node.loop_var] = e
-        stride = node.extent if stride is None else stride * node.extent
+    for k, node in enumerate(chain):
+        if k == len(chain) - 1:
+            vmap[node.loop_var] = fused % node.extent
+        elif k == 0:
+            vmap[node.loop_var] = fused // _product(exts[1:])
+        else:
+            vmap[node.loop_var] = fused % _product(exts[k:]) // _product(exts[k + 1:])
     body = substitute(chain[-1].body, vmap)
-    new = For(fused, const(0, dt), stride, "serial", body)
+    new = For(fused, const(0, dt), _product(exts), "serial", body)
     return tree.replace(func, path, new), LoopRV(fused)
+
+
+def _product(exts):
+    """``e_0 * e_1 * ...`` left to right, constant neighbours folded."""
+    acc = exts[0]
+    for e in exts[1:]:
+        both = isinstance(acc, IntImm) and isinstance(e, IntImm)
+        acc = const(acc.value * e.value, acc.dtype) if both else acc * e
+    return acc
 
 
 def _chain(func, loops, name):
@@ -319,12 +331,13 @@ def reorder(func, *loops):
     if all(a is b for a, b in zip(order, chain)):
         return func, None
     _check_not_mixed([n for n, c in zip(order, chain) if n is not c], chain[-1].body, func)
-    bad = non_affine_block(chain[-1].body)
+    bad = reorder_blocker(chain[0])
     if bad is not None:
-        raise schedule_error(LoopNestError, "reorder", f"block {bad[0]!r} {bad[1]}: the "
-                             "order of its iterations may matter (two of them can write "
-                             "one element), so reorder cannot prove the new order "
-                             "computes the same values", func, chain[0])
+        raise schedule_error(LoopNestError, "reorder", f"block {bad[0]!r} {bad[1]}; "
+                             "reorder permutes only loops whose blocks have affine "
+                             "bindings (TensorIR's rule). Reorder before the step that "
+                             "made the binding, or leave these loops in order",
+                             func, chain[0])
     body = chain[-1].body
     for node in reversed(order):
         body = For(node.loop_var, node.min, node.extent, node.kind, body, node.thread_tag,

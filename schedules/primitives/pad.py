@@ -42,6 +42,7 @@ from cuvil_tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, Range
 from cuvil_tir.visitor import Mutator, post_order_visit
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.regions import simplify
 from ..errors import schedule_error
 from ..primitive import BLOCK, INT_LIST, primitive
 from .blockize import linear
@@ -87,8 +88,8 @@ def _single_loop_nest(func, path, blk, realize, what):
                         "not to a loop of its own; pad_einsum before splitting or fusing "
                         "its loops", func, blk)
         p, f = loops[id(val)]
-        if not (isinstance(f.min, IntImm) and f.min.value == 0 and isinstance(f.extent, IntImm)
-                and isinstance(iv.dom.extent, IntImm) and f.extent.value == iv.dom.extent.value):
+        if not (isinstance(f.min, IntImm) and f.min.value == 0
+                and _same(f.extent, iv.dom.extent)):
             raise _fail(f"{what} {blk.name!r}: loop {f.loop_var.name!r} does not run over "
                         f"the whole domain of {iv.var.name!r}", func, blk)
         if len(tree.blocks_under(f.body)) != 1:
@@ -132,19 +133,44 @@ def _check_padding(padding, blk):
                     f"{blk.name!r}: {[iv.var.name for iv in blk.iter_vars]}), found "
                     f"{padding!r}")
     for iv in blk.iter_vars:
-        if not (isinstance(iv.dom.min, IntImm) and iv.dom.min.value == 0 and
-                isinstance(iv.dom.extent, IntImm)):
+        if not (isinstance(iv.dom.min, IntImm) and iv.dom.min.value == 0):
             raise _fail(f"block {blk.name!r}: iter var {iv.var.name!r} has domain "
                         f"[{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}); pad_einsum needs "
-                        "constant domains starting at 0")
+                        "domains starting at 0")
 
 
-def _new_shapes(func, blk, ext: dict) -> dict:
-    """``{buffer: new shape}`` for every buffer of ``blk`` that must grow."""
+def _same(a, b) -> bool:
+    """``a == b`` provably (equal constants, or a zero difference)."""
+    d = simplify(a - b)
+    return isinstance(d, IntImm) and d.value == 0
+
+
+def _round_up(extent, p):
+    """``extent`` rounded up to a multiple of ``p``: an int for a constant extent, else
+    ``(extent + p - 1) // p * p`` (TensorIR's form)."""
+    if isinstance(extent, IntImm):
+        return -(-extent.value // p) * p
+    return extent if p == 1 else (extent + (p - 1)) // p * p
+
+
+def _expr(n, dtype="int32"):
+    return const(n, dtype) if isinstance(n, int) else n
+
+
+def _wider(a, b, orig):
+    """The larger of two needed sizes of one dimension (``orig``: its size now)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    return b if _same(_expr(a), _expr(orig)) else a
+
+
+def _new_shapes(func, blk, old: dict, ext: dict) -> dict:
+    """``{buffer: new shape}`` for every buffer of ``blk`` that must grow (a dimension is
+    an int when constant, else an expression)."""
     grow = {}
     for acc in _accesses(blk):
         buf = acc.buffer
-        shape = [int(d.value) if isinstance(d, IntImm) else None for d in buf.shape]
+        shape = [int(d.value) if isinstance(d, IntImm) else d for d in buf.shape]
         need = list(shape)
         for d, e in enumerate(acc.indices):
             lin = linear(e)
@@ -152,13 +178,26 @@ def _new_shapes(func, blk, ext: dict) -> dict:
                 raise _fail(f"block {blk.name!r}: index {e} of {buf.name!r} is not an "
                             "affine form of its iter vars with non-negative coefficients",
                             func, blk)
-            top = lin[1] + sum(c * (ext[k] - 1) for k, (_, c) in lin[0].items()) + 1
-            if shape[d] is None:
-                raise _fail(f"buffer {buf.name!r} has a symbolic shape", func, blk)
-            need[d] = max(need[d], top)
-        if need != shape:
-            old = grow.get(buf, shape)
-            grow[buf] = [max(a, b) for a, b in zip(old, need)]
+            terms = lin[0].items()
+            if all(isinstance(ext[k], int) for k, _ in terms) and isinstance(shape[d], int):
+                top = lin[1] + sum(c * (ext[k] - 1) for k, (_, c) in terms) + 1
+                need[d] = max(need[d], top)
+                continue
+            top = simplify(lin[1] + sum((c * (_expr(ext[k]) - 1) for k, (_, c) in terms),
+                                        const(0, e.dtype)) + 1)
+            was = simplify(lin[1] + sum((c * (_expr(old[k]) - 1) for k, (_, c) in terms),
+                                        const(0, e.dtype)) + 1)
+            if _same(top, was):
+                continue
+            if not _same(was, _expr(shape[d])):
+                raise _fail(f"block {blk.name!r}: index {e} of {buf.name!r} reaches {was} "
+                            f"along a dimension of extent {buf.shape[d]}: with symbolic "
+                            "extents pad_einsum pads only an index that reaches the whole "
+                            "dimension", func, blk)
+            need[d] = top
+        if any(not _same(_expr(a), _expr(b)) for a, b in zip(need, shape)):
+            grow[buf] = [_wider(a, b, n) for a, b, n in zip(grow.get(buf, shape), need,
+                                                             shape)]
     for buf in grow:
         if any(p is buf for p in func.params):
             raise _fail(f"buffer {buf.name!r} of block {blk.name!r} is a function "
@@ -194,15 +233,14 @@ def pad_einsum(func, block, padding):
     blk = realize.block
     _check_padding(padding, blk)
     by_loop = _single_loop_nest(func, path, blk, realize, "block")
-    old = {id(iv.var): iv.dom.extent.value for iv in blk.iter_vars}
-    ext = {id(iv.var): -(-old[id(iv.var)] // p) * p for iv, p in zip(blk.iter_vars, padding)}
-    if ext == old:
+    old = {id(iv.var): _round_up(iv.dom.extent, 1) for iv in blk.iter_vars}
+    ext = {id(iv.var): _round_up(iv.dom.extent, p) for iv, p in zip(blk.iter_vars, padding)}
+    changed = {k: not _same(_expr(ext[k]), _expr(old[k])) for k in ext}
+    if not any(changed.values()):
         return func, None
-    _loops_to_pad(func, blk, by_loop, [ext[id(iv.var)] != old[id(iv.var)]
-                                       for iv in blk.iter_vars])
+    _loops_to_pad(func, blk, by_loop, [changed[id(iv.var)] for iv in blk.iter_vars])
     store = blk.body
-    reduce_padded = any(iv.kind == "reduce" and ext[id(iv.var)] != old[id(iv.var)]
-                        for iv in blk.iter_vars)
+    reduce_padded = any(iv.kind == "reduce" and changed[id(iv.var)] for iv in blk.iter_vars)
     if not isinstance(store, BufferStore):
         raise _fail(f"block {blk.name!r} is not one store (an einsum)", func, blk)
     if reduce_padded and not (isinstance(store.value, Add) and isinstance(store.value.a, BufferLoad)
@@ -211,7 +249,7 @@ def pad_einsum(func, block, padding):
         raise _fail(f"block {blk.name!r} is not a sum of products (out = out + a * b ...): "
                     "pad_einsum pads inputs with zeros, which leaves only such a sum "
                     "unchanged along a padded reduction", func, blk)
-    grow = _new_shapes(func, blk, ext)
+    grow = _new_shapes(func, blk, old, ext)
     written = {store.buffer}
     producers = {}
     for buf in grow:
@@ -232,10 +270,10 @@ def pad_einsum(func, block, padding):
                         f"{buf.name}[v0, v1, ...] indexed by its iter vars in order (a copy "
                         "such as cache_read makes)", func, pblk)
         ploops = _single_loop_nest(func, ppath, pblk, preal, "producer")
-        _loops_to_pad(func, pblk, ploops, [n != int(d.value) for n, d in
+        _loops_to_pad(func, pblk, ploops, [not _same(_expr(n), d) for n, d in
                                            zip(grow[buf], buf.shape)])
         producers[pblk.name] = (ploops, buf)
-    new_buf = {b: Buffer(tuple(const(n, "int32") for n in shape), b.dtype, b.name,
+    new_buf = {b: Buffer(tuple(_expr(n) for n in shape), b.dtype, b.name,
                          (), b.scope, b.align) for b, shape in grow.items()}
     return _Pad(blk.name, by_loop, ext, producers, grow, new_buf).visit_root(func, blk), None
 
@@ -263,24 +301,25 @@ class _Pad(Mutator):
         if n is None:
             return f if body is f.body else For(f.loop_var, f.min, f.extent, f.kind, body,
                                                 f.thread_tag, f.annotations)
-        return For(f.loop_var, f.min, const(n, f.extent.dtype), f.kind, body, f.thread_tag,
+        return For(f.loop_var, f.min, _expr(n, f.extent.dtype), f.kind, body, f.thread_tag,
                    f.annotations)
 
     def visit_Block(self, b):
         out = self.generic_visit(b)
         if b.name == self.name:
-            ivs = tuple(IterVar(iv.var, Range(iv.dom.min, const(self.ext[id(iv.var)],
+            ivs = tuple(IterVar(iv.var, Range(iv.dom.min, _expr(self.ext[id(iv.var)],
                                                                 iv.dom.extent.dtype)), iv.kind)
                         for iv in out.iter_vars)
             return Block(out.name, ivs, out.reads, out.writes, out.body, out.init,
                          out.alloc_buffers, out.annotations)
         if b.name in self.producers:
             _, buf = self.producers[b.name]
-            shape, old = self.grow[buf], [int(d.value) for d in buf.shape]
-            ivs = tuple(IterVar(iv.var, Range(iv.dom.min, const(n, iv.dom.extent.dtype)),
+            shape, old = self.grow[buf], buf.shape
+            ivs = tuple(IterVar(iv.var, Range(iv.dom.min, _expr(n, iv.dom.extent.dtype)),
                                 iv.kind) for iv, n in zip(out.iter_vars, shape))
             st = out.body
-            conds = [iv.var < o for iv, o, n in zip(out.iter_vars, old, shape) if n != o]
+            conds = [iv.var < o for iv, o, n in zip(out.iter_vars, old, shape)
+                     if not _same(_expr(n), o)]
             cond = conds[0]
             for c in conds[1:]:
                 cond = cond & c

@@ -26,7 +26,7 @@ from cuvil_tir.expr import (Add, And, BufferLoad, FloatImm, IntImm, Max, Min, Mu
                             const)
 from cuvil_tir.op import max_value, maximum, min_value, minimum
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar,
-                            Range, SeqStmt)
+                            LetStmt, Range, SeqStmt)
 from cuvil_tir.visitor import substitute, used_vars
 
 from cuvil_tir.analysis import tree
@@ -365,7 +365,8 @@ def rfactor(func, loop, factor_axis: int = 0):
                              "exactly one reduction block", func, rf_loop)
     bpath = tree.find_block(func, under[0].block.name)
     realize = tree.get(func, bpath)
-    blk = realize.block
+    blk = _without_lets(realize.block, func)
+    realize = BlockRealize(realize.iter_values, realize.predicate, blk)
     combiner, rhs = reducer_of(blk, prim, func)
     v = rf_loop.loop_var
     used_by_reduce = False
@@ -484,6 +485,30 @@ def rfactor(func, loop, factor_axis: int = 0):
     g = tree.replace(g, scope_path, BlockRealize(scope.iter_values, scope.predicate,
                                                  new_scope))
     return g, BlockRV(rf_name)
+
+
+def _without_lets(blk: Block, func) -> Block:
+    """The block with the ``LetStmt`` s around its store substituted into it (a let
+    binds a pure value: ``v = C + A * B; C = v`` is ``C = C + A * B``).  A body that
+    stores several buffers (a tuple reduction such as argmax) is refused."""
+    body, lets = blk.body, {}
+    while isinstance(body, LetStmt):
+        lets[body.var] = substitute(body.value, lets)
+        body = body.body
+    if not lets:
+        return blk
+    if isinstance(body, SeqStmt) and all(isinstance(x, BufferStore) for x in body.seq):
+        names = ", ".join(x.buffer.name for x in body.seq)
+        raise schedule_error(NotReductionError, "rfactor", f"block {blk.name!r} reduces "
+                             f"into {len(body.seq)} buffers ({names}) at once, a tuple "
+                             "reduction such as argmax: rfactor factors one buffer. (An "
+                             "argmax whose ties keep the accumulator is not commutative "
+                             "either: factoring would change which index a tie returns)",
+                             func, blk)
+    if not isinstance(body, BufferStore):
+        return blk
+    return Block(blk.name, blk.iter_vars, blk.reads, blk.writes, substitute(body, lets),
+                 blk.init, blk.alloc_buffers, blk.annotations)
 
 
 def _check_rfactor_block(func, realize, loops, rf_loop) -> None:

@@ -71,3 +71,72 @@ def test_parallel_and_vectorize_refuse_a_non_affine_binding(prim):
     assert_refused(sch, lambda: getattr(sch, prim)(i), rf"{prim}: block 'B' under loop i "
                    r"binds v to i \* j % 8, which is not quasi-affine in its loops: "
                    r"different iterations may write one element", LoopCarriedError)
+
+
+def _copy_8x8(v: str, w: str, where: str = "", width: int = 8) -> str:
+    """A copy block B[v, w] = A[v, w] under two loops i, j of extent 8."""
+    guard = f"\n            T.where({where})" if where else ""
+    return f'''@T.prim_func
+def main(A: T.Buffer((8, {width}), "float32"), B: T.Buffer((8, {width}), "float32")):
+    for i, j in T.grid(8, 8):
+        with T.block("B"):
+            v = T.axis.spatial(8, {v})
+            w = T.axis.spatial({width}, {w}){guard}
+            B[v, w] = A[v, w]
+'''
+
+
+COUPLED_PREDICATE = _copy_8x8("i", "j", where="i * 8 + j < 20")
+STRIDED_BINDING = _copy_8x8("i", "j * 4", width=32)
+
+PARTIAL_AFFINE = '''@T.prim_func
+def main(A: T.Buffer((30, 4), "float32"), B: T.Buffer((30, 4), "float32")):
+    for a in T.serial(5):
+        for b in T.serial(4):
+            for c in T.serial(4):
+                with T.block("B"):
+                    v = T.axis.spatial(30, a * a + b)
+                    w = T.axis.spatial(4, c)
+                    T.reads(A[v, w])
+                    T.writes(B[v, w])
+                    B[v, w] = A[v, w] + 1.0
+'''
+
+
+def test_reorder_refuses_a_predicate_coupling_the_loops_of_two_iter_values():
+    f = T.parse(COUPLED_PREDICATE)
+    sch = S.Schedule(f)
+    i, j = sch.get_loops("B")
+    assert_refused(sch, lambda: sch.reorder(j, i), r"reorder: block 'B' has the predicate "
+                   r"i \* 8 \+ j < 20, whose condition i \* 8 \+ j < 20 couples loops "
+                   r"\(i, j\) that feed different iter values: its iteration domain is "
+                   r"not a box of its variables; reorder permutes only loops whose blocks "
+                   r"have affine bindings", LoopNestError)
+
+
+def test_reorder_refuses_a_strided_binding():
+    f = T.parse(STRIDED_BINDING)
+    sch = S.Schedule(f)
+    i, j = sch.get_loops("B")
+    assert_refused(sch, lambda: sch.reorder(j, i), r"reorder: block 'B' binds w to j \* 4, "
+                   r"a strided map of its loops \(no loop steps it by 1: its domain has "
+                   r"gaps\)", LoopNestError)
+
+
+def test_reorder_treats_loops_outside_the_reordered_ones_as_constants():
+    f = T.parse(PARTIAL_AFFINE)
+    sch = S.Schedule(f)
+    a, b, c = sch.get_loops("B")
+    # a * a is not quasi-affine in a: a cannot move ...
+    assert_refused(sch, lambda: sch.reorder(a, c, b), r"reorder: block 'B' binds v to "
+                   r"a \* a \+ b, which is not quasi-affine in its loops", LoopNestError)
+    # ... but below a it is a constant, and b, c may be swapped
+    sch.reorder(c, b)
+    assert [lp.var.name for lp in sch.get_loops("B")] == ["a", "c", "b"]
+    x = np.arange(120, dtype="float32").reshape(30, 4)
+    want = np.zeros((30, 4), "float32")
+    for a_ in range(5):
+        for b_ in range(4):
+            want[a_ * a_ + b_] = x[a_ * a_ + b_] + 1
+    np.testing.assert_array_equal(run(sch, [x, np.zeros((30, 4), "float32")])[1], want)
+    verify_trace_roundtrip(sch, f)

@@ -159,7 +159,7 @@ def test_compute_at_own_loop_is_refused():
     (i,) = sch.get_loops(sch.get_block("E"))
     blk = sch.get_block("E")
     assert_refused(sch, lambda: sch.compute_at(blk, i),
-                   r"compute_at: loop 'i' is one of block 'E''s own loops",
+                   r"compute_at: loop 'i' is an ancestor of block 'E' \(one of its own loops\)",
                    BlockLocationError)
 
 
@@ -170,7 +170,8 @@ def test_compute_at_loop_not_enclosing_every_consumer():
     blk = sch.get_block("exp")
     assert_refused(sch, lambda: sch.compute_at(blk, row),
                    r"compute_at: onto a loop that does not enclose every consumer: "
-                   r"consumer\(s\) \['softmax'\] of block 'exp' are outside loop 'i'",
+                   r"consumer\(s\) \['softmax'\] of block 'exp' are outside loop 'i'; "
+                   r"compute_at requires all the consumers under the loop",
                    BlockLocationError)
 
 
@@ -202,7 +203,8 @@ def test_reverse_compute_at_loop_not_enclosing_every_producer():
     blk = sch.get_block("softmax")
     assert_refused(sch, lambda: sch.reverse_compute_at(blk, row),
                    r"reverse_compute_at: onto a loop that does not enclose every "
-                   r"producer: producer\(s\) \['exp'\]", BlockLocationError)
+                   r"producer: producer\(s\) \['exp'\].*reverse_compute_at requires all "
+                   r"the producers under the loop", BlockLocationError)
 
 
 def test_reverse_compute_at_into_reduction_loop_is_refused():
@@ -223,7 +225,7 @@ def test_reverse_compute_at_onto_own_new_loop_is_refused():
     sch.reverse_compute_at(sch.get_block("D"), i)
     blk = sch.get_block("D")
     assert_refused(sch, lambda: sch.reverse_compute_at(blk, i),
-                   r"loop 'i' is one of block 'D''s own loops", BlockLocationError)
+                   r"loop 'i' is an ancestor of block 'D' \(one of its own loops\)", BlockLocationError)
 
 
 def test_compute_at_handle_of_replaced_loop_is_refused():

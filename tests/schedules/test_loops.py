@@ -244,7 +244,7 @@ def test_fuse_three_loops_of_matmul():
     text = str(sch.func)
     assert "for i_j_k_fused in T.serial(120):" in text
     assert "T.axis.spatial(4, i_j_k_fused // 30)" in text
-    assert "T.axis.spatial(6, i_j_k_fused // 5 % 6)" in text
+    assert "T.axis.spatial(6, i_j_k_fused % 30 // 5)" in text
     assert "T.axis.reduce(5, i_j_k_fused % 5)" in text
     assert fused.var.name == "i_j_k_fused"
     check_workload(sch, w)

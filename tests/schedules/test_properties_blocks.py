@@ -3,7 +3,8 @@
 Hypothesis draws, for each workload (tiny sizes), a sequence of attempts: compute_at /
 reverse_compute_at onto random loops, compute_inline / reverse_compute_inline of random
 blocks, cache_read / cache_write with random scopes (global/local), set_scope,
-storage_align, reindex, transform_block_layout (reversed iteration variables), and
+storage_align, reindex, transform_block_layout (reversed iteration variables),
+reorder_block_iter_var, fuse_reduction_epilogue, and
 splits (which create boundary tiles).  An attempt may be refused;
 a refused attempt must leave the schedule unchanged.  Whatever was accepted must
 compute what numpy computes, and its trace must replay.
@@ -27,7 +28,7 @@ WORKLOADS = {
 
 ACTIONS = ("compute_at", "reverse_compute_at", "compute_inline", "reverse_compute_inline",
            "cache_read", "cache_write", "split", "set_scope", "storage_align", "reindex",
-           "transform_block_layout")
+           "transform_block_layout", "reorder_block_iter_var", "fuse_reduction_epilogue")
 
 
 def _signature(n):
@@ -74,6 +75,12 @@ def _attempt(sch, data, action):
                 return tuple(reversed(v))
             reverse.__signature__ = _signature(n)
             sch.transform_block_layout(blk, reverse)
+    elif action == "reorder_block_iter_var":
+        n = len(tree.get(sch.func, tree.find_block(sch.func, blk.name)).block.iter_vars)
+        if n:
+            sch.reorder_block_iter_var(blk, list(data.draw(st.permutations(range(n)))))
+    elif action == "fuse_reduction_epilogue":
+        sch.fuse_reduction_epilogue(blk, sch.get_block(data.draw(st.sampled_from(names))))
     elif action == "set_scope":
         sch.set_scope(blk, 0, data.draw(st.sampled_from(["global", "local"])))
     else:

@@ -1,0 +1,104 @@
+"""When ``reorder`` may permute a loop nest: TensorIR's affine-binding rule.
+
+Reorder is legal when every block under the reordered loops has an *affine binding*
+in those loops (loops outside the outermost reordered one are fixed: their values are
+constants for the nest, TensorIR's partial affineness):
+
+- each iter value is quasi-affine in the nest's loops (``i * 16 + j``, ``i // 4``;
+  not ``i * j % 8``), and not strided (some loop steps it by 1: ``l * 16`` alone leaves
+  gaps in its domain);
+- each condition of the block's ``T.where`` is quasi-affine and bounds loops that feed
+  one iter value (``i_0 * 16 + i_1 < 127`` after a split).  A condition coupling the
+  loops of several iter values (``i * 64 + j < 100`` with ``vi = i, vj = j``) makes the
+  block's iteration domain something other than a box of its variables.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> A = T.placeholder((4, 4), name="A")
+    >>> f = T.create_prim_func([A, T.compute((4, 4), lambda i, j: A[i, j], name="B")])
+    >>> nest = f.body.block.body
+    >>> reorder_blocker(nest) is None
+    True
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.analysis import tree
+from cuvil_tir.arith.affine import Affine
+from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, Cast, FloorDiv, FloorMod,
+                            IntImm, Mul, Sub, Var)
+from cuvil_tir.stmt import For
+from cuvil_tir.visitor import post_order_visit, used_vars
+
+
+def reorder_blocker(nest):
+    """``(block name, why)`` of the first block under the loop ``nest`` (a For) whose
+    binding is not affine in the nest's loops, or None."""
+    loops = set()
+    post_order_visit(nest, lambda n: loops.add(n.loop_var) if isinstance(n, For) else None)
+    for br in tree.blocks_under(nest):
+        feeds = []
+        for iv, val in zip(br.block.iter_vars, br.iter_values):
+            if not _quasi_affine(val, loops):
+                return br.block.name, (f"binds {iv.var.name} to {val}, which is not "
+                                       "quasi-affine in its loops: the order of its "
+                                       "iterations may matter (two of them can write "
+                                       "one element)")
+            if _strided(val, loops):
+                return br.block.name, (f"binds {iv.var.name} to {val}, a strided map of "
+                                       "its loops (no loop steps it by 1: its domain has gaps)")
+            feeds.append({v for v in used_vars(val) if v in loops})
+        for cond in _conjuncts(br.predicate):
+            why = _predicate_blocker(cond, loops, feeds)
+            if why is not None:
+                return br.block.name, f"has the predicate {br.predicate}, {why}"
+    return None
+
+
+def _quasi_affine(e, loops) -> bool:
+    """Quasi-affine in ``loops``; any sub-expression free of them is a constant."""
+    if not any(v in loops for v in used_vars(e)):
+        return True
+    if isinstance(e, Var):
+        return True
+    if isinstance(e, (Add, Sub)):
+        return _quasi_affine(e.a, loops) and _quasi_affine(e.b, loops)
+    if isinstance(e, Mul):
+        free_a = not any(v in loops for v in used_vars(e.a))
+        free_b = not any(v in loops for v in used_vars(e.b))
+        return (free_a and _quasi_affine(e.b, loops)) or (free_b and _quasi_affine(e.a, loops))
+    if isinstance(e, (FloorDiv, FloorMod)):
+        return isinstance(e.b, IntImm) and e.b.value > 0 and _quasi_affine(e.a, loops)
+    if isinstance(e, Cast):
+        return _quasi_affine(e.value, loops)
+    return False
+
+
+def _strided(e, loops) -> bool:
+    """Every term over the loops has a constant coefficient other than +-1."""
+    if isinstance(e, Cast):
+        return _strided(e.value, loops)
+    terms = [k for atom, k in Affine.of(e).terms if any(v in loops for v in used_vars(atom))]
+    return bool(terms) and all(abs(k) != 1 for k in terms)
+
+
+def _conjuncts(pred) -> list:
+    if isinstance(pred, And):
+        return _conjuncts(pred.a) + _conjuncts(pred.b)
+    return [] if isinstance(pred, IntImm) else [pred]
+
+
+def _predicate_blocker(cond, loops, feeds):
+    if not isinstance(cond, (LT, LE, GT, GE, EQ, NE)) or not (
+            _quasi_affine(cond.a, loops) and _quasi_affine(cond.b, loops)):
+        return "which is not a condition on quasi-affine expressions"
+    used = {v for v in used_vars(cond) if v in loops}
+    if used and not any(used <= f for f in feeds):
+        names = ", ".join(sorted(v.name for v in used))
+        return (f"whose condition {cond} couples loops ({names}) that feed different "
+                "iter values: its iteration domain is not a box of its variables")
+    return None
+
+
+__all__ = ["reorder_blocker"]
