@@ -309,6 +309,26 @@ def _accesses(stmt, buf) -> int:
     return len(n)
 
 
+def _within(sized, full, doms):
+    """The box clipped to the buffer: a dimension whose box is not provably inside
+    ``[0, extent)`` keeps the whole dimension.  Bounds of indices through a symbolic
+    ``//`` or ``%`` are loose (down to the index type's minimum), and a box taken from
+    them would be a buffer of 2**31 elements at an offset of -2**31."""
+    from ..arith import Analyzer
+    ana = Analyzer(index_no_overflow=True)
+    for v, r in doms.items():
+        ana.bind(v, r)
+    shape, offset = [], []
+    for ext, off, whole in zip(*sized, full):
+        if ana.can_prove(off >= 0) and ana.can_prove(off + ext <= whole):
+            shape.append(ext)
+            offset.append(off)
+        else:
+            shape.append(whole)
+            offset.append(IntImm(0, "int32"))
+    return tuple(shape), tuple(offset)
+
+
 class _Planner(Mutator):
     def __init__(self, scopes):
         self.scopes = scopes
@@ -359,7 +379,7 @@ class _Planner(Mutator):
                 return None
             new, offset = buf, tuple(IntImm(0, "int32") for _ in buf.shape)
         else:
-            shape, offset = sized
+            shape, offset = _within(sized, buf.shape, doms)
             new = Buffer(shape, buf.dtype, buf.name, (), buf.scope, buf.align)
             if not entered and all(provably_le(a, b) and provably_le(b, a)
                                    for a, b in zip(shape, buf.shape)):

@@ -262,3 +262,20 @@ def test_no_stray_allocations_remain():
     found = []
     post_order_visit(g.body, lambda n: found.append(n) if isinstance(n, Allocate) else None)
     assert len(found) == 1
+
+
+def test_a_box_with_loose_symbolic_bounds_keeps_the_whole_dimension():
+    # bounds through a symbolic // and % reach down to int32's minimum: the box must not
+    # become a buffer of n + 2**31 elements at offset -2**31 (it failed to allocate)
+    import targets
+    n = T.size_var("n")
+    X = T.placeholder((n,), "int32", name="X")
+    Y = T.compute((n,), lambda i: X[i] + 1, name="Y")
+    Z = T.compute((n,), lambda i: Y[i] * 2, name="Z")
+    sch = S.Schedule(T.create_prim_func([X, Z]))
+    sch.split(sch.get_loops("Y")[0], [2, None])
+    sch.fuse(*sch.get_loops("Y"))
+    assert plan_buffer_allocation(sch.func) is sch.func     # Y stays whole, at the root
+    z = np.zeros(11, "int32")
+    targets.build(sch.func, "llvm")(np.arange(11, dtype="int32"), z)
+    np.testing.assert_array_equal(z, (np.arange(11) + 1) * 2)
