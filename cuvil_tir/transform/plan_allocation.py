@@ -124,16 +124,15 @@ def _may_enter(loop: For, scope: str) -> bool:
 
 
 def _touches(stmt, buf) -> bool:
-    hit = []
+    return _count(stmt, buf) > 0
 
-    def look(n):
-        if isinstance(n, (BufferLoad, BufferStore)) and n.buffer is buf:
-            hit.append(1)
-        elif isinstance(n, BufferRegion) and n.buffer is buf:
-            hit.append(1)
 
-    post_order_visit(stmt, look)
-    return bool(hit)
+def _count(stmt, buf) -> int:
+    """How many loads, stores and declared regions of ``buf`` ``stmt`` holds."""
+    hits = []
+    post_order_visit(stmt, lambda n: hits.append(1) if isinstance(
+        n, (BufferLoad, BufferStore, BufferRegion)) and n.buffer is buf else None)
+    return len(hits)
 
 
 def _blocks(stmt, doms, out):
@@ -297,16 +296,9 @@ def _thread_vars(node, buf) -> set:
                      and n.kind in ("thread_binding", "parallel") else None)
     if not loops:
         return set()
-    memo, everywhere = {}, _accesses(node, buf)
+    memo, everywhere = {}, _count(node, buf)
     return {lp.loop_var for lp in loops
-            if _accesses(lp, buf) == everywhere and _private(lp, buf, memo)}
-
-
-def _accesses(stmt, buf) -> int:
-    n = []
-    post_order_visit(stmt, lambda m: n.append(1) if isinstance(
-        m, (BufferLoad, BufferStore)) and m.buffer is buf else None)
-    return len(n)
+            if _count(lp, buf) == everywhere and _private(lp, buf, memo)}
 
 
 def _within(sized, full, doms):

@@ -98,7 +98,7 @@ def _check_everywhere(func, blk, buf, indices, is_read, prim):
     if not is_read:
         guarded = []
         post_order_visit(blk.body, lambda n: guarded.append(n) if isinstance(
-            n, IfThenElse) and any(x.buffer is buf for x in _stores(n)) else None)
+            n, IfThenElse) and _found(n, buf, BufferStore) else None)
         if guarded:
             raise schedule_error(CacheStageError, prim, f"block {blk.name!r} stores "
                                  f"{shown} only where {guarded[0].condition} holds; the "
@@ -121,12 +121,6 @@ def _check_everywhere(func, blk, buf, indices, is_read, prim):
                                  f"{buf.name!r} out of bounds. Pad {buf.name!r} first "
                                  "(transform_layout with pad_value) or use cache_read, "
                                  "which copies only the region read", func, blk)
-
-
-def _stores(n) -> list:
-    found = []
-    post_order_visit(n, lambda m: found.append(m) if isinstance(m, BufferStore) else None)
-    return found
 
 
 class _Redirect(Mutator):
@@ -203,7 +197,7 @@ def _reindex(func, block, buf_of, scope_of, cache_map, name_of, is_read, prim):
         raise schedule_error(CacheStageError, prim, f"block {blk.name!r} also writes "
                              f"{buf.name!r}; stage its write instead", func, blk)
     if not is_read and blk.init is None and (
-            any(r.buffer is buf for r in blk.reads) or _loads(blk.body, buf)):
+            any(r.buffer is buf for r in blk.reads) or _found(blk.body, buf, BufferLoad)):
         raise schedule_error(CacheStageError, prim, f"block {blk.name!r} reads "
                              f"{buf.name!r} and has no init (an update whose init is "
                              "elsewhere): the new buffer would never be initialised. "
@@ -231,10 +225,11 @@ def _reindex(func, block, buf_of, scope_of, cache_map, name_of, is_read, prim):
     return g, BlockRV(name)
 
 
-def _loads(stmt, buf) -> list:
+def _found(stmt, buf, kind) -> list:
+    """The ``kind`` nodes (``BufferLoad`` or ``BufferStore``) of ``buf`` in ``stmt``."""
     out = []
     post_order_visit(stmt, lambda n: out.append(n)
-                     if isinstance(n, BufferLoad) and n.buffer is buf else None)
+                     if isinstance(n, kind) and n.buffer is buf else None)
     return out
 
 
