@@ -262,3 +262,6 @@ register_op(OpDef("parallel_launch", -1, "any", effect="opaque",
 
 __all__ = ["EFFECTS", "OPERAND_RULES", "OpDef", "get_op", "has_op", "list_ops",
            "register_op", "unregister_op"]
+
+# a pointer into a buffer (TVMScript's tvm_access_ptr); registered by its module
+from . import access_ptr as _access_ptr  # noqa: E402,F401

@@ -35,6 +35,7 @@ from ..stmt import (Allocate, AssertStmt, Block, BlockRealize, BufferStore, Eval
                     IfThenElse, IterVar, LetStmt, Range, SeqStmt, seq)
 from ..visitor import Visitor
 from .tvmscript import TVM_ASSIGN, TVMScriptMixin
+from .tvm_calls import tvm_store_value
 from .evaluate import (LOOP_KINDS, Builtin, ExprEvaluator, Spec, is_builtin as _is, point_range,
                        span, to_expr)
 
@@ -236,8 +237,7 @@ class Builder(TVMScriptMixin, ExprEvaluator):
             if not isinstance(ld, BufferLoad):
                 raise self.error("expected a buffer element on the left of '=', e.g. "
                                  "A[i] = ...", lhs)
-            value = to_expr(self.eval(rhs), ld.buffer.dtype)
-            return BufferStore(ld.buffer, value, ld.indices)
+            return self.store(ld, to_expr(self.eval(rhs), ld.buffer.dtype))
         names = _target_names(lhs)
         if names is None:
             raise self.error("expected a name, names or a buffer element on the left of "
@@ -288,7 +288,13 @@ class Builder(TVMScriptMixin, ExprEvaluator):
             raise self.error(f"expected a buffer element on the left of '{op}', e.g. "
                              f"C[i] {op} x", lhs)
         value = self.wrap(self.binop, t, str(op)[:-1], ld, self.eval(rhs))
-        return BufferStore(ld.buffer, to_expr(value, ld.buffer.dtype), ld.indices)
+        return self.store(ld, to_expr(value, ld.buffer.dtype))
+
+    def store(self, ld: BufferLoad, value: Expr) -> BufferStore:
+        """``buffer[indices] = value``; in TVM's dialect with TVM's store conversion."""
+        if self.tvm_dialect:
+            value = tvm_store_value(value, ld.buffer)
+        return BufferStore(ld.buffer, value, ld.indices)
 
     def s_annassign(self, t, ctx, rest):
         target, ann, value = t.children

@@ -32,6 +32,7 @@ from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Cal
                     Div, Expr, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or,
                     Ramp, Select, StringImm, Sub, Var, as_expr, const)
 from ..op import call_extern
+from .tvm_calls import Pointer, float_literal_promotes, tvm_builtin, type_annotation
 from ..printer import INTRIN_ARITY
 from ..stmt import BufferRegion, Range
 
@@ -100,6 +101,8 @@ def to_expr(v, like: str | None = None) -> Expr:
     """An IR expression from a parser value (a literal takes the dtype ``like``)."""
     if isinstance(v, Expr):
         return v
+    if isinstance(v, Pointer):
+        return v.call
     if isinstance(v, str):
         return StringImm(v)
     if isinstance(v, Spec) and v.kind in ("var", "size_var"):
@@ -120,18 +123,6 @@ def unify(a, b) -> tuple[Expr, Expr]:
     return to_expr(a), to_expr(b)
 
 
-def _float_literal_promotes(x, other=None):
-    """TVM's Python frontend's one promotion: an integer expression meeting a Python float
-    literal (``10.0 * vi``) is cast to float32.  Only for a function written against a
-    module flagged ``__tvmscript_namespace__`` (TVM's dialect, see
-    :attr:`ExprEvaluator.tvm_dialect`); Cuvil's own text asks for the cast.  The cast is
-    explicit in the IR, so the printed form reads back in either dialect."""
-    if isinstance(x, Expr) and isinstance(other, float) and D.lanes(x.dtype) == 1 \
-            and D.is_integer(x.dtype):
-        return Cast("float32", x)
-    return x
-
-
 def pos(t) -> tuple[int, int]:
     """1-based (line, column) of a token, or of the first token of a tree."""
     if isinstance(t, Token):
@@ -142,26 +133,6 @@ def pos(t) -> tuple[int, int]:
         if isinstance(c, (Tree, Token)):
             return pos(c)
     return 1, 1
-
-
-def tvm_builtin(name: str):
-    """``T.tvm_<op>(*args, dtype=...)``, one of TVM's backend builtins (``tvm_fill_fragment``,
-    ``tvm_load_matrix_sync`` ...): read as an opaque call of the extern ``tvm_<op>``, so
-    that a schedule can move it (it reads and writes what its block declares); only a
-    target that provides the symbol can run it.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> f = T.parse("def f(A: T.Buffer((4,), 'float32')):\\n"
-        ...             "    T.evaluate(T.tvm_fill_fragment(A.data, 4, 0, dtype='handle'))\\n")
-        >>> f.body.value.args[0].value, f.body.value.dtype
-        ('tvm_fill_fragment', 'handle')
-    """
-    def call(*args, dtype="handle"):
-        return call_extern(dtype, name, *args)
-    call.__name__ = name
-    return call
 
 
 class ExprEvaluator:
@@ -253,6 +224,8 @@ class ExprEvaluator:
                     return getattr(mod, name)
             if name.startswith("tvm_"):
                 return tvm_builtin(name)
+            if name == "type_annotation":
+                return type_annotation
             near = difflib.get_close_matches(name, sorted(BUILTINS) + list(script.__all__),
                                              n=1)
             hint = f"; did you mean 'T.{near[0]}'?" if near else ""
@@ -324,7 +297,7 @@ class ExprEvaluator:
         if is_py_scalar(a) and is_py_scalar(b):
             return _PY[op](a, b)
         if self.tvm_dialect:
-            a, b = _float_literal_promotes(a, b), _float_literal_promotes(b, a)
+            a, b = float_literal_promotes(a, b), float_literal_promotes(b, a)
         a, b = unify(a, b)
         if op == "/" and not D.is_float(a.dtype):
             raise CuvilError(f"'/' is true division and needs float operands, found "
@@ -450,6 +423,11 @@ class ExprEvaluator:
             return scalar_const(callee.dtype, *args)
         if not callable(callee):
             raise self.error(f"{callee!r} is not callable", t.children[0])
+        if any(isinstance(a, Pointer) for a in args):
+            # a call receiving memory gets the region, any other the pointer expression
+            mem = callee is call_extern or getattr(callee, "takes_memory", False)
+            args = [(a.as_argument() if mem else a.call) if isinstance(a, Pointer) else a
+                    for a in args]
         return callee(*args, **kwargs)
 
     def let_expr(self, t):

@@ -40,6 +40,7 @@ from ..errors import CuvilError
 from ..expr import Expr, IntImm, Var
 from ..stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Range, seq)
 from .evaluate import Spec, make_access, to_expr
+from .tvm_calls import make_pointer
 
 #: ``x = T.<kind>(...)`` statements this module builds
 TVM_ASSIGN = ("match_buffer", "decl_buffer", "buffer_decl", "allocate_const")
@@ -174,25 +175,9 @@ class TVMScriptMixin:
 
     def access_ptr(self, base, tree, access_mask="rw", ptr_type="handle", content_lanes=1,
                    offset=0, extent=None):
-        """``A.access_ptr(mask, offset=o, extent=e)`` as the buffer region it points to."""
+        """``A.access_ptr(mask, offset=o, extent=e)``: a pointer (see :mod:`.tvm_calls`)."""
         view = getattr(base, "is_buffer_view", False)
-        if isinstance(access_mask, str) and set(access_mask) - set("rw"):
-            raise self.error(f"access_ptr: the access mask is 'r', 'w' or 'rw', found "
-                             f"{access_mask!r}", tree)
-        region = base.full() if view else BufferRegion.full(base)
-        if offset == 0 and extent is None:
-            return region
-        buf = region.buffer
-        if buf.ndim != 1:
-            raise self.error(f"access_ptr of {base.name} with an offset or extent: only "
-                             "one-dimensional buffers have a flat element range; pass the "
-                             "region itself, e.g. A[i, 0:16]", tree)
-        lo = to_expr(offset, "int32")
-        if view:
-            lo = _add(region.region[0].min, lo)
-        ext = to_expr(extent, "int32") if extent is not None else \
-            region.region[0].extent - to_expr(offset, "int32")
-        return BufferRegion(buf, (Range(lo, ext),))
+        return self.wrap(make_pointer, tree, base, access_mask, offset, extent, view)
 
     # statements -----------------------------------------------------------------------------
     def tvm_assign(self, name: str, v: Spec, ctx, t, rhs):

@@ -1,0 +1,193 @@
+"""TVMScript's pointer calls and implicit store conversions (issue 11, section 4).
+
+``T.tvm_access_ptr`` / ``A.access_ptr`` over a flat range of a multi-dimensional
+buffer read as the ``access_ptr`` op; schedules that remove or replace a buffer handed
+to a call as memory refuse or retarget it; a function written against TVM's namespace
+gets TVM's store conversions where they are defined for every value.
+"""
+
+import types
+
+import numpy as np
+import pytest
+
+import cuvil_tir as T
+import schedules as S
+import targets
+
+rng = np.random.default_rng(7)
+
+
+def tvm_ns():
+    alias = types.ModuleType("tvm.script.tir")
+    alias.__tvmscript_namespace__ = True
+    return alias
+
+
+def round_trip(f):
+    g = T.parse(str(f))
+    assert T.structural_equal(f, g) and str(g) == str(f), f"no round trip:\n{f}"
+    return f
+
+
+MARKED = '''
+def f(A: T.Buffer((4, 16), "float32"), B: T.Buffer((4, 16), "float32")):
+    for i, j in T.grid(4, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(A[vi, 0:16])
+            T.writes(B[vi, vj])
+            T.evaluate(A.access_ptr("r", offset=vi * 16, extent=16))
+            B[vi, vj] = A[vi, vj] * T.float32(3)
+'''
+
+
+def test_access_ptr_of_a_flat_range_is_a_pointer_op_that_round_trips_and_runs():
+    f = round_trip(T.parse(MARKED))
+    ptr = f.body.block.body.body.body.block.body.seq[0].value
+    assert ptr.op == "access_ptr" and ptr.dtype == "handle"
+    assert str(ptr) == 'T.tvm_access_ptr(T.type_annotation("float32"), A.data, vi * 16, 16, 1)'
+    a = rng.standard_normal((4, 16)).astype("float32")
+    b = np.zeros_like(a)
+    T.interpret(f, a, b)                       # evaluating a pointer does nothing
+    np.testing.assert_allclose(b, a * 3)
+    b[:] = 0
+    targets.build(f, "llvm")(a, b)
+    np.testing.assert_allclose(b, a * 3)
+
+
+def test_tvm_access_ptr_spelling_with_integer_masks():
+    src = ('def f(A: T.Buffer((8, 8), "float16")):\n'
+           '    T.evaluate(T.tvm_access_ptr(T.type_annotation(dtype="float16"), A.data, 8, 16, '
+           '3, dtype="handle"))\n')
+    f = round_trip(T.parse(src))
+    assert f.body.value.args[3].value == "rw"
+
+
+def test_pointer_inside_an_extern_call_and_string_arguments():
+    src = ('def f(A: T.Buffer((32, 16), "float16"), B: T.Buffer((32, 16), "float16")):\n'
+           '    T.evaluate(T.tvm_load_matrix_sync(B.data, 16, 16, 16, 0, T.tvm_access_ptr('
+           'T.type_annotation(dtype="float16"), A.data, 256, 256, 1, dtype="handle"), 16, '
+           '"row_major", dtype="handle"))\n')
+    f = round_trip(T.parse(src))
+    args = f.body.value.args
+    assert args[7].op == "access_ptr" and args[9].value == "row_major"
+    # a box of a buffer is still passed as its region (Cuvil's form of memory)
+    g = T.parse('def g(A: T.Buffer((64,), "float32")):\n'
+                '    T.evaluate(T.call_extern("fill", A.access_ptr("w", offset=8, extent=4), '
+                'dtype="int32"))\n')
+    assert str(g.body.value.args[2]) == "A[8:12]"
+
+
+@pytest.mark.parametrize("call,message", [
+    ('T.tvm_access_ptr(T.type_annotation(dtype="int8"), A.data, 0, 4, 1)',
+     r"the type annotation int8 differs from A's dtype float32"),
+    ('T.tvm_access_ptr(T.type_annotation(dtype="float32"), A[0, 0:4], 0, 4, 1)',
+     r"expected a buffer's data \(A.data\) second"),
+    ('T.tvm_access_ptr(T.type_annotation(dtype="float32"), A.data, 0, 4, 5)',
+     r"the access mask is 'r', 'w' or 'rw' \(TVMScript: 1, 2 or 3\), found 5"),
+    ('A.access_ptr("x", offset=4)', r"access_ptr: the access mask is 'r', 'w' or 'rw', "
+                                    r"found 'x'"),
+    ('T.tvm_access_ptr("float32", A.data, 0, 4, 1)',
+     r"expected T.type_annotation\(dtype\) first"),
+])
+def test_access_ptr_errors(call, message):
+    with pytest.raises(T.ParseError, match=message):
+        T.parse(f'def f(A: T.Buffer((4, 4), "float32")):\n    T.evaluate({call})\n')
+
+
+INLINE = '''
+def f(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")):
+    B = T.alloc_buffer((8, 8))
+    for i, j in T.grid(8, 8):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(8, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(B[0:8, 0:8])
+            T.writes(C[vi, vj])
+            T.evaluate(B.access_ptr("r", extent=8))
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+'''
+
+
+def test_inlining_a_buffer_handed_to_a_call_is_refused():
+    f = T.parse(INLINE)
+    with pytest.raises(S.ScheduleError, match=r"compute_inline: buffer 'B' is accessed "
+                                               r"opaquely in block 'C' .*a call receives "
+                                               r"its memory"):
+        S.Schedule(f).compute_inline("B")
+    # the consumer is a plain store; another block hands B to a call
+    plain = INLINE.replace('            T.evaluate(B.access_ptr("r", extent=8))\n', "")
+    g = T.parse(plain.replace("T.reads(B[0:8, 0:8])", "T.reads(B[vi, vj])") +
+                '    with T.block("D"):\n        T.reads(B[0:8, 0:8])\n        T.writes()\n'
+                '        T.evaluate(B.access_ptr("r", extent=8))\n')
+    with pytest.raises(S.ScheduleError, match=r"reverse_compute_inline: buffer 'B' is "
+                                               r"accessed opaquely in block 'D'"):
+        S.Schedule(g).reverse_compute_inline("C")
+
+
+CACHED = '''
+def f(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")):
+    for i, j in T.grid(8, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(A[0:8, 0:8])
+            T.writes(C[vi, vj])
+            T.evaluate(A.access_ptr("MASK", offset=vi * 8, extent=8))
+            C[vi, vj] = A[vi, vj] + T.float32(1)
+'''
+
+
+def test_cache_read_retargets_a_read_pointer_and_refuses_a_written_one():
+    sch = S.Schedule(T.parse(CACHED.replace("MASK", "r")))
+    sch.cache_read("C", 0, "global")
+    g = round_trip(sch.func)
+    assert "A_global.data, vi * 8, 8, 1)" in str(g)
+    a, c = rng.standard_normal((8, 8)).astype("float32"), np.zeros((8, 8), "float32")
+    T.interpret(g, a, c)
+    np.testing.assert_allclose(c, a + 1)
+    # a call writing through the pointer would write the cache, not A
+    with pytest.raises(T.LoweringError, match=r"receives A's memory, and A_global, which "
+                                              r"would replace it, would not see the writes"):
+        S.Schedule(T.parse(CACHED.replace("MASK", "rw"))).cache_read("C", 0, "global")
+
+
+STORES = '''
+def f(A: T.Buffer((6,), "float32"), H: T.Buffer((6,), "float16"), I: T.Buffer((6,), "int64")):
+    for i in range(6):
+        with T.block("s"):
+            vi = T.axis.S(6, i)
+            A[vi] = vi
+            H[vi] = A[vi] * T.float32(1.5)
+            I[vi] = vi
+'''
+
+
+def test_tvm_namespace_stores_convert_where_every_value_converts():
+    f = T.parse(STORES, env={"T": tvm_ns()})
+    text = str(f)
+    assert 'A[vi] = T.Cast("float32", vi)' in text and 'T.Cast("int64", vi)' in text
+    round_trip(f)                                      # the casts are explicit
+    a, h, n = np.zeros(6, "float32"), np.zeros(6, "float16"), np.zeros(6, "int64")
+    T.interpret(f, a, h, n)
+    np.testing.assert_array_equal(a, np.arange(6, dtype="float32"))
+    np.testing.assert_array_equal(h, (np.arange(6) * 1.5).astype("float16"))
+    np.testing.assert_array_equal(n, np.arange(6))
+    # Cuvil's own dialect asks for the cast
+    with pytest.raises(T.ParseError, match=r"store to A: expected a value of dtype float32, "
+                                           r"found int32"):
+        T.parse(STORES)
+
+
+@pytest.mark.parametrize("store,message", [
+    ("I[0] = T.float32(2.5)", r"store to I: TVM would convert the float32 value to int32"),
+    ("J[0] = I[0]", r"store to J: TVM would convert the int32 value to int8"),
+])
+def test_tvm_namespace_refuses_conversions_not_defined_for_every_value(store, message):
+    src = ('def f(I: T.Buffer((2,), "int32"), J: T.Buffer((2,), "int8")):\n'
+           f'    {store}\n')
+    with pytest.raises(T.ParseError, match=message):
+        T.parse(src, env={"T": tvm_ns()})
