@@ -40,6 +40,17 @@ class FactorError(ScheduleArgumentError):
     """
 
 
+class UnknownTensorIntrinError(ScheduleArgumentError, ValueError):
+    """No tensor intrinsic has the name asked for (a wrong argument value, hence also a
+    ``ValueError``, as TVM raises).
+
+    Example::
+
+        >>> issubclass(UnknownTensorIntrinError, ValueError)
+        True
+    """
+
+
 class LoopNestError(ScheduleError):
     """Loops are not adjacent / perfectly nested / in a single chain as required.
 
@@ -214,4 +225,4 @@ __all__ = ["ScheduleError", "ScheduleArgumentError", "FactorError", "LoopNestErr
            "ReductionLoopError", "LoopCarriedError", "NonConstantExtentError", "AnnotationError",
            "UnknownPrimitiveError", "DebugCheckError", "TraceError", "render_ir",
            "schedule_error", "BlockLocationError", "InlineError", "CacheStageError",
-           "StorageError", "fail"]
+           "StorageError", "UnknownTensorIntrinError", "fail"]

@@ -275,6 +275,10 @@ class Builder(TVMScriptMixin, ExprEvaluator):
         if isinstance(v, Spec) and v.kind in ("var", "size_var"):
             self.bind(name, self.make_var(name, v), "decl")
             return None
+        if isinstance(v, Spec) and v.kind == "launch_thread":
+            self.let_rest = self.launch_thread(name, v, lambda var: self.rest_of_suite(
+                var, "loop", ctx, rest), t)
+            return "consumed"
         if isinstance(v, Expr):
             return self.let_stmt(Var(name, v.dtype), v, ctx, rest)
         self.bind(name, v)
@@ -310,14 +314,17 @@ class Builder(TVMScriptMixin, ExprEvaluator):
 
     def let_stmt(self, var, value, ctx, rest):
         # ``x: T.int32 = v`` binds x for the rest of the suite
-        self.frames.append({var.name: (var, "let")})
+        self.let_rest = LetStmt(var, value, self.rest_of_suite(var, "let", ctx, rest))
+        return "consumed"
+
+    def rest_of_suite(self, var, kind, ctx, rest):
+        """The statements ``rest`` with ``var`` bound (as a ``kind``) around them."""
+        self.frames.append({var.name: (var, kind)})
         try:
             stmts = self.suite(list(rest), ctx)
         finally:
             self.frames.pop()
-        self.let_rest = LetStmt(var, value, seq(*stmts) if not stmts else
-                                _stmts_to_seq(stmts))
-        return "consumed"
+        return seq(*stmts) if not stmts else _stmts_to_seq(stmts)
 
     def axes(self, names, v: Spec, ctx, t):
         if ctx is None or ctx.is_func:
@@ -415,6 +422,9 @@ class Builder(TVMScriptMixin, ExprEvaluator):
             return None
         if kind == "allocate_const" and len(names) == 1:
             return self.with_allocate_const(names[0], spec, suite, t)
+        if kind == "launch_thread" and len(names) == 1:
+            return self.launch_thread(names[0], spec, lambda var: self.body(
+                suite, None, {var.name: var}, "loop"), head)
         if kind in ("LetStmt", "allocate"):
             if len(names) != 1:
                 raise self.error(f"'with T.{kind}(...)' needs 'as <name>'", t)

@@ -32,7 +32,7 @@ from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Cal
                     Div, Expr, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or,
                     Ramp, Select, StringImm, Sub, Var, as_expr, const)
 from ..op import call_extern
-from .tvm_calls import Pointer, float_literal_promotes, tvm_builtin, type_annotation
+from .tvm_calls import TVM_FUNCS, Pointer, float_literal_promotes, tvm_builtin
 from ..printer import INTRIN_ARITY
 from ..stmt import BufferRegion, Range
 
@@ -53,7 +53,7 @@ BUILTINS = {"Buffer", "alloc_buffer", "allocate", "block", "axis", "reads", "wri
             "LetStmt", "Let", "Cast", "Select", "Ramp", "Broadcast", "min", "max",
             "truncdiv", "truncmod", "floordiv", "floormod", "var", "size_var",
             "prim_func", "match_buffer", "decl_buffer", "buffer_decl", "allocate_const",
-            "likely", "let", "assert_"} | set(INTRIN_ARITY)
+            "likely", "let", "assert_", "launch_thread"} | set(INTRIN_ARITY)
 AXIS_KINDS = ("spatial", "reduce", "opaque")
 #: TVMScript's short axis names
 AXIS_ALIASES = {"S": "spatial", "R": "reduce"}
@@ -224,8 +224,8 @@ class ExprEvaluator:
                     return getattr(mod, name)
             if name.startswith("tvm_"):
                 return tvm_builtin(name)
-            if name == "type_annotation":
-                return type_annotation
+            if name in TVM_FUNCS:
+                return TVM_FUNCS[name]
             near = difflib.get_close_matches(name, sorted(BUILTINS) + list(script.__all__),
                                              n=1)
             hint = f"; did you mean 'T.{near[0]}'?" if near else ""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from .. import dtype as D
 from ..errors import CuvilError
-from ..expr import Cast, Expr, IntImm
+from ..expr import Cast, Expr, FloorDiv, IntImm
 from ..op import call_extern
 from ..ops.access_ptr import MASKS, access_ptr
 from ..stmt import BufferRegion, Range
@@ -174,6 +174,24 @@ def _size(shape) -> Expr:
     return total if total is not None else IntImm(1, "int32")
 
 
+def ceildiv(a, b):
+    """``T.ceildiv(a, b)``: ``a / b`` rounded up, for a positive constant ``b``
+    (``(a + b - 1) // b``; floor division makes it exact for negative ``a`` too).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> str(ceildiv(T.var("n"), 1024))
+        '(n + 1023) // 1024'
+    """
+    from .evaluate import unify
+    a, b = unify(a, b)
+    if not (isinstance(b, IntImm) and b.value > 0):
+        raise CuvilError(f"T.ceildiv: the divisor must be a positive integer constant, "
+                         f"found {b}; write the rounding out with // for other divisors")
+    return FloorDiv(a + IntImm(b.value - 1, b.dtype), b)
+
+
 def float_literal_promotes(x, other=None):
     """TVM's Python frontend's one promotion: an integer expression meeting a Python float
     literal (``10.0 * vi``) is cast to float32.  Only for a function written against a
@@ -223,5 +241,8 @@ def tvm_store_value(value: Expr, buffer) -> Expr:
                      f"with T.Cast(\"{dst}\", value) to say which conversion is meant")
 
 
-__all__ = ["tvm_builtin", "type_annotation", "tvm_access_ptr", "TypeAnnotation",
+#: TVMScript's functions that Cuvil's namespace does not have
+TVM_FUNCS = {"type_annotation": type_annotation, "ceildiv": ceildiv}
+
+__all__ = ["TVM_FUNCS", "ceildiv", "tvm_builtin", "type_annotation", "tvm_access_ptr", "TypeAnnotation",
            "Pointer", "make_pointer", "float_literal_promotes", "tvm_store_value"]

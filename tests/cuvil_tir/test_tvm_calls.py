@@ -191,3 +191,39 @@ def test_tvm_namespace_refuses_conversions_not_defined_for_every_value(store, me
            f'    {store}\n')
     with pytest.raises(T.ParseError, match=message):
         T.parse(src, env={"T": tvm_ns()})
+
+
+LAUNCH = '''
+def f(A: T.Buffer((2048,), "float32"), B: T.Buffer((2048,), "float32"), n: T.int32):
+    with T.launch_thread("threadIdx.x", 256) as tx:
+        bx = T.launch_thread("blockIdx.x", T.ceildiv(n, 256))
+        i: T.int32 = bx * 256 + tx
+        if i < n:
+            B[i] = A[i] + T.float32(1)
+'''
+
+
+def test_launch_thread_reads_as_thread_bound_loops():
+    f = round_trip(T.parse(LAUNCH))
+    outer = f.body
+    assert (outer.kind, outer.thread_tag, int(outer.extent)) == ("thread_binding",
+                                                                 "threadIdx.x", 256)
+    inner = outer.body
+    assert inner.thread_tag == "blockIdx.x" and str(inner.extent) == "(n + 255) // 256"
+    a, b = rng.standard_normal(2048).astype("float32"), np.zeros(2048, "float32")
+    T.interpret(f, a, b, 1000)                  # the interpreter runs thread loops
+    np.testing.assert_allclose(b[:1000], a[:1000] + 1)
+    assert not b[1000:].any()
+    with pytest.raises(T.CodegenError, match="thread bindings need a GPU target"):
+        targets.build(f, "llvm")
+
+
+@pytest.mark.parametrize("src,message", [
+    ('    with T.launch_thread(256) as tx:\n        pass\n',
+     r"T.launch_thread expects \(thread tag, extent\)"),
+    ('    x = T.ceildiv(n, n)\n    A[0] = T.Cast("float32", x)\n',
+     r"T.ceildiv: the divisor must be a positive integer constant, found n"),
+])
+def test_launch_thread_and_ceildiv_errors(src, message):
+    with pytest.raises(T.ParseError, match=message):
+        T.parse('def f(A: T.Buffer((4,), "float32"), n: T.int32):\n' + src)
