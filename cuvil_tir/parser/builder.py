@@ -34,6 +34,7 @@ from ..script import ScalarType
 from ..stmt import (Allocate, AssertStmt, Block, BlockRealize, BufferStore, Evaluate, For,
                     IfThenElse, IterVar, LetStmt, Range, SeqStmt, seq)
 from ..visitor import Visitor
+from .calls import BuiltinCalls
 from .tvmscript import TVM_ASSIGN, TVMScriptMixin
 from .tvm_calls import tvm_store_value
 from .evaluate import (LOOP_KINDS, Builtin, ExprEvaluator, Spec, is_builtin as _is, point_range,
@@ -64,7 +65,7 @@ def _stmts_to_seq(stmts: list):
     return SeqStmt(tuple(stmts))
 
 
-class Builder(TVMScriptMixin, ExprEvaluator):
+class Builder(TVMScriptMixin, BuiltinCalls, ExprEvaluator):
     """Turns the tree of one ``def`` into a :class:`PrimFunc`."""
 
     # functions ---------------------------------------------------------------------------
