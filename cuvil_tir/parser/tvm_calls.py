@@ -2,6 +2,7 @@
 
 * ``T.tvm_<op>(...)``: TVM's backend builtins, read as opaque extern calls
   (:func:`tvm_builtin`);
+* ``T.assume(cond)``: the ``assume`` op (:mod:`cuvil_tir.ops.assume`), a hint;
 * ``T.tvm_access_ptr(T.type_annotation(dtype), A.data, offset, extent, mask)`` and
   ``A.access_ptr(mask, offset=..., extent=...)``: a :class:`Pointer`, which is the
   region it covers where a call receives memory and the ``access_ptr`` op
@@ -30,6 +31,7 @@ from ..errors import CuvilError
 from ..expr import Cast, Expr, FloorDiv, IntImm
 from ..op import call_extern
 from ..ops.access_ptr import MASKS, access_ptr
+from ..ops.assume import assume
 from ..stmt import BufferRegion, Range
 
 
@@ -242,7 +244,7 @@ def tvm_store_value(value: Expr, buffer) -> Expr:
 
 
 #: TVMScript's functions that Cuvil's namespace does not have
-TVM_FUNCS = {"type_annotation": type_annotation, "ceildiv": ceildiv}
+TVM_FUNCS = {"type_annotation": type_annotation, "ceildiv": ceildiv, "assume": assume}
 
 __all__ = ["TVM_FUNCS", "ceildiv", "tvm_builtin", "type_annotation", "tvm_access_ptr", "TypeAnnotation",
            "Pointer", "make_pointer", "float_literal_promotes", "tvm_store_value"]

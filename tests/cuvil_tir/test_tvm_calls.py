@@ -227,3 +227,32 @@ def test_launch_thread_reads_as_thread_bound_loops():
 def test_launch_thread_and_ceildiv_errors(src, message):
     with pytest.raises(T.ParseError, match=message):
         T.parse('def f(A: T.Buffer((4,), "float32"), n: T.int32):\n' + src)
+
+
+ASSUMED = '''
+def f(A: T.Buffer((4, 4), "int32"), B: T.Buffer((14,), "int32")):
+    for i, j in T.grid(4, 4):
+        with T.block("assumption"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.evaluate(T.assume(not (vi == 3 and 2 <= vj) or A[vi, vj] == 42))
+    for i in T.serial(14):
+        with T.block("copy"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi // 4, vi % 4]
+'''
+
+
+def test_assume_is_a_hint_with_no_run_time_effect():
+    f = round_trip(T.parse(ASSUMED))
+    hint = f.body.block.body.seq[0].body.body.block.body.value
+    assert (hint.op, hint.dtype) == ("assume", "bool")
+    # the assumption is false here (A[3, 2] is 14): nothing checks or relies on it
+    a = np.arange(16, dtype="int32").reshape(4, 4)
+    for run in (lambda b: T.interpret(f, a, b), lambda b: targets.build(f, "llvm")(a, b),
+                lambda b: targets.build(f, "c")(a, b)):
+        b = np.zeros(14, "int32")
+        run(b)
+        np.testing.assert_array_equal(b, np.arange(14))
+    with pytest.raises(T.ParseError, match=r"T.assume: expected a bool condition, found "
+                                           r"int32; compare first"):
+        T.parse('def g(A: T.Buffer((4,), "int32")):\n    T.evaluate(T.assume(A[0]))\n')
