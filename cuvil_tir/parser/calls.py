@@ -108,6 +108,10 @@ class BuiltinCalls:
         return Spec("assert", (to_expr(condition), message,
                                tuple(to_expr(v, "int32") for v in values), kind))
 
+    def b_q_multiply_shift(self, x, y, q, s, dtype="int32"):
+        from ..ops.qmul import q_multiply_shift
+        return q_multiply_shift(x, y, q, s, dtype)
+
     def intrinsic(self, op: str, args, dtype=None) -> Call:
         n = INTRIN_ARITY[op]
         if len(args) != n:

@@ -256,3 +256,48 @@ def test_assume_is_a_hint_with_no_run_time_effect():
     with pytest.raises(T.ParseError, match=r"T.assume: expected a bool condition, found "
                                            r"int32; compare first"):
         T.parse('def g(A: T.Buffer((4,), "int32")):\n    T.evaluate(T.assume(A[0]))\n')
+
+
+def _qmul_reference(x: int, y: int, q: int, s: int) -> int:
+    """TVM's lowering of q_multiply_shift, on Python ints, wrapped to int32."""
+    if y == 1 << 30:
+        if s > 1:
+            v = x << (s - 1)
+        else:
+            e = 1 - s
+            t = (x + (1 << (e - 1)) + 2 ** 31) % 2 ** 32 - 2 ** 31   # the 32-bit sum
+            v = t >> e
+    else:
+        ls, total = max(s, 0), max(-s, 0) + q
+        v = ((x << ls) * y + (1 << (total - 1))) >> total
+    return (v + 2 ** 31) % 2 ** 32 - 2 ** 31
+
+
+@pytest.mark.parametrize("y,q,s", [(1457846997, 31, 0), (2101000910, 31, 0),
+                                   (1234567890, 31, 2), (1073741823, 31, -5),
+                                   (1 << 30, 31, 3), (1 << 30, 31, 0), (1 << 30, 31, -4)])
+def test_q_multiply_shift_is_exact_on_every_backend(y, q, s):
+    f = round_trip(T.parse(
+        'def f(A: T.Buffer((64,), "int32"), B: T.Buffer((64,), "int32")):\n'
+        '    for i in range(64):\n'
+        f'        B[i] = T.q_multiply_shift(A[i], {y}, {q}, {s}, dtype="int32")\n'))
+    a = rng.integers(-2 ** 31, 2 ** 31, 64, dtype=np.int64).astype("int32")
+    a[:4] = [0, 1, -1, 2 ** 31 - 1]
+    want = np.array([_qmul_reference(int(x), y, q, s) for x in a], "int32")
+    for run in (lambda b: T.interpret(f, a, b), lambda b: targets.build(f, "llvm")(a, b),
+                lambda b: targets.build(f, "c")(a, b)):
+        b = np.zeros(64, "int32")
+        run(b)
+        np.testing.assert_array_equal(b, want)
+
+
+@pytest.mark.parametrize("args,message", [
+    ("A[0], A[1], 31, 0", r"the multiplier y, q and the shift s must be int32 constants"),
+    ("A[0], 1073741824, 31, 1", r"TVM's lowering shifts by s - 1, which must be nonzero"),
+    ("A[0], 3, 31, -40", r"right by max\(-s, 0\) \+ q in \[1, 62\]; other shifts are "
+                         r"undefined"),
+])
+def test_q_multiply_shift_refuses_undefined_shifts(args, message):
+    with pytest.raises(T.ParseError, match=message):
+        T.parse('def f(A: T.Buffer((4,), "int32")):\n'
+                f'    A[0] = T.q_multiply_shift({args}, dtype="int32")\n')
