@@ -23,3 +23,6 @@ from . import layout
 from . import pad
 from . import block_layout
 from . import reindex
+from . import partition
+from . import merge
+from . import sample_location
