@@ -26,3 +26,4 @@ from . import reindex
 from . import partition
 from . import merge
 from . import sample_location
+from . import postproc
