@@ -95,7 +95,10 @@ def _attempt(sch, data, action):
         if len(others) > k:
             sch.merge(loops[k], others[k])
     elif action == "sample_compute_location":
-        sch.compute_at(blk, sch.sample_compute_location(blk))
+        # the decision drawn here (a stale one falls back to a candidate): the
+        # schedule's own random draw would make hypothesis's data depend on it
+        loc = sch.sample_compute_location(blk, decision=data.draw(st.integers(-2, 6)))
+        sch.compute_at(blk, loc)
     elif action == "set_scope":
         sch.set_scope(blk, 0, data.draw(st.sampled_from(["global", "local"])))
     else:
