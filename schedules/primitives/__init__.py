@@ -27,3 +27,4 @@ from . import partition
 from . import merge
 from . import sample_location
 from . import postproc
+from . import cache_index
