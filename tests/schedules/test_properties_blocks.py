@@ -5,7 +5,7 @@ reverse_compute_at onto random loops, compute_inline / reverse_compute_inline of
 blocks, cache_read / cache_write with random scopes (global/local), set_scope,
 storage_align, reindex, transform_block_layout (reversed iteration variables),
 reorder_block_iter_var, fuse_reduction_epilogue, loop_partition, merge of two blocks'
-loops at one depth, sample_compute_location applied by compute_at (compute_at and
+loops at one depth, cache_index, sample_compute_location applied by compute_at (compute_at and
 reverse_compute_at at index -1 or -2), and splits (which create boundary tiles).  An attempt may be refused;
 a refused attempt must leave the schedule unchanged.  Whatever was accepted must
 compute what numpy computes, and its trace must replay.
@@ -30,7 +30,7 @@ WORKLOADS = {
 ACTIONS = ("compute_at", "reverse_compute_at", "compute_inline", "reverse_compute_inline",
            "cache_read", "cache_write", "split", "set_scope", "storage_align", "reindex",
            "transform_block_layout", "reorder_block_iter_var", "fuse_reduction_epilogue",
-           "loop_partition", "merge", "sample_compute_location")
+           "loop_partition", "merge", "sample_compute_location", "cache_index")
 
 
 def _signature(n):
@@ -94,6 +94,8 @@ def _attempt(sch, data, action):
         others = sch.get_loops(sch.get_block(data.draw(st.sampled_from(names))))
         if len(others) > k:
             sch.merge(loops[k], others[k])
+    elif action == "cache_index":
+        sch.cache_index(blk, "global", data.draw(st.sampled_from([0, 2])))
     elif action == "sample_compute_location":
         # the decision drawn here (a stale one falls back to a candidate): the
         # schedule's own random draw would make hypothesis's data depend on it
