@@ -35,5 +35,5 @@ def test_nested_blocks_are_found_from_the_root_and_from_their_scope():
 
 def test_refuses_an_unknown_block():
     sch = S.Schedule(chain())
-    assert_refused(sch, lambda: sch.get_output_blocks("nope"), "no block named 'nope'",
+    assert_refused(sch, lambda: sch.get_output_blocks("nope"), "Cannot find a block with the name: nope",
                    ScheduleArgumentError)
