@@ -229,8 +229,13 @@ def _stage(func, bpath, buf, scope, prim, is_read):
         off = tuple(d.min for d in tile.region)
     cache = Buffer(shape, buf.dtype, name, (), scope, buf.align)
     own = {id(iv.var) for iv in tree.get(func, scope_path).block.iter_vars}
+    # the copy's body may name only the scope block's own variables (an opaque scope
+    # block may use the loops around it, which a block inside it may not)
+    sizes = {id(v) for b in func.buffers for s in b.shape for v in used_vars(s)}
     tile_vars = tile is not None and not isinstance(container, For) and not any(
-        id(v) in own for d in region.region for v in used_vars(d.extent))
+        id(v) in own for d in region.region for v in used_vars(d.extent)) and all(
+        id(v) in own or id(v) in sizes
+        for d in list(region.region) + list(tile.region) for v in used_vars(d.min))
     if is_read:
         nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off,
                                tile_vars)

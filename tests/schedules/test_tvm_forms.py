@@ -5,7 +5,7 @@ import numpy as np
 
 import cuvil_tir as T
 import schedules as S
-from tests.schedules.testing import run, verify_trace_roundtrip
+from tests.schedules.testing import run, verify_text_roundtrip, verify_trace_roundtrip
 
 
 def assert_ir(got, want_text):
@@ -307,3 +307,24 @@ def tiled(X: T.Buffer((32,), "float32"), Y: T.Buffer((32,), "float32")):
 ''')
     same_numbers(f, sch.func)
     verify_trace_roundtrip(sch, f)
+
+
+def test_cache_in_an_opaque_block_using_the_loops_keeps_the_bindings():
+    # the scope block has no axes and names loop o itself; a block inside it may not,
+    # so the copy binds o through its iter values instead of the tile form
+    f = T.parse('''
+@T.prim_func
+def tiled(X: T.Buffer((32,), "float32"), Y: T.Buffer((32,), "float32")):
+    for o in T.serial(4):
+        with T.block("tile"):
+            T.reads(X[o * 8:o * 8 + 8])
+            T.writes(Y[o * 8:o * 8 + 8])
+            for t in T.serial(8):
+                with T.block("Y"):
+                    vt = T.axis.spatial(32, o * 8 + t)
+                    Y[vt] = X[vt] * 2.0
+''')
+    sch = S.Schedule(f)
+    sch.cache_read("Y", 0, "local")
+    verify_text_roundtrip(sch.func)
+    same_numbers(f, sch.func)
