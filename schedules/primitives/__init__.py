@@ -24,3 +24,4 @@ from . import pad
 from . import block_layout
 from . import reindex
 from . import rolling_buffer
+from . import decompose_padding
