@@ -25,3 +25,4 @@ from . import block_layout
 from . import reindex
 from . import rolling_buffer
 from . import decompose_padding
+from . import postproc

@@ -313,7 +313,7 @@ def decompose_padding(func, block, loop):
     return _decompose(func, info)
 
 
-@primitive("can_decompose_padding", block=BLOCK, loop=LOOP)
+@primitive("can_decompose_padding", block=BLOCK, loop=LOOP, pure=True)
 def can_decompose_padding(func, block, loop):
     """Whether :func:`decompose_padding` applies to ``block`` at ``loop`` (a padding block
     with a non-trivial condition, ``loop`` one of its loops, nothing reading the fill).
