@@ -26,3 +26,4 @@ from . import reindex
 from . import rolling_buffer
 from . import decompose_padding
 from . import postproc
+from . import buffer_access
