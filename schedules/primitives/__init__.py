@@ -27,3 +27,4 @@ from . import rolling_buffer
 from . import decompose_padding
 from . import postproc
 from . import buffer_access
+from . import read_write_at
