@@ -17,13 +17,13 @@ refused (``AnnotationError``).
 Example::
 
     >>> import cuvil_tir as T
-    >>> import schedules as S
-    >>> A = T.placeholder((8,), name="A")
-    >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] * 2.0, name="B")])
-    >>> sch = S.Schedule(f)
-    >>> sch.annotate_buffer_access("B", 0, "read", lambda vi: ((vi - 1, vi + 2),))
-    >>> str(tree.get(sch.func, tree.find_block(sch.func, "B")).block.reads[0])
-    'A[v_i - 1:v_i - 1 + 3]'
+    >>> from schedules import Schedule
+    >>> X = T.placeholder((5,), name="X")
+    >>> sch = Schedule(T.create_prim_func([X, T.compute((5,), lambda i: X[i] - 1.0,
+    ...                                                 name="Y")]))
+    >>> sch.annotate_buffer_access("Y", 0, "read", lambda vi: ((vi - 1, vi + 2),))
+    >>> str(tree.get(sch.func, tree.find_block(sch.func, "Y")).block.reads[0])
+    'X[v_i - 1:v_i - 1 + 3]'
 """
 
 from __future__ import annotations

@@ -231,14 +231,13 @@ def write_at(func, loop, block, write_buffer_index: int, scope: str):
 
     Example::
 
-        >>> import cuvil_tir as T
-        >>> from schedules.handles import LoopRV
-        >>> A = T.placeholder((8, 4), name="A")
-        >>> f = T.create_prim_func([A, T.compute((8, 4), lambda i, j: A[i, j] + 1.0,
-        ...                                      name="B")])
-        >>> g, rv = write_at(f, LoopRV(f.body.block.body.loop_var), BlockRV("B"), 0, "local")
-        >>> rv, [b.name for b in g.body.block.alloc_buffers]
-        (BlockRV('B_local'), ['B_local'])
+        >>> import cuvil_tir as T, schedules as S
+        >>> X = T.placeholder((6,), name="X")
+        >>> sch = S.Schedule(T.create_prim_func([X, T.compute((6,), lambda i: -X[i],
+        ...                                                   name="Y")]))
+        >>> io, _ = sch.split(sch.get_loops("Y")[0], [3, 2])
+        >>> sch.write_at(io, "Y", 0, "local")
+        BlockRV('Y_local')
     """
     return _stage_at(func, loop, block, write_buffer_index, scope, "write_at", False)
 
