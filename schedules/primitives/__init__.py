@@ -23,8 +23,12 @@ from . import layout
 from . import pad
 from . import block_layout
 from . import reindex
+from . import partition
+from . import merge
+from . import sample_location
+from . import postproc
+from . import cache_index
 from . import rolling_buffer
 from . import decompose_padding
-from . import postproc
 from . import buffer_access
 from . import read_write_at

@@ -30,7 +30,7 @@ from tests.schedules.testing import assert_refused, check_workload, verify_trace
      r"argument 3, 'preserve_unit_loops' to compute_at: expected True or False, found 1",
      ScheduleArgumentError),
     (lambda sch, i, j: sch.compute_at("D", i, keep=True),
-     r"compute_at: compute_at has no option 'keep'; its options are \['block', 'loop', "
+     r"compute_at: compute_at has no option 'keep'; its options are \['block', 'index', 'loop', "
      r"'preserve_unit_loops'\]", ScheduleArgumentError),
     (lambda sch, i, j: sch.split(i),
      r"split: split needs the argument\(s\) 'factors'", ScheduleArgumentError),
@@ -75,7 +75,7 @@ def test_every_block_argument_accepts_the_block_name():
 def test_an_unknown_block_name_is_refused_by_the_resolver():
     w = workloads.elementwise_chain(8)
     sch = S.Schedule(w.func)
-    assert_refused(sch, lambda: sch.compute_inline("nope"), r"no block named 'nope'")
+    assert_refused(sch, lambda: sch.compute_inline("nope"), r"Cannot find a block with the name: nope;")
 
 
 def test_schedule_methods_are_generated_with_the_primitives_docstring_and_signature():
