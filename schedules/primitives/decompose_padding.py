@@ -42,7 +42,7 @@ from cuvil_tir.expr import (GE, GT, LE, LT, And, BufferLoad, Call, Expr, IntImm,
                             Var, const)
 from cuvil_tir.stmt import BlockRealize, BufferStore, For, IterVar, Range, seq
 from cuvil_tir.errors import ScheduleError
-from cuvil_tir.visitor import Mutator, post_order_visit, substitute
+from cuvil_tir.visitor import Mutator, post_order_visit, substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import is_param, precedes, readers, simplify, writers
@@ -175,13 +175,18 @@ def _fresh_chain(chain, leaf_realize):
     return node
 
 
-def _exclusive_loop(chain, value):
+def _exclusive_loop(chain, value, br):
     """The loop of ``chain`` that ``value`` (a binding) is, when nothing but the block
-    runs under it, it starts at 0, and no other binding uses it."""
+    runs under it, it starts at 0 with a constant extent, and neither another binding
+    nor the predicate uses it (shrinking it shifts what it means)."""
     if not isinstance(value, Var):
         return None
+    uses = sum(1 for v in br.iter_values for u in used_vars(v) if u is value)
+    if uses != 1 or any(u is value for u in used_vars(br.predicate)):
+        return None
     for p, f in chain:
-        if f.loop_var is value and isinstance(f.min, IntImm) and f.min.value == 0:
+        if f.loop_var is value and isinstance(f.min, IntImm) and f.min.value == 0 and \
+                isinstance(f.extent, IntImm):
             return p if len(tree.blocks_under(f.body)) == 1 else None
     return None
 
@@ -247,7 +252,7 @@ def _decompose(func, info):
         new = Var(iv.var.name, dt)
         vm[iv.var] = simplify(new + const(lo, dt)) if lo else new
         ivs.append(IterVar(new, Range(const(0, dt), const(hi - lo, dt)), iv.kind))
-        lp = _exclusive_loop(chain, val)
+        lp = _exclusive_loop(chain, val, br)
         if lp is not None and tree.get(func, lp).extent.value == iv.dom.extent.value and \
                 iv.dom.min.value == 0:
             shrink[id(tree.get(func, lp))] = hi - lo

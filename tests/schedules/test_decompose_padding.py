@@ -159,3 +159,24 @@ def test_refuses_a_reader_before_the_block_under_the_loop():
     # at the block's own loop nothing else runs under it
     sch.decompose_padding("P", sch.get_loops("P")[1])
     check(sch, T.parse(READ_FIRST))
+
+
+DIAGONAL = '''@T.prim_func
+def f(X: T.Buffer((4, 4), "float32"), Y: T.Buffer((6, 6), "float32")):
+    for i in T.serial(6):
+        with T.block("P"):
+            vi, vj = T.axis.remap("SS", [i, i])
+            Y[vi, vj] = T.if_then_else(1 <= vi and vi < 5, X[vi - 1, 0], T.float32(-1))
+'''
+
+
+def test_a_loop_two_bindings_use_is_guarded_not_shrunk():
+    # shrinking i would shift vj too: the bound becomes a predicate instead
+    f = T.parse(DIAGONAL)
+    sch = S.Schedule(f)
+    sch.decompose_padding("P", sch.get_loops("P")[0])
+    assert [s.extent.value for s in sch.func.body.block.body.seq] == [6, 6]
+    x = np.random.default_rng(3).standard_normal((4, 4)).astype("float32")
+    y = np.zeros((6, 6), "float32")
+    np.testing.assert_allclose(run(sch, [x, y])[1], run(f, [x, y])[1])
+    verify_trace_roundtrip(sch, f)
