@@ -214,10 +214,53 @@ def _info(func, bpath, br, buf):
                    "than out-of-bounds elements; its windows would rely on elements an "
                    "earlier iteration computed and the rolled buffer overwrote", func)
     outer = tree.loops_above(func, lpath) + [(lpath, tree.get(func, lpath))]
+    why = _iteration_dependent(func, scope_path, bpath, br, outer, set())
+    if why:
+        raise _bad(f"{why}: an element kept from an earlier iteration would differ from "
+                   "the one the original recomputes", func)
     n = len(lpath)
     inner = {p: f for p, f in tree.loops_above(func, bpath) if len(p) > n}
     window = relax(bound_region(br, wreg), loop_doms(inner.items()))
     return blk, wreg, rs, outer, window
+
+
+def _iteration_dependent(func, scope_path, bpath, br, outer, seen):
+    """Why the values block ``br`` stores may differ between iterations of the loops
+    ``outer`` for one element (None when each element's value is fixed): its write
+    indices must be its distinct data-parallel variables, its reductions must run
+    inside one iteration, and the buffers it reads under the shared loop must come
+    from blocks of the same kind."""
+    blk = br.block
+    if blk.name in seen:
+        return None
+    seen.add(blk.name)
+    outer_ids = {id(f.loop_var) for _, f in outer}
+    own = {id(iv.var) for iv in blk.iter_vars}
+    spatial = {id(iv.var) for iv in blk.iter_vars if iv.kind != "reduce"}
+    for w in blk.writes:
+        # a rolled buffer (``v % n``) still names one logical element per v
+        idx = [d.min.a if isinstance(d.min, FloorMod) and isinstance(d.min.b, IntImm)
+               else d.min for d in w.region]
+        ids = [id(e) for e in idx if isinstance(e, Var) and id(e) in spatial]
+        if len(ids) != len(idx) or len(set(ids)) != len(ids) or set(ids) != spatial:
+            return (f"block {blk.name!r} writes {w}, not one distinct data-parallel "
+                    "variable per index")
+    for iv, val in zip(blk.iter_vars, br.iter_values):
+        if iv.kind == "reduce" and any(id(u) in outer_ids for u in used_vars(val)):
+            return (f"block {blk.name!r} reduces over {iv.var.name}, bound to a loop the "
+                    "buffer rolls with")
+    stray = [v.name for s in (blk.body, blk.init) if s is not None
+             for v in used_vars(s) if id(v) in outer_ids and id(v) not in own]
+    if stray:
+        return f"block {blk.name!r} uses the loop(s) {sorted(set(stray))} directly"
+    lpath = outer[-1][0]
+    for r in blk.reads:
+        for wp, wb in writers(func, scope_path, r.buffer):
+            if wp != bpath and wp[:len(lpath)] == lpath:
+                why = _iteration_dependent(func, scope_path, wp, wb, outer, seen)
+                if why:
+                    return why
+    return None
 
 
 def _axes(func, blk, buf, window, outer):

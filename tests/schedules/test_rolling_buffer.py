@@ -238,3 +238,28 @@ def test_accepts_the_reader_inside_the_window():
     want = run(f, [a, np.zeros(8, "int32")])[1]
     np.testing.assert_array_equal(run(sch, [a, np.zeros(8, "int32")])[1], want)
     verify_trace_roundtrip(sch, f)
+
+
+ITERATION_VALUE = '''@T.prim_func
+def f(A: T.Buffer((12,), "int32"), C: T.Buffer((8,), "int32")):
+    B = T.alloc_buffer((10,), "int32")
+    for i_0 in T.serial(2):
+        for ax0 in T.serial(6):
+            with T.block("B"):
+                vi = T.axis.spatial(10, i_0 * 4 + ax0)
+                vo = T.axis.spatial(2, i_0)
+                B[vi] = A[vi] + vo
+        for i_1 in T.serial(4):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i_0 * 4 + i_1)
+                C[vi] = B[vi] + B[vi + 2]
+'''
+
+
+def test_refuses_values_that_change_with_the_iteration():
+    # B[4] and B[5] hold A + 0 at i_0 = 0 but A + 1 at i_0 = 1: keeping them would
+    # change C
+    sch = S.Schedule(T.parse(ITERATION_VALUE))
+    assert_refused(sch, lambda: sch.rolling_buffer("B", 0),
+                   "not one distinct data-parallel variable per index: an element kept "
+                   "from an earlier iteration would differ", StorageError)
