@@ -59,6 +59,7 @@ from ..handles import BlockRV
 from ..primitive import BLOCK, INDEX, LOOP, SCOPE, primitive
 from .cache import _names
 from .compute_location import subtrees, with_fields
+from .rolling_buffer import holds_everywhere
 
 _DENSE_LIMIT = 1 << 16       # tile points the write_at density check may enumerate
 
@@ -165,6 +166,17 @@ def _stage_at(func, loop, block, index, scope, prim, is_read):
                                   "stale" if is_read else ": the copy back would overwrite "
                                   "their elements"), func)
     tile, doms = _tile(func, lpath, bpath, br, buf, kind, scope, prim)
+    above = tree.loops_above(func, lpath) + [(lpath, tree.get(func, lpath))]
+    for d, s in zip(tile.region, buf.shape):
+        if not (holds_everywhere(d.min, above) and
+                holds_everywhere(s - (d.min + d.extent), above)):
+            raise fail(CacheStageError, prim, f"the tile {tile} of {buf.name!r} may reach "
+                       "outside the buffer (a partial tile): the copy would access out of "
+                       "bounds. Split by factors that divide, or pick another loop", func)
+    if not is_read and not (isinstance(br.predicate, IntImm) and br.predicate.value):
+        raise fail(CacheStageError, prim, f"block {br.block.name!r} has the predicate "
+                   f"{br.predicate}: the copy back of its whole tile would store elements "
+                   "it skips", func)
     if is_read and region_of(br.block.writes, buf) is not None:
         raise fail(CacheStageError, prim, f"block {br.block.name!r} also writes "
                    f"{buf.name!r}; stage it with write_at", func)

@@ -93,9 +93,20 @@ def _window(dim):
     return None
 
 
-def _always(cond_nonneg, loops, func):
-    """Whether ``cond_nonneg >= 0`` for every value of the loops it uses (a proof: by
-    simplification, else by enumerating those loops' constant domains)."""
+def holds_everywhere(cond_nonneg, loops):
+    """Whether ``cond_nonneg >= 0`` for every value of the loops (``(path, For)``
+    pairs) it uses: a proof by simplification, else by enumerating those loops'
+    constant domains (up to 16384 points); False when neither applies.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.stmt import For, Evaluate
+        >>> i = T.var("i")
+        >>> loop = For(i, T.const(0), T.const(5), "serial", Evaluate(T.const(0)))
+        >>> holds_everywhere(i * 5 // 2 + 4 - (i * 5 + 4) // 2, [((), loop)])
+        True
+    """
     e = simplify(cond_nonneg)
     if isinstance(e, IntImm):
         return e.value >= 0
@@ -304,8 +315,8 @@ def _check_readers(func, rs, buf, window, outer, lpath):
         inner = [(p, f) for p, f in tree.loops_above(func, rp) if len(p) > n]
         need = relax(bound_region(rb, reg), loop_doms(inner))
         for w, r in zip(window.region, need.region):
-            if not (_always(r.min - w.min, outer, func) and _always(
-                    (w.min + w.extent) - (r.min + r.extent), outer, func)):
+            if not (holds_everywhere(r.min - w.min, outer) and holds_everywhere(
+                    (w.min + w.extent) - (r.min + r.extent), outer)):
                 raise _bad(f"block {rb.block.name!r} reads {need} of {buf.name!r} per "
                            f"iteration, not within the window {window} its producer "
                            "writes there (or Cuvil cannot prove it is)", func)

@@ -133,3 +133,32 @@ def test_refuses_read_at_of_a_buffer_written_under_the_loop():
     i = sch.get_loops("Y")[0]
     assert_refused(sch, lambda: sch.read_at(i, "Y", 0, "local"),
                    r"buffer 'T_' is also written by \['T'\] under the loop", CacheStageError)
+
+
+def test_refuses_a_partial_tile():
+    f = matmul(n=6)
+    sch = S.Schedule(f)
+    io, _ = sch.split(sch.get_loops("C")[0], [2, 4])      # 8 rows for 6: guarded
+    assert_refused(sch, lambda: sch.read_at(io, "C", 0, "local"),
+                   "may reach outside the buffer \\(a partial tile\\)", CacheStageError)
+    assert_refused(sch, lambda: sch.write_at(io, "C", 0, "local"),
+                   "may reach outside the buffer", CacheStageError)
+
+
+GUARDED = '''@T.prim_func
+def f(X: T.Buffer((8,), "float32"), Y: T.Buffer((8,), "float32")):
+    for io in T.serial(2):
+        for ii in T.serial(4):
+            with T.block("Y"):
+                vi = T.axis.spatial(8, io * 4 + ii)
+                T.where(ii < 3)
+                Y[vi] = X[vi]
+'''
+
+
+def test_refuses_write_at_of_a_predicated_block():
+    sch = S.Schedule(T.parse(GUARDED))
+    io = sch.get_loops("Y")[0]
+    assert_refused(sch, lambda: sch.write_at(io, "Y", 0, "local"),
+                   "the copy back of its whole tile would store elements it skips",
+                   CacheStageError)
