@@ -416,18 +416,19 @@ def encode_index_map(fn) -> dict:
         >>> encode_index_map(lambda i, j: (j, i))["results"]
         [{'param': 1}, {'param': 0}]
     """
-    try:
-        names = [p.name for p in inspect.signature(fn).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
+    from .primitives.index_maps import AXIS_SEPARATOR, call_index_map, index_names
+    names = index_names(fn)
+    if names is None:
         raise schedule_error(TraceError, "trace", f"cannot inspect the index map {fn!r}; "
-                             "pass a lambda over the buffer's indices") from None
+                             "pass a lambda over the buffer's indices")
     params = [E.Var(n, "int32") for n in names]
-    out = fn(*params)
+    out = call_index_map(fn, params)
     is_tuple = isinstance(out, (list, tuple))
-    results = [E.as_expr(v, "int32") for v in (out if is_tuple else [out])]
+    results = [v if v is AXIS_SEPARATOR else E.as_expr(v, "int32")
+               for v in (out if is_tuple else [out])]
     return {"params": names, "tuple": is_tuple,
-            "results": [encode_expr(r, params) for r in results]}
+            "results": [{"axis_separator": True} if r is AXIS_SEPARATOR
+                        else encode_expr(r, params) for r in results]}
 
 
 def decode_index_map(d):
@@ -441,8 +442,16 @@ def decode_index_map(d):
         >>> [v.name for v in fn(a, b)]
         ['b', 'a']
     """
+    from .primitives.index_maps import AXIS_SEPARATOR, retype_index
+
     def index_map(*args):
-        vals = [decode_expr(r, list(args)) for r in d["results"]]
+        # recorded over int32 indices: rebuilt over int32 stand-ins, then computed in
+        # the dtype of the indices it is applied to (int64 buffers index in int64)
+        dt = next((a.dtype for a in args if getattr(a, "dtype", "") == "int64"), "int32")
+        stand = [E.Var(n, "int32") for n in d["params"]] if dt != "int32" else list(args)
+        vmap = {id(s): a for s, a in zip(stand, args)}
+        vals = [AXIS_SEPARATOR if isinstance(r, dict) and r.get("axis_separator") else
+                retype_index(decode_expr(r, stand), dt, vmap) for r in d["results"]]
         return tuple(vals) if d["tuple"] else vals[0]
 
     index_map.__signature__ = inspect.Signature(

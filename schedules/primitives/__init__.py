@@ -23,3 +23,5 @@ from . import layout
 from . import pad
 from . import block_layout
 from . import reindex
+from . import axis_separator
+from . import set_dtype

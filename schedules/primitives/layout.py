@@ -22,23 +22,24 @@ Example::
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from cuvil_tir import arith
-from cuvil_tir.buffer import Buffer
+from cuvil_tir.buffer import check_axis_separators
+from cuvil_tir.errors import ShapeError
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, FloorDiv, FloorMod, IntImm,
                             Max, Min, Mul, Not, Or, Sub, Var, as_expr, const)
-from cuvil_tir.stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, For,
+from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For,
                             IterVar, Range, SeqStmt)
 from cuvil_tir.visitor import Mutator, substitute
 
 from cuvil_tir.analysis import tree
 from ..errors import ScheduleArgumentError, schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
-from .reduction import insert_before, resolve_block
+from .reduction import insert_before
+from .index_maps import AXIS_SEPARATOR, apply_index_map
+from .buffer_ref import block_buffer, is_allocated, is_param as _is_param, swap_buffer
 
 #: maps over at most this many points are checked exhaustively (exact shape, one-to-one)
 ENUMERATE_LIMIT = 1 << 22
@@ -92,39 +93,17 @@ def _eval_np(e, env):
     return fn(a, b)
 
 
-def apply_index_map(index_map, ndim: int, buf_name: str, prim: str = "transform_layout",
-                    what: str = ""):
-    """``(params, exprs)``: fresh int32 vars, one per parameter of ``index_map``, and
-    the index expressions it returns over them; refused (``LayoutError``) when the
-    lambda does not take ``ndim`` indices or returns something else than integers.
-    ``what`` names the owner in messages (default: ``buffer 'buf_name' has``)."""
-    what = what or f"buffer {buf_name!r} has"
-    try:
-        sig = inspect.signature(index_map)
-        names = [p.name for p in sig.parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        names = [f"i{d}" for d in range(ndim)]
-    if len(names) != ndim:
-        unit = "dimension" if what.startswith("buffer") else "iteration variable"
-        raise schedule_error(LayoutError, prim,
-                             f"index_map takes {len(names)} index(es) but {what} {ndim} "
-                             f"{unit}(s); write a lambda with one parameter per {unit}")
-    params = [Var(n, "int32") for n in names]
-    out = index_map(*params)
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    try:
-        exprs = [as_expr(x, "int32") for x in outs]
-    except Exception as err:
-        raise schedule_error(LayoutError, prim,
-                             f"index_map must return integer index expressions, returned "
-                             f"{out!r} ({err})") from None
-    for x in exprs:
-        if x.dtype not in ("int32", "int64"):
-            raise schedule_error(LayoutError, prim,
-                                 f"index_map returned {x} of dtype {x.dtype}; indices are "
-                                 "int32/int64")
-    return params, exprs
+def index_dtype(shape) -> str:
+    """The dtype of an index into a buffer of ``shape``: int64 when every extent is
+    (TVM's legalisation: an index map over an int64 buffer computes in int64), else
+    int32.
+
+    Example::
+
+        >>> index_dtype((const(4, "int64"), const(8, "int64"))), index_dtype((const(4),))
+        ('int64', 'int32')
+    """
+    return "int64" if shape and all(s.dtype == "int64" for s in shape) else "int32"
 
 
 def _new_shape(buf, params, exprs):
@@ -149,7 +128,7 @@ def map_image(dims, params, exprs, what: str, prim: str = "transform_layout") ->
                     raise schedule_error(LayoutError, prim,
                                          f"index_map gives the negative index {v.min()} "
                                          f"(from {x}) for {what}")
-                new.append(const(int(v.max()) + 1 if size else 0, "int32"))
+                new.append(const(int(v.max()) + 1 if size else 0, x.dtype))
             if size:
                 # one linear key per point, sorted: far cheaper than a row-wise
                 # np.unique on the millions of points of a big buffer
@@ -170,15 +149,6 @@ def map_image(dims, params, exprs, what: str, prim: str = "transform_layout") ->
                                  f"index_map gives negative indices (from {x}) for {what}")
         new.append(arith.simplify(hi + 1))
     return tuple(new)
-
-
-def _allocated(func, buf) -> bool:
-    for _, s in tree.walk(func):
-        if isinstance(s, Block) and any(b is buf for b in s.alloc_buffers):
-            return True
-        if isinstance(s, Allocate) and s.buffer is buf:
-            return True
-    return False
 
 
 class _Relayout(Mutator):
@@ -279,18 +249,18 @@ def _fill(new_buf, pad_value, where):
     (the padding, see :func:`_padding_only`) holds, placed before the buffer's writers:
     the other elements keep what the caller passed (a parameter) or what the writers
     store."""
-    loops = [Var(f"ax{d}", "int32") for d in range(new_buf.ndim)]
-    ivs = [IterVar(Var(f"v{d}", "int32"), Range(const(0, "int32"), n), "spatial")
+    loops = [Var(f"ax{d}", n.dtype) for d, n in enumerate(new_buf.shape)]
+    ivs = [IterVar(Var(f"v{d}", n.dtype), Range(const(0, n.dtype), n), "spatial")
            for d, n in enumerate(new_buf.shape)]
     idx = tuple(iv.var for iv in ivs)
     where = where(idx)
     store = BufferStore(new_buf, as_expr(pad_value, new_buf.dtype), idx)
-    region = BufferRegion(new_buf, tuple(Range(v, const(1, "int32")) for v in idx))
+    region = BufferRegion(new_buf, tuple(Range(v, const(1, v.dtype)) for v in idx))
     where = substitute(where, dict(zip(idx, loops)))
     stmt = BlockRealize(tuple(loops), where,
                         Block(f"{new_buf.name}_pad", tuple(ivs), (), (region,), store))
     for v, n in reversed(list(zip(loops, new_buf.shape))):
-        stmt = For(v, const(0, "int32"), n, "serial", stmt)
+        stmt = For(v, const(0, v.dtype), n, "serial", stmt)
     return stmt
 
 
@@ -341,39 +311,28 @@ def transform_layout(func, block, buffer_index: int, index_map,
         ['B_pad', 'B', 'C']
     """
     prim = "transform_layout"
-    bpath = resolve_block(func, block, prim)
-    blk = tree.get(func, bpath).block
-    if buffer_index_type not in ("read", "write"):
-        raise schedule_error(ScheduleArgumentError, prim,
-                             f"buffer_index_type must be 'read' or 'write', found "
-                             f"{buffer_index_type!r}")
     if pad_value is not None and (isinstance(pad_value, bool) or
                                   not isinstance(pad_value, (int, float))):
         raise schedule_error(ScheduleArgumentError, prim, f"option 'pad_value' to "
                              f"transform_layout: expected an int or a float, found "
                              f"{pad_value!r}")
-    regions = blk.writes if buffer_index_type == "write" else blk.reads
-    if not isinstance(buffer_index, int) or not 0 <= buffer_index < len(regions):
-        raise schedule_error(ScheduleArgumentError, prim,
-                             f"block {blk.name!r} has {len(regions)} {buffer_index_type} "
-                             f"buffer(s) {[r.buffer.name for r in regions]}; "
-                             f"buffer_index {buffer_index!r} is out of range")
-    buf = regions[buffer_index].buffer
-    is_param = any(p is buf for p in func.params)
-    if not is_param and not _allocated(func, buf):
+    _, blk, buf = block_buffer(func, block, buffer_index, buffer_index_type, prim)
+    is_param = _is_param(func, buf)
+    if not is_param and not is_allocated(func, buf):
         raise schedule_error(LayoutError, prim,
                              f"buffer {buf.name!r} is not allocated in the function "
                              "(no alloc_buffers / Allocate holds it)", func, blk)
-    params, exprs = apply_index_map(index_map, buf.ndim, buf.name)
-    new_buf = Buffer(_new_shape(buf, params, exprs), buf.dtype, buf.name, (), buf.scope,
-                     buf.align)
+    params, exprs, seps = apply_index_map(index_map, buf.ndim, buf.name, separators=True,
+                                          dtype=index_dtype(buf.shape))
+    try:
+        seps = check_axis_separators(seps, len(exprs), f"the index map of {buf.name!r}")
+    except ShapeError as err:
+        raise schedule_error(LayoutError, prim, str(err).split("] ", 1)[-1], func,
+                             blk) from None
+    new_buf = buf.with_changes(shape=_new_shape(buf, params, exprs), strides=(),
+                               axis_separators=seps)
     padding = _pad_check(buf, new_buf.shape, pad_value, func, blk)
-    body = _Relayout(buf, new_buf, params, exprs).visit(func.body)
-    if is_param:
-        g = type(func)(tuple(new_buf if p is buf else p for p in func.params), body,
-                       func.attrs)
-    else:
-        g = func.with_body(body)
+    g = swap_buffer(func, buf, new_buf, _Relayout(buf, new_buf, params, exprs).visit(func.body))
     if padding and _written(g, new_buf):
         def where(idx):
             cond = _padding_only(buf.shape, params, exprs, idx, new_buf.shape)
@@ -395,5 +354,5 @@ def transform_layout(func, block, buffer_index: int, index_map,
     return g, None
 
 
-__all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT", "apply_index_map",
-           "map_image", "eval_np"]
+__all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT", "AXIS_SEPARATOR",
+           "apply_index_map", "map_image", "eval_np", "index_dtype"]

@@ -214,3 +214,53 @@ def test_padding_of_a_parameter_under_a_map_without_inverse_is_refused():
         "block", 0, lambda i: (i // 4, (i % 4) * (i % 4)), pad_value=-1),
         r"transform_layout: the padding of parameter 'A' under this index map cannot be "
         r"told apart from its elements", LayoutError)
+
+
+def test_var_args_index_map_gathers_the_leading_indices():
+    A = T.placeholder((2, 3, 8), name="A")
+    B = T.compute((2, 3, 8), lambda i, j, k: A[i, j, k] + 1.0, name="B")
+    f = T.create_prim_func([A, B])
+    sch = S.Schedule(f)
+    sch.transform_layout("B", 0, lambda *rest, k: (*rest, k // 4, k % 4), "read")
+    assert [int(s) for s in sch.func.params[0].shape] == [2, 3, 2, 4]
+    a = np.arange(48, dtype="float32").reshape(2, 3, 8)
+    out = run(sch, [a.reshape(2, 3, 2, 4), np.zeros((2, 3, 8), "float32")])[1]
+    np.testing.assert_array_equal(out, a + 1)
+    verify_trace_roundtrip(sch, f)
+
+
+INT64_WRITE = '''
+def f(A: T.Buffer((T.int64(10),), "int32"), B: T.Buffer((T.int64(10),), "int32")):
+    for i in T.serial(T.int64(10)):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi] * 3
+'''
+
+
+def test_index_map_over_int64_shapes_computes_in_int64():
+    f = T.parse(INT64_WRITE)
+    sch = S.Schedule(f)
+    sch.transform_layout("B", 0, lambda i: (i // 4, i % 4), pad_value=-1)
+    out = sch.func.params[1]
+    assert [str(s) for s in out.shape] == ["T.int64(3)", "T.int64(4)"]
+    a = np.arange(10, dtype="int32")
+    b = run(sch, [a, np.zeros((3, 4), "int32")])[1].ravel()
+    np.testing.assert_array_equal(b[:10], a * 3)
+    np.testing.assert_array_equal(b[10:], [-1, -1])
+    verify_trace_roundtrip(sch, f)
+
+
+def test_block_layout_over_int64_extents_keeps_int64_iterators():
+    f = T.parse(INT64_WRITE.replace("(T.int64(10),)", "(T.int64(2), T.int64(5))")
+                .replace("for i in T.serial(T.int64(10)):",
+                         "for i, j in T.grid(T.int64(2), T.int64(5)):")
+                .replace('vi = T.axis.remap("S", [i])', 'vi, vj = T.axis.remap("SS", [i, j])')
+                .replace("B[vi] = A[vi] * 3", "B[vi, vj] = A[vi, vj] * 3"))
+    sch = S.Schedule(f)
+    sch.transform_block_layout("B", lambda i, j: (i * 5 + j,))
+    loop = sch.func.body.block.body
+    assert loop.loop_var.dtype == "int64" and str(loop.extent) == "T.int64(10)"
+    a = np.arange(10, dtype="int32").reshape(2, 5)
+    np.testing.assert_array_equal(run(sch, [a, np.zeros((2, 5), "int32")])[1], a * 3)
+    verify_trace_roundtrip(sch, f)

@@ -5,6 +5,8 @@ from cuvil_tir import (Block, BlockRealize, Buffer, Cast, Evaluate, For, PrimFun
 from cuvil_tir.node import Node
 from cuvil_tir.expr import Expr as PrimExpr
 
+from schedules import AXIS_SEPARATOR
+
 from .._gap import module_getattr
 from .expr import FloatImm, IntImm
 from .schedule import Schedule, ScheduleError, TensorIntrin
@@ -13,7 +15,7 @@ from .schedule import Schedule, ScheduleError, TensorIntrin
 class IndexMap:
     """``tir.IndexMap.from_func(fn)``: Cuvil's primitives take the function itself."""
 
-    AXIS_SEPARATOR = object()
+    AXIS_SEPARATOR = AXIS_SEPARATOR
 
     def __init__(self, fn):
         self._cuvil_fn = fn
