@@ -4,8 +4,10 @@
 e.g. ``lambda i, j: (i // 16, j, i % 16)``.  The buffer's new shape is the bounding
 box of the map's image; every load, store and region of the buffer in the function is
 rewritten.  A layout with padding (a bounding box larger than the buffer) needs a
-``pad_value`` to fill it; a parameter may change layout too (its caller then passes
-the new layout).
+``pad_value`` to fill it (see :mod:`schedules.primitives.layout_padding` for where it
+is written); a parameter may change layout too (its caller then passes the new layout).
+The map itself (``*rest`` parameters, ``AXIS_SEPARATOR``) is read by
+:mod:`schedules.primitives.index_maps`.
 
 Example::
 
@@ -29,15 +31,13 @@ from cuvil_tir.buffer import check_axis_separators
 from cuvil_tir.errors import ShapeError
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, FloorDiv, FloorMod, IntImm,
-                            Max, Min, Mul, Not, Or, Sub, Var, as_expr, const)
-from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For,
-                            IterVar, Range, SeqStmt)
+                            Max, Min, Mul, Not, Or, Sub, Var, const)
+from cuvil_tir.stmt import (BufferRegion, Range)
 from cuvil_tir.visitor import Mutator, substitute
 
-from cuvil_tir.analysis import tree
-from ..errors import ScheduleArgumentError, schedule_error
+from ..errors import schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
-from .reduction import insert_before
+from .layout_padding import pad_value_at, write_padding
 from .index_maps import AXIS_SEPARATOR, apply_index_map
 from .buffer_ref import block_buffer, is_allocated, is_param as _is_param, swap_buffer
 
@@ -198,16 +198,16 @@ class _Relayout(Mutator):
         return BufferRegion(self.new, tuple(out))
 
 
-def _pad_check(buf, new_shape, pad_value, func, blk):
+def _pad_check(buf, new_shape, pad_value, func, blk, allow):
     """The number of padding elements (those of the new layout no old index maps to);
-    refused when there are some and no ``pad_value`` says what they hold: a reader of a
-    whole padded tile would otherwise read memory nothing wrote."""
+    refused when there are some and no ``pad_value`` says what they hold (unless
+    ``allow``: the caller takes the padding as unwritten)."""
     old = [s.value if isinstance(s, IntImm) else None for s in buf.shape]
     new = [s.value if isinstance(s, IntImm) else None for s in new_shape]
     if None in old or None in new:
         return 0
     extra = int(np.prod(new)) - int(np.prod(old))
-    if extra > 0 and pad_value is None:
+    if extra > 0 and pad_value is None and not allow:
         raise schedule_error(LayoutError, "transform_layout", f"the index map lays buffer "
                              f"{buf.name!r} of shape {tuple(old)} out as {tuple(new)}: "
                              f"{extra} padding element(s) that no index maps to, and so "
@@ -217,79 +217,25 @@ def _pad_check(buf, new_shape, pad_value, func, blk):
     return max(0, extra)
 
 
-def _padding_only(old_shape, params, exprs, idx, new_shape):
-    """The condition that the new-layout element ``idx`` is padding (no old index maps
-    to it): the inverse of the map lies outside the old shape or does not map back to
-    ``idx``; None when the map has no inverse Cuvil can write down."""
-    from cuvil_tir.analysis.index_map import NotInvertible, inverse
-    old = [IterVar(p, Range(const(0, p.dtype), n), "spatial")
-           for p, n in zip(params, old_shape)]
-    try:
-        inv = inverse(old, exprs, list(idx))
-    except (NotInvertible, ScheduleError, ValueError):
-        return None
-    outside = [c for p, n in zip(params, old_shape)
-               for c in (inv[p] < const(0, p.dtype), inv[p] >= n)]
-    back = [NE(substitute(x, inv), v) for x, v in zip(exprs, idx)]
-    ana = arith.Analyzer(index_no_overflow=True)
-    for v, n in zip(idx, new_shape):
-        ana.bind(v, Range(const(0, v.dtype), n))
-    conds = [c for c in (ana.simplify(c) for c in outside + back)
-             if not ana.can_prove(Not(c))]      # drop the conditions that never hold
-    if not conds:
-        return const(False)
-    out = conds[0]
-    for c in conds[1:]:
-        out = Or(out, c)
-    return out
-
-
-def _fill(new_buf, pad_value, where):
-    """A loop nest and block ``<buffer>_pad`` writing ``pad_value`` where ``where(idx)``
-    (the padding, see :func:`_padding_only`) holds, placed before the buffer's writers:
-    the other elements keep what the caller passed (a parameter) or what the writers
-    store."""
-    loops = [Var(f"ax{d}", n.dtype) for d, n in enumerate(new_buf.shape)]
-    ivs = [IterVar(Var(f"v{d}", n.dtype), Range(const(0, n.dtype), n), "spatial")
-           for d, n in enumerate(new_buf.shape)]
-    idx = tuple(iv.var for iv in ivs)
-    where = where(idx)
-    store = BufferStore(new_buf, as_expr(pad_value, new_buf.dtype), idx)
-    region = BufferRegion(new_buf, tuple(Range(v, const(1, v.dtype)) for v in idx))
-    where = substitute(where, dict(zip(idx, loops)))
-    stmt = BlockRealize(tuple(loops), where,
-                        Block(f"{new_buf.name}_pad", tuple(ivs), (), (region,), store))
-    for v, n in reversed(list(zip(loops, new_buf.shape))):
-        stmt = For(v, const(0, v.dtype), n, "serial", stmt)
-    return stmt
-
-
-def _written(func, buf) -> bool:
-    return any(isinstance(s, Block) and any(w.buffer is buf for w in s.writes)
-               or isinstance(s, BufferStore) and s.buffer is buf
-               for _, s in tree.walk(func))
-
-
-def _scope_body_path(func, buf) -> tuple:
-    """The path of the body of the block allocating ``buf`` (the root for a parameter)."""
-    for path, s in tree.walk(func):
-        if isinstance(s, Block) and any(b is buf for b in s.alloc_buffers):
-            return path + ("body",)
-    return ("block", "body")
-
-
 @primitive("transform_layout", block=BLOCK, buffer_index=INDEX, index_map=INDEX_MAP,
            buffer_index_type=STR)
 def transform_layout(func, block, buffer_index: int, index_map,
-                     buffer_index_type: str = "write", pad_value=None):
+                     buffer_index_type: str = "write", pad_value=None,
+                     assume_injective_transform: bool = False):
     """Re-lay out ``block``'s buffer through ``index_map`` (a lambda over its
     indices returning the new indices); every access is rewritten.
 
     The new shape is the bounding box of the map's image.  When the box holds more
     elements than the buffer (``i -> (i // 7, i % 7)`` on 30 elements gives 5 x 7),
-    ``pad_value`` is required and fills the padding before the buffer's writers run.
-    A function parameter may change layout too (the caller then passes arrays in the
-    new layout).
+    ``pad_value`` (a number of the buffer's dtype, or a function of the new indices) is
+    required and is written into the padding: in the producer's loops rebuilt over the
+    new shape when one row-major loop nest writes the buffer, else by a block after the
+    writers (see :mod:`schedules.primitives.layout_padding`).  A function parameter may
+    change layout too (the caller then passes arrays in the new layout, and supplies an
+    input's padding).  ``S.AXIS_SEPARATOR`` among the results sets the new buffer's
+    ``axis_separators``.  ``assume_injective_transform=True`` leaves padding without a
+    ``pad_value`` unwritten (the function never reads it; the map is still checked
+    one-to-one where Cuvil can).
 
     Before/after ``transform_layout(B, 0, lambda i, j: (j, i))``::
 
@@ -307,15 +253,11 @@ def transform_layout(func, block, buffer_index: int, index_map,
         >>> sch.transform_layout("B", 0, lambda i: (i // 8, i % 8), pad_value=0.0)
         >>> [int(s) for s in sch.func.body.block.alloc_buffers[0].shape]
         [4, 8]
-        >>> [b.name for b in sch.get_child_blocks("root")]
-        ['B_pad', 'B', 'C']
+        >>> from cuvil_tir.analysis import tree
+        >>> print(tree.get(sch.func, tree.find_block(sch.func, "B")).block.body)
+        B[v0, v1] = T.if_then_else(v0 == 3 and 6 <= v1, T.float32(0), A[v0 * 8 + v1] * T.float32(2))
     """
     prim = "transform_layout"
-    if pad_value is not None and (isinstance(pad_value, bool) or
-                                  not isinstance(pad_value, (int, float))):
-        raise schedule_error(ScheduleArgumentError, prim, f"option 'pad_value' to "
-                             f"transform_layout: expected an int or a float, found "
-                             f"{pad_value!r}")
     _, blk, buf = block_buffer(func, block, buffer_index, buffer_index_type, prim)
     is_param = _is_param(func, buf)
     if not is_param and not is_allocated(func, buf):
@@ -324,6 +266,7 @@ def transform_layout(func, block, buffer_index: int, index_map,
                              "(no alloc_buffers / Allocate holds it)", func, blk)
     params, exprs, seps = apply_index_map(index_map, buf.ndim, buf.name, separators=True,
                                           dtype=index_dtype(buf.shape))
+    pad_at = pad_value_at(pad_value, buf, len(exprs), prim)
     try:
         seps = check_axis_separators(seps, len(exprs), f"the index map of {buf.name!r}")
     except ShapeError as err:
@@ -331,26 +274,12 @@ def transform_layout(func, block, buffer_index: int, index_map,
                              blk) from None
     new_buf = buf.with_changes(shape=_new_shape(buf, params, exprs), strides=(),
                                axis_separators=seps)
-    padding = _pad_check(buf, new_buf.shape, pad_value, func, blk)
-    g = swap_buffer(func, buf, new_buf, _Relayout(buf, new_buf, params, exprs).visit(func.body))
-    if padding and _written(g, new_buf):
-        def where(idx):
-            cond = _padding_only(buf.shape, params, exprs, idx, new_buf.shape)
-            if cond is not None:
-                return cond
-            if is_param:
-                # filling everything would overwrite the caller's elements
-                raise schedule_error(LayoutError, prim, f"the padding of parameter "
-                                     f"{buf.name!r} under this index map cannot be told "
-                                     "apart from its elements (the map has no inverse "
-                                     "Cuvil can write); use an invertible map such as "
-                                     "lambda i: (i // 4, i % 4)", func, blk)
-            return const(True)   # the writers overwrite the image; garbage before
-        path = _scope_body_path(g, new_buf)
-        inner = tree.get(g, path)
-        if isinstance(inner, SeqStmt):
-            path = path + (("seq", 0),)
-        g = insert_before(g, path, _fill(new_buf, pad_value, where))
+    padding = _pad_check(buf, new_buf.shape, pad_value, func, blk,
+                         assume_injective_transform)
+    g = swap_buffer(func, buf, new_buf,
+                    _Relayout(buf, new_buf, params, exprs).visit(func.body))
+    if padding and pad_at is not None:
+        g = write_padding(func, g, buf, new_buf, params, exprs, pad_at, prim, blk)
     return g, None
 
 

@@ -69,17 +69,20 @@ def test_pad_value_must_be_a_number():
     sch = S.Schedule(f)
     assert_refused(sch, lambda: sch.transform_layout("C", 0, lambda i: (i // 7, i % 7),
                                                      "read", pad_value="zero"),
-                   r"option 'pad_value' to transform_layout: expected an int or a float, "
-                   r"found 'zero'", ScheduleArgumentError)
+                   r"option 'pad_value' to transform_layout: expected an int, a float, an "
+                   r"expression or a function of the new indices, found 'zero'",
+                   ScheduleArgumentError)
 
 
-def test_pad_value_fills_the_padding_of_an_intermediate_before_its_writer():
+def test_pad_value_is_written_by_the_producer_rebuilt_over_the_new_shape():
     f = chain(30)
     sch = S.Schedule(f)
     sch.transform_layout("B", 0, lambda i: (i // 8, i % 8), pad_value=-1.0)
-    pad = block(sch, "B_pad")
-    assert [r.buffer.name for r in pad.writes] == ["B"]
-    assert [b.name for b in sch.get_child_blocks("root")] == ["B_pad", "B", "C"]
+    assert [b.name for b in sch.get_child_blocks("root")] == ["B", "C"]
+    assert [int(lp.extent) for lp in (sch.func.body.block.body.seq[0],
+                                      sch.func.body.block.body.seq[0].body)] == [4, 8]
+    assert str(block(sch, "B").body) == ("B[v0, v1] = T.if_then_else(v0 == 3 and 6 <= v1, "
+                                         "T.float32(-1), A[v0 * 8 + v1] * T.float32(2))")
     check_chain(sch, 30)
     verify_trace_roundtrip(sch, f)
 
@@ -196,7 +199,8 @@ def test_pad_value_fills_only_the_padding_of_a_parameter():
     # survive (the fill used to cover the whole new layout and clobber them)
     sch = S.Schedule(T.parse(PARTIAL_WRITE))
     sch.transform_layout("block", 0, lambda i: (i // 4, i % 4), pad_value=-1)
-    assert "T.where(ax0 * 4 + ax1 >= 14)" in str(sch.func)
+    assert "T.where(ax0 == 3 and 2 <= ax1)" in str(sch.func)
+    assert [b.name for b in sch.get_child_blocks("root")] == ["block", "A_pad"]
     a = np.arange(16, dtype="int32").reshape(4, 4) + 100
     want = a.copy().ravel()
     want[[0, 5, 10]] += 1

@@ -213,8 +213,9 @@ class Schedule:
                          assume_injective_transform=False):
         block = _block(block)
         kind, idx = self._buffer_kind_index(block, buffer)
-        return self._sch.transform_layout(block, idx, _index_map(index_map), kind,
-                                          pad_value=_pad_value(pad_value))
+        return self._sch.transform_layout(
+            block, idx, _index_map(index_map), kind, pad_value=_index_map(pad_value),
+            assume_injective_transform=assume_injective_transform)
 
     def set_axis_separator(self, block, buffer, axis_separators):
         block = _block(block)
@@ -362,10 +363,3 @@ def _index_map(m):
     fn = getattr(m, "_cuvil_fn", None)
     return fn if fn is not None else m
 
-
-def _pad_value(v):
-    if v is None or isinstance(v, (int, float)):
-        return v
-    if callable(v):
-        raise ShimGap("transform_layout with a pad_value function")
-    return v
