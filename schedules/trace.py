@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import cuvil_tir.expr as E
 from cuvil_tir.buffer import Buffer
+from cuvil_tir.errors import DTypeError
 from cuvil_tir.node import Node, field_names
 
 from .errors import TraceError, schedule_error
@@ -358,8 +359,10 @@ def decode(value, values: dict, k: int):
     return value
 
 
-def encode_expr(e, params: list):
-    """JSON form of an expression whose free variables are among ``params``.
+def encode_expr(e, params: list, free: bool = False):
+    """JSON form of an expression whose free variables are among ``params``; with
+    ``free``, other variables are recorded by name (an index map's size variables, which
+    replay binds to the function's variables of that name).
 
     Example::
 
@@ -372,6 +375,8 @@ def encode_expr(e, params: list):
         for k, p in enumerate(params):
             if p is e:
                 return {"param": k}
+        if free:
+            return {"free": e.name, "dtype": e.dtype, "size": isinstance(e, E.SizeVar)}
         raise schedule_error(TraceError, "trace", f"the expression uses the free variable "
                              f"{e.name!r}, which the trace cannot record")
     if isinstance(e, Buffer):
@@ -379,9 +384,10 @@ def encode_expr(e, params: list):
                              f"{e.name!r} inside an expression")
     if isinstance(e, Node):
         return {"node": type(e).__name__,
-                "fields": [encode_expr(getattr(e, f), params) for f in field_names(type(e))]}
+                "fields": [encode_expr(getattr(e, f), params, free)
+                           for f in field_names(type(e))]}
     if isinstance(e, tuple):
-        return {"tuple": [encode_expr(v, params) for v in e]}
+        return {"tuple": [encode_expr(v, params, free) for v in e]}
     return e
 
 
@@ -398,6 +404,8 @@ def decode_expr(d, params: list):
     if isinstance(d, dict):
         if "param" in d:
             return params[d["param"]]
+        if "free" in d:
+            return (E.SizeVar if d.get("size") else E.Var)(d["free"], d["dtype"])
         if "tuple" in d:
             return tuple(decode_expr(v, params) for v in d["tuple"])
         cls = getattr(E, d["node"], None)
@@ -421,14 +429,20 @@ def encode_index_map(fn) -> dict:
     if names is None:
         raise schedule_error(TraceError, "trace", f"cannot inspect the index map {fn!r}; "
                              "pass a lambda over the buffer's indices")
-    params = [E.Var(n, "int32") for n in names]
-    out = call_index_map(fn, params)
+    for dt in ("int32", "int64"):      # int64: a map mixing in int64 size variables
+        params = [E.Var(n, dt) for n in names]
+        try:
+            out = call_index_map(fn, params)
+            break
+        except DTypeError:
+            if dt == "int64":
+                raise
     is_tuple = isinstance(out, (list, tuple))
-    results = [v if v is AXIS_SEPARATOR else E.as_expr(v, "int32")
+    results = [v if v is AXIS_SEPARATOR else E.as_expr(v, dt)
                for v in (out if is_tuple else [out])]
-    return {"params": names, "tuple": is_tuple,
+    return {"params": names, "tuple": is_tuple, **({"dtype": dt} if dt != "int32" else {}),
             "results": [{"axis_separator": True} if r is AXIS_SEPARATOR
-                        else encode_expr(r, params) for r in results]}
+                        else encode_expr(r, params, free=True) for r in results]}
 
 
 def decode_index_map(d):
@@ -445,10 +459,11 @@ def decode_index_map(d):
     from .primitives.index_maps import AXIS_SEPARATOR, retype_index
 
     def index_map(*args):
-        # recorded over int32 indices: rebuilt over int32 stand-ins, then computed in
-        # the dtype of the indices it is applied to (int64 buffers index in int64)
+        # rebuilt over stand-ins of the recorded dtype, then computed in the dtype of
+        # the indices it is applied to (int64 buffers index in int64)
         dt = next((a.dtype for a in args if getattr(a, "dtype", "") == "int64"), "int32")
-        stand = [E.Var(n, "int32") for n in d["params"]] if dt != "int32" else list(args)
+        rec = d.get("dtype", "int32")
+        stand = [E.Var(n, rec) for n in d["params"]]
         vmap = {id(s): a for s, a in zip(stand, args)}
         vals = [AXIS_SEPARATOR if isinstance(r, dict) and r.get("axis_separator") else
                 retype_index(decode_expr(r, stand), dt, vmap) for r in d["results"]]

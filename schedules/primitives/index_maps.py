@@ -144,18 +144,23 @@ class _Retype(Mutator):
         self.dtype, self.vmap = dtype, vmap
 
     def visit_IntImm(self, c):
-        return IntImm(c.value, self.dtype) if c.dtype == "int32" else c
+        return IntImm(c.value, self.dtype) if c.dtype in _INDEX and c.dtype != self.dtype \
+            else c
 
     def visit_Var(self, v):
         if id(v) in self.vmap:
             return self.vmap[id(v)]
-        return Cast(self.dtype, v) if v.dtype == "int32" else v
+        return Cast(self.dtype, v) if v.dtype in _INDEX and v.dtype != self.dtype else v
+
+
+_INDEX = ("int32", "int64")
 
 
 def retype_index(e, dtype: str, vmap: dict | None = None):
-    """The int32 index expression ``e`` computed in ``dtype`` (int64): its constants
+    """The index expression ``e`` computed in ``dtype``: its int32/int64 constants
     retyped, the variables of ``vmap`` (``{id(var): replacement}``) replaced and any
-    other int32 variable cast.  This is how a recorded map replays on int64 indices.
+    other index variable of another dtype cast.  This is how a recorded map replays on
+    indices of another dtype.
 
     Example::
 
@@ -164,8 +169,60 @@ def retype_index(e, dtype: str, vmap: dict | None = None):
         >>> str(e), e.dtype
         ('j // T.int64(8) + T.int64(1)', 'int64')
     """
-    return e if dtype == "int32" else _Retype(dtype, vmap or {}).visit(e)
+    return _Retype(dtype, vmap or {}).visit(e)
+
+
+def function_vars(func) -> dict:
+    """``{name: var}`` of the variables a function declares: its scalar parameters and
+    the size variables of its buffers' shapes.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> n = T.size_var("n")
+        >>> A = T.placeholder((n,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((n,), lambda i: A[i], name="B")])
+        >>> list(function_vars(f))
+        ['n']
+    """
+    from cuvil_tir.analysis import tree
+    from cuvil_tir.stmt import Block
+    from cuvil_tir.visitor import used_vars
+    out: dict = {}
+    for p in func.params:
+        if isinstance(p, Var):
+            out.setdefault(p.name, p)
+    bufs = [p for p in func.params if not isinstance(p, Var)]
+    bufs += [b for _, s in tree.walk(func) if isinstance(s, Block) for b in s.alloc_buffers]
+    for b in bufs:
+        for d in b.shape:
+            for v in used_vars(d):
+                out.setdefault(v.name, v)
+    return out
+
+
+def bind_free_vars(exprs, params, func, prim: str) -> list:
+    """``exprs`` with each variable that is neither an index (``params``) nor one of
+    ``func``'s replaced by ``func``'s variable of the same name: a map replayed from a
+    trace names the function's size variables by name.  A name the function does not
+    have is refused."""
+    from cuvil_tir.visitor import substitute, used_vars
+    from .layout import LayoutError
+    known = function_vars(func)
+    own = {id(v) for v in known.values()} | {id(p) for p in params}
+    vmap = {}
+    for x in exprs:
+        for v in used_vars(x):
+            if id(v) in own or v in vmap:
+                continue
+            target = known.get(v.name)
+            if target is None or target.dtype != v.dtype:
+                raise schedule_error(LayoutError, prim, f"the index map uses the variable "
+                                     f"{v.name!r} ({v.dtype}), which the function does not "
+                                     f"declare (it has {sorted(known) or 'none'})")
+            vmap[v] = target
+    return [substitute(x, vmap) for x in exprs] if vmap else list(exprs)
 
 
 __all__ = ["AXIS_SEPARATOR", "apply_index_map", "call_index_map", "index_names",
-           "retype_index"]
+           "retype_index", "function_vars", "bind_free_vars"]

@@ -27,18 +27,19 @@ from __future__ import annotations
 import numpy as np
 
 from cuvil_tir import arith
+from cuvil_tir import dtype as D
 from cuvil_tir.buffer import check_axis_separators
 from cuvil_tir.errors import ShapeError
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, FloorDiv, FloorMod, IntImm,
                             Max, Min, Mul, Not, Or, Sub, Var, const)
-from cuvil_tir.stmt import (BufferRegion, Range)
+from cuvil_tir.stmt import BufferRegion, Range
 from cuvil_tir.visitor import Mutator, substitute
 
 from ..errors import schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
-from .layout_padding import pad_value_at, write_padding
-from .index_maps import AXIS_SEPARATOR, apply_index_map
+from .layout_padding import inverse_of, pad_value_at, write_padding
+from .index_maps import AXIS_SEPARATOR, apply_index_map, bind_free_vars, function_vars
 from .buffer_ref import block_buffer, is_allocated, is_param as _is_param, swap_buffer
 
 #: maps over at most this many points are checked exhaustively (exact shape, one-to-one)
@@ -106,44 +107,80 @@ def index_dtype(shape) -> str:
     return "int64" if shape and all(s.dtype == "int64" for s in shape) else "int32"
 
 
-def _new_shape(buf, params, exprs):
-    return map_image(buf.shape, params, exprs, f"buffer {buf.name!r}")
+def _new_shape(func, buf, params, exprs, assume_injective: bool):
+    """The new shape; a map Cuvil cannot check one-to-one by enumeration must have an
+    inverse (or the caller must assume it injective): two elements sharing a position
+    would overwrite each other."""
+    what = f"buffer {buf.name!r}"
+    shape = _enumerated_image(buf.shape, params, exprs, what)
+    if shape is not None:
+        return shape
+    if not assume_injective and inverse_of(buf.shape, params, exprs) is None:
+        raise schedule_error(LayoutError, "transform_layout", f"cannot prove the index map "
+                             f"{[str(x) for x in exprs]} one-to-one on {what} of shape "
+                             f"{[str(s) for s in buf.shape]} (it has no inverse Cuvil can "
+                             "write); use a quasi-affine map such as i -> (i // 4, i % 4), "
+                             "or pass assume_injective_transform=True if it is one-to-one",
+                             func)
+    return _bounded_image(buf.shape, params, exprs, what, "transform_layout",
+                          _shape_vars_nonnegative(func))
+
+
+def _shape_vars_nonnegative(func):
+    """An analyzer knowing that every size variable of ``func``'s buffer shapes is >= 0
+    (an extent is never negative: the caller's arrays bind them)."""
+    ana = arith.Analyzer(index_no_overflow=True)
+    scalars = {id(p) for p in func.params if isinstance(p, Var)}
+    for v in function_vars(func).values():
+        if id(v) not in scalars:
+            ana.bind(v, Range(const(0, v.dtype), const(1 << (D.bits(v.dtype) - 2), v.dtype)))
+    return ana
 
 
 def map_image(dims, params, exprs, what: str, prim: str = "transform_layout") -> tuple:
     """The shape of the bounding box of the image of ``[0, dims)`` (one extent per
     param) under ``exprs``; refused when an index is negative or (for constant dims of
     at most ``ENUMERATE_LIMIT`` points, checked exhaustively) two points share one."""
+    shape = _enumerated_image(dims, params, exprs, what, prim)
+    return shape if shape is not None else _bounded_image(dims, params, exprs, what, prim)
+
+
+def _enumerated_image(dims, params, exprs, what, prim="transform_layout"):
     shape = [s.value if isinstance(s, IntImm) else None for s in dims]
     size = int(np.prod(shape)) if None not in shape else None
-    if size is not None and size <= ENUMERATE_LIMIT:
-        grids = np.meshgrid(*[np.arange(n, dtype=np.int64) for n in shape], indexing="ij")
-        env = {id(p): g.ravel() for p, g in zip(params, grids)}
-        vals = [_eval_np(x, env) for x in exprs]
-        if all(v is not None for v in vals):
-            vals = [np.broadcast_to(v, (size,)) for v in vals]
-            new = []
-            for x, v in zip(exprs, vals):
-                if size and v.min() < 0:
-                    raise schedule_error(LayoutError, prim,
-                                         f"index_map gives the negative index {v.min()} "
-                                         f"(from {x}) for {what}")
-                new.append(const(int(v.max()) + 1 if size else 0, x.dtype))
-            if size:
-                # one linear key per point, sorted: far cheaper than a row-wise
-                # np.unique on the millions of points of a big buffer
-                keys = np.sort(np.ravel_multi_index(vals, [int(n.value) for n in new]))
-                positions = 1 + int(np.count_nonzero(np.diff(keys)))
-                if positions != size:
-                    raise schedule_error(LayoutError, prim,
-                                         f"index_map is not one-to-one on {what} of shape "
-                                         f"{shape}: {size} elements map to {positions} "
-                                         "positions")
-            return tuple(new)
+    if size is None or size > ENUMERATE_LIMIT:
+        return None
+    grids = np.meshgrid(*[np.arange(n, dtype=np.int64) for n in shape], indexing="ij")
+    env = {id(p): g.ravel() for p, g in zip(params, grids)}
+    vals = [_eval_np(x, env) for x in exprs]
+    if any(v is None for v in vals):
+        return None
+    vals = [np.broadcast_to(v, (size,)) for v in vals]
+    new = []
+    for x, v in zip(exprs, vals):
+        if size and v.min() < 0:
+            raise schedule_error(LayoutError, prim,
+                                 f"index_map gives the negative index {v.min()} "
+                                 f"(from {x}) for {what}")
+        new.append(const(int(v.max()) + 1 if size else 0, x.dtype))
+    if size:
+        # one linear key per point, sorted: far cheaper than a row-wise
+        # np.unique on the millions of points of a big buffer
+        keys = np.sort(np.ravel_multi_index(vals, [int(n.value) for n in new]))
+        positions = 1 + int(np.count_nonzero(np.diff(keys)))
+        if positions != size:
+            raise schedule_error(LayoutError, prim,
+                                 f"index_map is not one-to-one on {what} of shape "
+                                 f"{shape}: {size} elements map to {positions} "
+                                 "positions")
+    return tuple(new)
+
+
+def _bounded_image(dims, params, exprs, what, prim, ana=None):
     ranges = {p: Range(const(0, s.dtype), s) for p, s in zip(params, dims)}
     new = []
     for x in exprs:
-        lo, hi = arith.bound_of(x, ranges)
+        lo, hi = arith.bound_of(x, ranges, ana)
         if isinstance(lo, IntImm) and lo.value < 0:
             raise schedule_error(LayoutError, prim,
                                  f"index_map gives negative indices (from {x}) for {what}")
@@ -152,11 +189,30 @@ def map_image(dims, params, exprs, what: str, prim: str = "transform_layout") ->
 
 
 class _Relayout(Mutator):
+    """Every access of ``old`` re-indexed through the map into ``new``; the new indices
+    are simplified knowing the ranges of the loops and block iterators around them
+    (``(vo * 16 + vi) // 16`` is ``vo`` when ``vi < 16``), as TensorIR does."""
+
     def __init__(self, old, new, params, exprs):
         self.old, self.new, self.params, self.exprs = old, new, params, exprs
+        self.ana = arith.Analyzer(index_no_overflow=True)
 
     def visit_buffer(self, buf):
         return self.new if buf is self.old else buf
+
+    def _bind(self, var, dom):
+        # a unit range binds the value: v_i0 * 32 * n + v_i1 * n is v_i1 * n when v_i0 = 0
+        one = isinstance(dom.extent, IntImm) and dom.extent.value == 1
+        self.ana.bind(var, dom.min if one else dom)
+
+    def visit_For(self, s):
+        self._bind(s.loop_var, Range(s.min, s.extent))
+        return Mutator.generic_visit(self, s)
+
+    def visit_Block(self, b):
+        for iv in b.iter_vars:
+            self._bind(iv.var, iv.dom)
+        return Mutator.generic_visit(self, b)
 
     def _map(self, indices):
         for ix in indices:
@@ -165,7 +221,7 @@ class _Relayout(Mutator):
                                      f"buffer {self.old.name!r} is accessed with the vector "
                                      f"index {ix}; transform the layout before vectorize")
         vm = dict(zip(self.params, indices))
-        return tuple(arith.simplify(substitute(x, vm)) for x in self.exprs)
+        return tuple(self.ana.simplify(substitute(x, vm)) for x in self.exprs)
 
     def visit_BufferLoad(self, ld):
         idx = self.visit(ld.indices)
@@ -266,13 +322,20 @@ def transform_layout(func, block, buffer_index: int, index_map,
                              "(no alloc_buffers / Allocate holds it)", func, blk)
     params, exprs, seps = apply_index_map(index_map, buf.ndim, buf.name, separators=True,
                                           dtype=index_dtype(buf.shape))
+    exprs = bind_free_vars(exprs, params, func, prim)
     pad_at = pad_value_at(pad_value, buf, len(exprs), prim)
     try:
         seps = check_axis_separators(seps, len(exprs), f"the index map of {buf.name!r}")
     except ShapeError as err:
         raise schedule_error(LayoutError, prim, str(err).split("] ", 1)[-1], func,
                              blk) from None
-    new_buf = buf.with_changes(shape=_new_shape(buf, params, exprs), strides=(),
+    if len(exprs) == len(params) and all(x is p for x, p in zip(exprs, params)):
+        # the identity: only the separators may change (no access is re-indexed)
+        if seps == buf.axis_separators:
+            return func, None
+        return swap_buffer(func, buf, buf.with_changes(axis_separators=seps)), None
+    new_buf = buf.with_changes(shape=_new_shape(func, buf, params, exprs,
+                                                assume_injective_transform), strides=(),
                                axis_separators=seps)
     padding = _pad_check(buf, new_buf.shape, pad_value, func, blk,
                          assume_injective_transform)

@@ -173,7 +173,7 @@ def _uses(e, var) -> bool:
 
 
 def _inverse_predicate(old_shape, params, exprs, idx):
-    inv = _inverse(old_shape, params, exprs, idx)
+    inv = inverse_of(old_shape, params, exprs, idx)
     if inv is None:
         return None
     outside = [c for p, n in zip(params, old_shape)
@@ -190,7 +190,21 @@ def _inverse_predicate(old_shape, params, exprs, idx):
     return out
 
 
-def _inverse(old_shape, params, exprs, idx):
+def inverse_of(old_shape, params, exprs, idx=None):
+    """``{param: expression over idx}`` inverting the map on ``[0, old_shape)`` (fresh
+    ``idx`` when not given); None when Cuvil cannot invert it (then it may not be
+    one-to-one).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> inv = inverse_of((T.const(8),), [i], [i // 4, i % 4], [T.var("a"), T.var("b")])
+        >>> str(inv[i])
+        'a * 4 + b'
+    """
+    if idx is None:
+        idx = [Var(f"n{k}", x.dtype) for k, x in enumerate(exprs)]
     old = [IterVar(p, Range(const(0, p.dtype), n), "spatial")
            for p, n in zip(params, old_shape)]
     try:
@@ -375,7 +389,7 @@ def _pad_in_producer(g, nest, new, params, exprs, pad_at, ndim):
     loop_paths, realize_path, k = nest
     shape = new.shape
     loops = [Var(f"ax{d}", n.dtype) for d, n in enumerate(shape)]
-    inv_loops = _inverse([tree.get(g, p).extent for p in loop_paths], params, exprs, loops)
+    inv_loops = inverse_of([tree.get(g, p).extent for p in loop_paths], params, exprs, loops)
     if inv_loops is None:
         return None
     old_loops = [tree.get(g, p).loop_var for p in loop_paths]
@@ -388,7 +402,7 @@ def _pad_in_producer(g, nest, new, params, exprs, pad_at, ndim):
         new_ivs = [IterVar(Var(f"v{d}", n.dtype), Range(const(0, n.dtype), n), "spatial")
                    for d, n in enumerate(shape)]
         idx = tuple(iv.var for iv in new_ivs)
-        inv_ivs = _inverse([ivs[k + d].dom.extent for d in range(len(params))], params,
+        inv_ivs = inverse_of([ivs[k + d].dom.extent for d in range(len(params))], params,
                            exprs, list(idx))
         for d, p in enumerate(params):
             vmap[ivs[k + d].var] = inv_ivs[p]
@@ -480,4 +494,5 @@ def _with_regions(r):
     return BlockRealize(r.iter_values, r.predicate, _replace(blk, reads=reads, writes=writes))
 
 
-__all__ = ["pad_value_at", "padding_predicate", "fill", "write_padding", "if_then_else_of"]
+__all__ = ["pad_value_at", "padding_predicate", "fill", "write_padding", "if_then_else_of",
+           "inverse_of"]

@@ -268,3 +268,62 @@ def test_block_layout_over_int64_extents_keeps_int64_iterators():
     a = np.arange(10, dtype="int32").reshape(2, 5)
     np.testing.assert_array_equal(run(sch, [a, np.zeros((2, 5), "int32")])[1], a * 3)
     verify_trace_roundtrip(sch, f)
+
+
+def test_indices_of_a_tile_reader_are_simplified_with_the_iterator_ranges():
+    f = chain(64)
+    sch = S.Schedule(f)
+    (i,) = sch.get_loops(sch.get_block("C"))
+    io, ii = sch.split(i, [None, 16])
+    sch.blockize(ii)
+    sch.transform_layout("C", 0, lambda i: (i // 16, i % 16), "read")
+    load = block(sch, "C").body.value.a
+    assert [str(x) for x in load.indices] == ["v_i_o", "v_i_i"]
+    check_chain(sch, 64)
+    verify_trace_roundtrip(sch, f)
+
+
+def symbolic_chain():
+    n = T.size_var("n")
+    A = T.placeholder((n,), name="A")
+    B = T.compute((n,), lambda i: A[i] * 2.0, name="B")
+    return T.create_prim_func([A, T.compute((n,), lambda i: B[i] + 1.0, name="C")])
+
+
+def test_a_map_not_provably_one_to_one_on_a_symbolic_shape_is_refused():
+    # i // 2 sends two elements to one position: on 10 elements it is caught by
+    # enumeration, on n elements it has no inverse and used to be accepted
+    sch = S.Schedule(symbolic_chain())
+    assert_refused(sch, lambda: sch.transform_layout("B", 0, lambda i: (i // 2,)),
+                   r"transform_layout: cannot prove the index map \['i // 2'\] one-to-one "
+                   r"on buffer 'B' of shape \['n'\]", LayoutError)
+
+
+def test_a_symbolic_map_the_caller_assumes_injective_is_accepted():
+    A = T.placeholder((4, T.size_var("n")), name="A")
+    B = T.compute(A.shape, lambda i, j: A[i, j] * 2.0, name="B")
+    f = T.create_prim_func([A, B])
+    n = A.shape[1]
+    sch = S.Schedule(f)
+    sch.transform_layout("B", 0, lambda i, j: (i * n + j,), assume_injective_transform=True)
+    assert [str(s) for s in sch.func.params[1].shape] == ["n * 4"]
+    a = np.arange(12, dtype="float32").reshape(4, 3)
+    np.testing.assert_array_equal(run(sch, [a, np.zeros(12, "float32")])[1], a.ravel() * 2)
+    # the map names the size variable n: the trace records it by name, replay binds it
+    verify_trace_roundtrip(sch, f)
+
+
+def test_a_map_naming_a_variable_the_function_lacks_is_refused():
+    sch = S.Schedule(symbolic_chain())
+    m = T.size_var("m")
+    assert_refused(sch, lambda: sch.transform_layout("B", 0, lambda i: (i // m, i % m),
+                                                     assume_injective_transform=True),
+                   r"transform_layout: the index map uses the variable 'm' \(int32\), which "
+                   r"the function does not declare \(it has \['n'\]\)", LayoutError)
+
+
+def test_the_identity_map_changes_nothing_but_separators():
+    f = chain()
+    sch = S.Schedule(f)
+    sch.transform_layout("B", 0, lambda i: (i,))
+    assert sch.func is f

@@ -35,5 +35,7 @@ class ForKind:
 # TVM's names for what Cuvil's nodes already have (only in the shim's process)
 Block.name_hint = property(lambda self: self.name)
 Node.same_as = lambda self, other: self is other
+# TVM keys buffer_map by the parameter; a Cuvil parameter is the buffer itself
+PrimFunc.buffer_map = property(lambda f: {p: p for p in f.params if isinstance(p, Buffer)})
 
 __getattr__ = module_getattr("tvm.tir")
