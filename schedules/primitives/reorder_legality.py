@@ -6,7 +6,8 @@ constants for the nest, TensorIR's partial affineness):
 
 - each iter value is quasi-affine in the nest's loops (``i * 16 + j``, ``i // 4``;
   not ``i * j % 8``), and not strided (some loop steps it by 1: ``l * 16`` alone leaves
-  gaps in its domain);
+  gaps in its domain; ``k_0 * 2 + k_1`` with ``k_1`` outside the nest has none, the
+  outer loop fills them);
 - each condition of the block's ``T.where`` is quasi-affine and bounds loops that feed
   one iter value (``i_0 * 16 + i_1 < 127`` after a split).  A condition coupling the
   loops of several iter values (``i * 64 + j < 100`` with ``vi = i, vj = j``) makes the
@@ -32,9 +33,10 @@ from cuvil_tir.stmt import For
 from cuvil_tir.visitor import post_order_visit, used_vars
 
 
-def reorder_blocker(nest):
+def reorder_blocker(nest, outer=()):
     """``(block name, why)`` of the first block under the loop ``nest`` (a For) whose
-    binding is not affine in the nest's loops, or None."""
+    binding is not affine in the nest's loops, or None.  ``outer``: the variables of
+    the loops around ``nest``."""
     loops = set()
     post_order_visit(nest, lambda n: loops.add(n.loop_var) if isinstance(n, For) else None)
     for br in tree.blocks_under(nest):
@@ -45,7 +47,7 @@ def reorder_blocker(nest):
                                        "quasi-affine in its loops: the order of its "
                                        "iterations may matter (two of them can write "
                                        "one element)")
-            if _strided(val, loops):
+            if _strided(val, loops, set(outer)):
                 return br.block.name, (f"binds {iv.var.name} to {val}, a strided map of "
                                        "its loops (no loop steps it by 1: its domain has gaps)")
             feeds.append({v for v in used_vars(val) if v in loops})
@@ -75,12 +77,15 @@ def _quasi_affine(e, loops) -> bool:
     return False
 
 
-def _strided(e, loops) -> bool:
-    """Every term over the loops has a constant coefficient other than +-1."""
+def _strided(e, loops, outer) -> bool:
+    """Every term over the loops (the nest's or the outer ones) has a constant
+    coefficient other than +-1, and some term is over the nest's loops."""
     if isinstance(e, Cast):
-        return _strided(e.value, loops)
-    terms = [k for atom, k in Affine.of(e).terms if any(v in loops for v in used_vars(atom))]
-    return bool(terms) and all(abs(k) != 1 for k in terms)
+        return _strided(e.value, loops, outer)
+    terms = [(k, any(v in loops for v in used_vars(atom)))
+             for atom, k in Affine.of(e).terms
+             if any(v in loops or v in outer for v in used_vars(atom))]
+    return any(inner for _, inner in terms) and all(abs(k) != 1 for k, _ in terms)
 
 
 def _conjuncts(pred) -> list:
