@@ -38,7 +38,7 @@ from cuvil_tir.visitor import Mutator, substitute
 
 from ..errors import schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
-from .layout_padding import inverse_of, pad_value_at, write_padding
+from .layout_padding import inverse_of, pad_value_at, padding_predicate, write_padding
 from .index_maps import AXIS_SEPARATOR, apply_index_map, bind_free_vars, function_vars
 from .buffer_ref import block_buffer, is_allocated, is_param as _is_param, swap_buffer
 
@@ -254,14 +254,27 @@ class _Relayout(Mutator):
         return BufferRegion(self.new, tuple(out))
 
 
-def _pad_check(buf, new_shape, pad_value, func, blk, allow):
-    """The number of padding elements (those of the new layout no old index maps to);
-    refused when there are some and no ``pad_value`` says what they hold (unless
-    ``allow``: the caller takes the padding as unwritten)."""
+def _pad_check(buf, new_shape, params, exprs, pad_value, func, blk, allow) -> bool:
+    """Whether the new layout may have padding (elements no old index maps to: counted
+    for constant shapes, else unless the padding condition is provably false); refused
+    when it may and no ``pad_value`` says what they hold (unless ``allow``: the caller
+    takes the padding as unwritten)."""
     old = [s.value if isinstance(s, IntImm) else None for s in buf.shape]
     new = [s.value if isinstance(s, IntImm) else None for s in new_shape]
     if None in old or None in new:
-        return 0
+        probe = [Var(f"v{d}", n.dtype) for d, n in enumerate(new_shape)]
+        cond = padding_predicate(buf.shape, params, exprs, probe)
+        if isinstance(cond, IntImm) and not cond.value:
+            return False
+        if pad_value is None and not allow:
+            raise schedule_error(LayoutError, "transform_layout", f"the index map lays "
+                                 f"buffer {buf.name!r} of shape {_dims(buf.shape)} out as "
+                                 f"{_dims(new_shape)}, which has padding for some sizes "
+                                 f"({cond if cond is not None else 'no index maps to it'}). "
+                                 "Pass pad_value=<the value it holds> (e.g. 0.0), or "
+                                 "assume_injective_transform=True to leave it unwritten",
+                                 func, blk)
+        return True
     extra = int(np.prod(new)) - int(np.prod(old))
     if extra > 0 and pad_value is None and not allow:
         raise schedule_error(LayoutError, "transform_layout", f"the index map lays buffer "
@@ -270,7 +283,11 @@ def _pad_check(buf, new_shape, pad_value, func, blk, allow):
                              "that nothing writes. Pass pad_value=<the value they hold> "
                              "(e.g. 0.0), or use a map whose image fills its bounding box",
                              func, blk)
-    return max(0, extra)
+    return extra > 0
+
+
+def _dims(shape) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 @primitive("transform_layout", block=BLOCK, buffer_index=INDEX, index_map=INDEX_MAP,
@@ -337,7 +354,7 @@ def transform_layout(func, block, buffer_index: int, index_map,
     new_buf = buf.with_changes(shape=_new_shape(func, buf, params, exprs,
                                                 assume_injective_transform), strides=(),
                                axis_separators=seps)
-    padding = _pad_check(buf, new_buf.shape, pad_value, func, blk,
+    padding = _pad_check(buf, new_buf.shape, params, exprs, pad_value, func, blk,
                          assume_injective_transform)
     g = swap_buffer(func, buf, new_buf,
                     _Relayout(buf, new_buf, params, exprs).visit(func.body))

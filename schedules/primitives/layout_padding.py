@@ -38,7 +38,7 @@ from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.index_map import NotInvertible, inverse
 from cuvil_tir.block_regions import infer_block_regions
 from cuvil_tir.errors import CuvilError, ScheduleError
-from cuvil_tir.expr import (EQ, LE, NE, BufferLoad, Expr, FloorDiv, FloorMod, IntImm, Not,
+from cuvil_tir.expr import (EQ, LE, NE, Add, BufferLoad, Expr, FloorDiv, FloorMod, IntImm, Not,
                             Or, Var, as_expr, const)
 from cuvil_tir.node import same
 from cuvil_tir.op import if_then_else
@@ -128,29 +128,34 @@ def padding_predicate(old_shape, params, exprs, idx) -> Expr | None:
 
 
 def _split_predicate(old_shape, params, exprs, idx):
+    """The padding condition when each result of the map is an index ``p``, a split
+    ``((p + o) // c, (p + o) % c)`` (constant ``o >= 0``, ``c > 0``) or a constant;
+    None for other maps."""
     used: dict = {}
     conds = []
+    for k, x in enumerate(exprs):
+        if isinstance(x, IntImm):          # a constant result k: the others are padding
+            used[k] = x
+            if x.value:
+                conds.append(NE(idx[k], const(x.value, idx[k].dtype)))
     for p, extent in zip(params, old_shape):
         outs = [k for k, x in enumerate(exprs) if _uses(x, p)]
         if len(outs) == 1 and exprs[outs[0]] is p:
             used[outs[0]] = p
             continue
-        if len(outs) != 2:
+        split = _split_of(exprs, outs, p)
+        if split is None:
             return None
-        div = next((k for k in outs if isinstance(exprs[k], FloorDiv)), None)
-        mod = next((k for k in outs if isinstance(exprs[k], FloorMod)), None)
-        if div is None or mod is None:
-            return None
-        d, m = exprs[div], exprs[mod]
-        if d.a is not p or m.a is not p or not same(d.b, m.b) or \
-                not isinstance(d.b, IntImm) or d.b.value <= 0 or \
-                not isinstance(extent, IntImm):
-            return None
+        div, mod, c, o = split
         used[div] = used[mod] = p
-        c, e = d.b.value, extent.value
-        if e % c:
-            conds.append(EQ(idx[div], const(e // c, idx[div].dtype)) &
-                         LE(const(e % c, idx[mod].dtype), idx[mod]))
+        a, b = idx[div], idx[mod]
+        if o == 0:
+            if not (isinstance(extent, IntImm) and extent.value % c == 0):
+                conds.append(EQ(a, extent // const(c, extent.dtype)) &
+                             LE(extent % const(c, extent.dtype), b))
+        else:
+            x = a * const(c, a.dtype) + b
+            conds.append(Or(x < const(o, a.dtype), extent + const(o, a.dtype) <= x))
     if len(used) != len(exprs):
         return None
     if not conds:
@@ -159,6 +164,27 @@ def _split_predicate(old_shape, params, exprs, idx):
     for c in conds[1:]:
         out = Or(out, c)
     return out
+
+
+def _split_of(exprs, outs, p):
+    """``(div_position, mod_position, c, o)`` when ``outs`` are ``(p + o) // c`` and
+    ``(p + o) % c``; else None."""
+    if len(outs) != 2:
+        return None
+    div = next((k for k in outs if isinstance(exprs[k], FloorDiv)), None)
+    mod = next((k for k in outs if isinstance(exprs[k], FloorMod)), None)
+    if div is None or mod is None:
+        return None
+    d, m = exprs[div], exprs[mod]
+    if not same(d.a, m.a) or not same(d.b, m.b) or not isinstance(d.b, IntImm) or \
+            d.b.value <= 0:
+        return None
+    base, o = d.a, 0
+    if isinstance(base, Add) and isinstance(base.b, IntImm):
+        base, o = base.a, base.b.value
+    if base is not p or o < 0:
+        return None
+    return div, mod, d.b.value, o
 
 
 def _uses(e, var) -> bool:
@@ -315,14 +341,31 @@ def _row_major_nest(func, buf):
             return None
     if tree.enclosing_block(func, top) != _scope_path(func, buf):
         return None
+    index = stores[0][1].indices
     for _, s in tree.walk(tree.get(func, inner).body):
         if not isinstance(s, _ALLOWED) or isinstance(s, BufferStore) and s.buffer is not buf \
                 or isinstance(s, Block) and s.alloc_buffers:
+            return None
+        if isinstance(s, BufferStore) and not _reads_only_at(s.value, buf, index):
+            # B[i] = B[i - 1] + ...: the new loops visit the old indices in another
+            # order under some maps, which would change what such a read sees
             return None
         if isinstance(s, For) and _reads(s.min, s.extent) or \
                 isinstance(s, BlockRealize) and _reads(s.predicate, *s.iter_values):
             return None
     return loop_paths, realize_path, k
+
+
+def _reads_only_at(e, buf, index) -> bool:
+    found = []
+
+    class _V(Visitor):
+        def visit_BufferLoad(self, ld):
+            if ld.buffer is buf and not same(ld.indices, index):
+                found.append(ld)
+            self.generic_visit(ld)
+    _V().visit(e)
+    return not found
 
 
 def _reads(*exprs) -> bool:

@@ -165,3 +165,69 @@ def test_a_float_pad_value_for_an_int_buffer_is_refused():
                                                      pad_value=1.5),
                    r"option 'pad_value' to transform_layout: the float 1\.5 does not match "
                    r"buffer 'S' of dtype int32", ScheduleArgumentError)
+
+
+SCAN = '''
+def f(A: T.Buffer((6,), "int32"), B: T.Buffer((6,), "int32")):
+    for i in T.serial(6):
+        with T.block("scan"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = T.if_then_else(vi > 0, B[T.max(vi - 1, 0)], 0) + A[vi]
+'''
+
+
+def test_a_producer_reading_other_elements_of_its_buffer_keeps_its_loops():
+    # a running sum reads B[i - 1]: rebuilding its loops over a new layout could change
+    # the order the old indices are visited in, so the padding is written after it
+    f = T.parse(SCAN)
+    sch = S.Schedule(f)
+    sch.transform_layout("scan", 0, lambda i: (i % 4, i // 4), pad_value=-1)
+    assert [b.name for b in sch.get_child_blocks("root")] == ["scan", "B_pad"]
+    a = np.arange(1, 7, dtype="int32")
+    out = run(sch, [a, np.zeros((4, 2), "int32")])[1]
+    got = np.array([out[i % 4, i // 4] for i in range(6)])
+    np.testing.assert_array_equal(got, np.cumsum(a))
+    np.testing.assert_array_equal([out[2, 1], out[3, 1]], [-1, -1])
+    verify_trace_roundtrip(sch, f)
+
+
+def symbolic_scale():
+    n = T.size_var("n")
+    X = T.placeholder((n,), name="X")
+    return T.create_prim_func([X, T.compute((n,), lambda i: X[i] * 3.0, name="Y")])
+
+
+def test_a_symbolic_shape_gets_its_padding_written_for_every_size():
+    f = symbolic_scale()
+    sch = S.Schedule(f)
+    sch.transform_layout("Y", 0, lambda i: (i // 4, i % 4), pad_value=-2.0)
+    assert "T.if_then_else(v0 == n // 4 and n % 4 <= v1, T.float32(-2)" in str(sch.func)
+    for n in (8, 10):
+        x = np.arange(n, dtype="float32")
+        rows = (n + 3) // 4
+        for runner in (run, run_llvm):
+            y = runner(sch, [x, np.zeros((rows, 4), "float32")])[1].ravel()
+            np.testing.assert_array_equal(y[:n], x * 3)
+            np.testing.assert_array_equal(y[n:], [-2.0] * (rows * 4 - n))
+    verify_trace_roundtrip(sch, f)
+
+
+def test_a_symbolic_shape_that_may_pad_needs_a_pad_value():
+    sch = S.Schedule(symbolic_scale())
+    assert_refused(sch, lambda: sch.transform_layout("Y", 0, lambda i: (i // 4, i % 4)),
+                   r"transform_layout: the index map lays buffer 'Y' of shape \(n,\) out as "
+                   r"\(\(n - 1\) // 4 \+ 1, 4\), which has padding for some sizes "
+                   r"\(v0 == n // 4 and n % 4 <= v1\)")
+
+
+def test_an_offset_split_and_a_constant_result_have_their_padding_told_apart():
+    # (0, (i + 1) // 8, (i + 1) % 8) on 16 elements: position 0 and the tail are padding
+    X = T.placeholder((16,), "int32", name="X")
+    f = T.create_prim_func([X, T.compute((16,), lambda i: X[i] + 1, name="Y")])
+    sch = S.Schedule(f)
+    sch.transform_layout("Y", 0, lambda i: (0, (i + 1) // 8, (i + 1) % 8), pad_value=-1)
+    x = np.arange(16, dtype="int32")
+    y = run(sch, [x, np.zeros((1, 3, 8), "int32")])[1].ravel()
+    np.testing.assert_array_equal(y[1:17], x + 1)
+    np.testing.assert_array_equal(y[[0] + list(range(17, 24))], [-1] * 8)
+    verify_trace_roundtrip(sch, f)
