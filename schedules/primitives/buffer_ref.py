@@ -70,6 +70,35 @@ def is_allocated(func, buf) -> bool:
     return False
 
 
+def passed_to_calls(func, buf) -> list:
+    """The names of the calls (``T.call_extern`` ...) that receive ``buf`` or a region
+    of it as an argument: they read its memory as laid out now, whatever the IR says.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((2,), name="A")
+        >>> passed_to_calls(T.create_prim_func([A, T.compute((2,), lambda i: A[i],
+        ...                                                  name="B")]), A)
+        []
+    """
+    from cuvil_tir.expr import StringImm
+    from cuvil_tir.stmt import BufferRegion
+    from cuvil_tir.visitor import Visitor
+    found = []
+
+    class _V(Visitor):
+        def visit_Call(self, c):
+            if any(a is buf or isinstance(a, BufferRegion) and a.buffer is buf
+                   for a in c.args):
+                name = c.args[0].value if c.args and isinstance(c.args[0], StringImm) \
+                    else c.op
+                found.append(name)
+            self.generic_visit(c)
+    _V().visit(func.body)
+    return found
+
+
 class _Swap(Mutator):
     def __init__(self, old, new):
         self.old, self.new = old, new
@@ -89,4 +118,4 @@ def swap_buffer(func, old, new, body=None):
     return func.with_body(body)
 
 
-__all__ = ["block_buffer", "is_allocated", "is_param", "swap_buffer"]
+__all__ = ["block_buffer", "is_allocated", "is_param", "passed_to_calls", "swap_buffer"]

@@ -40,7 +40,8 @@ from ..errors import schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
 from .layout_padding import inverse_of, pad_value_at, padding_predicate, write_padding
 from .index_maps import AXIS_SEPARATOR, apply_index_map, bind_free_vars, function_vars
-from .buffer_ref import block_buffer, is_allocated, is_param as _is_param, swap_buffer
+from .buffer_ref import (block_buffer, is_allocated, is_param as _is_param, passed_to_calls,
+                         swap_buffer)
 
 #: maps over at most this many points are checked exhaustively (exact shape, one-to-one)
 ENUMERATE_LIMIT = 1 << 22
@@ -337,6 +338,12 @@ def transform_layout(func, block, buffer_index: int, index_map,
         raise schedule_error(LayoutError, prim,
                              f"buffer {buf.name!r} is not allocated in the function "
                              "(no alloc_buffers / Allocate holds it)", func, blk)
+    calls = passed_to_calls(func, buf)
+    if calls:
+        raise schedule_error(LayoutError, prim, f"buffer {buf.name!r} is passed to "
+                             f"{sorted(set(calls))}, which index(es) its memory in the "
+                             "current layout; transform the layout before tensorize or "
+                             "the extern call", func, blk)
     params, exprs, seps = apply_index_map(index_map, buf.ndim, buf.name, separators=True,
                                           dtype=index_dtype(buf.shape))
     exprs = bind_free_vars(exprs, params, func, prim)

@@ -34,7 +34,7 @@ from cuvil_tir.visitor import Mutator
 
 from ..errors import StorageError, schedule_error
 from ..primitive import BLOCK, INDEX, STR, primitive
-from .buffer_ref import block_buffer, is_allocated, is_param, swap_buffer
+from .buffer_ref import block_buffer, is_allocated, is_param, passed_to_calls, swap_buffer
 
 
 class _Retype(Mutator):
@@ -97,6 +97,12 @@ def unsafe_set_dtype(func, block, buffer_index: int, dtype: str):
     if not is_allocated(func, buf):
         raise schedule_error(StorageError, prim, f"buffer {buf.name!r} is not allocated "
                              "in the function", func, blk)
+    calls = passed_to_calls(func, buf)
+    if calls:
+        raise schedule_error(StorageError, prim, f"buffer {buf.name!r} is passed to "
+                             f"{sorted(set(calls))}, which read(s) its memory as "
+                             f"{buf.dtype}; change the dtype of a buffer the calls do not "
+                             "take", func, blk)
     try:
         dt = D.canonical(dtype)
     except DTypeError:

@@ -73,3 +73,27 @@ def test_refusals():
     assert_refused(sch, lambda: sch.unsafe_set_dtype("B", 0, "float32x4"),
                    r"buffer 'B' of dtype float32 to float32x4: only scalar element dtypes "
                    "change", StorageError)
+
+
+EXTERN = '''
+def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,), "float32")
+    for i in T.serial(8):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi] * T.float32(2)
+    with T.block("C"):
+        T.reads(B[0:8])
+        T.writes(C[0:8])
+        T.evaluate(T.call_extern("int32", "copy8", C[0:8], B[0:8]))
+'''
+
+
+def test_a_buffer_an_extern_call_reads_keeps_its_dtype_and_layout():
+    sch = S.Schedule(T.parse(EXTERN))
+    assert_refused(sch, lambda: sch.unsafe_set_dtype("B", 0, "float16"),
+                   r"unsafe_set_dtype: buffer 'B' is passed to \['copy8'\], which read\(s\) its "
+                   "memory as float32", StorageError)
+    assert_refused(sch, lambda: sch.transform_layout("B", 0, lambda i: (i % 2, i // 2)),
+                   r"transform_layout: buffer 'B' is passed to \['copy8'\], which index\(es\) "
+                   "its memory in the current layout")
