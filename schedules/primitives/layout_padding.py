@@ -112,7 +112,12 @@ def _checked_value(v, buf, prim):
                                  f"reads buffer(s) {sorted(set(loads.found))}; the padding "
                                  "may only be a function of the new indices")
         return v
-    return as_expr(v, dt)
+    try:
+        return as_expr(v, dt)
+    except CuvilError as err:
+        raise schedule_error(ScheduleArgumentError, prim, f"{where}: {v!r} is not a value "
+                             f"of buffer {buf.name!r}'s dtype {dt} "
+                             f"({str(err).split('] ', 1)[-1]})") from None
 
 
 def padding_predicate(old_shape, params, exprs, idx) -> Expr | None:

@@ -231,3 +231,14 @@ def test_an_offset_split_and_a_constant_result_have_their_padding_told_apart():
     np.testing.assert_array_equal(y[1:17], x + 1)
     np.testing.assert_array_equal(y[[0] + list(range(17, 24))], [-1] * 8)
     verify_trace_roundtrip(sch, f)
+
+
+def test_a_pad_value_out_of_the_dtype_range_is_refused():
+    X = T.placeholder((6,), "int8", name="X")
+    f = T.create_prim_func([X, T.compute((6,), lambda i: X[i] + T.const(1, "int8"),
+                                         name="Y")])
+    sch = S.Schedule(f)
+    assert_refused(sch, lambda: sch.transform_layout("Y", 0, lambda i: (i // 4, i % 4),
+                                                     pad_value=300),
+                   r"option 'pad_value' to transform_layout: 300 is not a value of buffer "
+                   r"'Y''s dtype int8", ScheduleArgumentError)
