@@ -25,3 +25,4 @@ from . import block_layout
 from . import reindex
 from . import axis_separator
 from . import set_dtype
+from . import postproc
