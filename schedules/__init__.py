@@ -28,8 +28,9 @@ from .sampling import SampledInt
 from . import errors
 
 from .tensor_intrin import TensorIntrin
+from .primitives.index_maps import AXIS_SEPARATOR
 from .tune import Database, TuneProgress, TuneResult, apply_best, tune
 
 __all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction",
            "SampledInt", "TensorIntrin", "errors", "Database", "TuneProgress", "TuneResult",
-           "apply_best", "tune"]
+           "apply_best", "tune", "AXIS_SEPARATOR"]

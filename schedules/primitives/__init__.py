@@ -23,8 +23,14 @@ from . import layout
 from . import pad
 from . import block_layout
 from . import reindex
+from . import axis_separator
+from . import set_dtype
 from . import partition
 from . import merge
 from . import sample_location
 from . import postproc
 from . import cache_index
+from . import rolling_buffer
+from . import decompose_padding
+from . import buffer_access
+from . import read_write_at

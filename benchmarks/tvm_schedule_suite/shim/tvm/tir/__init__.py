@@ -5,6 +5,8 @@ from cuvil_tir import (Block, BlockRealize, Buffer, Cast, Evaluate, For, PrimFun
 from cuvil_tir.node import Node
 from cuvil_tir.expr import Expr as PrimExpr
 
+from schedules import AXIS_SEPARATOR
+
 from .._gap import module_getattr
 from .expr import FloatImm, IntImm
 from .schedule import Schedule, ScheduleError, TensorIntrin
@@ -13,7 +15,7 @@ from .schedule import Schedule, ScheduleError, TensorIntrin
 class IndexMap:
     """``tir.IndexMap.from_func(fn)``: Cuvil's primitives take the function itself."""
 
-    AXIS_SEPARATOR = object()
+    AXIS_SEPARATOR = AXIS_SEPARATOR
 
     def __init__(self, fn):
         self._cuvil_fn = fn
@@ -30,8 +32,23 @@ class ForKind:
     UNROLLED, THREAD_BINDING = "unrolled", "thread_binding"
 
 
+class _BufferMap(dict):
+    """TVM's ``func.buffer_map[func.params[i]]``: a TVM parameter is a handle mapped to
+    its buffer; a Cuvil parameter is the buffer itself (still found by name too)."""
+
+    def __getitem__(self, key):
+        if isinstance(key, Buffer) and self.get(key.name) is key:
+            return key
+        return super().__getitem__(key)
+
+
+_buffer_map = PrimFunc.buffer_map.fget
+
 # TVM's names for what Cuvil's nodes already have (only in the shim's process)
+PrimFunc.buffer_map = property(lambda self: _BufferMap(_buffer_map(self)))
 Block.name_hint = property(lambda self: self.name)
 Node.same_as = lambda self, other: self is other
+# TVM keys buffer_map by the parameter; a Cuvil parameter is the buffer itself
+PrimFunc.buffer_map = property(lambda f: {p: p for p in f.params if isinstance(p, Buffer)})
 
 __getattr__ = module_getattr("tvm.tir")
