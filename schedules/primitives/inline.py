@@ -132,6 +132,8 @@ def refresh_reads(blk: Block, old_reads, removed) -> tuple:
         ('A', 1, 2)
     """
     out = [r for r in old_reads if r.buffer is not removed]
+    # buffers read anew take the place of the removed one (TensorIR's order)
+    at = next((n for n, r in enumerate(old_reads) if r.buffer is removed), len(out))
     written = [w.buffer for w in blk.writes]
     if tree.blocks_under(blk.body):
         # a blockized outer block: its reads are its inner blocks' reads relaxed over
@@ -145,7 +147,8 @@ def refresh_reads(blk: Block, old_reads, removed) -> tuple:
     for r in found:
         k = next((n for n, o in enumerate(out) if o.buffer is r.buffer), None)
         if k is None:
-            out.append(r)
+            out.insert(at, r)
+            at += 1
         elif not tree_same(out[k], r):
             out[k] = union(out[k], r)
     return tuple(out)

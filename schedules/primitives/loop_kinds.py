@@ -3,8 +3,9 @@
 ``parallel`` and ``vectorize`` refuse a loop that carries a reduction (a block under
 it has a reduce iter var whose value uses the loop variable): its iterations are not
 independent.  ``bind`` refuses to bind such a loop to ``blockIdx.*``/``vthread.*``;
-binding it to ``threadIdx.*`` is a cross-thread reduction, recorded as the loop
-annotation ``cross_thread_reduction``.
+binding it to ``threadIdx.*`` is a cross-thread reduction; the loop is not marked (as
+in TensorIR): the CUDA lowering recognises it from the IR, so a thread-bound
+reduction read from text lowers the same way.
 
 Example::
 
@@ -30,9 +31,9 @@ from ..errors import LoopCarriedError
 from ..primitive import BLOCK_OR_LOOP, LOOP, STR, primitive
 
 
-def _with_kind(node: For, kind: str, tag=None, annotations=None) -> For:
+def _with_kind(node: For, kind: str, tag=None) -> For:
     return For(node.loop_var, node.min, node.extent, kind, node.body, tag,
-               node.annotations if annotations is None else annotations)
+               node.annotations)
 
 
 def _set_kind(func, loop, name: str, kind: str):
@@ -130,7 +131,7 @@ def bind(func, loop, thread_axis):
     """Bind ``loop`` to ``blockIdx.x/y/z``, ``threadIdx.x/y/z`` or ``vthread.*``.
 
     A reduction loop may be bound to ``threadIdx.*`` only (a cross-thread
-    reduction, annotated ``cross_thread_reduction``).  Before/after::
+    reduction, which the CUDA lowering recognises from the IR).  Before/after::
 
         for i in T.serial(8):     ->     for i in T.thread_binding(8, thread="threadIdx.x"):
 
@@ -150,19 +151,14 @@ def bind(func, loop, thread_axis):
     if thread_axis not in THREAD_TAGS:
         raise schedule_error(ScheduleArgumentError, "bind", f"unknown thread axis "
                              f"{thread_axis!r}; expected one of {', '.join(THREAD_TAGS)}")
-    annotations = None
     blk = reduction_block(node)
-    if blk is not None:
-        if not thread_axis.startswith("threadIdx."):
-            raise schedule_error(ReductionLoopError, "bind", f"loop {node.loop_var.name} "
-                                 f"carries the reduction of block {blk!r} and cannot be "
-                                 f"bound to {thread_axis}: different thread blocks cannot "
-                                 "reduce together; bind it to threadIdx.* or use rfactor",
-                                 func, node)
-        annotations = dict(node.annotations)
-        annotations["cross_thread_reduction"] = 1
-    return tree.replace(func, path, _with_kind(node, "thread_binding", thread_axis,
-                                               annotations)), None
+    if blk is not None and not thread_axis.startswith("threadIdx."):
+        raise schedule_error(ReductionLoopError, "bind", f"loop {node.loop_var.name} "
+                             f"carries the reduction of block {blk!r} and cannot be "
+                             f"bound to {thread_axis}: different thread blocks cannot "
+                             "reduce together; bind it to threadIdx.* or use rfactor",
+                             func, node)
+    return tree.replace(func, path, _with_kind(node, "thread_binding", thread_axis)), None
 
 
 def _check_value(value, where):

@@ -1,5 +1,6 @@
 """``lower_cross_thread_reduction``: a reduction loop bound to ``threadIdx.x``
-(``sch.bind(k, "threadIdx.x")``, annotated ``cross_thread_reduction``) becomes a
+(``sch.bind(k, "threadIdx.x")``: a loop bound to ``threadIdx.*`` that drives a reduce
+iter var of a block under it, recognised from the IR as TensorIR does) becomes a
 per-thread partial result, a warp-shuffle reduction, and, beyond one warp, a second
 round through ``shared`` memory:
 
@@ -40,6 +41,7 @@ from cuvil_tir.op import if_then_else, max_value, min_value
 from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import (Allocate, BlockRealize, BufferStore, For, IfThenElse, seq)
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
+from schedules.analysis import reduction_block
 from schedules.primitives.reduction import combine, reducer_of
 
 WARP = 32
@@ -102,7 +104,7 @@ class _Lower(Mutator):
             loop = self.generic_visit(loop)
         finally:
             self.enclosing.pop()
-        if not dict(loop.annotations).get("cross_thread_reduction"):
+        if not _reduces_across_threads(loop):
             return loop
         return self.rewrite(loop)
 
@@ -166,13 +168,19 @@ class _Lower(Mutator):
             steps.append(BufferStore(red, warp_reduce(combiner, pick, WARP), (zero,)))
         out_idx = tuple(substitute(ix, vmap) for ix in st.indices)
         steps.append(IfThenElse(EQ(tx, zero), BufferStore(st.buffer, red[zero], out_idx)))
-        ann = {k: v for k, v in loop.annotations if k != "cross_thread_reduction"}
+        ann = dict(loop.annotations)
         ann["cuda.cross_thread_done"] = 1
         new = For(tx, loop.min, loop.extent, "thread_binding", seq(*steps),
                   loop.thread_tag, ann)
         for b in reversed(allocs):
             new = Allocate(b, new)
         return new
+
+
+def _reduces_across_threads(loop) -> bool:
+    """A loop bound to ``threadIdx.*`` whose variable drives a reduce iter var."""
+    return loop.kind == "thread_binding" and (loop.thread_tag or "").startswith(
+        "threadIdx.") and reduction_block(loop) is not None
 
 
 def _vars(e) -> list:

@@ -36,7 +36,7 @@ def test_compute_inline_conv_padding():
     assert block_names(sch) == ["root", "conv"]
     reads = [r.buffer.name for r in tree.get(sch.func, tree.find_block(sch.func, "conv"))
              .block.reads]
-    assert reads == ["W", "X"]
+    assert reads == ["X", "W"]      # X takes the place of pad among the reads
     check_workload(sch, w)
     verify_trace_roundtrip(sch, w.func)
 

@@ -78,3 +78,23 @@ def test_cross_thread_reduction_refusals():
     with pytest.raises(T.LoweringError, match="reduce axis v_k also varies with a loop "
                        "outside the bound loop"):
         T.lower(sch, "cuda")
+
+
+def test_thread_bound_reduction_read_from_text_is_lowered():
+    # no mark on the loop (TensorIR writes none): the reduction is recognised from the IR
+    f = T.parse('''
+@T.prim_func
+def rows(A: T.Buffer((4, 64), "float32"), B: T.Buffer((4,), "float32")):
+    for i in T.thread_binding(4, thread="blockIdx.x"):
+        for k in T.thread_binding(64, thread="threadIdx.x"):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+''')
+    mod, low = build(sch_for(f), "rows_from_text")
+    assert "cvl_warp_sum(" in mod.get_source("cuda")
+    a, out = rand((4, 64)), np.zeros(4, "float32")
+    T.interpret(low, a, out, check_races=True)
+    np.testing.assert_allclose(out, a.sum(1), rtol=1e-5, atol=1e-5)
