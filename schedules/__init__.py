@@ -28,8 +28,11 @@ from .sampling import SampledInt
 from . import errors
 
 from .tensor_intrin import TensorIntrin
+from .block_scope import BlockScope, Dependence, DepKind, block_scope
+from .block_flags import BlockFlags, block_flags
 from .tune import Database, TuneProgress, TuneResult, apply_best, tune
 
 __all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction",
            "SampledInt", "TensorIntrin", "errors", "Database", "TuneProgress", "TuneResult",
-           "apply_best", "tune"]
+           "apply_best", "tune", "BlockScope", "Dependence", "DepKind", "block_scope",
+           "BlockFlags", "block_flags"]

@@ -7,7 +7,7 @@ from cuvil_tir.expr import Expr as PrimExpr
 
 from .._gap import module_getattr
 from .expr import FloatImm, IntImm
-from .schedule import Schedule, ScheduleError, TensorIntrin
+from .schedule import Schedule, ScheduleError, ScheduleState, TensorIntrin
 
 
 class IndexMap:

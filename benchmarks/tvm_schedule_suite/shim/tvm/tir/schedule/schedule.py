@@ -12,10 +12,9 @@ import functools
 
 import schedules as S
 from cuvil_tir import IRModule, PrimFunc
-from cuvil_tir.analysis import tree
 from cuvil_tir.buffer import Buffer
-from schedules.analysis import stmt_path
 from schedules.handles import BlockRV, LoopRV
+from schedules.sampling import Sampled
 
 from ..._compare import scheduled
 from ..._gap import Gap, OutOfScope, ShimGap
@@ -120,11 +119,21 @@ class Schedule:
 
     def get(self, rv):
         """The Block or For node a handle names (or a sampled value)."""
-        if isinstance(rv, (BlockRV, LoopRV)):
-            func = self._sch.func
-            node = tree.get(func, stmt_path(func, rv, "get"))
-            return node.block if hasattr(node, "block") and isinstance(rv, BlockRV) else node
+        if isinstance(rv, (BlockRV, LoopRV, Sampled)):
+            return self._sch.get(rv)
         return rv
+
+    _get = get
+
+    def get_sref(self, rv):
+        from .state import StmtSRef
+        self._sch.get(rv)          # a handle this schedule does not know fails here
+        return StmtSRef(self, rv)
+
+    @property
+    def state(self):
+        from .state import ScheduleState
+        return ScheduleState.of(self, self._sch)
 
     # queries -----------------------------------------------------------------------
     def get_block(self, name: str, func_name=None):
