@@ -29,10 +29,11 @@ from . import errors
 
 from .tensor_intrin import TensorIntrin
 from .block_scope import BlockScope, Dependence, DepKind, block_scope
-from .block_flags import BlockFlags, block_flags
+from .block_flags import BlockFlags, block_flags, is_output_block
+from .index_map import IndexMap, suggest_index_map
 from .tune import Database, TuneProgress, TuneResult, apply_best, tune
 
 __all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction",
            "SampledInt", "TensorIntrin", "errors", "Database", "TuneProgress", "TuneResult",
            "apply_best", "tune", "BlockScope", "Dependence", "DepKind", "block_scope",
-           "BlockFlags", "block_flags"]
+           "BlockFlags", "block_flags", "is_output_block", "IndexMap", "suggest_index_map"]

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.regions import is_param
 
 from .block_scope import DepKind, block_of, func_of, scope_dependences
 from .primitives.reorder_legality import binding_blocker
@@ -104,4 +105,24 @@ def block_flags(func_or_sch, block) -> BlockFlags:
                       stage_pipeline(func, path))
 
 
-__all__ = ["BlockFlags", "block_flags", "affine_binding", "stage_pipeline"]
+def is_output_block(func_or_sch, block) -> bool:
+    """Whether ``block`` (a handle or a name) writes a function parameter: its results
+    leave the function, so ``compute_inline`` and ``compute_at`` refuse it (the
+    "output block" of their messages).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((8,), name="A")
+        >>> B = T.compute((8,), lambda i: A[i] * 2.0, name="B")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: B[i] + 1.0, name="C")])
+        >>> is_output_block(f, "C"), is_output_block(f, "B")
+        (True, False)
+    """
+    func = func_of(func_or_sch, "is_output_block")
+    blk = tree.get(func, block_of(func, block, "is_output_block")).block
+    return any(is_param(func, w.buffer) for w in blk.writes)
+
+
+__all__ = ["BlockFlags", "block_flags", "affine_binding", "stage_pipeline",
+           "is_output_block"]

@@ -221,3 +221,16 @@ def test_block_flags_errors_name_what_was_expected():
         S.block_flags("main", "C")
     with pytest.raises(ScheduleArgumentError, match=r"no block named 'D'"):
         S.block_flags(_halves(6, 6), "D")
+
+
+def test_output_blocks_are_the_writers_of_parameters():
+    f = _halves(6, 6)
+    assert [S.is_output_block(f, b) for b in ("lo", "hi", "C")] == [False, False, True]
+    sch = S.Schedule(f)
+    copy = sch.cache_write("C", 0, "local")
+    # the copy back to C is the output block now; C itself writes the cache
+    assert S.is_output_block(sch, "C") is False
+    assert S.is_output_block(sch, copy) is True
+    with pytest.raises(ScheduleArgumentError, match=r"is_output_block: expected a PrimFunc "
+                       r"or a Schedule, found list"):
+        S.is_output_block([], "C")

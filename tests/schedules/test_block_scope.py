@@ -80,3 +80,12 @@ def test_scope_queries_refuse_a_block_outside_the_scope():
     with pytest.raises(ScheduleArgumentError, match=r"block_scope: expected a PrimFunc or a "
                        r"Schedule, found int"):
         S.block_scope(3)
+
+
+def test_producers_and_consumers_are_the_read_after_write_dependences():
+    sch = S.Schedule(T.parse(CHAIN))
+    # write_B writes B only after read_B has read it: not its producer
+    assert sch.get_producers("read_B") == []
+    assert sch.get_consumers("write_B") == [S.BlockRV("use_both")]
+    assert sch.get_producers("use_both") == [S.BlockRV("read_B"), S.BlockRV("write_B")]
+    assert sch.get_consumers("read_B") == [S.BlockRV("use_both")]

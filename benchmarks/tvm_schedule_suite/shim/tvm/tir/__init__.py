@@ -22,6 +22,16 @@ class IndexMap:
     def from_func(cls, fn, inverse_index_map=None, index_dtype="int64"):
         return cls(fn)
 
+    def _cuvil(self):
+        import schedules as S
+        return S.IndexMap.from_func(self._cuvil_fn)
+
+    def is_equivalent_to(self, other) -> bool:
+        return self._cuvil().is_equivalent_to(other._cuvil())
+
+    def inverse(self, shape):
+        return IndexMap(self._cuvil().inverse(list(shape)))
+
 
 class ForKind:
     """``tir.ForKind``: Cuvil's loop kinds are their names."""
