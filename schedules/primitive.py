@@ -57,12 +57,13 @@ class Kind:
     """
 
     def __init__(self, name: str, expected: str, convert=None, prefix: str = "v",
-                 error=None):
+                 error=None, many: bool = False):
         self.name = name
         self.expected = expected
         self.convert = convert or (lambda v: v)
         self.prefix = prefix      # how the trace names a result of this kind
         self.error = error        # the error class, when not the primitive's
+        self.many = many          # a result kind: a list (printed unpacked), not one value
 
     def __repr__(self):
         return f"Kind({self.name})"
@@ -80,6 +81,8 @@ def _int(v) -> int:
 
 def _block(v):
     if isinstance(v, BlockRV):
+        if v.name is None:
+            raise Mismatch("a fresh handle, which only a hand-built Trace binds")
         return v
     if isinstance(v, str) and v:
         return BlockRV(v)
@@ -208,9 +211,10 @@ PROBS = Kind("probs", "a list of non-negative numbers with a positive sum", _pro
 
 # result kinds
 NONE = Kind("none", "nothing")
-BLOCKS = Kind("blocks", "block handles", prefix="b")
-LOOPS = Kind("loops", "loop handles", prefix="l")
-SAMPLED = Kind("sampled", "sampled values", prefix="v")
+BLOCKS = Kind("blocks", "block handles", prefix="b", many=True)
+LOOPS = Kind("loops", "loop handles", prefix="l", many=True)
+SAMPLED = Kind("sampled", "a sampled value", prefix="v")
+SAMPLES = Kind("samples", "sampled values", prefix="v", many=True)
 
 
 def _describe(v) -> str:
@@ -231,12 +235,15 @@ class Spec:
     """
 
     def __init__(self, name, fn, kinds: dict, returns: Kind, sampler: bool, mutate,
-                 error=ScheduleArgumentError):
+                 error=ScheduleArgumentError, pure: bool = False):
         self.name = name
         self.error = error
         self.returns = returns
         self.sampler = sampler
         self.mutate = mutate
+        # pure: leaves the function unchanged (queries, samplers), so an instruction
+        # whose results nothing uses can be dropped from a trace (Trace.simplified)
+        self.pure = pure or sampler
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())[2 if sampler else 1:]
         self.params, self.options = [], {}
@@ -332,14 +339,16 @@ class Spec:
 
 
 def primitive(name: str, /, returns: Kind = NONE, sampler: bool = False, mutate=None,
-              error=ScheduleArgumentError, **kinds):
+              error=ScheduleArgumentError, pure: bool = False, **kinds):
     """Register ``fn`` as the primitive ``name`` with the kinds of its arguments.
 
     The registered function checks its arguments (``fn.spec.check``) then runs.  A
     sampler (``sampler=True``) is ``fn(func, rng, *args, decision=None)`` returning
     ``(values, decision)``; ``mutate(inst, rng)`` gives a new decision for its trace
     instruction ``inst``.  ``error`` is the class of its argument errors (handle
-    arguments always raise ``ScheduleArgumentError``).
+    arguments always raise ``ScheduleArgumentError``).  ``pure=True`` declares that it
+    never changes the function (a query; samplers are pure too): a pure instruction
+    whose results nothing uses is dead code to :meth:`Trace.simplified`.
 
     Example::
 
@@ -347,7 +356,7 @@ def primitive(name: str, /, returns: Kind = NONE, sampler: bool = False, mutate=
         True
     """
     def register(fn):
-        spec = Spec(name, fn, kinds, returns, sampler, mutate, error)
+        spec = Spec(name, fn, kinds, returns, sampler, mutate, error, pure)
 
         @functools.wraps(fn)
         def checked(func, *args, **kwargs):

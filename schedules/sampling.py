@@ -25,7 +25,7 @@ from __future__ import annotations
 from cuvil_tir.analysis import tree
 from .analysis import const_int, loop_path
 from .errors import ScheduleArgumentError, schedule_error
-from .primitive import CANDIDATES, LOOP, POS_INT, PROBS, SAMPLED, primitive
+from .primitive import CANDIDATES, LOOP, POS_INT, PROBS, SAMPLED, SAMPLES, primitive
 
 
 class Sampled:
@@ -217,7 +217,7 @@ def _mutate_categorical(inst, rng):
 
 
 @primitive("sample_perfect_tile", loop=LOOP, n=POS_INT, max_innermost_factor=POS_INT,
-           returns=SAMPLED, sampler=True, mutate=_mutate_tile)
+           returns=SAMPLES, sampler=True, mutate=_mutate_tile)
 def sample_perfect_tile(func, rng, loop, n, max_innermost_factor=16, decision=None):
     """``n`` ints multiplying to ``loop``'s constant extent, innermost at most
     ``max_innermost_factor``, drawn uniformly from all such tilings and recorded with

@@ -7,6 +7,12 @@ primitive, its decision.  ``Trace.as_json()`` writes it; ``Trace.from_json(text)
 .apply(func)`` replays it on the unscheduled function; ``with_decisions`` swaps the
 decisions of sampling instructions, which is how a search explores candidates.
 
+A trace can also be built by hand: give an instruction handle objects as inputs and
+outputs (fresh ones, ``BlockRV()`` / ``LoopRV()``, or ``T.var`` for a sampled value)
+and :class:`Trace` numbers them.  ``simplified`` drops instructions whose results
+nothing uses; ``apply_to`` replays onto an existing schedule; instructions after
+``sch.enter_postproc()`` are post-processing, which both can leave out.
+
 Example::
 
     >>> import cuvil_tir as T
@@ -18,7 +24,7 @@ Example::
     >>> _ = sch.split(i, [None, 4])
     >>> print(sch.trace)
     b0 = sch.get_block('B')
-    l1 = sch.get_loops(b0)
+    (l1,) = sch.get_loops(b0)
     l2, l3 = sch.split(l1, [None, 4])
     >>> T.structural_equal(S.Trace.from_json(sch.trace.as_json()).apply(f).func, sch.func)
     True
@@ -26,28 +32,39 @@ Example::
 
 from __future__ import annotations
 
-import inspect
 import json
 from dataclasses import dataclass, field
 
-import cuvil_tir.expr as E
-from cuvil_tir.buffer import Buffer
-from cuvil_tir.node import Node, field_names
-
 from .errors import TraceError, schedule_error
+from .trace_values import (decode, decode_expr, decode_index_map, encode,  # noqa: F401
+                           encode_expr, encode_index_map, flatten, holds_handle, map_rvs)
 
 FORMAT = "cuvil-trace"
 VERSION = 1
+POSTPROC = "enter_postproc"
+"""The instruction after which a trace's instructions are post-processing."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Instruction:
-    """One applied primitive.
+    """One applied primitive: ``name``, positional ``inputs``, keyword ``attrs``, the
+    ``outputs`` and a sampler's ``decision``.  Instructions compare (and hash) by
+    identity, so they can key a dict.
+
+    In a recorded trace, handles are trace indices (``{"rv": k}`` in inputs, ``k`` in
+    outputs).  Built by hand, inputs and outputs may hold handle objects instead;
+    :class:`Trace` numbers them.
 
     Example::
 
         >>> Instruction("get_block", ["C"], {}, [0]).outputs
         [0]
+        >>> from schedules.handles import BlockRV
+        >>> b = BlockRV()
+        >>> t = Trace([Instruction("get_block", ["C"], {}, [b]),
+        ...            Instruction("compute_inline", [b])])
+        >>> t[1].inputs
+        [{'rv': 0}]
     """
 
     name: str
@@ -81,7 +98,14 @@ class Trace:
     """
 
     def __init__(self, insts=()):
-        self.insts = tuple(insts)
+        self.insts = _numbered(tuple(insts))
+
+    @classmethod
+    def _of(cls, insts: tuple) -> "Trace":
+        # instructions already numbered (recorded, sliced, simplified)
+        t = cls.__new__(cls)
+        t.insts = insts
+        return t
 
     def __len__(self) -> int:
         return len(self.insts)
@@ -90,6 +114,16 @@ class Trace:
         return iter(self.insts)
 
     def __getitem__(self, k):
+        """An instruction, or for a slice a Trace (``trace[:-1]`` drops the last).
+
+        Example::
+
+            >>> t = Trace([Instruction("get_block", ["C"], {}, [0])])
+            >>> len(t[:-1]), t[0].name
+            (0, 'get_block')
+        """
+        if isinstance(k, slice):
+            return Trace._of(self.insts[k])
         return self.insts[k]
 
     def __eq__(self, other):
@@ -106,7 +140,9 @@ class Trace:
             >>> len(Trace().append(Instruction("get_block", ["C"], {}, [0])))
             1
         """
-        return Trace(self.insts + (inst,))
+        if _is_raw(inst):
+            return Trace(self.insts + (inst,))
+        return Trace._of(self.insts + (inst,))
 
     @property
     def decisions(self) -> dict:
@@ -174,7 +210,7 @@ class Trace:
                                  d.get("outputs", []), d.get("decision"))
                      for d in data["insts"])
 
-    def apply(self, func, debug: bool = False, seed=None):
+    def apply(self, func, debug: bool = False, seed=None, remove_postproc: bool = False):
         """Replay on ``func`` (the unscheduled function); returns the new Schedule.
 
         Example::
@@ -185,9 +221,28 @@ class Trace:
             True
         """
         from .schedule import Schedule
-        sch = Schedule(func, debug=debug, seed=seed)
+        return self.apply_to(Schedule(func, debug=debug, seed=seed), remove_postproc)
+
+    def apply_to(self, sch, remove_postproc: bool = False):
+        """Replay the instructions onto the schedule ``sch`` (they append to its trace);
+        with ``remove_postproc`` stop at ``enter_postproc``.  Returns ``sch``.
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> import schedules as S
+            >>> A = T.placeholder((4,), name="A")
+            >>> B = T.compute((4,), lambda i: A[i] * 2.0, name="B")
+            >>> f = T.create_prim_func([A, T.compute((4,), lambda i: B[i] + 1.0, name="C")])
+            >>> b = S.BlockRV()
+            >>> t = Trace([Instruction("get_block", ["B"], {}, [b]),
+            ...            Instruction("compute_inline", [b])])
+            >>> sch = t.apply_to(S.Schedule(f))
+            >>> [blk.name for blk in sch.get_child_blocks("root")]
+            ['C']
+        """
         values: dict = {}
-        for k, inst in enumerate(self.insts):
+        for k, inst in enumerate(self.before_postproc() if remove_postproc else self.insts):
             args = [decode(a, values, k) for a in inst.inputs]
             kwargs = {key: decode(v, values, k) for key, v in inst.attrs.items()}
             if inst.decision is not None:
@@ -201,6 +256,53 @@ class Trace:
             for idx, rv in zip(inst.outputs, produced):
                 values[idx] = rv
         return sch
+
+    def before_postproc(self) -> "Trace":
+        """The instructions before the first ``enter_postproc`` (all when none).
+
+        Example::
+
+            >>> t = Trace([Instruction("get_block", ["B"], {}, [0]),
+            ...            Instruction("enter_postproc", []),
+            ...            Instruction("compute_inline", [{"rv": 0}])])
+            >>> len(t.before_postproc())
+            1
+        """
+        cut = next((k for k, i in enumerate(self.insts) if i.name == POSTPROC),
+                   len(self.insts))
+        return Trace._of(self.insts[:cut])
+
+    def simplified(self, remove_postproc: bool = False) -> "Trace":
+        """A copy without dead code: instructions that leave the function unchanged
+        (queries, samplers) and whose results no later instruction uses; with
+        ``remove_postproc`` also without ``enter_postproc`` and what follows it.
+        Handles are renumbered in order.
+
+        Example::
+
+            >>> t = Trace([Instruction("get_block", ["B"], {}, [0]),
+            ...            Instruction("get_block", ["C"], {}, [1]),
+            ...            Instruction("compute_inline", [{"rv": 1}])])
+            >>> print(t.simplified())
+            b0 = sch.get_block('C')
+            sch.compute_inline(b0)
+        """
+        from .primitive import PRIMITIVES
+        insts = list(self.before_postproc() if remove_postproc else self.insts)
+        used: set = set()
+        kept = []
+        for inst in reversed(insts):
+            spec = getattr(PRIMITIVES.get(inst.name), "spec", None)
+            if spec is not None and spec.pure and used.isdisjoint(inst.outputs):
+                continue
+            kept.append(inst)
+            map_rvs([inst.inputs, list(inst.attrs.values())], lambda k: used.add(k) or k)
+        kept.reverse()
+        new = {old: n for n, old in enumerate(o for inst in kept for o in inst.outputs)}
+        return Trace._of(tuple(
+            Instruction(i.name, map_rvs(i.inputs, new.get),
+                        {key: map_rvs(v, new.get) for key, v in i.attrs.items()},
+                        [new[o] for o in i.outputs], i.decision) for i in kept))
 
     def as_python(self) -> str:
         """The trace as the Python calls that made it.
@@ -218,12 +320,15 @@ class Trace:
             if inst.decision is not None:
                 args.append(f"decision={inst.decision!r}")
             call = f"sch.{inst.name}({', '.join(args)})"
+            returns = _returns(inst.name)
             outs = []
-            prefix = _result_prefix(inst.name)
             for idx in inst.outputs:
-                names[idx] = f"{prefix}{idx}"
+                names[idx] = f"{returns.prefix}{idx}"
                 outs.append(names[idx])
-            lines.append((", ".join(outs) + " = " if outs else "") + call)
+            target = ", ".join(outs)
+            if returns.many and len(outs) == 1:
+                target = f"({target},)"     # a list of one: unpack it, as written by hand
+            lines.append((target + " = " if outs else "") + call)
         return "\n".join(lines)
 
     def mutate(self, rng) -> "Trace | None":
@@ -253,207 +358,52 @@ class Trace:
     __repr__ = __str__
 
 
-def flatten(result) -> list:
-    """The handles / sampled values a primitive returned, as a flat list.
-
-    Example::
-
-        >>> flatten(None), flatten([1, [2, 3]])
-        ([], [1, 2, 3])
-    """
-    if result is None:
-        return []
-    if isinstance(result, (list, tuple)):
-        out = []
-        for r in result:
-            out.extend(flatten(r))
-        return out
-    return [result]
-
-
-# value encoding ---------------------------------------------------------------------
-
-def encode(value, index_of, where: str):
-    """A JSON-able form of a primitive argument; ``index_of(rv)`` gives trace indices.
-
-    Example::
-
-        >>> encode([None, 4], lambda rv: None, "split")
-        [None, 4]
-    """
-    from .handles import BlockRV, LoopRV
-    from .sampling import Sampled
-    if isinstance(value, (BlockRV, LoopRV, Sampled)):
-        idx = index_of(value)
-        if idx is None:
-            derivation = getattr(value, "derivation", None)
-            if derivation is not None:
-                op, a, b = derivation
-                return {"derived": [op, encode(a, index_of, where),
-                                    encode(b, index_of, where)]}
-            if isinstance(value, Sampled):
-                return _plain(value)
-            if isinstance(value, BlockRV):  # blocks are named: replayable as is
-                return {"block": value.name}
-            raise schedule_error(TraceError, where, f"{value!r} was not produced by this "
-                                 "schedule; get handles from sch.get_block / "
-                                 "sch.get_loops or the primitives' results")
-        return {"rv": idx}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, E.IntImm):
-        return value.value
-    if isinstance(value, (list, tuple)):
-        return [encode(v, index_of, where) for v in value]
-    if isinstance(value, dict):
-        return {"dict": {str(k): encode(v, index_of, where) for k, v in value.items()}}
-    if isinstance(value, E.Expr):
-        return {"expr": encode_expr(value, [])}
-    if callable(value):
-        return {"index_map": encode_index_map(value)}
-    raise schedule_error(TraceError, where, f"cannot record the argument {value!r} "
-                         f"({type(value).__name__}) in the trace; pass ints, strs, lists, "
-                         "handles, expressions or a lambda over indices")
-
-
-def _plain(v):
-    for t in (int, float, str):
-        if isinstance(v, t):
-            return t(v)
-    return v
-
-
-def decode(value, values: dict, k: int):
-    """Inverse of :func:`encode`; ``values`` maps trace indices to replayed handles.
-
-    Example::
-
-        >>> decode({"rv": 0}, {0: "handle"}, 0)
-        'handle'
-    """
-    if isinstance(value, list):
-        return [decode(v, values, k) for v in value]
-    if isinstance(value, dict):
-        if "rv" in value:
-            if value["rv"] not in values:
-                raise schedule_error(TraceError, "replay", f"instruction {k} refers to "
-                                     f"value {value['rv']}, which no earlier instruction "
-                                     "produced")
-            return values[value["rv"]]
-        if "derived" in value:
-            from .sampling import derive
-            op, a, b = value["derived"]
-            return derive(op, decode(a, values, k), decode(b, values, k))
-        if "block" in value:
-            from .handles import BlockRV
-            return BlockRV(value["block"])
-        if "dict" in value:
-            return {key: decode(v, values, k) for key, v in value["dict"].items()}
-        if "expr" in value:
-            return decode_expr(value["expr"], [])
-        if "index_map" in value:
-            return decode_index_map(value["index_map"])
-        raise schedule_error(TraceError, "replay", f"instruction {k}: unknown value "
-                             f"{value!r}")
-    return value
-
-
-def encode_expr(e, params: list):
-    """JSON form of an expression whose free variables are among ``params``.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> i = T.var("i")
-        >>> encode_expr(i + 1, [i])
-        {'node': 'Add', 'fields': [{'param': 0}, {'node': 'IntImm', 'fields': [1, 'int32']}]}
-    """
-    if isinstance(e, E.Var):
-        for k, p in enumerate(params):
-            if p is e:
-                return {"param": k}
-        raise schedule_error(TraceError, "trace", f"the expression uses the free variable "
-                             f"{e.name!r}, which the trace cannot record")
-    if isinstance(e, Buffer):
-        raise schedule_error(TraceError, "trace", f"cannot record a reference to buffer "
-                             f"{e.name!r} inside an expression")
-    if isinstance(e, Node):
-        return {"node": type(e).__name__,
-                "fields": [encode_expr(getattr(e, f), params) for f in field_names(type(e))]}
-    if isinstance(e, tuple):
-        return {"tuple": [encode_expr(v, params) for v in e]}
-    return e
-
-
-def decode_expr(d, params: list):
-    """Inverse of :func:`encode_expr`, with ``params`` bound to the given expressions.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> i, j = T.var("i"), T.var("j")
-        >>> str(decode_expr(encode_expr(i * 2, [i]), [j]))
-        'j * 2'
-    """
-    if isinstance(d, dict):
-        if "param" in d:
-            return params[d["param"]]
-        if "tuple" in d:
-            return tuple(decode_expr(v, params) for v in d["tuple"])
-        cls = getattr(E, d["node"], None)
-        if not (isinstance(cls, type) and issubclass(cls, E.Expr)):
-            raise schedule_error(TraceError, "replay", f"unknown expression node "
-                                 f"{d['node']!r}")
-        return cls(*[decode_expr(v, params) for v in d["fields"]])
-    return d
-
-
-def encode_index_map(fn) -> dict:
-    """JSON form of a lambda over buffer indices (as ``transform_layout`` takes).
-
-    Example::
-
-        >>> encode_index_map(lambda i, j: (j, i))["results"]
-        [{'param': 1}, {'param': 0}]
-    """
-    try:
-        names = [p.name for p in inspect.signature(fn).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        raise schedule_error(TraceError, "trace", f"cannot inspect the index map {fn!r}; "
-                             "pass a lambda over the buffer's indices") from None
-    params = [E.Var(n, "int32") for n in names]
-    out = fn(*params)
-    is_tuple = isinstance(out, (list, tuple))
-    results = [E.as_expr(v, "int32") for v in (out if is_tuple else [out])]
-    return {"params": names, "tuple": is_tuple,
-            "results": [encode_expr(r, params) for r in results]}
-
-
-def decode_index_map(d):
-    """A Python function equivalent to the encoded index map.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> fn = decode_index_map(encode_index_map(lambda i, j: (j, i)))
-        >>> a, b = T.var("a"), T.var("b")
-        >>> [v.name for v in fn(a, b)]
-        ['b', 'a']
-    """
-    def index_map(*args):
-        vals = [decode_expr(r, list(args)) for r in d["results"]]
-        return tuple(vals) if d["tuple"] else vals[0]
-
-    index_map.__signature__ = inspect.Signature(
-        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in d["params"]])
-    return index_map
-
-
-def _result_prefix(name: str) -> str:
-    from .primitive import PRIMITIVES
+def _returns(name: str):
+    from .primitive import PRIMITIVES, SAMPLED
     fn = PRIMITIVES.get(name)
-    return fn.spec.result_prefix() if hasattr(fn, "spec") else "v"
+    return fn.spec.returns if hasattr(fn, "spec") else SAMPLED
+
+
+def _is_raw(inst) -> bool:
+    """Whether ``inst`` was built by hand with handle objects (not yet numbered)."""
+    return any(not isinstance(o, int) for o in inst.outputs) or \
+        holds_handle(inst.inputs) or holds_handle(inst.attrs)
+
+
+def _numbered(insts: tuple) -> tuple:
+    """``insts`` with the handle objects of hand-built instructions replaced by trace
+    indices: each output gets the next index, each use of it refers to that index."""
+    if not any(_is_raw(inst) for inst in insts):
+        return insts
+    index: dict = {}                  # id(handle) -> trace index
+    handles: list = []                # keeps the handles alive while ids are keys
+    nxt = 0
+    out = []
+    for k, inst in enumerate(insts):
+        if not _is_raw(inst):
+            nxt = max([nxt] + [o + 1 for o in inst.outputs])
+            out.append(inst)
+            continue
+        where = f"Trace: instruction {k} ({inst.name})"
+
+        def index_of(rv):
+            return index.get(id(rv))
+
+        inputs = encode(list(inst.inputs), index_of, where)
+        attrs = {key: encode(v, index_of, where) for key, v in inst.attrs.items()}
+        outputs = []
+        for rv in inst.outputs:
+            if isinstance(rv, int) or id(rv) in index:
+                raise schedule_error(TraceError, where, f"output {rv!r}: expected a fresh "
+                                     "handle (BlockRV(), LoopRV(), T.var(...)) that no "
+                                     "earlier instruction produced; do not mix trace "
+                                     "indices and handles in one instruction")
+            index[id(rv)] = nxt
+            handles.append(rv)
+            outputs.append(nxt)
+            nxt += 1
+        out.append(Instruction(inst.name, inputs, attrs, outputs, inst.decision))
+    return tuple(out)
 
 
 def _py(v, names) -> str:

@@ -23,3 +23,4 @@ from . import layout
 from . import pad
 from . import block_layout
 from . import reindex
+from . import postproc

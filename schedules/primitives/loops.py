@@ -331,7 +331,7 @@ def reorder(func, *loops):
     if all(a is b for a, b in zip(order, chain)):
         return func, None
     _check_not_mixed([n for n, c in zip(order, chain) if n is not c], chain[-1].body, func)
-    bad = reorder_blocker(chain[0])
+    bad = reorder_blocker(chain[0], [n.loop_var for _, n in tree.loops_above(func, top_path)])
     if bad is not None:
         raise schedule_error(LoopNestError, "reorder", f"block {bad[0]!r} {bad[1]}; "
                              "reorder permutes only loops whose blocks have affine "

@@ -21,7 +21,7 @@ from ..handles import BlockRV, LoopRV
 from ..primitive import BLOCK, BLOCKS, BLOCK_OR_LOOP, LOOPS, STR, primitive
 
 
-@primitive("get_block", name=STR, returns=BLOCK)
+@primitive("get_block", name=STR, returns=BLOCK, pure=True)
 def get_block(func, name):
     """The handle of the block called ``name``.
 
@@ -39,7 +39,7 @@ def get_block(func, name):
     return func, BlockRV(name)
 
 
-@primitive("get_loops", block=BLOCK, returns=LOOPS)
+@primitive("get_loops", block=BLOCK, returns=LOOPS, pure=True)
 def get_loops(func, block):
     """The loops between ``block`` and its parent block, outer to inner.
 
@@ -57,7 +57,7 @@ def get_loops(func, block):
     return func, [LoopRV(loop.loop_var) for loop in loop_nest(func, path)]
 
 
-@primitive("get_child_blocks", block_or_loop=BLOCK_OR_LOOP, returns=BLOCKS)
+@primitive("get_child_blocks", block_or_loop=BLOCK_OR_LOOP, returns=BLOCKS, pure=True)
 def get_child_blocks(func, block_or_loop):
     """The blocks directly under a block or a loop (not inside another block).
 
@@ -75,7 +75,7 @@ def get_child_blocks(func, block_or_loop):
     return func, [BlockRV(b.block.name) for b in child_blocks(tree.get(func, path))]
 
 
-@primitive("get_producers", block=BLOCK, returns=BLOCKS)
+@primitive("get_producers", block=BLOCK, returns=BLOCKS, pure=True)
 def get_producers(func, block):
     """Sibling blocks writing a buffer that ``block`` reads.
 
@@ -94,7 +94,7 @@ def get_producers(func, block):
     return func, [BlockRV(b.block.name) for b in producers(func, path)]
 
 
-@primitive("get_consumers", block=BLOCK, returns=BLOCKS)
+@primitive("get_consumers", block=BLOCK, returns=BLOCKS, pure=True)
 def get_consumers(func, block):
     """Sibling blocks reading a buffer that ``block`` writes.
 

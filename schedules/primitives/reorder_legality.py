@@ -6,7 +6,8 @@ constants for the nest, TensorIR's partial affineness):
 
 - each iter value is quasi-affine in the nest's loops (``i * 16 + j``, ``i // 4``;
   not ``i * j % 8``), and not strided (some loop steps it by 1: ``l * 16`` alone leaves
-  gaps in its domain);
+  gaps in its domain; ``k_0 * 2 + k_1`` with ``k_1`` outside the nest has none, the
+  outer loop fills them);
 - each condition of the block's ``T.where`` is quasi-affine and bounds loops that feed
   one iter value (``i_0 * 16 + i_1 < 127`` after a split).  A condition coupling the
   loops of several iter values (``i * 64 + j < 100`` with ``vi = i, vj = j``) makes the
@@ -32,21 +33,23 @@ from cuvil_tir.stmt import For
 from cuvil_tir.visitor import post_order_visit, used_vars
 
 
-def reorder_blocker(nest):
+def reorder_blocker(nest, outer=()):
     """``(block name, why)`` of the first block under the loop ``nest`` (a For) whose
-    binding is not affine in the nest's loops, or None."""
+    binding is not affine in the nest's loops, or None.  ``outer``: the variables of
+    the loops around ``nest``."""
     loops = set()
     post_order_visit(nest, lambda n: loops.add(n.loop_var) if isinstance(n, For) else None)
     for br in tree.blocks_under(nest):
-        why = binding_blocker(br, loops)
+        why = binding_blocker(br, loops, outer)
         if why is not None:
             return br.block.name, why
     return None
 
 
-def binding_blocker(br, loops):
+def binding_blocker(br, loops, outer=()):
     """Why the binding of the block realize ``br`` is not affine in ``loops`` (a set
-    of loop variables; other variables are constants), or None when it is.  This is
+    of loop variables; other variables are constants, ``outer`` those of loops around
+    them), or None when it is.  This is
     the one definition of an affine binding: ``reorder`` requires it of every block
     under the nest, and :func:`schedules.block_flags.block_flags` reports it.
 
@@ -65,7 +68,7 @@ def binding_blocker(br, loops):
             return (f"binds {iv.var.name} to {val}, which is not quasi-affine in its "
                     "loops: the order of its iterations may matter (two of them can "
                     "write one element)")
-        if _strided(val, loops):
+        if _strided(val, loops, set(outer)):
             return (f"binds {iv.var.name} to {val}, a strided map of its loops (no loop "
                     "steps it by 1: its domain has gaps)")
         feeds.append({v for v in used_vars(val) if v in loops})
@@ -95,12 +98,15 @@ def _quasi_affine(e, loops) -> bool:
     return False
 
 
-def _strided(e, loops) -> bool:
-    """Every term over the loops has a constant coefficient other than +-1."""
+def _strided(e, loops, outer) -> bool:
+    """Every term over the loops (the nest's or the outer ones) has a constant
+    coefficient other than +-1, and some term is over the nest's loops."""
     if isinstance(e, Cast):
-        return _strided(e.value, loops)
-    terms = [k for atom, k in Affine.of(e).terms if any(v in loops for v in used_vars(atom))]
-    return bool(terms) and all(abs(k) != 1 for k in terms)
+        return _strided(e.value, loops, outer)
+    terms = [(k, any(v in loops for v in used_vars(atom)))
+             for atom, k in Affine.of(e).terms
+             if any(v in loops or v in outer for v in used_vars(atom))]
+    return any(inner for _, inner in terms) and all(abs(k) != 1 for k, _ in terms)
 
 
 def _conjuncts(pred) -> list:

@@ -140,3 +140,21 @@ def test_reorder_treats_loops_outside_the_reordered_ones_as_constants():
             want[a_ * a_ + b_] = x[a_ * a_ + b_] + 1
     np.testing.assert_array_equal(run(sch, [x, np.zeros((30, 4), "float32")])[1], want)
     verify_trace_roundtrip(sch, f)
+
+
+def test_reorder_accepts_strided_loops_whose_gaps_an_outer_loop_fills():
+    # k = (k_0_0 + k_0_1) * 2 + k_1 with k_1 moved outside: below k_1 the binding steps
+    # by 2, but k_1 fills the gaps, so the reordered nest still covers every k
+    A = T.placeholder((4, 5), name="A")
+    k = T.reduce_axis((0, 5), name="k")
+    f = T.create_prim_func([A, T.compute((4,), lambda i: T.sum(A[i, k], axis=k), name="B")])
+    sch = S.Schedule(f)
+    _, kk = sch.get_loops("B")
+    k0, k1 = sch.split(kk, [None, 2])
+    sch.reorder(k1, k0)
+    k00, k01 = sch.split(k0, [None, 1])
+    sch.reorder(k01, k00)
+    assert [lp.var.name for lp in sch.get_loops("B")] == ["i", "k_1", "k_0_1", "k_0_0"]
+    x = np.arange(20, dtype="float32").reshape(4, 5)
+    np.testing.assert_allclose(run(sch, [x, np.zeros(4, "float32")])[1], x.sum(axis=1))
+    verify_trace_roundtrip(sch, f)

@@ -103,7 +103,8 @@ class Schedule:
 
     @property
     def trace(self):
-        return self._sch.trace
+        from .trace import Trace
+        return Trace.of(self._sch.trace)
 
     def copy(self) -> "Schedule":
         return Schedule._wrap(self._sch.copy(), self._orig)
@@ -113,9 +114,6 @@ class Schedule:
 
     def work_on(self, func_name: str) -> None:
         _gap_unless("work_on", "func_name", func_name, "main")
-
-    def enter_postproc(self) -> None:
-        return None
 
     def get(self, rv):
         """The Block or For node a handle names (or a sampled value)."""
@@ -322,7 +320,25 @@ class Schedule:
             # a primitive with TVM's name and argument order that the shim does not
             # translate (Cuvil's primitives take block names as TVM does)
             return functools.partial(_forward, getattr(self._sch, name), name)
-        raise MissingPrimitive(f"Schedule.{name}: Cuvil has no such primitive")
+        if name in TVM_METHODS:
+            raise MissingPrimitive(f"Schedule.{name}: Cuvil has no such primitive")
+        raise AttributeError(f"tvm.tir.Schedule has no attribute {name!r}")
+
+
+#: the public methods of TVM v0.23's ``tir.Schedule``: any other name is no primitive
+TVM_METHODS = frozenset((
+    "mod state trace func_working_on work_on copy seed fork_seed show get get_sref "
+    "remove_rv sample_categorical sample_perfect_tile sample_partitioned_tile "
+    "sample_compute_location get_block get_loops get_child_blocks get_producers "
+    "get_consumers get_output_blocks merge fuse split loop_partition reorder "
+    "reorder_block_iter_var add_unit_loop parallel vectorize bind unroll cache_read "
+    "cache_write reindex_cache_read reindex_cache_write cache_inplace cache_index reindex "
+    "read_at write_at compute_at reverse_compute_at compute_inline reverse_compute_inline "
+    "fuse_reduction_epilogue decompose_reduction rfactor storage_align set_scope "
+    "unsafe_set_dtype blockize tensorize annotate unannotate transform_layout "
+    "transform_block_layout set_axis_separator decompose_padding can_decompose_padding "
+    "pad_einsum rolling_buffer enter_postproc unsafe_hide_buffer_access "
+    "annotate_buffer_access").split())
 
 
 def _forward(method, name, *args, **kwargs):

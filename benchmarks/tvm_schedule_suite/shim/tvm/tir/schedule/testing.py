@@ -18,7 +18,7 @@ def assert_structural_equal_ignore_global_symbol(func1, func2, *args, **kwargs) 
 
 def verify_trace_roundtrip(sch, mod, *, debug_mask="all", text_format=("python", "json")):
     """Replay ``sch``'s trace (through JSON) on ``mod``; the result must be equal."""
-    text = sch.trace.as_json()
+    text = sch._sch.trace.as_json()
     try:
         replayed = S.Trace.from_json(text).apply(main_func(mod))
     except S.ScheduleError as err:
@@ -26,6 +26,6 @@ def verify_trace_roundtrip(sch, mod, *, debug_mask="all", text_format=("python",
     import cuvil_tir as T
     if not T.structural_equal(replayed.func, sch.func):
         raise TraceMismatch(f"replayed function differs:\n{replayed.func}\n---\n{sch.func}")
-    if replayed.trace.as_python() != sch.trace.as_python():
+    if replayed.trace.as_python() != sch._sch.trace.as_python():
         raise TraceMismatch("replayed trace prints differently")
     return Schedule._wrap(replayed, main_func(mod))
