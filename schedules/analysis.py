@@ -23,7 +23,7 @@ from cuvil_tir.stmt import Block, BlockRealize, For, IfThenElse, LetStmt, SeqStm
 from cuvil_tir.visitor import Visitor
 
 from cuvil_tir.analysis import tree
-from .errors import ScheduleArgumentError, schedule_error
+from .errors import BlockNotFoundError, ScheduleArgumentError, schedule_error
 from .handles import BlockRV, LoopRV
 
 
@@ -43,7 +43,7 @@ def block_path(func, rv, primitive: str) -> tuple:
     try:
         return tree.find_block(func, rv.name)
     except Exception as err:
-        raise schedule_error(ScheduleArgumentError, primitive,
+        raise schedule_error(BlockNotFoundError, primitive,
                              str(getattr(err, "message", err)).split(": ", 1)[-1]) from None
 
 

@@ -30,6 +30,16 @@ class ScheduleArgumentError(ScheduleError):
     """
 
 
+class BlockNotFoundError(ScheduleArgumentError):
+    """Cannot find a block with the specified name in the function.
+
+    Example::
+
+        >>> issubclass(BlockNotFoundError, ScheduleArgumentError)
+        True
+    """
+
+
 class FactorError(ScheduleArgumentError):
     """``split``/``tile`` factors are not positive ints, or disagree with the extent.
 
@@ -178,6 +188,47 @@ def schedule_error(cls, primitive: str, reason: str, func=None, node=None):
     return err
 
 
+RENDER_LEVELS = ("detail", "fast", "none")
+"""How much a schedule's errors say: ``detail`` the reason and the IR (rendered when
+first read), ``fast`` the error kind's one-line summary, ``none`` nothing."""
+
+
+def summary(cls) -> str:
+    """The one-line summary of an error class: the first line of its docstring.
+
+    Example::
+
+        >>> summary(BlockNotFoundError)
+        'Cannot find a block with the specified name in the function.'
+    """
+    doc = (cls.__doc__ or "").strip()
+    return doc.splitlines()[0] if doc else cls.__name__
+
+
+def condense(err, level: str, primitive: str):
+    """``err`` with its message cut to ``level`` (one of :data:`RENDER_LEVELS`):
+    ``fast`` keeps only the class's summary (no names, no IR: every refusal of one
+    kind reads the same), ``none`` says ``(not rendered)``.  Class, code and
+    ``primitive`` stay.
+
+    Example::
+
+        >>> e = schedule_error(FactorError, "split", "factor 2 of [2, -4] is -4")
+        >>> str(condense(e, "fast", "split"))
+        '[CVL-E103] split: ``split``/``tile`` factors are not positive ints, or disagree with the extent.'
+        >>> str(condense(e, "none", "split"))
+        '[CVL-E103] split: (not rendered)'
+    """
+    if level == "detail":
+        return err
+    primitive = getattr(err, "primitive", None) or primitive
+    err._render = None
+    text = summary(type(err)) if level == "fast" else "(not rendered)"
+    err.message = f"{primitive}: {text}"
+    err.args = (err.message,)
+    return err
+
+
 class BlockLocationError(ScheduleError):
     """``compute_at``/``reverse_compute_at`` cannot move the block under that loop.
 
@@ -222,9 +273,9 @@ fail = schedule_error
 """The same builder under the short name the block primitives use."""
 
 
-__all__ = ["ScheduleError", "ScheduleArgumentError", "FactorError", "LoopNestError",
+__all__ = ["ScheduleError", "ScheduleArgumentError", "BlockNotFoundError", "FactorError", "LoopNestError",
            "ReductionLoopError", "LoopCarriedError", "NonConstantExtentError", "AnnotationError",
            "UnknownPrimitiveError", "DebugCheckError", "TraceError", "ForeignHandleError",
            "render_ir",
            "schedule_error", "BlockLocationError", "InlineError", "CacheStageError",
-           "StorageError", "fail"]
+           "StorageError", "fail", "RENDER_LEVELS", "summary", "condense"]

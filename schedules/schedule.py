@@ -32,8 +32,8 @@ from cuvil_tir.block_regions import verify_block_regions
 from cuvil_tir.function import PrimFunc
 
 from . import primitives as _primitives  # noqa: F401  (registers every primitive)
-from .errors import (ForeignHandleError, ScheduleArgumentError, UnknownPrimitiveError,
-                     schedule_error)
+from .errors import (RENDER_LEVELS, ForeignHandleError, ScheduleArgumentError, ScheduleError,
+                     UnknownPrimitiveError, condense, schedule_error)
 from .handles import BlockRV, LoopRV
 from .primitive import PRIMITIVES, install_methods
 from .sampling import Sampled
@@ -49,7 +49,11 @@ def _key(rv):
 
 
 class Schedule:
-    """Schedule ``func``; ``debug=True`` checks every step, ``seed`` fixes sampling.
+    """Schedule ``func``; ``debug=True`` checks every step, ``seed`` fixes sampling,
+    ``error_render`` says how much a refusal's message says: ``"detail"`` (the reason,
+    then the IR with the culprit marked, rendered only when the message is read),
+    ``"fast"`` (the kind of refusal in one fixed line: refusals can be counted by
+    message) or ``"none"`` (``(not rendered)``); the error's class and code are the same.
 
     Every primitive is a method generated from its registration (see
     :func:`schedules.primitive.install_methods`): ``help(sch.split)`` shows the
@@ -63,11 +67,17 @@ class Schedule:
         True
     """
 
-    def __init__(self, func: PrimFunc, debug: bool = False, seed=None):
+    def __init__(self, func: PrimFunc, debug: bool = False, seed=None,
+                 error_render: str = "detail"):
         if not isinstance(func, PrimFunc):
             raise schedule_error(ScheduleArgumentError, "Schedule", f"expected a PrimFunc "
                                  f"(e.g. from T.create_prim_func), got "
                                  f"{type(func).__name__}")
+        if error_render not in RENDER_LEVELS:
+            raise schedule_error(ScheduleArgumentError, "Schedule", f"error_render: "
+                                 f"expected one of {', '.join(map(repr, RENDER_LEVELS))}, "
+                                 f"got {error_render!r}")
+        self.error_render = error_render
         # primitives trust declared regions: a block whose T.reads under-states its
         # body would be scheduled into wrong results
         verify_block_regions(func)
@@ -110,6 +120,7 @@ class Schedule:
         new._func = self._func
         new._trace = self._trace
         new.debug = self.debug
+        new.error_render = self.error_render
         new.seed = self.seed
         new._rng = random.Random()
         new._rng.setstate(self._rng.getstate())
@@ -131,6 +142,13 @@ class Schedule:
         return self._run(name, list(args), kwargs)
 
     def _run(self, name: str, args: list, kwargs: dict):
+        try:
+            return self._step(name, args, kwargs)
+        except ScheduleError as err:
+            condense(err, self.error_render, name)
+            raise
+
+    def _step(self, name: str, args: list, kwargs: dict):
         fn = PRIMITIVES.get(name)
         if fn is None:
             raise schedule_error(UnknownPrimitiveError, name, "this primitive is not "

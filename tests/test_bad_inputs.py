@@ -167,7 +167,8 @@ CATALOGUE = [
         lambda s, b, i, j, k: s.bind(i, "threadIdx.w")), SC, "CVL-E103",
         r"bind: unknown thread axis 'threadIdx.w'; expected one of blockIdx.x"),
     Mistake("block name typo", lambda: _prim_on(lambda s, b, *l: s.get_block("c")), SC,
-            "CVL-E103", r"get_block: no block named 'c'; the function has blocks"),
+            "CVL-E103", r"get_block: Cannot find a block with the name: c; the function has the "
+            r"blocks"),
     Mistake("inline a reduction", lambda: _prim_on(lambda s, b, *l: s.compute_inline(b)),
             SC, "CVL-E103", r"compute_inline: block 'C' is a reduction block"),
     Mistake("cache_read index out of range", lambda: _prim_on(

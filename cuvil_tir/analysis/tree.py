@@ -126,8 +126,8 @@ def find_block(func: PrimFunc, name: str) -> tuple:
         if isinstance(s, BlockRealize) and s.block.name == name:
             return path
     names = [s.block.name for _, s in walk(func) if isinstance(s, BlockRealize)]
-    raise ScheduleError(f"get_block: no block named {name!r}; the function has blocks "
-                        f"{names}")
+    raise ScheduleError(f"get_block: Cannot find a block with the name: {name}; the "
+                        f"function has the blocks {names}")
 
 
 def find_loop(func: PrimFunc, var, primitive: str = "schedule") -> tuple:

@@ -35,8 +35,9 @@ def get_block(func, name):
     if not isinstance(name, str):
         raise schedule_error(ScheduleArgumentError, "get_block",
                              f"expected a block name (str), got {name!r}")
-    tree.find_block(func, name)
-    return func, BlockRV(name)
+    block = BlockRV(name)
+    block_path(func, block, "get_block")
+    return func, block
 
 
 @primitive("get_loops", block=BLOCK, returns=LOOPS, pure=True)

@@ -219,7 +219,7 @@ def test_block_flags_errors_name_what_was_expected():
     with pytest.raises(ScheduleArgumentError, match=r"block_flags: expected a PrimFunc or "
                        r"a Schedule, found str"):
         S.block_flags("main", "C")
-    with pytest.raises(ScheduleArgumentError, match=r"no block named 'D'"):
+    with pytest.raises(ScheduleArgumentError, match=r"block_flags: Cannot find a block with the name: D"):
         S.block_flags(_halves(6, 6), "D")
 
 

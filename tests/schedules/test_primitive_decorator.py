@@ -75,7 +75,7 @@ def test_every_block_argument_accepts_the_block_name():
 def test_an_unknown_block_name_is_refused_by_the_resolver():
     w = workloads.elementwise_chain(8)
     sch = S.Schedule(w.func)
-    assert_refused(sch, lambda: sch.compute_inline("nope"), r"no block named 'nope'")
+    assert_refused(sch, lambda: sch.compute_inline("nope"), r"Cannot find a block with the name: nope;")
 
 
 def test_schedule_methods_are_generated_with_the_primitives_docstring_and_signature():

@@ -7,8 +7,8 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 from cuvil_tir.analysis import tree
-from schedules.errors import (AnnotationError, LoopNestError, ScheduleArgumentError,
-                              UnknownPrimitiveError, schedule_error)
+from schedules.errors import (AnnotationError, BlockNotFoundError, LoopNestError,
+                              ScheduleArgumentError, UnknownPrimitiveError, schedule_error)
 from tests import workloads
 from tests.schedules.testing import (assert_refused, check_workload, run,
                                      verify_trace_roundtrip)
@@ -41,10 +41,10 @@ def test_get_block_and_get_loops():
 def test_get_block_refuses_unknown_name():
     w = workloads.matmul(4, 4, 4)
     sch = S.Schedule(w.func)
-    assert_refused(sch, lambda: sch.get_block("D"), r"get_block: no block named 'D'; the "
-                   r"function has blocks \['root', 'C'\]")
+    assert_refused(sch, lambda: sch.get_block("D"), r"get_block: Cannot find a block with the name: D; "
+                   r"the function has the blocks \['root', 'C'\]", BlockNotFoundError)
     assert_refused(sch, lambda: sch.get_loops(S.BlockRV("X")),
-                   r"get_loops: no block named 'X'", ScheduleArgumentError)
+                   r"get_loops: Cannot find a block with the name: X", ScheduleArgumentError)
     verify_trace_roundtrip(sch, w.func)
 
 

@@ -82,7 +82,8 @@ class Schedule:
     def __init__(self, mod, *, seed=None, debug_mask="all", error_render_level="detail",
                  enable_check=True):
         self._orig = main_func(mod)
-        self._sch = S.Schedule(self._orig, seed=seed if seed not in (None, -1) else None)
+        self._sch = S.Schedule(self._orig, seed=seed if seed not in (None, -1) else None,
+                               error_render=error_render_level)
 
     @classmethod
     def _wrap(cls, sch, orig):
