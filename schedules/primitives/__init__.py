@@ -23,4 +23,8 @@ from . import layout
 from . import pad
 from . import block_layout
 from . import reindex
+from . import partition
+from . import merge
+from . import sample_location
 from . import postproc
+from . import cache_index
