@@ -120,9 +120,22 @@ def is_output_block(func_or_sch, block) -> bool:
         (True, False)
     """
     func = func_of(func_or_sch, "is_output_block")
-    blk = tree.get(func, block_of(func, block, "is_output_block")).block
+    return writes_param(func, tree.get(func, block_of(func, block, "is_output_block")).block)
+
+
+def writes_param(func, blk) -> bool:
+    """Whether the Block ``blk`` of ``func`` writes one of its parameters (the one
+    definition of an output block, :func:`is_output_block`).
+
+    Example::
+
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(2, 2, 2)
+        >>> writes_param(f, tree.get(f, tree.find_block(f, "C")).block)
+        True
+    """
     return any(is_param(func, w.buffer) for w in blk.writes)
 
 
 __all__ = ["BlockFlags", "block_flags", "affine_binding", "stage_pipeline",
-           "is_output_block"]
+           "is_output_block", "writes_param"]
