@@ -2,7 +2,12 @@
 
 A buffer compares by identity, like a variable.  ``strides`` is empty for a compact
 row-major buffer; ``scope`` is ``"global"``, ``"local"``, ``"shared"`` or a target's
-memory such as ``"npu.wgt"``.
+memory such as ``"npu.wgt"``.  ``axis_separators`` groups the logical axes into
+physical ones, as TVM's do: ``(1,)`` on a ``(4, 8)`` buffer asks for a 4 x 8 physical
+array rather than 32 contiguous elements (empty: one physical axis).  Every memory of a
+Cuvil target is linear, so lowering flattens each group and then the groups together,
+row-major: the separators never change a computed value (see
+:mod:`cuvil_tir.transform.flatten_buffers`).
 
 Example::
 
@@ -39,6 +44,7 @@ class Buffer(Node):
     strides: tuple = ()
     scope: str = "global"
     align: int = 64
+    axis_separators: tuple = ()
     by_identity = True
 
     def __post_init__(self):
@@ -55,6 +61,9 @@ class Buffer(Node):
         if self.strides and len(self.strides) != len(self.shape):
             raise ShapeError(f"buffer {self.name}: {len(self.shape)} dims but "
                              f"{len(self.strides)} strides")
+        object.__setattr__(self, "axis_separators",
+                           check_axis_separators(self.axis_separators, len(self.shape),
+                                                 f"buffer {self.name}"))
 
     __hash__ = Node.__hash__
 
@@ -93,6 +102,23 @@ class Buffer(Node):
         """``self[indices]`` with indices as a sequence."""
         return self[tuple(indices)]
 
+    def with_changes(self, **changes) -> "Buffer":
+        """A new buffer (a new identity) like this one with ``changes`` applied.
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> A = T.decl_buffer((4, 8), "float32", "A")
+            >>> B = A.with_changes(scope="local")
+            >>> (B.scope, B.name, B is A)
+            ('local', 'A', False)
+        """
+        fields = dict(shape=self.shape, dtype=self.dtype, name=self.name,
+                      strides=self.strides, scope=self.scope, align=self.align,
+                      axis_separators=self.axis_separators)
+        fields.update(changes)
+        return Buffer(**fields)
+
     def default_strides(self) -> tuple:
         """Row-major strides of the shape (the ``strides`` if given).
 
@@ -121,37 +147,58 @@ class Buffer(Node):
         return n * D.itemsize(self.dtype)
 
 
+def check_axis_separators(seps, ndim: int, where: str) -> tuple:
+    """``seps`` as a tuple of ints, each in ``[1, ndim - 1]`` and increasing (a group of
+    logical axes is never empty); refused (``ShapeError``) otherwise.
+
+    Example::
+
+        >>> check_axis_separators([1], 2, "buffer B")
+        (1,)
+    """
+    out = tuple(getattr(s, "value", s) for s in seps) if isinstance(seps, (tuple, list)) \
+        else None
+    if out is None or any(isinstance(s, bool) or not isinstance(s, int) for s in out):
+        raise ShapeError(f"{where}: axis_separators must be a list of ints such as [1], "
+                         f"found {seps!r}")
+    if any(not 0 < s < ndim for s in out) or list(out) != sorted(set(out)):
+        raise ShapeError(f"{where}: axis_separators {list(out)} must be increasing axes "
+                         f"in 1..{ndim - 1} (a separator k starts a physical axis at "
+                         f"logical axis k of the {ndim}); e.g. axis_separators=[1] on a "
+                         "2-d buffer")
+    return out
+
+
 def decl_buffer(shape, dtype: str = "float32", name: str = "buf", strides=(),
-                scope: str = "global", align: int = 64) -> Buffer:
+                scope: str = "global", align: int = 64, axis_separators=()) -> Buffer:
     """Declare a buffer.
 
     Example::
 
         >>> decl_buffer((16,), "float32", "X").shape[0].value
         16
+        >>> decl_buffer((4, 4), "float32", "Y", axis_separators=[1]).axis_separators
+        (1,)
     """
     if not isinstance(shape, (tuple, list)):
         shape = (shape,)
-    return Buffer(tuple(shape), dtype, name, tuple(strides), scope, align)
+    return Buffer(tuple(shape), dtype, name, tuple(strides), scope, align, axis_separators)
 
 
 _dataclass_init = Buffer.__init__
 
 
-def _init(self, *args, offset_factor=0, elem_offset=None, buffer_type="", axis_separators=(),
-          **kwargs):
+def _init(self, *args, offset_factor=0, elem_offset=None, buffer_type="", **kwargs):
     # TVMScript's buffer keywords, so that a TVM-printed annotation such as
     # ``A: T.Buffer((16, 16), "float32", offset_factor=1)`` evaluates when the def runs;
     # only values that describe a plain Cuvil buffer are accepted
     if not isinstance(offset_factor, int) or offset_factor < 0:
         raise ShapeError(f"Buffer: offset_factor must be a non-negative int, found "
                          f"{offset_factor!r}")
-    if elem_offset not in (None, 0) or buffer_type not in ("", "default", "auto") or \
-            tuple(axis_separators):
-        raise ShapeError("Buffer: a Cuvil buffer starts at its first element and is "
-                         "flattened to one dimension (elem_offset=0, buffer_type='default', "
-                         f"no axis_separators); found elem_offset={elem_offset!r}, "
-                         f"buffer_type={buffer_type!r}, axis_separators={axis_separators!r}")
+    if elem_offset not in (None, 0) or buffer_type not in ("", "default", "auto"):
+        raise ShapeError("Buffer: a Cuvil buffer starts at its first element "
+                         "(elem_offset=0, buffer_type='default'); found "
+                         f"elem_offset={elem_offset!r}, buffer_type={buffer_type!r}")
     _dataclass_init(self, *args, **kwargs)
 
 

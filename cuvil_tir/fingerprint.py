@@ -60,7 +60,8 @@ class _Serializer:
             self.out.append(f"B@{self.index[id(b)]}")
             return
         k = self.number(b)
-        self.out.append(f"B{k}:{b.dtype}:{len(b.scope)}:{b.scope}:{b.align}")
+        self.out.append(f"B{k}:{b.dtype}:{len(b.scope)}:{b.scope}:{b.align}"
+                        + (f":S{list(b.axis_separators)}" if b.axis_separators else ""))
         self.walk(b.shape)
         self.walk(b.strides)
 

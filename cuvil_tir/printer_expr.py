@@ -320,6 +320,8 @@ class ExprPrinter:
             args.append(f"scope={json.dumps(b.scope)}")
         if b.align != 64:
             args.append(f"align={b.align}")
+        if b.axis_separators:
+            args.append(f"axis_separators={list(b.axis_separators)}")
         return self.call(fn, *args)
 
 

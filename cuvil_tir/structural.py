@@ -48,7 +48,7 @@ class _Equal:
         self.vmap[id(a)] = b
         self.vrev[id(b)] = a
         return (a.dtype == b.dtype and a.scope == b.scope and a.align == b.align
-                and self.eq(a.shape, b.shape) and self.eq(a.strides, b.strides))
+                and a.axis_separators == b.axis_separators and self.eq(a.shape, b.shape) and self.eq(a.strides, b.strides))
 
     def define(self, a: Var, b: Var) -> bool:
         # a binding site starts a new scope: the same Var object bound by two sibling
@@ -154,7 +154,8 @@ def structural_hash(x) -> int:
             if id(v) in index:
                 return hash(("buf", index[id(v)]))
             k = number(v)
-            return hash(("buf", k, v.dtype, v.scope, h(v.shape), h(v.strides)))
+            return hash(("buf", k, v.dtype, v.scope, v.axis_separators, h(v.shape),
+                         h(v.strides)))
         if isinstance(v, Node):
             if type(v).__name__ in _SCOPES and index:
                 return structural_hash(v)   # numbered on its own, as eq compares it

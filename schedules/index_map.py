@@ -38,6 +38,7 @@ from cuvil_tir.visitor import substitute
 
 from .errors import ScheduleArgumentError, schedule_error
 from .primitives.layout import LayoutError
+from .primitives.layout_padding import inverse_of
 
 
 class IndexMap:
@@ -68,14 +69,12 @@ class IndexMap:
         """
         if isinstance(fn, IndexMap):
             return fn
-        try:
-            params = [p for p in inspect.signature(fn).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        except (TypeError, ValueError):
+        from .primitives.index_maps import apply_index_map, index_names
+        names = index_names(fn) if callable(fn) else None
+        if names is None:
             raise schedule_error(ScheduleArgumentError, what, f"expected a function of "
-                                 f"the indices (a lambda), found {fn!r}") from None
-        from .primitives.layout import apply_index_map
-        inputs, outputs = apply_index_map(fn, len(params), "", prim=what,
+                                 f"the indices (a lambda), found {fn!r}")
+        inputs, outputs = apply_index_map(fn, len(names), "", prim=what,
                                           what="the map has")
         return IndexMap(inputs, outputs)
 
@@ -129,14 +128,14 @@ class IndexMap:
             raise schedule_error(LayoutError, "IndexMap.inverse", f"shape {tuple(shape)} "
                                  f"has {len(shape)} dimension(s), the map takes "
                                  f"{self.ndim_in}")
-        ivs = [IterVar(v, Range.from_extent(n)) for v, n in zip(self.inputs, shape)]
         outs = [Var(f"o{k}", e.dtype) for k, e in enumerate(self.outputs)]
-        try:
-            back = digits_of.inverse(ivs, list(self.outputs), outs)
-        except digits_of.NotInvertible as why:
+        back = inverse_of([const(n) if isinstance(n, int) else n for n in shape],
+                          self.inputs, self.outputs, outs)
+        if back is None:
             raise schedule_error(LayoutError, "IndexMap.inverse",
                                  f"{self!r} is not invertible over shape {tuple(shape)}: "
-                                 f"{why}") from None
+                                 "it is not one-to-one there, or not quasi-affine (sums, "
+                                 "constant multiples, // and % by constants)")
         return IndexMap(outs, [back[v] for v in self.inputs])
 
     def __repr__(self) -> str:

@@ -18,6 +18,7 @@ import inspect
 
 import cuvil_tir.expr as E
 from cuvil_tir.buffer import Buffer
+from cuvil_tir.errors import DTypeError
 from cuvil_tir.node import Node, field_names
 
 from .errors import TraceError, schedule_error
@@ -134,8 +135,10 @@ def decode(value, values: dict, k: int):
     return value
 
 
-def encode_expr(e, params: list):
-    """JSON form of an expression whose free variables are among ``params``.
+def encode_expr(e, params: list, free: bool = False):
+    """JSON form of an expression whose free variables are among ``params``; with
+    ``free``, other variables are recorded by name (an index map's size variables, which
+    replay binds to the function's variables of that name).
 
     Example::
 
@@ -148,6 +151,8 @@ def encode_expr(e, params: list):
         for k, p in enumerate(params):
             if p is e:
                 return {"param": k}
+        if free:
+            return {"free": e.name, "dtype": e.dtype, "size": isinstance(e, E.SizeVar)}
         raise schedule_error(TraceError, "trace", f"the expression uses the free variable "
                              f"{e.name!r}, which the trace cannot record")
     if isinstance(e, Buffer):
@@ -155,9 +160,10 @@ def encode_expr(e, params: list):
                              f"{e.name!r} inside an expression")
     if isinstance(e, Node):
         return {"node": type(e).__name__,
-                "fields": [encode_expr(getattr(e, f), params) for f in field_names(type(e))]}
+                "fields": [encode_expr(getattr(e, f), params, free)
+                           for f in field_names(type(e))]}
     if isinstance(e, tuple):
-        return {"tuple": [encode_expr(v, params) for v in e]}
+        return {"tuple": [encode_expr(v, params, free) for v in e]}
     return e
 
 
@@ -174,6 +180,8 @@ def decode_expr(d, params: list):
     if isinstance(d, dict):
         if "param" in d:
             return params[d["param"]]
+        if "free" in d:
+            return (E.SizeVar if d.get("size") else E.Var)(d["free"], d["dtype"])
         if "tuple" in d:
             return tuple(decode_expr(v, params) for v in d["tuple"])
         cls = getattr(E, d["node"], None)
@@ -185,25 +193,33 @@ def decode_expr(d, params: list):
 
 
 def encode_index_map(fn) -> dict:
-    """JSON form of a lambda over buffer indices (as ``transform_layout`` takes).
+    """JSON form of a lambda over buffer indices (as ``transform_layout`` takes; also
+    a ``*rest`` map, :data:`~schedules.AXIS_SEPARATOR` results and size variables).
 
     Example::
 
         >>> encode_index_map(lambda i, j: (j, i))["results"]
         [{'param': 1}, {'param': 0}]
     """
-    try:
-        names = [p.name for p in inspect.signature(fn).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
+    from .primitives.index_maps import AXIS_SEPARATOR, call_index_map, index_names
+    names = index_names(fn)
+    if names is None:
         raise schedule_error(TraceError, "trace", f"cannot inspect the index map {fn!r}; "
-                             "pass a lambda over the buffer's indices") from None
-    params = [E.Var(n, "int32") for n in names]
-    out = fn(*params)
+                             "pass a lambda over the buffer's indices")
+    for dt in ("int32", "int64"):      # int64: a map mixing in int64 size variables
+        params = [E.Var(n, dt) for n in names]
+        try:
+            out = call_index_map(fn, params)
+            break
+        except DTypeError:
+            if dt == "int64":
+                raise
     is_tuple = isinstance(out, (list, tuple))
-    results = [E.as_expr(v, "int32") for v in (out if is_tuple else [out])]
-    return {"params": names, "tuple": is_tuple,
-            "results": [encode_expr(r, params) for r in results]}
+    results = [v if v is AXIS_SEPARATOR else E.as_expr(v, dt)
+               for v in (out if is_tuple else [out])]
+    return {"params": names, "tuple": is_tuple, **({"dtype": dt} if dt != "int32" else {}),
+            "results": [{"axis_separator": True} if r is AXIS_SEPARATOR
+                        else encode_expr(r, params, free=True) for r in results]}
 
 
 def decode_index_map(d):
@@ -217,8 +233,16 @@ def decode_index_map(d):
         >>> [v.name for v in fn(a, b)]
         ['b', 'a']
     """
+    from .primitives.index_maps import AXIS_SEPARATOR, retype_index
+
     def index_map(*args):
-        vals = [decode_expr(r, list(args)) for r in d["results"]]
+        # rebuilt over stand-ins of the recorded dtype, then computed in the dtype of
+        # the indices it is applied to (int64 buffers index in int64)
+        dt = next((a.dtype for a in args if getattr(a, "dtype", "") == "int64"), "int32")
+        stand = [E.Var(n, d.get("dtype", "int32")) for n in d["params"]]
+        vmap = {id(s): a for s, a in zip(stand, args)}
+        vals = [AXIS_SEPARATOR if isinstance(r, dict) and r.get("axis_separator") else
+                retype_index(decode_expr(r, stand), dt, vmap) for r in d["results"]]
         return tuple(vals) if d["tuple"] else vals[0]
 
     index_map.__signature__ = inspect.Signature(

@@ -140,7 +140,7 @@ def promote_intermediates(func: PrimFunc):
     walker.visit(func.body)
     mapping = {}
     for b in walker.allocs:
-        mapping[id(b)] = Buffer(b.shape, b.dtype, b.name, b.strides, "global", b.align)
+        mapping[id(b)] = b.with_changes(scope="global")
     body = _Promote(mapping).visit(func.body)
     promoted = [mapping[id(b)] for b in walker.allocs]
     out = PrimFunc(tuple(func.params) + tuple(promoted), body, func.attrs)

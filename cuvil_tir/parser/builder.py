@@ -152,7 +152,8 @@ class Builder(TVMScriptMixin, BuiltinCalls, ExprEvaluator):
         return self.wrap(lambda: Buffer(tuple(to_expr(s, "int32") for s in shape),
                                         D.canonical(dtype), name,
                                         tuple(to_expr(s, "int32") for s in strides),
-                                        kw.get("scope", "global"), int(kw.get("align", 64))),
+                                        kw.get("scope", "global"), int(kw.get("align", 64)),
+                                        tuple(kw.get("axis_separators") or ())),
                          tree)
 
     # suites ----------------------------------------------------------------------------

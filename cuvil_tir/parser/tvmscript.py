@@ -11,7 +11,8 @@ A user migrating from TVM pastes what TVM printed; these read it into ordinary C
 * buffer keywords ``elem_offset`` (``0``, or a variable: Cuvil buffers start at their
   first element, so a parameter's offset variable is ``0``), ``offset_factor``
   (a positive int; nothing to check when offsets are known), ``buffer_type``
-  (``"default"``/``"auto"``) and empty ``axis_separators``;
+  (``"default"``/``"auto"``) and ``axis_separators`` (kept on a declared buffer; a
+  view's follow from its source);
 * ``with T.launch_thread("threadIdx.x", n) as tx:`` and ``bx = T.launch_thread(
   "blockIdx.x", n)`` (binding ``bx`` for the rest of the suite): a thread-bound loop;
 * ``c = T.allocate_const(values, dtype, extents)`` (with ``T.decl_buffer(...,
@@ -136,10 +137,13 @@ class TVMScriptMixin:
                     raise self.error(f"buffer_type={v!r} is not supported; Cuvil buffers "
                                      f"are {' or '.join(repr(b) for b in _BUFFER_TYPES[1:])}",
                                      tree)
-            elif key == "axis_separators":
-                if v:
-                    raise self.error("axis_separators (buffers flattened to several "
-                                     "dimensions) are not supported; leave them out", tree)
+            elif key == "axis_separators" and view_offset is None:
+                # a declared buffer keeps them (Buffer checks them); a view's are its
+                # source's, seen through the region: the view dissolves into accesses of
+                # the source, whose separators decide the physical layout
+                if not isinstance(v, (list, tuple)):
+                    raise self.error(f"axis_separators: expected a list of ints such as "
+                                     f"[1], found {v!r}", tree)
             elif key == "elem_offset":
                 offset = view_offset if view_offset is not None else IntImm(0, "int32")
                 if isinstance(v, Var):

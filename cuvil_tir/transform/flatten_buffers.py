@@ -8,6 +8,12 @@ accesses: a ``Ramp`` index keeps a ``Ramp`` on the flat index, with the stride
 scaled.  Function parameters are replaced positionally by their flat buffers;
 symbolic sizes stay the same ``Var`` objects.  Run after ``lower_blocks``.
 
+A buffer's ``axis_separators`` (groups of logical axes, one physical axis each) are
+honoured by flattening each group row-major and then the groups together, row-major:
+every memory of every Cuvil target is linearly addressed, and on a linear memory this
+is the layout an N-d physical array of those groups has, so no value changes.  A
+target with a memory that is not linear would have to lower separated buffers itself.
+
 Example::
 
     >>> import cuvil_tir as T

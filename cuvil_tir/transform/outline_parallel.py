@@ -119,7 +119,7 @@ class _Outliner(Mutator):
 def _copy_buffer(b: Buffer, vmap: dict) -> Buffer:
     shape = tuple(substitute(x, vmap) for x in b.shape)
     strides = tuple(substitute(x, vmap) for x in b.strides)
-    return Buffer(shape, b.dtype, b.name, strides, b.scope, b.align)
+    return b.with_changes(shape=shape, strides=strides)
 
 
 def _rebind(body, vmap: dict, bmap: dict):

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 from ..analysis.regions import bound_region, provably_le, relax, shared_by_threads, simplify
 from ..analysis.regions import union
-from ..buffer import Buffer
 from ..errors import LoweringError
 from ..expr import BufferLoad, Call, IntImm
 from ..printer import to_text
@@ -410,7 +409,7 @@ class _Planner(Mutator):
             new, offset = buf, tuple(IntImm(0, "int32") for _ in buf.shape)
         else:
             shape, offset = _within(sized, buf.shape, doms)
-            new = Buffer(shape, buf.dtype, buf.name, (), buf.scope, buf.align)
+            new = buf.with_changes(shape=shape, strides=())
             if not entered and all(provably_le(a, b) and provably_le(b, a)
                                    for a, b in zip(shape, buf.shape)):
                 return None         # already as small as it can be, and where it is

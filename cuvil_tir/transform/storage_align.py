@@ -34,7 +34,6 @@ Example::
 
 from __future__ import annotations
 
-from ..buffer import Buffer
 from ..expr import IntImm, const
 from ..function import PrimFunc
 from ..stmt import Allocate
@@ -118,8 +117,7 @@ class _Apply(Mutator):
             return buf
         strides = aligned_strides([s.value for s in buf.shape], aligns)
         dt = buf.shape[0].dtype
-        return Buffer(buf.shape, buf.dtype, buf.name, tuple(const(s, dt) for s in strides),
-                      buf.scope, buf.align)
+        return buf.with_changes(strides=tuple(const(s, dt) for s in strides))
 
     def visit_Allocate(self, a):
         new = self._strided(a.buffer)

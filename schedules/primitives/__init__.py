@@ -23,6 +23,8 @@ from . import layout
 from . import pad
 from . import block_layout
 from . import reindex
+from . import axis_separator
+from . import set_dtype
 from . import partition
 from . import merge
 from . import sample_location

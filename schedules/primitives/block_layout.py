@@ -38,7 +38,7 @@ from cuvil_tir.visitor import substitute, used_vars
 from ..analysis import block_path
 from ..errors import ScheduleArgumentError, schedule_error
 from ..primitive import BLOCK, INDEX_MAP, INT_LIST, primitive
-from .layout import LayoutError, apply_index_map, map_image
+from .layout import LayoutError, apply_index_map, index_dtype, map_image
 
 
 def _nest(func, bpath):
@@ -130,8 +130,9 @@ def transform_block_layout(func, block, index_map):
     top, loops = _nest(func, bpath)
     _check_trivial(func, realize, loops, prim)
     ivs = blk.iter_vars
+    dt = index_dtype([iv.dom.extent for iv in ivs])
     params, exprs = apply_index_map(index_map, len(ivs), blk.name, prim,
-                                    f"block {blk.name!r} has")
+                                    f"block {blk.name!r} has", dtype=dt)
     shape = map_image([iv.dom.extent for iv in ivs], params, exprs,
                       f"the iteration domain of block {blk.name!r}", prim)
     old_n, new_n = _size([iv.dom.extent for iv in ivs]), _size(shape)
@@ -142,7 +143,7 @@ def transform_block_layout(func, block, index_map):
                              "bijection (no padding)", func, blk)
     over_ivs = [simplify(substitute(x, dict(zip(params, [iv.var for iv in ivs]))))
                 for x in exprs]
-    new_vars = [Var(f"v{k}", "int32") for k in range(len(exprs))]
+    new_vars = [Var(f"v{k}", dt) for k in range(len(exprs))]
     try:
         inv = imap.inverse(ivs, over_ivs, new_vars)
     except imap.NotInvertible as why:
@@ -167,7 +168,7 @@ def transform_block_layout(func, block, index_map):
         reads=tuple(_simplified(sub(r)) for r in blk.reads),
         writes=tuple(_simplified(sub(w)) for w in blk.writes),
         init=sub(blk.init) if blk.init is not None else None)
-    axes = [Var(f"ax{k}", "int32") for k in range(len(new_vars))]
+    axes = [Var(f"ax{k}", dt) for k in range(len(new_vars))]
     stmt = BlockRealize(tuple(axes), const(True), new_blk)
     for ax, ext in reversed(list(zip(axes, shape))):
         stmt = For(ax, const(0, ax.dtype), ext, "serial", stmt)

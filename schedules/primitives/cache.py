@@ -35,7 +35,6 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import Expr, Var, const
 from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
                             SeqStmt, seq)
@@ -200,7 +199,7 @@ def _stage(func, bpath, buf, scope, prim, is_read):
     if tile is not None and _offsets_of_own(func, scope_path, tile):
         shape = tuple(d.extent for d in tile.region)
         off = tuple(d.min for d in tile.region)
-    cache = Buffer(shape, buf.dtype, name, (), scope, buf.align)
+    cache = buf.with_changes(shape=shape, name=name, strides=(), scope=scope)
     if is_read:
         nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off)
         redirect = Retarget(buf, cache, off, writes=False)

@@ -4,8 +4,10 @@
 e.g. ``lambda i, j: (i // 16, j, i % 16)``.  The buffer's new shape is the bounding
 box of the map's image; every load, store and region of the buffer in the function is
 rewritten.  A layout with padding (a bounding box larger than the buffer) needs a
-``pad_value`` to fill it; a parameter may change layout too (its caller then passes
-the new layout).
+``pad_value`` to fill it (see :mod:`schedules.primitives.layout_padding` for where it
+is written); a parameter may change layout too (its caller then passes the new layout).
+The map itself (``*rest`` parameters, ``AXIS_SEPARATOR``) is read by
+:mod:`schedules.primitives.index_maps`.
 
 Example::
 
@@ -22,23 +24,24 @@ Example::
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from cuvil_tir import arith
-from cuvil_tir.buffer import Buffer
+from cuvil_tir import dtype as D
+from cuvil_tir.buffer import check_axis_separators
+from cuvil_tir.errors import ShapeError
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, FloorDiv, FloorMod, IntImm,
-                            Max, Min, Mul, Not, Or, Sub, Var, as_expr, const)
-from cuvil_tir.stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, For,
-                            IterVar, Range, SeqStmt)
+                            Max, Min, Mul, Not, Or, Sub, Var, const)
+from cuvil_tir.stmt import BufferRegion, Range
 from cuvil_tir.visitor import Mutator, substitute
 
-from cuvil_tir.analysis import tree
-from ..errors import ScheduleArgumentError, schedule_error
+from ..errors import schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
-from .reduction import insert_before, resolve_block
+from .layout_padding import inverse_of, pad_value_at, padding_predicate, write_padding
+from .index_maps import AXIS_SEPARATOR, apply_index_map, bind_free_vars, function_vars
+from .buffer_ref import (block_buffer, is_allocated, is_param as _is_param, passed_to_calls,
+                         swap_buffer)
 
 #: maps over at most this many points are checked exhaustively (exact shape, one-to-one)
 ENUMERATE_LIMIT = 1 << 22
@@ -92,79 +95,93 @@ def _eval_np(e, env):
     return fn(a, b)
 
 
-def apply_index_map(index_map, ndim: int, buf_name: str, prim: str = "transform_layout",
-                    what: str = ""):
-    """``(params, exprs)``: fresh int32 vars, one per parameter of ``index_map``, and
-    the index expressions it returns over them; refused (``LayoutError``) when the
-    lambda does not take ``ndim`` indices or returns something else than integers.
-    ``what`` names the owner in messages (default: ``buffer 'buf_name' has``)."""
-    what = what or f"buffer {buf_name!r} has"
-    try:
-        sig = inspect.signature(index_map)
-        names = [p.name for p in sig.parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        names = [f"i{d}" for d in range(ndim)]
-    if len(names) != ndim:
-        unit = "dimension" if what.startswith("buffer") else "iteration variable"
-        raise schedule_error(LayoutError, prim,
-                             f"index_map takes {len(names)} index(es) but {what} {ndim} "
-                             f"{unit}(s); write a lambda with one parameter per {unit}")
-    params = [Var(n, "int32") for n in names]
-    out = index_map(*params)
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    try:
-        exprs = [as_expr(x, "int32") for x in outs]
-    except Exception as err:
-        raise schedule_error(LayoutError, prim,
-                             f"index_map must return integer index expressions, returned "
-                             f"{out!r} ({err})") from None
-    for x in exprs:
-        if x.dtype not in ("int32", "int64"):
-            raise schedule_error(LayoutError, prim,
-                                 f"index_map returned {x} of dtype {x.dtype}; indices are "
-                                 "int32/int64")
-    return params, exprs
+def index_dtype(shape) -> str:
+    """The dtype of an index into a buffer of ``shape``: int64 when every extent is
+    (TVM's legalisation: an index map over an int64 buffer computes in int64), else
+    int32.
+
+    Example::
+
+        >>> index_dtype((const(4, "int64"), const(8, "int64"))), index_dtype((const(4),))
+        ('int64', 'int32')
+    """
+    return "int64" if shape and all(s.dtype == "int64" for s in shape) else "int32"
 
 
-def _new_shape(buf, params, exprs):
-    return map_image(buf.shape, params, exprs, f"buffer {buf.name!r}")
+def _new_shape(func, buf, params, exprs, assume_injective: bool):
+    """The new shape; a map Cuvil cannot check one-to-one by enumeration must have an
+    inverse (or the caller must assume it injective): two elements sharing a position
+    would overwrite each other."""
+    what = f"buffer {buf.name!r}"
+    shape = _enumerated_image(buf.shape, params, exprs, what)
+    if shape is not None:
+        return shape
+    if not assume_injective and inverse_of(buf.shape, params, exprs) is None:
+        raise schedule_error(LayoutError, "transform_layout", f"cannot prove the index map "
+                             f"{[str(x) for x in exprs]} one-to-one on {what} of shape "
+                             f"{[str(s) for s in buf.shape]} (it has no inverse Cuvil can "
+                             "write); use a quasi-affine map such as i -> (i // 4, i % 4), "
+                             "or pass assume_injective_transform=True if it is one-to-one",
+                             func)
+    return _bounded_image(buf.shape, params, exprs, what, "transform_layout",
+                          _shape_vars_nonnegative(func))
+
+
+def _shape_vars_nonnegative(func):
+    """An analyzer knowing that every size variable of ``func``'s buffer shapes is >= 0
+    (an extent is never negative: the caller's arrays bind them)."""
+    ana = arith.Analyzer(index_no_overflow=True)
+    scalars = {id(p) for p in func.params if isinstance(p, Var)}
+    for v in function_vars(func).values():
+        if id(v) not in scalars:
+            ana.bind(v, Range(const(0, v.dtype), const(1 << (D.bits(v.dtype) - 2), v.dtype)))
+    return ana
 
 
 def map_image(dims, params, exprs, what: str, prim: str = "transform_layout") -> tuple:
     """The shape of the bounding box of the image of ``[0, dims)`` (one extent per
     param) under ``exprs``; refused when an index is negative or (for constant dims of
     at most ``ENUMERATE_LIMIT`` points, checked exhaustively) two points share one."""
+    shape = _enumerated_image(dims, params, exprs, what, prim)
+    return shape if shape is not None else _bounded_image(dims, params, exprs, what, prim)
+
+
+def _enumerated_image(dims, params, exprs, what, prim="transform_layout"):
     shape = [s.value if isinstance(s, IntImm) else None for s in dims]
     size = int(np.prod(shape)) if None not in shape else None
-    if size is not None and size <= ENUMERATE_LIMIT:
-        grids = np.meshgrid(*[np.arange(n, dtype=np.int64) for n in shape], indexing="ij")
-        env = {id(p): g.ravel() for p, g in zip(params, grids)}
-        vals = [_eval_np(x, env) for x in exprs]
-        if all(v is not None for v in vals):
-            vals = [np.broadcast_to(v, (size,)) for v in vals]
-            new = []
-            for x, v in zip(exprs, vals):
-                if size and v.min() < 0:
-                    raise schedule_error(LayoutError, prim,
-                                         f"index_map gives the negative index {v.min()} "
-                                         f"(from {x}) for {what}")
-                new.append(const(int(v.max()) + 1 if size else 0, "int32"))
-            if size:
-                # one linear key per point, sorted: far cheaper than a row-wise
-                # np.unique on the millions of points of a big buffer
-                keys = np.sort(np.ravel_multi_index(vals, [int(n.value) for n in new]))
-                positions = 1 + int(np.count_nonzero(np.diff(keys)))
-                if positions != size:
-                    raise schedule_error(LayoutError, prim,
-                                         f"index_map is not one-to-one on {what} of shape "
-                                         f"{shape}: {size} elements map to {positions} "
-                                         "positions")
-            return tuple(new)
+    if size is None or size > ENUMERATE_LIMIT:
+        return None
+    grids = np.meshgrid(*[np.arange(n, dtype=np.int64) for n in shape], indexing="ij")
+    env = {id(p): g.ravel() for p, g in zip(params, grids)}
+    vals = [_eval_np(x, env) for x in exprs]
+    if any(v is None for v in vals):
+        return None
+    vals = [np.broadcast_to(v, (size,)) for v in vals]
+    new = []
+    for x, v in zip(exprs, vals):
+        if size and v.min() < 0:
+            raise schedule_error(LayoutError, prim,
+                                 f"index_map gives the negative index {v.min()} "
+                                 f"(from {x}) for {what}")
+        new.append(const(int(v.max()) + 1 if size else 0, x.dtype))
+    if size:
+        # one linear key per point, sorted: far cheaper than a row-wise
+        # np.unique on the millions of points of a big buffer
+        keys = np.sort(np.ravel_multi_index(vals, [int(n.value) for n in new]))
+        positions = 1 + int(np.count_nonzero(np.diff(keys)))
+        if positions != size:
+            raise schedule_error(LayoutError, prim,
+                                 f"index_map is not one-to-one on {what} of shape "
+                                 f"{shape}: {size} elements map to {positions} "
+                                 "positions")
+    return tuple(new)
+
+
+def _bounded_image(dims, params, exprs, what, prim, ana=None):
     ranges = {p: Range(const(0, s.dtype), s) for p, s in zip(params, dims)}
     new = []
     for x in exprs:
-        lo, hi = arith.bound_of(x, ranges)
+        lo, hi = arith.bound_of(x, ranges, ana)
         if isinstance(lo, IntImm) and lo.value < 0:
             raise schedule_error(LayoutError, prim,
                                  f"index_map gives negative indices (from {x}) for {what}")
@@ -172,21 +189,31 @@ def map_image(dims, params, exprs, what: str, prim: str = "transform_layout") ->
     return tuple(new)
 
 
-def _allocated(func, buf) -> bool:
-    for _, s in tree.walk(func):
-        if isinstance(s, Block) and any(b is buf for b in s.alloc_buffers):
-            return True
-        if isinstance(s, Allocate) and s.buffer is buf:
-            return True
-    return False
-
-
 class _Relayout(Mutator):
+    """Every access of ``old`` re-indexed through the map into ``new``; the new indices
+    are simplified knowing the ranges of the loops and block iterators around them
+    (``(vo * 16 + vi) // 16`` is ``vo`` when ``vi < 16``), as TensorIR does."""
+
     def __init__(self, old, new, params, exprs):
         self.old, self.new, self.params, self.exprs = old, new, params, exprs
+        self.ana = arith.Analyzer(index_no_overflow=True)
 
     def visit_buffer(self, buf):
         return self.new if buf is self.old else buf
+
+    def _bind(self, var, dom):
+        # a unit range binds the value: v_i0 * 32 * n + v_i1 * n is v_i1 * n when v_i0 = 0
+        one = isinstance(dom.extent, IntImm) and dom.extent.value == 1
+        self.ana.bind(var, dom.min if one else dom)
+
+    def visit_For(self, s):
+        self._bind(s.loop_var, Range(s.min, s.extent))
+        return Mutator.generic_visit(self, s)
+
+    def visit_Block(self, b):
+        for iv in b.iter_vars:
+            self._bind(iv.var, iv.dom)
+        return Mutator.generic_visit(self, b)
 
     def _map(self, indices):
         for ix in indices:
@@ -195,7 +222,7 @@ class _Relayout(Mutator):
                                      f"buffer {self.old.name!r} is accessed with the vector "
                                      f"index {ix}; transform the layout before vectorize")
         vm = dict(zip(self.params, indices))
-        return tuple(arith.simplify(substitute(x, vm)) for x in self.exprs)
+        return tuple(self.ana.simplify(substitute(x, vm)) for x in self.exprs)
 
     def visit_BufferLoad(self, ld):
         idx = self.visit(ld.indices)
@@ -228,98 +255,61 @@ class _Relayout(Mutator):
         return BufferRegion(self.new, tuple(out))
 
 
-def _pad_check(buf, new_shape, pad_value, func, blk):
-    """The number of padding elements (those of the new layout no old index maps to);
-    refused when there are some and no ``pad_value`` says what they hold: a reader of a
-    whole padded tile would otherwise read memory nothing wrote."""
+def _pad_check(buf, new_shape, params, exprs, pad_value, func, blk, allow) -> bool:
+    """Whether the new layout may have padding (elements no old index maps to: counted
+    for constant shapes, else unless the padding condition is provably false); refused
+    when it may and no ``pad_value`` says what they hold (unless ``allow``: the caller
+    takes the padding as unwritten)."""
     old = [s.value if isinstance(s, IntImm) else None for s in buf.shape]
     new = [s.value if isinstance(s, IntImm) else None for s in new_shape]
     if None in old or None in new:
-        return 0
+        probe = [Var(f"v{d}", n.dtype) for d, n in enumerate(new_shape)]
+        cond = padding_predicate(buf.shape, params, exprs, probe)
+        if isinstance(cond, IntImm) and not cond.value:
+            return False
+        if pad_value is None and not allow:
+            raise schedule_error(LayoutError, "transform_layout", f"the index map lays "
+                                 f"buffer {buf.name!r} of shape {_dims(buf.shape)} out as "
+                                 f"{_dims(new_shape)}, which has padding for some sizes "
+                                 f"({cond if cond is not None else 'no index maps to it'}). "
+                                 "Pass pad_value=<the value it holds> (e.g. 0.0), or "
+                                 "assume_injective_transform=True to leave it unwritten",
+                                 func, blk)
+        return True
     extra = int(np.prod(new)) - int(np.prod(old))
-    if extra > 0 and pad_value is None:
+    if extra > 0 and pad_value is None and not allow:
         raise schedule_error(LayoutError, "transform_layout", f"the index map lays buffer "
                              f"{buf.name!r} of shape {tuple(old)} out as {tuple(new)}: "
                              f"{extra} padding element(s) that no index maps to, and so "
                              "that nothing writes. Pass pad_value=<the value they hold> "
                              "(e.g. 0.0), or use a map whose image fills its bounding box",
                              func, blk)
-    return max(0, extra)
+    return extra > 0
 
 
-def _padding_only(old_shape, params, exprs, idx, new_shape):
-    """The condition that the new-layout element ``idx`` is padding (no old index maps
-    to it): the inverse of the map lies outside the old shape or does not map back to
-    ``idx``; None when the map has no inverse Cuvil can write down."""
-    from cuvil_tir.analysis.index_map import NotInvertible, inverse
-    old = [IterVar(p, Range(const(0, p.dtype), n), "spatial")
-           for p, n in zip(params, old_shape)]
-    try:
-        inv = inverse(old, exprs, list(idx))
-    except (NotInvertible, ScheduleError, ValueError):
-        return None
-    outside = [c for p, n in zip(params, old_shape)
-               for c in (inv[p] < const(0, p.dtype), inv[p] >= n)]
-    back = [NE(substitute(x, inv), v) for x, v in zip(exprs, idx)]
-    ana = arith.Analyzer(index_no_overflow=True)
-    for v, n in zip(idx, new_shape):
-        ana.bind(v, Range(const(0, v.dtype), n))
-    conds = [c for c in (ana.simplify(c) for c in outside + back)
-             if not ana.can_prove(Not(c))]      # drop the conditions that never hold
-    if not conds:
-        return const(False)
-    out = conds[0]
-    for c in conds[1:]:
-        out = Or(out, c)
-    return out
-
-
-def _fill(new_buf, pad_value, where):
-    """A loop nest and block ``<buffer>_pad`` writing ``pad_value`` where ``where(idx)``
-    (the padding, see :func:`_padding_only`) holds, placed before the buffer's writers:
-    the other elements keep what the caller passed (a parameter) or what the writers
-    store."""
-    loops = [Var(f"ax{d}", "int32") for d in range(new_buf.ndim)]
-    ivs = [IterVar(Var(f"v{d}", "int32"), Range(const(0, "int32"), n), "spatial")
-           for d, n in enumerate(new_buf.shape)]
-    idx = tuple(iv.var for iv in ivs)
-    where = where(idx)
-    store = BufferStore(new_buf, as_expr(pad_value, new_buf.dtype), idx)
-    region = BufferRegion(new_buf, tuple(Range(v, const(1, "int32")) for v in idx))
-    where = substitute(where, dict(zip(idx, loops)))
-    stmt = BlockRealize(tuple(loops), where,
-                        Block(f"{new_buf.name}_pad", tuple(ivs), (), (region,), store))
-    for v, n in reversed(list(zip(loops, new_buf.shape))):
-        stmt = For(v, const(0, "int32"), n, "serial", stmt)
-    return stmt
-
-
-def _written(func, buf) -> bool:
-    return any(isinstance(s, Block) and any(w.buffer is buf for w in s.writes)
-               or isinstance(s, BufferStore) and s.buffer is buf
-               for _, s in tree.walk(func))
-
-
-def _scope_body_path(func, buf) -> tuple:
-    """The path of the body of the block allocating ``buf`` (the root for a parameter)."""
-    for path, s in tree.walk(func):
-        if isinstance(s, Block) and any(b is buf for b in s.alloc_buffers):
-            return path + ("body",)
-    return ("block", "body")
+def _dims(shape) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 @primitive("transform_layout", block=BLOCK, buffer_index=INDEX, index_map=INDEX_MAP,
            buffer_index_type=STR)
 def transform_layout(func, block, buffer_index: int, index_map,
-                     buffer_index_type: str = "write", pad_value=None):
+                     buffer_index_type: str = "write", pad_value=None,
+                     assume_injective_transform: bool = False):
     """Re-lay out ``block``'s buffer through ``index_map`` (a lambda over its
     indices returning the new indices); every access is rewritten.
 
     The new shape is the bounding box of the map's image.  When the box holds more
     elements than the buffer (``i -> (i // 7, i % 7)`` on 30 elements gives 5 x 7),
-    ``pad_value`` is required and fills the padding before the buffer's writers run.
-    A function parameter may change layout too (the caller then passes arrays in the
-    new layout).
+    ``pad_value`` (a number of the buffer's dtype, or a function of the new indices) is
+    required and is written into the padding: in the producer's loops rebuilt over the
+    new shape when one row-major loop nest writes the buffer, else by a block after the
+    writers (see :mod:`schedules.primitives.layout_padding`).  A function parameter may
+    change layout too (the caller then passes arrays in the new layout, and supplies an
+    input's padding).  ``S.AXIS_SEPARATOR`` among the results sets the new buffer's
+    ``axis_separators``.  ``assume_injective_transform=True`` leaves padding without a
+    ``pad_value`` unwritten (the function never reads it; the map is still checked
+    one-to-one where Cuvil can).
 
     Before/after ``transform_layout(B, 0, lambda i, j: (j, i))``::
 
@@ -337,63 +327,48 @@ def transform_layout(func, block, buffer_index: int, index_map,
         >>> sch.transform_layout("B", 0, lambda i: (i // 8, i % 8), pad_value=0.0)
         >>> [int(s) for s in sch.func.body.block.alloc_buffers[0].shape]
         [4, 8]
-        >>> [b.name for b in sch.get_child_blocks("root")]
-        ['B_pad', 'B', 'C']
+        >>> from cuvil_tir.analysis import tree
+        >>> print(tree.get(sch.func, tree.find_block(sch.func, "B")).block.body)
+        B[v0, v1] = T.if_then_else(v0 == 3 and 6 <= v1, T.float32(0), A[v0 * 8 + v1] * T.float32(2))
     """
     prim = "transform_layout"
-    bpath = resolve_block(func, block, prim)
-    blk = tree.get(func, bpath).block
-    if buffer_index_type not in ("read", "write"):
-        raise schedule_error(ScheduleArgumentError, prim,
-                             f"buffer_index_type must be 'read' or 'write', found "
-                             f"{buffer_index_type!r}")
-    if pad_value is not None and (isinstance(pad_value, bool) or
-                                  not isinstance(pad_value, (int, float))):
-        raise schedule_error(ScheduleArgumentError, prim, f"option 'pad_value' to "
-                             f"transform_layout: expected an int or a float, found "
-                             f"{pad_value!r}")
-    regions = blk.writes if buffer_index_type == "write" else blk.reads
-    if not isinstance(buffer_index, int) or not 0 <= buffer_index < len(regions):
-        raise schedule_error(ScheduleArgumentError, prim,
-                             f"block {blk.name!r} has {len(regions)} {buffer_index_type} "
-                             f"buffer(s) {[r.buffer.name for r in regions]}; "
-                             f"buffer_index {buffer_index!r} is out of range")
-    buf = regions[buffer_index].buffer
-    is_param = any(p is buf for p in func.params)
-    if not is_param and not _allocated(func, buf):
+    _, blk, buf = block_buffer(func, block, buffer_index, buffer_index_type, prim)
+    is_param = _is_param(func, buf)
+    if not is_param and not is_allocated(func, buf):
         raise schedule_error(LayoutError, prim,
                              f"buffer {buf.name!r} is not allocated in the function "
                              "(no alloc_buffers / Allocate holds it)", func, blk)
-    params, exprs = apply_index_map(index_map, buf.ndim, buf.name)
-    new_buf = Buffer(_new_shape(buf, params, exprs), buf.dtype, buf.name, (), buf.scope,
-                     buf.align)
-    padding = _pad_check(buf, new_buf.shape, pad_value, func, blk)
-    body = _Relayout(buf, new_buf, params, exprs).visit(func.body)
-    if is_param:
-        g = type(func)(tuple(new_buf if p is buf else p for p in func.params), body,
-                       func.attrs)
-    else:
-        g = func.with_body(body)
-    if padding and _written(g, new_buf):
-        def where(idx):
-            cond = _padding_only(buf.shape, params, exprs, idx, new_buf.shape)
-            if cond is not None:
-                return cond
-            if is_param:
-                # filling everything would overwrite the caller's elements
-                raise schedule_error(LayoutError, prim, f"the padding of parameter "
-                                     f"{buf.name!r} under this index map cannot be told "
-                                     "apart from its elements (the map has no inverse "
-                                     "Cuvil can write); use an invertible map such as "
-                                     "lambda i: (i // 4, i % 4)", func, blk)
-            return const(True)   # the writers overwrite the image; garbage before
-        path = _scope_body_path(g, new_buf)
-        inner = tree.get(g, path)
-        if isinstance(inner, SeqStmt):
-            path = path + (("seq", 0),)
-        g = insert_before(g, path, _fill(new_buf, pad_value, where))
+    calls = passed_to_calls(func, buf)
+    if calls:
+        raise schedule_error(LayoutError, prim, f"buffer {buf.name!r} is passed to "
+                             f"{sorted(set(calls))}, which index(es) its memory in the "
+                             "current layout; transform the layout before tensorize or "
+                             "the extern call", func, blk)
+    params, exprs, seps = apply_index_map(index_map, buf.ndim, buf.name, separators=True,
+                                          dtype=index_dtype(buf.shape))
+    exprs = bind_free_vars(exprs, params, func, prim)
+    pad_at = pad_value_at(pad_value, buf, len(exprs), prim)
+    try:
+        seps = check_axis_separators(seps, len(exprs), f"the index map of {buf.name!r}")
+    except ShapeError as err:
+        raise schedule_error(LayoutError, prim, str(err).split("] ", 1)[-1], func,
+                             blk) from None
+    if len(exprs) == len(params) and all(x is p for x, p in zip(exprs, params)):
+        # the identity: only the separators may change (no access is re-indexed)
+        if seps == buf.axis_separators:
+            return func, None
+        return swap_buffer(func, buf, buf.with_changes(axis_separators=seps)), None
+    new_buf = buf.with_changes(shape=_new_shape(func, buf, params, exprs,
+                                                assume_injective_transform), strides=(),
+                               axis_separators=seps)
+    padding = _pad_check(buf, new_buf.shape, params, exprs, pad_value, func, blk,
+                         assume_injective_transform)
+    g = swap_buffer(func, buf, new_buf,
+                    _Relayout(buf, new_buf, params, exprs).visit(func.body))
+    if padding and pad_at is not None:
+        g = write_padding(func, g, buf, new_buf, params, exprs, pad_at, prim, blk)
     return g, None
 
 
-__all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT", "apply_index_map",
-           "map_image", "eval_np"]
+__all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT", "AXIS_SEPARATOR",
+           "apply_index_map", "map_image", "eval_np", "index_dtype"]

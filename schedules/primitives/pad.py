@@ -36,7 +36,6 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import Add, BufferLoad, Cast, IntImm, Mul, Var, const
 from cuvil_tir.op import if_then_else
@@ -273,8 +272,8 @@ def pad_einsum(func, block, padding):
         _loops_to_pad(func, pblk, ploops, [not _same(_expr(n), d) for n, d in
                                            zip(grow[buf], buf.shape)])
         producers[pblk.name] = (ploops, buf)
-    new_buf = {b: Buffer(tuple(_expr(n) for n in shape), b.dtype, b.name,
-                         (), b.scope, b.align) for b, shape in grow.items()}
+    new_buf = {b: b.with_changes(shape=tuple(_expr(n) for n in shape), strides=())
+               for b, shape in grow.items()}
     g = _Pad(blk.name, by_loop, ext, producers, grow, new_buf).visit_root(func, blk)
     if params:
         g = pad_params(g, blk.name, {b: tuple(_expr(n) for n in s) for b, s in params.items()},

@@ -29,7 +29,6 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import IntImm
 from cuvil_tir.visitor import Mutator
 
@@ -103,7 +102,7 @@ def set_scope(func, block, buffer_index: int, scope: str):
     _, _, buf = _write_buffer(func, block, buffer_index, prim)
     if buf.scope == scope:
         return func, None
-    new = Buffer(buf.shape, buf.dtype, buf.name, buf.strides, scope, buf.align)
+    new = buf.with_changes(scope=scope)
     return _replace_buffer(func, buf, new), None
 
 

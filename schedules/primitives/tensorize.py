@@ -332,7 +332,7 @@ def instantiate(intrin: TensorIntrin, binding: dict) -> tuple:
 
 
 def _copy_buffer(b: Buffer) -> Buffer:
-    return Buffer(b.shape, b.dtype, b.name, b.strides, b.scope, b.align)
+    return b.with_changes()
 
 
 def tensorize_block_path(func, bpath: tuple, intrin: TensorIntrin):

@@ -264,7 +264,9 @@ def test_buffer_attributes_and_access_ptr():
 @pytest.mark.parametrize("src,message", [
     ("def f(a: T.handle):\n    pass\n", r"parameter 'a: T.handle' is never matched"),
     ("def f(a: T.handle):\n    A = T.match_buffer(a, (4,), axis_separators=[1])\n",
-     r"axis_separators .* are not supported"),
+     r"buffer A: axis_separators \[1\] must be increasing axes in 1\.\.0"),
+    ("def f(a: T.handle):\n    A = T.match_buffer(a, (4, 4), axis_separators=1)\n",
+     r"axis_separators: expected a list of ints such as \[1\], found 1"),
     ("def f(a: T.handle):\n    A = T.match_buffer(a, (4,), offset_factor=-2)\n",
      r"offset_factor: expected a non-negative int"),
     ("def f(a: T.handle):\n    A = T.match_buffer(a, (4,), elem_offset=2)\n",

@@ -106,9 +106,17 @@ def _step(sch, data, kind):
     if kind == "transform_layout":
         node = tree.get(sch.func, tree.find_block(sch.func, blk.name)).block
         # a parameter's new layout would change what the caller passes: intermediates only
-        if node.writes and len(node.writes[0].buffer.shape) == 2 and not any(
-                p is node.writes[0].buffer for p in sch.func.params):
+        buf = node.writes[0].buffer if node.writes else None
+        if buf is None or any(p is buf for p in sch.func.params):
+            return
+        if len(buf.shape) == 2 and data.draw(st.booleans(), label="transpose"):
             sch.transform_layout(blk, 0, lambda a, b: (b, a))
+            return
+        # the last axis split by 2 or 3, padded: the padding is written in the producer
+        # or after it, and nothing may read it as data
+        c = data.draw(st.sampled_from((2, 3)), label="split")
+        pad = 0 if "int" in buf.dtype else 0.0
+        sch.transform_layout(blk, 0, lambda *rest, k: (*rest, k // c, k % c), pad_value=pad)
         return
     loops = sch.get_loops(blk)
     if not loops:

@@ -5,6 +5,8 @@ from cuvil_tir import (Block, BlockRealize, Buffer, Cast, Evaluate, For, PrimFun
 from cuvil_tir.node import Node
 from cuvil_tir.expr import Expr as PrimExpr
 
+from schedules import AXIS_SEPARATOR
+
 from .._gap import module_getattr
 from .expr import FloatImm, IntImm
 from .schedule import Schedule, ScheduleError, ScheduleState, TensorIntrin
@@ -13,7 +15,7 @@ from .schedule import Schedule, ScheduleError, ScheduleState, TensorIntrin
 class IndexMap:
     """``tir.IndexMap.from_func(fn)``: Cuvil's primitives take the function itself."""
 
-    AXIS_SEPARATOR = object()
+    AXIS_SEPARATOR = AXIS_SEPARATOR
 
     def __init__(self, fn):
         self._cuvil_fn = fn
@@ -43,5 +45,7 @@ class ForKind:
 # TVM's names for what Cuvil's nodes already have (only in the shim's process)
 Block.name_hint = property(lambda self: self.name)
 Node.same_as = lambda self, other: self is other
+# TVM keys buffer_map by the parameter; a Cuvil parameter is the buffer itself
+PrimFunc.buffer_map = property(lambda f: {p: p for p in f.params if isinstance(p, Buffer)})
 
 __getattr__ = module_getattr("tvm.tir")

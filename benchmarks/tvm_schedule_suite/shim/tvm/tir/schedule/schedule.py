@@ -220,8 +220,20 @@ class Schedule:
                          assume_injective_transform=False):
         block = _block(block)
         kind, idx = self._buffer_kind_index(block, buffer)
-        return self._sch.transform_layout(block, idx, _index_map(index_map), kind,
-                                          pad_value=_pad_value(pad_value))
+        return self._sch.transform_layout(
+            block, idx, _index_map(index_map), kind, pad_value=_index_map(pad_value),
+            assume_injective_transform=assume_injective_transform)
+
+    def set_axis_separator(self, block, buffer, axis_separators):
+        block = _block(block)
+        kind, idx = self._buffer_kind_index(block, buffer)
+        return self._sch.set_axis_separator(block, idx, list(axis_separators),
+                                            buffer_index_type=kind)
+
+    def unsafe_set_dtype(self, block, buffer_index, dtype):
+        block = _block(block)
+        return self._sch.unsafe_set_dtype(block, self._buffer_index(block, buffer_index,
+                                                                    "write"), dtype)
 
     def transform_block_layout(self, block, index_map):
         return self._sch.transform_block_layout(_block(block), _index_map(index_map))
@@ -372,28 +384,7 @@ def _known_intrin(name: str) -> bool:
 
 
 def _index_map(m):
+    # TVM's IndexMap.from_func(fn) or the function itself: Cuvil takes the function
     fn = getattr(m, "_cuvil_fn", None)
-    fn = fn if fn is not None else m
-    if not callable(fn):
-        return fn
+    return fn if fn is not None else m
 
-    @functools.wraps(fn)
-    def index_map(*args):
-        out = fn(*args)
-        if any(type(x).__name__ == "object" for x in _flat(out)):
-            raise ShimGap("transform_layout with IndexMap.AXIS_SEPARATOR: Cuvil buffers "
-                          "are flat")
-        return out
-    return index_map
-
-
-def _flat(x):
-    return [y for v in x for y in _flat(v)] if isinstance(x, (list, tuple)) else [x]
-
-
-def _pad_value(v):
-    if v is None or isinstance(v, (int, float)):
-        return v
-    if callable(v):
-        raise ShimGap("transform_layout with a pad_value function")
-    return v
