@@ -48,6 +48,7 @@ from cuvil_tir.visitor import Mutator, Visitor, substitute
 
 from ..errors import ScheduleArgumentError, schedule_error
 from .index_maps import call_index_map, index_names
+from .linear_maps import linear_inverse
 from .reduction import insert_after, insert_before
 
 
@@ -129,7 +130,11 @@ def padding_predicate(old_shape, params, exprs, idx) -> Expr | None:
     indices, as TensorIR writes it; other maps: the inverse falls outside the old
     shape or does not map back to ``idx``."""
     split = _split_predicate(old_shape, params, exprs, idx)
-    return split if split is not None else _inverse_predicate(old_shape, params, exprs, idx)
+    if split is not None:
+        return split
+    if linear_inverse(old_shape, params, exprs, list(idx)) is not None:
+        return const(False)     # a row-major numbering of the box fills its image exactly
+    return _inverse_predicate(old_shape, params, exprs, idx)
 
 
 def _split_predicate(old_shape, params, exprs, idx):
@@ -241,7 +246,8 @@ def inverse_of(old_shape, params, exprs, idx=None):
     try:
         return inverse(old, exprs, list(idx))
     except (NotInvertible, ScheduleError, ValueError):
-        return None
+        # symbolic strides (x * n + y): a row-major linearization, or nothing
+        return linear_inverse(old_shape, params, exprs, list(idx))
 
 
 def _bound(idx, shape):
