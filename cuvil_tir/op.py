@@ -136,7 +136,7 @@ def if_then_else(cond, then_value, else_value) -> Expr:
 def call_extern(dtype, name: str, *args, effect: str = "opaque") -> Call:
     """A call of the external function ``name`` of the target, returning ``dtype``.
 
-    Arguments may be expressions, buffer regions (``A[i:i + 16, 0:16]`` in the text
+    Arguments may be expressions, strings (C strings), buffer regions (``A[i:i + 16, 0:16]`` in the text
     form, or a :class:`~cuvil_tir.stmt.BufferRegion`: passed as a pointer to the
     region's first element) or whole buffers (a pointer to the buffer).  ``effect`` is
     one of :data:`cuvil_tir.ops.EFFECTS`: ``"opaque"`` (the default: it may read and
@@ -176,11 +176,14 @@ def call_args(who: str, args) -> list:
         ['BufferRegion', 'IntImm']
     """
     from .buffer import Buffer
+    from .expr import StringImm
     from .stmt import BufferRegion
     vals = []
     for k, a in enumerate(args):
         if isinstance(a, Buffer):
             a = BufferRegion.full(a)
+        if isinstance(a, str):
+            a = StringImm(a)          # a name the callee takes ("row_major")
         if not isinstance(a, (BufferRegion, Expr)):
             try:
                 a = as_expr(a)

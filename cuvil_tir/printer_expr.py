@@ -239,6 +239,10 @@ class ExprPrinter:
         if e.op == "call_extern" and len(e.args) >= 2 and \
                 all(isinstance(a, StringImm) for a in e.args[:2]):
             return self.call_extern(e)
+        if e.op == "access_ptr" and len(e.args) == 4:
+            return self.access_ptr(e)
+        if e.op == "assume" and len(e.args) == 1:
+            return self.call("T.assume", self.expr(e.args[0]))
         if e.op == "parallel_launch" and len(e.args) >= 3 and isinstance(e.args[0], StringImm):
             return self.call("T.parallel_launch", *(
                 self.name(a.buffer) if isinstance(a, BufferRegion) else self.expr(a)
@@ -250,6 +254,15 @@ class ExprPrinter:
             if ref.dtype == e.dtype:
                 return self.call("T." + e.op, *args)
         return self.call("T.call_intrin", json.dumps(e.dtype), json.dumps(e.op), *args)
+
+    def access_ptr(self, e: Call) -> str:
+        """TVMScript's spelling, ``T.tvm_access_ptr(T.type_annotation("float16"), A.data,
+        offset, extent, mask)`` (mask 1 read, 2 write, 3 both): it reads back as is."""
+        region, off, ext, mask = e.args
+        ann = self.call("T.type_annotation", json.dumps(region.buffer.dtype))
+        code = {"r": 1, "w": 2, "rw": 3}[mask.value]
+        return self.call("T.tvm_access_ptr", ann, f"{self.name(region.buffer)}.data",
+                         self.expr(off), self.expr(ext), str(code))
 
     def call_extern(self, e: Call) -> str:
         """``T.call_extern("dtype", "name", args..., effect="...")``; a region argument

@@ -163,9 +163,11 @@ def _same_point(w, a, var) -> bool:
         lin[0].get(id(var), (None, 0))[1] != 0
 
 
-def carried_dependence(func, lpath):
+def carried_dependence(func, lpath, pairs=None):
     """None when the iterations of the loop at ``lpath`` are independent, else a
-    sentence naming the two accesses that meet across iterations.
+    sentence naming the two accesses that meet across iterations.  ``pairs(a, b)``,
+    given, limits the check to the pairs of block names it accepts (``merge`` checks
+    only blocks of different merged nests).
 
     Example::
 
@@ -181,7 +183,7 @@ def carried_dependence(func, lpath):
         if kind != "writes" or id(w.buffer) in private:
             continue
         for other, okind, a, (obr, oraw) in accesses:
-            if a.buffer is not w.buffer:
+            if a.buffer is not w.buffer or (pairs is not None and not pairs(name, other)):
                 continue
             if obr is br and _own_element(br, raw, oraw, var):
                 continue

@@ -50,6 +50,18 @@ class FactorError(ScheduleArgumentError):
     """
 
 
+class UnknownTensorIntrinError(ScheduleArgumentError, ValueError):
+    """No tensor intrinsic is registered under the name asked for.
+
+    A wrong argument value, hence also a ``ValueError`` (as TVM raises).
+
+    Example::
+
+        >>> issubclass(UnknownTensorIntrinError, ValueError)
+        True
+    """
+
+
 class LoopNestError(ScheduleError):
     """Loops are not adjacent / perfectly nested / in a single chain as required.
 
@@ -265,4 +277,5 @@ __all__ = ["ScheduleError", "ScheduleArgumentError", "BlockNotFoundError", "Fact
            "ReductionLoopError", "LoopCarriedError", "NonConstantExtentError", "AnnotationError",
            "UnknownPrimitiveError", "DebugCheckError", "TraceError", "render_ir",
            "schedule_error", "BlockLocationError", "InlineError", "CacheStageError",
-           "StorageError", "fail", "RENDER_LEVELS", "summary", "condense"]
+           "StorageError", "UnknownTensorIntrinError", "fail", "RENDER_LEVELS", "summary",
+           "condense"]

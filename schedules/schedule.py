@@ -183,7 +183,8 @@ class Schedule:
             if isinstance(rv, (BlockRV, LoopRV, Sampled)):
                 outputs.append(self._register(rv))
         self._func = new_func
-        self._trace = self._trace.append(Instruction(name, inputs, attrs, outputs, decision))
+        self._trace = self._trace._recorded(Instruction(name, inputs, attrs, outputs,
+                                                        decision))
         return result
 
     def _check_own_loops(self, name, args):

@@ -31,7 +31,7 @@ from cuvil_tir.function import PrimFunc
 from cuvil_tir.stmt import BlockRealize
 
 from cuvil_tir.analysis import tree
-from .errors import ScheduleArgumentError, schedule_error
+from .errors import ScheduleArgumentError, UnknownTensorIntrinError, schedule_error
 
 
 class TensorIntrin:
@@ -108,7 +108,8 @@ class TensorIntrin:
 
     @classmethod
     def get(cls, name: str) -> "TensorIntrin":
-        """The intrinsic ``name``; ``ScheduleError`` listing the known ones if absent.
+        """The intrinsic ``name``; ``UnknownTensorIntrinError`` (a ``ScheduleError`` and a
+        ``ValueError``) listing the known ones if absent.
 
         Example::
 
@@ -117,7 +118,7 @@ class TensorIntrin:
         """
         intrin = cls._REGISTRY.get(name)
         if intrin is None:
-            raise schedule_error(ScheduleArgumentError, "tensorize",
+            raise schedule_error(UnknownTensorIntrinError, "tensorize",
                                  f"no tensor intrinsic named {name!r}; registered: "
                                  f"{sorted(cls._REGISTRY)} (declare one with "
                                  "S.TensorIntrin.register(name, desc, impl))")

@@ -142,6 +142,10 @@ class Trace:
         """
         if _is_raw(inst):
             return Trace(self.insts + (inst,))
+        return self._recorded(inst)
+
+    def _recorded(self, inst: Instruction) -> "Trace":
+        # a schedule's own step, already encoded: no scan for handle objects
         return Trace._of(self.insts + (inst,))
 
     @property

@@ -157,8 +157,19 @@ def relax(region: BufferRegion, doms: dict) -> BufferRegion:
             continue
         lo, _ = bounds(r.min, doms)
         _, hi = bounds(simplify(r.min + r.extent - 1), doms)
+        if _dtype_extreme(lo) or _dtype_extreme(hi):
+            # an index bounded only by its dtype (e.g. cast from a float): its extent
+            # would wrap; an access stays inside the buffer, so the dimension covers it
+            d = len(out)
+            out.append(Range(const(0, r.min.dtype), region.buffer.shape[d]))
+            continue
         out.append(Range(lo, simplify(hi - lo + 1)))
     return BufferRegion(region.buffer, tuple(out))
+
+
+def _dtype_extreme(e) -> bool:
+    from ..dtype import int_range
+    return isinstance(e, IntImm) and e.value in int_range(e.dtype)
 
 
 def union(a: BufferRegion | None, b: BufferRegion) -> BufferRegion:

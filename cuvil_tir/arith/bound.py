@@ -202,8 +202,8 @@ def bound_of(expr: Expr, var_ranges: dict, analyzer: Analyzer | None = None) -> 
         try:
             return _SymBound(var_ranges, ana).bound(expr)
         except _Unbounded:
-            if is_index_dtype(expr.dtype):
-                return min_value(expr.dtype), max_value(expr.dtype)
+            # constant bounds of the whole expression still see through min/max
+            # clamps (``max(min(cast(f), 15), 0)`` is in [0, 15])
             return _SymBound(var_ranges, ana).fallback(expr)
     finally:
         ana.bounds, ana.ranges = saved

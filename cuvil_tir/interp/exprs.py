@@ -22,6 +22,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from .. import dtype as D
+from .. import ops
 from ..errors import LoweringError
 from ..expr import BinaryOp, BufferLoad, Var
 from ..printer import to_text
@@ -206,6 +207,15 @@ class ExprCompiler:
                                 "a function of the target, which the interpreter does not "
                                 "have; interpret the function before it is replaced by the "
                                 "call, or build it for the target")
+        if e.op == "assume":
+            return lambda: True      # a hint: nothing is checked or computed
+        spec = ops.get_op(e.op) if ops.has_op(e.op) else None
+        if spec is not None and spec.operands == "any" and spec.expand is not None:
+            return self.expr(spec.expand(*e.args))   # q_multiply_shift: integer arithmetic
+        if e.op == "access_ptr":
+            # a pointer: evaluating it (T.evaluate(A.access_ptr("r"))) does nothing; only
+            # a T.call_extern, which the interpreter refuses above, could use it
+            return lambda: None
         fn = S.intrinsic_op(e.op, e.dtype)
         args = [self.expr(a) for a in e.args]
         n = e.lanes

@@ -34,7 +34,9 @@ from ..script import ScalarType
 from ..stmt import (Allocate, AssertStmt, Block, BlockRealize, BufferStore, Evaluate, For,
                     IfThenElse, IterVar, LetStmt, Range, SeqStmt, seq)
 from ..visitor import Visitor
+from .calls import BuiltinCalls
 from .tvmscript import TVM_ASSIGN, TVMScriptMixin
+from .tvm_calls import tvm_store_value
 from .evaluate import (LOOP_KINDS, Builtin, ExprEvaluator, Spec, is_builtin as _is, point_range,
                        span, to_expr)
 
@@ -63,7 +65,7 @@ def _stmts_to_seq(stmts: list):
     return SeqStmt(tuple(stmts))
 
 
-class Builder(TVMScriptMixin, ExprEvaluator):
+class Builder(TVMScriptMixin, BuiltinCalls, ExprEvaluator):
     """Turns the tree of one ``def`` into a :class:`PrimFunc`."""
 
     # functions ---------------------------------------------------------------------------
@@ -237,8 +239,7 @@ class Builder(TVMScriptMixin, ExprEvaluator):
             if not isinstance(ld, BufferLoad):
                 raise self.error("expected a buffer element on the left of '=', e.g. "
                                  "A[i] = ...", lhs)
-            value = to_expr(self.eval(rhs), ld.buffer.dtype)
-            return BufferStore(ld.buffer, value, ld.indices)
+            return self.store(ld, to_expr(self.eval(rhs), ld.buffer.dtype))
         names = _target_names(lhs)
         if names is None:
             raise self.error("expected a name, names or a buffer element on the left of "
@@ -276,6 +277,10 @@ class Builder(TVMScriptMixin, ExprEvaluator):
         if isinstance(v, Spec) and v.kind in ("var", "size_var"):
             self.bind(name, self.make_var(name, v), "decl")
             return None
+        if isinstance(v, Spec) and v.kind == "launch_thread":
+            self.let_rest = self.launch_thread(name, v, lambda var: self.rest_of_suite(
+                var, "loop", ctx, rest), t)
+            return "consumed"
         if isinstance(v, Expr):
             return self.let_stmt(Var(name, v.dtype), v, ctx, rest)
         self.bind(name, v)
@@ -289,7 +294,13 @@ class Builder(TVMScriptMixin, ExprEvaluator):
             raise self.error(f"expected a buffer element on the left of '{op}', e.g. "
                              f"C[i] {op} x", lhs)
         value = self.wrap(self.binop, t, str(op)[:-1], ld, self.eval(rhs))
-        return BufferStore(ld.buffer, to_expr(value, ld.buffer.dtype), ld.indices)
+        return self.store(ld, to_expr(value, ld.buffer.dtype))
+
+    def store(self, ld: BufferLoad, value: Expr) -> BufferStore:
+        """``buffer[indices] = value``; in TVM's dialect with TVM's store conversion."""
+        if self.tvm_dialect:
+            value = tvm_store_value(value, ld.buffer)
+        return BufferStore(ld.buffer, value, ld.indices)
 
     def s_annassign(self, t, ctx, rest):
         target, ann, value = t.children
@@ -305,14 +316,17 @@ class Builder(TVMScriptMixin, ExprEvaluator):
 
     def let_stmt(self, var, value, ctx, rest):
         # ``x: T.int32 = v`` binds x for the rest of the suite
-        self.frames.append({var.name: (var, "let")})
+        self.let_rest = LetStmt(var, value, self.rest_of_suite(var, "let", ctx, rest))
+        return "consumed"
+
+    def rest_of_suite(self, var, kind, ctx, rest):
+        """The statements ``rest`` with ``var`` bound (as a ``kind``) around them."""
+        self.frames.append({var.name: (var, kind)})
         try:
             stmts = self.suite(list(rest), ctx)
         finally:
             self.frames.pop()
-        self.let_rest = LetStmt(var, value, seq(*stmts) if not stmts else
-                                _stmts_to_seq(stmts))
-        return "consumed"
+        return seq(*stmts) if not stmts else _stmts_to_seq(stmts)
 
     def axes(self, names, v: Spec, ctx, t):
         if ctx is None or ctx.is_func:
@@ -410,6 +424,9 @@ class Builder(TVMScriptMixin, ExprEvaluator):
             return None
         if kind == "allocate_const" and len(names) == 1:
             return self.with_allocate_const(names[0], spec, suite, t)
+        if kind == "launch_thread" and len(names) == 1:
+            return self.launch_thread(names[0], spec, lambda var: self.body(
+                suite, None, {var.name: var}, "loop"), head)
         if kind in ("LetStmt", "allocate"):
             if len(names) != 1:
                 raise self.error(f"'with T.{kind}(...)' needs 'as <name>'", t)

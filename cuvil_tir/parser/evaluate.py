@@ -28,10 +28,11 @@ from .. import dtype as D
 from .. import script
 from ..buffer import Buffer
 from ..errors import CuvilError, ParseError
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast,
-                    Div, Expr, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or,
-                    Ramp, Select, StringImm, Sub, Var, as_expr, const)
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Cast,
+                    Div, Expr, FloorDiv, FloorMod, IntImm, Let, Mul, Not, Or,
+                    StringImm, Sub, Var, as_expr, const)
 from ..op import call_extern
+from .tvm_calls import TVM_FUNCS, Pointer, float_literal_promotes, tvm_builtin
 from ..printer import INTRIN_ARITY
 from ..stmt import BufferRegion, Range
 
@@ -52,7 +53,7 @@ BUILTINS = {"Buffer", "alloc_buffer", "allocate", "block", "axis", "reads", "wri
             "LetStmt", "Let", "Cast", "Select", "Ramp", "Broadcast", "min", "max",
             "truncdiv", "truncmod", "floordiv", "floormod", "var", "size_var",
             "prim_func", "match_buffer", "decl_buffer", "buffer_decl", "allocate_const",
-            "likely", "let", "assert_"} | set(INTRIN_ARITY)
+            "likely", "let", "assert_", "launch_thread"} | set(INTRIN_ARITY)
 AXIS_KINDS = ("spatial", "reduce", "opaque")
 #: TVMScript's short axis names
 AXIS_ALIASES = {"S": "spatial", "R": "reduce"}
@@ -100,6 +101,8 @@ def to_expr(v, like: str | None = None) -> Expr:
     """An IR expression from a parser value (a literal takes the dtype ``like``)."""
     if isinstance(v, Expr):
         return v
+    if isinstance(v, Pointer):
+        return v.call
     if isinstance(v, str):
         return StringImm(v)
     if isinstance(v, Spec) and v.kind in ("var", "size_var"):
@@ -120,18 +123,6 @@ def unify(a, b) -> tuple[Expr, Expr]:
     return to_expr(a), to_expr(b)
 
 
-def _float_literal_promotes(x, other=None):
-    """TVM's Python frontend's one promotion: an integer expression meeting a Python float
-    literal (``10.0 * vi``) is cast to float32.  Only for a function written against a
-    module flagged ``__tvmscript_namespace__`` (TVM's dialect, see
-    :attr:`ExprEvaluator.tvm_dialect`); Cuvil's own text asks for the cast.  The cast is
-    explicit in the IR, so the printed form reads back in either dialect."""
-    if isinstance(x, Expr) and isinstance(other, float) and D.lanes(x.dtype) == 1 \
-            and D.is_integer(x.dtype):
-        return Cast("float32", x)
-    return x
-
-
 def pos(t) -> tuple[int, int]:
     """1-based (line, column) of a token, or of the first token of a tree."""
     if isinstance(t, Token):
@@ -142,26 +133,6 @@ def pos(t) -> tuple[int, int]:
         if isinstance(c, (Tree, Token)):
             return pos(c)
     return 1, 1
-
-
-def tvm_builtin(name: str):
-    """``T.tvm_<op>(*args, dtype=...)``, one of TVM's backend builtins (``tvm_fill_fragment``,
-    ``tvm_load_matrix_sync`` ...): read as an opaque call of the extern ``tvm_<op>``, so
-    that a schedule can move it (it reads and writes what its block declares); only a
-    target that provides the symbol can run it.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> f = T.parse("def f(A: T.Buffer((4,), 'float32')):\\n"
-        ...             "    T.evaluate(T.tvm_fill_fragment(A.data, 4, 0, dtype='handle'))\\n")
-        >>> f.body.value.args[0].value, f.body.value.dtype
-        ('tvm_fill_fragment', 'handle')
-    """
-    def call(*args, dtype="handle"):
-        return call_extern(dtype, name, *args)
-    call.__name__ = name
-    return call
 
 
 class ExprEvaluator:
@@ -253,6 +224,8 @@ class ExprEvaluator:
                     return getattr(mod, name)
             if name.startswith("tvm_"):
                 return tvm_builtin(name)
+            if name in TVM_FUNCS:
+                return TVM_FUNCS[name]
             near = difflib.get_close_matches(name, sorted(BUILTINS) + list(script.__all__),
                                              n=1)
             hint = f"; did you mean 'T.{near[0]}'?" if near else ""
@@ -324,7 +297,7 @@ class ExprEvaluator:
         if is_py_scalar(a) and is_py_scalar(b):
             return _PY[op](a, b)
         if self.tvm_dialect:
-            a, b = _float_literal_promotes(a, b), _float_literal_promotes(b, a)
+            a, b = float_literal_promotes(a, b), float_literal_promotes(b, a)
         a, b = unify(a, b)
         if op == "/" and not D.is_float(a.dtype):
             raise CuvilError(f"'/' is true division and needs float operands, found "
@@ -450,6 +423,11 @@ class ExprEvaluator:
             return scalar_const(callee.dtype, *args)
         if not callable(callee):
             raise self.error(f"{callee!r} is not callable", t.children[0])
+        if any(isinstance(a, Pointer) for a in args):
+            # a call receiving memory gets the region, any other the pointer expression
+            mem = callee is call_extern or getattr(callee, "takes_memory", False)
+            args = [(a.as_argument() if mem else a.call) if isinstance(a, Pointer) else a
+                    for a in args]
         return callee(*args, **kwargs)
 
     def let_expr(self, t):
@@ -467,109 +445,6 @@ class ExprEvaluator:
         finally:
             self.frames.pop()
         return Let(var, value, body)
-
-    # expression builtins --------------------------------------------------------------
-    # ``extra`` holds TVMScript's buffer keywords (elem_offset, offset_factor, data ...):
-    # the builder checks them (see .tvmscript)
-    def b_Buffer(self, shape=None, dtype="float32", *, strides=(), scope="global", align=64,
-                 name=None, **extra):
-        return Spec("Buffer", (shape, dtype), dict(strides=strides, scope=scope,
-                                                   align=align, name=name, **extra))
-
-    def b_alloc_buffer(self, shape, dtype="float32", *, strides=(), scope="global",
-                       align=64, **extra):
-        return Spec("alloc_buffer", (shape, dtype), dict(strides=strides, scope=scope,
-                                                         align=align, **extra))
-
-    def b_allocate(self, shape, dtype="float32", scope="global", *, strides=(), align=64,
-                   **extra):
-        return Spec("allocate", (shape, dtype), dict(strides=strides, scope=scope,
-                                                     align=align, **extra))
-
-    def b_var(self, name=None, dtype="int32"):
-        return Spec("var", (name, dtype))
-
-    def b_size_var(self, name=None, dtype="int32"):
-        return Spec("size_var", (name, dtype))
-
-    def b_Cast(self, dtype, value):
-        return Cast(D.canonical(dtype), to_expr(value))
-
-    def b_Select(self, cond, a, b):
-        return Select(to_expr(cond, "bool"), *unify(a, b))
-
-    def b_if_then_else(self, cond, a, b, dtype=None):
-        if dtype is not None:      # TVMScript spells the result dtype out
-            dtype = D.canonical(dtype)
-            a, b = to_expr(a, dtype), to_expr(b, dtype)
-            if a.dtype != dtype or b.dtype != dtype:
-                raise CuvilError(f"T.if_then_else(..., dtype={dtype!r}): the branches have "
-                                 f"dtypes {a.dtype} and {b.dtype}; cast them to {dtype}")
-        a, b = unify(a, b)
-        return Call(a.dtype, "if_then_else", (to_expr(cond, "bool"), a, b))
-
-    def b_likely(self, cond, dtype="bool"):
-        # a branch-prediction hint in TVM; the condition itself is what counts
-        return to_expr(cond, "bool")
-
-    def b_Ramp(self, base, stride, lanes):
-        base, stride = unify(base, stride)
-        return Ramp(base, stride, int(lanes))
-
-    def b_Broadcast(self, value, lanes):
-        return Broadcast(to_expr(value), int(lanes))
-
-    def b_min(self, a, b):
-        return Min(*unify(a, b))
-
-    def b_max(self, a, b):
-        return Max(*unify(a, b))
-
-    def b_truncdiv(self, a, b):
-        return Div(*unify(a, b))
-
-    def b_truncmod(self, a, b):
-        return Mod(*unify(a, b))
-
-    def b_floordiv(self, a, b):
-        return FloorDiv(*unify(a, b))
-
-    def b_floormod(self, a, b):
-        return FloorMod(*unify(a, b))
-
-    def b_call_intrin(self, dtype, op, *args):
-        return Call(D.canonical(dtype), str(op), tuple(to_expr(a) for a in args))
-
-    def b_evaluate(self, value):
-        return Spec("evaluate", (to_expr(value),))
-
-    def b_assert_(self, condition, message, *values, kind="assert"):
-        if not isinstance(message, str):
-            raise CuvilError(f"T.assert_: expected a message string after the condition, "
-                             f"found {message!r}")
-        return Spec("assert", (to_expr(condition), message,
-                               tuple(to_expr(v, "int32") for v in values), kind))
-
-    def intrinsic(self, op: str, args, dtype=None) -> Call:
-        n = INTRIN_ARITY[op]
-        if len(args) != n:
-            raise CuvilError(f"T.{op} expects {n} argument(s), found {len(args)}")
-        ref = next((a for a in args if isinstance(a, Expr)), None)
-        vals = [to_expr(a, None if ref is None else ref.dtype) for a in args]
-        if op != "abs" and not D.is_float(vals[0].dtype):
-            raise CuvilError(f"T.{op} expects float operands, found {vals[0].dtype}; cast "
-                             f"first, e.g. T.{op}(T.Cast('float32', x))")
-        if dtype is not None and D.canonical(dtype) != vals[0].dtype:
-            raise CuvilError(f"T.{op}(..., dtype={dtype!r}): the operand is "
-                             f"{vals[0].dtype}; cast it first")
-        return Call(vals[0].dtype, op, tuple(vals))
-
-    def __getattr__(self, name: str):
-        # T.exp(x), T.sqrt(x) ... share one builder
-        if name.startswith("b_") and name[2:] in INTRIN_ARITY and name != "b_if_then_else":
-            op = name[2:]
-            return lambda *args, dtype=None: self.intrinsic(op, args, dtype)
-        raise AttributeError(name)
 
 
 def scalar_const(dtype: str, value=None, *rest):

@@ -13,6 +13,8 @@ A user migrating from TVM pastes what TVM printed; these read it into ordinary C
   (a positive int; nothing to check when offsets are known), ``buffer_type``
   (``"default"``/``"auto"``) and ``axis_separators`` (kept on a declared buffer; a
   view's follow from its source);
+* ``with T.launch_thread("threadIdx.x", n) as tx:`` and ``bx = T.launch_thread(
+  "blockIdx.x", n)`` (binding ``bx`` for the rest of the suite): a thread-bound loop;
 * ``c = T.allocate_const(values, dtype, extents)`` (with ``T.decl_buffer(...,
   data=c)``) and ``with T.allocate_const(...) as c:``: a buffer filled with the
   constants before its first use (a block ``<name>_const`` at block level);
@@ -39,8 +41,10 @@ from .. import dtype as D
 from ..buffer import Buffer
 from ..errors import CuvilError
 from ..expr import Expr, IntImm, Var
-from ..stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Range, seq)
+from ..stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, For, Range,
+                    seq)
 from .evaluate import Spec, make_access, to_expr
+from .tvm_calls import make_pointer
 
 #: ``x = T.<kind>(...)`` statements this module builds
 TVM_ASSIGN = ("match_buffer", "decl_buffer", "buffer_decl", "allocate_const")
@@ -178,25 +182,9 @@ class TVMScriptMixin:
 
     def access_ptr(self, base, tree, access_mask="rw", ptr_type="handle", content_lanes=1,
                    offset=0, extent=None):
-        """``A.access_ptr(mask, offset=o, extent=e)`` as the buffer region it points to."""
+        """``A.access_ptr(mask, offset=o, extent=e)``: a pointer (see :mod:`.tvm_calls`)."""
         view = getattr(base, "is_buffer_view", False)
-        if isinstance(access_mask, str) and set(access_mask) - set("rw"):
-            raise self.error(f"access_ptr: the access mask is 'r', 'w' or 'rw', found "
-                             f"{access_mask!r}", tree)
-        region = base.full() if view else BufferRegion.full(base)
-        if offset == 0 and extent is None:
-            return region
-        buf = region.buffer
-        if buf.ndim != 1:
-            raise self.error(f"access_ptr of {base.name} with an offset or extent: only "
-                             "one-dimensional buffers have a flat element range; pass the "
-                             "region itself, e.g. A[i, 0:16]", tree)
-        lo = to_expr(offset, "int32")
-        if view:
-            lo = _add(region.region[0].min, lo)
-        ext = to_expr(extent, "int32") if extent is not None else \
-            region.region[0].extent - to_expr(offset, "int32")
-        return BufferRegion(buf, (Range(lo, ext),))
+        return self.wrap(make_pointer, tree, base, access_mask, offset, extent, view)
 
     # statements -----------------------------------------------------------------------------
     def tvm_assign(self, name: str, v: Spec, ctx, t, rhs):
@@ -320,6 +308,22 @@ class TVMScriptMixin:
     def with_allocate_const(self, name, v: Spec, suite, t):
         buf, stores = self.const_buffer(name, v, t)
         return Allocate(buf, seq(*stores, self.body(suite, None, {name: buf}, "buffer")))
+
+    def launch_thread(self, name: str, v: Spec, make_body, t):
+        """``with T.launch_thread("threadIdx.x", n) as tx:`` (or ``bx =
+        T.launch_thread("blockIdx.x", n)`` for the rest of the suite): a loop bound to
+        the thread axis, ``for tx in T.thread_binding(n, thread="threadIdx.x")`` (a GPU
+        construct: a CPU build refuses it)."""
+        args, kw = list(v.args), dict(v.kwargs)
+        tag = kw.pop("thread", args.pop(0) if args else None)
+        extent = kw.pop("extent", args.pop(0) if args else None)
+        if not isinstance(tag, str) or extent is None or args or kw:
+            raise self.error("T.launch_thread expects (thread tag, extent), e.g. "
+                             "T.launch_thread(\"threadIdx.x\", 128)", t)
+        ext = to_expr(extent, "int32")
+        var = Var(name, ext.dtype)
+        body = make_body(var)
+        return For(var, IntImm(0, ext.dtype), ext, "thread_binding", body, tag)
 
     def match_params(self, plist: list, tree) -> list:
         """Handle parameters replaced by the buffers ``T.match_buffer`` made of them."""

@@ -52,7 +52,9 @@ from __future__ import annotations
 
 from ..analysis.regions import bound_region, provably_le, relax, shared_by_threads, simplify
 from ..analysis.regions import union
-from ..expr import BufferLoad, IntImm
+from ..errors import LoweringError
+from ..expr import BufferLoad, Call, IntImm
+from ..printer import to_text
 from ..function import PrimFunc
 from ..stmt import Allocate, BlockRealize, BufferRegion, BufferStore, For, Range, SeqStmt
 from ..visitor import Mutator, post_order_visit, used_vars
@@ -96,6 +98,25 @@ class Retarget(Mutator):
             return st
         return BufferStore(self.new, st.value, self._idx(st.indices))
 
+    def visit_Call(self, c):
+        # memory handed to a call (a T.call_extern region, an access_ptr): the callee
+        # computes addresses from the buffer's layout, so only a buffer of the same shape
+        # at offset 0 can stand in, and a read-only retarget only for a call that reads
+        c = self.generic_visit(c)
+        if not any(isinstance(a, BufferRegion) and a.buffer is self.old for a in c.args):
+            return c
+        same = [str(x) for x in self.old.shape] == [str(x) for x in self.new.shape] and \
+            all(isinstance(o, IntImm) and o.value == 0 for o in self.offset)
+        if not same or not (self.writes or _reads_only(c)):
+            why = "has another shape or offset" if not same else "would not see the writes"
+            raise LoweringError(
+                f"{to_text(c)} receives {self.old.name}'s memory, and {self.new.name}, "
+                f"which would replace it, {why}: the call's addresses would change. A "
+                "buffer handed to a call can only be replaced by a same-shaped one")
+        return Call(c.dtype, c.op, tuple(BufferRegion(self.new, a.region)
+                                         if isinstance(a, BufferRegion) and
+                                         a.buffer is self.old else a for a in c.args))
+
     def visit_Block(self, blk):
         import dataclasses
         new = self.generic_visit(blk)
@@ -104,6 +125,21 @@ class Retarget(Mutator):
         if all(a is b for a, b in zip(reads + writes, new.reads + new.writes)):
             return new
         return dataclasses.replace(new, reads=reads, writes=writes)
+
+
+def _handed_to_call(node, buf) -> bool:
+    """True when a call under ``node`` receives ``buf``'s memory (a region argument)."""
+    found = []
+    post_order_visit(node, lambda n: found.append(n) if isinstance(n, Call) and any(
+        isinstance(a, BufferRegion) and a.buffer is buf for a in n.args) else None)
+    return bool(found)
+
+
+def _reads_only(c) -> bool:
+    """True for a call that only reads the memory it receives."""
+    if c.op == "access_ptr":
+        return c.args[3].value == "r"
+    return c.op == "call_extern" and c.args[1].value in ("pure", "reads")
 
 
 # where a buffer may live -------------------------------------------------------------------
@@ -365,6 +401,8 @@ class _Planner(Mutator):
             doms[s.loop_var] = Range(s.min, s.extent)
         local = (buf.scope or "global").split(".")[0] == "local"
         sized = _box(node, buf, not local, doms)
+        if sized is not None and _handed_to_call(node, buf):
+            sized = None    # a call computes addresses from the whole buffer's layout
         if sized is None:
             if not entered:
                 return None

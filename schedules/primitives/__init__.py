@@ -25,4 +25,8 @@ from . import block_layout
 from . import reindex
 from . import axis_separator
 from . import set_dtype
+from . import partition
+from . import merge
+from . import sample_location
 from . import postproc
+from . import cache_index

@@ -27,9 +27,21 @@ from cuvil_tir.visitor import substitute, used_vars
 from cuvil_tir.analysis import tree
 from ..errors import LoopNestError, ScheduleError, schedule_error
 from ..handles import BlockRV
-from ..primitive import BLOCK, BOOL, LOOP, primitive
+from ..primitive import BLOCK, BOOL, LOOP, Kind, Mismatch, primitive
 from cuvil_tir.analysis.regions import simplify
 from .reduction import fresh_block_name, make_init_nest, resolve_loop, with_write_reads
+
+
+def _loop_or_blocks(v):
+    if isinstance(v, (list, tuple)):
+        if not v:
+            raise Mismatch("an empty list")
+        return [BLOCK.convert(b) for b in v]
+    return LOOP.convert(v)
+
+
+LOOP_OR_BLOCKS = Kind("loop_or_blocks", "a loop handle (from sch.get_loops) or a list of "
+                      "block handles or names", _loop_or_blocks)
 
 
 class SubspaceError(ScheduleError):
@@ -303,9 +315,11 @@ def _outer_predicate(pred, inner_loops):
     return all_of(kept)
 
 
-@primitive("blockize", loop=LOOP, returns=BLOCK, preserve_unit_iters=BOOL)
+@primitive("blockize", loop=LOOP_OR_BLOCKS, returns=BLOCK, preserve_unit_iters=BOOL)
 def blockize(func, loop, preserve_unit_iters: bool = True):
-    """Wrap the subtree at ``loop`` into a new outer block; returns it.
+    """Wrap the subtree at ``loop`` into a new outer block; returns it.  Given a list
+    of sibling blocks instead, wrap them with their loops into one outer block (see
+    :mod:`schedules.primitives.blockize_blocks`).
 
     The outer block has one iter var per iter var of the inner block, bound to the
     loops above ``loop``; where ``loop`` covers an inner var's whole range the outer
@@ -331,6 +345,9 @@ def blockize(func, loop, preserve_unit_iters: bool = True):
         >>> g.body.block.body.block.iter_vars
         ()
     """
+    if isinstance(loop, list):
+        from .blockize_blocks import blockize_blocks
+        return blockize_blocks(func, loop, preserve_unit_iters)
     g, name = blockize_path(func, resolve_loop(func, loop, "blockize"), "blockize",
                             preserve_unit_iters)
     return g, BlockRV(name)

@@ -148,6 +148,17 @@ def _tile(func, scope_path, buf):
     return tile
 
 
+def _offsets_of_own(func, scope_path, tile) -> bool:
+    """Whether ``tile`` starts at an offset made of the scope block's own iterators: a
+    block without iterators (loop_partition's) names the loops around it in its
+    regions, and a cache block may not use those in its indices, so its cache then
+    has the buffer's whole shape (the copy still covers only the tile)."""
+    from cuvil_tir.expr import SizeVar
+    own = {id(iv.var) for iv in tree.get(func, scope_path).block.iter_vars}
+    return all(isinstance(v, SizeVar) or id(v) in own
+               for d in tile.region for v in used_vars(d.min))
+
+
 def _stage(func, bpath, buf, scope, prim, is_read):
     scope_path = tree.enclosing_block(func, bpath)
     ws = writers(func, scope_path, buf)
@@ -162,7 +173,10 @@ def _stage(func, bpath, buf, scope, prim, is_read):
     outer_loops = tree.loops_above(func, cpath) if isinstance(container, For) else []
     if isinstance(container, For):
         outer_loops = outer_loops + [(cpath, container)]
-    outer = {**scope_doms(func, bpath), **loop_doms(outer_loops)}
+    # the loops around an iterator-less scope block bound what its regions name
+    around = {f.loop_var: Range(f.min, f.extent) for _, f in tree.ancestors(func, cpath)
+              if isinstance(f, For)}
+    outer = {**around, **scope_doms(func, bpath), **loop_doms(outer_loops)}
     tile = _tile(func, scope_path, buf)
     if ws:
         region = needed_region(func, cpath, buf, [ws[0][0]], "writes")
@@ -182,7 +196,7 @@ def _stage(func, bpath, buf, scope, prim, is_read):
     # inside a nested block the cache holds that block's tile, at offset tile.min
     zero = tuple(const(0, s.dtype) for s in buf.shape)
     shape, off = buf.shape, zero
-    if tile is not None:
+    if tile is not None and _offsets_of_own(func, scope_path, tile):
         shape = tuple(d.extent for d in tile.region)
         off = tuple(d.min for d in tile.region)
     cache = buf.with_changes(shape=shape, name=name, strides=(), scope=scope)

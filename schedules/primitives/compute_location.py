@@ -50,8 +50,10 @@ from cuvil_tir.visitor import Mutator, post_order_visit, substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from ..analysis import block_path, loop_path
-from ..primitive import BLOCK, BOOL, LOOP, primitive
+from ..primitive import BLOCK, BOOL, INT, LOOP, primitive
 from ..errors import BlockLocationError, fail
+from .insertion import insertion_point
+from .sample_location import LocationMark
 from cuvil_tir.analysis.regions import (bounds, child_blocks, encloses, is_complete,
                                         is_param, is_reduction, loop_doms, needed_region,
                                         precedes, provably_le, region_of, scope_doms,
@@ -395,8 +397,10 @@ def _in_boxes(block: Block, pairs):
     return guards
 
 
-def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
+def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool, index: int = -1):
     prim = "reverse_compute_at" if reverse else "compute_at"
+    if isinstance(loop, LocationMark):     # from sample_compute_location
+        return loop.apply(func, block, prim)
 
     def err(reason, node=None):
         return fail(BlockLocationError, prim, reason, func, node)
@@ -498,10 +502,7 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool):
 
     def place(new_loop):
         items = subtrees(new_loop.body)
-        if reverse:
-            pos = 1 + max(k for k, s in enumerate(items) if block_names(s) & prod_names)
-        else:
-            pos = min(k for k, s in enumerate(items) if block_names(s) & cons_names)
+        pos = insertion_point(items, prod_names, cons_names, index, prim, lname, func)
         return with_fields(new_loop, body=seq(*items[:pos], nest, *items[pos:]))
 
     body = Relocate(remove=nest_obj, target=loop_node, place=place).visit(func.body)
@@ -540,14 +541,15 @@ def _check_complete_producers(func, blk, producers, outer, lname):
                     "read partial results. Pass a loop outside the reduction loops")
 
 
-@primitive("compute_at", block=BLOCK, loop=LOOP, preserve_unit_loops=BOOL)
-def compute_at(func, block, loop, preserve_unit_loops: bool = False):
+@primitive("compute_at", block=BLOCK, loop=LOOP, preserve_unit_loops=BOOL, index=INT)
+def compute_at(func, block, loop, preserve_unit_loops: bool = False, index: int = -1):
     """Move producer ``block`` under ``loop`` of its consumers' nest; it then computes,
     in each iteration of ``loop``, exactly the region the consumers there read.
 
     Legal when: ``block`` is a complete or reduction block writing one (non-parameter)
     buffer; ``loop`` is in the same scope, is not one of the block's own loops, and
     encloses every consumer; producers of what the block reads run before it.
+    ``index``: where in ``loop``'s body, see :mod:`schedules.primitives.insertion`.
 
     Before/after ``compute_at(B, i)``::
 
@@ -567,18 +569,20 @@ def compute_at(func, block, loop, preserve_unit_loops: bool = False):
         >>> tree.get(g, tree.find_block(g, "B")).iter_values[0] is i
         True
     """
-    return _move(func, block, loop, False, preserve_unit_loops)
+    return _move(func, block, loop, False, preserve_unit_loops, index)
 
 
 @primitive("reverse_compute_at", block=BLOCK, loop=LOOP,
-           preserve_unit_loops=BOOL)
-def reverse_compute_at(func, block, loop, preserve_unit_loops: bool = False):
+           preserve_unit_loops=BOOL, index=INT)
+def reverse_compute_at(func, block, loop, preserve_unit_loops: bool = False,
+                       index: int = -1):
     """Move consumer ``block`` under ``loop`` of its producers' nest, right after them;
     it then consumes, in each iteration of ``loop``, the region they wrote there.
 
     Legal when: ``block`` is a complete or reduction block writing one buffer;
     ``loop`` is in the same scope, not one of the block's own loops, encloses every
     producer, and does not drive a producer's reduction.
+    ``index``: where in ``loop``'s body, see :mod:`schedules.primitives.insertion`.
 
     Before/after ``reverse_compute_at(C, i)``: the same picture as compute_at, the
     consumer moving up into the producer's loop.
@@ -595,4 +599,4 @@ def reverse_compute_at(func, block, loop, preserve_unit_loops: bool = False):
         >>> [l.loop_var.name for _, l in tree.loops_above(g, tree.find_block(g, "C"))]
         ['i', 'ax0']
     """
-    return _move(func, block, loop, True, preserve_unit_loops)
+    return _move(func, block, loop, True, preserve_unit_loops, index)

@@ -35,7 +35,8 @@ from cuvil_tir.expr import Add, BufferLoad, FloatImm, IntImm
 from cuvil_tir.op import all as all_of
 from cuvil_tir.stmt import Block, BufferStore
 from cuvil_tir.te import access_regions
-from cuvil_tir.visitor import Mutator, post_order_visit, substitute
+from cuvil_tir.stmt import BufferRegion
+from cuvil_tir.visitor import Mutator, Visitor, post_order_visit, substitute
 
 from cuvil_tir.analysis import tree
 from ..analysis import block_path
@@ -202,6 +203,7 @@ def compute_inline(func, block):
     if is_param(func, buf):
         raise fail(InlineError, prim, f"block {blk.name!r} is an output block: it writes "
                    f"the function parameter {buf.name!r}, which must stay", func)
+    _refuse_opaque_use(func, buf, prim)
     if region_of(blk.reads, buf) is not None or _load_indices(st.value, buf):
         raise fail(InlineError, prim, f"block {blk.name!r} reads the buffer {buf.name!r} "
                    "it writes; it cannot be substituted into its readers", func)
@@ -218,6 +220,30 @@ def compute_inline(func, block):
     # inverse(x) (a transposed layout stores at [v_j, v_i], a fused one at [v_i * 16 + v_j])
     body = _InlineLoads(buf, inv, st.value).visit(body)
     return func.with_body(body), None
+
+
+def _refuse_opaque_use(func, buf, prim):
+    """Inlining removes ``buf``: refuse when some block hands it to a call as memory
+    (a region argument of ``T.call_extern``, an ``access_ptr``), which no load
+    substitution can rewrite."""
+    users = []
+
+    class _Calls(Visitor):
+        def visit_Block(self, blk):
+            self.block = blk.name
+            self.generic_visit(blk)
+
+        def visit_Call(self, c):
+            if any(isinstance(a, BufferRegion) and a.buffer is buf for a in c.args):
+                users.append((getattr(self, "block", "root"), str(c)))
+            self.generic_visit(c)
+    _Calls().visit(func.body)
+    if users:
+        name, call = users[0]
+        raise fail(InlineError, prim, f"buffer {buf.name!r} is accessed opaquely in block "
+                   f"{name!r} ({call}): a call receives its memory, which inlining would "
+                   "remove. Inline only buffers that are read and written element by "
+                   "element", func)
 
 
 def _load_indices(expr, buf) -> list:
@@ -454,6 +480,7 @@ def _reverse_inline(func, block, prim):
                    "a block whose body is one BufferStore to one buffer can be inlined "
                    "into", func)
     pst = prod.body
+    _refuse_opaque_use(func, buf, prim)
     readers = [b.block.name for p, b in blocks
                if p != cpath and region_of(b.block.reads, buf) is not None]
     if readers:

@@ -1,4 +1,4 @@
-"""Loop transformations: split, fuse, reorder, tile.
+"""Loop transformations: split, fuse, reorder, tile, add_unit_loop.
 
 Each primitive checks first (raising a ``ScheduleError`` subclass that names the
 primitive and marks the loop), then rebuilds only the loops it changes, substituting
@@ -32,11 +32,11 @@ from cuvil_tir.stmt import BlockRealize, For, IfThenElse
 from cuvil_tir.visitor import Mutator, substitute
 
 from cuvil_tir.analysis import tree
-from ..analysis import const_int, loop_path, uses_var
+from ..analysis import const_int, loop_path, stmt_path, uses_var
 from .reorder_legality import reorder_blocker
 from ..errors import FactorError, LoopNestError, ScheduleArgumentError, schedule_error
 from ..handles import LoopRV
-from ..primitive import FACTORS, LOOP, LOOPS, POS_INT, primitive
+from ..primitive import BLOCK_OR_LOOP, FACTORS, LOOP, LOOPS, POS_INT, primitive
 
 
 def _loop(func, rv, name):
@@ -391,3 +391,35 @@ def tile(func, loop_a, loop_b, factor_a, factor_b):
     func, (bo, bi) = split(func, loop_b, [None, factor_b])
     func, _ = reorder(func, ao, bo, ai, bi)
     return func, [ao, bo, ai, bi]
+
+
+@primitive("add_unit_loop", target=BLOCK_OR_LOOP, returns=LOOP)
+def add_unit_loop(func, target):
+    """Wrap a block or a loop in a new loop ``u`` of extent 1; returns it.
+
+    A unit loop gives a block with no loop around it (a scalar computation) a loop
+    handle, which primitives such as ``compute_at`` or ``blockize`` need.  Before/after::
+
+        with T.block("C"):                for u in T.serial(1):
+            ...                               with T.block("C"): ...
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> import schedules as S
+        >>> A = T.placeholder((4,), name="A")
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((4,), lambda i: A[i],
+        ...                                                 name="B")]))
+        >>> u = sch.add_unit_loop("B")
+        >>> sch.get_loops("B")[-1] == u
+        True
+    """
+    path = stmt_path(func, target, "add_unit_loop")
+    if not path:
+        raise schedule_error(LoopNestError, "add_unit_loop", "the root block has no "
+                             "parent to put a loop in; give a block inside it or a loop",
+                             func, func.body)
+    node = tree.get(func, path)
+    var = Var("u", node.loop_var.dtype if isinstance(node, For) else "int32")
+    return tree.replace(func, path, For(var, const(0, var.dtype), const(1, var.dtype),
+                                        "serial", node)), LoopRV(var)

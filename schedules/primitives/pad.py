@@ -4,8 +4,10 @@ multiples, so that a tensor intrinsic always sees whole tiles (TVM's ``pad_einsu
 The block computes ``out[...] = out[...] + a[...] * b[...]`` (or a plain spatial
 ``out[...] = f(a[...], ...)``) over iter vars whose domains are not multiples of the
 intrinsic's tile.  Each iter var's extent is rounded up to a multiple of its entry of
-``padding``; every buffer the block touches must be an intermediate (a stage made by
-``cache_read``/``cache_write``), and grows to cover the padded domain.  The block that
+``padding``; an intermediate the block touches (a stage made by
+``cache_read``/``cache_write``) grows to cover the padded domain, and a function
+parameter is replaced, inside the block, by a padded copy (``X_pad``, see
+:mod:`.pad_params`).  The block that
 produces a padded input fills the new part with zeros (``T.if_then_else(v < n, x,
 0)``), so the products there vanish; the consumer of a padded output keeps reading
 only the valid part.  On an accelerator the zero-filling copy becomes a DMA that pads
@@ -45,6 +47,7 @@ from cuvil_tir.analysis.regions import simplify
 from ..errors import schedule_error
 from ..primitive import BLOCK, INT_LIST, primitive
 from .blockize import linear
+from .pad_params import pad_params
 from .reduction import resolve_block
 
 PRIM = "pad_einsum"
@@ -197,12 +200,6 @@ def _new_shapes(func, blk, old: dict, ext: dict) -> dict:
         if any(not _same(_expr(a), _expr(b)) for a, b in zip(need, shape)):
             grow[buf] = [_wider(a, b, n) for a, b, n in zip(grow.get(buf, shape), need,
                                                              shape)]
-    for buf in grow:
-        if any(p is buf for p in func.params):
-            raise _fail(f"buffer {buf.name!r} of block {blk.name!r} is a function "
-                        "parameter: its size is the caller's. Stage it first "
-                        "(cache_read/cache_write) so the padding goes to the stage",
-                        func, blk)
     return grow
 
 
@@ -216,16 +213,17 @@ def pad_einsum(func, block, padding):
         C_s[i, j] += A_s[i, k] * B_s[k, j]       k < 50, A[i, k], 0)    (112x64)
         (100x70x50)                         C_s[i, j] += ...        (112x80x64)
 
+    Function parameters are not resized: the block works on padded copies of them
+    (:mod:`.pad_params`).
+
     Example::
 
         >>> import schedules as S
         >>> from targets.accel.examples.gemm import gemm
         >>> sch = S.Schedule(gemm(20, 20, 20))
-        >>> try:
-        ...     sch.pad_einsum(sch.get_block("C"), [16, 16, 16])
-        ... except S.ScheduleError as err:
-        ...     print(err.reason.split(":")[0])
-        buffer 'C' of block 'C' is a function parameter
+        >>> sch.pad_einsum(sch.get_block("C"), [16, 16, 16])
+        >>> [b.name for b in sch.func.body.block.alloc_buffers]
+        ['A_pad', 'B_pad', 'C_pad']
     """
     path = resolve_block(func, block, PRIM)
     realize = tree.get(func, path)
@@ -249,6 +247,8 @@ def pad_einsum(func, block, padding):
                     "pad_einsum pads inputs with zeros, which leaves only such a sum "
                     "unchanged along a padded reduction", func, blk)
     grow = _new_shapes(func, blk, old, ext)
+    # a parameter's size is the caller's: the block works on a padded copy of it
+    params = {b: grow.pop(b) for b in list(grow) if any(p is b for p in func.params)}
     written = {store.buffer}
     producers = {}
     for buf in grow:
@@ -274,7 +274,11 @@ def pad_einsum(func, block, padding):
         producers[pblk.name] = (ploops, buf)
     new_buf = {b: b.with_changes(shape=tuple(_expr(n) for n in shape), strides=())
                for b, shape in grow.items()}
-    return _Pad(blk.name, by_loop, ext, producers, grow, new_buf).visit_root(func, blk), None
+    g = _Pad(blk.name, by_loop, ext, producers, grow, new_buf).visit_root(func, blk)
+    if params:
+        g = pad_params(g, blk.name, {b: tuple(_expr(n) for n in s) for b, s in params.items()},
+                       lambda why, node: _fail(why, func, node))
+    return g, None
 
 
 class _Pad(Mutator):

@@ -112,3 +112,25 @@ def get_consumers(func, block):
     """
     path = block_path(func, block, "get_consumers")
     return func, [BlockRV(b.block.name) for b in consumers(func, path)]
+
+
+@primitive("get_output_blocks", scope_block=BLOCK, returns=BLOCKS)
+def get_output_blocks(func, scope_block):
+    """The blocks inside ``scope_block`` (at any depth, in program order) that write a
+    buffer of the function's parameters, i.e. one the function does not allocate.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> import schedules as S
+        >>> A = T.placeholder((2,), name="A")
+        >>> B = T.compute((2,), lambda i: A[i] + 1.0, name="B")
+        >>> sch = S.Schedule(T.create_prim_func([A, T.compute((2,), lambda i: B[i],
+        ...                                                 name="C")]))
+        >>> sch.get_output_blocks("root")
+        [BlockRV('C')]
+    """
+    from cuvil_tir.analysis.regions import is_param
+    scope = tree.get(func, block_path(func, scope_block, "get_output_blocks"))
+    return func, [BlockRV(br.block.name) for br in tree.blocks_under(scope.block.body)
+                  if any(is_param(func, w.buffer) for w in br.block.writes)]

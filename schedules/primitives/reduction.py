@@ -34,6 +34,8 @@ from ..errors import LoopNestError, ReductionLoopError, ScheduleArgumentError, s
 from ..analysis import block_path as resolve_block, fresh_block_name, loop_path as resolve_loop
 from ..handles import BlockRV
 from ..primitive import BLOCK, INT, LOOP, primitive
+from .rfactor_checks import check_rfactor_block, check_slots_visited
+from .rfactor_nest import check_hoistable, place_shared
 
 
 class NotReductionError(ScheduleError):
@@ -379,21 +381,22 @@ def rfactor(func, loop, factor_axis: int = 0):
                                      "needs a loop that only drives reduction iter vars",
                                      func, rf_loop)
             used_by_reduce = True
-    if not used_by_reduce:
+    # a unit loop no binding uses (left by a fuse or split of the reduction loops)
+    # factors into one slot: the rfactor block reduces everything into it
+    unit = isinstance(rf_loop.extent, IntImm) and rf_loop.extent.value == 1
+    if not used_by_reduce and not unit:
         raise schedule_error(ReductionLoopError, prim,
                              f"loop {v.name!r} is not a reduction loop of block "
-                             f"{blk.name!r} (no reduce iter var uses it); pass one of "
-                             "the loops its reduce iter vars are bound to", func, rf_loop)
+                             f"{blk.name!r} (no reduce iter var uses it, and its extent "
+                             "is not 1); pass one of the loops its reduce iter vars are "
+                             "bound to", func, rf_loop)
     above = tree.loops_above(func, bpath)
-    _check_rfactor_block(func, realize, [l for _, l in above], rf_loop)
+    check_rfactor_block(func, realize, [l for _, l in above], rf_loop)
     top_path, top = above[0]
-    if len(tree.blocks_under(top)) != 1:
-        raise schedule_error(LoopNestError, prim,
-                             f"the outermost loop {top.loop_var.name!r} above block "
-                             f"{blk.name!r} also holds other blocks; rfactor needs the "
-                             "block's loop nest to hold only this block (apply it before "
-                             "compute_at / decompose_reduction)", func, top)
-    _check_slots_visited(func, realize, rf_loop, [l for _, l in above])
+    shared = len(tree.blocks_under(top)) != 1
+    if shared:
+        check_hoistable(func, realize, top)
+    check_slots_visited(func, realize, rf_loop, [l for _, l in above])
     buf = blk.body.buffer
     nd = len(buf.shape)
     if not isinstance(factor_axis, int) or not -(nd + 1) <= factor_axis <= nd:
@@ -433,13 +436,17 @@ def rfactor(func, loop, factor_axis: int = 0):
     idx = tuple(substitute(i, vmap) for i in st.indices)
     ridx = rf_index(idx, rf_iv.var)
     rf_name = fresh_block_name(func, blk.name + "_rf")
+    part = substitute(rhs, vmap)
+    # each slot reduces one value when no reduction variable is left: the slot is that
+    # value (identity <op> x is x), a spatial block without init, as in TensorIR
+    single = not any(iv.kind == "reduce" for iv in ivs)
     rf_blk = Block(rf_name, tuple(ivs),
                    tuple(substitute(r, vmap) for r in blk.reads if r.buffer is not buf),
                    (BufferRegion(rf_buf, tuple(Range(i, const(1, i.dtype)) for i in ridx)),),
-                   BufferStore(rf_buf, combine(combiner, rf_buf[ridx], substitute(rhs, vmap)),
-                               ridx),
-                   BufferStore(rf_buf, blk.init.value, ridx), blk.alloc_buffers,
-                   blk.annotations)
+                   BufferStore(rf_buf, part if single else
+                               combine(combiner, rf_buf[ridx], part), ridx),
+                   None if single else BufferStore(rf_buf, blk.init.value, ridx),
+                   blk.alloc_buffers, blk.annotations)
     rf_realize = BlockRealize(tuple(vals), realize.predicate, rf_blk)
 
     # the write-back block: reduce C_rf over the rf iter var, in fresh loops
@@ -456,8 +463,11 @@ def rfactor(func, loop, factor_axis: int = 0):
     needed = set()
     for val in wvals:
         needed |= _var_ids(val)
+    # unit loops no binding uses stay too (as in TensorIR): they run once either way
+    bound = set().union(*(_var_ids(x) for x in realize.iter_values))
     lmap = {l.loop_var: Var(l.loop_var.name, l.loop_var.dtype) for l in loops
-            if id(l.loop_var) in needed}
+            if id(l.loop_var) in needed or (id(l.loop_var) not in bound and
+                                            _is_one(l.extent))}
     kept = [c for c in conjuncts(realize.predicate)
             if all(id(u) in needed or not any(u is l.loop_var for l in loops)
                    for u in used_vars(c))]
@@ -466,17 +476,21 @@ def rfactor(func, loop, factor_axis: int = 0):
                    tuple(substitute(w, wmap) for w in blk.writes),
                    BufferStore(buf, combine(combiner, buf[widx], rf_buf[wridx]), widx),
                    substitute(blk.init, wmap), (), blk.annotations)
-    wb = BlockRealize(tuple(substitute(x, lmap) for x in wvals),
-                      all_of(substitute(c, lmap) for c in kept), wb_blk)
-    for l in reversed(loops):
-        if l.loop_var in lmap:
-            # the rf loop now carries the final reduction: it must run serially
-            kind = "serial" if l is rf_loop else l.kind
-            wb = For(lmap[l.loop_var], l.min, l.extent, kind, wb,
-                     l.thread_tag if kind == "thread_binding" else None, l.annotations)
-
-    g = tree.replace(func, bpath, rf_realize)
-    g = insert_after(g, top_path, wb)
+    if shared:
+        g = place_shared(func, bpath, above, rf_realize,
+                         BlockRealize(tuple(wvals), all_of(kept), wb_blk),
+                         [l for l in loops if l.loop_var in lmap], rf_loop)
+    else:
+        wb = BlockRealize(tuple(substitute(x, lmap) for x in wvals),
+                          all_of(substitute(c, lmap) for c in kept), wb_blk)
+        for l in reversed(loops):
+            if l.loop_var in lmap:
+                # the rf loop now carries the final reduction: it must run serially
+                kind = "serial" if l is rf_loop else l.kind
+                wb = For(lmap[l.loop_var], l.min, l.extent, kind, wb,
+                         l.thread_tag if kind == "thread_binding" else None, l.annotations)
+        g = tree.replace(func, bpath, rf_realize)
+        g = insert_after(g, top_path, wb)
     scope_path = tree.enclosing_block(func, bpath)
     scope = tree.get(g, scope_path)
     sb = scope.block
@@ -511,89 +525,8 @@ def _without_lets(blk: Block, func) -> Block:
                  blk.init, blk.alloc_buffers, blk.annotations)
 
 
-def _check_rfactor_block(func, realize, loops, rf_loop) -> None:
-    """TensorIR's conditions on the block rfactor factors: quasi-affine reduction
-    bindings, a write that no reduction variable indexes (the block *dominates* its
-    output element), serial reduction loops, and no loop driving both a spatial and a
-    reduction iter var (its iterations would be split between the two blocks)."""
-    from ..analysis import quasi_affine
-    blk = realize.block
-
-    def refuse(cls, why, node=None):
-        return schedule_error(cls, "rfactor", f"block {blk.name!r} {why}", func,
-                              node if node is not None else blk)
-
-    reduce_vars = {id(iv.var) for iv in blk.iter_vars if iv.kind == "reduce"}
-    loop_ids = {id(l.loop_var): l for l in loops}
-    kinds_of = {}
-    for iv, val in zip(blk.iter_vars, realize.iter_values):
-        if iv.kind == "reduce" and not quasi_affine(val):
-            raise refuse(NotReductionError, f"binds the reduction variable {iv.var.name} "
-                         f"to {val}, which is not quasi-affine in its loops (only "
-                         "+, -, * by a constant, // and % by a constant); rfactor cannot "
-                         "tell which partial result each iteration feeds")
-        for u in used_vars(val):
-            if id(u) in loop_ids:
-                kinds_of.setdefault(id(u), set()).add(iv.kind)
-    st = blk.body
-    for k, idx in enumerate(st.indices):
-        hit = [v.name for v in used_vars(idx) if id(v) in reduce_vars]
-        if hit:
-            raise refuse(NotReductionError, f"writes {st.buffer.name}"
-                         f"[{', '.join(map(str, st.indices))}], indexed by the reduction "
-                         f"variable {hit[0]}: each reduction step writes another element, "
-                         "so the block does not reduce into one element (not dominant)")
-    for lid, kinds in kinds_of.items():
-        loop = loop_ids[lid]
-        if "reduce" in kinds and loop.kind not in ("serial", "unrolled"):
-            raise refuse(ReductionLoopError, f"has the reduction loop "
-                         f"{loop.loop_var.name} marked {loop.kind!r}: rfactor needs the "
-                         "reduction loops serial (rfactor first, then parallelize the "
-                         "rfactor loop)", loop)
-        if {"spatial", "reduce"} <= kinds:
-            raise refuse(LoopNestError, f"has the loop {loop.loop_var.name} driving both "
-                         "a spatial and a reduction iter var (it was fused from both "
-                         "kinds): the partial results of one output element would be "
-                         "spread over it. Split or reorder before fusing", loop)
-
-
-def _check_slots_visited(func, realize, rf_loop, loops):
-    """Every slot of the rfactor loop must be written (and so initialised) by some
-    iteration: a predicate on the rfactor loop (the guard of a non-dividing split)
-    may leave whole slots unvisited, which the write-back would then sum.
-
-    Proved with a witness: the other reduction loops at their minimum must satisfy
-    each guard involving the reduction loops, for every value of the rfactor loop
-    (and of the spatial loops it mentions)."""
-    from cuvil_tir import arith
-    from cuvil_tir.expr import GE, GT, LE, LT
-    v = rf_loop.loop_var
-    reduce_ids = set()
-    for iv, val in zip(realize.block.iter_vars, realize.iter_values):
-        if iv.kind == "reduce":
-            reduce_ids |= _var_ids(val)
-    witness = {l.loop_var: l.min for l in loops
-               if id(l.loop_var) in reduce_ids and l is not rf_loop}
-    doms = {l.loop_var: Range(l.min, l.extent) for l in loops if l.loop_var not in witness}
-    for c in conjuncts(realize.predicate):
-        if not (_var_ids(c) & reduce_ids):
-            continue
-        guard, c = c, substitute(c, witness)
-        gap = None
-        if isinstance(c, (LT, LE)):
-            gap = c.b - c.a - (1 if isinstance(c, LT) else 0)
-        elif isinstance(c, (GT, GE)):
-            gap = c.a - c.b - (1 if isinstance(c, GT) else 0)
-        lo = arith.bound_of(gap, doms)[0] if gap is not None else None
-        lo = arith.simplify(lo) if lo is not None else None
-        if not (isinstance(lo, IntImm) and lo.value >= 0):
-            raise schedule_error(ReductionLoopError, "rfactor",
-                                 f"the guard {guard} of block {realize.block.name!r} leaves "
-                                 f"some slots of loop {v.name!r} without any iteration: "
-                                 "they would never be initialised and the write-back "
-                                 "would sum them. Split with factors that divide the "
-                                 "extent, or rfactor the inner loop of the split", func,
-                                 rf_loop)
+def _is_one(e) -> bool:
+    return isinstance(e, IntImm) and e.value == 1
 
 
 def _is_zero(e) -> bool:

@@ -169,6 +169,11 @@ class ExprEmitter:
             return self._if_then_else(*e.args, dt=e.dtype)
         if e.op == "call_extern":
             return self._call_extern(e)
+        if e.op == "assume":         # a hint with no run-time effect
+            return "true"
+        if e.op == "access_ptr":     # the address of the buffer's flat element `offset`
+            buf, off = e.args[0].buffer, e.args[1]
+            return self._gep(buf, self._buffer_ptr(buf), self.expr(off), off.dtype)
         if e.op == "exp" and e.dtype.startswith("float32x") and \
                 ("afn" in self.fm or "fast" in self.fm):
             # approximate functions allowed: inline vector exp, not N scalar expf calls

@@ -250,13 +250,15 @@ def test_buffer_attributes_and_access_ptr():
     a, b = rand(4, 16), np.zeros(64, "float32")
     T.interpret(f, a, b)
     np.testing.assert_allclose(b, (a + (np.arange(4) * 16)[:, None]).ravel())
-    from cuvil_tir.parser import tvmscript
-    builder = type("B", (tvmscript.TVMScriptMixin,), {"error": lambda self, m, t: T.ParseError(m)})()
+    from cuvil_tir.parser.tvm_calls import make_pointer
     A, B = f.params
-    assert str(builder.access_ptr(B, None, "r", offset=4, extent=8)) == "B[4:12]"
-    assert str(builder.access_ptr(A, None, "rw")) == "A[0:4, 0:16]"
-    with pytest.raises(T.ParseError, match=r"only one-dimensional buffers"):
-        builder.access_ptr(A, None, "r", offset=16)
+    # a box of the buffer is the region a T.call_extern argument receives
+    assert str(make_pointer(B, "r", 4, 8, False).region) == "B[4:12]"
+    assert str(make_pointer(A, "rw", 0, None, False).region) == "A[0:4, 0:16]"
+    # a flat range of a 2-d buffer is no box: only the access_ptr op
+    p = make_pointer(A, "r", 16, None, False)
+    assert p.region is None
+    assert str(p.call) == 'T.tvm_access_ptr(T.type_annotation("float32"), A.data, 16, 48, 1)'
 
 
 @pytest.mark.parametrize("src,message", [

@@ -30,7 +30,7 @@ from tests.schedules.testing import assert_refused, check_workload, verify_trace
      r"argument 3, 'preserve_unit_loops' to compute_at: expected True or False, found 1",
      ScheduleArgumentError),
     (lambda sch, i, j: sch.compute_at("D", i, keep=True),
-     r"compute_at: compute_at has no option 'keep'; its options are \['block', 'loop', "
+     r"compute_at: compute_at has no option 'keep'; its options are \['block', 'index', 'loop', "
      r"'preserve_unit_loops'\]", ScheduleArgumentError),
     (lambda sch, i, j: sch.split(i),
      r"split: split needs the argument\(s\) 'factors'", ScheduleArgumentError),

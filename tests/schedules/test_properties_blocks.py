@@ -4,8 +4,9 @@ Hypothesis draws, for each workload (tiny sizes), a sequence of attempts: comput
 reverse_compute_at onto random loops, compute_inline / reverse_compute_inline of random
 blocks, cache_read / cache_write with random scopes (global/local), set_scope,
 storage_align, reindex, transform_block_layout (reversed iteration variables),
-reorder_block_iter_var, fuse_reduction_epilogue, and
-splits (which create boundary tiles).  An attempt may be refused;
+reorder_block_iter_var, fuse_reduction_epilogue, loop_partition, merge of two blocks'
+loops at one depth, cache_index, sample_compute_location applied by compute_at (compute_at and
+reverse_compute_at at index -1 or -2), and splits (which create boundary tiles).  An attempt may be refused;
 a refused attempt must leave the schedule unchanged.  Whatever was accepted must
 compute what numpy computes, and its trace must replay.
 """
@@ -28,7 +29,8 @@ WORKLOADS = {
 
 ACTIONS = ("compute_at", "reverse_compute_at", "compute_inline", "reverse_compute_inline",
            "cache_read", "cache_write", "split", "set_scope", "storage_align", "reindex",
-           "transform_block_layout", "reorder_block_iter_var", "fuse_reduction_epilogue")
+           "transform_block_layout", "reorder_block_iter_var", "fuse_reduction_epilogue",
+           "loop_partition", "merge", "sample_compute_location", "cache_index")
 
 
 def _signature(n):
@@ -53,7 +55,7 @@ def _attempt(sch, data, action):
         if action == "split":
             sch.split(loop, [None, data.draw(st.sampled_from([2, 3]))])
         else:
-            getattr(sch, action)(blk, loop)
+            getattr(sch, action)(blk, loop, index=data.draw(st.sampled_from([-1, -2])))
     elif action in ("compute_inline", "reverse_compute_inline"):
         getattr(sch, action)(blk)
     elif action in ("cache_read", "cache_write"):
@@ -81,6 +83,24 @@ def _attempt(sch, data, action):
             sch.reorder_block_iter_var(blk, list(data.draw(st.permutations(range(n)))))
     elif action == "fuse_reduction_epilogue":
         sch.fuse_reduction_epilogue(blk, sch.get_block(data.draw(st.sampled_from(names))))
+    elif action in ("loop_partition", "merge"):
+        loops = sch.get_loops(blk)
+        if not loops:
+            return
+        k = data.draw(st.integers(0, len(loops) - 1))
+        if action == "loop_partition":
+            sch.loop_partition(loops[k], [data.draw(st.sampled_from([1, 2, None])), 1])
+            return
+        others = sch.get_loops(sch.get_block(data.draw(st.sampled_from(names))))
+        if len(others) > k:
+            sch.merge(loops[k], others[k])
+    elif action == "cache_index":
+        sch.cache_index(blk, "global", data.draw(st.sampled_from([0, 2])))
+    elif action == "sample_compute_location":
+        # the decision drawn here (a stale one falls back to a candidate): the
+        # schedule's own random draw would make hypothesis's data depend on it
+        loc = sch.sample_compute_location(blk, decision=data.draw(st.integers(-2, 6)))
+        sch.compute_at(blk, loc)
     elif action == "set_scope":
         sch.set_scope(blk, 0, data.draw(st.sampled_from(["global", "local"])))
     else:

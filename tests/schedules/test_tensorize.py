@@ -115,6 +115,9 @@ def test_mismatch_binding_order_and_unknown_intrinsic():
     assert_refused(sch, lambda: sch.tensorize(loops["ii"], "cpu.nope"),
                    r"no tensor intrinsic named 'cpu.nope'; registered: \[.*'cpu.gemm_4x8x4_f32'",
                    ScheduleArgumentError)
+    # an unknown name is a wrong argument value: a ValueError too, as in TVM
+    with pytest.raises(ValueError, match=r"no tensor intrinsic named 'cpu.nope'"):
+        S.TensorIntrin.get("cpu.nope")
 
 
 def scale4():

@@ -172,12 +172,11 @@ class Schedule:
 
     # compute location ---------------------------------------------------------------
     def compute_at(self, block, loop, preserve_unit_loops=False, index=-1):
-        _gap_unless("compute_at", "index", index, -1)
-        return self._sch.compute_at(_block(block), loop, preserve_unit_loops)
+        return self._sch.compute_at(_block(block), loop, preserve_unit_loops, index=index)
 
     def reverse_compute_at(self, block, loop, preserve_unit_loops=False, index=-1):
-        _gap_unless("reverse_compute_at", "index", index, -1)
-        return self._sch.reverse_compute_at(_block(block), loop, preserve_unit_loops)
+        return self._sch.reverse_compute_at(_block(block), loop, preserve_unit_loops,
+                                            index=index)
 
     def compute_inline(self, block):
         return self._sch.compute_inline(_block(block))
@@ -259,8 +258,8 @@ class Schedule:
 
     def blockize(self, target, preserve_unit_iters=True):
         if isinstance(target, (list, tuple)):
-            raise ShimGap("Schedule.blockize of a list of blocks: no Cuvil counterpart")
-        return self._sch.blockize(target)
+            target = [_block(b) for b in target]
+        return self._sch.blockize(target, preserve_unit_iters=preserve_unit_iters)
 
     def tensorize(self, block_or_loop, tensor_intrin, preserve_unit_iters=True):
         _check_args([tensor_intrin])

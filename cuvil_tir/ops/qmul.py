@@ -1,0 +1,104 @@
+"""``q_multiply_shift``: TVM's fixed-point multiply of two Q-numbers, exactly.
+
+``q_multiply_shift(x, y, q, s)`` (``x`` an int32 expression; ``y``, ``q``, ``s`` int32
+constants) is, with ``ls = max(s, 0)`` and ``rs = max(-s, 0)``::
+
+    int32(((int64(x) << ls) * y + (1 << (rs + q - 1))) >> (rs + q))
+
+(the product in 64 bits, rounded half up, arithmetic shift, wrapped back to 32 bits);
+when ``y`` is ``1 << 30`` (a power of two), TVM's lowering computes instead, in 32
+bits, ``x << (s - 1)`` for ``s > 1`` and ``(x + (1 << (-s))) >> (1 - s)`` for
+``s < 1``.  Both are what Cuvil computes, on every backend, through :func:`expand`
+(shifts by constants are multiplications and floor divisions by powers of two, which
+wrap the same way).  Arguments for which TVM's lowering shifts by a negative amount
+or by the width of the type (undefined) are refused when the call is built.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> c = q_multiply_shift(T.var("x"), 1 << 30, 31, 3)
+    >>> str(expand(*c.args))
+    'x * 4'
+"""
+
+from __future__ import annotations
+
+from ..errors import DTypeError
+from . import OpDef, register_op
+
+QMUL = "q_multiply_shift"
+
+
+def _const(e) -> int | None:
+    from ..expr import IntImm
+    return int(e.value) if isinstance(e, IntImm) else None
+
+
+def _wrap32(v: int) -> int:
+    return (v + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def expand(x, y, q, s):
+    """``q_multiply_shift(x, y, q, s)`` in terms of casts, products, sums and floor
+    divisions by powers of two (the module docstring's formula).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> str(expand(T.var("x"), T.const(3), T.const(31), T.const(0)))
+        'T.Cast("int32", (T.Cast("int64", x) * T.int64(3) + T.int64(1073741824)) // T.int64(2147483648))'
+    """
+    from ..expr import Cast, FloorDiv, IntImm
+    yv, qv, sv = _const(y), _const(q), _const(s)
+    if yv == 1 << 30:
+        if sv > 1:           # x << (s - 1) in 32 bits: a product that wraps
+            return x * IntImm(_wrap32(1 << (sv - 1)), "int32")
+        e = 1 - sv           # (x + (1 << (e - 1))) >> e, the sum in 32 bits
+        t = x + IntImm(1 << (e - 1), "int32")
+        return Cast("int32", FloorDiv(Cast("int64", t), IntImm(1 << e, "int64")))
+    ls, total = max(sv, 0), max(-sv, 0) + qv
+    wide = Cast("int64", x)
+    if ls:
+        wide = wide * IntImm(1 << ls, "int64")
+    wide = wide * IntImm(yv, "int64")
+    return Cast("int32", FloorDiv(wide + IntImm(1 << (total - 1), "int64"),
+                                  IntImm(1 << total, "int64")))
+
+
+register_op(OpDef(QMUL, 4, "any", effect="pure", expand=expand,
+                  doc="TVM's fixed-point multiply: int32(round((x * y) >> (q - s)))"))
+
+
+def q_multiply_shift(x, y, q, s, dtype: str = "int32"):
+    """The ``q_multiply_shift`` call, checked to be defined (see the module docstring).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> q_multiply_shift(T.var("x"), 1457846997, 31, 0).dtype
+        'int32'
+    """
+    from ..expr import Call, as_expr
+    x = as_expr(x, "int32")
+    y, q, s = (as_expr(v, "int32") for v in (y, q, s))
+    if dtype != "int32" or x.dtype != "int32":
+        raise DTypeError(f"T.q_multiply_shift: x and the result are int32, found "
+                         f"{x.dtype} and dtype={dtype!r}")
+    yv, qv, sv = _const(y), _const(q), _const(s)
+    if None in (yv, qv, sv):
+        raise DTypeError("T.q_multiply_shift: the multiplier y, q and the shift s must be "
+                         f"int32 constants, found {y}, {q}, {s}")
+    if yv == 1 << 30:
+        ok, why = (sv > 1 and sv - 1 < 32) or (sv < 1 and 1 - sv < 32), \
+            "shifts by s - 1, which must be nonzero and below 32"
+    else:
+        ls, total = max(sv, 0), max(-sv, 0) + qv
+        ok, why = ls < 63 and 1 <= total <= 62, \
+            "shifts left by max(s, 0) < 63 and right by max(-s, 0) + q in [1, 62]"
+    if not ok:
+        raise DTypeError(f"T.q_multiply_shift(x, {yv}, {qv}, {sv}): TVM's lowering {why}; "
+                         "other shifts are undefined")
+    return Call("int32", QMUL, (x, y, q, s))
+
+
+__all__ = ["QMUL", "expand", "q_multiply_shift"]

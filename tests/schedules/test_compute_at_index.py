@@ -1,0 +1,88 @@
+"""compute_at / reverse_compute_at ``index``: where in the loop's body the block goes."""
+
+import numpy as np
+import pytest
+
+import cuvil_tir as T
+import schedules as S
+from cuvil_tir.analysis import tree
+from schedules.errors import BlockLocationError
+from tests.schedules.testing import assert_refused, run, run_llvm, verify_trace_roundtrip
+
+
+def producers_of_c():
+    """B and W both feed C."""
+    A = T.placeholder((4, 4), name="A")
+    B = T.compute((4, 4), lambda i, j: A[i, j] + 1.0, name="B")
+    W = T.compute((4, 4), lambda i, j: A[i, j] * 3.0, name="W")
+    return T.create_prim_func([A, T.compute((4, 4), lambda i, j: B[i, j] * W[i, j],
+                                            name="C")])
+
+
+def consumers_of_b():
+    """E and D both read B."""
+    A = T.placeholder((4, 4), name="A")
+    B = T.compute((4, 4), lambda i, j: A[i, j] + 1.0, name="B")
+    E = T.compute((4, 4), lambda i, j: B[i, j] * 2.0, name="E")
+    D = T.compute((4, 4), lambda i, j: B[i, j] - 1.0, name="D")
+    return T.create_prim_func([A, E, D])
+
+
+def order(sch, block):
+    """Block names under the outermost loop of ``block``, in program order."""
+    path = tree.find_loop(sch.func, sch.get_loops(block)[0].var)
+    return [b.block.name for b in tree.blocks_under(tree.get(sch.func, path).body)]
+
+
+def outputs(sch):
+    a = np.random.default_rng(0).random((4, 4), dtype="float32")
+    arrays = [a, np.zeros((4, 4), "float32"), np.zeros((4, 4), "float32")][:len(
+        sch.func.params)]
+    out = run(sch, arrays)
+    for x, y in zip(run_llvm(sch, arrays), out):
+        np.testing.assert_allclose(x, y, rtol=1e-6)
+    return a, out
+
+
+@pytest.mark.parametrize("index,expected", [(-1, ["W", "B", "C"]), (-2, ["B", "W", "C"]),
+                                            (0, ["B", "W", "C"]), (1, ["W", "B", "C"])])
+def test_compute_at_index(index, expected):
+    f = producers_of_c()
+    sch = S.Schedule(f)
+    i = sch.get_loops("C")[0]
+    sch.compute_at("W", i)
+    sch.compute_at("B", i, index=index)
+    assert order(sch, "C") == expected
+    a, out = outputs(sch)
+    np.testing.assert_allclose(out[1], (a + 1) * (a * 3), rtol=1e-6)
+    verify_trace_roundtrip(sch, f)
+
+
+@pytest.mark.parametrize("index,expected", [(-1, ["B", "E", "D"]), (-2, ["B", "D", "E"]),
+                                            (1, ["B", "D", "E"]), (2, ["B", "E", "D"])])
+def test_reverse_compute_at_index(index, expected):
+    f = consumers_of_b()
+    sch = S.Schedule(f)
+    i = sch.get_loops("B")[0]
+    sch.reverse_compute_at("E", i)
+    sch.reverse_compute_at("D", i, index=index)
+    assert order(sch, "B") == expected
+    a, out = outputs(sch)
+    np.testing.assert_allclose(out[1], (a + 1) * 2, rtol=1e-6)
+    np.testing.assert_allclose(out[2], a, atol=1e-6)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_refuses_an_index_outside_the_legal_places():
+    sch = S.Schedule(producers_of_c())
+    i = sch.get_loops("C")[0]
+    sch.compute_at("W", i)
+    assert_refused(sch, lambda: sch.compute_at("B", i, index=2), r"index 2: the block can "
+                   r"go only between .* at a position in \[0, 1\]", BlockLocationError)
+    sch = S.Schedule(consumers_of_b())
+    i = sch.get_loops("B")[0]
+    assert_refused(sch, lambda: sch.reverse_compute_at("E", i, index=0),
+                   r"index 0: .* at a position in \[1, 1\]", BlockLocationError)
+    assert_refused(sch, lambda: sch.reverse_compute_at("E", i, index=-3),
+                   r"index -3: .* pass one of them, -1 \(the last\) or -2 \(the first\)",
+                   BlockLocationError)
