@@ -252,7 +252,8 @@ class Trace:
             if inst.decision is not None:
                 kwargs["decision"] = inst.decision
             out = sch._run(inst.name, args, kwargs)
-            produced = flatten(out)
+            # a query's answer (can_decompose_padding's bool) is no handle to record
+            produced = [r for r in flatten(out) if not isinstance(r, bool)]
             if len(produced) != len(inst.outputs):
                 raise schedule_error(TraceError, "replay", f"instruction {k} ({inst.name}) "
                                      f"returned {len(produced)} values on replay, the "

@@ -30,3 +30,7 @@ from . import merge
 from . import sample_location
 from . import postproc
 from . import cache_index
+from . import rolling_buffer
+from . import decompose_padding
+from . import buffer_access
+from . import read_write_at

@@ -44,7 +44,7 @@ from cuvil_tir.analysis import tree
 from cuvil_tir.transform.plan_allocation import Retarget
 from ..handles import BlockRV
 from ..analysis import block_path, fresh_name
-from ..primitive import BLOCK, SCOPE, primitive
+from ..primitive import BLOCK, SCOPE, Kind, Mismatch, primitive
 from ..errors import CacheStageError, fail
 from cuvil_tir.analysis.regions import (loop_doms, needed_region, provably_le, readers,
                                         scope_doms, simplify, union, writers)
@@ -148,6 +148,34 @@ def _tile(func, scope_path, buf):
     return tile
 
 
+def _consumers(func, rs, consumers, buf, prim):
+    """The names of the blocks ``consumer_blocks`` names, each checked to read ``buf``
+    in the scope (None: not given)."""
+    if consumers is None:
+        return None
+    names = {rv.name for rv in consumers}
+    known = {b.block.name for _, b in rs}
+    stray = sorted(names - known)
+    if stray:
+        raise fail(CacheStageError, prim, f"consumer_blocks {stray} do not read "
+                   f"{buf.name!r} in this scope (its readers: {sorted(known)}); pass "
+                   "blocks that consume the buffer", func)
+    return names
+
+
+def _check_produced(func, cpath, buf, rs, region, prim):
+    """The readers ``rs`` under ``cpath`` need no more of ``buf`` than ``region`` (what
+    its writer produces there)."""
+    under = [p for p, _ in rs if p[:len(cpath)] == cpath]
+    need = needed_region(func, cpath, buf, under, "reads")
+    for have, want in zip(region.region, need.region if need else ()):
+        if not (provably_le(have.min, want.min) and provably_le(
+                simplify(want.min + want.extent), simplify(have.min + have.extent))):
+            raise fail(CacheStageError, prim, f"the readers of {buf.name!r} need more "
+                       "than its writer produces at the copy's place; move the "
+                       "writer (compute_at) or cache before scheduling", func)
+
+
 def _offsets_of_own(func, scope_path, tile) -> bool:
     """Whether ``tile`` starts at an offset made of the scope block's own iterators: a
     block without iterators (loop_partition's) names the loops around it in its
@@ -159,7 +187,7 @@ def _offsets_of_own(func, scope_path, tile) -> bool:
                for d in tile.region for v in used_vars(d.min))
 
 
-def _stage(func, bpath, buf, scope, prim, is_read):
+def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     scope_path = tree.enclosing_block(func, bpath)
     ws = writers(func, scope_path, buf)
     if len(ws) > 1:
@@ -168,7 +196,14 @@ def _stage(func, bpath, buf, scope, prim, is_read):
                    "can be cached", func)
     wnames = {b.block.name for _, b in ws}
     rs = [(p, b) for p, b in readers(func, scope_path, buf) if b.block.name not in wnames]
-    rnames = {b.block.name for _, b in rs}
+    chosen = _consumers(func, rs, consumers, buf, prim)
+    # cache_read: only the chosen readers read the copy; cache_write: the chosen
+    # readers read the cache, the copy back goes before the first of the others
+    cache_readers = chosen if chosen is not None else (
+        {b.block.name for _, b in rs} if is_read else set())
+    rs_cache = [(p, b) for p, b in rs if b.block.name in cache_readers]
+    rnames = cache_readers if is_read else {b.block.name for _, b in rs} - cache_readers
+    rs = rs_cache if is_read else rs
     container, cpath = _locate(func, scope_path, wnames, rnames, prim)
     outer_loops = tree.loops_above(func, cpath) if isinstance(container, For) else []
     if isinstance(container, For):
@@ -183,14 +218,12 @@ def _stage(func, bpath, buf, scope, prim, is_read):
     else:
         region = tile if tile is not None else BufferRegion.full(buf)
     if is_read and ws:
-        under = [p for p, _ in rs if p[:len(cpath)] == cpath]
-        need = needed_region(func, cpath, buf, under, "reads")
-        for have, want in zip(region.region, need.region if need else ()):
-            if not (provably_le(have.min, want.min) and provably_le(
-                    simplify(want.min + want.extent), simplify(have.min + have.extent))):
-                raise fail(CacheStageError, prim, f"the readers of {buf.name!r} need more "
-                           "than its writer produces at the copy's place; move the "
-                           "writer (compute_at) or cache before scheduling", func)
+        _check_produced(func, cpath, buf, rs, region, prim)
+    if not is_read and rs_cache:
+        # the readers of the cache see it as the writer leaves it
+        _, kpath = _locate(func, scope_path, wnames, cache_readers, prim)
+        _check_produced(func, kpath, buf, rs_cache,
+                        needed_region(func, kpath, buf, [ws[0][0]], "writes"), prim)
     blocks, bufs = _names(func)
     name = fresh_name(f"{buf.name}_{scope}", bufs | blocks)
     # inside a nested block the cache holds that block's tile, at offset tile.min
@@ -211,8 +244,12 @@ def _stage(func, bpath, buf, scope, prim, is_read):
         nest, rv = _copy_block(name, cache, buf, region, outer, buf.shape, off, zero)
         retarget = Retarget(buf, cache, off, writes=True)
         rewrite = {n: retarget.visit for n in wnames}
+        redirect = Retarget(buf, cache, off, writes=False)
+        rewrite.update({n: redirect.visit for n in cache_readers})
 
         def position(items):
+            if not rnames and cache_readers:
+                return len(items)     # every reader reads the cache: copy back last
             return 1 + max(k for k, s in enumerate(items) if block_names(s) & wnames)
 
     def place(node):
@@ -225,11 +262,22 @@ def _stage(func, bpath, buf, scope, prim, is_read):
     return func.with_body(body), rv
 
 
-@primitive("cache_read", block=BLOCK, scope=SCOPE, returns=BLOCK)
-def cache_read(func, block, read_buffer_index: int, scope: str):
+def _block_list(v):
+    if not isinstance(v, (list, tuple)):
+        raise Mismatch()
+    return [BLOCK.convert(b) for b in v]
+
+
+BLOCK_LIST = Kind("block_list", "a list of block handles or block names", _block_list)
+
+
+@primitive("cache_read", block=BLOCK, scope=SCOPE, consumer_blocks=BLOCK_LIST,
+           returns=BLOCK)
+def cache_read(func, block, read_buffer_index: int, scope: str, consumer_blocks=None):
     """Copy the block's ``read_buffer_index``-th read buffer into a new buffer in
     ``scope`` right before its first reader; every reader reads the copy.  Returns the
-    copy block (named ``<buffer>_<scope>``).
+    copy block (named ``<buffer>_<scope>``).  With ``consumer_blocks`` only those
+    readers read the copy, which goes right before the first of them.
 
     Before/after ``cache_read(C, 0, "shared")``::
 
@@ -250,14 +298,16 @@ def cache_read(func, block, read_buffer_index: int, scope: str):
     bpath = block_path(func, block, prim)
     blk = tree.get(func, bpath).block
     buf = _buffer_at(func, blk, read_buffer_index, "reads", prim)
-    return _stage(func, bpath, buf, scope, prim, True)
+    return _stage(func, bpath, buf, scope, prim, True, consumer_blocks)
 
 
-@primitive("cache_write", block=BLOCK, scope=SCOPE, returns=BLOCK)
-def cache_write(func, block, write_buffer_index: int, scope: str):
+@primitive("cache_write", block=BLOCK, scope=SCOPE, consumer_blocks=BLOCK_LIST,
+           returns=BLOCK)
+def cache_write(func, block, write_buffer_index: int, scope: str, consumer_blocks=None):
     """Make the block write a new buffer in ``scope`` instead of its
     ``write_buffer_index``-th write buffer, and copy that back right after it.  Returns
-    the copy block (named ``<buffer>_<scope>``).
+    the copy block (named ``<buffer>_<scope>``).  The readers in ``consumer_blocks``
+    read the cache itself; the copy back then goes right before the first other reader.
 
     Before/after ``cache_write(C, 0, "local")``::
 
@@ -283,4 +333,4 @@ def cache_write(func, block, write_buffer_index: int, scope: str):
                    "writing it and has no init (an update whose init was decomposed or "
                    "lives in an outer block): the cache would start uninitialised. Apply "
                    "cache_write before decompose_reduction / blockize", func)
-    return _stage(func, bpath, buf, scope, prim, False)
+    return _stage(func, bpath, buf, scope, prim, False, consumer_blocks)

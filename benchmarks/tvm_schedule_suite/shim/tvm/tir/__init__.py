@@ -32,7 +32,20 @@ class ForKind:
     UNROLLED, THREAD_BINDING = "unrolled", "thread_binding"
 
 
+class _BufferMap(dict):
+    """TVM's ``func.buffer_map[func.params[i]]``: a TVM parameter is a handle mapped to
+    its buffer; a Cuvil parameter is the buffer itself (still found by name too)."""
+
+    def __getitem__(self, key):
+        if isinstance(key, Buffer) and self.get(key.name) is key:
+            return key
+        return super().__getitem__(key)
+
+
+_buffer_map = PrimFunc.buffer_map.fget
+
 # TVM's names for what Cuvil's nodes already have (only in the shim's process)
+PrimFunc.buffer_map = property(lambda self: _BufferMap(_buffer_map(self)))
 Block.name_hint = property(lambda self: self.name)
 Node.same_as = lambda self, other: self is other
 # TVM keys buffer_map by the parameter; a Cuvil parameter is the buffer itself

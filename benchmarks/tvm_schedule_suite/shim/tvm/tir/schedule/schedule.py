@@ -186,16 +186,20 @@ class Schedule:
 
     # caches and buffers ---------------------------------------------------------------
     def cache_read(self, block, read_buffer_index, storage_scope, consumer_blocks=None):
-        _gap_unless("cache_read", "consumer_blocks", consumer_blocks, None)
         block = _block(block)
         idx = self._buffer_index(block, read_buffer_index, "read")
-        return self._sch.cache_read(block, idx, storage_scope)
+        if consumer_blocks is None:
+            return self._sch.cache_read(block, idx, storage_scope)
+        return self._sch.cache_read(block, idx, storage_scope,
+                                    consumer_blocks=[_block(b) for b in consumer_blocks])
 
     def cache_write(self, block, write_buffer_index, storage_scope, consumer_blocks=None):
-        _gap_unless("cache_write", "consumer_blocks", consumer_blocks, None)
         block = _block(block)
         idx = self._buffer_index(block, write_buffer_index, "write")
-        return self._sch.cache_write(block, idx, storage_scope)
+        if consumer_blocks is None:
+            return self._sch.cache_write(block, idx, storage_scope)
+        return self._sch.cache_write(block, idx, storage_scope,
+                                     consumer_blocks=[_block(b) for b in consumer_blocks])
 
     def set_scope(self, block, buffer_index, storage_scope):
         block = _block(block)
