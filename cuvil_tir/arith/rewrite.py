@@ -30,17 +30,19 @@ Example::
 
 from __future__ import annotations
 
+import math
+
 from .. import dtype as D
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast,
+from ..expr import (EQ, NE, Add, CmpOp, And, Broadcast, BufferLoad, Call, Cast,
                     Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Min, Mul, Not, Ramp,
                     Select, Sub, Var)
 from ..node import same
 from ..visitor import Mutator, substitute
 from . import interval as I
 from .affine import Affine, is_index_dtype
+from .compare_form import negate, normal_compare
 from .fold import fold_binary, fold_call, fold_cast
 
-_NEGATE = {"LT": GE, "LE": GT, "GT": LE, "GE": LT, "EQ": NE, "NE": EQ}
 _TRUE = IntImm(1, "bool")
 _FALSE = IntImm(0, "bool")
 
@@ -191,11 +193,24 @@ class Simplifier(Mutator):
         if rb[0] // c == rb[1] // c:
             q.const += rb[0] // c
             return q.to_expr()
-        if q.is_const():
+        reduced = self._common_factor(r, c)
+        if q.is_const() and reduced is None:
             return out  # moving only a constant out of the division reads worse
-        q_expr = q.to_expr()
-        rest = FloorDiv(r.to_expr(), IntImm(c, dt))
-        return Affine.of(Add(q_expr, rest)).to_expr()
+        rest = FloorDiv(r.to_expr(), IntImm(c, dt)) if reduced is None else reduced
+        return Affine.of(Add(q.to_expr(), rest)).to_expr()
+
+    def _common_factor(self, r: Affine, c: int):
+        """``r // c`` with the factor ``g`` common to ``c`` and every coefficient of
+        ``r`` divided out: ``(i * 8 + 7) // 16`` is ``i // 2``, since ``g*y + k0`` with
+        ``0 <= k0 < g`` lies in one block of ``g*m`` values (None when ``g`` is 1)."""
+        g = c
+        for _, k in r.terms:
+            g = math.gcd(g, k)
+        if g == 1 or r.is_const():
+            return None
+        y = Affine(r.dtype, {key: k // g for key, k in r.coeffs.items()}, r.const // g)
+        m = c // g
+        return y.to_expr() if m == 1 else self.visit(FloorDiv(y.to_expr(), IntImm(m, r.dtype)))
 
     def visit_FloorMod(self, e):
         r, a, b = self._binary(e)
@@ -284,7 +299,7 @@ class Simplifier(Mutator):
         if known is not None:
             return IntImm(int(known), "bool")
         if not is_index_dtype(a.dtype):
-            return out
+            return normal_compare(self, out)
         name = type(out).__name__
         if same(a, b):
             return IntImm(int(name in ("EQ", "LE", "GE")), "bool")
@@ -302,8 +317,10 @@ class Simplifier(Mutator):
             "NE": False if lo == hi == 0 else (True if lo > 0 or hi < 0 else None),
         }[name]
         if decided is None and name == "EQ":
-            return self._sum_is_zero(out, a, b)
-        return out if decided is None else IntImm(int(decided), "bool")
+            out = self._sum_is_zero(out, a, b)
+            if not isinstance(out, EQ):
+                return out
+        return normal_compare(self, out) if decided is None else IntImm(int(decided), "bool")
 
     def _sum_is_zero(self, out, a, b):
         """``c1*t1 + c2*t2 + … == 0`` with every ``ci*ti >= 0`` (no wrap-around) holds iff
@@ -357,9 +374,8 @@ class Simplifier(Mutator):
             return IntImm(int(not a.value), "bool")
         if isinstance(a, Not):
             return a.a
-        name = type(a).__name__
-        if name in _NEGATE and is_index_dtype(a.a.dtype):
-            return _NEGATE[name](a.a, a.b)
+        if isinstance(a, CmpOp) and (is_index_dtype(a.a.dtype) or type(a) in (EQ, NE)):
+            return normal_compare(self, negate(a))
         return e if a is e.a else Not(a)
 
     # conditionals ------------------------------------------------------------------------

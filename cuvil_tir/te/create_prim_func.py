@@ -61,6 +61,13 @@ def _split_const(e: Expr):
     return e, 0
 
 
+def _offset(base: Expr, c: int) -> Expr:
+    """``base + c`` as the simplifier writes it: ``i - 3``, not ``i + -3``."""
+    if c > 0:
+        return base + c
+    return base - (-c) if c < 0 else base
+
+
 def access_regions(stmt_or_expr, exclude=()) -> list:
     """Regions of the buffers read by ``stmt_or_expr``, in order of first read.
 
@@ -100,7 +107,7 @@ def access_regions(stmt_or_expr, exclude=()) -> list:
                 lo = min(p[1] for p in parts)
                 hi = max(p[1] for p in parts)
                 dt = idx_list[0][d].dtype
-                start = const(lo, dt) if base is None else (base + lo if lo else base)
+                start = const(lo, dt) if base is None else _offset(base, lo)
                 region.append(Range(start, const(hi - lo + 1, dt)))
             else:
                 region.append(Range(const(0, buf.shape[d].dtype), buf.shape[d]))

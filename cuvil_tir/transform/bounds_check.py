@@ -33,7 +33,7 @@ Example::
     >>> B = T.compute((n,), lambda i: A[i + 1] - A[i], name="B")   # reads A[n]
     >>> f = insert_bounds_checks(T.create_prim_func([A, B]))
     >>> print(T.lower(f).entry.body)  # doctest: +NORMALIZE_WHITESPACE
-    if n > 0:
+    if 0 < n:
         T.assert_(1 < n, "out-of-bounds read of A[{}] (shape ({},)) in block \\"B\\":
                   B[v_i] = A[v_i + 1] - A[v_i]", 1, n, kind="bounds")
         T.assert_(T.bool(False), "out-of-bounds read of A[{}] (shape ({},)) in block

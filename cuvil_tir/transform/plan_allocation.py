@@ -62,6 +62,14 @@ from .compact import _Replace
 from .pass_manager import PassContext
 
 
+def _shift(index, offset):
+    """``index - offset``; a zero offset leaves the index as it is (an int32 index of
+    an int64-shaped buffer is not cast by subtracting an int64 zero)."""
+    if isinstance(offset, IntImm) and offset.value == 0:
+        return index
+    return simplify(index - offset)
+
+
 class Retarget(Mutator):
     """Accesses of ``old`` become accesses of ``new`` at ``index - offset``: loads and
     read regions always, stores and write regions too when ``writes``.
@@ -80,12 +88,12 @@ class Retarget(Mutator):
         self.old, self.new, self.offset, self.writes = old, new, offset, writes
 
     def _idx(self, indices):
-        return tuple(simplify(i - o) for i, o in zip(indices, self.offset))
+        return tuple(_shift(i, o) for i, o in zip(indices, self.offset))
 
     def _region(self, r):
         if r.buffer is not self.old:
             return r
-        return BufferRegion(self.new, tuple(Range(simplify(d.min - o), d.extent)
+        return BufferRegion(self.new, tuple(Range(_shift(d.min, o), d.extent)
                                             for d, o in zip(r.region, self.offset)))
 
     def visit_BufferLoad(self, ld):

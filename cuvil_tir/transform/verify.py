@@ -42,7 +42,7 @@ from ..function import PrimFunc
 from ..ir_module import IRModule, calling_conv
 from ..printer import to_text
 from ..stmt import Range
-from ..visitor import Visitor, used_vars
+from ..visitor import Visitor, substitute, used_vars
 
 
 class _Verify(Visitor):
@@ -54,6 +54,9 @@ class _Verify(Visitor):
         self.exact: set[int] = set()     # vars whose known bound is attained
         self.precise = True              # no enclosing condition we cannot model
         self.where: list[str] = []
+        # block iter var -> its binding over loop variables: an index relative to a
+        # tile (``L[vt - vo * 8]``) is bounded through what its variables are bound to
+        self.bound_to: dict = {}
 
     # errors and scopes ---------------------------------------------------------------------
     def fail(self, msg: str) -> None:
@@ -185,6 +188,7 @@ class _Verify(Visitor):
         self.where.append(f"block {blk.name}")
         self.visit(br.iter_values)
         self.visit(br.predicate)
+        saved = dict(self.bound_to)
         with self.assume(br.predicate):
             for iv, val in zip(blk.iter_vars, br.iter_values):
                 if val.dtype != iv.var.dtype:
@@ -192,7 +196,9 @@ class _Verify(Visitor):
                               f"{iv.var.dtype} but is bound to {to_text(val)} of dtype "
                               f"{val.dtype}")
                 self._check_binding(blk, iv, val)
+                self.bound_to[iv.var] = substitute(val, saved) if saved else val
             self.visit_block_body(blk)
+        self.bound_to = saved
         self.where.pop()
 
     def visit_Block(self, blk):
@@ -277,6 +283,14 @@ class _Verify(Visitor):
             if not self._exact_index(ix):
                 continue
             lo, hi = self.ana.const_int_bound(ix)
+            if self.bound_to and is_index_dtype(ix.dtype):
+                # the iter vars through their bindings: exact too, and both ranges
+                # hold, so only what lies outside both is reached for certain
+                # (correlated iter vars widen the first, guards on them the second)
+                via = self.ana.simplify(substitute(ix, self.bound_to))
+                if self._exact_index(via):
+                    vlo, vhi = self.ana.const_int_bound(via)
+                    lo, hi = max(lo, vlo), min(hi, vhi)
             ext_hi = self.ana.const_int_bound(ext)[1]
             if lo < 0 or (isinstance(ext, IntImm) and hi >= ext.value) or hi > ext_hi - 1:
                 ext_s = to_text(ext)

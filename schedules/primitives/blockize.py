@@ -233,18 +233,25 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
                                  f"inner loop {l.loop_var.name!r} needs min 0 and a "
                                  f"constant extent, found [{l.min}, +{l.extent})", func, l)
         inner_ids[id(l.loop_var)] = e
+    unit_loops = {id(l.loop_var) for _, l in tree.loops_above(func, lpath)
+                  if _const_int(l.min) == 0 and _const_int(l.extent) == 1}
     outer_ivs, outer_vals, inner_ivs, inner_vals, vmap, idom = [], [], [], [], {}, {}
     for iv, val in zip(blk.iter_vars, realize.iter_values):
         ob, oext, ib, e_in = _divide(iv, val, inner_ids, prim, blk.name)
         vo = vi = None
         unit = ob is None or (_const_int(oext) == 1 and _const_int(ob) == 0)
+        # an outer part that is always 0: bound by loops of extent 1 starting at 0
+        zero = unit or (_const_int(oext) == 1 and all(
+            id(u) in unit_loops for u in used_vars(ob)))
         if not unit or preserve_unit_iters:
             # TensorIR keeps one outer iter var per inner one, a unit one (extent 1,
-            # bound to 0) where the whole range is inside the loop
+            # bound to 0) where the whole range is inside the loop; without
+            # preserve_unit_iters a unit loop's variable is bound as the 0 it is
             vo = Var(iv.var.name + "_o", iv.var.dtype)
             oext = const(1, iv.dom.extent.dtype) if unit else oext
             outer_ivs.append(type(iv)(vo, Range(const(0, oext.dtype), oext), iv.kind))
-            outer_vals.append(const(0, iv.var.dtype) if unit else ob)
+            outer_vals.append(const(0, iv.var.dtype) if unit or (
+                zero and not preserve_unit_iters) else ob)
         if ib is not None and not (isinstance(e_in, int) and e_in == 1):
             vi = Var(iv.var.name + "_i", iv.var.dtype)
             e_expr = e_in if not isinstance(e_in, int) else const(e_in, iv.dom.extent.dtype)
@@ -252,7 +259,7 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
             inner_vals.append(ib)
             if isinstance(e_in, int):
                 idom[id(vi)] = (vi, e_in)
-        if unit and vi is not None:
+        if zero and vi is not None:
             vmap[iv.var] = vi
         elif unit and vo is not None:
             vmap[iv.var] = iv.dom.min
@@ -284,7 +291,10 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
         outer_init = make_init_nest(with_init, inner_loops,
                                     fresh_block_name(func, blk.name + "_init"))
     outer_blk = Block(outer_name, tuple(outer_ivs),
-                      tuple(relax_region(r, idom) for r in inner_blk.reads),
+                      # with an init, the outer block is the reduction: as the block it
+                      # came from, it does not list what it accumulates into as read
+                      tuple(relax_region(r, idom) for r in (
+                          reads if init is not None else inner_blk.reads)),
                       tuple(relax_region(w, idom) for w in writes),
                       tree.get(g, lpath), outer_init)
     outer = BlockRealize(tuple(outer_vals), _outer_predicate(realize.predicate, inner_loops),

@@ -35,7 +35,7 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import Expr, Var, const
+from cuvil_tir.expr import Add, Expr, IntImm, Var, const
 from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
                             SeqStmt, seq)
 from cuvil_tir.visitor import Mutator, used_vars
@@ -114,9 +114,15 @@ class _Stage(Mutator):
         return new
 
 
-def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off):
+def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off, tile_vars=False):
     """The nest copying ``src[v - src_off]`` to ``dst[v - dst_off]`` for ``v`` over
-    ``region`` of a buffer of ``shape``."""
+    ``region`` of a buffer of ``shape``.
+
+    With ``tile_vars`` (a cache of a nested block's tile, copied in that block's body)
+    the block's variables run over the region itself, as TensorIR writes it:
+    ``A_local[v0, v1] = A[i * 16 + v0, j * 16 + v1]``."""
+    if tile_vars:
+        return _tile_copy(name, src, dst, region, src_off, dst_off)
     vs = [Var(f"v{d}", s.dtype) for d, s in enumerate(shape)]
     ivs = tuple(IterVar(v, Range(const(0, s.dtype), s), "spatial")
                 for v, s in zip(vs, shape))
@@ -126,7 +132,28 @@ def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off):
                                                      for i in at_src)),),
                 (BufferRegion(dst, tuple(Range(i, const(1, i.dtype)) for i in at_dst)),),
                 BufferStore(dst, src.load(list(at_src)), at_dst))
-    return make_nest(blk, [(r.min, r.extent) for r in region.region], outer), BlockRV(name)
+    return make_nest(blk, [(r.min, r.extent) for r in region.region], outer,
+                     clip=True), BlockRV(name)
+
+
+def _start_plus(start, v):
+    """``start + v`` as TensorIR writes a tile index (``v`` alone from 0)."""
+    return v if isinstance(start, IntImm) and start.value == 0 else Add(start, v)
+
+
+def _tile_copy(name, src, dst, region, src_off, dst_off):
+    exts = [r.extent for r in region.region]
+    vs = [Var(f"v{d}", e.dtype) for d, e in enumerate(exts)]
+    ivs = tuple(IterVar(v, Range(const(0, e.dtype), e), "spatial") for v, e in zip(vs, exts))
+    at_src = tuple(_start_plus(simplify(r.min - o), v)
+                   for r, o, v in zip(region.region, src_off, vs))
+    at_dst = tuple(_start_plus(simplify(r.min - o), v)
+                   for r, o, v in zip(region.region, dst_off, vs))
+    blk = Block(name, ivs, (BufferRegion(src, tuple(Range(i, const(1, i.dtype))
+                                                     for i in at_src)),),
+                (BufferRegion(dst, tuple(Range(i, const(1, i.dtype)) for i in at_dst)),),
+                BufferStore(dst, src.load(list(at_src)), at_dst))
+    return make_nest(blk, [None] * len(vs), {}, preserve_unit_loops=True), BlockRV(name)
 
 
 def _tile(func, scope_path, buf):
@@ -233,15 +260,25 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
         shape = tuple(d.extent for d in tile.region)
         off = tuple(d.min for d in tile.region)
     cache = buf.with_changes(shape=shape, name=name, strides=(), scope=scope)
+    own = {id(iv.var) for iv in tree.get(func, scope_path).block.iter_vars}
+    # the copy's body may name only the scope block's own variables (an opaque scope
+    # block may use the loops around it, which a block inside it may not)
+    sizes = {id(v) for b in func.buffers for s in b.shape for v in used_vars(s)}
+    tile_vars = off is not zero and not isinstance(container, For) and not any(
+        id(v) in own for d in region.region for v in used_vars(d.extent)) and all(
+        id(v) in own or id(v) in sizes
+        for d in list(region.region) + list(tile.region) for v in used_vars(d.min))
     if is_read:
-        nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off)
+        nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off,
+                               tile_vars)
         redirect = Retarget(buf, cache, off, writes=False)
         rewrite = {n: redirect.visit for n in rnames}
 
         def position(items):
             return next(k for k, s in enumerate(items) if block_names(s) & rnames)
     else:
-        nest, rv = _copy_block(name, cache, buf, region, outer, buf.shape, off, zero)
+        nest, rv = _copy_block(name, cache, buf, region, outer, buf.shape, off, zero,
+                               tile_vars)
         retarget = Retarget(buf, cache, off, writes=True)
         rewrite = {n: retarget.visit for n in wnames}
         redirect = Retarget(buf, cache, off, writes=False)

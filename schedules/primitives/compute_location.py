@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from cuvil_tir.expr import Expr, IntImm, Var, const
+from cuvil_tir.expr import Add, Expr, IntImm, Max, Min, Var, const
 from cuvil_tir.op import all as all_of
 from cuvil_tir.stmt import Block, BlockRealize, For, Range, SeqStmt, seq
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute, used_vars
@@ -154,7 +154,7 @@ def exclusive_nest(func, block_path: tuple, prim: str) -> tuple:
 
 
 def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool = False,
-              guards=None):
+              guards=None, clip: bool = False):
     """A loop nest running ``block`` over ``doms`` (``(min, extent)`` per iter var,
     over the loops of ``outer``, or None for the var's whole domain).
 
@@ -162,7 +162,9 @@ def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool =
     ``min + axK``; when a range may leave the var's domain (a boundary tile), the
     realize gets the predicate that keeps it inside (``T.where``).  ``guards(values)``
     may add conditions over the iter values; conditions that hold for every iteration
-    of the new loops are dropped.
+    of the new loops are dropped.  With ``clip``, a range that leaves the domain is cut
+    to it where that needs no predicate (TensorIR's ``compute_at``); without, it is kept
+    whole under the predicate (a padded tile stays one tile wide).
 
     Example::
 
@@ -175,12 +177,16 @@ def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool =
     """
     loops, values, preds = [], [], []
     for iv, dom in zip(block.iter_vars, doms):
+        dom = _clip(iv, dom, outer) if dom is not None and clip else dom
         lo, ext = (iv.dom.min, iv.dom.extent) if dom is None else dom
         ext = simplify(ext)
         if preserve_unit_loops or not (isinstance(ext, IntImm) and ext.value == 1):
             ax = Var(f"ax{len(loops)}", iv.var.dtype)
             loops.append((ax, ext))
-            val = simplify(lo + ax)
+            lo = simplify(lo)
+            # TVM's form: the tile start plus the loop var, not re-simplified (so
+            # ``hh_0 * 8 - 1 + ax0`` reads as "start + offset")
+            val = ax if isinstance(lo, IntImm) and lo.value == 0 else Add(lo, ax)
         else:
             val = simplify(lo)
         values.append(val)
@@ -205,6 +211,25 @@ def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool =
     for ax, ext in reversed(loops):
         nest = For(ax, const(0, ax.dtype), ext, "serial", nest)
     return nest
+
+
+def _clip(iv, dom, outer):
+    """``dom`` (``(min, extent)`` over the loops of ``outer``) cut to the iter var's
+    domain where that needs no predicate: ``dom`` itself when it stays inside the
+    domain, None (the whole domain) when it covers it in every iteration, the constant
+    intersection when there is one, else ``dom``."""
+    lo, ext = simplify(dom[0]), simplify(dom[1])
+    hi = simplify(lo + ext - 1)
+    dmin, dmax = iv.dom.min, simplify(iv.dom.min + iv.dom.extent - 1)
+    (lo_lo, lo_hi), (hi_lo, hi_hi) = bounds(lo, outer), bounds(hi, outer)
+    if provably_le(dmin, lo_lo) and provably_le(hi_hi, dmax):
+        return lo, ext
+    if provably_le(lo_hi, dmin) and provably_le(dmax, hi_lo):
+        return None
+    ilo, ihi = simplify(Max(lo, dmin)), simplify(Min(hi, dmax))
+    if isinstance(ilo, IntImm) and isinstance(ihi, IntImm) and ilo.value <= ihi.value:
+        return ilo, const(ihi.value - ilo.value + 1, ext.dtype)
+    return lo, ext
 
 
 def _conjuncts(e) -> list:
@@ -498,7 +523,7 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool, index: in
         guards = _in_boxes(blk, pairs)
     guards = _with_predicate(guards, blk, predicate_conditions(
         func, tree.get(func, bpath), nest_loops(nest_obj), prim))
-    nest = make_nest(blk, doms, outer, preserve_unit_loops, guards)
+    nest = make_nest(blk, doms, outer, preserve_unit_loops, guards, clip=not reverse)
 
     def place(new_loop):
         items = subtrees(new_loop.body)

@@ -27,14 +27,17 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir.arith import Analyzer
 from cuvil_tir.expr import IntImm, Var, const
-from cuvil_tir.stmt import BlockRealize, For, IfThenElse
+from cuvil_tir.stmt import BlockRealize, For, IfThenElse, Range
 from cuvil_tir.visitor import Mutator, substitute
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.regions import bounds
 from ..analysis import const_int, loop_path, stmt_path, uses_var
 from .reorder_legality import reorder_blocker
-from ..errors import FactorError, LoopNestError, ScheduleArgumentError, schedule_error
+from ..errors import (FactorError, LoopNestError, ScheduleArgumentError, ScheduleError,
+                      schedule_error)
 from ..handles import LoopRV
 from ..primitive import BLOCK_OR_LOOP, FACTORS, LOOP, LOOPS, POS_INT, primitive
 
@@ -85,6 +88,28 @@ def _linear(vars_, strides):
         term = v if (isinstance(s, int) and s == 1) else v * s
         acc = term if acc is None else acc + term
     return acc
+
+
+def _horner(new_vars, lengths):
+    """``(i_0 * n_1 + i_1) * n_2 + i_2``: the guard of a split in TensorIR's form (the
+    bindings get the expanded ``i_0 * 6 + i_1 * 3 + i_2``)."""
+    acc = new_vars[0]
+    for v, n in zip(new_vars[1:], lengths[1:]):
+        one = n == 1 if isinstance(n, int) else (isinstance(n, IntImm) and n.value == 1)
+        acc = (acc if one else acc * n) + v
+    return acc
+
+
+def _always_inside(fused, new_vars, lengths, extent) -> bool:
+    """Whether ``fused < extent`` holds for every value of the new loops (a symbolic
+    extent the factors divide: ``k_0 * 32 + k_1 < n * 32`` with ``k_0 < n``)."""
+    doms = {v: Range(const(0, v.dtype), n if not isinstance(n, int) else const(n, v.dtype))
+            for v, n in zip(new_vars, lengths)}
+    try:
+        _, hi = bounds(fused, doms)
+    except ScheduleError:       # a bound the analysis cannot give: keep the guard
+        return False
+    return Analyzer(index_no_overflow=True).can_prove(hi < extent)
 
 
 class _Guard(Mutator):
@@ -149,8 +174,10 @@ def split(func, loop, factors):
         if extent is not None:
             lengths = [v if v is not None else -(-extent // known) for v in values]
         else:
-            lengths = [const(v, dt) if v is not None else (node.extent + (known - 1)) // known
-                       for v in values]
+            # index arithmetic does not wrap: (n * 32 + 31) // 32 is n
+            inferred = Analyzer(index_no_overflow=True).simplify(
+                (node.extent + (known - 1)) // known)
+            lengths = [const(v, dt) if v is not None else inferred for v in values]
     else:
         if extent is None:
             raise schedule_error(FactorError, "split", f"the extent of loop "
@@ -182,8 +209,9 @@ def split(func, loop, factors):
     fused = _linear(new_vars, strides)
     value = fused if (isinstance(node.min, IntImm) and node.min.value == 0) else node.min + fused
     body = substitute(node.body, {node.loop_var: value})
-    if total is None or total != extent:
-        body = _Guard(fused < node.extent).visit(body)
+    if (total is None and not _always_inside(fused, new_vars, lengths, node.extent)) or \
+            (total is not None and total != extent):
+        body = _Guard(_horner(new_vars, lengths) < node.extent).visit(body)
     for v, n in reversed(list(zip(new_vars, lengths))):
         body = For(v, const(0, dt), n if not isinstance(n, int) else const(n, dt),
                    "serial", body)
@@ -256,12 +284,11 @@ def fuse(func, *loops):
 
 
 def _product(exts):
-    """``e_0 * e_1 * ...`` left to right, constant neighbours folded."""
+    """``e_0 * e_1 * ...`` simplified: ``n * 16384``, ``T.min(31, x) * 128 + 128``."""
     acc = exts[0]
     for e in exts[1:]:
-        both = isinstance(acc, IntImm) and isinstance(e, IntImm)
-        acc = const(acc.value * e.value, acc.dtype) if both else acc * e
-    return acc
+        acc = acc * e
+    return Analyzer(index_no_overflow=True).simplify(acc)
 
 
 def _chain(func, loops, name):

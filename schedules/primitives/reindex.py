@@ -36,6 +36,7 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir.arith import Analyzer
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import BufferLoad, Var, const
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For,
@@ -86,6 +87,15 @@ def _one_access(func, blk, buf, prim):
                              f"{stray}, not its own iteration variables (a block holding "
                              "blocks?); apply it to the inner block", func, blk)
     return found[0]
+
+
+def _in_domain(blk, indices) -> tuple:
+    """``indices`` simplified with each iter var in its domain: ``co // 64 * 3 + rc``
+    with ``co < 64`` is ``rc``, so the new buffer does not get a dimension for ``co``."""
+    ana = Analyzer(index_no_overflow=True)
+    for iv in blk.iter_vars:
+        ana.bind(iv.var, iv.dom)
+    return tuple(ana.simplify(x) for x in indices)
 
 
 def _check_everywhere(func, blk, buf, indices, is_read, prim):
@@ -190,7 +200,7 @@ def _reindex(func, block, buf_of, scope_of, cache_map, name_of, is_read, prim):
     realize = tree.get(func, bpath)
     blk = realize.block
     buf = buf_of(blk)
-    indices = _one_access(func, blk, buf, prim)
+    indices = _in_domain(blk, _one_access(func, blk, buf, prim))
     _check_everywhere(func, blk, buf, indices, is_read, prim)
     writes_it = any(w.buffer is buf for w in blk.writes)
     if is_read and writes_it:

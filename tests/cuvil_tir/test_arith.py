@@ -139,6 +139,13 @@ def test_affine_index_rules_sound(data):
         for d in (c, c * 2, 1, 3):
             _check("int32", data, op(e, IntImm(d)))
     _check("int32", data, FloorDiv(FloorDiv(e, IntImm(c)), IntImm(2)))
+    # every coefficient a multiple of c: the common factor comes out of the division
+    shared = i * c * a1 + k * c + k0
+    for d in (c * 2, c * 3, c * 4):
+        _check("int32", data, FloorDiv(shared, IntImm(d)))
+    for cmp in (LT, LE, GT, GE, EQ, NE):
+        _check("int32", data, cmp(shared, j * 2 + k0 - 1))
+        _check("int32", data, cmp(IntImm(k0), shared))
     _check("int32", data, FloorMod(FloorMod(e, IntImm(c * 2)), IntImm(c)))
 
 
@@ -175,6 +182,7 @@ def test_bound_of_is_sound(data):
 
 i, j, k = Var("i"), Var("j"), Var("k")
 R = {i: T.Range.from_extent(4), j: T.Range.from_extent(8), k: T.Range.from_extent(16)}
+W = {i: (0, 1000), j: (0, 1000), k: (0, 1000)}     # wide: no comparison is decided
 
 
 @pytest.mark.parametrize("expr, bounds, want", [
@@ -207,12 +215,27 @@ R = {i: T.Range.from_extent(4), j: T.Range.from_extent(8), k: T.Range.from_exten
     (T.if_then_else(i < 8, i + 1, 0), R, "i + 1"),
     ((i < 4) & (j < 3), R, "j < 3"),
     ((i < 0) | (j < 8), R, "T.bool(True)"),
-    (~(i < j), None, "i >= j"),
+    (~(i < j), None, "j <= i"),
     (T.if_then_else(i < 2, T.min(i, 2), 5), R, "T.if_then_else(i < 2, i, 5)"),
     (T.FloorDiv(i, T.const(0)), None, "0"),   # run-time semantics of x // 0
     (EQ(i * 4 + j, T.const(0)), R, "i == 0 and j == 0"),
-    (EQ(i * 4 + j - 3, T.const(0)), R, "i * 4 + j - 3 == 0"),
+    (EQ(i * 4 + j - 3, T.const(0)), R, "i * 4 + j == 3"),
     (i % 1, None, "0"),
+    # the normal form of comparisons (TVM's): < and <=, constants moved to one side
+    (i - 16 >= 0, W, "16 <= i"),
+    (i > j, W, "j < i"),
+    (i * 8 + j - 1 >= 0, W, "1 <= i * 8 + j"),
+    (i * 8 + j - 1 < 224, W, "i * 8 + j < 225"),
+    (i + 1 < j + 2, W, "i <= j"),
+    (i + 1 <= j, W, "i < j"),
+    (i < j - 2, W, "i + 2 < j"),
+    (EQ(T.const(3), i + j + 1), W, "i + j == 2"),
+    (~(i < k + 1), W, "k < i"),
+    # a factor common to the divisor and every coefficient
+    ((i * 8) // 16, W, "i // 2"),
+    ((i * 8 + 7) // 16, W, "i // 2"),
+    ((i * 6 + 3) // 4, W, "(i * 3 + 1) // 2"),
+    ((i * 16 + j * 8 + 7) // 16, W, "i + j // 2"),
 ])
 def test_rewrite_results(expr, bounds, want):
     got = arith.simplify(expr, bounds)

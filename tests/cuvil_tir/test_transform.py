@@ -195,7 +195,7 @@ def test_simplify_pass_else_branch_and_empty_then():
         A, c(0.0, f32), (i,))), T.BufferStore(A, c(1.0, f32), (T.max(i, 8),))))
     got = simplify(T.PrimFunc([A], body))
     assert_ir(got, T.PrimFunc([A], loop(i, 16, T.IfThenElse(
-        i >= 8, T.BufferStore(A, c(1.0, f32), (i,))))))
+        T.LE(c(8), i), T.BufferStore(A, c(1.0, f32), (i,))))))
 
 
 # verifier ------------------------------------------------------------------------------------------
@@ -252,6 +252,27 @@ def test_verify_is_not_fooled_by_over_approximation():
     body = loop(i, 16, loop(j, 16, T.IfThenElse(i + j < 16, T.BufferStore(
         A, c(0.0, f32), (i + j,)))))
     verify_well_formed(T.PrimFunc([A], body))
+
+
+def test_verify_bounds_a_tile_index_through_the_block_bindings():
+    # L[vt - vo * 4] with vt bound to vo * 4 + t is L[t]: in bounds, though vt and vo
+    # each range over their whole domains
+    text = """
+@T.prim_func
+def f(X: T.Buffer((16,), "float32")):
+    for o in T.serial(4):
+        with T.block("tile"):
+            vo = T.axis.remap("S", [o])
+            L = T.alloc_buffer((4,), "float32")
+            for t in T.serial(4):
+                with T.block("in"):
+                    vt = T.axis.spatial(16, vo * 4 + t)
+                    L[vt - vo * 4] = X[vt]
+"""
+    verify_well_formed(T.parse(text))
+    with pytest.raises(T.LoweringError, match=r"index vt - vo \* 3 of dimension 0 ranges "
+                       r"over \[0, 6\] but the extent is 4"):
+        verify_well_formed(T.parse(text.replace("vt - vo * 4", "vt - vo * 3")))
 
 
 def test_verify_undefined_variable_and_buffer():

@@ -227,7 +227,7 @@ def test_linear_tail_guards_get_a_vector_fast_path():
     assert explain_vectorize(f) == []
     first = vectorize_loops(f).body.seq[0]
     assert _text(first) == ("for i_c in T.unroll(2):\n"
-                            "    if n > i_c * 8 and n > i_c * 8 + 7:\n"
+                            "    if i_c * 8 < n and i_c * 8 + 7 < n:\n"
                             "        B[T.Ramp(i_c * 8, 1, 8)] = A[T.Ramp(i_c * 8, 1, 8)]\n"
                             "    else:\n"
                             "        for i_s in T.unroll(8):\n"

@@ -48,7 +48,5 @@ _buffer_map = PrimFunc.buffer_map.fget
 PrimFunc.buffer_map = property(lambda self: _BufferMap(_buffer_map(self)))
 Block.name_hint = property(lambda self: self.name)
 Node.same_as = lambda self, other: self is other
-# TVM keys buffer_map by the parameter; a Cuvil parameter is the buffer itself
-PrimFunc.buffer_map = property(lambda f: {p: p for p in f.params if isinstance(p, Buffer)})
 
 __getattr__ = module_getattr("tvm.tir")

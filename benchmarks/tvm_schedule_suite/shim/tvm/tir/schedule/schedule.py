@@ -222,8 +222,8 @@ class Schedule:
     def set_axis_separator(self, block, buffer, axis_separators):
         block = _block(block)
         kind, idx = self._buffer_kind_index(block, buffer)
-        return self._sch.set_axis_separator(block, idx, list(axis_separators),
-                                            buffer_index_type=kind)
+        return _index_refusal_as_assertion(buffer, lambda: self._sch.set_axis_separator(
+            block, idx, list(axis_separators), buffer_index_type=kind))
 
     def unsafe_set_dtype(self, block, buffer_index, dtype):
         block = _block(block)
@@ -356,6 +356,20 @@ def _forward(method, name, *args, **kwargs):
     if unknown:
         raise ShimGap(f"Schedule.{name}({unknown[0]}=...): no Cuvil counterpart")
     return method(*args, **kwargs)
+
+
+def _index_refusal_as_assertion(spec, call):
+    """``call()``; when the buffer was named as a ``("read" | "write", i)`` pair and
+    Cuvil's primitive refused ``i`` as out of range (its own check, a
+    ScheduleArgumentError), the refusal is re-raised as AssertionError, which is where
+    TVM's Python layer (``_normalize_buffer_arg``) reports it.  The shim checks no range
+    itself."""
+    try:
+        return call()
+    except S.errors.ScheduleArgumentError as err:
+        if isinstance(spec, tuple) and "buffer_index" in str(err):
+            raise AssertionError(str(err)) from err
+        raise
 
 
 def _block(b):
