@@ -230,6 +230,16 @@ class SeqStmt(Stmt):
 
     __hash__ = Node.__hash__
 
+    def __getitem__(self, k: int) -> Stmt:
+        """The ``k``-th statement (``seq_stmt[1]`` is ``seq_stmt.seq[1]``).
+
+        Example::
+
+            >>> SeqStmt((Evaluate(IntImm(0)), Evaluate(IntImm(1))))[1].value.value
+            1
+        """
+        return self.seq[k]
+
 
 def seq(*stmts) -> Stmt:
     """Flatten nested sequences; a single statement is returned as is.

@@ -28,9 +28,14 @@ from .sampling import SampledInt
 from . import errors
 
 from .tensor_intrin import TensorIntrin
+from .block_scope import BlockScope, Dependence, DepKind, block_scope
+from .block_flags import BlockFlags, block_flags, is_output_block
+from .index_map import IndexMap, suggest_index_map
 from .primitives.index_maps import AXIS_SEPARATOR
 from .tune import Database, TuneProgress, TuneResult, apply_best, tune
 
 __all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction",
            "SampledInt", "TensorIntrin", "errors", "Database", "TuneProgress", "TuneResult",
-           "apply_best", "tune", "AXIS_SEPARATOR"]
+           "apply_best", "tune", "BlockScope", "Dependence", "DepKind", "block_scope",
+           "BlockFlags", "block_flags", "is_output_block", "IndexMap", "suggest_index_map",
+           "AXIS_SEPARATOR"]

@@ -212,20 +212,24 @@ def _collect_blocks(stmt, out: list) -> None:
             _collect_blocks(stmt.else_case, out)
 
 
-def _buffers(regions) -> list:
-    return [r.buffer for r in regions]
-
-
-def _siblings(func, path: tuple) -> list:
-    parent = tree.get(func, tree.enclosing_block(func, path)) if path else None
-    if parent is None:
+def _related(func, path: tuple, end: str) -> list:
+    """The ``BlockRealize`` of the scope's children at the other ``end`` ("src" or
+    "dst") of a read-after-write dependence of the block at ``path``, in IR order."""
+    from .block_scope import DepKind, scope_dependences
+    if not path:
         return []
-    me = tree.get(func, path)
-    return [b for b in child_blocks(parent) if b is not me]
+    scope_path = tree.enclosing_block(func, path)
+    name = tree.get(func, path).block.name
+    scope = scope_dependences(func, scope_path)
+    deps = scope.deps_by_dst(name) if end == "src" else scope.deps_by_src(name)
+    names = {getattr(d, end).name for d in deps if d.kind is DepKind.RAW}
+    return [b for b in child_blocks(tree.get(func, scope_path)) if b.block.name in names]
 
 
 def producers(func, path: tuple) -> list:
-    """Sibling blocks that write a buffer the block at ``path`` reads, in IR order.
+    """The earlier sibling blocks writing a buffer the block at ``path`` reads (the
+    sources of its read-after-write dependences, :mod:`schedules.block_scope`), in IR
+    order.
 
     Example::
 
@@ -235,13 +239,12 @@ def producers(func, path: tuple) -> list:
         >>> producers(f, tree.find_block(f, "B"))
         []
     """
-    reads = _buffers(tree.get(func, path).block.reads)
-    return [b for b in _siblings(func, path)
-            if any(w is r for w in _buffers(b.block.writes) for r in reads)]
+    return _related(func, path, "src")
 
 
 def consumers(func, path: tuple) -> list:
-    """Sibling blocks that read a buffer the block at ``path`` writes, in IR order.
+    """The later sibling blocks reading a buffer the block at ``path`` writes (the
+    destinations of its read-after-write dependences), in IR order.
 
     Example::
 
@@ -251,9 +254,7 @@ def consumers(func, path: tuple) -> list:
         >>> consumers(f, tree.find_block(f, "B"))
         []
     """
-    writes = _buffers(tree.get(func, path).block.writes)
-    return [b for b in _siblings(func, path)
-            if any(r is w for r in _buffers(b.block.reads) for w in writes)]
+    return _related(func, path, "dst")
 
 
 def uses_var(node, var: Var) -> bool:

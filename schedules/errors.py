@@ -143,6 +143,18 @@ class TraceError(ScheduleError):
     """
 
 
+class ForeignHandleError(TraceError, IndexError):
+    """A loop handle (or sampled value) this schedule did not produce: from another
+    Schedule (a copy that went its own way), or built by hand.  Handles index the
+    schedule's table of values, hence also an ``IndexError``.
+
+    Example::
+
+        >>> issubclass(ForeignHandleError, IndexError)
+        True
+    """
+
+
 def render_ir(func, highlight=None) -> str:
     """The text of ``func`` with ``highlight`` (a statement) marked when supported.
 
@@ -275,7 +287,8 @@ fail = schedule_error
 
 __all__ = ["ScheduleError", "ScheduleArgumentError", "BlockNotFoundError", "FactorError", "LoopNestError",
            "ReductionLoopError", "LoopCarriedError", "NonConstantExtentError", "AnnotationError",
-           "UnknownPrimitiveError", "DebugCheckError", "TraceError", "render_ir",
+           "UnknownPrimitiveError", "DebugCheckError", "TraceError", "ForeignHandleError",
+           "render_ir",
            "schedule_error", "BlockLocationError", "InlineError", "CacheStageError",
            "StorageError", "UnknownTensorIntrinError", "fail", "RENDER_LEVELS", "summary",
            "condense"]

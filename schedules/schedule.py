@@ -32,7 +32,7 @@ from cuvil_tir.block_regions import verify_block_regions
 from cuvil_tir.function import PrimFunc
 
 from . import primitives as _primitives  # noqa: F401  (registers every primitive)
-from .errors import (RENDER_LEVELS, ScheduleArgumentError, ScheduleError, TraceError,
+from .errors import (RENDER_LEVELS, ForeignHandleError, ScheduleArgumentError, ScheduleError,
                      UnknownPrimitiveError, condense, schedule_error)
 from .handles import BlockRV, LoopRV
 from .primitive import PRIMITIVES, install_methods
@@ -192,10 +192,47 @@ class Schedule:
         # misreport it as a loop a primitive replaced
         for rv in flatten(args):
             if isinstance(rv, LoopRV) and self._index_of(rv) is None:
-                raise schedule_error(TraceError, name, f"{rv!r} was not produced by this "
-                                     "schedule (it is a handle of another Schedule, or "
-                                     "was built by hand); get loop handles from this "
-                                     "schedule's get_loops or its primitives' results")
+                raise schedule_error(ForeignHandleError, name, f"{rv!r} was not produced "
+                                     "by this schedule (it is a handle of another "
+                                     "Schedule, or was built by hand); get loop handles "
+                                     "from this schedule's get_loops or its primitives' "
+                                     "results")
+
+    # inspecting ----------------------------------------------------------------------------
+
+    def get(self, handle):
+        """What ``handle`` names in the current function: a BlockRV (or a block name)
+        its ``Block``, a LoopRV its ``For``, a sampled value its int.  Not traced.
+
+        A loop handle this schedule did not produce raises ``ForeignHandleError``; a
+        loop a primitive replaced (``split``'s input) raises ``ScheduleError``.
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> A = T.placeholder((8,), name="A")
+            >>> sch = Schedule(T.create_prim_func([A, T.compute((8,), lambda i: A[i],
+            ...                                                 name="B")]))
+            >>> io, ii = sch.split(sch.get_loops("B")[0], [2, 4])
+            >>> sch.get(ii).extent.value, sch.get("B").name
+            (4, 'B')
+        """
+        from cuvil_tir.analysis import tree
+        from .analysis import block_path, loop_path
+        if isinstance(handle, (BlockRV, str)):
+            rv = BlockRV(handle) if isinstance(handle, str) else handle
+            return tree.get(self._func, block_path(self._func, rv, "get")).block
+        if isinstance(handle, Sampled):
+            if self._index_of(handle) is None:
+                raise schedule_error(ForeignHandleError, "get", f"sampled value {handle!r} "
+                                     "was not drawn by this schedule")
+            return int(handle)
+        if isinstance(handle, LoopRV):
+            self._check_own_loops("get", [handle])
+            return tree.get(self._func, loop_path(self._func, handle, "get"))
+        raise schedule_error(ScheduleArgumentError, "get", f"expected a BlockRV, a block "
+                             f"name, a LoopRV or a sampled value, found "
+                             f"{type(handle).__name__} {handle!r}")
 
     def _index_of(self, rv):
         return self._index.get(_key(rv))

@@ -256,8 +256,9 @@ def inner_loops(func: PrimFunc, loop_path: tuple, block_path: tuple) -> list:
 def shared_by_threads(scope: str) -> tuple:
     """The thread tags (prefixes) whose loops all share one buffer of ``scope``: a
     ``shared`` buffer is one per thread block, so every ``threadIdx``/``vthread``
-    iteration uses the same allocation; ``local`` is one per thread (nothing is
-    shared); ``global`` is not relaxed by threads (as in TensorIR).
+    iteration uses the same allocation; a ``warp`` buffer is one per warp, shared by
+    its lanes (``threadIdx.x``; ``threadIdx.y`` tells warps apart); ``local`` is one per
+    thread (nothing is shared); ``global`` is not relaxed by threads (as in TensorIR).
 
     Example::
 
@@ -265,7 +266,7 @@ def shared_by_threads(scope: str) -> tuple:
         (('threadIdx', 'vthread'), ())
     """
     base = scope.split(".")[0] if scope else "global"
-    return {"shared": ("threadIdx", "vthread"), "warp": ("threadIdx",)}.get(base, ())
+    return {"shared": ("threadIdx", "vthread"), "warp": ("threadIdx.x",)}.get(base, ())
 
 
 def thread_relaxed_loops(func: PrimFunc, loop_path: tuple, scope: str) -> dict:

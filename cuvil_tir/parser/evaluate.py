@@ -488,7 +488,9 @@ def span(lo, hi) -> Range:
         return Range(lo, IntImm(hi.value - lo.value, lo.dtype))
     if isinstance(hi, Add) and _same(hi.a, lo):
         return Range(lo, hi.b)
-    return Range(lo, Sub(hi, lo))
+    from ..arith import simplify   # a constant extent reads as one: vi - 1:vi + 2 is 3
+    ext = simplify(Sub(hi, lo))
+    return Range(lo, ext if isinstance(ext, IntImm) else Sub(hi, lo))
 
 
 def _same(a, b) -> bool:

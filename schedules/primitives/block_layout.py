@@ -38,7 +38,10 @@ from cuvil_tir.visitor import substitute, used_vars
 from ..analysis import block_path
 from ..errors import ScheduleArgumentError, schedule_error
 from ..primitive import BLOCK, INDEX_MAP, INT_LIST, primitive
-from .layout import LayoutError, apply_index_map, index_dtype, map_image
+from .layout import (LayoutError, apply_index_map, index_dtype, map_image,
+                     shape_vars_nonnegative)
+from .index_maps import bind_free_vars
+from .linear_maps import linear_inverse
 
 
 def _nest(func, bpath):
@@ -133,8 +136,10 @@ def transform_block_layout(func, block, index_map):
     dt = index_dtype([iv.dom.extent for iv in ivs])
     params, exprs = apply_index_map(index_map, len(ivs), blk.name, prim,
                                     f"block {blk.name!r} has", dtype=dt)
+    exprs = bind_free_vars(exprs, params, func, prim)
     shape = map_image([iv.dom.extent for iv in ivs], params, exprs,
-                      f"the iteration domain of block {blk.name!r}", prim)
+                      f"the iteration domain of block {blk.name!r}", prim,
+                      shape_vars_nonnegative(func))
     old_n, new_n = _size([iv.dom.extent for iv in ivs]), _size(shape)
     if old_n is not None and new_n is not None and old_n != new_n:
         raise schedule_error(LayoutError, prim, f"index_map maps the {old_n} iterations of "
@@ -147,8 +152,13 @@ def transform_block_layout(func, block, index_map):
     try:
         inv = imap.inverse(ivs, over_ivs, new_vars)
     except imap.NotInvertible as why:
-        raise schedule_error(LayoutError, prim, f"index_map {over_ivs} of block "
-                             f"{blk.name!r} cannot be inverted: {why}", func, blk) from None
+        # symbolic strides: a row-major linearization of the iterators, or refused
+        inv = linear_inverse([iv.dom.extent for iv in ivs], [iv.var for iv in ivs],
+                             over_ivs, new_vars)
+        if inv is None:
+            raise schedule_error(LayoutError, prim, f"index_map {over_ivs} of block "
+                                 f"{blk.name!r} cannot be inverted: {why}", func,
+                                 blk) from None
     kinds = {id(iv.var): iv.kind for iv in ivs}
     new_ivs = []
     for v, x, ext in zip(new_vars, over_ivs, shape):

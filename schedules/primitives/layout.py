@@ -124,10 +124,10 @@ def _new_shape(func, buf, params, exprs, assume_injective: bool):
                              "or pass assume_injective_transform=True if it is one-to-one",
                              func)
     return _bounded_image(buf.shape, params, exprs, what, "transform_layout",
-                          _shape_vars_nonnegative(func))
+                          shape_vars_nonnegative(func))
 
 
-def _shape_vars_nonnegative(func):
+def shape_vars_nonnegative(func):
     """An analyzer knowing that every size variable of ``func``'s buffer shapes is >= 0
     (an extent is never negative: the caller's arrays bind them)."""
     ana = arith.Analyzer(index_no_overflow=True)
@@ -138,12 +138,15 @@ def _shape_vars_nonnegative(func):
     return ana
 
 
-def map_image(dims, params, exprs, what: str, prim: str = "transform_layout") -> tuple:
+def map_image(dims, params, exprs, what: str, prim: str = "transform_layout",
+              ana=None) -> tuple:
     """The shape of the bounding box of the image of ``[0, dims)`` (one extent per
     param) under ``exprs``; refused when an index is negative or (for constant dims of
-    at most ``ENUMERATE_LIMIT`` points, checked exhaustively) two points share one."""
+    at most ``ENUMERATE_LIMIT`` points, checked exhaustively) two points share one.
+    ``ana`` may know facts about size variables (see :func:`shape_vars_nonnegative`)."""
     shape = _enumerated_image(dims, params, exprs, what, prim)
-    return shape if shape is not None else _bounded_image(dims, params, exprs, what, prim)
+    return shape if shape is not None else _bounded_image(dims, params, exprs, what, prim,
+                                                          ana)
 
 
 def _enumerated_image(dims, params, exprs, what, prim="transform_layout"):
@@ -371,4 +374,5 @@ def transform_layout(func, block, buffer_index: int, index_map,
 
 
 __all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT", "AXIS_SEPARATOR",
-           "apply_index_map", "map_image", "eval_np", "index_dtype"]
+           "apply_index_map", "map_image", "eval_np", "index_dtype",
+           "shape_vars_nonnegative"]

@@ -42,12 +42,14 @@ from cuvil_tir.expr import (EQ, LE, NE, Add, BufferLoad, Expr, FloorDiv, FloorMo
                             Or, Var, as_expr, const)
 from cuvil_tir.node import same
 from cuvil_tir.op import if_then_else
-from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar,
-                            Range, SeqStmt)
+from cuvil_tir.ops.assume import assume
+from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
+                            IterVar, Range, SeqStmt)
 from cuvil_tir.visitor import Mutator, Visitor, substitute
 
 from ..errors import ScheduleArgumentError, schedule_error
 from .index_maps import call_index_map, index_names
+from .linear_maps import linear_inverse
 from .reduction import insert_after, insert_before
 
 
@@ -129,7 +131,11 @@ def padding_predicate(old_shape, params, exprs, idx) -> Expr | None:
     indices, as TensorIR writes it; other maps: the inverse falls outside the old
     shape or does not map back to ``idx``."""
     split = _split_predicate(old_shape, params, exprs, idx)
-    return split if split is not None else _inverse_predicate(old_shape, params, exprs, idx)
+    if split is not None:
+        return split
+    if linear_inverse(old_shape, params, exprs, list(idx)) is not None:
+        return const(False)     # a row-major numbering of the box fills its image exactly
+    return _inverse_predicate(old_shape, params, exprs, idx)
 
 
 def _split_predicate(old_shape, params, exprs, idx):
@@ -241,7 +247,8 @@ def inverse_of(old_shape, params, exprs, idx=None):
     try:
         return inverse(old, exprs, list(idx))
     except (NotInvertible, ScheduleError, ValueError):
-        return None
+        # symbolic strides (x * n + y): a row-major linearization, or nothing
+        return linear_inverse(old_shape, params, exprs, list(idx))
 
 
 def _bound(idx, shape):
@@ -252,9 +259,11 @@ def _bound(idx, shape):
     return ana
 
 
-def fill(new_buf, pad_at, where) -> For:
+def fill(new_buf, pad_at, where, assumption: bool = False) -> For:
     """A loop nest over ``new_buf``'s shape around a block ``<buffer>_pad`` that stores
-    ``pad_at(idx)`` where ``where(idx)`` holds.
+    ``pad_at(idx)`` where ``where(idx)`` holds; with ``assumption``, a block
+    ``<buffer>_assumption`` stating ``T.assume(not where or buf[idx] == pad)`` instead
+    (an input's padding is its caller's: recorded, never checked or relied on).
 
     Example::
 
@@ -267,11 +276,17 @@ def fill(new_buf, pad_at, where) -> For:
     ivs = [IterVar(Var(f"v{d}", n.dtype), Range(const(0, n.dtype), n), "spatial")
            for d, n in enumerate(new_buf.shape)]
     idx = tuple(iv.var for iv in ivs)
-    store = BufferStore(new_buf, pad_at(idx), idx)
     region = BufferRegion(new_buf, tuple(Range(v, const(1, v.dtype)) for v in idx))
-    cond = substitute(where(idx), dict(zip(idx, loops)))
-    stmt = BlockRealize(tuple(loops), cond,
-                        Block(f"{new_buf.name}_pad", tuple(ivs), (), (region,), store))
+    if assumption:
+        holds = Or(Not(where(idx)), EQ(BufferLoad(new_buf, idx), pad_at(idx)))
+        block = Block(f"{new_buf.name}_assumption", tuple(ivs), (region,), (),
+                      Evaluate(assume(holds)))
+        stmt = BlockRealize(tuple(loops), const(True), block)
+    else:
+        cond = substitute(where(idx), dict(zip(idx, loops)))
+        stmt = BlockRealize(tuple(loops), cond,
+                            Block(f"{new_buf.name}_pad", tuple(ivs), (), (region,),
+                                  BufferStore(new_buf, pad_at(idx), idx)))
     for v, n in reversed(list(zip(loops, new_buf.shape))):
         stmt = For(v, const(0, v.dtype), n, "serial", stmt)
     return stmt
@@ -282,7 +297,16 @@ def write_padding(func, g, old, new, params, exprs, pad_at, prim, blk):
     ``pad_at`` in the first form of the module docstring that applies."""
     stores = [p for p, s in tree.walk(g) if isinstance(s, BufferStore) and s.buffer is new]
     if not stores:
-        return g                       # an input: the caller supplies the padding
+        # an input: the caller supplies the padding; what it holds is recorded
+        where = padding_predicate(old.shape, params, exprs, tuple(
+            Var(f"v{d}", n.dtype) for d, n in enumerate(new.shape)))
+        if where is None or not any(p is new for p in g.params):
+            return g
+        scope = ("block", "body")
+        first = scope + (("seq", 0),) if isinstance(tree.get(g, scope), SeqStmt) else scope
+        return insert_before(g, first, fill(
+            new, pad_at, lambda idx: padding_predicate(old.shape, params, exprs, idx),
+            assumption=True))
     ndim = len(new.shape)
     probe = tuple(Var(f"v{d}", n.dtype) for d, n in enumerate(new.shape))
     if padding_predicate(old.shape, params, exprs, probe) is None:

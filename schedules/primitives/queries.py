@@ -130,7 +130,7 @@ def get_output_blocks(func, scope_block):
         >>> sch.get_output_blocks("root")
         [BlockRV('C')]
     """
-    from cuvil_tir.analysis.regions import is_param
+    from ..block_flags import writes_param
     scope = tree.get(func, block_path(func, scope_block, "get_output_blocks"))
     return func, [BlockRV(br.block.name) for br in tree.blocks_under(scope.block.body)
-                  if any(is_param(func, w.buffer) for w in br.block.writes)]
+                  if writes_param(func, br.block)]

@@ -40,21 +40,42 @@ def reorder_blocker(nest, outer=()):
     loops = set()
     post_order_visit(nest, lambda n: loops.add(n.loop_var) if isinstance(n, For) else None)
     for br in tree.blocks_under(nest):
-        feeds = []
-        for iv, val in zip(br.block.iter_vars, br.iter_values):
-            if not _quasi_affine(val, loops):
-                return br.block.name, (f"binds {iv.var.name} to {val}, which is not "
-                                       "quasi-affine in its loops: the order of its "
-                                       "iterations may matter (two of them can write "
-                                       "one element)")
-            if _strided(val, loops, set(outer)):
-                return br.block.name, (f"binds {iv.var.name} to {val}, a strided map of "
-                                       "its loops (no loop steps it by 1: its domain has gaps)")
-            feeds.append({v for v in used_vars(val) if v in loops})
-        for cond in _conjuncts(br.predicate):
-            why = _predicate_blocker(cond, loops, feeds)
-            if why is not None:
-                return br.block.name, f"has the predicate {br.predicate}, {why}"
+        why = binding_blocker(br, loops, outer)
+        if why is not None:
+            return br.block.name, why
+    return None
+
+
+def binding_blocker(br, loops, outer=()):
+    """Why the binding of the block realize ``br`` is not affine in ``loops`` (a set
+    of loop variables; other variables are constants, ``outer`` those of loops around
+    them), or None when it is.  This is
+    the one definition of an affine binding: ``reorder`` requires it of every block
+    under the nest, and :func:`schedules.block_flags.block_flags` reports it.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4, 4), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4, 4), lambda i, j: A[i, j], name="B")])
+        >>> br = tree.get(f, tree.find_block(f, "B"))
+        >>> binding_blocker(br, {l.loop_var for _, l in tree.loops_above(f,
+        ...                                                 tree.find_block(f, "B"))})
+    """
+    feeds = []
+    for iv, val in zip(br.block.iter_vars, br.iter_values):
+        if not _quasi_affine(val, loops):
+            return (f"binds {iv.var.name} to {val}, which is not quasi-affine in its "
+                    "loops: the order of its iterations may matter (two of them can "
+                    "write one element)")
+        if _strided(val, loops, set(outer)):
+            return (f"binds {iv.var.name} to {val}, a strided map of its loops (no loop "
+                    "steps it by 1: its domain has gaps)")
+        feeds.append({v for v in used_vars(val) if v in loops})
+    for cond in _conjuncts(br.predicate):
+        why = _predicate_blocker(cond, loops, feeds)
+        if why is not None:
+            return f"has the predicate {br.predicate}, {why}"
     return None
 
 
@@ -106,4 +127,4 @@ def _predicate_blocker(cond, loops, feeds):
     return None
 
 
-__all__ = ["reorder_blocker"]
+__all__ = ["reorder_blocker", "binding_blocker"]

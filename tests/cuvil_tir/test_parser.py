@@ -329,3 +329,18 @@ def test_text_helpers_outside_the_text_form():
         script.block("B")
     with pytest.raises(T.ParseError, match="T.serial only has a meaning"):
         script.serial(T.var("n"))
+
+
+def test_a_slice_whose_bounds_differ_by_a_constant_has_a_constant_extent():
+    f = T.parse('''@T.prim_func
+def main(A: T.Buffer((10,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in T.serial(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            T.reads(A[vi - 1 + 1:vi + 2])
+            T.writes(B[vi])
+            B[vi] = A[vi] + A[vi + 1]
+''')
+    (read,) = f.body.block.body.body.block.reads
+    assert read.region[0].extent.value == 2
+    assert T.structural_equal(T.parse(str(f)), f)

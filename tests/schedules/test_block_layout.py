@@ -136,3 +136,17 @@ def test_bound_loop_is_refused():
     sch.parallel(sch.get_loops("B")[0])
     assert_refused(sch, lambda: sch.transform_block_layout("B", lambda i: (i,)),
                    r"loop i is parallel; the loops are rebuilt", LayoutError)
+
+
+def test_fusing_iterators_of_a_symbolic_extent():
+    n = T.size_var("n")
+    A = T.placeholder((4, n), name="A")
+    f = T.create_prim_func([A, T.compute((4, n), lambda i, j: A[i, j] * 2.0, name="B")])
+    sch = S.Schedule(f)
+    sch.transform_block_layout("B", lambda i, j: (i * n + j,))
+    assert str(sch.func.body.block.body.extent) == "n * 4"
+    a = np.arange(12, dtype="float32").reshape(4, 3)
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [a, np.zeros((4, 3), "float32")])[1],
+                                      a * 2)
+    verify_trace_roundtrip(sch, f)

@@ -327,3 +327,22 @@ def test_the_identity_map_changes_nothing_but_separators():
     sch = S.Schedule(f)
     sch.transform_layout("B", 0, lambda i: (i,))
     assert sch.func is f
+
+
+def test_a_row_major_linearization_with_a_symbolic_stride_is_one_to_one():
+    n = T.size_var("n")
+    A = T.placeholder((3, n), name="A")
+    B = T.compute((3, n), lambda i, j: A[i, j] + 1.0, name="B")
+    f = T.create_prim_func([A, B])
+    sch = S.Schedule(f)
+    sch.transform_layout("B", 0, lambda i, j: (i * n + j,), "read")
+    assert [str(s) for s in sch.func.params[0].shape] == ["n * 3"]
+    a = np.arange(15, dtype="float32")
+    out = run(sch, [a, np.zeros((3, 5), "float32")])[1]
+    np.testing.assert_array_equal(out, a.reshape(3, 5) + 1)
+    verify_trace_roundtrip(sch, f)
+    # a stride smaller than the extent it skips overlaps rows: not one-to-one
+    sch2 = S.Schedule(f)
+    assert_refused(sch2, lambda: sch2.transform_layout("B", 0, lambda i, j: (i * (n - 1) + j,),
+                                                       "read"),
+                   r"cannot prove the index map \['i \* \(n - 1\) \+ j'\] one-to-one", LayoutError)

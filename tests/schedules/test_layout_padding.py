@@ -242,3 +242,17 @@ def test_a_pad_value_out_of_the_dtype_range_is_refused():
                                                      pad_value=300),
                    r"option 'pad_value' to transform_layout: 300 is not a value of buffer "
                    r"'Y''s dtype int8", ScheduleArgumentError)
+
+
+def test_an_input_parameter_records_what_its_padding_holds():
+    X = T.placeholder((6,), "int32", name="X")
+    f = T.create_prim_func([X, T.compute((6,), lambda i: X[i] * 2, name="Y")])
+    sch = S.Schedule(f)
+    sch.transform_layout("Y", 0, lambda i: (i // 4, i % 4), "read", pad_value=5)
+    assert [b.name for b in sch.get_child_blocks("root")] == ["X_assumption", "Y"]
+    assert "T.assume(not (v0 == 1 and 2 <= v1) or X[v0, v1] == 5)" in str(sch.func)
+    # a hint only: a caller passing other values in the padding gets the same result
+    x = np.arange(8, dtype="int32").reshape(2, 4)
+    np.testing.assert_array_equal(run(sch, [x, np.zeros(6, "int32")])[1],
+                                  x.ravel()[:6] * 2)
+    verify_trace_roundtrip(sch, f)

@@ -9,7 +9,7 @@ from schedules import AXIS_SEPARATOR
 
 from .._gap import module_getattr
 from .expr import FloatImm, IntImm
-from .schedule import Schedule, ScheduleError, TensorIntrin
+from .schedule import Schedule, ScheduleError, ScheduleState, TensorIntrin
 
 
 class IndexMap:
@@ -23,6 +23,16 @@ class IndexMap:
     @classmethod
     def from_func(cls, fn, inverse_index_map=None, index_dtype="int64"):
         return cls(fn)
+
+    def _cuvil(self):
+        import schedules as S
+        return S.IndexMap.from_func(self._cuvil_fn)
+
+    def is_equivalent_to(self, other) -> bool:
+        return self._cuvil().is_equivalent_to(other._cuvil())
+
+    def inverse(self, shape):
+        return IndexMap(self._cuvil().inverse(list(shape)))
 
 
 class ForKind:
@@ -48,7 +58,5 @@ _buffer_map = PrimFunc.buffer_map.fget
 PrimFunc.buffer_map = property(lambda self: _BufferMap(_buffer_map(self)))
 Block.name_hint = property(lambda self: self.name)
 Node.same_as = lambda self, other: self is other
-# TVM keys buffer_map by the parameter; a Cuvil parameter is the buffer itself
-PrimFunc.buffer_map = property(lambda f: {p: p for p in f.params if isinstance(p, Buffer)})
 
 __getattr__ = module_getattr("tvm.tir")

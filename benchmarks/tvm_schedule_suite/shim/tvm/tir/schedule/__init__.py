@@ -1,9 +1,11 @@
 """``tvm.tir.schedule``: the schedule class, its handles, errors and traces."""
 
+from schedules import DepKind
 from schedules.handles import BlockRV, LoopRV
 
 from ..._gap import module_getattr
 from .schedule import MissingPrimitive, Schedule, ScheduleError, TensorIntrin
+from .state import ScheduleState
 from .trace import Instruction, InstructionKind, Trace
 
 # TVM's identity test on handles (only in the shim's process)

@@ -12,10 +12,9 @@ import functools
 
 import schedules as S
 from cuvil_tir import IRModule, PrimFunc
-from cuvil_tir.analysis import tree
 from cuvil_tir.buffer import Buffer
-from schedules.analysis import stmt_path
 from schedules.handles import BlockRV, LoopRV
+from schedules.sampling import Sampled
 
 from ..._compare import scheduled
 from ..._gap import Gap, OutOfScope, ShimGap
@@ -119,11 +118,21 @@ class Schedule:
 
     def get(self, rv):
         """The Block or For node a handle names (or a sampled value)."""
-        if isinstance(rv, (BlockRV, LoopRV)):
-            func = self._sch.func
-            node = tree.get(func, stmt_path(func, rv, "get"))
-            return node.block if hasattr(node, "block") and isinstance(rv, BlockRV) else node
+        if isinstance(rv, (BlockRV, LoopRV, Sampled)):
+            return self._sch.get(rv)
         return rv
+
+    _get = get
+
+    def get_sref(self, rv):
+        from .state import StmtSRef
+        self._sch.get(rv)          # a handle this schedule does not know fails here
+        return StmtSRef(self, rv)
+
+    @property
+    def state(self):
+        from .state import ScheduleState
+        return ScheduleState.of(self, self._sch)
 
     # queries -----------------------------------------------------------------------
     def get_block(self, name: str, func_name=None):
@@ -222,8 +231,8 @@ class Schedule:
     def set_axis_separator(self, block, buffer, axis_separators):
         block = _block(block)
         kind, idx = self._buffer_kind_index(block, buffer)
-        return self._sch.set_axis_separator(block, idx, list(axis_separators),
-                                            buffer_index_type=kind)
+        return _index_refusal_as_assertion(buffer, lambda: self._sch.set_axis_separator(
+            block, idx, list(axis_separators), buffer_index_type=kind))
 
     def unsafe_set_dtype(self, block, buffer_index, dtype):
         block = _block(block)
@@ -356,6 +365,20 @@ def _forward(method, name, *args, **kwargs):
     if unknown:
         raise ShimGap(f"Schedule.{name}({unknown[0]}=...): no Cuvil counterpart")
     return method(*args, **kwargs)
+
+
+def _index_refusal_as_assertion(spec, call):
+    """``call()``; when the buffer was named as a ``("read" | "write", i)`` pair and
+    Cuvil's primitive refused ``i`` as out of range (its own check, a
+    ScheduleArgumentError), the refusal is re-raised as AssertionError, which is where
+    TVM's Python layer (``_normalize_buffer_arg``) reports it.  The shim checks no range
+    itself."""
+    try:
+        return call()
+    except S.errors.ScheduleArgumentError as err:
+        if isinstance(spec, tuple) and "buffer_index" in str(err):
+            raise AssertionError(str(err)) from err
+        raise
 
 
 def _block(b):
