@@ -112,7 +112,7 @@ class _InlineLoads(Mutator):
         new = self.generic_visit(blk)
         allocs = tuple(b for b in new.alloc_buffers if b is not self.buffer)
         if region_of(blk.reads, self.buffer) is not None:
-            new = with_fields(new, reads=refresh_reads(new, blk.reads, self.buffer))
+            new = with_fields(new, reads=refresh_reads(new, new.reads, self.buffer))
         if len(allocs) != len(new.alloc_buffers):
             new = with_fields(new, alloc_buffers=allocs)
         return new

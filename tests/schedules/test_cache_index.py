@@ -86,3 +86,22 @@ def test_refuses_a_bad_scope_or_threshold():
                    "a memory 'locla'", ScheduleArgumentError)
     assert_refused(sch, lambda: sch.cache_index("A", "global", -1), "argument 3, "
                    "'cse_thresh' to cache_index: expected a non-negative int, found -1", ScheduleArgumentError)
+
+
+def test_inlining_the_index_buffers_back_leaves_no_load_of_them_in_the_reads():
+    # each inline rewrites the consumer's declared reads too: a read region still
+    # naming the inlined buffer would not parse back (the buffer is gone)
+    from tests import workloads
+    w = workloads.conv2d_nchw(1, 2, 4, 4, 2, 3, 1)
+    sch = S.Schedule(w.func)
+    sch.cache_index(sch.get_block("pad"), "global", 0)
+    cached = [b.name for b in sch.func.body.block.alloc_buffers if b.name.startswith("index")]
+    for k in range(len(cached)):
+        sch.compute_inline(sch.get_block(f"index_{k}"))
+    assert "index_var" not in str(sch.func)
+    verify_text_roundtrip(sch.func)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal([int(d) for d in b.shape]).astype("float32")
+            for b in w.func.params]
+    np.testing.assert_allclose(run(sch, args)[-1], run(w.func, args)[-1], rtol=1e-5)
+    verify_trace_roundtrip(sch, w.func)
