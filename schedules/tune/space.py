@@ -452,7 +452,8 @@ def _pack_plans(node) -> list:
 def _pack(sch, cache, dim, tile) -> None:
     """Lay the staged copy ``cache`` (see :func:`_pack_plans`) out in panels of
     ``tile`` along ``dim``, written panel by panel, in parallel over its outer loop."""
-    rank = len(_node(sch, cache.name).block.writes[0].buffer.shape)
+    buf = _node(sch, cache.name).block.writes[0].buffer
+    rank = len(buf.shape)
     loops = sch.get_loops(cache)
     if len(loops) == rank:  # loops in the packed order: each panel written contiguously
         split = _try(sch.split, loops[dim], [None, tile])
@@ -466,7 +467,8 @@ def _pack(sch, cache, dim, tile) -> None:
         return (idx[dim] // tile, *idx[:dim], *idx[dim + 1:], idx[dim] % tile)
     index_map.__signature__ = _signature(rank)
     # zeros where the panels overrun the operand (when the axis could not be padded)
-    _try(sch.transform_layout, cache, 0, index_map, "write", 0.0)
+    _try(sch.transform_layout, cache, 0, index_map, "write",
+         0.0 if D.is_float(buf.dtype) else 0)   # a pad value of the operand's dtype
 
 
 def _signature(rank: int):

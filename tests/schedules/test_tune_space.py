@@ -12,10 +12,10 @@ from schedules.tune.space import (Machine, generated_space, machine_of,
 HASWELL = targets.Target("llvm", mcpu="haswell")
 
 
-def _gemm(n=32, m=None, kk=None):
+def _gemm(n=32, m=None, kk=None, dtype="float32"):
     m, kk = m or n, kk or n
-    A = T.placeholder((m, kk), name="A")
-    B = T.placeholder((kk, n), name="B")
+    A = T.placeholder((m, kk), dtype, name="A")
+    B = T.placeholder((kk, n), dtype, name="B")
     k = T.reduce_axis((0, kk), name="k")
     C = T.compute((m, n), lambda i, j: T.sum(A[i, k] * B[k, j], axis=k), name="C")
     return T.create_prim_func([A, B, C])
@@ -161,6 +161,22 @@ def test_tutorial04_schedule_is_a_point_of_the_space():
         c = np.zeros((M, N), "float32")
         targets.build(sch, HASWELL)(a, b, c)
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_integer_operands_are_packed_into_panels_too():
+    """The pack's pad value takes the operand's dtype (a float 0.0 is refused for an
+    int32 buffer, and the rule would be skipped silently)."""
+    M, N, K = 50, 60, 16
+    Mp, Np = 54, 64
+    f = _gemm(N, M, K, dtype="int32")
+    space = generated_space(f, machine_of(HASWELL))
+    ours = _point(space, f, "6x16", [Mp // 6, 1], [Np // 16, 1])
+    assert _shapes(ours.func) == [(Np // 16, K, 16), (Mp // 6, K, 6)]
+    rng = np.random.default_rng(2)
+    a, b = rng.integers(-50, 50, (M, K), "int32"), rng.integers(-50, 50, (K, N), "int32")
+    c = np.zeros((M, N), "int32")
+    targets.build(ours, HASWELL)(a, b, c)
+    np.testing.assert_array_equal(c, a @ b)
 
 
 def test_register_tiles_follow_avx2_and_avx512():
