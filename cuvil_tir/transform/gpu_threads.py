@@ -34,7 +34,7 @@ from ..errors import LoweringError
 from ..expr import IntImm, LT, Max, Var
 from ..function import PrimFunc
 from ..printer import to_text
-from ..stmt import Allocate, For, IfThenElse, LetStmt, SeqStmt
+from ..stmt import Allocate, Block, BlockRealize, For, IfThenElse, LetStmt, SeqStmt
 from ..visitor import Mutator, substitute
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -125,6 +125,10 @@ def thread_loops(kernel) -> list:
             if n.else_case is not None:
                 walk(n.else_case)
         elif isinstance(n, (LetStmt, Allocate)):
+            walk(n.body)
+        elif isinstance(n, BlockRealize):   # block-level IR (the interpreter runs it)
+            walk(n.block)
+        elif isinstance(n, Block):
             walk(n.body)
     walk(kernel)
     return out

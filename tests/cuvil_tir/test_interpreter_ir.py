@@ -262,3 +262,28 @@ def test_lowered_workload_matches_unlowered(name):
     for x, y in zip(before, after):
         np.testing.assert_allclose(y, x, rtol=1e-6, atol=1e-6)
     w.check(after)
+
+
+def test_a_thread_loop_inside_a_nested_block_runs_every_thread():
+    # the launch dimensions are read through blocks too: a reduction over threadIdx.x
+    # under an outer block used to run thread 0 only
+    f = T.parse('''@T.prim_func
+def main(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32")):
+    for i in T.thread_binding(4, thread="blockIdx.x"):
+        with T.block("outer"):
+            vi = T.axis.spatial(4, i)
+            T.reads(A[vi, 0:8])
+            T.writes(B[vi])
+            for j in T.thread_binding(8, thread="threadIdx.x"):
+                with T.block("inner"):
+                    vj = T.axis.reduce(8, j)
+                    T.reads(A[vi, vj])
+                    T.writes(B[vi])
+                    with T.init():
+                        B[vi] = T.float32(0)
+                    B[vi] = B[vi] + A[vi, vj]
+''')
+    a = np.arange(32, dtype="float32").reshape(4, 8)
+    b = np.zeros(4, "float32")
+    T.interpret(f, a, b)
+    np.testing.assert_array_equal(b, a.sum(axis=1))
