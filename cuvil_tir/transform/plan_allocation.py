@@ -272,7 +272,43 @@ def _flow(stmt, buf, written, loops, var, memo):
         if not own and not any(_covers(w, relax(reads, dict(loops[depth:])), loops)
                                for w, depth in written):
             return None
-    return [] if writes is None else [writes]
+    if writes is None or not _writes_all_it_declares(stmt):
+        return []       # what a predicated block skips comes from elsewhere: no coverage
+    return [writes]
+
+
+def _writes_all_it_declares(realize) -> bool:
+    """Whether the block writes its whole declared region: its predicate only keeps
+    each iter value inside its domain (a boundary tile), like ``i_0 * 4 + i_1 < n``.
+    Any other condition (a rolling buffer's ``i_0 < 1 or 5 <= ax0``) skips elements
+    whose values an earlier iteration left in the buffer."""
+    from ..arith import Analyzer
+    from ..expr import GE, GT, LE, LT, And, SizeVar, Var
+    from ..node import same
+
+    def conjuncts(e):
+        return conjuncts(e.a) + conjuncts(e.b) if isinstance(e, And) else [e]
+
+    def bounds_a_value(c):
+        if not isinstance(c, (LT, LE, GT, GE)):
+            return False
+        for iv, val in zip(realize.block.iter_vars, realize.iter_values):
+            for left in (True, False):
+                side, other = (c.a, c.b) if left else (c.b, c.a)
+                if not same(side, val) or any(not isinstance(v, SizeVar)
+                                              for v in used_vars(other)):
+                    continue
+                w = Var("w", val.dtype)
+                ana = Analyzer(index_no_overflow=True)
+                ana.bind(w, iv.dom)
+                if ana.can_prove(type(c)(w, other) if left else type(c)(other, w)):
+                    return True
+        return False
+
+    pred = simplify(realize.predicate)
+    if isinstance(pred, IntImm):
+        return bool(pred.value)
+    return all(bounds_a_value(c) for c in conjuncts(pred))
 
 
 def _descend(body, buf):
