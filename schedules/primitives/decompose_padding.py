@@ -50,7 +50,8 @@ from ..analysis import block_path, fresh_block_name, loop_path
 from ..errors import fail
 from ..primitive import BLOCK, LOOP, primitive
 from ..handles import BlockRV
-from .compute_location import _conjuncts, subtrees, with_fields
+from .block_predicates import conjuncts as _conjuncts
+from .compute_location import subtrees, with_fields
 
 PRIM = "decompose_padding"
 

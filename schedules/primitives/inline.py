@@ -48,8 +48,8 @@ from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_pa
                                         union)
 from cuvil_tir.arith import Analyzer
 from .reduction import conjuncts
-from .compute_location import (Relocate, exclusive_nest, nest_loops,
-                               predicate_conditions, with_fields)
+from .block_predicates import predicate_conditions
+from .compute_location import Relocate, exclusive_nest, nest_loops, with_fields
 
 
 def _store_of(func, blk, prim, role):

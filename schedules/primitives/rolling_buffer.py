@@ -69,7 +69,8 @@ from cuvil_tir.analysis.regions import (bound_region, is_param, iter_map, loop_d
 from ..analysis import block_path
 from ..errors import StorageError, fail
 from ..primitive import BLOCK, INDEX, primitive
-from .compute_location import _conjuncts, subtrees, with_fields
+from .block_predicates import conjuncts as _conjuncts
+from .compute_location import subtrees, with_fields
 
 PRIM = "rolling_buffer"
 _ENUMERATE_LIMIT = 1 << 14    # outer iterations a containment check may enumerate
