@@ -463,4 +463,23 @@ def _join_divmod(aff: Affine) -> Affine:
         x = Affine.of(t.a)
         out = Affine(aff.dtype, coeffs, aff.const).combine(x, k)
         return _join_divmod(out)
+    return _join_symbolic_divmod(aff)
+
+
+def _join_symbolic_divmod(aff: Affine) -> Affine:
+    """``k * (x // n * n) + k * (x % n)`` is ``k * x`` for a symbolic ``n`` too (floor
+    division: ``x // n * n + x % n == x`` for every ``n != 0``)."""
+    from .affine import Key
+    for t, k in aff.terms:
+        if not isinstance(t, Mul):
+            continue
+        for q, n in ((t.a, t.b), (t.b, t.a)):
+            if not (isinstance(q, FloorDiv) and same(q.b, n)):
+                continue
+            mod = Key(FloorMod(q.a, n))
+            if aff.coeffs.get(mod) != k:
+                continue
+            coeffs = {key: v for key, v in aff.coeffs.items() if key != mod and key != Key(t)}
+            out = Affine(aff.dtype, coeffs, aff.const).combine(Affine.of(q.a), k)
+            return _join_symbolic_divmod(out)
     return aff

@@ -391,3 +391,11 @@ def test_analyzer_bind_value_and_let():
     e = T.Let(x, j + 1, x * 2 - j)
     assert T.to_text(arith.simplify(T.Let(x, T.const(3), x + j))) == "j + 3"
     assert T.to_text(arith.simplify(e)) == T.to_text(e)
+
+
+def test_floor_division_and_modulo_by_a_symbol_join_back():
+    x, n = T.var("x"), T.size_var("n")
+    assert str(arith.simplify(x // n * n + x % n)) == "x"
+    assert str(arith.simplify(2 * (x // n * n) + 2 * (x % n) + 1)) == "x * 2 + 1"
+    # different coefficients do not join
+    assert str(arith.simplify(x // n * n + x % n * 2)) == "x // n * n + x % n * 2"
