@@ -31,6 +31,7 @@ import dataclasses
 from cuvil_tir.analysis import index_map as imap
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import simplify
+from cuvil_tir.arith import Analyzer
 from cuvil_tir.expr import IntImm, Var, const
 from cuvil_tir.stmt import BlockRealize, For, IterVar, Range
 from cuvil_tir.visitor import substitute, used_vars
@@ -41,6 +42,7 @@ from ..primitive import BLOCK, INDEX_MAP, INT_LIST, primitive
 from .layout import (LayoutError, apply_index_map, index_dtype, map_image,
                      shape_vars_nonnegative)
 from .index_maps import bind_free_vars
+from .inline import SimplifyIndices
 from .linear_maps import linear_inverse
 
 
@@ -159,6 +161,11 @@ def transform_block_layout(func, block, index_map):
             raise schedule_error(LayoutError, prim, f"index_map {over_ivs} of block "
                                  f"{blk.name!r} cannot be inverted: {why}", func,
                                  blk) from None
+    # over the new variables' ranges: an iterator of extent 1 reads as 0, not v0 // 12544
+    ana = Analyzer(index_no_overflow=True)
+    for v, ext in zip(new_vars, shape):
+        ana.bind(v, Range(const(0, ext.dtype), ext))
+    inv = {k: ana.simplify(x) for k, x in inv.items()}
     kinds = {id(iv.var): iv.kind for iv in ivs}
     new_ivs = []
     for v, x, ext in zip(new_vars, over_ivs, shape):
@@ -173,11 +180,14 @@ def transform_block_layout(func, block, index_map):
     def sub(x):
         return substitute(x, inv)
 
+    body = SimplifyIndices(ana.simplify).visit(sub(blk.body))
+    init = SimplifyIndices(ana.simplify).visit(sub(blk.init)) if blk.init is not None else None
+
     new_blk = dataclasses.replace(
-        blk, iter_vars=tuple(new_ivs), body=sub(blk.body),
-        reads=tuple(_simplified(sub(r)) for r in blk.reads),
-        writes=tuple(_simplified(sub(w)) for w in blk.writes),
-        init=sub(blk.init) if blk.init is not None else None)
+        blk, iter_vars=tuple(new_ivs), body=body,
+        reads=tuple(_simplified(sub(r), ana) for r in blk.reads),
+        writes=tuple(_simplified(sub(w), ana) for w in blk.writes),
+        init=init)
     axes = [Var(f"ax{k}", dt) for k in range(len(new_vars))]
     stmt = BlockRealize(tuple(axes), const(True), new_blk)
     for ax, ext in reversed(list(zip(axes, shape))):
@@ -185,9 +195,9 @@ def transform_block_layout(func, block, index_map):
     return tree.replace(func, top, stmt), None
 
 
-def _simplified(region):
+def _simplified(region, ana):
     from cuvil_tir.stmt import BufferRegion
-    return BufferRegion(region.buffer, tuple(Range(simplify(r.min), simplify(r.extent))
+    return BufferRegion(region.buffer, tuple(Range(ana.simplify(r.min), ana.simplify(r.extent))
                                              for r in region.region))
 
 

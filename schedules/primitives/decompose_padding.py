@@ -52,6 +52,7 @@ from ..primitive import BLOCK, LOOP, primitive
 from ..handles import BlockRV
 from .block_predicates import conjuncts as _conjuncts
 from .compute_location import subtrees, with_fields
+from .inline import SimplifyIndices
 
 PRIM = "decompose_padding"
 
@@ -192,12 +193,6 @@ def _exclusive_loop(chain, value, br):
     return None
 
 
-class _SimplifyIndices(Mutator):
-    def visit_BufferLoad(self, ld):
-        ld = self.generic_visit(ld)
-        return BufferLoad(ld.buffer, tuple(simplify(i) for i in ld.indices))
-
-
 def _bind_units(stmt, unit):
     class _M(Mutator):
         def visit_BlockRealize(self, br):
@@ -264,7 +259,7 @@ def _decompose(func, info):
             conds.append(LE(const(lo, dt), val))
         if hi < iv.dom.min.value + iv.dom.extent.value:
             conds.append(LT(val, const(hi, dt)))
-    body = BufferStore(st.buffer, _SimplifyIndices().visit(substitute(value, vm)),
+    body = BufferStore(st.buffer, SimplifyIndices().visit(substitute(value, vm)),
                        tuple(simplify(substitute(i, vm)) for i in st.indices))
     regions = [tuple(type(r)(r.buffer, tuple(Range(simplify(substitute(d.min, vm)),
                                                    d.extent) for d in r.region))

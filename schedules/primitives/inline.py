@@ -81,15 +81,36 @@ def _show(indices) -> str:
     return "[" + ", ".join(str(e) for e in indices) + "]"
 
 
-class _SimplifyIndices(Mutator):
-    """Simplify the indices of the loads in an inlined value (``x // 16 * 16 + x % 16``
-    is ``x``), leaving the arithmetic on values as written."""
+class SimplifyIndices(Mutator):
+    """Simplify the indices of loads and stores (``x // 16 * 16 + x % 16`` is ``x``),
+    leaving the arithmetic on values as written; ``simp`` (an ``Analyzer``'s
+    ``simplify`` that knows variable ranges, say) replaces the plain simplifier.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((16,), "float32", "A")
+        >>> x = T.var("x")
+        >>> str(SimplifyIndices().visit(A[x // 4 * 4 + x % 4]))
+        'A[x]'
+    """
+
+    def __init__(self, simp=None):
+        self.simp = simp or simplify
+
+    def _indices(self, indices):
+        idx = tuple(self.simp(i) for i in indices)
+        return None if all(a is b for a, b in zip(idx, indices)) else idx
 
     def visit_BufferLoad(self, ld):
         ld = self.generic_visit(ld)
-        idx = tuple(simplify(i) for i in ld.indices)
-        return ld if all(a is b for a, b in zip(idx, ld.indices)) else BufferLoad(ld.buffer,
-                                                                                 idx)
+        idx = self._indices(ld.indices)
+        return ld if idx is None else BufferLoad(ld.buffer, idx)
+
+    def visit_BufferStore(self, st):
+        st = self.generic_visit(st)
+        idx = self._indices(st.indices)
+        return st if idx is None else with_fields(st, indices=idx)
 
 
 class _InlineLoads(Mutator):
@@ -105,7 +126,7 @@ class _InlineLoads(Mutator):
         ld = self.generic_visit(ld)
         if ld.buffer is not self.buffer:
             return ld
-        return _SimplifyIndices().visit(substitute(self.value, access_inverse.at(self.inverse,
+        return SimplifyIndices().visit(substitute(self.value, access_inverse.at(self.inverse,
                                                                           ld.indices)))
 
     def visit_Block(self, blk):

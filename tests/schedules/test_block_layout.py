@@ -150,3 +150,14 @@ def test_fusing_iterators_of_a_symbolic_extent():
         np.testing.assert_array_equal(runner(sch, [a, np.zeros((4, 3), "float32")])[1],
                                       a * 2)
     verify_trace_roundtrip(sch, f)
+
+
+def test_an_iterator_of_extent_one_reads_as_zero_after_fusing():
+    # (n, i, j) -> (n * 32 + i * 8 + j,) with n of extent 1: n is v0 // 32, which the
+    # new variable's range makes 0 in the body and the regions (TensorIR's form)
+    f = double((1, 4, 8))
+    sch = S.Schedule(f)
+    sch.transform_block_layout("B", lambda n, i, j: (n * 32 + i * 8 + j,))
+    text = str(sch.func)
+    assert "A[0, v0 // 8, v0 % 8]" in text and "// 32" not in text
+    check(sch, f, _double_inputs((1, 4, 8)), lambda a: a[0] * 2)
