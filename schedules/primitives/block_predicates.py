@@ -3,36 +3,20 @@ of its conditions are domain guards the new loops re-derive, and which must be c
 
 Example::
 
-    >>> import cuvil_tir as T
-    >>> i = T.var("i")
-    >>> len(conjuncts(T.all(i < 4, i > 0)))
-    2
+    >>> GUARD_ENUMERATE_LIMIT
+    65536
 """
 
 from __future__ import annotations
 
 from cuvil_tir.analysis.regions import tree_same
 from cuvil_tir.arith import Analyzer
-from cuvil_tir.expr import And, Expr, IntImm
+from cuvil_tir.expr import Expr, IntImm
 from cuvil_tir.stmt import Block, BlockRealize, For, Range, SeqStmt  # noqa: F401 (doctest)
 from cuvil_tir.visitor import Mutator, used_vars
 
 from ..errors import BlockLocationError, fail
-
-
-def conjuncts(e) -> list:
-    """The conditions ``e`` joins with ``and`` (``e`` itself when it joins none).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> i = T.var("i")
-        >>> [str(c) for c in conjuncts(T.all(i < 8, i % 3 != 1))]
-        ['i < 8', 'i % 3 != 1']
-    """
-    if isinstance(e, And):
-        return conjuncts(e.a) + conjuncts(e.b)
-    return [e]
+from .reduction import conjuncts
 
 
 class _ToIterVars(Mutator):
@@ -131,4 +115,4 @@ def _implied_by_domain(realize, cond, loops) -> bool:
     return held is not None and bool(np.all(np.broadcast_to(held, inside.shape) | ~inside))
 
 
-__all__ = ["conjuncts", "predicate_conditions", "GUARD_ENUMERATE_LIMIT"]
+__all__ = ["predicate_conditions", "GUARD_ENUMERATE_LIMIT"]
