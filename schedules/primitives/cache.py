@@ -231,6 +231,10 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     rs_cache = [(p, b) for p, b in rs if b.block.name in cache_readers]
     rnames = cache_readers if is_read else {b.block.name for _, b in rs} - cache_readers
     rs = rs_cache if is_read else rs
+    if is_read and not rnames:
+        raise fail(CacheStageError, prim, f"{buf.name!r} is read in this scope only by "
+                   f"its writer {sorted(wnames)}: a copy made before the writer would "
+                   "go stale at its first write; cache_write the buffer instead", func)
     container, cpath = _locate(func, scope_path, wnames, rnames, prim)
     outer_loops = tree.loops_above(func, cpath) if isinstance(container, For) else []
     if isinstance(container, For):

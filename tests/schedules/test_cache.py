@@ -143,6 +143,18 @@ def test_cache_write_index_out_of_range_is_refused():
                    r"cache_write: write_buffer_index 1 is out of range", CacheStageError)
 
 
+def test_cache_read_of_a_buffer_only_its_writer_reads_is_refused():
+    # after loop_partition the tail block updates C without an init: it reads C, but
+    # a copy of C made before it would be stale from its second iteration on
+    w = workloads.matmul(3, 4, 2)
+    sch = S.Schedule(w.func)
+    sch.loop_partition(sch.get_loops(sch.get_block("C"))[2], [None, 1])
+    tail = sch.get_block("C_k1")
+    assert_refused(sch, lambda: sch.cache_read(tail, 0, "global"),
+                   r"cache_read: 'C' is read in this scope only by its writer \['C_k1'\]"
+                   r".*cache_write the buffer instead", CacheStageError)
+
+
 def test_cache_bad_scope_is_refused():
     w = workloads.matmul(4, 4, 4)
     sch = S.Schedule(w.func)
