@@ -78,11 +78,29 @@ def stage_pipeline(func, path: tuple) -> bool:
         >>> stage_pipeline(matmul(4, 4, 4), ())
         True
     """
+    return pipeline_blocker(func, path) is None
+
+
+def pipeline_blocker(func, path: tuple):
+    """Why the children of the block at ``path`` are not a stage pipeline (a sentence
+    for an error message), or None when they are.
+
+    Example::
+
+        >>> from cuvil_tir.te.examples import matmul
+        >>> pipeline_blocker(matmul(4, 4, 4), ()) is None
+        True
+    """
     scope = scope_dependences(func, path)
-    if any(d.kind is DepKind.WAR for d in scope.deps):
-        return False
-    return all(region_covered(func, tree.find_block(func, c.name), scope)
-               for c in scope.children)
+    war = next((d for d in scope.deps if d.kind is DepKind.WAR), None)
+    if war is not None:
+        return (f"block {war.dst.name!r} overwrites {list(war.buffers)}, which the "
+                f"earlier block {war.src.name!r} read (a write-after-read)")
+    for c in scope.children:
+        if not region_covered(func, tree.find_block(func, c.name), scope):
+            return (f"block {c.name!r} reads elements that its producers in the scope "
+                    "do not write")
+    return None
 
 
 def block_flags(func_or_sch, block) -> BlockFlags:
@@ -137,5 +155,5 @@ def writes_param(func, blk) -> bool:
     return any(is_param(func, w.buffer) for w in blk.writes)
 
 
-__all__ = ["BlockFlags", "block_flags", "affine_binding", "stage_pipeline",
+__all__ = ["BlockFlags", "block_flags", "affine_binding", "stage_pipeline", "pipeline_blocker",
            "is_output_block", "writes_param"]

@@ -366,6 +366,7 @@ def rfactor(func, loop, factor_axis: int = 0):
                              f"{[b.block.name for b in under]}; rfactor needs a loop over "
                              "exactly one reduction block", func, rf_loop)
     bpath = tree.find_block(func, under[0].block.name)
+    _check_stage_pipeline(func, bpath, prim)
     realize = tree.get(func, bpath)
     blk = _without_lets(realize.block, func)
     realize = BlockRealize(realize.iter_values, realize.predicate, blk)
@@ -499,6 +500,22 @@ def rfactor(func, loop, factor_axis: int = 0):
     g = tree.replace(g, scope_path, BlockRealize(scope.iter_values, scope.predicate,
                                                  new_scope))
     return g, BlockRV(rf_name)
+
+
+def _check_stage_pipeline(func, bpath, prim):
+    """TensorIR's rfactor needs the block's scope to be a stage pipeline: the rfactor
+    block and the write-back are two stages, which a scope whose consumers are not
+    covered by their producers (or that overwrites what it read) does not order."""
+    from ..block_flags import pipeline_blocker     # block_flags imports this package
+    scope = tree.enclosing_block(func, bpath)
+    why = pipeline_blocker(func, scope)
+    if why is not None:
+        name = tree.get(func, scope).block.name
+        raise schedule_error(LoopNestError, prim, f"the scope {name!r} of block "
+                             f"{tree.get(func, bpath).block.name!r} is not a stage "
+                             f"pipeline: {why}; rfactor needs every read in the scope "
+                             "covered by its producers and nothing overwritten after it "
+                             "is read", func)
 
 
 def _without_lets(blk: Block, func) -> Block:

@@ -132,3 +132,36 @@ def test_decompose_reduction_keeps_the_blocks_annotations_on_both_blocks():
     np.testing.assert_allclose(run(sch, [a, np.zeros(4, "float32")])[1], a.sum(axis=1),
                                rtol=1e-5)
     verify_trace_roundtrip(sch, f)
+
+
+NOT_STAGE_PIPELINE = '''@T.prim_func
+def main(A: T.Buffer((4, 8), "float32"), D: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,))
+    for i in T.serial(4):
+        for k in T.serial(8):
+            with T.block("B"):
+                v_i, v_k = T.axis.remap("SR", [i, k])
+                T.reads(A[v_i, v_k])
+                T.writes(B[v_i])
+                with T.init():
+                    B[v_i] = T.float32(0)
+                B[v_i] = B[v_i] + A[v_i, v_k]
+    for i in T.serial(8):
+        with T.block("D"):
+            v_i = T.axis.spatial(8, i)
+            T.reads(B[v_i])
+            T.writes(D[v_i])
+            D[v_i] = B[v_i]
+'''
+
+
+def test_rfactor_in_a_scope_that_is_not_a_stage_pipeline_is_refused():
+    # D reads B[0:8], B writes only B[0:4]: TensorIR's rfactor needs a stage pipeline
+    f = T.parse(NOT_STAGE_PIPELINE)
+    sch = S.Schedule(f)
+    loops = sch.get_loops("B")
+    assert_refused(sch, lambda: sch.rfactor(loops[1], 0),
+                   r"rfactor: the scope 'root' of block 'B' is not a stage pipeline: "
+                   r"block 'D' reads elements that its producers in the scope do not "
+                   r"write", LoopNestError)
+    verify_trace_roundtrip(sch, f)
