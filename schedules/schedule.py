@@ -88,6 +88,7 @@ class Schedule:
         self._rng = random.Random(seed)
         self._rvs: list = []          # every handle the trace produced (keeps ids alive)
         self._index: dict = {}        # _key(handle) -> trace index
+        self._retired: dict = {}      # id(handle) -> handle removed by remove_rv (kept alive)
         self._checker = None
 
     # state ------------------------------------------------------------------------------
@@ -126,6 +127,7 @@ class Schedule:
         new._rng.setstate(self._rng.getstate())
         new._rvs = list(self._rvs)
         new._index = dict(self._index)
+        new._retired = dict(self._retired)
         new._checker = self._checker
         return new
 
@@ -157,6 +159,7 @@ class Schedule:
                                  f"{', '.join(sorted(PRIMITIVES))}")
         spec = fn.spec
         decision = kwargs.pop("decision", None) if spec.sampler else None
+        self._check_not_removed(name, list(args) + list(kwargs.values()))
         # checked and normalised first: the trace records block names as handles
         args, kwargs = spec.check(args, kwargs)
         self._check_own_loops(name, args)
@@ -198,6 +201,40 @@ class Schedule:
                                      "from this schedule's get_loops or its primitives' "
                                      "results")
 
+    def _check_not_removed(self, name, args):
+        for rv in flatten(args):
+            if isinstance(rv, (BlockRV, LoopRV, Sampled)) and id(rv) in self._retired:
+                raise schedule_error(ForeignHandleError, name, f"{rv!r} was removed from "
+                                     "this schedule by remove_rv; get a new handle (for "
+                                     "a block, get_block by its name)")
+
+    def remove_rv(self, handle) -> None:
+        """Retire ``handle`` (a BlockRV, LoopRV or sampled value of this schedule): using
+        it afterwards, in ``get`` or a primitive, raises ``ForeignHandleError`` (an
+        ``IndexError``).  The function and the trace are unchanged; a block stays
+        reachable through a new ``get_block``.  Not traced.
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> A = T.placeholder((8,), name="A")
+            >>> sch = Schedule(T.create_prim_func([A, T.compute((8,), lambda i: A[i],
+            ...                                                 name="B")]))
+            >>> (i,) = sch.get_loops("B")
+            >>> sch.remove_rv(i)
+            >>> sch.get(i)
+            Traceback (most recent call last):
+            ...
+            schedules.errors.ForeignHandleError: [CVL-E103] get: LoopRV(i) was removed ...
+        """
+        if not isinstance(handle, (BlockRV, LoopRV, Sampled)):
+            raise schedule_error(ScheduleArgumentError, "remove_rv", "expected a BlockRV, "
+                                 f"a LoopRV or a sampled value, found "
+                                 f"{type(handle).__name__} {handle!r}")
+        # a later get_block / get_loops returns a handle equal to this one, which stays
+        # usable: what is removed is this one object
+        self._retired[id(handle)] = handle
+
     # inspecting ----------------------------------------------------------------------------
 
     def get(self, handle):
@@ -219,6 +256,7 @@ class Schedule:
         """
         from cuvil_tir.analysis import tree
         from .analysis import block_path, loop_path
+        self._check_not_removed("get", [handle])
         if isinstance(handle, (BlockRV, str)):
             rv = BlockRV(handle) if isinstance(handle, str) else handle
             return tree.get(self._func, block_path(self._func, rv, "get")).block

@@ -57,3 +57,31 @@ def test_get_refuses_a_replaced_loop_and_other_values():
 def test_seq_stmt_indexes_its_statements():
     s = SeqStmt((T.Evaluate(T.const(0)), T.Evaluate(T.const(1))))
     assert s[1] is s.seq[1] and s[-1].value.value == 1
+
+
+def test_remove_rv_retires_a_handle_and_nothing_else():
+    sch = _sch()
+    (i,) = sch.get_loops("B")
+    blk = sch.get_block("B")
+    (f,) = sch.sample_perfect_tile(i, 1, decision=[12])
+    func, trace = sch.func, sch.trace.as_json()
+    for h in (i, blk, f):
+        sch.remove_rv(h)
+        with pytest.raises(ForeignHandleError, match=r"get: .* was removed from this "
+                           r"schedule by remove_rv; get a new handle"):
+            sch.get(h)
+    assert sch.func is func and sch.trace.as_json() == trace
+    with pytest.raises(IndexError, match=r"split: LoopRV\(i\) was removed"):
+        sch.split(i, [3, 4])
+    with pytest.raises(IndexError, match=r"compute_inline: BlockRV\('B'\) was removed"):
+        sch.compute_inline(blk)
+    # the block itself stays reachable through a new handle, by name or get_block
+    assert sch.get(sch.get_block("B")) is sch.get("B")
+    (j,) = sch.get_loops("B")
+    assert sch.split(j, [3, 4])
+
+
+def test_remove_rv_refuses_what_is_not_a_handle():
+    with pytest.raises(ScheduleArgumentError, match=r"remove_rv: expected a BlockRV, a "
+                       r"LoopRV or a sampled value, found int 3"):
+        _sch().remove_rv(3)

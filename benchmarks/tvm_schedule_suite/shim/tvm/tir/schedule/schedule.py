@@ -124,6 +124,9 @@ class Schedule:
 
     _get = get
 
+    def remove_rv(self, rv) -> None:
+        self._sch.remove_rv(rv)
+
     def get_sref(self, rv):
         from .state import StmtSRef
         self._sch.get(rv)          # a handle this schedule does not know fails here
