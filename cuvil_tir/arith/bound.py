@@ -89,6 +89,11 @@ class _SymBound:
     def nonneg(self, e) -> bool:
         return self.ana.const_int_bound(e)[0] >= 0 or _nonneg_shape(e)
 
+    def positive_divisor(self, b) -> bool:
+        # x // 0 is 0 in Cuvil, as are both bounds: a divisor built from size vars
+        # (``x // n`` of a dynamic shape) keeps the bounds monotone
+        return self.ana.const_int_bound(b)[0] > 0 or _nonneg_shape(b)
+
     def nonpos(self, e) -> bool:
         return self.ana.const_int_bound(e)[1] <= 0
 
@@ -97,7 +102,7 @@ class _SymBound:
             return self.bound(e)
         if isinstance(e, (FloorDiv, Div)) and not self.depends(e.b):
             b = e.b
-            if self.ana.const_int_bound(b)[0] > 0 and \
+            if self.positive_divisor(b) and \
                     (isinstance(e, FloorDiv) or self.nonneg(self.bound(e.a)[0])):
                 la, ha = self.bound(e.a)
                 return self.simp(FloorDiv(la, b)), self.simp(FloorDiv(ha, b))
@@ -110,6 +115,9 @@ class _SymBound:
             if same(qa, qb):
                 return self.simp(la - qa * e.b), self.simp(ha - qa * e.b)
             return IntImm(0, e.dtype), IntImm(e.b.value - 1, e.dtype)
+        if isinstance(e, FloorMod) and not self.depends(e.b) and \
+                self.ana.const_int_bound(e.b)[0] > 0:
+            return IntImm(0, e.dtype), self.simp(e.b - 1)
         if isinstance(e, (Min, Max)):
             la, ha = self.bound(e.a)
             lb, hb = self.bound(e.b)
@@ -181,6 +189,18 @@ def _nonneg_shape(e) -> bool:
     return False
 
 
+def _assume_nonempty(ana: Analyzer, r) -> None:
+    """Bounds over an empty range say nothing, so a range may be taken as non-empty:
+    an extent ``c * n`` (``c > 0``) then means ``n >= 1`` (a loop over ``n * 32``
+    fused iterations makes ``x % n`` range over ``[0, n - 1]``)."""
+    aff = Affine.of(r.extent) if is_index_dtype(r.extent.dtype) else None
+    if aff is None or aff.const != 0 or len(aff.coeffs) != 1:
+        return
+    ((t, c),) = aff.terms
+    if isinstance(t, Var) and c > 0:
+        ana.update_bound(t, (1, D.int_range(t.dtype)[1]))
+
+
 def bound_of(expr: Expr, var_ranges: dict, analyzer: Analyzer | None = None) -> tuple:
     """Inclusive symbolic ``(lo, hi)`` of ``expr`` when each ``var`` ranges over its
     ``Range`` (see the module docstring).  ``analyzer`` may carry facts about the
@@ -199,6 +219,8 @@ def bound_of(expr: Expr, var_ranges: dict, analyzer: Analyzer | None = None) -> 
     try:
         for v, r in var_ranges.items():
             ana.bind(v, r)
+        for r in var_ranges.values():
+            _assume_nonempty(ana, r)
         try:
             return _SymBound(var_ranges, ana).bound(expr)
         except _Unbounded:

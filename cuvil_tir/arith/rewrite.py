@@ -39,7 +39,7 @@ from ..expr import (EQ, NE, Add, CmpOp, And, Broadcast, BufferLoad, Call, Cast,
 from ..node import same
 from ..visitor import Mutator, substitute
 from . import interval as I
-from .affine import Affine, is_index_dtype
+from .affine import Affine, Key, is_index_dtype
 from .compare_form import negate, normal_compare
 from .fold import fold_binary, fold_call, fold_cast
 
@@ -167,7 +167,7 @@ class Simplifier(Mutator):
         out = self._rebuild(e, a, b)
         if not is_index_dtype(out.dtype):
             return out
-        if _const(b, 0):
+        if _const(b, 0) or _const(a, 0):
             return IntImm(0, out.dtype)     # x // 0 == 0 in Cuvil
         if _const(b, 1):
             return a
@@ -176,7 +176,31 @@ class Simplifier(Mutator):
         ba, bb = self.bound(a), self.bound(b)
         if bb[0] > 0 and 0 <= ba[0] and ba[1] < bb[0]:
             return IntImm(0, out.dtype)
+        split = self._over_var(a, b)
+        if split is not None:
+            c, _, q = split
+            return IntImm(c + q, out.dtype)
         return out
+
+    def _over_var(self, a, b):
+        """``(c, rest, q)`` with ``a == c*b + rest`` and ``rest // b == q`` (a constant),
+        for a variable ``b`` known positive: ``(n*32 - 1) // n`` is 31 when ``n >= 1``;
+        None when ``a`` has no such form."""
+        if not isinstance(b, Var) or self.bound(b)[0] <= 0:
+            return None
+        aff = self.affine(a)
+        c = aff.coeffs.get(Key(b)) if aff is not None else None
+        if not c:
+            return None
+        rest = Affine(aff.dtype, {k: v for k, v in aff.coeffs.items() if k != Key(b)},
+                      aff.const)
+        lo, hi = self.exact(rest)
+        bmin = self.bound(b)[0]
+        if 0 <= lo and hi < bmin:
+            return c, rest, 0
+        if -bmin <= lo and hi <= -1:
+            return c, rest, -1
+        return None
 
     def _floordiv_const(self, out, a, c):
         dt = out.dtype
@@ -220,7 +244,7 @@ class Simplifier(Mutator):
         if not is_index_dtype(out.dtype):
             return out
         dt = out.dtype
-        if _const(b, 0) or _const(b, 1):
+        if _const(b, 0) or _const(b, 1) or _const(a, 0):
             return IntImm(0, dt)            # x % 0 == 0 in Cuvil; x % 1 == 0
         if _const(b) and b.value > 0:
             c = b.value
@@ -243,6 +267,10 @@ class Simplifier(Mutator):
         ba, bb = self.bound(a), self.bound(b)
         if bb[0] > 0 and 0 <= ba[0] and ba[1] < bb[0]:
             return a
+        split = self._over_var(a, b)
+        if split is not None:
+            _, rest, q = split
+            return self.visit(rest.to_expr() - b * q) if q else rest.to_expr()
         return out
 
     def _trunc(self, e, floor_cls):

@@ -399,3 +399,56 @@ def test_floor_division_and_modulo_by_a_symbol_join_back():
     assert str(arith.simplify(2 * (x // n * n) + 2 * (x % n) + 1)) == "x * 2 + 1"
     # different coefficients do not join
     assert str(arith.simplify(x // n * n + x % n * 2)) == "x // n * n + x % n * 2"
+
+
+def test_division_by_a_positive_symbol():
+    x, n = T.var("x"), T.var("n")
+    pos = {n: (1, 1000)}
+    assert str(arith.simplify((n * 32 - 1) // n, pos)) == "31"
+    assert str(arith.simplify((n * 32 - 1) % n, pos)) == "n - 1"
+    assert str(arith.simplify((n * 4 + 2) // n, {n: (3, 9)})) == "4"
+    assert str(arith.simplify((n * 4 + 2) % n, {n: (3, 9)})) == "2"
+    # n may be 0 (x // 0 is 0) or the remainder may reach n: left alone
+    assert str(arith.simplify((n * 32 - 1) // n, {n: (0, 9)})) == "(n * 32 - 1) // n"
+    assert str(arith.simplify((n * 4 + 2) // n, {n: (1, 9)})) == "(n * 4 + 2) // n"
+    assert str(arith.simplify(T.const(0) // x)) == "0"
+    assert str(arith.simplify(T.const(0) % x)) == "0"
+
+
+@settings(max_examples=60)
+@given(c=st.integers(-4, 4), k=st.integers(-12, 12), lo=st.integers(0, 6),
+       width=st.integers(0, 6), data=st.data())
+def test_division_by_a_symbol_is_sound(c, k, lo, width, data):
+    n = Var("n")
+    bounds = {n: (lo, lo + width)}
+    nv = data.draw(st.integers(lo, lo + width))
+    for e in (FloorDiv(n * c + k, n), FloorMod(n * c + k, n)):
+        s = arith.simplify(e, bounds)
+        assert evaluate(s, {n: nv}) == evaluate(e, {n: nv}), f"{e} -> {s} at n={nv}"
+
+
+def test_bound_of_a_fused_loop_over_a_dynamic_extent():
+    # for f in range(n * 32): f // n in [0, 31], f % n in [0, n - 1] (when it runs)
+    f, n = Var("f"), T.size_var("n")
+    fused = {f: T.Range(T.const(0), n * 32)}
+    assert [T.to_text(b) for b in bound_of(f // n, fused)] == ["0", "31"]
+    assert [T.to_text(b) for b in bound_of(f % n, fused)] == ["0", "n - 1"]
+    # over a range n does not size, n may be 0 (f % 0 is 0): only the dtype bounds it
+    lo, hi = bound_of(f % n, {f: T.Range.from_extent(5)})
+    assert (lo.value, hi.value) == (0, 2**31 - 2)
+    # the symbolic bounds hold for every n the loop runs for
+    lo, hi = bound_of(f % n, fused)
+    for nv in range(1, 5):
+        for fv in range(nv * 32):
+            assert evaluate(lo, {n: nv}) <= fv % nv <= evaluate(hi, {n: nv})
+
+
+@settings(max_examples=40)
+@given(lo=st.integers(-8, 8), ext=st.integers(1, 8), nv=st.integers(0, 5))
+def test_bound_of_division_by_a_size_var_is_sound(lo, ext, nv):
+    # x // 0 is 0, and so are both bounds: the bounds hold for n == 0 too
+    x, n = Var("x"), T.size_var("n")
+    blo, bhi = bound_of(x // n, {x: T.Range(T.const(lo), T.const(ext))})
+    for xv in range(lo, lo + ext):
+        want = evaluate(x // n, {x: xv, n: nv})
+        assert evaluate(blo, {n: nv}) <= want <= evaluate(bhi, {n: nv})

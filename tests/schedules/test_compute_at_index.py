@@ -86,3 +86,40 @@ def test_refuses_an_index_outside_the_legal_places():
     assert_refused(sch, lambda: sch.reverse_compute_at("E", i, index=-3),
                    r"index -3: .* pass one of them, -1 \(the last\) or -2 \(the first\)",
                    BlockLocationError)
+
+
+DYNAMIC_ROW_SUM = '''@T.prim_func
+def main(a: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (32, n, 8))
+    C = T.match_buffer(c, (32, n))
+    C_rf = T.alloc_buffer((8, 32, n))
+    for f, k in T.grid(n * 32, 8):
+        with T.block("rf"):
+            vk = T.axis.spatial(8, k)
+            v0 = T.axis.spatial(32, f // n)
+            v1 = T.axis.spatial(n, f % n)
+            C_rf[vk, v0, v1] = A[v0, v1, vk] * T.float32(2)
+    for f, k in T.grid(n * 32, 8):
+        with T.block("sum"):
+            vk = T.axis.reduce(8, k)
+            v0 = T.axis.spatial(32, f // n)
+            v1 = T.axis.spatial(n, f % n)
+            with T.init():
+                C[v0, v1] = T.float32(0)
+            C[v0, v1] = C[v0, v1] + C_rf[vk, v0, v1]
+'''
+
+
+def test_reverse_compute_at_under_a_loop_fused_over_a_dynamic_extent():
+    # f ranges over n * 32: f // n covers [0, 31] and f % n covers [0, n - 1] whenever
+    # the loop runs, so the consumer covers its whole domain under f
+    f = T.parse(DYNAMIC_ROW_SUM)
+    sch = S.Schedule(f)
+    sch.reverse_compute_at("sum", sch.get_loops("rf")[0])
+    assert [sch.get(l).extent for l in sch.get_loops("sum")][1].value == 8
+    a = np.random.default_rng(0).standard_normal((32, 3, 8)).astype("float32")
+    for out in (run(sch, [a, np.zeros((32, 3), "float32")]),
+                run_llvm(sch, [a, np.zeros((32, 3), "float32")])):
+        np.testing.assert_allclose(out[1], 2 * a.sum(axis=2), rtol=1e-5)
+    verify_trace_roundtrip(sch, f)
