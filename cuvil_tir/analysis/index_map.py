@@ -34,7 +34,7 @@ from math import gcd
 
 from ..arith import Analyzer, bound_of
 from ..arith.affine import Affine, is_index_dtype
-from ..expr import Expr, FloorDiv, FloorMod, IntImm, Var
+from ..expr import Expr, FloorDiv, FloorMod, IntImm, Max, Min, Var
 from ..visitor import used_vars
 
 
@@ -300,12 +300,43 @@ def solve(iter_vars, indices, boxes, outer: dict) -> list:
     ctx = _Ctx(iter_vars, outer)
     found: dict = {}           # var id -> {(div, mod): (lo, hi)}
     for idx, box in zip(indices, boxes):
+        idx, box = _fuse_split_dims(ctx, list(idx), list(box))
         for e, (lo, hi) in zip(idx, box):
             offset, digits = parse(e, iter_vars)
             for k, rng in _dim_digit_ranges(ctx, digits, offset, lo, hi).items():
                 d = digits[k]
                 found.setdefault(id(d.var), {}).setdefault((d.div, d.mod), rng)
     return [_span(ctx, iv, found.get(id(iv.var))) for iv in iter_vars]
+
+
+def _fuse_split_dims(ctx: _Ctx, idx: list, box: list) -> tuple:
+    """Join two dimensions ``E // c`` and ``E % c`` of one access (a layout that splits
+    a fused index ``E = v1 * 8 + v4``, whose digits are not one variable's) into one
+    index ``E`` whose box is ``[lo * c + lo', hi * c + hi']``: exact when the
+    quotient's box is one value or the remainder's is all of ``[0, c - 1]``."""
+    from ..node import same
+    for j, q in enumerate(idx):
+        if not (isinstance(q, FloorDiv) and isinstance(q.b, IntImm) and q.b.value > 0):
+            continue
+        c = q.b.value
+        k = next((k for k, r in enumerate(idx) if isinstance(r, FloorMod)
+                  and isinstance(r.b, IntImm) and r.b.value == c and same(r.a, q.a)), None)
+        if k is None:
+            continue
+        (qlo, qhi), (rlo, rhi) = box[j], box[k]
+        one = ctx.const(qhi - qlo) == 0
+        full = ctx.const(rlo) == 0 and ctx.const(rhi) == c - 1
+        if not (one or full):
+            continue
+        cc = IntImm(c, q.dtype)
+        # E % c never leaves [0, c - 1], whatever the box around it says
+        rlo = ctx.simp(Max(rlo, IntImm(0, q.dtype)))
+        rhi = ctx.simp(Min(rhi, IntImm(c - 1, q.dtype)))
+        joined = (ctx.simp(qlo * cc + rlo), ctx.simp(qhi * cc + rhi))
+        keep = [n for n in range(len(idx)) if n not in (j, k)]
+        return _fuse_split_dims(ctx, [idx[n] for n in keep] + [q.a],
+                                [box[n] for n in keep] + [joined])
+    return idx, box
 
 
 def _tiles(ctx: _Ctx, iv, digits: dict) -> list:

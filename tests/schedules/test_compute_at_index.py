@@ -123,3 +123,32 @@ def test_reverse_compute_at_under_a_loop_fused_over_a_dynamic_extent():
                 run_llvm(sch, [a, np.zeros((32, 3), "float32")])):
         np.testing.assert_allclose(out[1], 2 * a.sum(axis=2), rtol=1e-5)
     verify_trace_roundtrip(sch, f)
+
+
+LAYOUT_TRANS = '''@T.prim_func
+def main(A: T.Buffer((3, 5, 16), "float32"), C: T.Buffer((6, 5, 8), "float32")):
+    B = T.alloc_buffer((3, 5, 16))
+    for i1, i2, i4 in T.grid(3, 5, 16):
+        with T.block("compute"):
+            v1, v2, v4 = T.axis.remap("SSS", [i1, i2, i4])
+            B[v1, v2, v4] = A[v1, v2, v4] + T.float32(1)
+    for ax1, ax2, ax4 in T.grid(6, 5, 8):
+        with T.block("T_layout_trans"):
+            v1, v2, v4 = T.axis.remap("SSS", [ax1, ax2, ax4])
+            C[v1, v2, v4] = B[(v1 * 8 + v4) // 16, v2, (v1 * 8 + v4) % 16]
+'''
+
+
+def test_reverse_compute_at_a_layout_that_splits_a_fused_index():
+    # iteration i1 of the producer writes B[i1, :, 0:16]: the rows v1 in [2 i1, 2 i1 + 1]
+    # of the 16 -> 2 x 8 relayout read exactly that
+    f = T.parse(LAYOUT_TRANS)
+    sch = S.Schedule(f)
+    sch.reverse_compute_at("T_layout_trans", sch.get_loops("compute")[0])
+    assert [sch.get(l).extent.value for l in sch.get_loops("T_layout_trans")] == [3, 2, 5, 8]
+    a = np.random.default_rng(0).standard_normal((3, 5, 16)).astype("float32")
+    want = (a + 1).reshape(3, 5, 2, 8).transpose(0, 2, 1, 3).reshape(6, 5, 8)
+    for out in (run(sch, [a, np.zeros((6, 5, 8), "float32")]),
+                run_llvm(sch, [a, np.zeros((6, 5, 8), "float32")])):
+        np.testing.assert_allclose(out[1], want, rtol=1e-6)
+    verify_trace_roundtrip(sch, f)
