@@ -177,6 +177,7 @@ def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool =
         'ax0'
     """
     loops, values, preds = [], [], []
+    units: dict = {}      # a kept unit loop is 0: the predicates read without it (TVM's)
     # a loop of extent 1 above is its start (TensorIR's simplifier writes 0, not i0_0)
     fixed = {v: r.min for v, r in outer.items()
              if isinstance(simplify(r.extent), IntImm) and simplify(r.extent).value == 1}
@@ -193,11 +194,15 @@ def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool =
             # TVM's form: the tile start plus the loop var, not re-simplified (so
             # ``hh_0 * 8 - 1 + ax0`` reads as "start + offset")
             val = ax if isinstance(lo, IntImm) and lo.value == 0 else Add(lo, ax)
+            if isinstance(ext, IntImm) and ext.value == 1:
+                units[ax] = const(0, ax.dtype)
         else:
             val = simplify(lo)
         values.append(val)
         if dom is None:
             continue
+        if any(v in units for v in used_vars(val)):
+            val = simplify(substitute(val, units))
         dmax = simplify(iv.dom.min + iv.dom.extent - 1)
         vlo, _ = bounds(lo, outer)
         _, vhi = bounds(simplify(lo + ext - 1), outer)
@@ -206,7 +211,7 @@ def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool =
         if not provably_le(vhi, dmax):
             preds.append(val < simplify(iv.dom.min + iv.dom.extent))   # TVM's form
     if guards is not None:
-        preds.extend(guards(values))
+        preds.extend(guards([substitute(v, units) for v in values] if units else values))
     ana = Analyzer(index_no_overflow=True)
     for v, r in list(outer.items()) + [(ax, Range(const(0, ax.dtype), ext))
                                        for ax, ext in loops]:

@@ -152,3 +152,34 @@ def test_reverse_compute_at_a_layout_that_splits_a_fused_index():
                 run_llvm(sch, [a, np.zeros((6, 5, 8), "float32")])):
         np.testing.assert_allclose(out[1], want, rtol=1e-6)
     verify_trace_roundtrip(sch, f)
+
+
+CORNER_READ = '''@T.prim_func
+def main(A: T.Buffer((32, 32), "float32"), D: T.Buffer((1, 2, 1), "float32")):
+    B = T.alloc_buffer((32, 32))
+    for i_0, j_0, i_1, j_1 in T.grid(2, 2, 16, 16):
+        with T.block("B"):
+            vi = T.axis.spatial(32, i_0 * 16 + i_1)
+            vj = T.axis.spatial(32, j_0 * 16 + j_1)
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for ax0, ax1, ax2 in T.grid(1, 2, 1):
+        with T.block("D"):
+            v0, v1, v2 = T.axis.remap("SSS", [ax0, ax1, ax2])
+            D[v0, v1, v2] = B[v0, v1] + T.float32(1)
+'''
+
+
+def test_kept_unit_loops_read_as_zero_in_the_predicate():
+    f = T.parse(CORNER_READ)
+    sch = S.Schedule(f)
+    sch.reverse_compute_at("D", sch.get_loops("B")[2], preserve_unit_loops=True, index=1)
+    d = tree.get(sch.func, tree.find_block(sch.func, "D"))
+    assert T.to_text(d.predicate) == "i_0 * 16 + i_1 < 1 and j_0 * 16 + ax1 < 2"
+    assert [T.to_text(v) for v in d.iter_values] == [
+        "i_0 * 16 + i_1 + ax0", "j_0 * 16 + ax1", "ax2"]
+    a = np.random.default_rng(0).standard_normal((32, 32)).astype("float32")
+    want = (2 * a[0, 0:2] + 1).reshape(1, 2, 1)
+    for out in (run(sch, [a, np.zeros((1, 2, 1), "float32")]),
+                run_llvm(sch, [a, np.zeros((1, 2, 1), "float32")])):
+        np.testing.assert_allclose(out[1], want, rtol=1e-6)
+    verify_trace_roundtrip(sch, f)
