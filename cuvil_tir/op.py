@@ -238,6 +238,25 @@ def all(*conds) -> Expr:  # noqa: A001 - the TVM name
     return out
 
 
+def conjuncts(cond) -> list:
+    """The ``And``-separated parts of a condition, the inverse of :func:`all`
+    (``[]`` for constant true).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> [str(c) for c in conjuncts(T.all(i > 0, i < 4))]
+        ['i > 0', 'i < 4']
+    """
+    from .expr import And
+    if isinstance(cond, IntImm) and cond.value:
+        return []
+    if isinstance(cond, And):
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    return [cond]
+
+
 def any(*conds) -> Expr:  # noqa: A001 - the TVM name
     """Logical or of any number of conditions (``False`` when none).
 

@@ -38,8 +38,8 @@ from cuvil_tir.analysis.regions import (bound_region, loop_doms, relax, scope_do
                                         shared_by_threads, simplify)
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.arith.affine import Affine
-from cuvil_tir.expr import GE, GT, LE, LT, And, FloorDiv, FloorMod, IntImm, Var, const
-from cuvil_tir.op import maximum, minimum
+from cuvil_tir.expr import GE, GT, LE, LT, FloorDiv, FloorMod, IntImm, Var, const
+from cuvil_tir.op import conjuncts, maximum, minimum
 from cuvil_tir.stmt import For, Range
 from cuvil_tir.visitor import substitute, used_vars
 
@@ -126,17 +126,11 @@ def produced_box(br, region, loops: list):
     return _narrow(br, dims, doms, loops)
 
 
-def _conjuncts(c) -> list:
-    if isinstance(c, And):
-        return _conjuncts(c.a) + _conjuncts(c.b)
-    return [] if isinstance(c, IntImm) and c.value else [c]
-
-
 def _narrow(br, dims: list, doms: dict, loops: list):
     """Apply the realize's predicate to the box (see the module docstring)."""
     boxed = {id(v) for _, _, m, _ in dims for v in used_vars(m) if id(v) in doms}
     first = {f.loop_var: f.min for f in loops if id(f.loop_var) not in boxed}
-    for cond in _conjuncts(br.predicate):
+    for cond in conjuncts(br.predicate):
         inner = {id(v) for v in used_vars(cond) if id(v) in doms}
         if not inner & boxed:
             held = simplify(substitute(cond, first))

@@ -50,6 +50,7 @@ from ..arith.affine import Affine, is_index_dtype
 from ..errors import LoweringError
 from ..expr import GE, GT, LE, LT, And, FloorDiv, IntImm, Let, Max, Min, Not, Var
 from ..function import PrimFunc
+from ..op import conjuncts
 from ..stmt import Block, BufferStore, For, IfThenElse, LetStmt, Range, seq
 from ..visitor import Mutator, post_order_visit, substitute
 
@@ -81,12 +82,6 @@ def _uses(e, ids: set) -> bool:
     return bool(hit)
 
 
-def _conjuncts(cond) -> list:
-    if isinstance(cond, And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
-
-
 def _rebuild(parts):
     out = None
     for p in parts:
@@ -112,7 +107,7 @@ class _Guards(Mutator):
         return self.generic_visit(s)
 
     def visit_IfThenElse(self, s):
-        parts = _conjuncts(s.condition)
+        parts = conjuncts(s.condition)
         found = [self.bound_of(c) for c in parts]
         self.bounds.extend(b for b in found if b is not None)
         then = self.visit(s.then_case)

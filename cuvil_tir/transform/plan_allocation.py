@@ -283,11 +283,9 @@ def _writes_all_it_declares(realize) -> bool:
     Any other condition (a rolling buffer's ``i_0 < 1 or 5 <= ax0``) skips elements
     whose values an earlier iteration left in the buffer."""
     from ..arith import Analyzer
-    from ..expr import GE, GT, LE, LT, And, SizeVar, Var
+    from ..expr import GE, GT, LE, LT, SizeVar, Var
+    from ..op import conjuncts
     from ..node import same
-
-    def conjuncts(e):
-        return conjuncts(e.a) + conjuncts(e.b) if isinstance(e, And) else [e]
 
     def bounds_a_value(c):
         if not isinstance(c, (LT, LE, GT, GE)):

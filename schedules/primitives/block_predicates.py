@@ -16,7 +16,7 @@ from cuvil_tir.stmt import Block, BlockRealize, For, Range, SeqStmt  # noqa: F40
 from cuvil_tir.visitor import Mutator, used_vars
 
 from ..errors import BlockLocationError, fail
-from .reduction import conjuncts
+from cuvil_tir.op import conjuncts
 
 
 class _ToIterVars(Mutator):

@@ -308,7 +308,7 @@ def _outer_predicate(pred, inner_loops):
     non-negative coefficients holds for some inner iteration iff it holds with them at
     0, so that is the outer guard (without it the outer iter var leaves its domain)."""
     from cuvil_tir.expr import LE, LT
-    from .reduction import all_of, conjuncts
+    from cuvil_tir.op import all as all_of, conjuncts
     ids = {id(l.loop_var) for l in inner_loops}
     zero = {l.loop_var: const(0, l.loop_var.dtype) for l in inner_loops}
     kept = []

@@ -50,7 +50,7 @@ from ..analysis import block_path, fresh_block_name, loop_path
 from ..errors import fail
 from ..primitive import BLOCK, LOOP, primitive
 from ..handles import BlockRV
-from .reduction import conjuncts as _conjuncts
+from cuvil_tir.op import conjuncts as _conjuncts
 from .compute_location import subtrees, with_fields
 from .inline import SimplifyIndices
 

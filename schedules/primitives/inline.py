@@ -32,7 +32,7 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.expr import Add, BufferLoad, FloatImm, IntImm
-from cuvil_tir.op import all as all_of
+from cuvil_tir.op import all as all_of, conjuncts
 from cuvil_tir.stmt import Block, BufferStore
 from cuvil_tir.te import access_regions
 from cuvil_tir.stmt import BufferRegion
@@ -47,7 +47,6 @@ from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_pa
                                         provably_le, region_of, simplify, tree_same,
                                         union)
 from cuvil_tir.arith import Analyzer
-from .reduction import conjuncts
 from .block_predicates import predicate_conditions
 from .compute_location import Relocate, exclusive_nest, nest_loops, with_fields
 

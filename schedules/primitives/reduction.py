@@ -22,9 +22,9 @@ from __future__ import annotations
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.node import same
-from cuvil_tir.expr import (Add, And, BufferLoad, FloatImm, IntImm, Max, Min, Mul, Var,
+from cuvil_tir.expr import (Add, BufferLoad, FloatImm, IntImm, Max, Min, Mul, Var,
                             const)
-from cuvil_tir.op import max_value, maximum, min_value, minimum
+from cuvil_tir.op import all as all_of, conjuncts, max_value, maximum, min_value, minimum
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar,
                             LetStmt, Range, SeqStmt)
 from cuvil_tir.visitor import substitute, used_vars
@@ -87,36 +87,6 @@ def _insert(func, path, stmt, before):
     return tree.replace(func, path, SeqStmt(tuple(pair)))
 
 
-def conjuncts(pred) -> list:
-    """The ``And``-separated parts of a predicate (``[]`` for constant true).
-
-    Example::
-
-        >>> i = Var("i")
-        >>> len(conjuncts((i < 4) & (i > 0)))
-        2
-    """
-    if isinstance(pred, IntImm) and pred.value:
-        return []
-    if isinstance(pred, And):
-        return conjuncts(pred.a) + conjuncts(pred.b)
-    return [pred]
-
-
-def all_of(parts):
-    """``And`` of ``parts`` (constant true when empty).
-
-    Example::
-
-        >>> all_of([]).dtype, all_of([]).value
-        ('bool', 1)
-    """
-    out = const(True)
-    for p in parts:
-        out = p if (isinstance(out, IntImm) and out.value) else And(out, p)
-    return out
-
-
 def _var_ids(e) -> set:
     return {id(v) for v in used_vars(e)}
 
@@ -168,7 +138,7 @@ def make_init_nest(realize: BlockRealize, loops: list, name: str, suffix: str = 
     # the init is part of the block: its annotations (pragmas, tuning hints) stay
     init_blk = Block(name, tuple(ivs), (), writes, body, None, (), blk.annotations)
     values = tuple(substitute(v, lmap) for _, v in spatial)
-    stmt = BlockRealize(values, all_of(substitute(c, lmap) for c in kept), init_blk)
+    stmt = BlockRealize(values, all_of([substitute(c, lmap) for c in kept]), init_blk)
     for l in reversed(loops):
         if l.loop_var in lmap:
             stmt = For(lmap[l.loop_var], l.min, l.extent, l.kind, stmt, l.thread_tag,
@@ -483,7 +453,7 @@ def rfactor(func, loop, factor_axis: int = 0):
                          [l for l in loops if l.loop_var in lmap], rf_loop)
     else:
         wb = BlockRealize(tuple(substitute(x, lmap) for x in wvals),
-                          all_of(substitute(c, lmap) for c in kept), wb_blk)
+                          all_of([substitute(c, lmap) for c in kept]), wb_blk)
         for l in reversed(loops):
             if l.loop_var in lmap:
                 # the rf loop now carries the final reduction: it must run serially
@@ -552,4 +522,4 @@ def _is_zero(e) -> bool:
 
 __all__ = ["decompose_reduction", "rfactor", "NotReductionError", "make_init_nest",
            "reducer_of", "combine", "resolve_block", "resolve_loop", "fresh_block_name",
-           "insert_before", "insert_after", "conjuncts", "all_of", "with_write_reads"]
+           "insert_before", "insert_after", "with_write_reads"]

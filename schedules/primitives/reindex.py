@@ -53,7 +53,8 @@ from .block_layout import _nest
 from .cache import _names
 from .compute_location import with_fields
 from .layout import apply_index_map, map_image
-from .reduction import all_of, conjuncts, insert_after, insert_before
+from cuvil_tir.op import all as all_of, conjuncts
+from .reduction import insert_after, insert_before
 
 
 def _accesses(blk, buf) -> list:

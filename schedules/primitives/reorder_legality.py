@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.arith.affine import Affine
-from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, Cast, FloorDiv, FloorMod,
+from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, Cast, FloorDiv, FloorMod,
                             IntImm, Mul, Sub, Var)
+from cuvil_tir.op import conjuncts
 from cuvil_tir.stmt import For
 from cuvil_tir.visitor import post_order_visit, used_vars
 
@@ -72,7 +73,7 @@ def binding_blocker(br, loops, outer=()):
             return (f"binds {iv.var.name} to {val}, a strided map of its loops (no loop "
                     "steps it by 1: its domain has gaps)")
         feeds.append({v for v in used_vars(val) if v in loops})
-    for cond in _conjuncts(br.predicate):
+    for cond in conjuncts(br.predicate):
         why = _predicate_blocker(cond, loops, feeds)
         if why is not None:
             return f"has the predicate {br.predicate}, {why}"
@@ -107,12 +108,6 @@ def _strided(e, loops, outer) -> bool:
              for atom, k in Affine.of(e).terms
              if any(v in loops or v in outer for v in used_vars(atom))]
     return any(inner for _, inner in terms) and all(abs(k) != 1 for k, _ in terms)
-
-
-def _conjuncts(pred) -> list:
-    if isinstance(pred, And):
-        return _conjuncts(pred.a) + _conjuncts(pred.b)
-    return [] if isinstance(pred, IntImm) else [pred]
 
 
 def _predicate_blocker(cond, loops, feeds):

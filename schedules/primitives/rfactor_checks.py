@@ -79,7 +79,8 @@ def check_slots_visited(func, realize, rf_loop, loops):
     (and of the spatial loops it mentions)."""
     from cuvil_tir import arith
     from cuvil_tir.expr import GE, GT, LE, LT
-    from .reduction import _var_ids, conjuncts
+    from cuvil_tir.op import conjuncts
+    from .reduction import _var_ids
     v = rf_loop.loop_var
     reduce_ids = set()
     for iv, val in zip(realize.block.iter_vars, realize.iter_values):

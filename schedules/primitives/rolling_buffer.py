@@ -69,7 +69,7 @@ from cuvil_tir.analysis.regions import (bound_region, is_param, iter_map, loop_d
 from ..analysis import block_path
 from ..errors import StorageError, fail
 from ..primitive import BLOCK, INDEX, primitive
-from .reduction import conjuncts as _conjuncts
+from cuvil_tir.op import conjuncts as _conjuncts
 from .compute_location import subtrees, with_fields
 
 PRIM = "rolling_buffer"

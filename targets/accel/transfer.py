@@ -34,8 +34,9 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir import dtype as D
-from cuvil_tir.expr import LE, LT, And, BufferLoad, Call, FloatImm, IntImm, const
-from cuvil_tir.op import call_extern, if_then_else, maximum as max_, minimum as min_
+from cuvil_tir.expr import LE, LT, BufferLoad, Call, FloatImm, IntImm, const
+from cuvil_tir.op import (call_extern, conjuncts, if_then_else, maximum as max_,
+                          minimum as min_)
 from cuvil_tir.stmt import BufferRegion, BufferStore, Evaluate, For, IfThenElse, Range
 from cuvil_tir.visitor import Mutator, substitute, used_vars
 
@@ -93,16 +94,12 @@ def _is_zero(e) -> bool:
     return isinstance(e, (IntImm, FloatImm)) and e.value == 0
 
 
-def _conjuncts(c) -> list:
-    return _conjuncts(c.a) + _conjuncts(c.b) if isinstance(c, And) else [c]
-
-
 def _valid(guard, row, col, rows, cols, where):
     """``(valid rows, valid columns)`` of a tile under ``guard`` (conjunction of
     upper bounds ``affine < n`` on the row or column loop, or of outer conditions)."""
     from schedules.primitives.blockize import from_linear, linear
     vr, vc = const(rows, "int32"), const(cols, "int32")
-    for c in _conjuncts(guard):
+    for c in conjuncts(guard):
         lin = None
         if isinstance(c, (LT, LE)):
             a, b = linear(c.a), linear(c.b)
