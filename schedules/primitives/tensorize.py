@@ -33,6 +33,7 @@ from cuvil_tir.analysis import tree
 from ..errors import ScheduleArgumentError, schedule_error
 from ..handles import BlockRV, LoopRV
 from ..primitive import BLOCK_OR_LOOP, STR, primitive
+from ..index_dtype import index_dtype, with_index_dtype
 from ..tensor_intrin import TensorIntrin
 from .blockize import blockize_path, from_linear, linear
 from .reduction import resolve_block, resolve_loop
@@ -335,6 +336,17 @@ def _copy_buffer(b: Buffer) -> Buffer:
     return b.with_changes()
 
 
+def _in_index_dtype(intrin: TensorIntrin, dtype) -> TensorIntrin:
+    """``intrin`` with its indices in ``dtype`` when the scheduled nest's differ (an
+    int32 intrinsic on int64 shapes), so that desc matches and impl indexes alike."""
+    have = index_dtype(intrin.desc)
+    if dtype is None or have is None or dtype == have or \
+            {dtype, have} - {"int32", "int64"}:
+        return intrin
+    return TensorIntrin(intrin.name, with_index_dtype(intrin.desc, dtype),
+                        with_index_dtype(intrin.impl, dtype))
+
+
 def tensorize_block_path(func, bpath: tuple, intrin: TensorIntrin):
     """Tensorize the block whose ``BlockRealize`` is at ``bpath``.
 
@@ -354,6 +366,7 @@ def tensorize_block_path(func, bpath: tuple, intrin: TensorIntrin):
                              f"block {blk.name!r} has no loop nest with a block inside; "
                              "pass the loop that should become the intrinsic (tensorize "
                              "blockizes it)", func, blk)
+    intrin = _in_index_dtype(intrin, index_dtype(blk.body))
     pattern, _ = strip_root(intrin.desc)
     m = _Matcher(intrin)
     m.stmt(pattern, blk.body)

@@ -167,3 +167,50 @@ def test_register_checks_params_and_desc_init():
     with pytest.raises(S.ScheduleError, match="'cpu.gemm_4x8x4_f32' is already registered"):
         S.TensorIntrin.register(GEMM, desc, impl)
     assert "test.bad" not in S.TensorIntrin.names()
+
+
+MATMUL_INT64 = '''@T.prim_func
+def main(A: T.Buffer((T.int64(16), T.int64(8)), "float32"),
+         B: T.Buffer((T.int64(8), T.int64(16)), "float32"),
+         C: T.Buffer((T.int64(16), T.int64(16)), "float32")):
+    for i, j, k in T.grid(T.int64(16), T.int64(16), T.int64(8)):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+'''
+
+
+def test_an_int32_intrinsic_tensorizes_a_nest_of_int64_shapes():
+    # the intrinsic is written with int32 indices; the nest's loops are int64 (shapes
+    # from a frontend that sizes in int64): desc and impl are retyped before matching
+    from tests.schedules.testing import run_llvm
+    f = T.parse(MATMUL_INT64)
+    sch = S.Schedule(f)
+    i, j, k = sch.get_loops("C")
+    io, ii = sch.split(i, [None, 4])
+    jo, ji = sch.split(j, [None, 8])
+    ko, ki = sch.split(k, [None, 4])
+    sch.reorder(io, jo, ko, ii, ji, ki)
+    sch.tensorize(ii, GEMM)
+    ob = tree.get(sch.func, tree.find_block(sch.func, "C_o")).block
+    loops = [s for _, s in tree.walk(ob.body) if isinstance(s, For)]
+    assert loops and {l.loop_var.dtype for l in loops} == {"int64"}
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 8)).astype("float32")
+    b = rng.standard_normal((8, 16)).astype("float32")
+    for out in (run(sch, [a, b, np.zeros((16, 16), "float32")]),
+                run_llvm(sch, [a, b, np.zeros((16, 16), "float32")])):
+        np.testing.assert_allclose(out[2], a @ b, rtol=1e-5, atol=1e-5)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_with_index_dtype_keeps_what_a_function_computes():
+    from schedules.index_dtype import index_dtype, with_index_dtype
+    w = workloads.matmul_bias_relu(4, 8, 4)
+    g = with_index_dtype(w.func, "int64")
+    assert (index_dtype(w.func), index_dtype(g)) == ("int32", "int64")
+    arrays = w.make_inputs(np.random.default_rng(1))
+    w.check(run(g, arrays))
+    assert index_dtype(with_index_dtype(g, "int32")) == "int32"
