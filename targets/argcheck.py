@@ -299,19 +299,16 @@ def make_caller(sig: Signature, raw):
         lo, hi = D.int_range(v.dtype)
         if hi < (1 << 62):
             steps.append(("cond", f"{_py_expr(v, names)} <= {hi}"))
-    indent = "    "
-    if conds:
-        lines.append(f"{indent}if {' and '.join(conds)}:")
-        indent += "    "
-    for kind, text in steps:
+    # one level deep whatever the number of parameters: nesting a test per step hit
+    # Python's limit on indentation for functions of some thirty buffers
+    for kind, text in ([("cond", " and ".join(conds))] if conds else []) + steps:
         if kind == "bind":
-            lines.append(f"{indent}{text}")
+            lines.append(f"    {text}")
         else:
-            lines.append(f"{indent}if {text}:")
-            indent += "    "
+            lines.append(f"    if not ({text}):")
+            lines.append("        return slow(args)")
     call_args = argv + [_py_expr(v, names) for v in sig.size_vars]
-    lines.append(f"{indent}return raw({', '.join(call_args)})")
-    lines.append("    return slow(args)")
+    lines.append(f"    return raw({', '.join(call_args)})")
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<argcheck {sig.name}>", "exec"), env)  # noqa: S102
     fast = env["fast"]

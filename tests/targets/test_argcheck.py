@@ -223,3 +223,17 @@ def test_overlap_check_lets_distinct_views_and_declared_in_place_use_through():
     x = np.arange(8, dtype="float32")
     inplace(x, x)
     np.testing.assert_array_equal(x, np.arange(8, dtype="float32") + 1)
+
+
+def test_a_function_of_many_buffers_builds_and_checks_its_arguments():
+    # the fast argument check once nested one test per step and hit Python's limit on
+    # indentation near thirty buffers: 60 inputs summed into one output
+    ins = [T.placeholder((4,), name=f"X{k}") for k in range(60)]
+    total = T.compute((4,), lambda i: sum((x[i] for x in ins[1:]), ins[0][i]), name="Y")
+    mod = targets.build(T.create_prim_func(ins + [total]))
+    arrays = [np.full(4, k, "float32") for k in range(60)]
+    out = np.zeros(4, "float32")
+    mod(*arrays, out)
+    np.testing.assert_array_equal(out, np.full(4, sum(range(60)), "float32"))
+    with pytest.raises(ArgumentError, match=r"X59"):
+        mod(*arrays[:59], np.zeros(5, "float32"), out)
