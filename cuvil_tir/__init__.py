@@ -25,10 +25,12 @@ from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Eva
 from .stmt import AssertStmt, assert_
 from .function import PrimFunc
 from .ir_module import IRModule, parallel_launch
-from .op import (abs, all, any, call_extern, ceil, cos, erf, exp, exp2, floor, floordiv,
+from .op import (abs, all, any, bitwise_and, bitwise_not, bitwise_or, bitwise_xor,
+                 call_extern, ceil, cos, erf, exp, exp2, floor, floordiv,
                  floormod, fma, if_then_else, infinity, log, log2, log10, logical_not, max_value,
                  maximum, min_value, minimum, pow, round, rsqrt, select, sigmoid, sin,
-                 size_var, sqrt, tanh, trunc, truncdiv, truncmod, var)
+                 shift_left, shift_right, size_var, sqrt, tanh, trunc, truncdiv, truncmod,
+                 var)
 from .te import (Tensor, compute, create_prim_func, max, min, placeholder, prod,
                  reduce_axis, sum)
 from .structural import assert_structural_equal, structural_equal, structural_hash

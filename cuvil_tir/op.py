@@ -257,6 +257,86 @@ def conjuncts(cond) -> list:
     return [cond]
 
 
+def bitwise_and(x, y) -> Expr:
+    """``x & y`` on integers (see :mod:`cuvil_tir.ops.bitwise`).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> str(T.bitwise_and(T.var("x"), 15))
+        'T.bitwise_and(x, 15)'
+    """
+    from .ops.bitwise import make
+    return make("bitwise_and", x, y)
+
+
+def bitwise_or(x, y) -> Expr:
+    """``x | y`` on integers (see :mod:`cuvil_tir.ops.bitwise`).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> T.bitwise_or(T.var("u", "uint8"), 1).dtype
+        'uint8'
+    """
+    from .ops.bitwise import make
+    return make("bitwise_or", x, y)
+
+
+def bitwise_xor(x, y) -> Expr:
+    """``x ^ y`` on integers (see :mod:`cuvil_tir.ops.bitwise`).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> T.bitwise_xor(T.var("x"), T.var("y")).op
+        'bitwise_xor'
+    """
+    from .ops.bitwise import make
+    return make("bitwise_xor", x, y)
+
+
+def bitwise_not(x) -> Expr:
+    """``~x`` on integers (see :mod:`cuvil_tir.ops.bitwise`).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> str(T.bitwise_not(T.var("x")))
+        'T.bitwise_not(x)'
+    """
+    from .ops.bitwise import make
+    return make("bitwise_not", x)
+
+
+def shift_left(x, y) -> Expr:
+    """``x << y`` on integers, wrapping; an amount outside ``[0, bits)`` gives 0 (see
+    :mod:`cuvil_tir.ops.bitwise`).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> str(T.shift_left(T.var("x"), 4))
+        'T.shift_left(x, 4)'
+    """
+    from .ops.bitwise import make
+    return make("shift_left", x, y)
+
+
+def shift_right(x, y) -> Expr:
+    """``x >> y`` on integers: arithmetic for signed dtypes, logical for unsigned ones
+    (see :mod:`cuvil_tir.ops.bitwise`).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> T.shift_right(T.var("w", "int8"), 4).dtype
+        'int8'
+    """
+    from .ops.bitwise import make
+    return make("shift_right", x, y)
+
+
 def any(*conds) -> Expr:  # noqa: A001 - the TVM name
     """Logical or of any number of conditions (``False`` when none).
 

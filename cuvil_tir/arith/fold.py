@@ -185,6 +185,9 @@ def fold_call(dt: str, op: str, args: tuple) -> Expr | None:
         return None
     if op == "abs" and isinstance(args[0], IntImm):
         return IntImm(abs(args[0].value), dt)
+    from ..ops.bitwise import BITWISE, scalar
+    if op in BITWISE and all(isinstance(a, IntImm) for a in args):
+        return IntImm(scalar(op, dt)(*(a.value for a in args)), dt)
     if not D.is_float(dt):
         return None
     vals = [float_value(a.value, dt) for a in args]

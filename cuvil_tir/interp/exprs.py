@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 from .. import dtype as D
 from .. import ops
+from ..ops import bitwise
 from ..errors import LoweringError
 from ..expr import BinaryOp, BufferLoad, Var
 from ..printer import to_text
@@ -216,7 +217,8 @@ class ExprCompiler:
             # a pointer: evaluating it (T.evaluate(A.access_ptr("r"))) does nothing; only
             # a T.call_extern, which the interpreter refuses above, could use it
             return lambda: None
-        fn = S.intrinsic_op(e.op, e.dtype)
+        fn = bitwise.scalar(e.op, e.dtype) if e.op in bitwise.BITWISE else \
+            S.intrinsic_op(e.op, e.dtype)
         args = [self.expr(a) for a in e.args]
         n = e.lanes
         if n > 1:

@@ -112,6 +112,32 @@ class BuiltinCalls:
         from ..ops.qmul import q_multiply_shift
         return q_multiply_shift(x, y, q, s, dtype)
 
+    def bitwise(self, op: str, args, dtype=None) -> Call:
+        from ..ops.bitwise import make
+        call = make(op, *(to_expr(a) if isinstance(a, (Expr, bool)) else a for a in args))
+        if dtype is not None and D.canonical(dtype) != call.dtype:
+            raise CuvilError(f"T.{op}(..., dtype={dtype!r}): the operands are "
+                             f"{call.dtype}; cast them first")
+        return call
+
+    def b_bitwise_and(self, *args, dtype=None):
+        return self.bitwise("bitwise_and", args, dtype)
+
+    def b_bitwise_or(self, *args, dtype=None):
+        return self.bitwise("bitwise_or", args, dtype)
+
+    def b_bitwise_xor(self, *args, dtype=None):
+        return self.bitwise("bitwise_xor", args, dtype)
+
+    def b_bitwise_not(self, *args, dtype=None):
+        return self.bitwise("bitwise_not", args, dtype)
+
+    def b_shift_left(self, *args, dtype=None):
+        return self.bitwise("shift_left", args, dtype)
+
+    def b_shift_right(self, *args, dtype=None):
+        return self.bitwise("shift_right", args, dtype)
+
     def intrinsic(self, op: str, args, dtype=None) -> Call:
         n = INTRIN_ARITY[op]
         if len(args) != n:

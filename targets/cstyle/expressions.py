@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from cuvil_tir import dtype as D
 from cuvil_tir import ops
+from cuvil_tir.ops import bitwise
 from cuvil_tir.errors import CodegenError, CuvilError
 from cuvil_tir.expr import BufferLoad, Call, Var
 from cuvil_tir.stmt import BufferRegion
@@ -194,6 +195,16 @@ class CExpressions(CValues):
             name, text = helper("abs", dt, self.scalar_type(dt))
             self.use_helper(name, text)
             return f"{name}({args[0]})"
+        if e.op in bitwise.BITWISE:
+            ctype = self.scalar_type(dt)
+            if e.op in bitwise.SHIFTS:
+                name, text = helper(e.op, dt, ctype)
+                self.use_helper(name, text)
+                return f"{name}({args[0]}, {args[1]})"
+            if e.op == "bitwise_not":
+                return f"(({ctype})~({args[0]}))"
+            sym = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[e.op]
+            return f"(({ctype})(({args[0]}) {sym} ({args[1]})))"
         template = self.ops.get(e.op)
         f = "" if dt == "float64" else "f"
         spec = ops.get_op(e.op) if ops.has_op(e.op) else None

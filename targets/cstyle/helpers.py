@@ -5,6 +5,8 @@ Each helper is ``static inline`` C99 and carries Cuvil's semantics where C's dif
 * integer division and modulo never trap: by zero they give 0, ``INT_MIN / -1`` wraps
   to ``INT_MIN`` (:mod:`cuvil_tir.ops.intdiv`); ``floordiv``/``floormod`` round toward
   negative infinity;
+* shifts wrap, and an amount outside ``[0, bits)`` is defined
+  (:mod:`cuvil_tir.ops.bitwise`);
 * float ``min``/``max`` propagate NaN, like ``numpy.minimum``;
 * ``float16`` and ``bfloat16`` are stored as their 16-bit patterns and computed in
   ``float``, rounded (to nearest even) after every operation, as numpy does;
@@ -105,7 +107,8 @@ def helper(kind: str, dtype: str, ctype: str) -> tuple[str, str]:
     """``(name, C definition)`` of the helper ``kind`` on element dtype ``dtype``.
 
     ``kind`` is ``div mod floordiv floormod`` (integers), ``min max`` (any number),
-    ``floormod`` (floats too), ``abs`` (integers); ``ctype`` is the C type holding a
+    ``floormod`` (floats too), ``abs``, ``shift_left``, ``shift_right`` (integers);
+    ``ctype`` is the C type holding a
     value of ``dtype`` (``float`` for float16/bfloat16).
 
     Example::
@@ -132,6 +135,18 @@ def helper(kind: str, dtype: str, ctype: str) -> tuple[str, str]:
         body = (f"{ctype} r = fmod{f}(a, b);\n    return (r != 0 && ((r < 0) != (b < 0)))"
                 " ? r + b : r;")
         return name, head + body + "\n}\n"
+    if kind in ("shift_left", "shift_right") and D.is_integer(dtype):
+        # Cuvil's shifts (cuvil_tir.ops.bitwise): wrapping, and an amount outside
+        # [0, bits) leaves 0 (or the sign, shifting a negative value right)
+        bits, signed = D.bits(dtype), D.is_int(dtype)
+        ok = f"b >= 0 && b < {bits}" if signed else f"b < {bits}u"
+        if kind == "shift_left":
+            val = f"({ctype})((uint{bits}_t)a << b)"
+            out = "0"
+        else:
+            val = f"({ctype})(a >> b)"
+            out = "(a < 0 ? -1 : 0)" if signed else "0"
+        return name, head + f"return ({ok}) ? {val} : {out};" + "\n}\n"
     if kind in _INT_DIV and D.is_integer(dtype):
         table = _INT_DIV if D.is_int(dtype) else _UINT_DIV
         body = table[kind].format(t=ctype, u=f"uint{D.bits(dtype)}_t")

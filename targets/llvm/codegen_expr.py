@@ -22,6 +22,7 @@ from cuvil_tir import dtype as D
 from cuvil_tir import ops
 from cuvil_tir.errors import CodegenError
 from cuvil_tir.expr import IntImm, Ramp
+from cuvil_tir.ops.bitwise import BITWISE, SHIFTS
 from cuvil_tir.stmt import BufferRegion
 
 from . import intrinsics as I
@@ -178,6 +179,9 @@ class ExprEmitter:
                 ("afn" in self.fm or "fast" in self.fm):
             # approximate functions allowed: inline vector exp, not N scalar expf calls
             return vector_exp(self.b, self.expr(e.args[0]), D.lanes(e.dtype))
+        if e.op in BITWISE:
+            return I.bitwise(self.b, e.op, [self.expr(a) for a in e.args], e.dtype,
+                             e.args[1] if e.op in SHIFTS else None)
         spec = ops.get_op(e.op) if ops.has_op(e.op) else None
         if spec is not None and spec.expand is not None and not (spec.llvm or spec.libm):
             return self.expr(spec.expand(*e.args))   # e.g. sigmoid: 1 / (1 + exp(-x))

@@ -251,3 +251,42 @@ def _floor_adjust(b: IRBuilder, r: str, y: str, dt: str) -> str:
     diff = b.op(f"xor {bt} {rneg}, {yneg}")
     both = b.op(f"and {bt} {nz}, {diff}")
     return b.op(f"zext {bt} {both} to {t}")
+
+
+def bitwise(b: IRBuilder, op: str, args: list, dt: str, amount=None) -> str:
+    """A bitwise integer op (:mod:`cuvil_tir.ops.bitwise`) on the registers ``args``;
+    ``amount`` is a shift's amount expression: when it is not a constant in range, the
+    result is selected against what an out-of-range shift leaves (LLVM makes such a
+    shift poison, which ``select`` does not pass on from the arm it does not take).
+
+    Example::
+
+        >>> b = IRBuilder()
+        >>> bitwise(b, "shift_right", ["%x", "4"], "uint8", None)
+        '%t2'
+        >>> b.lines[0]
+        '  %t0 = lshr i8 %x, 4'
+    """
+    from cuvil_tir.expr import Broadcast, IntImm
+    from .types import scalar_const
+    t = reg_type(dt)
+    if op == "bitwise_not":
+        return b.op(f"xor {t} {args[0]}, {splat(scalar_const(-1, dt), dt)}")
+    if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        return b.op(f"{op[len('bitwise_'):]} {t} {args[0]}, {args[1]}")
+    x, y = args
+    inst = "shl" if op == "shift_left" else "ashr" if D.is_int(dt) else "lshr"
+    bits = D.bits(D.element(dt))
+    c = amount.value if isinstance(amount, Broadcast) else amount
+    if isinstance(c, IntImm) and 0 <= c.value < bits:
+        return b.op(f"{inst} {t} {x}, {y}")
+    shifted = b.op(f"{inst} {t} {x}, {y}")
+    # unsigned: a negative amount is out of range too
+    ok = b.op(f"icmp ult {t} {y}, {splat(str(bits), dt)}")
+    if inst == "ashr":
+        fill = b.op(f"ashr {t} {x}, {splat(str(bits - 1), dt)}")
+    else:
+        fill = splat("0", dt)
+    bt = reg_type(D.with_lanes("bool", D.lanes(dt)))
+    return b.op(f"select {bt} {ok}, {t} {shifted}, {t} {fill}")
+

@@ -1,0 +1,112 @@
+"""Bitwise integer ops, with TVM's names: ``bitwise_and``, ``bitwise_or``,
+``bitwise_xor``, ``bitwise_not``, ``shift_left``, ``shift_right``.
+
+The operands are integers of one dtype (a Python int takes the other operand's dtype);
+the result has that dtype.  On every backend:
+
+* ``and``/``or``/``xor``/``not`` act on the two's complement bit pattern;
+* ``shift_left(x, y)`` is ``x * 2**y`` wrapped to the dtype; ``shift_right(x, y)`` is
+  arithmetic (the sign fills in) for a signed dtype and logical for an unsigned one;
+* a shift amount outside ``[0, bits)``, negative included, leaves what shifting one bit
+  at a time would: ``0``, or ``-1`` for an arithmetic right shift of a negative ``x``.
+  C and LLVM leave such shifts undefined, so the generated code checks the amount
+  unless it is a constant in range (the common case: ``T.shift_right(w, 4)``).
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> x = T.var("x")
+    >>> e = make("shift_right", make("bitwise_and", x, 0xF0), 4)
+    >>> str(e), e.dtype
+    ('T.shift_right(T.bitwise_and(x, 240), 4)', 'int32')
+    >>> scalar("shift_right", "int8")(-128, 9)
+    -1
+"""
+
+from __future__ import annotations
+
+from .. import dtype as D
+from ..errors import DTypeError
+from . import OpDef, register_op
+
+#: the ops and their arities
+BITWISE = {"bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "bitwise_not": 1,
+           "shift_left": 2, "shift_right": 2}
+SHIFTS = ("shift_left", "shift_right")
+
+
+def _wrap(v: int, dt: str) -> int:
+    return D.wrap_int(v, dt)
+
+
+def shifted_out(op: str, x: int, dt: str) -> int:
+    """What a shift by an amount outside ``[0, bits)`` leaves of ``x``.
+
+    Example::
+
+        >>> shifted_out("shift_right", -5, "int32"), shifted_out("shift_left", -5, "int32")
+        (-1, 0)
+    """
+    return -1 if op == "shift_right" and D.is_int(dt) and x < 0 else 0
+
+
+def scalar(op: str, dt: str):
+    """The op on Python ints of (element) dtype ``dt``: the reference semantics, used by
+    the interpreter and constant folding.
+
+    Example::
+
+        >>> scalar("shift_left", "int8")(1, 7), scalar("bitwise_not", "uint8")(0)
+        (-128, 255)
+    """
+    e = D.element(dt)
+    bits = D.bits(e)
+    if op == "bitwise_and":
+        return lambda a, b: _wrap(int(a) & int(b), e)
+    if op == "bitwise_or":
+        return lambda a, b: _wrap(int(a) | int(b), e)
+    if op == "bitwise_xor":
+        return lambda a, b: _wrap(int(a) ^ int(b), e)
+    if op == "bitwise_not":
+        return lambda a: _wrap(~int(a), e)
+
+    def shift(a, b):
+        a, b = int(a), int(b)
+        if not 0 <= b < bits:
+            return shifted_out(op, a, e)
+        if op == "shift_left":
+            return _wrap(a << b, e)
+        return a >> b          # Python's >> on the (signed or unsigned) value is exact
+    return shift
+
+
+def make(op: str, *args):
+    """The ``Call`` of bitwise op ``op`` on ``args``, checked (see the module docstring).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> make("bitwise_xor", T.var("u", "uint8"), 1).args[1].dtype
+        'uint8'
+    """
+    from ..expr import Call, Expr, as_expr
+    if len(args) != BITWISE[op]:
+        raise DTypeError(f"T.{op} takes {BITWISE[op]} operand(s), found {len(args)}")
+    ref = next((a for a in args if isinstance(a, Expr)), None)
+    dt = ref.dtype if ref is not None else "int32"
+    vals = tuple(as_expr(a, dt) for a in args)
+    for v in vals:
+        if not D.is_integer(v.dtype) or D.is_bool(v.dtype):
+            raise DTypeError(f"T.{op} takes integer operands, found {v} of dtype "
+                             f"{v.dtype}; cast it first, e.g. T.Cast('int32', x)")
+    if len({v.dtype for v in vals}) > 1:
+        raise DTypeError(f"T.{op}: the operands have dtypes "
+                         f"{' and '.join(v.dtype for v in vals)}; cast one so they agree")
+    return Call(vals[0].dtype, op, vals)
+
+
+for _name, _arity in BITWISE.items():
+    register_op(OpDef(_name, _arity, "any", doc=f"TVM's {_name} on integers (see "
+                      "cuvil_tir.ops.bitwise)"))
+
+__all__ = ["BITWISE", "SHIFTS", "make", "scalar", "shifted_out"]
