@@ -96,7 +96,11 @@ def make(op: str, *args):
     dt = ref.dtype if ref is not None else "int32"
     vals = tuple(as_expr(a, dt) for a in args)
     for v in vals:
-        if not D.is_integer(v.dtype) or D.is_bool(v.dtype):
+        if D.is_bool(v.dtype):
+            raise DTypeError(f"T.{op} takes integer operands, found {v} of dtype bool; "
+                             "'&', '|' and '~' are logical only when every operand is "
+                             "bool: compare the integer first, e.g. (x > 0) & c")
+        if not D.is_integer(v.dtype):
             raise DTypeError(f"T.{op} takes integer operands, found {v} of dtype "
                              f"{v.dtype}; cast it first, e.g. T.Cast('int32', x)")
     if len({v.dtype for v in vals}) > 1:

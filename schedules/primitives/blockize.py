@@ -28,7 +28,7 @@ from cuvil_tir.analysis import tree
 from ..errors import LoopNestError, ScheduleError, schedule_error
 from ..handles import BlockRV
 from ..primitive import BLOCK, BOOL, LOOP, Kind, Mismatch, primitive
-from cuvil_tir.analysis.regions import simplify
+from cuvil_tir.analysis.regions import relax, simplify
 from .reduction import fresh_block_name, make_init_nest, resolve_loop, with_write_reads
 
 
@@ -143,7 +143,11 @@ def relax_region(region: BufferRegion, dom: dict) -> BufferRegion:
         lin = linear(rg.min)
         ext = _const_int(rg.extent)
         if lin is None or ext is None:
-            out.append(Range(const(0, region.buffer.shape[d].dtype), region.buffer.shape[d]))
+            # not affine (a layout's // and %): bounded over the inner ranges instead
+            one = BufferRegion(region.buffer, (rg,))
+            doms = {v: Range(const(0, v.dtype), const(n, v.dtype)) if isinstance(n, int)
+                    else Range(const(0, v.dtype), n) for v, n in dom.values()}
+            out.append(relax(one, doms).region[0])
             continue
         terms, c = lin
         rest = {k: t for k, t in terms.items() if k not in dom}

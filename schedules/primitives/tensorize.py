@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir.arith import Analyzer
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import Expr, FloatImm, IntImm, Ramp, Var, const
@@ -73,6 +74,7 @@ class _Matcher:
         self.vmap: dict = {}      # id(desc var) -> scheduled var
         self.inner: set = set()   # ids of scheduled vars bound inside the subtree
         self.bufs: dict = {}      # id(desc buffer) -> (buffer, lead, offsets)
+        self.doms: dict = {}      # var bound inside (desc or scheduled) -> its Range
         self.where = "the top of the desc"
 
     def fail(self, what: str):
@@ -93,6 +95,8 @@ class _Matcher:
                 if not (isinstance(b, IntImm) and isinstance(a, IntImm)) or a.value != b.value:
                     raise self.fail(f"loop {what} mismatch: desc has {a}, found {b}")
             self.bind_var(p.loop_var, q.loop_var)
+            self.doms[q.loop_var] = Range(q.min, q.extent)
+            self.doms[p.loop_var] = Range(p.min, p.extent)
             self.stmt(p.body, q.body)
         elif isinstance(p, BlockRealize):
             self.block(p, q)
@@ -105,7 +109,7 @@ class _Matcher:
         elif type(p).__name__ == "BufferStore":
             self.where = f"in the store to {q.buffer.name!r}"
             self.buffer(p.buffer, p.indices, q.buffer, q.indices)
-            self.expr(p.value, q.value)
+            self.expr(self.norm(p.value), self.norm(q.value))
         else:
             self.fields(p, q)
 
@@ -129,11 +133,22 @@ class _Matcher:
         self.expr(p.predicate, q.predicate)
         for a, b in zip(pb.iter_vars, qb.iter_vars):
             self.bind_var(a.var, b.var)
+            self.doms[b.var] = b.dom
+            self.doms[a.var] = a.dom
         if qb.init is not None:
             raise self.fail("the scheduled block has an init but the desc describes an "
                             "update; tensorize the loop (it blockizes, moving the init "
                             "out) or decompose_reduction first")
         self.stmt(pb.body, qb.body)
+
+    def norm(self, e):
+        """``e`` simplified over the ranges of the variables bound inside the tile:
+        both sides compare in TensorIR's normal form (``vi // 8`` with ``vi`` in
+        ``[0, 8)`` is ``0``, ``(o * 8 + vi) % 8`` is ``vi``)."""
+        ana = Analyzer(index_no_overflow=True)
+        for v, r in self.doms.items():
+            ana.bind(v, r)
+        return ana.simplify(e)
 
     def bind_var(self, a, b):
         self.vmap[id(a)] = b
@@ -203,6 +218,9 @@ class _Matcher:
         for a, b in zip(pidx, qidx[r - d:]):
             mapped = substitute(a, {v: self.vmap[id(v)] for v in used_vars(a)
                                     if id(v) in self.vmap})
+            # both sides over the tile's own ranges: vi // 8 with vi in [0, 8) is 0,
+            # (o * 8 + vi) // 8 is o, as TensorIR's matcher normalises them
+            mapped, b = self.norm(mapped), self.norm(b)
             la, lb = linear(mapped), linear(b)
             if la is None or lb is None:
                 if not same(mapped, b):

@@ -105,3 +105,22 @@ def test_bad_text_is_refused_with_the_place():
                 '    A[0] = T.shift_right(A[1], 2, dtype="int64")\n')
     with pytest.raises(CuvilError, match=r"T.bitwise_xor takes 2 operand\(s\), found 1"):
         T.parse('def f(A: T.Buffer((4,), "int32")):\n    A[0] = T.bitwise_xor(A[1])\n')
+
+
+def test_python_operators_on_integer_expressions():
+    x, y = T.var("x"), T.var("y")
+    for got, want in [(x & y, T.bitwise_and(x, y)), (x | 3, T.bitwise_or(x, 3)),
+                      (3 ^ x, T.bitwise_xor(3, x)), (~x, T.bitwise_not(x)),
+                      (x << 2, T.shift_left(x, 2)), (1 << x, T.shift_left(1, x)),
+                      (x >> y, T.shift_right(x, y))]:
+        assert T.structural_equal(got, want), (got, want)
+    # bool operands keep the logical meaning
+    assert type((x < 1) & (y < 2)).__name__ == "And" and type(~(x < 1)).__name__ == "Not"
+    # and a te compute reads as TVM's operator overloading does
+    W = T.placeholder((2,), "int32", name="W")
+    Q = T.compute((16,), lambda t: ((W[t // 8] >> (t % 8 * 4)) & 15) - 8, name="Q")
+    f = T.create_prim_func([W, Q])
+    w = np.array([0x76543210, -0x10325477], "int32")
+    q = np.zeros(16, "int32")
+    T.interpret(f, w, q)
+    assert q.tolist() == [((int(w[t // 8]) >> (t % 8 * 4)) & 15) - 8 for t in range(16)]

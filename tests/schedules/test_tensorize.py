@@ -214,3 +214,48 @@ def test_with_index_dtype_keeps_what_a_function_computes():
     arrays = w.make_inputs(np.random.default_rng(1))
     w.check(run(g, arrays))
     assert index_dtype(with_index_dtype(g, "int32")) == "int32"
+
+
+UNPACK_DESC = '''@T.prim_func
+def desc(C: T.Buffer((1,), "int32"), D: T.Buffer((8,), "float32")):
+    for i in T.serial(8):
+        with T.block("decode"):
+            vi = T.axis.spatial(8, i)
+            D[vi] = T.Cast("float32", T.bitwise_and(T.shift_right(C[vi // 8], vi % 8 * 4), 15))
+'''
+
+UNPACK_IMPL = '''@T.prim_func
+def impl(C: T.Buffer((1,), "int32"), D: T.Buffer((8,), "float32")):
+    for i in T.unroll(8):
+        D[i] = T.Cast("float32", T.bitwise_and(T.shift_right(C[0], i * 4), 15))
+'''
+
+UNPACK = '''@T.prim_func
+def main(W: T.Buffer((4, 4), "int32"), Q: T.Buffer((4, 32), "float32")):
+    for r, c0, c1 in T.grid(4, 4, 8):
+        with T.block("Q"):
+            vr = T.axis.spatial(4, r)
+            vc = T.axis.spatial(32, c0 * 8 + c1)
+            Q[vr, vc] = T.Cast("float32", T.bitwise_and(T.shift_right(W[vr, vc // 8], vc % 8 * 4), 15))
+'''
+
+
+def test_tensorize_matches_in_normal_form_over_the_tile():
+    # after blockize the nest indexes W[vr, (c_o * 8 + vi) // 8] and shifts by
+    # (c_o * 8 + vi) % 8 * 4; the desc says C[vi // 8] and vi % 8 * 4: over vi in
+    # [0, 8) both are C[c_o] and vi * 4, as TensorIR's matcher simplifies them
+    S.TensorIntrin.register("test.unpack8", T.parse(UNPACK_DESC), T.parse(UNPACK_IMPL),
+                            override=True)
+    f = T.parse(UNPACK)
+    sch = S.Schedule(f)
+    sch.tensorize(sch.get_loops("Q")[-1], "test.unpack8")
+    outer = tree.get(sch.func, tree.find_block(sch.func, "Q_o")).block
+    assert [T.to_text(r.region[1].min) for r in outer.reads] == ["vc_o"]
+    w = np.random.default_rng(0).integers(-2**31, 2**31 - 1, (4, 4), dtype="int32")
+    want = np.array([[(int(w[r, c // 8]) >> (c % 8 * 4)) & 15 for c in range(32)]
+                     for r in range(4)], "float32")
+    from tests.schedules.testing import run_llvm
+    for out in (run(sch, [w, np.zeros((4, 32), "float32")]),
+                run_llvm(sch, [w, np.zeros((4, 32), "float32")])):
+        np.testing.assert_array_equal(out[1], want)
+    verify_trace_roundtrip(sch, f)
