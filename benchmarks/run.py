@@ -6,7 +6,9 @@ Workloads: fp32 GEMM 512^3, 1024^3 and 2048^3 on one thread and on all threads
 (tutorial 04's schedule; numpy's OpenBLAS limited to the same count), a 3x3 conv2d
 (N=1, C=K=64, 56x56, pad 1; numpy: im2col + matmul), the elementwise
 ``exp(x) * y + z`` on 16M floats (GB/s, beside numpy and a measured copy bandwidth),
-and a row softmax (2048 x 1024).  The last two are built with the opt-in fast-math
+a row softmax (2048 x 1024), and an int4 dequantization (4M packed words: shifts,
+masks and a scale per group; GB/s beside a measured copy of the output's size).  The
+elementwise and softmax kernels are built with the opt-in fast-math
 flags ``afn`` (inline vector ``exp``, within 1 ulp) and, for the softmax reductions,
 ``reassoc``; GEMM and conv use the default (``contract`` only).  Each figure is the
 median of ``--repeat`` runs, ours and numpy's alternating so both see the same machine load;
@@ -305,6 +307,43 @@ def bench_elementwise(n, repeat, rng):
             "numpy": theirs, "build_s": build_s, "copy_gbs": 8.0 * n / copy["median"] / 1e9}
 
 
+def int4_unpack_schedule(words, group=16):
+    """int4 weights (8 per int32 word, low nibble first, offset 8) times a scale per
+    ``group`` words: a quantized GEMM's dequantization prologue."""
+    W = T.placeholder((words,), "int32", name="W")
+    Sc = T.placeholder((words // group,), name="Sc")
+    Q = T.compute((words, 8), lambda w, k: T.Cast(
+        "float32", ((W[w] >> (k * 4)) & 15) - 8) * Sc[w // group], name="Q")
+    sch = S.Schedule(T.create_prim_func([W, Sc, Q]))
+    w, k = sch.get_loops(sch.get_block("Q"))
+    wo, _, wi = sch.split(w, [None, 64, 4])
+    sch.parallel(wo)
+    sch.unroll(wi)
+    sch.vectorize(k)           # one word's 8 nibbles: a vector shift by (0, 4, ..., 28)
+    return sch
+
+
+def bench_int4_unpack(words, repeat, rng, group=16):
+    mod, build_s = timed_build(int4_unpack_schedule(words, group), "int4_unpack")
+    w = rng.integers(-2**31, 2**31 - 1, words, dtype="int32")
+    sc = rng.standard_normal(words // group).astype("float32")
+    q = np.empty((words, 8), "float32")
+    shifts = np.arange(8, dtype="int32") * 4
+
+    def numpy_unpack():
+        nib = ((w[:, None] >> shifts) & 15) - 8
+        return nib.astype(np.float32) * np.repeat(sc, group)[:, None]
+    mod(w, sc, q)
+    np.testing.assert_array_equal(q, numpy_unpack())
+    ours, theirs = interleaved(lambda: mod(w, sc, q), numpy_unpack, repeat)
+    dst = np.empty_like(q)
+    src = np.ones_like(q)
+    copy = _stats([_time(lambda: np.copyto(dst, src)) for _ in range(repeat)])
+    return {"name": f"int4 unpack {words * 8 >> 20}M values", "bytes": 36.0 * words,
+            "ours": ours, "numpy": theirs, "build_s": build_s,
+            "copy_gbs": 64.0 * words / copy["median"] / 1e9}
+
+
 def _time(fn):
     t0 = time.perf_counter()
     fn()
@@ -456,6 +495,7 @@ def main(argv=None):
     results.append(bench_conv(repeat, rng))
     results.append(bench_elementwise((1 << 22) if args.quick else (1 << 24), repeat, rng))
     results.append(bench_softmax(2048, 1024, repeat, rng))
+    results.append(bench_int4_unpack((1 << 19) if args.quick else (1 << 22), repeat, rng))
     overhead = call_overhead(repeat)
     report(results, peak, overhead, blas_info(), measure_cache_build())
     if args.json:

@@ -267,7 +267,7 @@ def bitwise(b: IRBuilder, op: str, args: list, dt: str, amount=None) -> str:
         >>> b.lines[0]
         '  %t0 = lshr i8 %x, 4'
     """
-    from cuvil_tir.expr import Broadcast, IntImm
+    from cuvil_tir.expr import Broadcast, IntImm, Ramp
     from .types import scalar_const
     t = reg_type(dt)
     if op == "bitwise_not":
@@ -278,7 +278,11 @@ def bitwise(b: IRBuilder, op: str, args: list, dt: str, amount=None) -> str:
     inst = "shl" if op == "shift_left" else "ashr" if D.is_int(dt) else "lshr"
     bits = D.bits(D.element(dt))
     c = amount.value if isinstance(amount, Broadcast) else amount
-    if isinstance(c, IntImm) and 0 <= c.value < bits:
+    if isinstance(c, Ramp) and isinstance(c.base, IntImm) and isinstance(c.stride, IntImm):
+        lanes = [c.base.value + k * c.stride.value for k in range(c.lanes)]
+    else:
+        lanes = [c.value] if isinstance(c, IntImm) else None
+    if lanes is not None and all(0 <= v < bits for v in lanes):
         return b.op(f"{inst} {t} {x}, {y}")
     shifted = b.op(f"{inst} {t} {x}, {y}")
     # unsigned: a negative amount is out of range too

@@ -7,6 +7,7 @@ import re
 import numpy as np
 
 import cuvil_tir as T
+import schedules as S
 import targets
 from cuvil_tir import dtype as D
 from tests.cuvil_tir.test_bitwise import BINARY, DTYPES, reference
@@ -104,3 +105,21 @@ def unpack(W: T.Buffer((4,), "int32"), S: T.Buffer((32,), "int32"),
                                                              "int32"),
                                     ~reference("shift_right", int(w[1]), int(a), "int32"),
                                     "int32") for a in s]
+
+
+def test_constant_vector_shift_amounts_need_no_guard():
+    # a word's 8 nibbles shifted by the constant lanes (0, 4, ..., 28): in range, so
+    # the vector shift is emitted bare (variable amounts are selected against their
+    # out-of-range value, test_vector_lanes_on_llvm)
+    W = T.placeholder((8,), "int32", name="W")
+    Q = T.compute((8, 8), lambda w, k: ((W[w] >> (k * 4)) & 15) - 8, name="Q")
+    sch = S.Schedule(T.create_prim_func([W, Q]))
+    sch.vectorize(sch.get_loops(sch.get_block("Q"))[1])
+    mod = targets.build(sch, "llvm")
+    ll = mod.get_source("ll")
+    assert "ashr <8 x i32>" in ll
+    assert not re.search(r"icmp ult <8 x i32> %\w+, <i32 32", ll)
+    w = np.random.default_rng(2).integers(-2**31, 2**31 - 1, 8, dtype="int32")
+    q = np.zeros((8, 8), "int32")
+    mod(w, q)
+    assert q.tolist() == [[((int(x) >> (4 * k)) & 15) - 8 for k in range(8)] for x in w]
