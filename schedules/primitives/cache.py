@@ -342,6 +342,29 @@ def cache_read(func, block, read_buffer_index: int, scope: str, consumer_blocks=
     return _stage(func, bpath, buf, scope, prim, True, consumer_blocks)
 
 
+def _reads_own_writes_only(func, bpath, buf) -> bool:
+    """Whether the block at ``bpath`` reads of ``buf`` only what its own inner blocks
+    wrote first (a scope block that fills a tile, then reads it): every child that
+    reads ``buf`` has an earlier child producing it, and its producers provably cover
+    what it reads (:func:`schedules.region_cover.region_covered`).  Then the cache
+    needs no initial contents."""
+    from cuvil_tir.analysis.regions import child_blocks
+    from ..block_scope import DepKind, scope_dependences
+    from ..region_cover import region_covered
+    children = child_blocks(func, bpath)
+    if not children:
+        return False
+    scope = scope_dependences(func, bpath)
+    for cpath, cbr in children:
+        if not any(r.buffer is buf for r in cbr.block.reads):
+            continue
+        fed = any(d.kind is DepKind.RAW and buf.name in d.buffers
+                  for d in scope.deps_by_dst(cbr.block.name))
+        if not (fed and region_covered(func, cpath, scope)):
+            return False
+    return True
+
+
 @primitive("cache_write", block=BLOCK, scope=SCOPE, consumer_blocks=BLOCK_LIST,
            returns=BLOCK)
 def cache_write(func, block, write_buffer_index: int, scope: str, consumer_blocks=None):
@@ -369,7 +392,8 @@ def cache_write(func, block, write_buffer_index: int, scope: str, consumer_block
     bpath = block_path(func, block, prim)
     blk = tree.get(func, bpath).block
     buf = _buffer_at(func, blk, write_buffer_index, "writes", prim)
-    if blk.init is None and any(r.buffer is buf for r in blk.reads):
+    if blk.init is None and any(r.buffer is buf for r in blk.reads) and \
+            not _reads_own_writes_only(func, bpath, buf):
         raise fail(CacheStageError, prim, f"block {blk.name!r} reads {buf.name!r} before "
                    "writing it and has no init (an update whose init was decomposed or "
                    "lives in an outer block): the cache would start uninitialised. Apply "

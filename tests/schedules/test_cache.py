@@ -1,13 +1,16 @@
 """cache_read and cache_write: numerics, printed IR, combination with compute_at."""
 
+import numpy as np
 import pytest
 
+import cuvil_tir as T
 import schedules as S
 import targets
 from cuvil_tir.analysis import tree
 from schedules.errors import CacheStageError, ScheduleArgumentError
 from tests import workloads
-from tests.schedules.testing import assert_refused, check_workload, verify_trace_roundtrip
+from tests.schedules.testing import (assert_refused, check_workload, run,
+                                     verify_trace_roundtrip)
 
 
 def block_names(sch):
@@ -162,3 +165,51 @@ def test_cache_bad_scope_is_refused():
     assert_refused(sch, lambda: sch.cache_read(blk, 0, "my scope"),
                    r"argument 3, 'scope' to cache_read: expected a storage scope name .* "
                    r"found 'my scope' \(str\)", ScheduleArgumentError)
+
+
+TILE_SCOPE = '''@T.prim_func
+def main(B: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")):
+    A = T.alloc_buffer((8, 8))
+    for i0, j0 in T.grid(2, 2):
+        with T.block("scope"):
+            i, j = T.axis.remap("SS", [i0, j0])
+            for x, y in T.grid(4, 4):
+                with T.block("A"):
+                    vi = T.axis.spatial(8, i * 4 + x)
+                    vj = T.axis.spatial(8, j * 4 + y)
+                    A[vi, vj] = T.Cast("float32", vi * 8 + vj)
+            for x, y in T.grid(4, WIDTH):
+                with T.block("B"):
+                    vi = T.axis.spatial(8, i * 4 + x)
+                    vj = T.axis.spatial(8, j * 4 + y)
+                    B[vi, vj] = A[vi, vj] + T.float32(1)
+    for i, j in T.grid(8, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] * T.float32(2)
+'''
+
+
+def test_cache_write_of_a_scope_block_that_reads_only_what_it_wrote():
+    # "scope" reads A (its inner B does), but only the tile its inner A wrote just
+    # before: the cache needs no initial contents, so cache_write is legal
+    f = T.parse(TILE_SCOPE.replace("WIDTH", "4"))
+    sch = S.Schedule(f)
+    rv = sch.cache_write(sch.get_block("scope"), 0, "global")
+    assert rv.name == "A_global"
+    want = np.arange(64, dtype="float32").reshape(8, 8)
+    out = run(sch, [np.zeros((8, 8), "float32"), np.zeros((8, 8), "float32")])
+    np.testing.assert_array_equal(out[0], want + 1)
+    np.testing.assert_array_equal(out[1], want * 2)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_cache_write_of_a_scope_block_reading_outside_its_writes_is_refused():
+    # here the inner B reads A[.., j*4 + 4] too: a column no inner block wrote
+    f = T.parse(TILE_SCOPE.replace("WIDTH", "5").replace(
+        "vj = T.axis.spatial(8, j * 4 + y)\n                    B[",
+        "vj = T.axis.spatial(8, T.min(j * 4 + y, 7))\n                    B["))
+    sch = S.Schedule(f)
+    assert_refused(sch, lambda: sch.cache_write("scope", 0, "global"),
+                   r"cache_write: block 'scope' reads 'A' before writing it and has no "
+                   r"init", CacheStageError)
