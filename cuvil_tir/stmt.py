@@ -38,7 +38,7 @@ class Stmt(Node):
 
 
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
-ITER_KINDS = ("spatial", "reduce", "opaque")
+ITER_KINDS = ("spatial", "reduce", "scan", "opaque")
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
                "threadIdx.z", "vthread.x", "vthread.y", "vthread.z")
 
@@ -85,7 +85,10 @@ class Range(Node):
 
 @node
 class IterVar(Node):
-    """A block iteration variable: its domain and kind (spatial/reduce/opaque).
+    """A block iteration variable: its domain and kind: ``spatial`` (independent
+    instances), ``reduce`` (a commutative reduction), ``scan`` (TensorIR's ordered
+    iterator: its instances run in order; no primitive reorders or parallelizes it) or
+    ``opaque`` (unknown).
 
     Example::
 

@@ -299,6 +299,31 @@ def reduction_block(loop: For):
     return None
 
 
+def ordered_block(loop: For, kinds=("scan",)):
+    """``(block name, iter var name)`` of a block under ``loop`` whose iter var of a kind
+    in ``kinds`` (``scan``: TensorIR's ordered iterator) the loop drives, else None:
+    such a loop must run its iterations in order.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.parse('''@T.prim_func
+        ... def f(A: T.Buffer((4,), "float32")):
+        ...     for k in T.serial(4):
+        ...         with T.block("S"):
+        ...             vk = T.axis.scan(4, k)
+        ...             A[vk] = A[vk] + T.float32(1)
+        ... ''')
+        >>> ordered_block(f.body.block.body)
+        ('S', 'vk')
+    """
+    for br in tree.blocks_under(loop.body):
+        for iv, value in zip(br.block.iter_vars, br.iter_values):
+            if iv.kind in kinds and uses_var(value, loop.loop_var):
+                return br.block.name, iv.var.name
+    return None
+
+
 def loop_nest(func, path: tuple) -> list:
     """The ``For`` loops between the block at ``path`` and its parent block, outer first.
 

@@ -54,7 +54,7 @@ BUILTINS = {"Buffer", "alloc_buffer", "allocate", "block", "axis", "reads", "wri
             "truncdiv", "truncmod", "floordiv", "floormod", "var", "size_var",
             "prim_func", "match_buffer", "decl_buffer", "buffer_decl", "allocate_const",
             "likely", "let", "assert_", "launch_thread"} | set(INTRIN_ARITY)
-AXIS_KINDS = ("spatial", "reduce", "opaque")
+AXIS_KINDS = ("spatial", "reduce", "scan", "opaque")
 #: TVMScript's short axis names
 AXIS_ALIASES = {"S": "spatial", "R": "reduce"}
 LOOP_KINDS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectorized",
@@ -235,7 +235,7 @@ class ExprEvaluator:
             if name in AXIS_KINDS or name == "remap":
                 return Builtin("axis." + name)
             raise self.error(f"unknown name 'T.axis.{name}'; expected T.axis.spatial (S), "
-                             "T.axis.reduce (R), T.axis.opaque or T.axis.remap", tree)
+                             "T.axis.reduce (R), T.axis.scan, T.axis.opaque or T.axis.remap", tree)
         if isinstance(base, Buffer) or is_view(base):
             return self.buffer_attribute(base, name, tree)
         if isinstance(base, (Builtin, Namespace)):

@@ -352,11 +352,11 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool, index: in
         raise err(f"loop {lname!r} and block {blk.name!r} are not in "
                             "the same block scope (different block scopes); pass a loop "
                             "of the same scope")
-    if any(iv.kind == "opaque" for iv in blk.iter_vars) or not (
+    if any(iv.kind in ("opaque", "scan") for iv in blk.iter_vars) or not (
             is_complete(blk) or is_reduction(blk)):
         raise err(f"block {blk.name!r} is neither a complete block nor a "
-                            "reduction block (it has opaque iter vars or reads what it "
-                            "writes); only those can be moved")
+                            "reduction block (it has opaque or scan iter vars or reads "
+                            "what it writes); only those can be moved")
     if is_reduction(blk) and blk.init is None:
         raise err(f"block {blk.name!r} is a reduction update without an init (e.g. "
                   "what decompose_reduction leaves): recomputed for overlapping consumer "

@@ -23,7 +23,8 @@ from __future__ import annotations
 from cuvil_tir.stmt import Block, BlockRealize, For, THREAD_TAGS
 
 from cuvil_tir.analysis import tree
-from ..analysis import const_int, loop_path, non_affine_block, reduction_block, stmt_path
+from ..analysis import (const_int, loop_path, non_affine_block, ordered_block,
+                        reduction_block, stmt_path)
 from ..errors import (AnnotationError, NonConstantExtentError, ReductionLoopError,
                       ScheduleArgumentError, schedule_error)
 from ..dependence import carried_dependence
@@ -36,10 +37,20 @@ def _with_kind(node: For, kind: str, tag=None) -> For:
                node.annotations)
 
 
+def _refuse_ordered(func, node, name):
+    hit = ordered_block(node)
+    if hit is not None:
+        raise schedule_error(LoopCarriedError, name, f"loop {node.loop_var.name} drives "
+                             f"the ordered iterator {hit[1]} of block {hit[0]!r} "
+                             "(T.axis.scan): its iterations must run one after another. "
+                             "Keep the loop serial", func, node)
+
+
 def _set_kind(func, loop, name: str, kind: str):
     path = loop_path(func, loop, name)
     node = tree.get(func, path)
     if kind in ("parallel", "vectorized"):
+        _refuse_ordered(func, node, name)
         blk = reduction_block(node)
         if blk is not None:
             raise schedule_error(ReductionLoopError, name, f"loop {node.loop_var.name} "
@@ -151,6 +162,7 @@ def bind(func, loop, thread_axis):
     if thread_axis not in THREAD_TAGS:
         raise schedule_error(ScheduleArgumentError, "bind", f"unknown thread axis "
                              f"{thread_axis!r}; expected one of {', '.join(THREAD_TAGS)}")
+    _refuse_ordered(func, node, "bind")
     blk = reduction_block(node)
     if blk is not None and not thread_axis.startswith("threadIdx."):
         raise schedule_error(ReductionLoopError, "bind", f"loop {node.loop_var.name} "

@@ -378,8 +378,19 @@ def _check_not_mixed(moved, body, func) -> None:
     loop opaque and refuses to reorder it)."""
     for br in tree.blocks_under(body):
         for node in moved:
-            kinds = {iv.kind for iv, val in zip(br.block.iter_vars, br.iter_values)
-                     if uses_var(val, node.loop_var)}
+            driven = [iv for iv, val in zip(br.block.iter_vars, br.iter_values)
+                      if uses_var(val, node.loop_var)]
+            kinds = {iv.kind for iv in driven}
+            odd = next((iv for iv in driven if iv.kind in ("scan", "opaque")), None)
+            if odd is not None:
+                # TensorIR's rule: only spatial and reduction instances may run in
+                # another order
+                raise schedule_error(LoopNestError, "reorder", f"loop "
+                                     f"{node.loop_var.name} drives the {odd.kind} iterator "
+                                     f"{odd.var.name} of block '{br.block.name}', whose "
+                                     "instances may depend on their order; reorder moves "
+                                     "only loops of spatial and reduction iterators",
+                                     func, node)
             if {"spatial", "reduce"} <= kinds:
                 raise schedule_error(LoopNestError, "reorder", f"loop "
                                      f"{node.loop_var.name} drives both a spatial and a "

@@ -35,6 +35,10 @@ def check_rfactor_block(func, realize, loops, rf_loop) -> None:
         return schedule_error(cls, "rfactor", f"block {blk.name!r} {why}", func,
                               node if node is not None else blk)
 
+    odd = next((iv for iv in blk.iter_vars if iv.kind not in ("spatial", "reduce")), None)
+    if odd is not None:
+        raise refuse(NotReductionError, f"has the {odd.kind} iterator {odd.var.name}: "
+                     "rfactor needs a block of spatial and reduction iterators only")
     reduce_vars = {id(iv.var) for iv in blk.iter_vars if iv.kind == "reduce"}
     loop_ids = {id(l.loop_var): l for l in loops}
     kinds_of = {}

@@ -85,7 +85,7 @@ def _loop_kind(loop) -> str:
         for iv, val in zip(br.block.iter_vars, br.iter_values):
             if uses_var(val, loop.loop_var):
                 kinds.add(iv.kind)
-    if "opaque" in kinds or {"spatial", "reduce"} <= kinds:
+    if kinds & {"opaque", "scan"} or {"spatial", "reduce"} <= kinds:
         return "opaque"
     return "reduce" if "reduce" in kinds else "spatial"
 
