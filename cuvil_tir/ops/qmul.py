@@ -101,4 +101,72 @@ def q_multiply_shift(x, y, q, s, dtype: str = "int32"):
     return Call("int32", QMUL, (x, y, q, s))
 
 
-__all__ = ["QMUL", "expand", "q_multiply_shift"]
+QMUL_AXIS = "q_multiply_shift_per_axis"
+
+
+def expand_per_axis(x, y, ls, rs, q, lshift, rshift):
+    """``q_multiply_shift_per_axis`` as TVM's lowering computes it, in Cuvil's integer
+    ops: ``int32((((int64(x) << ls if lshift) * y) + (1 << (rs + q - 1))) >> (rs + q))``
+    (``rshift`` is not read, as in TVM; shifts follow :mod:`cuvil_tir.ops.bitwise`).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> e = expand_per_axis(T.var("x"), T.var("y"), T.var("l"), T.var("r"),
+        ...                     T.const(31), T.const(False), T.const(True))
+        >>> e.dtype
+        'int32'
+    """
+    from ..expr import Cast, IntImm
+    from .bitwise import make
+    wide = Cast("int64", x)
+    if _const(lshift):
+        wide = make("shift_left", wide, Cast("int64", ls))
+    wide = wide * Cast("int64", y)
+    total = Cast("int64", rs) + IntImm(_const(q), "int64")
+    one = IntImm(1, "int64")
+    wide = make("shift_right", wide + make("shift_left", one, total - one), total)
+    return Cast("int32", wide)
+
+
+register_op(OpDef(QMUL_AXIS, 7, "any", effect="pure", expand=expand_per_axis,
+                  doc="TVM's fixed-point multiply with per-axis shifts"))
+
+
+def q_multiply_shift_per_axis(x, y, ls, rs, q, is_lshift_required, is_rshift_required,
+                              dtype: str = "int32"):
+    """The ``q_multiply_shift_per_axis`` call (TVM's per-channel requantization): ``x``,
+    ``y`` and the shifts ``ls``/``rs`` int32 expressions, ``q`` an int constant in
+    ``[1, 62]``, the two flags bool constants.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> c = q_multiply_shift_per_axis(T.var("x"), T.var("y"), 0, T.var("r"), 31,
+        ...                               False, True)
+        >>> c.op, len(c.args)
+        ('q_multiply_shift_per_axis', 7)
+    """
+    from ..expr import Call, IntImm, as_expr
+    vals = [as_expr(v, "int32") for v in (x, y, ls, rs)]
+    if dtype != "int32" or any(v.dtype != "int32" for v in vals):
+        raise DTypeError(f"T.q_multiply_shift_per_axis: x, y, ls, rs and the result are "
+                         f"int32, found {', '.join(v.dtype for v in vals)} and "
+                         f"dtype={dtype!r}")
+    qv = _const(as_expr(q, "int32"))
+    if qv is None or not 1 <= qv <= 62:
+        raise DTypeError(f"T.q_multiply_shift_per_axis: q must be an int constant in "
+                         f"[1, 62], found {q}")
+    flags = []
+    for name, f in (("is_lshift_required", is_lshift_required),
+                    ("is_rshift_required", is_rshift_required)):
+        fv = _const(as_expr(f, "bool"))
+        if fv is None:
+            raise DTypeError(f"T.q_multiply_shift_per_axis: {name} must be a bool "
+                             f"constant, found {f}")
+        flags.append(IntImm(int(bool(fv)), "bool"))
+    return Call("int32", QMUL_AXIS, (*vals, IntImm(qv, "int32"), *flags))
+
+
+__all__ = ["QMUL", "QMUL_AXIS", "expand", "expand_per_axis", "q_multiply_shift",
+           "q_multiply_shift_per_axis"]

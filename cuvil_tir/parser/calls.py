@@ -112,6 +112,10 @@ class BuiltinCalls:
         from ..ops.qmul import q_multiply_shift
         return q_multiply_shift(x, y, q, s, dtype)
 
+    def b_q_multiply_shift_per_axis(self, x, y, ls, rs, q, lshift, rshift, dtype="int32"):
+        from ..ops.qmul import q_multiply_shift_per_axis
+        return q_multiply_shift_per_axis(x, y, ls, rs, q, lshift, rshift, dtype)
+
     def bitwise(self, op: str, args, dtype=None) -> Call:
         from ..ops.bitwise import make
         call = make(op, *(to_expr(a) if isinstance(a, (Expr, bool)) else a for a in args))

@@ -301,3 +301,49 @@ def test_q_multiply_shift_refuses_undefined_shifts(args, message):
     with pytest.raises(T.ParseError, match=message):
         T.parse('def f(A: T.Buffer((4,), "int32")):\n'
                 f'    A[0] = T.q_multiply_shift({args}, dtype="int32")\n')
+
+
+def _qmul_axis_reference(x, y, ls, rs, q, lshift):
+    """TVM's lowering of q_multiply_shift_per_axis, on Python ints, wrapped to int32
+    (shift amounts here stay inside [0, 64))."""
+    v = (x << ls) if lshift else x
+    total = rs + q
+    v = (v * y + (1 << (total - 1))) >> total
+    return (v + 2 ** 31) % 2 ** 32 - 2 ** 31
+
+
+@pytest.mark.parametrize("lshift", [True, False])
+def test_q_multiply_shift_per_axis_is_exact_on_every_backend(lshift):
+    flags = f"{lshift}, {not lshift}"
+    f = round_trip(T.parse(
+        'def f(X: T.Buffer((64,), "int32"), Y: T.Buffer((64,), "int32"),\n'
+        '      L: T.Buffer((64,), "int32"), R: T.Buffer((64,), "int32"),\n'
+        '      B: T.Buffer((64,), "int32")):\n'
+        '    for i in range(64):\n'
+        f'        B[i] = T.q_multiply_shift_per_axis(X[i], Y[i], L[i], R[i], 31, {flags},\n'
+        '                                           dtype="int32")\n'))
+    x = rng.integers(-2 ** 24, 2 ** 24, 64, dtype=np.int64).astype("int32")
+    y = rng.integers(2 ** 29, 2 ** 31 - 1, 64, dtype=np.int64).astype("int32")
+    ls = rng.integers(0, 7, 64, dtype=np.int64).astype("int32")
+    rs = rng.integers(0, 7, 64, dtype=np.int64).astype("int32")
+    want = np.array([_qmul_axis_reference(*map(int, v), 31, lshift)
+                     for v in zip(x, y, ls, rs)], "int32")
+    for run in (lambda b: T.interpret(f, x, y, ls, rs, b),
+                lambda b: targets.build(f, "llvm")(x, y, ls, rs, b),
+                lambda b: targets.build(f, "c")(x, y, ls, rs, b)):
+        b = np.zeros(64, "int32")
+        run(b)
+        np.testing.assert_array_equal(b, want)
+
+
+@pytest.mark.parametrize("args,message", [
+    ("A[0], A[1], A[2], A[3], A[0], False, True", r"q must be an int constant in \[1, 62\]"),
+    ("A[0], A[1], A[2], A[3], 31, A[0] < 1, True", r"is_lshift_required must be a bool "
+                                                   r"constant"),
+    ("A[0], A[1], A[2], A[3], 0, False, True", r"q must be an int constant in \[1, 62\], "
+                                               r"found 0"),
+])
+def test_q_multiply_shift_per_axis_errors(args, message):
+    with pytest.raises(T.ParseError, match=message):
+        T.parse('def f(A: T.Buffer((4,), "int32")):\n'
+                f'    A[0] = T.q_multiply_shift_per_axis({args}, dtype="int32")\n')
