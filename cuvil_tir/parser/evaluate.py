@@ -410,8 +410,10 @@ class ExprEvaluator:
                 else:
                     args.append(self.eval(a))
         if callee is call_extern and "dtype" in kwargs:
-            # TVMScript's order: T.call_extern("name", *args, dtype="int32")
-            args.insert(0, kwargs.pop("dtype"))
+            # TVMScript's order: T.call_extern("name", *args, dtype="int32"); its void
+            # (dtype="") is a call whose result is never used, Cuvil's "handle"
+            dtype = kwargs.pop("dtype")
+            args.insert(0, "handle" if dtype == "" else dtype)
         if isinstance(callee, Builtin):
             fn = getattr(self, "b_" + callee.name.replace(".", "_"), None)
             if fn is None:

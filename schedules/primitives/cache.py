@@ -203,6 +203,15 @@ def _check_produced(func, cpath, buf, rs, region, prim):
                        "writer (compute_at) or cache before scheduling", func)
 
 
+def _writers_come_after(func, scope_path, wnames, rnames) -> bool:
+    """Every writer runs after every chosen reader, in later statements of the scope's
+    body (no loop holds both, so no iteration of a writer precedes a reader)."""
+    items = subtrees(tree.get(func, scope_path).block.body)
+    rpos = [k for k, s in enumerate(items) if block_names(s) & rnames]
+    wpos = [k for k, s in enumerate(items) if block_names(s) & wnames]
+    return bool(rpos) and bool(wpos) and max(rpos) < min(wpos)
+
+
 def _offsets_of_own(func, scope_path, tile) -> bool:
     """Whether ``tile`` starts at an offset made of the scope block's own iterators: a
     block without iterators (loop_partition's) names the loops around it in its
@@ -231,6 +240,10 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     rs_cache = [(p, b) for p, b in rs if b.block.name in cache_readers]
     rnames = cache_readers if is_read else {b.block.name for _, b in rs} - cache_readers
     rs = rs_cache if is_read else rs
+    if is_read and _writers_come_after(func, scope_path, wnames, rnames):
+        # an in-place pattern (read, then overwrite): the copy is of the buffer as the
+        # readers see it, before any writer runs
+        ws, wnames = [], set()
     if is_read and not rnames:
         raise fail(CacheStageError, prim, f"{buf.name!r} is read in this scope only by "
                    f"its writer {sorted(wnames)}: a copy made before the writer would "

@@ -347,3 +347,11 @@ def test_q_multiply_shift_per_axis_errors(args, message):
     with pytest.raises(T.ParseError, match=message):
         T.parse('def f(A: T.Buffer((4,), "int32")):\n'
                 f'    A[0] = T.q_multiply_shift_per_axis({args}, dtype="int32")\n')
+
+
+def test_a_void_extern_call_reads_as_a_handle_call():
+    # TVMScript's dtype="" is a call whose result is not used
+    f = round_trip(T.parse('def f(A: T.Buffer((64,), "int32")):\n'
+                           '    T.evaluate(T.call_extern("call_impl", A.data, dtype=""))\n'))
+    call = f.body.value
+    assert (call.dtype, call.args[0].value) == ("handle", "call_impl")

@@ -213,3 +213,45 @@ def test_cache_write_of_a_scope_block_reading_outside_its_writes_is_refused():
     assert_refused(sch, lambda: sch.cache_write("scope", 0, "global"),
                    r"cache_write: block 'scope' reads 'A' before writing it and has no "
                    r"init", CacheStageError)
+
+
+INPLACE = '''@T.prim_func
+def main(D: T.Buffer((8,), "float32")):
+    T1 = T.alloc_buffer((8,))
+    for i in T.serial(8):
+        with T.block("copy_in"):
+            v = T.axis.spatial(8, i)
+            T1[v] = D[v] * T.float32(2)
+    for i in T.serial(8):
+        with T.block("copy_out"):
+            v = T.axis.spatial(8, i)
+            D[v] = T1[7 - v]
+'''
+
+
+def test_cache_read_of_a_buffer_overwritten_later_copies_it_before_the_readers():
+    # D is read, then overwritten in place: the copy is of D as copy_in sees it
+    f = T.parse(INPLACE)
+    sch = S.Schedule(f)
+    rv = sch.cache_read(sch.get_block("copy_in"), 0, "local", [sch.get_block("copy_in")])
+    assert block_names(sch)[:3] == ["root", rv.name, "copy_in"]
+    assert reads_of(sch, "copy_in") == [("D_local", "local")]
+    d = np.arange(8, dtype="float32")
+    np.testing.assert_array_equal(run(sch, [d.copy()])[0], (2 * d)[::-1])
+    verify_trace_roundtrip(sch, f)
+
+
+def test_cache_read_where_one_loop_reads_then_overwrites_is_refused():
+    # iteration i + 1 reads what iteration i wrote: no single copy serves the reader
+    f = T.parse('''@T.prim_func
+def main(D: T.Buffer((8,), "float32")):
+    for i in T.serial(7):
+        with T.block("rd"):
+            v = T.axis.spatial(7, i)
+            D[v + 1] = D[v] + T.float32(1)
+''')
+    sch = S.Schedule(f)
+    blk = sch.get_block("rd")
+    assert_refused(sch, lambda: sch.cache_read(blk, 0, "local"),
+                   r"cache_read: 'D' is read in this scope only by its writer",
+                   CacheStageError)
