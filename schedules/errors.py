@@ -281,6 +281,17 @@ class StorageError(ScheduleError):
     """
 
 
+class StagePipelineError(ScheduleError):
+    """The block's scope is not a stage pipeline (a read its producers do not cover, or
+    a write after a read), which the primitive needs (TensorIR's ``rfactor``).
+
+    Example::
+
+        >>> StagePipelineError("rfactor: the scope 'root' is not a stage pipeline").code
+        'CVL-E103'
+    """
+
+
 fail = schedule_error
 """The same builder under the short name the block primitives use."""
 
@@ -290,5 +301,5 @@ __all__ = ["ScheduleError", "ScheduleArgumentError", "BlockNotFoundError", "Fact
            "UnknownPrimitiveError", "DebugCheckError", "TraceError", "ForeignHandleError",
            "render_ir",
            "schedule_error", "BlockLocationError", "InlineError", "CacheStageError",
-           "StorageError", "UnknownTensorIntrinError", "fail", "RENDER_LEVELS", "summary",
+           "StorageError", "StagePipelineError", "UnknownTensorIntrinError", "fail", "RENDER_LEVELS", "summary",
            "condense"]

@@ -30,7 +30,8 @@ from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For,
 from cuvil_tir.visitor import substitute, used_vars
 
 from cuvil_tir.analysis import tree
-from ..errors import LoopNestError, ReductionLoopError, ScheduleArgumentError, schedule_error
+from ..errors import (LoopNestError, ReductionLoopError, ScheduleArgumentError,
+                      StagePipelineError, schedule_error)
 from ..analysis import block_path as resolve_block, fresh_block_name, loop_path as resolve_loop
 from ..handles import BlockRV
 from ..primitive import BLOCK, INT, LOOP, primitive
@@ -481,7 +482,7 @@ def _check_stage_pipeline(func, bpath, prim):
     why = pipeline_blocker(func, scope)
     if why is not None:
         name = tree.get(func, scope).block.name
-        raise schedule_error(LoopNestError, prim, f"the scope {name!r} of block "
+        raise schedule_error(StagePipelineError, prim, f"the scope {name!r} of block "
                              f"{tree.get(func, bpath).block.name!r} is not a stage "
                              f"pipeline: {why}; rfactor needs every read in the scope "
                              "covered by its producers and nothing overwritten after it "

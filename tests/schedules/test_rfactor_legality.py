@@ -5,7 +5,7 @@ import pytest
 
 import cuvil_tir as T
 import schedules as S
-from schedules.errors import LoopNestError, ReductionLoopError
+from schedules.errors import LoopNestError, ReductionLoopError, StagePipelineError
 from schedules.primitives.reduction import NotReductionError
 from tests.schedules.testing import assert_refused, run, verify_trace_roundtrip
 
@@ -163,5 +163,5 @@ def test_rfactor_in_a_scope_that_is_not_a_stage_pipeline_is_refused():
     assert_refused(sch, lambda: sch.rfactor(loops[1], 0),
                    r"rfactor: the scope 'root' of block 'B' is not a stage pipeline: "
                    r"block 'D' reads elements that its producers in the scope do not "
-                   r"write", LoopNestError)
+                   r"write", StagePipelineError)
     verify_trace_roundtrip(sch, f)
