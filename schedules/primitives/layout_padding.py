@@ -41,11 +41,11 @@ from cuvil_tir.errors import CuvilError, ScheduleError
 from cuvil_tir.expr import (EQ, LE, NE, Add, BufferLoad, Expr, FloorDiv, FloorMod, IntImm, Not,
                             Or, Var, as_expr, const)
 from cuvil_tir.node import same
-from cuvil_tir.op import if_then_else
+from cuvil_tir.op import any as any_of, if_then_else
 from cuvil_tir.ops.assume import assume
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
                             IterVar, Range, SeqStmt)
-from cuvil_tir.visitor import Mutator, Visitor, substitute
+from cuvil_tir.visitor import Mutator, Visitor, substitute, used_vars
 
 from ..errors import ScheduleArgumentError, schedule_error
 from .index_maps import call_index_map, index_names
@@ -150,7 +150,7 @@ def _split_predicate(old_shape, params, exprs, idx):
             if x.value:
                 conds.append(NE(idx[k], const(x.value, idx[k].dtype)))
     for p, extent in zip(params, old_shape):
-        outs = [k for k, x in enumerate(exprs) if _uses(x, p)]
+        outs = [k for k, x in enumerate(exprs) if any(v is p for v in used_vars(x))]
         if len(outs) == 1 and exprs[outs[0]] is p:
             used[outs[0]] = p
             continue
@@ -169,12 +169,7 @@ def _split_predicate(old_shape, params, exprs, idx):
             conds.append(Or(x < const(o, a.dtype), extent + const(o, a.dtype) <= x))
     if len(used) != len(exprs):
         return None
-    if not conds:
-        return const(False)
-    out = conds[0]
-    for c in conds[1:]:
-        out = Or(out, c)
-    return out
+    return any_of(conds)
 
 
 def _split_of(exprs, outs, p):
@@ -198,17 +193,6 @@ def _split_of(exprs, outs, p):
     return div, mod, d.b.value, o
 
 
-def _uses(e, var) -> bool:
-    found = []
-
-    class _V(Visitor):
-        def visit_Var(self, v):
-            if v is var:
-                found.append(v)
-    _V().visit(e)
-    return bool(found)
-
-
 def _inverse_predicate(old_shape, params, exprs, idx):
     inv = inverse_of(old_shape, params, exprs, idx)
     if inv is None:
@@ -219,12 +203,7 @@ def _inverse_predicate(old_shape, params, exprs, idx):
     ana = _bound(idx, None)
     conds = [c for c in (ana.simplify(c) for c in outside + back)
              if not ana.can_prove(Not(c))]      # drop the conditions that never hold
-    if not conds:
-        return const(False)
-    out = conds[0]
-    for c in conds[1:]:
-        out = Or(out, c)
-    return out
+    return any_of(conds)
 
 
 def inverse_of(old_shape, params, exprs, idx=None):

@@ -117,8 +117,9 @@ def test_constant_vector_shift_amounts_need_no_guard():
     sch.vectorize(sch.get_loops(sch.get_block("Q"))[1])
     mod = targets.build(sch, "llvm")
     ll = mod.get_source("ll")
-    assert "ashr <8 x i32>" in ll
-    assert not re.search(r"icmp ult <8 x i32> %\w+, <i32 32", ll)
+    # lanes: the target's vector width (4, 8 or more), whatever the CPU
+    assert re.search(r"ashr <\d+ x i32>", ll)
+    assert not re.search(r"icmp ult <\d+ x i32> %\w+, <i32 32", ll)
     w = np.random.default_rng(2).integers(-2**31, 2**31 - 1, 8, dtype="int32")
     q = np.zeros((8, 8), "int32")
     mod(w, q)
