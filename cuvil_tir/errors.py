@@ -281,6 +281,22 @@ class BoundsCheckError(RuntimeCheckError):
 ALL_ERRORS = ALL_ERRORS + (RuntimeCheckError, BoundsCheckError)
 
 
+class AllocationError(CodegenError):
+    """No placement of a static memory's buffers satisfies its capacity and banks (the
+    memory planner's address step; an accelerator's scratchpads).
+
+    Example::
+
+        >>> AllocationError("x").code
+        'CVL-E171'
+    """
+
+    code = "CVL-E171"
+
+
+ALL_ERRORS = ALL_ERRORS + (AllocationError,)
+
+
 def check_error(kind: str, message: str, values=()) -> RuntimeCheckError:
     """The error a failed ``AssertStmt`` of ``kind`` raises.
 

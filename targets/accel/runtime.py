@@ -15,7 +15,7 @@ import json
 
 from ..c.runtime import CRuntimeModule
 from ..cstyle import CPrinter
-from .alloc import Unit, _peak
+from cuvil_tir.transform.bank_plan import Unit, peak
 from .hal import header, simulator_c
 
 STAT_KEYS = ("cycles", "engine_busy", "utilisation", "dma_bytes_in", "dma_bytes_out",
@@ -29,7 +29,7 @@ def _peak_bytes(acc, source) -> dict:
     for m in acc.memories_only:
         units = [Unit(n, size, len(addrs), tuple(life), set(eng))
                  for n, addrs, size, life, eng, _ in plan.get(m.scope, [])]
-        out[m.scope] = _peak(units)[0]
+        out[m.scope] = peak(units)[0]
     return out
 
 

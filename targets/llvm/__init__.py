@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from cuvil_tir.errors import TargetError
 
-from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify, verify
+from cuvil_tir.transform import default_pipeline, flatten_buffers, lower_blocks, simplify, verify
 from cuvil_tir.transform.bounds_check import with_bounds_check
-from cuvil_tir.transform.compact import compact_local_buffers
 from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
+from cuvil_tir.transform.software_pipeline import inject_software_pipeline
 from cuvil_tir.transform.loop_partition import loop_partition
 from cuvil_tir.transform.outline_parallel import outline_parallel
 from cuvil_tir.transform.unroll import unroll_loops
@@ -120,9 +120,10 @@ vectorize_for_host.pass_name = "vectorize_loops"
 
 
 def llvm_pipeline() -> list:
-    """The default pipeline after ``plan_buffer_allocation``, with
-    ``compact_local_buffers`` before ``flatten_buffers``, ``loop_partition`` before its
-    ``simplify``, ``vectorize_loops``, ``unroll_loops``, ``simplify`` after it, and
+    """The default pipeline after ``plan_buffer_allocation`` (the memory planner),
+    with ``inject_software_pipeline`` after ``lower_blocks`` (multi-buffered stages, as
+    on every target), ``loop_partition`` before its ``simplify``, ``vectorize_loops``,
+    ``unroll_loops``, ``simplify`` after it, and
     ``outline_parallel`` (parallel loops become the module's ``parallel_task``
     functions) before the module is verified.
 
@@ -130,19 +131,19 @@ def llvm_pipeline() -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in llvm_pipeline()]  # doctest: +NORMALIZE_WHITESPACE
-        ['plan_buffer_allocation', 'lower_blocks', 'compact_local_buffers',
-         'flatten_buffers', 'loop_partition', 'simplify', 'vectorize_loops',
-         'unroll_loops', 'simplify', 'outline_parallel', 'verify']
+        ['plan_buffer_allocation', 'lower_blocks', 'inject_software_pipeline',
+         'flatten_buffers', 'loop_partition', 'simplify', 'vectorize_loops', 'unroll_loops',
+         'simplify', 'outline_parallel', 'verify']
     """
     out = [plan_buffer_allocation]
     for p in default_pipeline():
-        if p is flatten_buffers:
-            out.append(compact_local_buffers)
         if p is simplify:
             out.append(loop_partition)        # guard-free hot loops, tails for simplify
         if p is verify:
             out.append(outline_parallel)
         out.append(p)
+        if p is lower_blocks:
+            out.append(inject_software_pipeline)
         if p is simplify:
             out.extend([vectorize_for_host, unroll_loops, simplify])
     return out
