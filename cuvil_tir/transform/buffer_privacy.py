@@ -35,7 +35,8 @@ Example::
 from __future__ import annotations
 
 from ..analysis.regions import bound_region, relax, simplify, union
-from ..expr import BufferLoad, IntImm, Let
+from ..arith.affine import is_index_dtype
+from ..expr import Broadcast, BufferLoad, IntImm, Let, Ramp
 from ..node import Node, field_names
 from ..stmt import (Allocate, BlockRealize, BufferRegion, BufferStore, For, IfThenElse,
                     LetStmt, Range, SeqStmt)
@@ -96,6 +97,8 @@ def accesses(node, buf) -> list | None:
     out, bound = [], set()
     for stmt, path in blocks(node):
         _walk(stmt, buf, path, (), out, bound)
+    if None in out:
+        return None
     if bound and any(id(v) in bound for r, _, _ in out for d in r.region
                      for v in used_vars(d.min) + used_vars(d.extent)):
         return None
@@ -123,14 +126,23 @@ def _walk(n, buf, path, conds, out, bound):
     if isinstance(n, BufferRegion) and n.buffer is buf:
         out.append((n, path, conds))
     elif isinstance(n, (BufferLoad, BufferStore)) and n.buffer is buf:
-        out.append((BufferRegion(buf, tuple(Range(x, IntImm(1, x.dtype))
-                                            for x in n.indices)), path, conds))
+        dims = tuple(_index_range(x) for x in n.indices)
+        out.append(None if None in dims else (BufferRegion(buf, dims), path, conds))
     if isinstance(n, Node):
         for name in field_names(type(n)):
             _walk(getattr(n, name), buf, path, conds, out, bound)
     elif isinstance(n, (tuple, list)):
         for x in n:
             _walk(x, buf, path, conds, out, bound)
+
+
+def _index_range(x):
+    """The elements an index touches: one, or a vector's lanes (None: not known)."""
+    if isinstance(x, Ramp) and isinstance(x.stride, IntImm) and x.stride.value >= 0:
+        return Range(x.base, IntImm(x.stride.value * (x.lanes - 1) + 1, x.base.dtype))
+    if isinstance(x, Broadcast):
+        return Range(x.value, IntImm(1, x.value.dtype))
+    return Range(x, IntImm(1, x.dtype)) if is_index_dtype(x.dtype) else None
 
 
 def relax_region(region, doms: dict) -> BufferRegion:
@@ -160,7 +172,7 @@ def relax_region(region, doms: dict) -> BufferRegion:
 
 
 def _relax_affine(r, doms):
-    from ..arith.affine import Affine, Key, is_index_dtype
+    from ..arith.affine import Affine, Key
     from ..expr import Var
     if not any(v in doms for v in used_vars(r.min)):
         return r if not any(v in doms for v in used_vars(r.extent)) else None
@@ -222,7 +234,7 @@ def relax_guarded(region, doms: dict, conds=()) -> BufferRegion:
 
 
 def _narrowed(d, doms, ana):
-    from ..arith.affine import Affine, Key, is_index_dtype
+    from ..arith.affine import Affine, Key
     ext = simplify(d.extent)
     if not is_index_dtype(d.min.dtype) or not isinstance(ext, IntImm):
         return None

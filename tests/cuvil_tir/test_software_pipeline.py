@@ -2,10 +2,13 @@
 exact IR, results through the interpreter and every backend (llvm, c, cuda with race
 checks, the toy NPU bit-exact), and the refusals."""
 
+import json
+
 import numpy as np
 import pytest
 
 import cuvil_tir as T
+import schedules as S
 import targets
 from cuvil_tir.transform import PassContext, lower_blocks, plan_buffer_allocation, simplify
 from cuvil_tir.transform.gpu_sync import is_barrier
@@ -14,34 +17,24 @@ from cuvil_tir.visitor import Mutator
 from targets.accel.examples.gemm import gemm, schedule_gemm
 from targets.accel.examples.toy_npu import toy_npu
 from tests.cuvil_tir.test_memory_planner import _gemm_cuda
+from tests.cuvil_tir.test_plan_allocation import ROW_TILE
 
 targets.register_target(toy_npu, replace=True)
 
-ROWS = '''
-@T.prim_func
-def main(a: T.handle, c: T.handle):
-    n = T.int32()
-    A = T.match_buffer(a, (n, 4), "float32")
-    C = T.match_buffer(c, (n, 4), "float32")
-    B = T.alloc_buffer((n, 4), "float32")
-    for i in T.serial(n, annotations={ANN}):
-        for j in T.serial(4):
-            with T.block("B"):
-                vi, vj = T.axis.remap("SS", [i, j])
-                B[vi, vj] = A[vi, vj] * T.float32(2)
-        for j in T.serial(4):
-            with T.block("C"):
-                vi, vj = T.axis.remap("SS", [i, j])
-                C[vi, vj] = B[vi, vj] + T.float32(1)
-'''
-
-
 def rows(ann, n=None):
-    text = ROWS.replace("{ANN}", ann)
+    """ROW_TILE's loop annotated ``ann`` over ``n`` rows (a symbolic count when None)."""
     if n is not None:
-        text = text.replace("    n = T.int32()\n", "").replace("(n, 4)", f"({n}, 4)").replace(
-            "T.serial(n,", f"T.serial({n},")
-    return T.parse(text)
+        return T.parse(ROW_TILE.replace("(8, 4)", f"({n}, 4)").replace(
+            "for i in T.serial(8):", f"for i in T.serial({n}, annotations={ann}):"))
+    size = T.size_var("n")
+    A = T.placeholder((size, 4), name="A")
+    B = T.compute((size, 4), lambda i, j: A[i, j] * 2.0, name="B")
+    C = T.compute((size, 4), lambda i, j: B[i, j] + 1.0, name="C")
+    sch = S.Schedule(T.create_prim_func([A, C]))
+    sch.compute_at(sch.get_block("B"), sch.get_loops(sch.get_block("C"))[0])
+    for key, value in json.loads(ann).items():
+        sch.annotate(sch.get_loops(sch.get_block("C"))[0], key, value)
+    return sch.func
 
 
 def pipelined(func, target="llvm"):
@@ -74,7 +67,7 @@ def test_three_versions_for_a_two_step_lead_exact_ir():
 ])
 @pytest.mark.parametrize("n", [1, 2, 7])
 def test_pipelines_compute_what_the_loop_did_on_llvm_c_and_the_interpreter(ann, n):
-    f = rows(ann)
+    f = rows(ann)                               # n rows at run time: guarded prologue
     rng = np.random.default_rng(n)
     a = rng.random((n, 4), dtype="float32")
     want = a * 2 + 1
