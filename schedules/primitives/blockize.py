@@ -293,7 +293,8 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
         with_init = BlockRealize(inner.iter_values, inner.predicate,
                                  Block(blk.name, inner_blk.iter_vars, (), writes, body, init))
         outer_init = make_init_nest(with_init, inner_loops,
-                                    fresh_block_name(func, blk.name + "_init"))
+                                    fresh_block_name(func, blk.name + "_init"), prim=prim,
+                                    func=func)
     outer_blk = Block(outer_name, tuple(outer_ivs),
                       # with an init, the outer block is the reduction: as the block it
                       # came from, it does not list what it accumulates into as read
