@@ -6,6 +6,7 @@ its trace.
 """
 
 import numpy as np
+import pytest
 
 import cuvil_tir as T
 import schedules as S
@@ -172,25 +173,24 @@ def _recomputed_sum(index):
     return f, sch
 
 
-def test_decompose_refuses_to_hoist_an_init_out_of_a_recomputing_loop():
+@pytest.mark.parametrize("index, why", [
+    (lambda i: i * 0, "loop 'i' feeds none of its iter values"),
+    (lambda i: i, r"binds v_i to i \+ ax0: the loops \['ax0', 'i'\] overlap in it"),
+    (lambda i: i // 2, r"binds v_i to i // 2 \+ ax0, which meets one instance from several "
+                       "iterations of loop 'i'")])
+def test_decompose_refuses_to_hoist_an_init_out_of_a_recomputing_loop(index, why):
     # the init ran once per iteration of the consumer loop; hoisted above it, the sums
     # accumulated every pass (issue 25, repro 20: the loop feeds no iter value)
     x = np.random.default_rng(0).standard_normal((8, 3)).astype("float32")
-    for index, why in ((lambda i: i * 0, "loop 'i' feeds none of its iter values"),
-                       (lambda i: i, r"binds v_i to i \+ ax0: the loops \['ax0', 'i'\] "
-                                     "overlap in it"),
-                       (lambda i: i // 2, r"binds v_i to i // 2 \+ ax0, which meets one "
-                                          "instance from several iterations of loop 'i'")):
-        f, sch = _recomputed_sum(index)
-        a, a_loops = sch.get_block("A"), sch.get_loops(sch.get_block("A"))
-        assert_refused(sch, lambda: sch.decompose_reduction(a, a_loops[0]),
-                       "decompose_reduction: cannot run the init of block 'A' once ahead "
-                       f"of the loops .*{why}.*decompose at a loop nearer the block",
-                       ReductionLoopError)
-        # at the loop nearest the block the init is where it was: right
-        sch.decompose_reduction(a, a_loops[-1])
-        want = run(f, [x, np.zeros(4, "float32")])[1]
-        np.testing.assert_allclose(run(sch, [x, np.zeros(4, "float32")])[1], want, rtol=1e-5)
+    f, sch = _recomputed_sum(index)
+    a, a_loops = sch.get_block("A"), sch.get_loops(sch.get_block("A"))
+    assert_refused(sch, lambda: sch.decompose_reduction(a, a_loops[0]),
+                   "decompose_reduction: cannot run the init of block 'A' once ahead of the "
+                   f"loops .*{why}.*decompose at a loop nearer the block", ReductionLoopError)
+    # at the loop nearest the block the init is where it was: right
+    sch.decompose_reduction(a, a_loops[-1])
+    want = run(f, [x, np.zeros(4, "float32")])[1]
+    np.testing.assert_allclose(run(sch, [x, np.zeros(4, "float32")])[1], want, rtol=1e-5)
 
 
 def split_k(w, factor=4):
