@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .. import ops
 from ..analysis.regions import simplify
 from ..errors import LoweringError
 from ..expr import BufferLoad, Call, IntImm
@@ -141,12 +142,10 @@ def reads_only(c) -> bool:
     Example::
 
         >>> import cuvil_tir as T
-        >>> reads_only(T.call_extern("int32", "f"))
-        False
+        >>> reads_only(T.call_extern("int32", "f")), reads_only(T.sqrt(T.var("x", "float32")))
+        (False, True)
     """
-    if c.op == "access_ptr":
-        return c.args[3].value == "r"
-    return c.op == "call_extern" and c.args[1].value in ("pure", "reads")
+    return not ops.may_write(c)
 
 
 __all__ = ["Retarget", "handed_to_call", "reads_only"]
