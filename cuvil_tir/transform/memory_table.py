@@ -97,6 +97,23 @@ class MemorySpec:
             return self.instance == "thread"
         return True
 
+    def own_copy(self, loop) -> bool:
+        """Whether each iteration of thread loop ``loop`` has its own copy of a buffer
+        of this memory (a ``shared`` buffer per ``blockIdx``, a ``local`` one per
+        ``threadIdx`` too), so the buffer's box is not relaxed over it.  ``vthread``
+        iterations run in one thread: they share its copies.
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> bx = T.For(T.var("b"), T.const(0), T.const(4), "thread_binding",
+            ...            T.Evaluate(T.const(0)), "blockIdx.x")
+            >>> [memory_spec(s).own_copy(bx) for s in ("global", "shared", "local")]
+            [False, True, True]
+        """
+        return loop.kind == "thread_binding" and self.instance in ("block", "warp", "thread") \
+            and not loop.thread_tag.startswith(("vthread",) + self.shared_by)
+
 
 def memory_spec(scope: str, memory=None) -> MemorySpec:
     """The :class:`MemorySpec` of ``scope``, from the target's ``memory`` object when
@@ -116,8 +133,8 @@ def memory_spec(scope: str, memory=None) -> MemorySpec:
     instance = getattr(memory, "instance", None) or (
         default[0] if known or not hasattr(memory, "banks") else "static")
     return MemorySpec(scope, instance, default[1], getattr(memory, "capacity_bytes", None),
-                      getattr(memory, "banks", 1), getattr(memory, "bank_bytes", None),
-                      getattr(memory, "width_bytes", 1))
+                      getattr(memory, "banks", 1) or 1, getattr(memory, "bank_bytes", None),
+                      getattr(memory, "width_bytes", 1) or 1)
 
 
 def memory_table(target=None) -> dict | None:

@@ -88,7 +88,7 @@ def _descend(body, buf, spec, doms):
     while True:
         outer = {**doms, **doms_of(entered)}
         if isinstance(node, For) and spec.may_enter(node) and (
-                _own_thread(node, spec) or private(node, buf, memo, outer) or
+                spec.own_copy(node) or private(node, buf, memo, outer) or
                 disjoint(node, buf)):
             entered.append(node)
             node = node.body
@@ -101,12 +101,6 @@ def _descend(body, buf, spec, doms):
             node = node.body
         else:
             return entered, node
-
-
-def _own_thread(loop, spec) -> bool:
-    """A loop bound to a thread tag whose iterations each have their own copy."""
-    return loop.kind == "thread_binding" and not loop.thread_tag.startswith(
-        ("vthread",) + spec.shared_by)
 
 
 class _Box:
@@ -125,7 +119,7 @@ class _Box:
         for region, path, conds in found:
             subst, tags = {}, set()
             for lp in path:
-                if _own_thread(lp, spec):
+                if spec.own_copy(lp):
                     subst[lp.loop_var] = self._site(lp)
                     tags.add(lp.thread_tag)
             doms = {v: r for v, r in doms_of(path).items()

@@ -204,3 +204,29 @@ def main(A: T.Buffer((8, 4), "float32")):
                 A[vi, vj] = L[vi, vj]
 ''')
     assert allocations(planned(f, "llvm"))["L"] == ((8, 4), ("i",))
+
+
+KERNEL = '''
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    B = T.alloc_buffer((64,), "float32", scope="SCOPE")
+    for bx in T.thread_binding(4, thread="blockIdx.x"):
+        for tx in T.thread_binding(16, thread="threadIdx.x"):
+            with T.block("B"):
+                vi = T.axis.spatial(64, bx * 16 + tx)
+                B[vi] = A[vi] * T.float32(2)
+        for tx in T.thread_binding(16, thread="threadIdx.x"):
+            with T.block("C"):
+                vi = T.axis.spatial(64, bx * 16 + 15 - tx)
+                C[vi] = B[vi]
+'''
+
+
+def test_thread_loops_relax_a_buffer_by_who_shares_its_memory():
+    # a global buffer is one for all threads: it stays whole; a shared one is one per
+    # block: 16 elements, read by other threads than wrote them
+    glob = planned(T.parse(KERNEL.replace("SCOPE", "global")), "cuda")
+    assert [b.name for b in glob.body.block.alloc_buffers] == ["B"] and not allocations(glob)
+    shared = planned(T.parse(KERNEL.replace("SCOPE", "shared")), "cuda")
+    assert allocations(shared) == {"B": ((16,), ("bx",))}
+    assert "C[vi_1] = B[vi_1 - bx * 16]" in str(shared)
