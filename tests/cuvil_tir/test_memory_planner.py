@@ -230,3 +230,20 @@ def test_thread_loops_relax_a_buffer_by_who_shares_its_memory():
     shared = planned(T.parse(KERNEL.replace("SCOPE", "shared")), "cuda")
     assert allocations(shared) == {"B": ((16,), ("bx",))}
     assert "C[vi_1] = B[vi_1 - bx * 16]" in str(shared)
+
+
+def test_banks_keep_versions_partners_and_engines_apart_at_aligned_offsets():
+    from cuvil_tir.transform.bank_plan import Unit, memory_map_text, place
+    mem = MemorySpec("npu.x", "static", (), 4 * 1024, banks=4, bank_bytes=1024,
+                     width_bytes=64)
+    units = [Unit("T", 300, 2, (0, 3), {"load", "gemm"}),      # two versions of a tile
+             Unit("W", 512, 1, (0, 3), {"load", "gemm"}, {"T"}),   # T's partner
+             Unit("S", 100, 1, (4, 5), {"store"})]                 # later: may reuse
+    plan = {u.name: (u.size, u.addrs, u.banks) for u in place(mem, units, {})}
+    # sizes are whole 64-byte accesses; the two versions of T sit in two banks, W in
+    # a third; S, live after both, reuses the first bank's start
+    assert plan == {"T": (320, (0, 1024), (0, 1)), "W": (512, (2048,), (2,)),
+                    "S": (128, (0,), (0,))}
+    text = memory_map_text([mem], {"npu.x": place(mem, units, {"W": 3})}, [])
+    assert "  bank 3:\n    W                    offset      0  size    512" in text
+
