@@ -151,7 +151,7 @@ class _Pipeline:
         return {key: last_use[key] - first_write.get(key, last_use[key]) + 1
                 for key in tile_ids if key in last_use}
 
-    def rewrite(self):
+    def rewrite(self, reorder: bool):
         loop, v = self.loop, self.loop.loop_var
         lo, end = loop.min, loop.min + loop.extent
         bmap = {id(b): Buffer((IntImm(self.versions[id(b)], "int32"),) + tuple(b.shape),
@@ -165,6 +165,12 @@ class _Pipeline:
             stmt = _Version(bmap, slot).visit(substitute(self.stmts[i], {v: it}))
             return IfThenElse(LT(it, end), stmt) if guard else stmt
 
+        if not reorder:         # engines that run ahead: versions, program order kept
+            out = For(v, lo, loop.extent, loop.kind,
+                      seq(*[step(i, v, False) for i in range(len(self.stmts))]),
+                      loop.thread_tag, {k: x for k, x in loop.annotations
+                                        if k not in (STAGE, ORDER)})
+            return self._wrap(out, bmap)
         prologue = []
         for q in range(self.depth):
             for i in self.order:
@@ -179,16 +185,18 @@ class _Pipeline:
                      if self.depth > self.stages[i] else v, self.depth > self.stages[i])
                 for i in self.order]
         ann = {k: x for k, x in loop.annotations if k not in (STAGE, ORDER)}
-        out = seq(*prologue, For(v, lo, loop.extent, loop.kind, seq(*body), loop.thread_tag,
-                                 ann))
+        return self._wrap(seq(*prologue, For(v, lo, loop.extent, loop.kind, seq(*body),
+                                             loop.thread_tag, ann)), bmap)
+
+    def _wrap(self, out, bmap):
         for b in reversed(self.tiles):
             out = Allocate(bmap.get(id(b), b), out)
         return out, {b.name: self.versions[id(b)] for b in self.tiles if id(b) in bmap}
 
 
 class _Inject(Mutator):
-    def __init__(self, func):
-        self.func, self.versions = func, {}
+    def __init__(self, func, reorder):
+        self.func, self.versions, self.reorder = func, {}, reorder
 
     def visit_For(self, loop):
         loop = self.generic_visit(loop)
@@ -203,22 +211,29 @@ class _Inject(Mutator):
                     "pipelines):\n" + to_text(self.func, highlight=loop))
         if STAGE not in ann:
             return loop
-        out, versions = _Pipeline(self.func, loop, ann[STAGE], ann.get(ORDER)).rewrite()
+        out, versions = _Pipeline(self.func, loop, ann[STAGE],
+                                  ann.get(ORDER)).rewrite(self.reorder)
         self.versions.update(versions)
         return out
 
 
-def inject_software_pipeline(func):
+def inject_software_pipeline(func, reorder: bool = True):
     """``func`` with its annotated loops pipelined and their tiles multi-buffered
     (module doc); the function attribute ``buffer_versions`` lists
     ``(tile name, versions)`` of each multi-buffered tile.
+
+    ``reorder=False`` is for a target whose engines run ahead of the program order
+    on their own (an accelerator's DMA and compute queues, ordered by tokens): the
+    stages then overlap without moving any statement, so only the versions are made,
+    each iteration using version ``k % N`` (the same results, a program half the
+    size).
 
     Example::
 
         >>> inject_software_pipeline.__name__
         'inject_software_pipeline'
     """
-    m = _Inject(func)
+    m = _Inject(func, reorder)
     body = m.visit(func.body)
     if body is func.body:
         return func

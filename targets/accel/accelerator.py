@@ -112,6 +112,11 @@ class Accelerator:
         from cuvil_tir.transform.static_memory import hoist_static_allocations
         acc = self
 
+        def accel_pipeline(f):
+            # the engines run ahead of the program (tokens order them): the stages
+            # overlap without moving statements, so only the tiles' versions are made
+            return inject_software_pipeline(f, reorder=False)
+
         def accel_dma(f):
             return dma_transfers(f, acc)
 
@@ -126,7 +131,7 @@ class Accelerator:
         def accel_allocate(f):
             return allocate(f, acc)
 
-        return [plan_buffer_allocation, lower_blocks, inject_software_pipeline,
+        return [plan_buffer_allocation, lower_blocks, accel_pipeline,
                 hoist_static_allocations, accel_dma, accel_intrinsics, accel_tokens,
                 accel_allocate, flatten_buffers, simplify, verify]
 

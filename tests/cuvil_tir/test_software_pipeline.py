@@ -59,6 +59,20 @@ def test_three_versions_for_a_two_step_lead_exact_ir():
             C[i, j_1] = B[i % 3, 0, j_1] + T.float32(1)'''
 
 
+def test_engines_that_run_ahead_get_the_versions_in_program_order():
+    # an accelerator's queues overlap the stages themselves: no statement moves
+    f = rows('{"software_pipeline_stage": [0, 2]}', n=8)
+    with PassContext(target=targets.Target("llvm")):
+        g = inject_software_pipeline(lower_blocks(plan_buffer_allocation(f)), reorder=False)
+    assert g.attr("buffer_versions") == (("B", 3),)
+    assert T.to_text(simplify(g).body) == '''with T.allocate((3, 1, 4), "float32") as B:
+    for i in T.serial(8):
+        for j in T.serial(4):
+            B[i % 3, 0, j] = A[i, j] * T.float32(2)
+        for j_1 in T.serial(4):
+            C[i, j_1] = B[i % 3, 0, j_1] + T.float32(1)'''
+
+
 @pytest.mark.parametrize("ann", [
     '{"software_pipeline_stage": [0, 1]}',
     '{"software_pipeline_stage": [0, 2]}',
