@@ -58,29 +58,6 @@ def count(stmt, buf) -> int:
     return len(hits)
 
 
-def blocks(stmt, path=(), out=None) -> list:
-    """``(node, loops between stmt and it)`` of the outermost blocks in ``stmt`` and of
-    the statements outside any block (opaque code: a ``BlockRealize`` or not).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> blocks(T.Evaluate(T.const(0)))[0][1]
-        ()
-    """
-    out = [] if out is None else out
-    if isinstance(stmt, For):
-        blocks(stmt.body, path + (stmt,), out)
-    elif isinstance(stmt, SeqStmt):
-        for s in stmt.seq:
-            blocks(s, path, out)
-    elif isinstance(stmt, Allocate):
-        blocks(stmt.body, path, out)
-    else:
-        out.append((stmt, path))
-    return out
-
-
 def accesses(node, buf) -> list | None:
     """``[(region over loop variables, loops around it, conditions)]`` of every access
     of ``buf`` in ``node``: a block's declared regions (under its predicate), and in
@@ -95,8 +72,7 @@ def accesses(node, buf) -> list | None:
         []
     """
     out, bound = [], set()
-    for stmt, path in blocks(node):
-        _walk(stmt, buf, path, (), out, bound)
+    _walk(node, buf, (), (), out, bound)
     if None in out:
         return None
     if bound and any(id(v) in bound for r, _, _ in out for d in r.region
@@ -425,5 +401,5 @@ def disjoint(loop: For, buf) -> bool:
     return False
 
 
-__all__ = ["accesses", "blocks", "count", "disjoint", "doms_of", "private", "region_of",
+__all__ = ["accesses", "count", "disjoint", "doms_of", "private", "region_of",
            "relax_guarded", "relax_region"]
