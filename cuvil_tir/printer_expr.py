@@ -247,6 +247,8 @@ class ExprPrinter:
             return self.call("T.parallel_launch", *(
                 self.name(a.buffer) if isinstance(a, BufferRegion) else self.expr(a)
                 for a in e.args))
+        if e.op == "device_launch" and len(e.args) >= 2 and isinstance(e.args[1], IntImm):
+            return self.device_launch(e)
         args = [self.expr(a) for a in e.args]
         n = INTRIN_ARITY.get(e.op)
         if n == len(e.args):
@@ -254,6 +256,16 @@ class ExprPrinter:
             if ref.dtype == e.dtype:
                 return self.call("T." + e.op, *args)
         return self.call("T.call_intrin", json.dumps(e.dtype), json.dumps(e.op), *args)
+
+    def device_launch(self, e: Call) -> str:
+        """``T.device_launch("k", {"blockIdx.x": g, ...}, A, n)``."""
+        n = 2 * e.args[1].value
+        pairs = e.args[2:2 + n]
+        dims = ", ".join(f"{json.dumps(pairs[k].value)}: {self.expr(pairs[k + 1])}"
+                         for k in range(0, n, 2))
+        return self.call("T.device_launch", self.expr(e.args[0]), "{" + dims + "}", *(
+            self.name(a.buffer) if isinstance(a, BufferRegion) else self.expr(a)
+            for a in e.args[2 + n:]))
 
     def access_ptr(self, e: Call) -> str:
         """TVMScript's spelling, ``T.tvm_access_ptr(T.type_annotation("float16"), A.data,

@@ -43,7 +43,8 @@ from ..expr import Call
 from ..printer import to_text
 from ..stmt import Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt
 from ..transform.gpu_sync import SYNC_OP, is_barrier
-from ..transform.gpu_threads import BLOCK_TAGS, THREAD_TAGS, is_thread_loop, thread_loops
+from ..thread_axes import thread_axis
+from ..transform.gpu_threads import is_thread_loop, launch_shape, thread_loops
 from ..visitor import post_order_visit
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
@@ -70,17 +71,17 @@ class _Block:
 
     def __init__(self, check: bool):
         self.check = check
-        self.block = {}
+        self.block = (0, 0, 0)       # the block's (x, y, z)
         self.threads: list = []      # (x, y, z) per thread
-        self.index: dict = {}        # the current thread's {tag: value}
+        self.thread = (0, 0, 0)      # the current thread's
         self.ctxs: list = []         # per thread: {("e"|"b", slot): value}
         self.cur = 0
         self.logs: dict = {}
         self.warp_vals: list = []
 
-    def start(self, block: dict, dims: dict):
+    def start(self, block: tuple, dims: tuple):
         self.block = block
-        self.threads = list(itertools.product(*(range(dims[t]) for t in reversed(THREAD_TAGS))))
+        self.threads = list(itertools.product(*(range(n) for n in reversed(dims))))
         self.threads = [t[::-1] for t in self.threads]
         self.ctxs = [{} for _ in self.threads]
         self.logs = {}
@@ -88,8 +89,11 @@ class _Block:
 
     def set_thread(self, t: int):
         self.cur = t
-        x, y, z = self.threads[t]
-        self.index = {"threadIdx.x": x, "threadIdx.y": y, "threadIdx.z": z, **self.block}
+        self.thread = self.threads[t]
+
+    def index(self, axis) -> int:
+        """The current thread's index along ``axis`` (a launched ThreadAxis)."""
+        return (self.thread if axis.level == "thread" else self.block)[axis.dim]
 
     def log(self, buf, addr, write: bool, stmt: str):
         entries = self.logs.setdefault(buf, {})
@@ -115,7 +119,7 @@ class _Block:
     def race(self, buf, addr, first, second):
         (t1, s1, k1), (t2, s2, k2) = first, second
         th1, th2 = self.threads[t1], self.threads[t2]
-        blk = tuple(self.block.get(t, 0) for t in BLOCK_TAGS)
+        blk = self.block
         raise RaceError(
             f"data race on shared buffer {buf.name} at address {addr} in block {blk}: "
             f"thread {th1} {k1} it in `{s1}` and thread {th2} {k2} it in `{s2}`, with no "
@@ -175,13 +179,13 @@ class GpuStmtCompiler(StmtCompiler):
         if not (self.in_kernel and is_thread_loop(s)):
             return super()._s_For(s)
         fext = self.expr(s.extent)
-        tag, g = s.thread_tag, self.g
+        axis, g = thread_axis(s.thread_tag), self.g
         with self.binding(s.loop_var) as k:
             body = self.stmt(s.body)
         env = self.frame.env
 
         def bound():
-            v = g.index[tag]
+            v = g.index(axis)
             if v < as_index(fext()):
                 env[k] = v
                 body()
@@ -248,10 +252,10 @@ class GpuStmtCompiler(StmtCompiler):
         g = self.g
 
         def kernel():
-            ext = {t: max(as_index(f()) for f in fs) for t, fs in dims.items()}
-            full = {t: ext.get(t, 1) for t in BLOCK_TAGS + THREAD_TAGS}
-            for bz, by, bx in itertools.product(*(range(full[t]) for t in reversed(BLOCK_TAGS))):
-                g.start({"blockIdx.x": bx, "blockIdx.y": by, "blockIdx.z": bz}, full)
+            grid, block = launch_shape({t: max(as_index(f()) for f in fs)
+                                        for t, fs in dims.items()})
+            for bz, by, bx in itertools.product(*(range(n) for n in reversed(grid))):
+                g.start((bx, by, bz), block)
                 body()
         return kernel
 
@@ -423,11 +427,12 @@ class GpuStmtCompiler(StmtCompiler):
         fext, flo = self.expr(s.extent), self.expr(s.min)
         if is_thread_loop(s):
             tag, g = s.thread_tag, self.g
+            axis = thread_axis(tag)
             with self.binding(s.loop_var) as k:
                 body = self.coll(s.body)
 
             def check_all(t):
-                v = g.index[tag]
+                v = g.index(axis)
                 if v >= as_index(fext()):
                     raise LoweringError(f"thread {g.threads[t]} lies outside the loop "
                                         f"bound to {tag} (extent {as_index(fext())}) that "

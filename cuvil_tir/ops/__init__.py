@@ -259,6 +259,11 @@ register_op(OpDef("call_extern", -1, "any", effect="opaque",
 #: number of indices, then whole buffers and scalars
 register_op(OpDef("parallel_launch", -1, "any", effect="opaque",
                   doc="run a parallel_task function of the module once per index"))
+#: the host's launch of an outlined device kernel (T.device_launch): args are the
+#: kernel's name (StringImm), the number of launch dimensions, (axis, extent) pairs,
+#: then whole buffers and scalars
+register_op(OpDef("device_launch", -1, "any", effect="opaque",
+                  doc="run a device_kernel function of the module over a launch grid"))
 
 __all__ = ["EFFECTS", "OPERAND_RULES", "OpDef", "get_op", "has_op", "list_ops",
            "register_op", "unregister_op"]

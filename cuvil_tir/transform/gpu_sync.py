@@ -11,7 +11,7 @@ condition) holding the conflicting access, so a loop gets one barrier, not one p
 iteration of its innermost body.  Two writes of one address by different threads in
 one phase are a race no barrier placement fixes; the interpreter's race checker
 reports them.  When a kernel uses dynamic shared memory (annotation
-``cuda.dyn_shared``) every shared buffer is treated as one, since they alias.
+``dyn_shared``) every shared buffer is treated as one, since they alias.
 
 A barrier is placed before the outermost statement that can hold it under uniform
 control flow.  When two conflicting accesses both lie inside control flow that
@@ -117,7 +117,7 @@ class _Conflict(Exception):
 class _Kernel:
     def __init__(self, func, kernel):
         self.func = func
-        self.dyn = dict(kernel.annotations).get("cuda.dyn_shared", 0)
+        self.dyn = dict(kernel.annotations).get("dyn_shared", 0)
         self.dep = {id(lp.loop_var) for lp in thread_loops(kernel)
                     if lp.thread_tag.startswith("threadIdx")}
 

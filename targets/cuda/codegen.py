@@ -1,10 +1,13 @@
-"""CUDA C from lowered GPU IR: one ``extern "C" __global__`` function per kernel.
+"""CUDA C from a lowered GPU module: one ``extern "C" __global__`` function per
+``device_kernel`` function, and the host function as C.
 
-The lowered function (see :func:`targets.cuda.cuda_pipeline`) is a host program whose
-leaves are kernels; :func:`codegen_cuda` prints every kernel and returns a
-:class:`CudaProgram`: the source, and per kernel its parameters (the ``global``
-buffers and scalar variables it uses), launch dimensions and dynamic shared memory,
-which the runtime needs to launch it.
+The lowered module (see :func:`targets.cuda.cuda_pipeline`) holds a host function
+that launches kernels (``T.device_launch``) and one ``device_kernel`` function per
+kernel, its parameters the ``global`` buffers and scalars the kernel uses (the
+outlining pass, :mod:`cuvil_tir.transform.outline`).  :func:`codegen_cuda` prints
+every kernel and the host program (:mod:`targets.cuda.host`) and returns a
+:class:`CudaProgram`: both sources, and per kernel its parameters, launch dimensions
+and dynamic shared memory.
 
 Printing rules: each thread axis becomes one ``const int`` read of
 ``threadIdx``/``blockIdx`` at the top of the kernel; ``__launch_bounds__`` gives the
@@ -40,14 +43,15 @@ from cuvil_tir.arith import Analyzer
 from cuvil_tir.arith.affine import Affine
 from cuvil_tir.errors import CodegenError, CuvilError
 from cuvil_tir.expr import BufferLoad, IntImm, Ramp
-from cuvil_tir.ir_module import single_function
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.ir_module import as_module, calling_conv, device_launch_parts, is_device_launch
 from cuvil_tir.stmt import Allocate, Range
 from cuvil_tir.transform.gpu_sync import is_barrier
-from cuvil_tir.transform.gpu_threads import (THREAD_TAGS, kernel_free_vars, kernel_name,
-                                             kernels, launch_dims, thread_vars)
+from cuvil_tir.transform.gpu_threads import launch_dims, launch_shape, thread_vars
 from cuvil_tir.visitor import post_order_visit
 
 from ..cstyle import CPrinter
+from .host import print_host
 from .intrinsics import PREAMBLE
 from .tensorcore import WMMA_OP, wmma_text
 
@@ -58,9 +62,10 @@ STATIC_SHARED_LIMIT = 48 * 1024
 class KernelInfo:
     """What the runtime needs to launch one kernel.
 
-    ``params``: ``("buffer", Buffer)`` or ``("scalar", Var)`` in C parameter order;
-    ``dims``: ``{tag: extent expression}``; ``dyn_shared``: bytes of dynamic shared
-    memory (0: static only).
+    ``params``: ``("buffer", Buffer)`` or ``("scalar", Var)`` in C parameter order
+    (the ``device_kernel`` function's); ``dims``: ``{tag: extent expression}`` in the
+    kernel's variables; ``dyn_shared``: bytes of dynamic shared memory (0: static
+    only); ``param_types``: the C type of each parameter.
 
     Example::
 
@@ -72,12 +77,12 @@ class KernelInfo:
     params: list
     dims: dict
     dyn_shared: int = 0
+    param_types: tuple = ()
 
     def threads_per_block(self) -> int:
-        """Product of the (constant) ``threadIdx`` extents."""
+        """Product of the (constant) block extents."""
         n = 1
-        for t in THREAD_TAGS:
-            d = self.dims.get(t)
+        for d in launch_shape(self.dims)[1]:
             n *= d.value if isinstance(d, IntImm) else 1
         return n
 
@@ -85,8 +90,9 @@ class KernelInfo:
 @dataclass
 class CudaProgram:
     """The output of :func:`codegen_cuda`: ``text`` (CUDA C), ``kernels``
-    (:class:`KernelInfo` by name, in launch order) and ``host`` (the lowered function,
-    whose host statements the runtime walks).
+    (:class:`KernelInfo` by name, in the module's order: the host's table), ``host``
+    (the lowered host function), ``host_c`` (it as C, :mod:`targets.cuda.host`) and
+    ``entry`` (the C name of the host function).
 
     Example::
 
@@ -100,6 +106,8 @@ class CudaProgram:
     alignment: dict = field(default_factory=dict)
     helpers: dict = field(default_factory=dict)
     bodies: tuple = ()
+    host_c: str = ""
+    entry: str = ""
 
     def __str__(self):
         return self.text
@@ -153,28 +161,36 @@ class KernelPrinter(CPrinter):
     memory_types = {"float16": "half", "bfloat16": "__nv_bfloat16"}
     loop_pragmas = {"unrolled": "#pragma unroll", "vectorized": "#pragma unroll"}
 
-    def __init__(self, kernel, name: str):
+    def __init__(self, func):
         super().__init__()
-        self.kernel, self.name = kernel, name
+        self.func, self.name, self.kernel = func, func.name, func.body
         self.ana = Analyzer(index_no_overflow=True)
-        self.dyn = dict(getattr(kernel, "annotations", ()) or ()).get("cuda.dyn_shared", 0)
+        self.dyn = dict(getattr(self.kernel, "annotations", ()) or ()).get("dyn_shared", 0)
         self.dyn_offset = 0
         self.alignment: dict = {}     # global buffer -> bytes its pointer needs
+        self.param_types: list = []   # the C type of each parameter
 
     # ---- the kernel -----------------------------------------------------------------
-    def print_kernel(self, params) -> str:
+    def print_kernel(self) -> str:
         """The ``__global__`` function (helpers it uses are in ``self.helpers``)."""
         self.taken.add(self.name)
         dims = launch_dims(self.kernel)
         nthreads = 1
-        for t in THREAD_TAGS:
-            nthreads *= dims[t].value
+        for d in launch_shape(dims)[1]:
+            nthreads *= d if isinstance(d, int) else d.value
         args = []
-        for kind, obj in params:
-            if kind == "buffer":
-                args.append(f"{self.mem_type(obj.dtype)}* {self.restrict} {self.bind(obj)}")
+        for p in self.func.params:
+            if isinstance(p, Buffer):
+                if p.scope != "global":
+                    raise CodegenError(f"cuda codegen: kernel {self.name} takes buffer "
+                                       f"{p.name} in scope {p.scope!r}; a kernel's buffer "
+                                       "parameters live in 'global' memory")
+                t = f"{self.mem_type(p.dtype)}*"
+                args.append(f"{t} {self.restrict} {self.bind(p)}")
             else:
-                args.append(f"{self.scalar_type(obj.dtype)} {self.bind(obj)}")
+                t = self.scalar_type(p.dtype)
+                args.append(f"{t} {self.bind(p)}")
+            self.param_types.append(t)
         head = (f"{self.function_prefix} void __launch_bounds__({nthreads}) "
                 f"{self.name}({', '.join(args)})")
         for tag, var in thread_vars(self.kernel).items():
@@ -332,34 +348,9 @@ class KernelPrinter(CPrinter):
             return f"({c} ? {a} : {b})"
         return super().print_call(e)
 
-def kernel_params(func, kernel) -> list:
-    """``[("buffer", Buffer) | ("scalar", Var)]`` a kernel takes: the ``global``
-    buffers it touches (parameters first, in their order) and its free scalars.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> kernel_params(T.PrimFunc([], T.Evaluate(T.const(0))), T.Evaluate(T.const(0)))
-        []
-    """
-    used = []
-    seen = set()
-
-    def look(n):
-        if isinstance(n, (BufferLoad,)) or type(n).__name__ == "BufferStore":
-            b = n.buffer
-            if b.scope == "global" and id(b) not in seen:
-                seen.add(id(b))
-                used.append(b)
-    post_order_visit(kernel, look)
-    order = {id(p): k for k, p in enumerate(func.params)}
-    used.sort(key=lambda b: order.get(id(b), len(order)))
-    scalars = [v for v in kernel_free_vars(kernel)]
-    return [("buffer", b) for b in used] + [("scalar", v) for v in scalars]
-
-
 def codegen_cuda(lowered, target=None) -> CudaProgram:
-    """Print every kernel of ``lowered`` (a module or function lowered for ``cuda``).
+    """Print every kernel of ``lowered`` (a module lowered for ``cuda``) and its host
+    function.
 
     Example::
 
@@ -367,22 +358,43 @@ def codegen_cuda(lowered, target=None) -> CudaProgram:
         >>> codegen_cuda(T.PrimFunc([], T.Evaluate(T.const(0)))).kernels
         {}
     """
-    lowered = single_function(lowered, "cuda")
-    parts, helpers = [], {}
-    infos, aligned = {}, {}
-    for k, kernel in enumerate(kernels(lowered.body)):
-        name = kernel_name(kernel) or f"{lowered.name}_kernel{k}"
-        params = kernel_params(lowered, kernel)
-        p = KernelPrinter(kernel, name)
-        text = p.print_kernel(params)
+    mod = as_module(lowered)
+    parts, helpers, infos, aligned = [], {}, {}, {}
+    for func in mod.functions:
+        if calling_conv(func) != "device_kernel":
+            continue
+        p = KernelPrinter(func)
+        parts.append(p.print_kernel())
         helpers.update(p.helpers)
-        dims = launch_dims(kernel)
-        infos[name] = KernelInfo(name, params, dims, p.dyn_offset if p.dyn else 0)
+        params = [("buffer" if isinstance(x, Buffer) else "scalar", x) for x in func.params]
+        infos[func.name] = KernelInfo(func.name, params, launch_dims(func.body),
+                                      p.dyn_offset if p.dyn else 0, tuple(p.param_types))
         for b, n in p.alignment.items():
-            aligned[b] = max(aligned.get(b, 0), n)
-        parts.append(text)
-    return CudaProgram(source_text(helpers, parts), infos, lowered, aligned,
-                       helpers, tuple(parts))
+            aligned[(func.name, b)] = n
+    host = mod.entry
+    host_c = print_host(host, host.name, list(infos),
+                        {k: i.param_types for k, i in infos.items()},
+                        {k: i.dyn_shared for k, i in infos.items()})
+    alignment = _host_alignment(mod, host, aligned)
+    return CudaProgram(source_text(helpers, parts), infos, host, alignment, helpers,
+                       tuple(parts), host_c, host.name)
+
+
+
+def _host_alignment(mod, host, aligned: dict) -> dict:
+    """The alignment kernels need of their buffer parameters, by the host's buffer
+    names (what a caller passes)."""
+    out: dict = {}
+
+    def look(n):
+        if type(n).__name__ == "Evaluate" and is_device_launch(n.value):
+            name, _, args = device_launch_parts(n.value)
+            for p, a in zip(mod[name].params, args):
+                need = aligned.get((name, p.name), 0)
+                if need and isinstance(a, Buffer):
+                    out[a.name] = max(out.get(a.name, 0), need)
+    post_order_visit(host.body, look)
+    return out
 
 
 def source_text(helpers: dict, kernels_text) -> str:
@@ -416,4 +428,4 @@ def combine(programs) -> str:
 
 
 __all__ = ["CudaProgram", "KernelInfo", "KernelPrinter", "codegen_cuda", "combine",
-           "kernel_params", "shared_bytes", "source_text"]
+           "shared_bytes", "source_text"]

@@ -171,7 +171,7 @@ def wmma_leading_dims(func):
         return func
     for k in kernels(body):
         calls = _wmma_calls(k)
-        lanes = launch_dims(k)["threadIdx.x"]
+        lanes = launch_dims(k).get("threadIdx.x", IntImm(1, "int32"))
         if calls and not (isinstance(lanes, IntImm) and lanes.value == 32):
             raise LoweringError(f"a kernel of {func.name} calls tensor cores with "
                                 f"threadIdx.x = {lanes}; the 32 lanes of a warp are "
