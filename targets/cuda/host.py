@@ -45,14 +45,12 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError
 from cuvil_tir.ir_module import device_launch_parts, is_device_launch
 from cuvil_tir.transform.gpu_threads import launch_shape
 
 from ..cstyle import CPrinter
-from ..cstyle.helpers import size_helpers
 from ..cstyle.printer import STATUS_ALLOC_FAILED
 
 #: the status the host returns when a kernel launch failed (the driver's code is in
@@ -138,14 +136,9 @@ class HostPrinter(CPrinter):
                                "allocated on the host; only 'global' temporaries can be")
         name = self.bind(buf)
         t = self.mem_type(buf.dtype)
-        self.use_helper(*size_helpers())
         self.emit("{")
         self.indent += 1
-        self.emit("int cvl_bad = 0;")
-        size = str(D.itemsize(buf.dtype))
-        for dim in buf.shape:
-            size = f"cvl_size_mul({size}, {self._checked_extent(dim)}, &cvl_bad)"
-        self.emit(f"int64_t cvl_bytes = {size};")
+        self.emit_byte_size(buf)
         self.emit(f"{t} *{name} = NULL;")
         self.emit("if (cvl_bad || cvl_dev->alloc(cvl_dev->ctx, cvl_bytes > 0 ? cvl_bytes : 1, "
                   f"(void **)&{name}) != 0) {{")
