@@ -30,7 +30,9 @@ from .stmt import BufferRegion, IterVar, Range
 
 #: intrinsics printed as ``T.<op>(args)``, with their arity: the built-in ops of the
 #: op registry (:mod:`cuvil_tir.ops`)
-INTRIN_ARITY = {n: ops.get_op(n).arity for n in ops.list_ops() if ops.get_op(n).arity >= 0}
+#: ops printed as ``T.<op>(...)`` (collective GPU ops have no builder: ``T.call_intrin``)
+INTRIN_ARITY = {n: ops.get_op(n).arity for n in ops.list_ops()
+                if ops.get_op(n).arity >= 0 and ops.get_op(n).collective is None}
 _RESERVED = set(keyword.kwlist) | {"T", "True", "False", "None"}
 _INFIX = {Add: ("+", 9), Sub: ("-", 9), Mul: ("*", 10), FloorDiv: ("//", 10),
           FloorMod: ("%", 10)}

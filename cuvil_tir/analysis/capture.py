@@ -10,8 +10,9 @@ outlining in Cuvil (:mod:`cuvil_tir.transform.outline`):
 * **buffers**: buffers read or written and not allocated inside it (``Allocate``,
   a block's ``alloc_buffers``), each with its *effect*: ``"read"``, ``"write"`` or
   ``"readwrite"``.  A load reads, a store writes, a buffer region passed to a call
-  has the effect the op registry (or ``T.call_extern``'s ``effect``) declares, a
-  block's ``reads``/``writes`` regions read/write.
+  has the effect the op registry (or ``T.call_extern``'s ``effect``) declares, a tile
+  op (``tiles`` in the registry) writes the tiles it declares written, a block's
+  ``reads``/``writes`` regions read/write.
 
 Both come in order of first use.  The size of an allocation inside the statement is
 computed where it is, so its shape's variables are used.  With ``shapes=True`` the
@@ -38,7 +39,8 @@ from dataclasses import dataclass
 from .. import ops
 from ..buffer import Buffer
 from ..errors import LoweringError
-from ..expr import Call, StringImm
+from ..expr import BufferLoad, Call, StringImm
+from ..ops.gpu import tiles_of
 from ..stmt import BufferRegion
 from ..visitor import Visitor
 
@@ -212,6 +214,10 @@ class _Uses(Visitor):
         for a in e.args:
             if isinstance(a, BufferRegion):
                 self.use(a.buffer, read, write)
+        for t in tiles_of(e):      # a tile op writes through the element it loads
+            arg = e.args[t.arg]
+            if t.writes and isinstance(arg, BufferLoad):
+                self.use(arg.buffer, False, True)
         self.generic_visit(e)
 
     def scoped(self, v, outside, inside) -> None:

@@ -11,6 +11,11 @@ An :class:`OpDef` says, for one op, everything the rest of Cuvil needs to know:
 * ``reference``: a factory ``reference(t)`` returning the scalar function for numpy
   scalar type ``t`` (float32, float64 …): the semantics, used by constant folding and by
   the interpreter;
+* ``collective``: the threads that run the op together, for GPU-style targets:
+  ``"block"`` (every thread of a block: a barrier), ``"warp"`` (the lanes of a warp: a
+  shuffle, a tensor-core step), or None; ``tiles``: for an op on matrix tiles,
+  ``tiles(args)`` gives each tile it touches (:class:`cuvil_tir.ops.gpu.Tile`), and
+  ``reference(t)`` its computation on them;
 * the backends' spellings: ``llvm`` (an LLVM intrinsic, ``llvm.<name>.<type>``),
   ``libm`` (a C math library function, ``f``-suffixed for float32), ``c`` (a C
   template over ``{0}``, ``{1}`` … and ``{f}``, the float32 suffix), and ``expand``
@@ -41,6 +46,8 @@ from ..errors import CuvilError
 
 #: the effects an op may have, from least to most constraining
 EFFECTS = ("pure", "reads", "writes", "barrier", "opaque")
+#: the groups of threads a collective op runs over (None: one thread)
+COLLECTIVES = (None, "block", "warp")
 #: the dtype rules an op's operands follow
 OPERAND_RULES = ("float", "number", "select", "any")
 
@@ -65,8 +72,13 @@ class OpDef:
     c: str | None = None
     expand: Callable | None = None
     doc: str = ""
+    collective: str | None = None
+    tiles: Callable | None = None
 
     def __post_init__(self):
+        if self.collective not in COLLECTIVES:
+            raise CuvilError(f"op {self.name!r}: collective must be one of "
+                             f"{COLLECTIVES}, found {self.collective!r}")
         if self.effect not in EFFECTS:
             raise CuvilError(f"op {self.name!r}: effect must be one of {EFFECTS}, "
                              f"found {self.effect!r}")
@@ -265,7 +277,7 @@ register_op(OpDef("parallel_launch", -1, "any", effect="opaque",
 register_op(OpDef("device_launch", -1, "any", effect="opaque",
                   doc="run a device_kernel function of the module over a launch grid"))
 
-__all__ = ["EFFECTS", "OPERAND_RULES", "OpDef", "get_op", "has_op", "list_ops",
+__all__ = ["COLLECTIVES", "EFFECTS", "OPERAND_RULES", "OpDef", "get_op", "has_op", "list_ops",
            "register_op", "unregister_op"]
 
 # a pointer into a buffer (TVMScript's tvm_access_ptr), an assumption (T.assume),
@@ -275,3 +287,5 @@ from . import access_ptr as _access_ptr  # noqa: E402,F401
 from . import assume as _assume  # noqa: E402,F401
 from . import qmul as _qmul  # noqa: E402,F401
 from . import bitwise as _bitwise  # noqa: E402,F401
+# the GPU ops: a block barrier, warp reductions (cuvil_tir.ops.gpu)
+from . import gpu as _gpu  # noqa: E402,F401

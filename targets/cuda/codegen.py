@@ -91,8 +91,9 @@ class KernelInfo:
 class CudaProgram:
     """The output of :func:`codegen_cuda`: ``text`` (CUDA C), ``kernels``
     (:class:`KernelInfo` by name, in the module's order: the host's table), ``host``
-    (the lowered host function), ``host_c`` (it as C, :mod:`targets.cuda.host`) and
-    ``entry`` (the C name of the host function).
+    (the lowered host function), ``host_c`` (it as C, :mod:`targets.cuda.host`),
+    ``entry`` (the C name of the host function) and ``launches`` (each launch
+    statement of the host as data, :func:`launch_spec`, in program order).
 
     Example::
 
@@ -108,6 +109,7 @@ class CudaProgram:
     bodies: tuple = ()
     host_c: str = ""
     entry: str = ""
+    launches: tuple = ()
 
     def __str__(self):
         return self.text
@@ -160,6 +162,14 @@ class KernelPrinter(CPrinter):
     restrict = "__restrict__"
     memory_types = {"float16": "half", "bfloat16": "__nv_bfloat16"}
     loop_pragmas = {"unrolled": "#pragma unroll", "vectorized": "#pragma unroll"}
+    #: how CUDA C writes the GPU ops of the registry (cuvil_tir.ops.gpu)
+    ops = {"tvm_storage_sync": "__syncthreads()",
+           "warp_sum": "cvl_warp_sum({0}, {1})", "warp_max": "cvl_warp_max({0}, {1})",
+           "warp_min": "cvl_warp_min({0}, {1})"}
+    #: how CUDA C reads each thread axis (cuvil_tir.thread_axes)
+    axis_spelling = {"blockIdx.x": "blockIdx.x", "blockIdx.y": "blockIdx.y",
+                     "blockIdx.z": "blockIdx.z", "threadIdx.x": "threadIdx.x",
+                     "threadIdx.y": "threadIdx.y", "threadIdx.z": "threadIdx.z"}
 
     def __init__(self, func):
         super().__init__()
@@ -194,7 +204,11 @@ class KernelPrinter(CPrinter):
         head = (f"{self.function_prefix} void __launch_bounds__({nthreads}) "
                 f"{self.name}({', '.join(args)})")
         for tag, var in thread_vars(self.kernel).items():
-            self.emit(f"const int {self.bind(var)} = (int){tag};")
+            if tag not in self.axis_spelling:
+                raise CodegenError(f"cuda codegen: kernel {self.name} binds a loop to "
+                                   f"{tag}, which CUDA does not have; bind it to one of "
+                                   f"{', '.join(self.axis_spelling)}")
+            self.emit(f"const int {self.bind(var)} = (int){self.axis_spelling[tag]};")
             self.ana.bind(var, Range(IntImm(0, var.dtype), dims[tag]))
         if self.dyn:
             self.emit("extern __shared__ __align__(32) unsigned char cvl_dyn_smem[];")
@@ -238,7 +252,7 @@ class KernelPrinter(CPrinter):
 
     def s_Evaluate(self, s):
         if is_barrier(s):
-            self.emit("__syncthreads();")
+            self.emit(self.ops[s.value.op] + ";")
         else:
             super().s_Evaluate(s)
 
@@ -336,8 +350,6 @@ class KernelPrinter(CPrinter):
         return isinstance(lo, int) and lo > 0
 
     def print_call(self, e) -> str:
-        if e.op in ("cuda.warp_sum", "cuda.warp_max", "cuda.warp_min"):
-            return f"cvl_{e.op[5:]}({self.bare(e.args[0])}, {self.bare(e.args[1])})"
         if e.op == WMMA_OP:
             for x in e.args[:3]:
                 if x.buffer.scope == "global":
@@ -375,26 +387,42 @@ def codegen_cuda(lowered, target=None) -> CudaProgram:
     host_c = print_host(host, host.name, list(infos),
                         {k: i.param_types for k, i in infos.items()},
                         {k: i.dyn_shared for k, i in infos.items()})
-    alignment = _host_alignment(mod, host, aligned)
+    launches = _launches(host)
+    alignment = {}
+    for name, _, args in launches:
+        for p, a in zip(mod[name].params, args):
+            need = aligned.get((name, p.name), 0)
+            if need and isinstance(a, Buffer):
+                alignment[a.name] = max(alignment.get(a.name, 0), need)
+    plan = tuple(launch_spec(name, dims, args, infos[name].dyn_shared)
+                 for name, dims, args in launches)
     return CudaProgram(source_text(helpers, parts), infos, host, alignment, helpers,
-                       tuple(parts), host_c, host.name)
+                       tuple(parts), host_c, host.name, plan)
 
 
-
-def _host_alignment(mod, host, aligned: dict) -> dict:
-    """The alignment kernels need of their buffer parameters, by the host's buffer
-    names (what a caller passes)."""
-    out: dict = {}
-
-    def look(n):
-        if type(n).__name__ == "Evaluate" and is_device_launch(n.value):
-            name, _, args = device_launch_parts(n.value)
-            for p, a in zip(mod[name].params, args):
-                need = aligned.get((name, p.name), 0)
-                if need and isinstance(a, Buffer):
-                    out[a.name] = max(out.get(a.name, 0), need)
-    post_order_visit(host.body, look)
+def _launches(host) -> list:
+    out = []
+    post_order_visit(host.body, lambda n: out.append(device_launch_parts(n))
+                     if is_device_launch(n) else None)
     return out
+
+
+def launch_spec(name: str, dims: dict, args, shared: int) -> dict:
+    """One launch statement of the host as data: the kernel, its grid and block as
+    expression text (of the host's parameters, sizes and loop variables), the dynamic
+    shared bytes and the arguments' names.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> n = T.size_var("n")
+        >>> launch_spec("k", {"blockIdx.x": (n + 7) // 8, "threadIdx.x": 8}, (n,), 0)["grid"]
+        ('(n + 7) // 8', '1', '1')
+    """
+    grid, block = launch_shape(dims)
+    text = tuple(str(e) for e in grid + block)
+    return {"kernel": name, "grid": text[:3], "block": text[3:], "shared": shared,
+            "args": tuple(a.name for a in args)}
 
 
 def source_text(helpers: dict, kernels_text) -> str:

@@ -119,6 +119,12 @@ def test_temporaries_come_from_the_table_and_are_released():
         ("two_kernel0", (a, tmp0, 3, 0)), ("two_kernel1", (b, tmp0, 3)),
         ("two_kernel0", (a, tmp1, 3, 1)), ("two_kernel1", (b, tmp1, 3))]
     assert TWO.runtime.launch_plan(0) == []            # an empty grid launches nothing
+    # the launch statements as data (host loops not unrolled)
+    assert TWO.runtime.program.launches == (
+        {"kernel": "two_kernel0", "grid": ("1", "n", "1"), "block": ("64", "1", "1"),
+         "shared": 0, "args": ("A", "Tmp", "n", "r")},
+        {"kernel": "two_kernel1", "grid": ("1", "n", "1"), "block": ("64", "1", "1"),
+         "shared": 0, "args": ("B", "Tmp", "n")})
     x = rand((3, 64))
     y = np.zeros_like(x)
     T.interpret(TWO.lowered, x, y, check_races=True)
