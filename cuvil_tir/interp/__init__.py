@@ -24,11 +24,11 @@ from contextlib import ExitStack
 import numpy as np
 
 from ..buffer import Buffer
-from ..errors import DTypeError, LoweringError, ShapeError
+from ..errors import DTypeError, ShapeError
 from ..expr import Var
 from ..function import PrimFunc
-from ..ir_module import IRModule, is_device_launch, is_launch
-from ..visitor import post_order_visit, used_vars
+from ..ir_module import IRModule
+from ..visitor import used_vars
 from .args import SizeBinder, buffer_array, scalar_value
 from .exprs import Frame
 from .gpu import GpuStmtCompiler, has_thread_loops
@@ -64,7 +64,6 @@ def interpret(func, *arrays, check_races: bool = False) -> None:
         raise DTypeError(f"interpret: expected a PrimFunc or an IRModule, found "
                          f"{type(func).__name__}; build one with T.create_prim_func or "
                          "@T.prim_func")
-    _refuse_launches(func)
     params = func.params
     if len(arrays) != len(params):
         names = ", ".join(p.name for p in params)
@@ -90,17 +89,6 @@ def interpret(func, *arrays, check_races: bool = False) -> None:
         _bind_arguments(c, params, arrays, vslot, bslot)
     with np.errstate(all="ignore"):
         body()
-
-
-def _refuse_launches(func) -> None:
-    found = []
-    post_order_visit(func.body, lambda n: found.append(n) if is_launch(n) or
-                     is_device_launch(n) else None)
-    if found:
-        name = found[0].args[0].value
-        raise LoweringError(f"interpret: {func.name} launches {name!r}, a function of its "
-                            "module; interpret the whole module (T.interpret(mod, ...), "
-                            "e.g. mod = T.lower(...)), not its host function alone")
 
 
 def _bind_arguments(c, params, arrays, vslot, bslot) -> None:

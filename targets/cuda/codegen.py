@@ -39,6 +39,7 @@ import math
 from dataclasses import dataclass, field
 
 from cuvil_tir import dtype as D
+from cuvil_tir import ops
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.arith.affine import Affine
 from cuvil_tir.errors import CodegenError, CuvilError
@@ -156,16 +157,13 @@ class KernelPrinter(CPrinter):
     """
 
     lang = "cuda"
+    op_table = "cuda"
     headers = ("cuda_fp16.h", "cuda_bf16.h")
     function_prefix = 'extern "C" __global__'
     status_type = "void"
     restrict = "__restrict__"
     memory_types = {"float16": "half", "bfloat16": "__nv_bfloat16"}
     loop_pragmas = {"unrolled": "#pragma unroll", "vectorized": "#pragma unroll"}
-    #: how CUDA C writes the GPU ops of the registry (cuvil_tir.ops.gpu)
-    ops = {"tvm_storage_sync": "__syncthreads()",
-           "warp_sum": "cvl_warp_sum({0}, {1})", "warp_max": "cvl_warp_max({0}, {1})",
-           "warp_min": "cvl_warp_min({0}, {1})"}
     #: how CUDA C reads each thread axis (cuvil_tir.thread_axes)
     axis_spelling = {"blockIdx.x": "blockIdx.x", "blockIdx.y": "blockIdx.y",
                      "blockIdx.z": "blockIdx.z", "threadIdx.x": "threadIdx.x",
@@ -252,7 +250,7 @@ class KernelPrinter(CPrinter):
 
     def s_Evaluate(self, s):
         if is_barrier(s):
-            self.emit(self.ops[s.value.op] + ";")
+            self.emit(ops.spelling(self.op_table, s.value.op) + ";")
         else:
             super().s_Evaluate(s)
 
@@ -349,16 +347,31 @@ class KernelPrinter(CPrinter):
         lo, _ = self.ana.const_int_bound(e)
         return isinstance(lo, int) and lo > 0
 
-    def print_call(self, e) -> str:
-        if e.op == WMMA_OP:
-            for x in e.args[:3]:
-                if x.buffer.scope == "global":
-                    self.alignment[x.buffer.name] = 32
-            return wmma_text(self, e)
-        if e.op == "if_then_else":
-            c, a, b = (self.expr(x) for x in e.args)
-            return f"({c} ? {a} : {b})"
-        return super().print_call(e)
+    def wmma(self, e) -> str:
+        """A tensor-core step; its global tiles need 32-byte aligned pointers."""
+        for x in e.args[:3]:
+            if x.buffer.scope == "global":
+                self.alignment[x.buffer.name] = 32
+        return wmma_text(self, e)
+
+
+def _warp_reduction(p, e) -> str:
+    # the value is already of the dtype: no rounding back
+    return f"cvl_{e.op}({p.bare(e.args[0])}, {p.bare(e.args[1])})"
+
+
+# CUDA C writes ops as C does (the "c" table), except where it says otherwise here
+ops.register_backend("cuda", parent="c")
+ops.register_spellings("cuda", {
+    # the arms are values of the dtype already: no rounding back (on CUDA a float16
+    # or bfloat16 round is a conversion to memory and back)
+    "if_then_else": lambda p, e: "({} ? {} : {})".format(*(p.expr(x) for x in e.args)),
+    # the GPU ops of the registry (cuvil_tir.ops.gpu) and CUDA's tensor-core step
+    "tvm_storage_sync": "__syncthreads()",
+    "warp_sum": _warp_reduction, "warp_max": _warp_reduction, "warp_min": _warp_reduction,
+    WMMA_OP: KernelPrinter.wmma,
+})
+
 
 def codegen_cuda(lowered, target=None) -> CudaProgram:
     """Print every kernel of ``lowered`` (a module lowered for ``cuda``) and its host
