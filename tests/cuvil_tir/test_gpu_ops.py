@@ -81,3 +81,24 @@ def test_gpu_op_declaration_errors():
         ops.OpDef("test_x", 1, "any", collective="grid")
     with pytest.raises(T.CuvilError, match="Tile: access must be one of"):
         Tile(0, 2, 2, access="update")
+
+
+def test_gpu_ops_outside_a_gpu_are_refused_with_a_reason():
+    import targets
+    A = T.decl_buffer((4,), "float32", "A")
+    i = T.var("i")
+    f = T.PrimFunc([A], T.For(i, T.const(0), T.const(4), "serial", T.BufferStore(
+        A, T.Call("float32", "warp_sum", (A[i], T.const(32))), (i,))))
+    with pytest.raises(T.LoweringError, match="warp_sum runs across the lanes of a warp "
+                       "together; the interpreter runs it only inside a kernel"):
+        T.interpret(f, np.zeros(4, "float32"))
+    for target in ("llvm", "c"):
+        with pytest.raises(targets.CodegenError, match=f"{target} codegen: warp_sum runs "
+                           "across the threads of a GPU warp together"):
+            targets.build(f, target)
+    # a block barrier in one thread orders nothing: the interpreter runs past it
+    g = T.PrimFunc([A], T.seq(T.Evaluate(T.Call("int32", SYNC_OP, (T.StringImm("shared"),))),
+                              T.BufferStore(A, T.float32(1), (T.const(0),))))
+    a = np.zeros(4, "float32")
+    T.interpret(g, a)
+    assert a[0] == 1
