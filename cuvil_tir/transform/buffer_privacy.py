@@ -36,8 +36,9 @@ from __future__ import annotations
 
 from ..analysis.regions import bound_region, relax, simplify, union
 from ..arith.affine import is_index_dtype
-from ..expr import Broadcast, BufferLoad, IntImm, Let, Ramp
+from ..expr import Broadcast, BufferLoad, Call, IntImm, Let, Ramp
 from ..node import Node, field_names
+from ..ops.gpu import tiles_of
 from ..stmt import (Allocate, BlockRealize, BufferRegion, BufferStore, For, IfThenElse,
                     LetStmt, Range, SeqStmt)
 from ..visitor import post_order_visit, substitute, used_vars
@@ -61,8 +62,8 @@ def count(stmt, buf) -> int:
 def accesses(node, buf) -> list | None:
     """``[(region over loop variables, loops around it, conditions)]`` of every access
     of ``buf`` in ``node``: a block's declared regions (under its predicate), and in
-    opaque code each load, store and region handed to a call (under the conditions of
-    the ``if``s around it).  None when an index uses a variable bound inside ``node``
+    opaque code each load, store, region handed to a call and tile a tile op touches
+    (under the conditions of the ``if``s around it).  None when an index uses a variable bound inside ``node``
     other than by a loop (a ``let``): no box can be taken over it.
 
     Example::
@@ -99,6 +100,16 @@ def _walk(n, buf, path, conds, out, bound):
         return
     if isinstance(n, (LetStmt, Let)):
         bound.add(id(n.var))
+    if isinstance(n, Call):
+        # a tile op (the op registry's tiles: a tensor-core load) touches a whole
+        # tile from the element its argument loads
+        for tile in tiles_of(n):
+            arg = n.args[tile.arg]
+            if isinstance(arg, BufferLoad) and arg.buffer is buf and len(arg.indices) >= 2:
+                *head, r, c = arg.indices
+                dims = tuple(Range(x, IntImm(1, x.dtype)) for x in head) + (
+                    Range(r, IntImm(tile.rows, r.dtype)), Range(c, IntImm(tile.cols, c.dtype)))
+                out.append((BufferRegion(buf, dims), path, conds))
     if isinstance(n, BufferRegion) and n.buffer is buf:
         out.append((n, path, conds))
     elif isinstance(n, (BufferLoad, BufferStore)) and n.buffer is buf:
