@@ -32,8 +32,10 @@ from cuvil_tir.stmt import Allocate, For, IfThenElse, LetStmt, SeqStmt
 from cuvil_tir.transform.gpu_threads import (BLOCK_TAGS, THREAD_TAGS, is_thread_loop,
                                              kernel_name)
 
-from ..argcheck import _py_expr
-from ..benchmark import BenchmarkResult
+from cuvil_tir.target import BenchmarkResult
+
+from ..runtime import NativeCode
+from ..runtime.argcheck import _py_expr
 from .args import check_device, import_cupy, make_device_caller
 from .nvcc import nvcc_ptx, source_error
 
@@ -66,7 +68,7 @@ def nvrtc_options(cp) -> tuple:
     return tuple(opts)
 
 
-class CudaRuntime:
+class CudaRuntime(NativeCode):
     """Compiled-at-first-use CUDA module (see the module docstring).
 
     ``source_formats``: ``cuda`` (default), ``ptx`` (needs nvcc), ``host`` (the
@@ -81,8 +83,8 @@ class CudaRuntime:
     source_formats = ("cuda", "ptx", "host")
 
     def __init__(self, program, target, signature):
+        super().__init__(signature.name)
         self.program, self.target, self.signature = program, target, signature
-        self.entry_name = signature.name
         self._funcs = None
         self._cp = None
         host = program.host
