@@ -33,6 +33,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from .. import dtype as D
+from .. import ops
 from ..arith import Analyzer
 from ..arith.affine import Affine, is_index_dtype
 from ..buffer import Buffer
@@ -105,8 +106,7 @@ class _Verify(Visitor):
             return self._simple_condition(cond.a) and self._simple_condition(cond.b)
         if isinstance(cond, Not) and isinstance(cond.a, CmpOp):
             return self._simple_condition(cond.a)
-        if isinstance(cond, CmpOp) and type(cond).__name__ != "NE" \
-                and is_index_dtype(cond.a.dtype):
+        if isinstance(cond, CmpOp) and is_index_dtype(cond.a.dtype):
             aff = Affine.of(cond.a).combine(Affine.of(cond.b), -1)
             terms = aff.terms
             return len(terms) == 1 and isinstance(terms[0][0], Var) \
@@ -173,8 +173,9 @@ class _Verify(Visitor):
                 self.visit(s.else_case)
 
     def visit_Call(self, e):
-        if e.op == "if_then_else" and len(e.args) == 3:
-            c, t, f = e.args
+        arms = ops.branches(e)
+        if arms is not None:
+            c, t, f = arms
             self.visit(c)
             with self.assume(c):
                 self.visit(t)
