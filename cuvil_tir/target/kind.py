@@ -11,8 +11,9 @@ Declared data (class attributes; every one has a default here):
   ``local``;
 * ``axes`` -- the parallel axes code can be spread over (:class:`Axis`: GPU blocks and
   threads, accelerator cores), with their limits; default: none;
-* ``op_spellings`` -- ``{op name: spelling}``, how this backend writes an op where it
-  differs from the op registry's own spelling for its language;
+* ``op_spellings`` -- the name of the op registry's spelling table this backend writes
+  its ops from (:mod:`cuvil_tir.ops.spelling`: ``"llvm"``, ``"c"``, ``"cuda"``; the
+  backend fills it from its own folder); ``None`` for a backend that writes none;
 * ``calling_conventions`` -- the kinds of functions its lowering produces (``host``,
   ``parallel_task``, ``device_kernel``).
 
@@ -48,6 +49,7 @@ from dataclasses import dataclass
 import cuvil_tir
 
 from .. import dtype as D
+from .. import ops
 from ..errors import TargetError
 from ..transform.pipeline import default_pipeline
 from .memory import HOST_MEMORIES
@@ -120,7 +122,7 @@ class TargetKind:
     options: dict = {}
     memories: tuple = HOST_MEMORIES
     axes: tuple = ()
-    op_spellings: dict = {}
+    op_spellings: str | None = None
     calling_conventions: tuple = ("host",)
 
     # ---- steps --------------------------------------------------------------------
@@ -138,6 +140,21 @@ class TargetKind:
         """A runnable module of ``program``; every kind writes its own."""
         raise TargetError(f"target kind {self.name!r} has no load: a TargetKind "
                           "defines load(program, target) -> Module")
+
+    def spelling(self, op: str):
+        """How this backend writes ``op``: its entry in the spelling table named by
+        :attr:`op_spellings` (a ``CodegenError`` naming the op when it has none).
+
+        Example::
+
+            >>> from cuvil_tir.target import get_target_kind
+            >>> get_target_kind("c").spelling("sqrt")
+            'sqrt{f}({0})'
+        """
+        if self.op_spellings is None:
+            raise TargetError(f"target kind {self.name!r} declares no op spelling table "
+                              "(op_spellings)")
+        return ops.spelling(self.op_spellings, op)
 
     def machine(self, target) -> Machine:
         """What code for ``target`` runs on (default: :data:`SCALAR_MACHINE`)."""

@@ -73,6 +73,7 @@ class Accelerator(TargetKind):
                "pin_banks": Option(None, dict, none_ok=True,
                                    doc="{buffer name: first bank} placements to keep")}
     calling_conventions = ("host",)
+    op_spellings = "c"
 
     cost_unit = "seconds"
 

@@ -101,6 +101,7 @@ class CTargetKind(TargetKind):
                "openmp": Option(True, bool, doc="parallel loops through OpenMP"),
                "bounds_check": Option(False, bool, doc="check every access at run time")}
     memories = HOST_MEMORIES
+    op_spellings = "c"
     passes = c_pipeline()
 
     def pipeline(self, target) -> list:

@@ -137,6 +137,7 @@ class CudaKind(TargetKind):
             Axis("blockIdx.z", "block", 65535), Axis("threadIdx.x", "thread", 1024),
             Axis("threadIdx.y", "thread", 1024), Axis("threadIdx.z", "thread", 64))
     calling_conventions = ("host", "device_kernel")
+    op_spellings = "cuda"
     passes = cuda_pipeline()
 
     def pipeline(self, target) -> list:

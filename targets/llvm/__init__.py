@@ -178,6 +178,7 @@ class LLVMTargetKind(TargetKind):
         "bounds_check": Option(False, bool, doc="check every access at run time"),
     }
     memories = HOST_MEMORIES
+    op_spellings = "llvm"
     calling_conventions = ("host", "parallel_task")
     passes = llvm_pipeline()
 
