@@ -27,7 +27,7 @@ from ..buffer import Buffer
 from ..errors import CodegenError, TargetError
 from ..ir_module import IRModule
 from ..transform.instruments import report_failure
-from ..transform.outline_parallel import inline_parallel_tasks
+from ..transform.inline import inline_launches
 from ..visitor import Visitor
 from . import cache
 from .lowering import as_func, lower
@@ -154,7 +154,7 @@ def compile_program(func, target, name: str) -> Program:
     lowered = lower_for(func, target)
     user_func = func.entry if isinstance(func, IRModule) else func
     # the signature sees every store of the lowered code, the tasks' included
-    sig = Signature.from_func(user_func, inline_parallel_tasks(lowered), name)
+    sig = Signature.from_func(user_func, inline_launches(lowered), name)
     lowered = lowered.with_entry(lowered.entry.with_attr("global_symbol", name)
                                  .with_attr("cuvil.size_vars", sig.size_vars))
     try:

@@ -8,8 +8,15 @@ Memories: ``global``, ``shared`` (per block), ``local`` (per thread).
 Lowering (:func:`cuda_pipeline`): blocks to loops, one variable and launch extent per
 thread axis with guards for smaller sibling loops, ``shared``/``local`` buffers
 placed and sized per block / per thread, flattening, simplification, vectorized
-loops of at most 16 bytes as vector code, the host/device split (kernels named,
-dynamic shared memory marked beyond 48 KB), barriers, verification.
+loops of at most 16 bytes as vector code, the host/device split (each kernel outlined
+into a ``device_kernel`` function, the host launching it with its grid and block as
+expressions), dynamic shared memory marked beyond 48 KB, barriers, verification.
+The kernels are printed as CUDA C, the host function as C compiled by the system C
+compiler (:mod:`targets.cuda.host`).
+
+Thread axes (declared data, :data:`THREAD_AXES`): ``blockIdx.x`` up to 2**31 - 1
+blocks, ``blockIdx.y/z`` up to 65535, ``threadIdx.x/y`` up to 1024, ``threadIdx.z``
+up to 64, at most 1024 threads per block.
 
 Example::
 
@@ -21,7 +28,8 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.errors import LoweringError
-from cuvil_tir.target import Axis, Memory, Option, Program, TargetKind, register_target
+from cuvil_tir.ir_module import calling_conv
+from cuvil_tir.target import Memory, Option, Program, TargetKind, register_target
 from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
 from cuvil_tir.transform.gpu_memory import plan_gpu_memory
 from cuvil_tir.transform.gpu_sync import insert_barriers
@@ -30,6 +38,7 @@ from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.transform.vectorize import vectorize_loops
 from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import For
+from cuvil_tir.thread_axes import ThreadAxis
 
 from ..runtime import Module
 from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
@@ -37,6 +46,16 @@ from .double_buffer import inject_double_buffer
 from .reduction import lower_cross_thread_reduction
 from .runtime import CudaRuntime
 from .tensorcore import wmma_leading_dims
+
+#: the thread axes of a CUDA launch and their limits
+THREAD_AXES = (ThreadAxis("blockIdx.x", "grid", 0, (1 << 31) - 1),
+               ThreadAxis("blockIdx.y", "grid", 1, 65535),
+               ThreadAxis("blockIdx.z", "grid", 2, 65535),
+               ThreadAxis("threadIdx.x", "thread", 0, 1024),
+               ThreadAxis("threadIdx.y", "thread", 1, 1024),
+               ThreadAxis("threadIdx.z", "thread", 2, 64))
+#: threads per block
+MAX_THREADS = 1024
 
 #: opt-in shared memory per block (bytes) by architecture major version
 SHARED_CAPACITY = {7: 96 * 1024, 8: 163 * 1024, 9: 227 * 1024, 10: 227 * 1024,
@@ -66,8 +85,9 @@ _vectorize16.pass_name = "vectorize_loops"
 
 
 def mark_shared_memory(func):
-    """Mark kernels needing more than 48 KB of shared memory (``cuda.dyn_shared``);
-    more than the target's capacity is a ``LoweringError``.
+    """Mark kernels needing more than 48 KB of shared memory (annotation
+    ``dyn_shared`` of the kernel's root loop, its bytes); more than the target's
+    capacity is a ``LoweringError``.
 
     Example::
 
@@ -83,12 +103,12 @@ def mark_shared_memory(func):
     for k in kernels(func.body):
         n = shared_bytes(k)
         if n > cap:
-            raise LoweringError(f"kernel {dict(k.annotations).get('cuda.kernel')} needs "
+            raise LoweringError(f"kernel {func.name} needs "
                                 f"{n} bytes of shared memory; {arch} offers {cap} per "
                                 "block: use smaller tiles")
         if n > STATIC_SHARED_LIMIT:
             ann = dict(k.annotations)
-            ann["cuda.dyn_shared"] = n
+            ann["dyn_shared"] = n
             changed[id(k)] = For(k.loop_var, k.min, k.extent, k.kind, k.body,
                                  k.thread_tag, ann)
     if not changed:
@@ -129,13 +149,12 @@ class CudaKind(TargetKind):
     doc = "NVIDIA GPUs through CUDA C (NVRTC, cupy)"
     options = {"arch": Option("sm_80", str, pattern=r"sm_(?:[5-9]\d|1\d\d)a?",
                               doc="an architecture such as 'sm_80' or 'sm_90a'")}
+    thread_axes = THREAD_AXES
+    max_threads = MAX_THREADS
     memories = (Memory("global", None, "device memory (parameters, temporaries)"),
                 Memory("shared", SHARED_CAPACITY[8], "per thread block, on chip", banks=32,
                        width_bits=32),
                 Memory("local", None, "per thread: registers"))
-    axes = (Axis("blockIdx.x", "block", 2 ** 31 - 1), Axis("blockIdx.y", "block", 65535),
-            Axis("blockIdx.z", "block", 65535), Axis("threadIdx.x", "thread", 1024),
-            Axis("threadIdx.y", "thread", 1024), Axis("threadIdx.z", "thread", 64))
     calling_conventions = ("host", "device_kernel")
     op_spellings = "cuda"
     passes = cuda_pipeline()
@@ -145,20 +164,21 @@ class CudaKind(TargetKind):
         return list(self.passes)
 
     def codegen(self, module, target) -> Program:
-        """Every kernel of the lowered module as CUDA C; the host program is the
-        lowered entry (the program's ``host`` source)."""
+        """Every ``device_kernel`` function of the lowered module as CUDA C, the host
+        function as C (compiled at the first call), the launches as data."""
         cuda = codegen_cuda(module, target)
         return Program(self.name, module.entry.name,
-                       sources={"cuda": cuda.text, "host": to_text(cuda.host)},
-                       functions={module.entry.name: "host",
-                                  **{k: "device_kernel" for k in cuda.kernels}},
+                       sources={"cuda": cuda.text, "host": cuda.host_c,
+                                "host_ir": to_text(cuda.host)},
+                       functions={f.name: calling_conv(f) for f in module.functions},
                        launch={k: {"dyn_shared": info.dyn_shared}
                                for k, info in cuda.kernels.items()},
                        lowered=module)
 
     def load(self, program, target) -> Module:
-        """A module that compiles the kernels with NVRTC at its first call and runs the
-        host program; its launch plan is read from the lowered module's kernels."""
+        """A module that compiles the kernels with NVRTC and the host program with the
+        C compiler at its first call; its launch table is read from the lowered
+        module."""
         lowered = program.lowered_module
         if program.from_cache:
             # the text form gives each thread loop its own variable; the code generator
@@ -170,4 +190,5 @@ class CudaKind(TargetKind):
 
 CUDA = register_target(CudaKind())
 
-__all__ = ["CUDA", "CudaKind", "cuda_pipeline", "mark_shared_memory", "shared_capacity"]
+__all__ = ["CUDA", "CudaKind", "MAX_THREADS", "THREAD_AXES", "cuda_pipeline",
+           "mark_shared_memory", "shared_capacity"]
