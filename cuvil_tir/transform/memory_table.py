@@ -147,11 +147,9 @@ def memory_table(target=None) -> dict | None:
         True
     """
     target = PassContext.current().target if target is None else target
-    kind = getattr(target, "kind_obj", None)
-    memories = getattr(kind, "memories", None)
-    if memories is None:
+    if target is None:
         return None
-    return {m.scope: memory_spec(m.scope, m) for m in memories}
+    return {m.scope: memory_spec(m.scope, m) for m in target.kind_obj.memories}
 
 
 def spec_of(table: dict | None, scope: str) -> MemorySpec | None:

@@ -12,9 +12,9 @@ from cuvil_tir.transform import PassContext, lower_blocks, plan_buffer_allocatio
 from cuvil_tir.transform.buffer_privacy import disjoint, private, relax_guarded, relax_region
 from cuvil_tir.transform.memory_table import MemorySpec, memory_spec, memory_table
 from cuvil_tir.transform.static_memory import hoist_static_allocations
-from targets.accel.examples.conv2d import conv2d, schedule_conv2d
+from targets.toolkit.npu.conv2d import conv2d, schedule_conv2d
 from targets.accel.examples.toy_npu import toy_npu
-from targets.cuda import recipes
+from targets.toolkit import cuda_recipes as recipes
 from tests.cuvil_tir.test_plan_allocation import allocations, same_results
 
 targets.register_target(toy_npu, replace=True)

@@ -14,7 +14,7 @@ from cuvil_tir.transform import PassContext, lower_blocks, plan_buffer_allocatio
 from cuvil_tir.transform.gpu_sync import is_barrier
 from cuvil_tir.transform.software_pipeline import inject_software_pipeline
 from cuvil_tir.visitor import Mutator
-from targets.accel.examples.gemm import gemm, schedule_gemm
+from targets.toolkit.npu.gemm import gemm, schedule_gemm
 from targets.accel.examples.toy_npu import toy_npu
 from tests.cuvil_tir.test_memory_planner import _gemm_cuda
 from tests.cuvil_tir.test_plan_allocation import ROW_TILE
