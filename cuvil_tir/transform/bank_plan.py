@@ -8,8 +8,8 @@ it) and the engines that touch it; the target says what those are (an accelerato
 its DMA engines and compute units).  Two buffers live at the same time that are
 touched by different engines, the operands of one instruction (``partners``), and the
 versions of one tile must sit in different banks, so that the engines never wait on
-each other for a bank.  Offsets and sizes are whole accesses of the memory's width
-(its alignment).  Buffers are placed largest first; a pinned buffer
+each other for a bank.  Sizes are whole accesses of the memory's width, offsets
+multiples of its alignment (and width).  Buffers are placed largest first; a pinned buffer
 (``Target(..., pin_banks={"A_npu.inp": 2})``) keeps its bank.  When no conflict-free
 placement exists the least-conflicting one is taken and reported (in the memory map
 and as a warning), never silently; when nothing fits the
@@ -96,7 +96,7 @@ def _candidates(mem, u, pins):
 
 def _fit(mem, u, k, step, banks, placed):
     """Lowest offset where ``u`` fits in every slot bank, and the conflicting units."""
-    w = mem.width_bytes
+    w = max(mem.align_bytes, mem.width_bytes)
     busy = []
     conflicts = set()
     for v in placed:

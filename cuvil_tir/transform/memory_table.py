@@ -21,11 +21,13 @@ what it needs from a :class:`MemorySpec` per scope:
 * ``rebase_regions``: a call handed a region of this memory receives its layout
   (strides) with it, so compaction may move the region (accelerator intrinsics);
   elsewhere a call computes addresses from the whole buffer and its buffer is kept;
-* ``banks``, ``bank_bytes``, ``width_bytes`` (the access width, also the alignment of
-  an offset) and ``capacity_bytes`` (``None``: bounded only by the machine).
+* ``banks``, ``bank_bytes``, ``width_bytes`` (the access width: sizes are whole
+  accesses), ``align_bytes`` (where a buffer may start) and ``capacity_bytes``
+  (``None``: bounded only by the machine).
 
-A memory may state ``instance`` itself; otherwise it follows from its scope (the
-names TVM uses) and, for a target's own memory, from its banks.
+A memory states ``instance`` in the target's declaration
+(:class:`cuvil_tir.target.Memory`); otherwise it follows from its scope (the names TVM
+uses; ``"program"`` for any other).
 
 Example::
 
@@ -64,6 +66,7 @@ class MemorySpec:
     banks: int = 1
     bank_bytes: int | None = None
     width_bytes: int = 1
+    align_bytes: int = 1
 
     @property
     def static(self) -> bool:
@@ -116,25 +119,24 @@ class MemorySpec:
 
 
 def memory_spec(scope: str, memory=None) -> MemorySpec:
-    """The :class:`MemorySpec` of ``scope``, from the target's ``memory`` object when
-    given (its ``instance``, capacity, banks and width).
+    """The :class:`MemorySpec` of ``scope``, from the target's declared ``memory``
+    (a :class:`cuvil_tir.target.Memory`) when given.
 
     Example::
 
         >>> memory_spec("npu.acc").instance
         'program'
+        >>> from cuvil_tir.target import Memory
+        >>> memory_spec("npu.acc", Memory("npu.acc", 4096, instance="static")).static
+        True
     """
     scope = scope or "global"
     default = _BY_BASE.get(scope.split(".")[0], ("program", ()))
     if memory is None:
         return MemorySpec(scope, *default)
-    known = scope.split(".")[0] in _BY_BASE
-    # a target's own banked memory (an accelerator scratchpad) is static
-    instance = getattr(memory, "instance", None) or (
-        default[0] if known or not hasattr(memory, "banks") else "static")
-    return MemorySpec(scope, instance, default[1], getattr(memory, "capacity_bytes", None),
-                      getattr(memory, "banks", 1) or 1, getattr(memory, "bank_bytes", None),
-                      getattr(memory, "width_bytes", 1) or 1)
+    return MemorySpec(scope, memory.instance or default[0], default[1],
+                      memory.capacity_bytes, memory.banks, memory.bank_bytes,
+                      memory.width_bytes or 1, memory.align_bytes or memory.width_bytes or 1)
 
 
 def memory_table(target=None) -> dict | None:

@@ -33,10 +33,10 @@ def test_each_target_declares_its_memories_and_the_planner_reads_them():
                 for s, m in memory_table(targets.Target(name)).items()}
     assert table("llvm") == {"global": ("program", (), 1), "local": ("thread", (), 1)}
     assert table("cuda") == {"global": ("program", (), 1),
-                             "shared": ("block", ("threadIdx", "vthread"), 1),
+                             "shared": ("block", ("threadIdx", "vthread"), 32),
                              "local": ("thread", (), 1)}
     npu = memory_table(targets.Target("toy-npu"))
-    assert npu["npu.inp"] == MemorySpec("npu.inp", "static", (), 4 * 8192, 4, 8192, 16)
+    assert npu["npu.inp"] == MemorySpec("npu.inp", "static", (), 4 * 8192, 4, 8192, 16, 16)
     assert npu["npu.inp"].static and npu["npu.inp"].rebase_regions
     assert not npu["global"].static and memory_table() is None     # no target: by name
 
