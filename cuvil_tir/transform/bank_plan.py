@@ -54,6 +54,34 @@ class Unit:
     banks: tuple = ()
     conflicts: tuple = ()
 
+    def as_data(self) -> dict:
+        """The placed unit as plain data (a program's memory plan, which the compile
+        cache stores): its buffer, the address of each version, its size in bytes, the
+        steps it lives over, the engines touching it and the buffers it conflicts with.
+
+        Example::
+
+            >>> Unit("A", 64, 1, (0, 3), {"load"}, addrs=(128,)).as_data()["addresses"]
+            [128]
+        """
+        return {"buffer": self.name, "addresses": list(self.addrs), "bytes": self.size,
+                "steps": list(self.life), "engines": sorted(self.engines),
+                "conflicts": list(self.conflicts)}
+
+    @staticmethod
+    def from_data(d: dict) -> "Unit":
+        """The unit :meth:`as_data` wrote.
+
+        Example::
+
+            >>> u = Unit("A", 64, 2, (0, 3), {"load"}, addrs=(0, 1024))
+            >>> Unit.from_data(u.as_data()) == u
+            True
+        """
+        return Unit(d["buffer"], d["bytes"], len(d["addresses"]), tuple(d["steps"]),
+                    set(d["engines"]), addrs=tuple(d["addresses"]),
+                    conflicts=tuple(d["conflicts"]))
+
 
 def _overlap(a, b) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]

@@ -285,8 +285,7 @@ def allocate(func, acc):
                               + tuple(IntImm(s, "int32") for s in rs[1:]),
                               b.scope, b.align)
     body = substitute(func.body, {}, rebuf) if rebuf else func.body
-    plan = {s: [[u.name, list(u.addrs), u.size, list(u.life), sorted(u.engines),
-                 list(u.conflicts)] for u in us] for s, us in plans.items()}
+    plan = {s: [u.as_data() for u in us] for s, us in plans.items()}
     text = memory_map_text(specs, plans, warns)
     out = func if body is func.body else func.with_body(body)
     return out.with_attr("accel.plan", json.dumps(plan)).with_attr("accel.memory_map", text)

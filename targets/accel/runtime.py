@@ -28,8 +28,7 @@ STAT_KEYS = ("cycles", "engine_busy", "utilisation", "dma_bytes_in", "dma_bytes_
 def _peak_bytes(acc, plan: dict) -> dict:
     out = {}
     for m in acc.memories_only:
-        units = [Unit(n, size, len(addrs), tuple(life), set(eng))
-                 for n, addrs, size, life, eng, _ in plan.get(m.scope, [])]
+        units = [Unit.from_data(d) for d in plan.get(m.scope, [])]
         out[m.scope] = peak(units)[0]
     return out
 

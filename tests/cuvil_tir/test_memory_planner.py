@@ -247,3 +247,18 @@ def test_banks_keep_versions_partners_and_engines_apart_at_aligned_offsets():
     text = memory_map_text([mem], {"npu.x": place(mem, units, {"W": 3})}, [])
     assert "  bank 3:\n    W                    offset      0  size    512" in text
 
+
+
+def test_the_accelerator_bank_plan_travels_in_the_program_as_data():
+    from cuvil_tir.target import Program
+    from targets.toolkit.npu.gemm import gemm, schedule_gemm
+    mod = targets.build(schedule_gemm(gemm(128), double=True), "toy-npu", name="plan")
+    plan = mod.program.memory
+    a = next(d for d in plan["npu.inp"] if d["buffer"] == "A_npu.inp")
+    # two versions of a 64 x 64 int8 tile, in two banks of 8 KiB, touched by the DMA and
+    # the GEMM unit; no JSON in the C source
+    assert a == {"buffer": "A_npu.inp", "addresses": [0, 8192], "bytes": 4096,
+                 "steps": [0, 0], "engines": ["gemm", "load"], "conflicts": []}
+    assert "cuvil-accel-plan" not in mod.get_source("c")
+    again = Program.from_blobs(mod.program.to_blobs(), None)
+    assert again.memory == plan
