@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 from .. import dtype as D
-from ..expr import Add, Expr, IntImm, Mul, Sub
+from ..expr import Add, Expr, IntImm, Mul, Sub, Var
 from ..node import node_hash, same
 
 
@@ -185,3 +185,43 @@ class Affine:
         if const < 0:
             return Sub(acc, IntImm(-const, dt))
         return acc
+
+
+def linear_form(e: Expr):
+    """``({id(var): (var, coeff)}, const)`` when the integer expression ``e`` is affine
+    in its variables (every term a variable times a constant), else None: the form the
+    schedule primitives and backends divide into outer and inner parts.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i, j = T.var("i"), T.var("j")
+        >>> terms, c = linear_form(i * 4 + j - 1)
+        >>> sorted(k for _, k in terms.values()), c
+        ([1, 4], -1)
+        >>> linear_form(i * j) is None, linear_form(i // 4) is None
+        (True, True)
+    """
+    if not is_index_dtype(e.dtype):
+        return None
+    aff = Affine.of(e)
+    terms = {}
+    for atom, c in aff.terms:
+        if not isinstance(atom, Var):
+            return None
+        terms[id(atom)] = (atom, c)
+    return terms, aff.const
+
+
+def from_linear_form(terms: dict, c: int, dtype: str = "int32") -> Expr:
+    """``sum coeff * var + c`` from :func:`linear_form`'s ``terms``, as the simplifier
+    writes it (``i - j * 2 - 3``).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i, j = T.var("i"), T.var("j")
+        >>> str(from_linear_form({id(i): (i, 1), id(j): (j, -2)}, -3))
+        'i - j * 2 - 3'
+    """
+    return Affine(dtype, {Key(v): k for v, k in terms.values() if k}, c).to_expr()
