@@ -23,6 +23,7 @@ from cuvil_tir.stmt import Block, BlockRealize, For, IfThenElse, LetStmt, SeqStm
 from cuvil_tir.visitor import Visitor
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.reducer import reduction_block  # noqa: F401 - re-exported
 from .errors import BlockNotFoundError, ScheduleArgumentError, schedule_error
 from .handles import BlockRV, LoopRV
 
@@ -276,27 +277,6 @@ def uses_var(node, var: Var) -> bool:
 
     _Find().visit(node)
     return bool(found)
-
-
-def reduction_block(loop: For):
-    """The name of a block under ``loop`` whose reduce iter var it drives, else None.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> A = T.placeholder((4, 4), name="A")
-        >>> k = T.reduce_axis((0, 4), name="k")
-        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: T.sum(A[i, k], axis=k),
-        ...                                      name="S")])
-        >>> i_loop = tree.get(f, ("block", "body"))
-        >>> reduction_block(i_loop), reduction_block(i_loop.body)
-        (None, 'S')
-    """
-    for br in tree.blocks_under(loop.body):
-        for iv, value in zip(br.block.iter_vars, br.iter_values):
-            if iv.kind == "reduce" and uses_var(value, loop.loop_var):
-                return br.block.name
-    return None
 
 
 def ordered_block(loop: For, kinds=("scan",)):
