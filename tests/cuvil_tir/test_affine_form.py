@@ -6,7 +6,7 @@ at every point; a product of variables, a division or a modulo is not affine."""
 from hypothesis import given, settings, strategies as st
 
 import cuvil_tir as T
-from cuvil_tir.arith.affine import from_linear_form, linear_form
+from cuvil_tir.arith.affine import from_linear_form, linear_form, quasi_affine
 from cuvil_tir.arith import simplify
 from cuvil_tir.visitor import substitute
 
@@ -57,3 +57,13 @@ def test_cancelled_terms_drop_and_floats_are_not_index_forms():
     assert [(v.name, k) for v, k in terms.values()] == [("j", 1)] and c == 2
     assert linear_form(T.var("x", "float32")) is None
     assert str(from_linear_form({}, 5, "int64")) == "T.int64(5)"
+
+
+@settings(max_examples=40, deadline=None)
+@given(e=affine_exprs(), d=st.integers(1, 9), bad=st.sampled_from(["mul", "div0"]))
+def test_quasi_affine_accepts_floor_divisions_by_constants_only(e, d, bad):
+    i, j = VARS[0], VARS[1]
+    assert quasi_affine(e) and quasi_affine(e // d + e % d)
+    assert not quasi_affine(e + {"mul": i * j, "div0": i // j}[bad])
+    # over some variables: what is free of them is a constant
+    assert quasi_affine(e + i * j, over={i}) and not quasi_affine(e + i * i, over={i})
