@@ -9,8 +9,9 @@ Declared data (class attributes; every one has a default here):
 * ``memories`` -- the memory table (:class:`~cuvil_tir.target.memory.Memory`: scope,
   capacity, banks, access width, alignment); default: the host's ``global`` and
   ``local``;
-* ``axes`` -- the parallel axes code can be spread over (:class:`Axis`: GPU blocks and
-  threads, accelerator cores), with their limits; default: none;
+* ``thread_axes``, ``max_threads`` -- the hardware indices a loop may be bound to
+  (:class:`cuvil_tir.thread_axes.ThreadAxis`: GPU blocks and threads, an NPU's cores),
+  with their limits, and the threads one block may hold; default: none;
 * ``op_spellings`` -- the name of the op registry's spelling table this backend writes
   its ops from (:mod:`cuvil_tir.ops.spelling`: ``"llvm"``, ``"c"``, ``"cuda"``; the
   backend fills it from its own folder); ``None`` for a backend that writes none;
@@ -89,23 +90,6 @@ class Machine:
 SCALAR_MACHINE = Machine(32, 1, 1 << 30, 1 << 30, 1, "scalar")
 
 
-@dataclass(frozen=True)
-class Axis:
-    """One parallel axis of a target: its ``name`` (``"blockIdx.x"``, ``"threadIdx.x"``,
-    ``"core"``), its ``level`` (``"block"``, ``"thread"``, ``"core"``) and the most
-    iterations one launch may give it (``max_extent``).
-
-    Example::
-
-        >>> Axis("threadIdx.x", "thread", 1024).max_extent
-        1024
-    """
-
-    name: str
-    level: str
-    max_extent: int
-
-
 class TargetKind:
     """Base class of every target kind (module doc); subclass it, set ``name``, write
     ``codegen`` and ``load``, and register an instance with
@@ -113,7 +97,7 @@ class TargetKind:
 
     Example::
 
-        >>> TargetKind.memories == HOST_MEMORIES, TargetKind.axes
+        >>> TargetKind.memories == HOST_MEMORIES, TargetKind.thread_axes
         (True, ())
     """
 
@@ -121,7 +105,8 @@ class TargetKind:
     doc: str = ""
     options: dict = {}
     memories: tuple = HOST_MEMORIES
-    axes: tuple = ()
+    thread_axes: tuple = ()
+    max_threads: int | None = None
     op_spellings: str | None = None
     calling_conventions: tuple = ("host",)
 
@@ -192,4 +177,4 @@ class TargetKind:
         return f"<target kind {self.name!r}>"
 
 
-__all__ = ["Axis", "MEASURE_REPEAT", "Machine", "SCALAR_MACHINE", "TargetKind"]
+__all__ = ["MEASURE_REPEAT", "Machine", "SCALAR_MACHINE", "TargetKind"]

@@ -186,10 +186,11 @@ def declared_limits() -> tuple:
         ({}, None)
     """
     target = PassContext.current().target
-    kind = getattr(target, "kind_obj", None)
-    axes = getattr(kind, "thread_axes", ()) or ()
-    return ({a.tag: a.limit for a in axes if a.limit is not None},
-            getattr(kind, "max_threads", None))
+    if target is None:
+        return {}, None
+    kind = target.kind_obj
+    return ({a.tag: a.limit for a in kind.thread_axes if a.limit is not None},
+            kind.max_threads)
 
 
 class _Normalize(Mutator):
