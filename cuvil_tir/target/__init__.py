@@ -22,7 +22,7 @@ Example::
 from . import cache
 from .build import build, check_memories, compile_program, lower_for
 from .keys import build_key, describe_target, tool_versions
-from .kind import MEASURE_REPEAT, SCALAR_MACHINE, Machine, TargetKind
+from .kind import MEASURE_REPEAT, SCALAR_MACHINE, Axis, Machine, TargetKind
 from .lowering import get_pipeline, lower
 from .memory import HOST_MEMORIES, Memory
 from .options import Option, check_options
@@ -33,7 +33,7 @@ from .signature import ParamSpec, Signature
 from .target import Target, as_target
 from .timing import BenchmarkResult, time_calls
 
-__all__ = ["BenchmarkResult", "ENTRY_POINT_GROUP", "HOST_MEMORIES", "MEASURE_REPEAT",
+__all__ = ["Axis", "BenchmarkResult", "ENTRY_POINT_GROUP", "HOST_MEMORIES", "MEASURE_REPEAT",
            "Machine", "Memory", "Option", "ParamSpec", "Program", "SCALAR_MACHINE",
            "Signature", "Target", "TargetKind", "as_target", "build", "build_key", "cache",
            "check_memories", "check_options", "compile_program", "declared_scopes",

@@ -9,9 +9,10 @@ Declared data (class attributes; every one has a default here):
 * ``memories`` -- the memory table (:class:`~cuvil_tir.target.memory.Memory`: scope,
   capacity, banks, access width, alignment); default: the host's ``global`` and
   ``local``;
-* ``thread_axes``, ``max_threads`` -- the hardware indices a loop may be bound to
-  (:class:`cuvil_tir.thread_axes.ThreadAxis`: GPU blocks and threads, an NPU's cores),
-  with their limits, and the threads one block may hold; default: none;
+* ``axes`` -- the parallel axes code can be spread over, with their limits
+  (:class:`~cuvil_tir.thread_axes.ThreadAxis`, also exported as ``Axis``: GPU blocks
+  and threads, accelerator cores); ``max_threads`` -- the most ``thread``-level
+  iterations one block runs (None: no limit); default: none;
 * ``op_spellings`` -- the name of the op registry's spelling table this backend writes
   its ops from (:mod:`cuvil_tir.ops.spelling`: ``"llvm"``, ``"c"``, ``"cuda"``; the
   backend fills it from its own folder); ``None`` for a backend that writes none;
@@ -52,6 +53,7 @@ import cuvil_tir
 from .. import dtype as D
 from .. import ops
 from ..errors import TargetError
+from ..thread_axes import ThreadAxis
 from ..transform.pipeline import default_pipeline
 from .memory import HOST_MEMORIES
 from .options import Option  # noqa: F401 - the doctest's kind declares one
@@ -90,6 +92,11 @@ class Machine:
 SCALAR_MACHINE = Machine(32, 1, 1 << 30, 1 << 30, 1, "scalar")
 
 
+#: a kind's axes are thread axes (the IR's vocabulary, :mod:`cuvil_tir.thread_axes`)
+#: with the kind's limits: ``Axis("threadIdx.x", "thread", 0, limit=1024)``
+Axis = ThreadAxis
+
+
 class TargetKind:
     """Base class of every target kind (module doc); subclass it, set ``name``, write
     ``codegen`` and ``load``, and register an instance with
@@ -97,7 +104,7 @@ class TargetKind:
 
     Example::
 
-        >>> TargetKind.memories == HOST_MEMORIES, TargetKind.thread_axes
+        >>> TargetKind.memories == HOST_MEMORIES, TargetKind.axes
         (True, ())
     """
 
@@ -105,7 +112,7 @@ class TargetKind:
     doc: str = ""
     options: dict = {}
     memories: tuple = HOST_MEMORIES
-    thread_axes: tuple = ()
+    axes: tuple = ()
     max_threads: int | None = None
     op_spellings: str | None = None
     calling_conventions: tuple = ("host",)
@@ -177,4 +184,4 @@ class TargetKind:
         return f"<target kind {self.name!r}>"
 
 
-__all__ = ["MEASURE_REPEAT", "Machine", "SCALAR_MACHINE", "TargetKind"]
+__all__ = ["Axis", "MEASURE_REPEAT", "Machine", "SCALAR_MACHINE", "TargetKind"]
