@@ -110,7 +110,7 @@ class _Box:
     sized."""
 
     def __init__(self, node, buf, spec):
-        self.sites, self.ranges, self.shape, self.offset = {}, {}, None, None
+        self.sites, self.ranges, self.shape, self.offset, self.unit = {}, {}, None, None, {}
         found = accesses(node, buf)
         if not found:
             return
@@ -154,9 +154,11 @@ class _Box:
         ana = Analyzer(index_no_overflow=True)
         for v, r in doms.items():
             ana.bind(v, r)
-        # the union of two accesses' corners is a min of both: known ranges (a loop
-        # of one iteration is its start) fold it
-        offset = tuple(ana.simplify(o) for o in self.offset)
+        # a loop of one iteration is its start, and the union of two accesses' corners
+        # (a min of both) folds over the known ranges
+        self.unit = {v: r.min for v, r in doms.items()
+                     if isinstance(r.extent, IntImm) and r.extent.value == 1}
+        offset = tuple(ana.simplify(substitute(o, self.unit)) for o in self.offset)
         shape = []
         for ext in self.shape:
             ext = simplify(ext)
@@ -275,8 +277,8 @@ class _Planner(Mutator):
                                    for a, b in zip(shape, buf.shape)):
                 return None         # already as small as it can be, and where it is
         moved = Allocate(new, Retarget(buf, new, offset, rebase_regions=spec.rebase_regions,
-                                       sites=box.sites).visit(node) if new is not buf
-                         else node)
+                                       sites=box.sites, fixed=box.unit).visit(node)
+                         if new is not buf else node)
         return _Replace(node, moved).visit(body)
 
     def _check_constant(self, buf, shape, spec, loops):

@@ -11,7 +11,8 @@ the region (``rebase_regions``: an accelerator's intrinsics get each row's strid
 
 The offset may name a stand-in variable per thread tag (``sites``): a buffer of one
 thread's own memory is sized by what one thread touches, and every access then uses
-the variable of the loop bound to that tag around it.
+the variable of the loop bound to that tag around it.  Variables known to hold one
+value (``fixed``: a loop of one iteration) are replaced in the new indices.
 
 Example::
 
@@ -59,17 +60,23 @@ class Retarget(Mutator):
     """
 
     def __init__(self, old, new, offset, writes: bool = True, rebase_regions: bool = False,
-                 sites: dict | None = None):
+                 sites: dict | None = None, fixed: dict | None = None):
         self.old, self.new, self.offset, self.writes = old, new, tuple(offset), writes
-        self.rebase_regions, self.sites = rebase_regions, sites or {}
+        self.rebase_regions, self.sites, self.fixed = rebase_regions, sites or {}, fixed
+
+    def _at(self, index, offset):
+        # ``fixed``: variables known to hold one value (a loop of one iteration), so a
+        # tile's index does not keep a term that is always zero
+        out = _shift(index, offset)
+        return simplify(substitute(out, self.fixed)) if self.fixed else out
 
     def _idx(self, indices):
-        return tuple(_shift(i, o) for i, o in zip(indices, self.offset))
+        return tuple(self._at(i, o) for i, o in zip(indices, self.offset))
 
     def _region(self, r):
         if r.buffer is not self.old:
             return r
-        return BufferRegion(self.new, tuple(Range(_shift(d.min, o), d.extent)
+        return BufferRegion(self.new, tuple(Range(self._at(d.min, o), d.extent)
                                             for d, o in zip(r.region, self.offset)))
 
     def visit_For(self, loop):

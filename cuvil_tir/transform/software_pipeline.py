@@ -42,6 +42,7 @@ from ..analysis.regions import simplify
 from ..buffer import Buffer
 from ..errors import LoweringError
 from ..expr import BufferLoad, IntImm, LT
+from ..node import same
 from ..op import floormod
 from ..printer import to_text
 from ..stmt import Allocate, BufferRegion, BufferStore, For, IfThenElse, Range, SeqStmt, seq
@@ -181,9 +182,9 @@ class _Pipeline:
                 if static and ahead >= loop.extent.value:
                     continue
                 prologue.append(step(i, lo + IntImm(ahead, v.dtype), not static))
-        body = [step(i, v + IntImm(self.depth - self.stages[i], v.dtype)
-                     if self.depth > self.stages[i] else v, self.depth > self.stages[i])
-                for i in self.order]
+        body = _merge_guards([step(i, v + IntImm(self.depth - self.stages[i], v.dtype)
+                                   if self.depth > self.stages[i] else v,
+                                   self.depth > self.stages[i]) for i in self.order])
         ann = {k: x for k, x in loop.annotations if k not in (STAGE, ORDER)}
         return self._wrap(seq(*prologue, For(v, lo, loop.extent, loop.kind, seq(*body),
                                              loop.thread_tag, ann)), bmap)
@@ -192,6 +193,21 @@ class _Pipeline:
         for b in reversed(self.tiles):
             out = Allocate(bmap.get(id(b), b), out)
         return out, {b.name: self.versions[id(b)] for b in self.tiles if id(b) in bmap}
+
+
+def _merge_guards(stmts) -> list:
+    """Adjacent statements under the same guard (the copies of one stage) share one
+    ``if``."""
+    out = []
+    for s in stmts:
+        prev = out[-1] if out else None
+        if isinstance(s, IfThenElse) and isinstance(prev, IfThenElse) and \
+                s.else_case is None and prev.else_case is None and \
+                same(s.condition, prev.condition):
+            out[-1] = IfThenElse(prev.condition, seq(prev.then_case, s.then_case))
+        else:
+            out.append(s)
+    return out
 
 
 class _Inject(Mutator):

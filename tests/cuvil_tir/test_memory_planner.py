@@ -174,7 +174,7 @@ def test_scratchpad_tiles_with_a_unit_loop_and_their_intrinsic_regions():
     # an intrinsic receives the layout with its region: the region moves with the tile
     assert ('I_npu_inp[v_b_o_1:v_b_o_1 + 1, v_y_o_1 + v_rh_o - y:v_y_o_1 + v_rh_o - y + 1, '
             'v_rw_o:v_rw_o + 16, 0:16]') in text
-    assert "O_npu_acc[v_b_o_1 - b:v_b_o_1 - b + 1, v_y_o_1 - y:v_y_o_1 - y + 1" in text
+    assert "O_npu_acc[v_b_o_1:v_b_o_1 + 1, v_y_o_1 - y:v_y_o_1 - y + 1" in text
     # static memories then move to the top, once each
     with PassContext(target=targets.Target("toy-npu")):
         low = hoist_static_allocations(lower_blocks(g))
