@@ -287,6 +287,10 @@ class Spec:
         fixed = [p for p in self.params if not p[2]]
         variadic = next((p for p in self.params if p[2]), None)
         kwargs = dict(kwargs)
+        args = list(args)
+        # a required parameter given by name is recorded by position, as if so written
+        while len(args) < len(fixed) and fixed[len(args)][0] in kwargs:
+            args.append(kwargs.pop(fixed[len(args)][0]))
         if variadic is None and len(args) > len(fixed):
             # optional parameters given by position are recorded by name (as attrs)
             names = [n for n in self.options if n not in {p[0] for p in fixed}]
@@ -390,7 +394,9 @@ def make_method(name: str):
     spec = fn.spec
 
     def method(self, *args, **kwargs):
-        return self._apply(name, *args, **kwargs)
+        # not _apply(name, ...): a primitive's own option may be called "name"
+        # (get_block(name="B"))
+        return self._run(name, list(args), kwargs)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = fn.__doc__
