@@ -107,21 +107,31 @@ class TensorIntrin:
         return intrin
 
     @classmethod
-    def get(cls, name: str) -> "TensorIntrin":
-        """The intrinsic ``name``; ``UnknownTensorIntrinError`` (a ``ScheduleError`` and a
-        ``ValueError``) listing the known ones if absent.
+    def get(cls, name: str, allow_missing: bool = False) -> "TensorIntrin | None":
+        """The intrinsic ``name``.  If absent: None with ``allow_missing=True`` (TVM's
+        option, to probe for an intrinsic), else ``UnknownTensorIntrinError`` (a
+        ``ScheduleError`` and a ``ValueError``) listing the known ones.
 
         Example::
 
             >>> TensorIntrin.get("cpu.gemm_4x8x4_f32").name
             'cpu.gemm_4x8x4_f32'
+            >>> TensorIntrin.get("no.such_intrin", allow_missing=True) is None
+            True
         """
+        if not isinstance(allow_missing, bool):
+            raise schedule_error(ScheduleArgumentError, "TensorIntrin.get",
+                                 f"allow_missing: expected True or False, found "
+                                 f"{allow_missing!r}")
         intrin = cls._REGISTRY.get(name)
         if intrin is None:
+            if allow_missing:
+                return None
             raise schedule_error(UnknownTensorIntrinError, "tensorize",
                                  f"no tensor intrinsic named {name!r}; registered: "
                                  f"{sorted(cls._REGISTRY)} (declare one with "
-                                 "S.TensorIntrin.register(name, desc, impl))")
+                                 "S.TensorIntrin.register(name, desc, impl), or probe "
+                                 "with TensorIntrin.get(name, allow_missing=True))")
         return intrin
 
     @classmethod

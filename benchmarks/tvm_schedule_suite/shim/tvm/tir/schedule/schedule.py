@@ -41,9 +41,7 @@ class TensorIntrin:
     def get(name, allow_missing=False):
         if name in TensorIntrin.unparsed:
             TensorIntrin.unparsed[name]._fail()
-        if allow_missing and not _known_intrin(name):
-            return None
-        return S.TensorIntrin.get(name)
+        return S.TensorIntrin.get(name, allow_missing=allow_missing)
 
 
 class MissingPrimitive(ShimGap):
