@@ -174,7 +174,10 @@ class Schedule:
     def split(self, loop, factors, preserve_unit_iters=True, disable_predication=False):
         _check_args([loop, factors])
         _gap_unless("split", "preserve_unit_iters", preserve_unit_iters, True)
-        return self._sch.split(loop, [_int_or_none(f) for f in factors])
+        factors = [_int_or_none(f) for f in factors]
+        if disable_predication:
+            return self._sch.split(loop, factors, disable_predication=True)
+        return self._sch.split(loop, factors)
 
     def fuse(self, *loops, preserve_unit_iters=True):
         _gap_unless("fuse", "preserve_unit_iters", preserve_unit_iters, True)
