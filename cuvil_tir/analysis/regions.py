@@ -191,10 +191,20 @@ def union(a: BufferRegion | None, b: BufferRegion) -> BufferRegion:
         if tree_same(ra.min, rb.min) and tree_same(ra.extent, rb.extent):
             out.append(ra)
             continue
-        lo = simplify(minimum(ra.min, rb.min))
-        hi = simplify(maximum(ra.min + ra.extent, rb.min + rb.extent))
+        lo = _pick(ra.min, rb.min, minimum, lambda d: d >= 0)
+        hi = _pick(simplify(ra.min + ra.extent), simplify(rb.min + rb.extent), maximum,
+                   lambda d: d <= 0)
         out.append(Range(lo, simplify(hi - lo)))
     return BufferRegion(a.buffer, tuple(out))
+
+
+def _pick(a, b, combine, a_wins):
+    """``a`` or ``b`` when their difference is a constant (``vi`` rather than
+    ``min(vi, vi + 1)``), else ``combine(a, b)``."""
+    d = simplify(b - a)
+    if isinstance(d, IntImm):
+        return a if a_wins(d.value) else b
+    return simplify(combine(a, b))
 
 
 def tree_same(a, b) -> bool:

@@ -205,11 +205,31 @@ def _check_produced(func, cpath, buf, rs, region, prim):
 
 def _writers_come_after(func, scope_path, wnames, rnames) -> bool:
     """Every writer runs after every chosen reader, in later statements of the scope's
-    body (no loop holds both, so no iteration of a writer precedes a reader)."""
+    body (no loop holds both, so no iteration of a writer precedes a reader; a loop of
+    one iteration holding both is looked into, as cache_inplace leaves one)."""
+    body = tree.get(func, scope_path).block.body
+    while True:
+        items = subtrees(body)
+        rpos = [k for k, s in enumerate(items) if block_names(s) & rnames]
+        wpos = [k for k, s in enumerate(items) if block_names(s) & wnames]
+        if not rpos or not wpos:
+            return False
+        if max(rpos) < min(wpos):
+            return True
+        both = items[rpos[0]]
+        if not (rpos == wpos == [rpos[0]] and isinstance(both, For) and
+                isinstance(both.extent, IntImm) and both.extent.value == 1):
+            return False
+        body = both.body
+
+
+def _readers_before(func, scope_path, wnames, rnames) -> set:
+    """The readers in ``rnames`` whose statement of the scope's body comes before the
+    first statement holding a writer."""
     items = subtrees(tree.get(func, scope_path).block.body)
-    rpos = [k for k, s in enumerate(items) if block_names(s) & rnames]
-    wpos = [k for k, s in enumerate(items) if block_names(s) & wnames]
-    return bool(rpos) and bool(wpos) and max(rpos) < min(wpos)
+    first = min((k for k, s in enumerate(items) if block_names(s) & wnames),
+                default=len(items))
+    return {n for s in items[:first] for n in block_names(s) & rnames}
 
 
 def _offsets_of_own(func, scope_path, tile) -> bool:
@@ -239,6 +259,10 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
         {b.block.name for _, b in rs} if is_read else set())
     rs_cache = [(p, b) for p, b in rs if b.block.name in cache_readers]
     rnames = cache_readers if is_read else {b.block.name for _, b in rs} - cache_readers
+    if not is_read:
+        # a reader in an earlier statement of the scope reads the buffer before the
+        # writer runs (an in-place pattern): it never sees the cache
+        rnames -= _readers_before(func, scope_path, wnames, rnames)
     rs = rs_cache if is_read else rs
     if is_read and _writers_come_after(func, scope_path, wnames, rnames):
         # an in-place pattern (read, then overwrite): the copy is of the buffer as the

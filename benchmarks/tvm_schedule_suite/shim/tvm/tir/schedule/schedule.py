@@ -233,6 +233,11 @@ class Schedule:
         return self._sch.cache_write(block, idx, storage_scope,
                                      consumer_blocks=[_block(b) for b in consumer_blocks])
 
+    def cache_inplace(self, block, read_buffer_index, storage_scope):
+        block = _block(block)
+        idx = self._buffer_index(block, read_buffer_index, "read")
+        return self._sch.cache_inplace(block, idx, storage_scope)
+
     def set_scope(self, block, buffer_index, storage_scope):
         block = _block(block)
         return self._sch.set_scope(block, self._buffer_index(block, buffer_index, "write"),
