@@ -243,6 +243,8 @@ class ExprPrinter:
             return self.access_ptr(e)
         if e.op == "assume" and len(e.args) == 1:
             return self.call("T.assume", self.expr(e.args[0]))
+        if e.op == "elem_offset" and len(e.args) == 1 and isinstance(e.args[0], StringImm):
+            return f"{e.args[0].value}.elem_offset"
         if e.op == "parallel_launch" and len(e.args) >= 3 and isinstance(e.args[0], StringImm):
             return self.call("T.parallel_launch", *(
                 self.name(a.buffer) if isinstance(a, BufferRegion) else self.expr(a)

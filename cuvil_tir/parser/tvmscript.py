@@ -20,7 +20,9 @@ A user migrating from TVM pastes what TVM printed; these read it into ordinary C
   constants before its first use (a block ``<name>_const`` at block level);
 * ``A.data``, ``A.elem_offset``, ``A.shape``, ``A.dtype``, ``A.strides`` and
   ``A.access_ptr(mask, offset=..., extent=...)`` (a buffer region, which is how Cuvil
-  passes memory to ``T.call_extern``).
+  passes memory to ``T.call_extern``); a declared buffer's ``A.elem_offset`` (and its
+  ``elem_offset=v`` variable) is the ``elem_offset`` op (:mod:`cuvil_tir.ops.elem_offset`):
+  0 where the function runs, the tile's offset in a tensor intrinsic's impl.
 
 Example::
 
@@ -44,6 +46,7 @@ from ..expr import Expr, IntImm, Var
 from ..stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, For, Range,
                     seq)
 from .evaluate import Spec, make_access, to_expr
+from ..ops.elem_offset import elem_offset
 from .tvm_calls import make_pointer
 
 #: ``x = T.<kind>(...)`` statements this module builds
@@ -121,7 +124,7 @@ class TVMScriptMixin:
     """The Builder's TVMScript statements (see the module docstring)."""
 
     # buffers -------------------------------------------------------------------------------
-    def buffer_extras(self, kw: dict, tree, view_offset=None) -> None:
+    def buffer_extras(self, kw: dict, tree, view_offset=None, name=None) -> None:
         """Check TVMScript's buffer keywords; bind offset variables (see module doc)."""
         for key in ("offset_factor", "buffer_type", "axis_separators", "elem_offset",
                     "data"):
@@ -145,7 +148,10 @@ class TVMScriptMixin:
                     raise self.error(f"axis_separators: expected a list of ints such as "
                                      f"[1], found {v!r}", tree)
             elif key == "elem_offset":
-                offset = view_offset if view_offset is not None else IntImm(0, "int32")
+                # a declared buffer's offset variable is its elem_offset: 0 where the
+                # function runs, the tile's offset in a tensor intrinsic's impl
+                offset = view_offset if view_offset is not None else \
+                    elem_offset(name) if name else IntImm(0, "int32")
                 if isinstance(v, Var):
                     self.bind(v.name, offset)
                 elif v is not None and not (isinstance(v, (int, IntImm)) and int(v) == 0
@@ -169,7 +175,7 @@ class TVMScriptMixin:
         if name == "name":
             return base.name
         if name == "elem_offset":
-            return base.elem_offset() if view else IntImm(0, "int32")
+            return base.elem_offset() if view else elem_offset(base.name)
         if name == "strides":
             return base.source.default_strides()[base.lead:] if view else \
                 base.default_strides()
