@@ -342,6 +342,25 @@ class Spec:
         return self.returns.prefix
 
 
+class Renamed:
+    """What a primitive that renames blocks returns as its result: the ``result`` it
+    gives the caller and ``renames``, ``{old block name: new name}``.  The Schedule
+    keeps every rename, so that a handle (or a name) of the block from before still
+    finds it; the registered function gives direct callers ``result`` alone.
+
+    Example::
+
+        >>> r = Renamed(BlockRV("C_init"), {"C": "C_update"})
+        >>> r.result, r.renames
+        (BlockRV('C_init'), {'C': 'C_update'})
+    """
+
+    __slots__ = ("result", "renames")
+
+    def __init__(self, result, renames: dict):
+        self.result, self.renames = result, dict(renames)
+
+
 def primitive(name: str, /, returns: Kind = NONE, sampler: bool = False, mutate=None,
               error=ScheduleArgumentError, pure: bool = False, **kinds):
     """Register ``fn`` as the primitive ``name`` with the kinds of its arguments.
@@ -370,7 +389,8 @@ def primitive(name: str, /, returns: Kind = NONE, sampler: bool = False, mutate=
                 args, kwargs = spec.check(list(args), kwargs)
                 return fn(func, rng, *args, decision=decision, **kwargs)
             args, kwargs = spec.check(list(args), kwargs)
-            return fn(func, *args, **kwargs)
+            new_func, result = fn(func, *args, **kwargs)
+            return new_func, result.result if isinstance(result, Renamed) else result
 
         checked.spec = spec
         checked.raw = fn

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import random
 
+from cuvil_tir.analysis import tree
 from cuvil_tir.block_regions import verify_block_regions
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.ir_module import IRModule
@@ -36,7 +37,7 @@ from . import primitives as _primitives  # noqa: F401  (registers every primitiv
 from .errors import (RENDER_LEVELS, ForeignHandleError, ScheduleArgumentError, ScheduleError,
                      UnknownPrimitiveError, WorkOnError, condense, schedule_error)
 from .handles import BlockRV, LoopRV, home_free
-from .primitive import PRIMITIVES, install_methods
+from .primitive import PRIMITIVES, Renamed, install_methods
 from .sampling import Sampled
 from .trace import Instruction, Trace, encode, flatten
 
@@ -99,6 +100,7 @@ class Schedule:
         self._index: dict = {}        # _key(handle) -> trace index
         self._retired: dict = {}      # id(handle) -> handle removed by remove_rv (kept alive)
         self._checker = None
+        self._renamed: dict = {}      # (function, old block name) -> its name now
 
     # state ------------------------------------------------------------------------------
 
@@ -236,6 +238,7 @@ class Schedule:
         new._index = dict(self._index)
         new._retired = dict(self._retired)
         new._checker = self._checker
+        new._renamed = dict(self._renamed)
         return new
 
     def show(self) -> None:
@@ -276,6 +279,7 @@ class Schedule:
         # switching the function worked on
         home = self._home(name, args, kwargs, kwargs.get("func_name") if name == "get_block"
                           else None)
+        args, kwargs = self._follow_renames(home, name, args, kwargs)
         self._check_own_loops(name, args)
         old = self._funcs[home]
         call_args, call_kwargs = (home_free(args), home_free(kwargs)) if self._multi \
@@ -287,6 +291,9 @@ class Schedule:
             new_func = old
         else:
             new_func, result = fn.raw(old, *call_args, **call_kwargs)
+        renames = {}
+        if isinstance(result, Renamed):
+            result, renames = result.result, result.renames
         try:
             # after the primitive, so that its legality message comes first
             inputs = encode(args, self._index_of, name)
@@ -305,9 +312,40 @@ class Schedule:
             if isinstance(rv, (BlockRV, LoopRV, Sampled)):
                 outputs.append(self._register(rv))
         self._funcs[home] = new_func
+        for before, after in renames.items():
+            self._renamed[(home, before)] = after
         self._trace = self._trace._recorded(Instruction(name, inputs, attrs, outputs,
                                                         decision))
         return result
+
+    def _follow_renames(self, home, name, args, kwargs):
+        """``args`` / ``kwargs`` with each block handle (and get_block's name) of a
+        block a primitive renamed turned into the block's name now (TVM's handles
+        follow their block: decompose_reduction's ``C`` is then ``C_update``)."""
+        if not self._renamed:
+            return args, kwargs
+        names = {b.block.name for b in tree.blocks_under(self._funcs[home].body)}
+
+        def now(block_name):
+            seen = set()
+            while block_name not in names and (home, block_name) in self._renamed and \
+                    block_name not in seen:
+                seen.add(block_name)
+                block_name = self._renamed[(home, block_name)]
+            return block_name
+
+        def follow(v):
+            if isinstance(v, BlockRV) and v.name is not None and v.name not in names:
+                new = now(v.name)
+                return v if new == v.name else BlockRV(new, v.func)
+            if isinstance(v, (list, tuple)):
+                return type(v)(follow(x) for x in v)
+            return v
+
+        args = [follow(a) for a in args]
+        if name == "get_block" and args and isinstance(args[0], str):
+            args[0] = now(args[0])
+        return args, {k: follow(v) for k, v in kwargs.items()}
 
     @property
     def _multi(self) -> bool:
@@ -395,12 +433,13 @@ class Schedule:
             >>> sch.get(ii).extent.value, sch.get("B").name
             (4, 'B')
         """
-        from cuvil_tir.analysis import tree
         from .analysis import block_path, loop_path
         self._check_not_removed("get", [handle])
         if isinstance(handle, (BlockRV, str)):
             rv = BlockRV(handle) if isinstance(handle, str) else handle
-            func = self._funcs[self._home("get", [rv], {})]
+            home = self._home("get", [rv], {})
+            func = self._funcs[home]
+            (rv,), _ = self._follow_renames(home, "get", [rv], {})
             return tree.get(func, block_path(func, home_free(rv), "get")).block
         if isinstance(handle, Sampled):
             if self._index_of(handle) is None:
