@@ -39,7 +39,9 @@ from cuvil_tir.visitor import Mutator, substitute
 from ..errors import schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
 from .layout_padding import inverse_of, pad_value_at, padding_predicate, write_padding
+from .entry_checks import entry_check, with_entry_check
 from .index_maps import AXIS_SEPARATOR, apply_index_map, bind_free_vars, function_vars
+from .split_maps import split_shape, symbolic_divisors
 from .buffer_ref import (block_buffer, is_allocated, is_param as _is_param, passed_to_calls,
                          swap_buffer)
 
@@ -114,6 +116,9 @@ def _new_shape(func, buf, params, exprs, assume_injective: bool):
     would overwrite each other."""
     what = f"buffer {buf.name!r}"
     shape = _enumerated_image(buf.shape, params, exprs, what)
+    if shape is not None:
+        return shape
+    shape = split_shape(buf.shape, params, exprs)     # i -> (i // n, i % n)
     if shape is not None:
         return shape
     if not assume_injective and inverse_of(buf.shape, params, exprs) is None:
@@ -370,7 +375,20 @@ def transform_layout(func, block, buffer_index: int, index_map,
                     _Relayout(buf, new_buf, params, exprs).visit(func.body))
     if padding and pad_at is not None:
         g = write_padding(func, g, buf, new_buf, params, exprs, pad_at, prim, blk)
-    return g, None
+    return _positive_divisors(func, g, buf, params, exprs, blk), None
+
+
+def _positive_divisors(func, g, buf, params, exprs, blk):
+    """``g`` with a check on entry that each symbolic divisor of the map is positive
+    (``i -> (i // n, i % n)`` is one-to-one for ``n > 0`` only), unless provable."""
+    ana = shape_vars_nonnegative(func)
+    for c in symbolic_divisors(params, exprs):
+        if not ana.can_prove(c > 0):
+            g = with_entry_check(g, entry_check(
+                func, c > 0, f"transform_layout of buffer {buf.name}: the index map "
+                f"divides by {c}, which must be positive; found {{}}", (c,),
+                "transform_layout", LayoutError, blk))
+    return g
 
 
 __all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT", "AXIS_SEPARATOR",

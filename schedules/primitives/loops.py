@@ -27,17 +27,16 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
-
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.expr import FloorMod, IntImm, Var, const
-from cuvil_tir.printer import free_vars
-from cuvil_tir.stmt import AssertStmt, BlockRealize, For, IfThenElse, Range, seq
+from cuvil_tir.stmt import BlockRealize, For, IfThenElse, Range
 from cuvil_tir.visitor import Mutator, substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import bounds
 from ..analysis import const_int, loop_path, stmt_path, uses_var
+from .entry_checks import entry_check, with_entry_check
+from .index_maps import function_vars
 from .reorder_legality import reorder_blocker
 from ..errors import (FactorError, LoopNestError, ScheduleArgumentError, ScheduleError,
                       schedule_error)
@@ -242,10 +241,7 @@ def split(func, loop, factors, disable_predication=False):
                    "serial", body)
     new = tree.replace(func, path, body)
     if promise is not None:
-        root = new.body
-        new = new.with_body(dataclasses.replace(root, block=dataclasses.replace(
-            root.block, body=seq(promise, root.block.body)))
-            if isinstance(root, BlockRealize) else seq(promise, root))
+        new = with_entry_check(new, promise)
     return new, [LoopRV(v) for v in new_vars]
 
 
@@ -260,8 +256,7 @@ def _divisibility_promise(func, node, known, total):
                              f"{total - const_int(node.extent)} iterations would run past "
                              "the block's domain. Give factors whose product is the "
                              "extent, or leave disable_predication False", func, node)
-    level = {id(v) for v in free_vars(func)} | {id(p) for p in func.params
-                                                 if isinstance(p, Var)}
+    level = {id(v) for v in function_vars(func).values()}
     inner = [v.name for v in used_vars(node.extent) if id(v) not in level]
     if inner:
         raise schedule_error(FactorError, "split", f"disable_predication=True: the extent "
@@ -270,10 +265,10 @@ def _divisibility_promise(func, node, known, total):
                              f"cannot check once that it is a multiple of {known}; leave "
                              "disable_predication False (the guard keeps it correct)",
                              func, node)
-    return AssertStmt(FloorMod(node.extent, const(known, node.extent.dtype)) == 0,
-                      f"split of loop {name} with disable_predication=True: its extent "
-                      f"{node.extent} must be a multiple of {known}; found {{}}",
-                      (node.extent,))
+    return entry_check(func, FloorMod(node.extent, const(known, node.extent.dtype)) == 0,
+                       f"split of loop {name} with disable_predication=True: its extent "
+                       f"{node.extent} must be a multiple of {known}; found {{}}",
+                       (node.extent,), "split", FactorError, node)
 
 
 @primitive("fuse", loops=LOOP, returns=LOOP)
