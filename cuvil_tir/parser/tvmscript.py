@@ -47,6 +47,7 @@ from ..stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Fo
                     seq)
 from .evaluate import Spec, make_access, to_expr
 from ..ops.elem_offset import elem_offset
+from .buffer_alias import alias_of
 from .tvm_calls import make_pointer
 
 #: ``x = T.<kind>(...)`` statements this module builds
@@ -92,6 +93,9 @@ class BufferView:
 
     def full(self) -> BufferRegion:
         return BufferRegion(self.source, self.region)
+
+    def view_strides(self) -> tuple:
+        return self.source.default_strides()[self.lead:]
 
     def elem_offset(self) -> Expr:
         total = None
@@ -177,8 +181,7 @@ class TVMScriptMixin:
         if name == "elem_offset":
             return base.elem_offset() if view else elem_offset(base.name)
         if name == "strides":
-            return base.source.default_strides()[base.lead:] if view else \
-                base.default_strides()
+            return base.view_strides() if view else base.default_strides()
         if name == "data":
             return BufferRegion.full(base.source) if view else BufferRegion.full(base)
         if name == "access_ptr":
@@ -266,8 +269,14 @@ class TVMScriptMixin:
                                  "extents", t)
             self.bind(name, data, "buffer")
             return None
+        if isinstance(data, BufferRegion) and data == BufferRegion.full(data.buffer):
+            return self.alias_buffer(name, v, data.buffer, t)        # data=A.data
+        if isinstance(data, Var) and data.dtype == "handle":
+            return self.decl_over_handle(name, v, data, ctx, t)      # data=a (a handle)
         if data is not None:
-            raise self.error(f"{name}: data= must be the result of T.allocate_const", t)
+            raise self.error(f"{name}: data= must be a buffer's data (A.data), a handle "
+                             f"parameter or the result of T.allocate_const, found "
+                             f"{data!r}", t)
         if ctx is None:
             raise self.error("T.decl_buffer without data= allocates: put it directly "
                              "inside a block or the function body", t)
@@ -275,6 +284,34 @@ class TVMScriptMixin:
         ctx.allocs.append(buf)
         self.bind(name, buf, "buffer")
         return None
+
+    def alias_buffer(self, name, v: Spec, source, t):
+        """``name = T.decl_buffer(shape, dtype, data=A.data)``: an alias of ``A``'s
+        memory (see :mod:`.buffer_alias`)."""
+        args, kw = list(v.args), v.kwargs
+        shape = kw.get("shape", args[0] if args else None)
+        dtype = kw.get("dtype", args[1] if len(args) > 1 else "float32")
+        if shape is None:
+            raise self.error(f"{name}: T.decl_buffer needs a shape", t)
+        shape = shape if isinstance(shape, (tuple, list)) else (shape,)
+        extra = {k for k in set(kw) - {"shape", "dtype", "data", "scope", "align", "name",
+                                       "offset_factor", "elem_offset", "buffer_type"}
+                 if kw[k] not in (None, (), [])}
+        if extra:
+            raise self.error(f"{name}: an alias of {source.name}'s data takes no "
+                             f"{sorted(extra)} (it has {source.name}'s layout)", t)
+        view = self.wrap(lambda: alias_of(name, source, tuple(to_expr(s, "int32")
+                                                              for s in shape),
+                                          D.canonical(dtype)), t)
+        self.bind(name, view, "buffer")
+        return None
+
+    def decl_over_handle(self, name, v: Spec, handle, ctx, t):
+        """``name = T.decl_buffer(shape, dtype, data=a)`` of a handle parameter ``a``:
+        as ``T.match_buffer(a, shape, dtype)``, the parameter becomes the buffer."""
+        kw = {k: x for k, x in v.kwargs.items() if k != "data"}
+        return self.match_buffer(name, Spec("match_buffer", (handle,) + tuple(v.args), kw),
+                                 ctx, t)
 
     def const_buffer(self, name, v: Spec, t):
         args, kw = list(v.args), dict(v.kwargs)
