@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuvil_tir import dtype as D
+from cuvil_tir import ops
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import IntImm, Var
 from cuvil_tir.stmt import BufferRegion
@@ -72,7 +73,7 @@ class _Stores(Visitor):
 
     def visit_Call(self, c):
         # an extern call may write the regions it is given, unless it says otherwise
-        if c.op == "call_extern" and c.args[1].value not in ("pure", "reads"):
+        if ops.callee(c) is not None and ops.may_write(c):
             for a in c.args[2:]:
                 if isinstance(a, BufferRegion):
                     self.ids.add(id(a.buffer))
