@@ -12,7 +12,7 @@ Run::
     python -m benchmarks.fuzz --cases 200 --seed 7    # the same 200 cases every time
     python -m benchmarks.fuzz --replay 1674216077     # one case again, in detail
 
-Builds skip the compile cache (each case is new).
+Run as a script, builds skip the compile cache (each case is new).
 
 Example::
 
@@ -26,8 +26,6 @@ import argparse
 import os
 import secrets
 import sys
-
-os.environ.setdefault("CUVIL_CACHE", "0")
 
 
 def _parser():
@@ -89,4 +87,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    os.environ.setdefault("CUVIL_CACHE", "0")     # every case is new: nothing to reuse
     sys.exit(main())

@@ -25,7 +25,8 @@ def test_every_layer_lists_the_registry_ops():
     fixed = {n: ops.get_op(n).arity for n in names if ops.get_op(n).arity >= 0}
     assert INTRIN_ARITY == fixed and set(names) - set(fixed) == {"call_extern",
                                                                   "parallel_launch",
-                                                                  "access_ptr", "assume"}
+                                                                  "access_ptr", "assume",
+                                                                  "elem_offset"}
     for n in T.op.UNARY_FLOAT:
         assert callable(getattr(T, n)) and getattr(T, n)(T.var("x", "float32")).op == n
 
@@ -33,7 +34,8 @@ def test_every_layer_lists_the_registry_ops():
 # the math intrinsics (the integer bitwise ops have their own tests, test_bitwise.py)
 MATH = [n for n in ops.list_ops()
         if n not in ("if_then_else", "call_extern", "parallel_launch", "access_ptr",
-                     "assume", "q_multiply_shift", "q_multiply_shift_per_axis")
+                     "assume", "elem_offset", "q_multiply_shift",
+                     "q_multiply_shift_per_axis")
         and n not in BITWISE]
 
 

@@ -161,6 +161,41 @@ def _pad_einsum(sch, rng):
         sch.pad_einsum(name, [rng.choice((1, 2, 4)) for _ in sch.get(name).iter_vars])
 
 
+def _storage(sch, rng):
+    found = _intermediates(sch)
+    if not found:
+        return
+    name, k, buf = rng.choice(found)
+    if rng.random() < 0.5:
+        sch.set_scope(name, k, rng.choice(("global", "local")))
+    else:
+        sch.storage_align(name, k, rng.randrange(buf.ndim), rng.choice((2, 4)),
+                          rng.choice((0, 1)))
+
+
+def _partition(sch, rng):
+    name = _block(sch, rng)
+    loop = name and _loop(sch, rng, name)
+    if loop is not None:
+        sch.loop_partition(loop, [rng.choice((1, 2, 3)), None])
+
+
+def _reindex(sch, rng):
+    name = _block(sch, rng)
+    if name:
+        blk = sch.get(name)
+        kind = rng.choice(("read", "write"))
+        regions = blk.reads if kind == "read" else blk.writes
+        if regions:
+            sch.reindex(name, (kind, rng.randrange(len(regions))))
+
+
+def _unit_loop(sch, rng):
+    name = _block(sch, rng)
+    if name:
+        sch.add_unit_loop(name)
+
+
 # sequences ------------------------------------------------------------------------------
 
 def _fuse_split_decompose(sch, rng):
@@ -214,7 +249,10 @@ STEPS = (("split", _split, 4), ("fuse", _fuse, 2), ("reorder", _reorder, 2),
          ("loop_kind", _loop_kind, 2), ("compute_at", _compute_at, 3),
          ("inline", _inline, 2), ("cache", _cache, 2), ("decompose", _decompose, 2),
          ("rfactor", _rfactor, 1), ("blockize", _blockize, 2), ("layout", _layout, 2),
-         ("pad_einsum", _pad_einsum, 1), ("fuse_split_decompose", _fuse_split_decompose, 2),
+         ("pad_einsum", _pad_einsum, 1), ("storage", _storage, 1),
+         ("partition", _partition, 1), ("reindex", _reindex, 1),
+         ("unit_loop", _unit_loop, 1),
+         ("fuse_split_decompose", _fuse_split_decompose, 2),
          ("compute_at_decompose", _compute_at_decompose, 2),
          ("split_blockize", _split_blockize, 3))
 
