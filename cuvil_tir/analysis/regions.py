@@ -300,13 +300,16 @@ def thread_relaxed_loops(func: PrimFunc, loop_path: tuple, scope: str) -> dict:
 
 
 def needed_region(func: PrimFunc, loop_path: tuple, buffer, block_paths,
-                  kind: str = "reads", relax_threads: bool = False) -> BufferRegion | None:
+                  kind: str = "reads", relax_threads: bool = False,
+                  by_predicate: bool = False) -> BufferRegion | None:
     """The region of ``buffer`` that the blocks at ``block_paths`` (all under the loop at
     ``loop_path``) read (``kind="reads"``) or write (``"writes"``) during one iteration
     of that loop: over the loop variables from ``loop_path`` up.  None when none of the
     blocks accesses ``buffer``.  With ``relax_threads``, the thread-bound loops at and
     above ``loop_path`` that share ``buffer`` (by its scope) are relaxed too: a
-    ``shared`` tile covers what all threads of the block need.
+    ``shared`` tile covers what all threads of the block need.  With ``by_predicate``,
+    each block's ``T.where`` cuts the loops it bounds (:mod:`.predicate_doms`): only
+    the instances that run count.
 
     Example::
 
@@ -326,6 +329,9 @@ def needed_region(func: PrimFunc, loop_path: tuple, buffer, block_paths,
         if reg is None:
             continue
         doms = {**threads, **loop_doms(inner_loops(func, loop_path, bp))}
+        if by_predicate:
+            from .predicate_doms import tighten
+            doms = tighten(doms, br.predicate)
         out = union(out, relax(bound_region(br, reg), doms))
     return out
 

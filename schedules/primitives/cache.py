@@ -324,7 +324,8 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     outer = {**around, **scope_doms(func, bpath), **loop_doms(outer_loops)}
     tile = _tile(func, scope_path, buf)
     if ws:
-        region = needed_region(func, cpath, buf, [ws[0][0]], "writes")
+        # what the writer's running instances write: its T.where cuts its loops
+        region = needed_region(func, cpath, buf, [ws[0][0]], "writes", by_predicate=True)
         region = region if tile is None else _within(region, tile)
     else:
         region = tile if tile is not None else BufferRegion.full(buf)

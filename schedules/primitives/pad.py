@@ -183,6 +183,17 @@ def _new_shapes(func, blk, old: dict, ext: dict) -> dict:
             terms = lin[0].items()
             if all(isinstance(ext[k], int) for k, _ in terms) and isinstance(shape[d], int):
                 top = lin[1] + sum(c * (ext[k] - 1) for k, (_, c) in terms) + 1
+                was = lin[1] + sum(c * (old[k] - 1) for k, (_, c) in terms) + 1
+                if top > was and was != shape[d]:
+                    # the padded iterations would reach the buffer's own elements past
+                    # the block's: read as padding (not zeros) or overwritten
+                    raise _fail(f"block {blk.name!r}: index {e} of {buf.name!r} reaches "
+                                f"{was} of the {shape[d]} elements along its dimension "
+                                f"{d}; padded, it would reach {min(top, shape[d])}, "
+                                f"elements of {buf.name!r} the block does not "
+                                f"{'write' if buf is blk.body.buffer else 'read'} now, "
+                                "which would stand in for padding. pad_einsum pads only "
+                                "an index that reaches the whole dimension", func, blk)
                 need[d] = max(need[d], top)
                 continue
             top = simplify(lin[1] + sum((c * (_expr(ext[k]) - 1) for k, (_, c) in terms),
