@@ -236,7 +236,8 @@ def _check_produced(func, cpath, buf, rs, region, prim):
     """The readers ``rs`` under ``cpath`` need no more of ``buf`` than ``region`` (what
     its writer produces there)."""
     under = [p for p, _ in rs if p[:len(cpath)] == cpath]
-    need = needed_region(func, cpath, buf, under, "reads")
+    # both sides count the instances that run (each block's T.where cuts its loops)
+    need = needed_region(func, cpath, buf, under, "reads", by_predicate=True)
     for have, want in zip(region.region, need.region if need else ()):
         if not (provably_le(have.min, want.min) and provably_le(
                 simplify(want.min + want.extent), simplify(have.min + have.extent))):
@@ -335,7 +336,8 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
         # the readers of the cache see it as the writer leaves it
         _, kpath = _locate(func, scope_path, wnames, cache_readers, prim)
         _check_produced(func, kpath, buf, rs_cache,
-                        needed_region(func, kpath, buf, [ws[0][0]], "writes"), prim)
+                        needed_region(func, kpath, buf, [ws[0][0]], "writes",
+                                      by_predicate=True), prim)
     blocks, bufs = _names(func)
     name = fresh_name(f"{buf.name}_{scope}", bufs | blocks)
     # inside a nested block the cache holds that block's tile, at offset tile.min
