@@ -143,7 +143,14 @@ class Schedule:
     def func_working_on(self) -> str | None:
         """The name of the function that block names and new handles refer to (None
         while a module of several functions, none of them ``main``, has had no
-        ``work_on``)."""
+        ``work_on``).
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> Schedule(T.create_prim_func([T.placeholder((2,), name="A")])).func_working_on
+            'main'
+        """
         return self._working
 
     def work_on(self, func_name: str) -> None:

@@ -101,6 +101,26 @@ def iter_map(realize: BlockRealize) -> dict:
     return {iv.var: val for iv, val in zip(realize.block.iter_vars, realize.iter_values)}
 
 
+def accessed_region(block: Block, buffer) -> BufferRegion | None:
+    """The bounding box of what ``block`` declares it reads and writes of ``buffer``
+    (over its iter vars), or None.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> blk = tree.get(f, tree.find_block(f, "B")).block
+        >>> str(accessed_region(blk, f.params[0]))
+        'A[v_i]'
+    """
+    out = None
+    for r in block.reads + block.writes:
+        if r.buffer is buffer:
+            out = union(out, r)
+    return out
+
+
 def region_of(regions, buffer):
     """The entry of ``regions`` (a block's reads or writes) for ``buffer``, or None.
 

@@ -23,7 +23,7 @@ Example::
 
 from __future__ import annotations
 
-from ..buffer import Buffer
+from ..buffer import Buffer, const_elements
 from ..errors import CuvilError
 from ..expr import BufferLoad, Expr, IntImm
 from ..stmt import BufferRegion, Range
@@ -108,21 +108,12 @@ def alias_of(name: str, source: Buffer, shape: tuple, dtype: str):
                          "with T.Cast element by element")
     if [str(s) for s in shape] == [str(s) for s in source.shape]:
         return source
-    mine, theirs = _size(shape), _size(source.shape)
+    mine, theirs = const_elements(shape), const_elements(source.shape)
     if isinstance(mine, int) and isinstance(theirs, int) and mine > theirs:
         raise CuvilError(f"{name}: declared with {mine} elements over the data of "
                          f"{source.name}, which has {theirs}; an alias may not reach "
                          "past the memory it aliases")
     return AliasView(name, source, tuple(shape))
-
-
-def _size(shape):
-    total = 1
-    for s in shape:
-        if not isinstance(s, IntImm):
-            return None
-        total *= s.value
-    return total
 
 
 __all__ = ["AliasView", "alias_of"]

@@ -46,8 +46,9 @@ from ..handles import BlockRV
 from ..analysis import block_path, fresh_name
 from ..primitive import BLOCK, SCOPE, Kind, Mismatch, primitive
 from ..errors import CacheStageError, fail
-from cuvil_tir.analysis.regions import (loop_doms, needed_region, provably_le, readers,
-                                        scope_doms, simplify, union, writers)
+from cuvil_tir.analysis.regions import (accessed_region, loop_doms, needed_region,
+                                        provably_le, readers,
+                                        scope_doms, simplify, writers)
 from .compute_location import block_names, make_nest, subtrees, with_fields
 
 
@@ -205,10 +206,7 @@ def _tile(func, scope_path, buf):
     if not scope_path:
         return None
     blk = tree.get(func, scope_path).block
-    tile = None
-    for r in blk.reads + blk.writes:
-        if r.buffer is buf:
-            tile = union(tile, r)
+    tile = accessed_region(blk, buf)
     if tile is None:
         return None
     own = {id(iv.var) for iv in blk.iter_vars}

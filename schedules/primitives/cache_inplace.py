@@ -51,7 +51,7 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.analysis import tree
-from cuvil_tir.analysis.regions import loop_doms, scope_doms, simplify, union
+from cuvil_tir.analysis.regions import accessed_region, loop_doms, scope_doms, simplify
 from cuvil_tir.expr import const
 from cuvil_tir.stmt import BlockRealize, BufferRegion, For, Range, seq
 from cuvil_tir.transform.plan_allocation import Retarget
@@ -79,10 +79,7 @@ def _instance_region(br: BlockRealize, buf) -> BufferRegion | None:
     """What one instance of the block reads or writes of ``buf``, in the variables
     around it (its iter vars replaced by their bindings)."""
     blk = br.block
-    region = None
-    for r in blk.reads + blk.writes:
-        if r.buffer is buf:
-            region = union(region, r)
+    region = accessed_region(blk, buf)
     if region is None:
         return None
     binding = {iv.var: v for iv, v in zip(blk.iter_vars, br.iter_values)}
