@@ -56,3 +56,22 @@ def test_padding_a_whole_dimension_still_works():
     sch.pad_einsum("Y", [1, 8])
     x = np.arange(24, dtype="float32").reshape(4, 6)
     np.testing.assert_array_equal(run(sch, [x, np.zeros(4, "float32")])[1], x.sum(1))
+
+
+def test_padding_an_update_whose_init_is_elsewhere_is_refused():
+    """blockize moves the init into the outer block, over the old shape: the padded
+    elements of the intermediate Y would accumulate onto memory nothing wrote."""
+    X = T.placeholder((4, 8), "int32", name="X")
+    W = T.placeholder((8, 5), "int32", name="W")
+    k = T.reduce_axis((0, 8), name="k")
+    Y = T.compute((4, 5), lambda i, j: T.sum(X[i, k] * W[k, j], axis=k), name="Y")
+    f = T.create_prim_func([X, W, T.compute((4, 5), lambda i, j: Y[i, j] + 1, name="Z")])
+    sch = S.Schedule(f)
+    sch.blockize(sch.get_loops("Y")[0])
+    assert_refused(sch, lambda: sch.pad_einsum("Y", [1, 4, 2]),
+                   "pad_einsum: block 'Y' updates 'Y' without an init: its padded "
+                   "elements would start uninitialised", PadEinsumError)
+    sch = S.Schedule(f)
+    sch.decompose_reduction("Y", sch.get_loops("Y")[0])
+    assert_refused(sch, lambda: sch.pad_einsum("Y", [1, 4, 2]),
+                   "block 'Y_update' updates 'Y' without an init", PadEinsumError)
