@@ -328,6 +328,11 @@ def _row_major_nest(func, buf):
         return None
     loop_paths, realize_path, k = first
     top, inner = loop_paths[0], loop_paths[-1]
+    if any(tree.get(func, outer).body is not tree.get(func, nxt)
+           for outer, nxt in zip(loop_paths, loop_paths[1:])):
+        # a loop of the nest holds something else too (a consumer computed at it):
+        # rebuilding the nest would drop it
+        return None
     for p, s in stores:
         if p[:len(inner)] != inner or not same(s.indices, stores[0][1].indices):
             return None

@@ -1,0 +1,35 @@
+"""Defects the schedule fuzzer (tests/schedules/fuzz) found beyond issue 25's list, one
+regression test each (the others: test_predicate_regions, test_pad_einsum_reach)."""
+
+import numpy as np
+
+import cuvil_tir as T
+import schedules as S
+from tests.schedules.testing import run, run_llvm, verify_trace_roundtrip
+
+
+def _matmul_scaled():
+    X = T.placeholder((2, 2), name="X")
+    W = T.placeholder((2, 7), name="W")
+    k = T.reduce_axis((0, 2), name="k")
+    Y = T.compute((2, 7), lambda i, j: T.sum(X[i, k] * W[k, j], axis=k), name="Y")
+    return T.create_prim_func([X, W, T.compute((2, 7), lambda i, j: Y[i, j] * 3.0,
+                                               name="Z")])
+
+
+def test_padded_layout_of_a_producer_sharing_a_loop_with_its_consumer_keeps_the_consumer():
+    """transform_layout with padding rebuilt the producer's loop nest over the new shape,
+    dropping the consumer computed at the nest's outer loop (Z was never computed)."""
+    f = _matmul_scaled()
+    sch = S.Schedule(f)
+    sch.compute_at("Y", sch.get_loops("Z")[0])
+    sch.transform_layout("Y", 0, lambda i, j: (i, j // 2, j % 2), pad_value=0.0)
+    assert {"Y", "Z", "Y_pad"} <= {b.block.name for b in
+                                   T.analysis.tree.blocks_under(sch.func.body)}
+    rng = np.random.default_rng(0)
+    x, w = rng.integers(-3, 4, (2, 2)).astype("float32"), \
+        rng.integers(-3, 4, (2, 7)).astype("float32")
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, w, np.zeros((2, 7), "float32")])[2],
+                                      (x @ w) * 3)
+    verify_trace_roundtrip(sch, f)
