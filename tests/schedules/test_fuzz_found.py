@@ -33,3 +33,20 @@ def test_padded_layout_of_a_producer_sharing_a_loop_with_its_consumer_keeps_the_
         np.testing.assert_array_equal(runner(sch, [x, w, np.zeros((2, 7), "float32")])[2],
                                       (x @ w) * 3)
     verify_trace_roundtrip(sch, f)
+
+
+def test_reindex_of_a_block_holding_the_accesses_in_inner_blocks_is_refused():
+    """reindex of a blockized outer block rewrote the inner block's store but not its
+    declared region: the printed function did not parse back."""
+    from schedules.errors import CacheStageError
+    from tests.schedules.testing import assert_refused
+    A = T.placeholder((8, 1), "int32", name="A")
+    f = T.create_prim_func([A, T.compute((8, 1), lambda i, j: A[i, j] * 3, name="Z")])
+    sch = S.Schedule(f)
+    outer = sch.blockize(sch.get_loops("Z")[1])
+    assert_refused(sch, lambda: sch.reindex(outer, ("write", 0)),
+                   "reindex: block 'Z_o' accesses 'Z' through the blocks \\['Z'\\] inside "
+                   "it; reindex the innermost block that accesses it", CacheStageError)
+    a = np.arange(8, dtype="int32").reshape(8, 1)
+    np.testing.assert_array_equal(run(sch, [a, np.zeros((8, 1), "int32")])[1], a * 3)
+    verify_trace_roundtrip(sch, f)
