@@ -24,6 +24,8 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from cuvil_tir import arith
@@ -33,6 +35,9 @@ from cuvil_tir.errors import ShapeError
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, FloorDiv, FloorMod, IntImm,
                             Max, Min, Mul, Not, Or, Sub, Var, const)
+from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.regions import union
+from cuvil_tir.block_regions import infer_block_regions
 from cuvil_tir.stmt import BufferRegion, Range
 from cuvil_tir.visitor import Mutator, substitute
 
@@ -221,7 +226,25 @@ class _Relayout(Mutator):
     def visit_Block(self, b):
         for iv in b.iter_vars:
             self._bind(iv.var, iv.dom)
-        return Mutator.generic_visit(self, b)
+        new = Mutator.generic_visit(self, b)
+        if new is b or not tree.blocks_under(new.body):
+            return new
+        # a region's image is a bounding box, bounded one way for this block's region
+        # and another for a nested block's (i % 3 over [0, 2) vs over [v - 1, v + 2)):
+        # the block's must still cover what its nested blocks declare
+        reads, writes = infer_block_regions(new)
+        return dataclasses.replace(new, reads=self._cover(new.reads, reads),
+                                   writes=self._cover(new.writes, writes))
+
+    def _cover(self, declared, inferred):
+        inner = {id(r.buffer): r for r in inferred if r.buffer is self.new}
+        return tuple(union(r, inner[id(r.buffer)]) if id(r.buffer) in inner and
+                     not self._inside(inner[id(r.buffer)], r) else r for r in declared)
+
+    def _inside(self, a, b) -> bool:
+        return all(self.ana.can_prove(y.min <= x.min) and
+                   self.ana.can_prove(x.min + x.extent <= y.min + y.extent)
+                   for x, y in zip(a.region, b.region))
 
     def _map(self, indices):
         for ix in indices:

@@ -50,3 +50,24 @@ def test_reindex_of_a_block_holding_the_accesses_in_inner_blocks_is_refused():
     a = np.arange(8, dtype="int32").reshape(8, 1)
     np.testing.assert_array_equal(run(sch, [a, np.zeros((8, 1), "int32")])[1], a * 3)
     verify_trace_roundtrip(sch, f)
+
+
+def test_padded_layout_keeps_a_partition_block_covering_its_nested_block():
+    """transform_layout bounded a loop_partition block's region of Y exactly (i % 3 over
+    [0, 2)) and its nested block's loosely (over [v - 1, v + 2)): the parent declared
+    less than the child, and the printed function did not parse back."""
+    X = T.placeholder((6, 3), "int8", name="X")
+    k = T.reduce_axis((1, 3), name="k")
+    Y = T.compute((6,), lambda i: T.sum(X[i, k].astype("int32"), axis=k), name="Y")
+    Z = T.compute((6,), lambda i: T.if_then_else(i >= 1, Y[i - 1], 0) +
+                  T.if_then_else(i + 1 < 6, Y[i + 1], 0), name="Z")
+    f = T.create_prim_func([X, Z])
+    sch = S.Schedule(f)
+    sch.loop_partition(sch.get_loops("Z")[0], [1, None])
+    sch.transform_layout("Y", 0, lambda i: (i // 3, i % 3), pad_value=0)
+    verify_trace_roundtrip(sch, f)          # prints and parses back
+    x = np.random.default_rng(1).integers(-3, 4, (6, 3)).astype("int8")
+    y = x[:, 1:].astype("int32").sum(1)
+    want = np.concatenate([[0], y[:-1]]) + np.concatenate([y[1:], [0]])
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.zeros(6, "int32")])[1], want)
