@@ -38,7 +38,9 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import TargetError
 from cuvil_tir.printer import to_text
 
-from ..benchmark import BenchmarkResult
+from cuvil_tir.target import BenchmarkResult
+
+from ..runtime import NativeCode
 from .args import check_device, device_pointer, import_cupy, make_device_caller
 from .launcher import (ALLOC_FN, LAUNCH_FN, RELEASE_FN, DeviceTable, HostProgram, Recorder,
                        Table)
@@ -67,7 +69,7 @@ def nvrtc_options(cp) -> tuple:
     return tuple(opts)
 
 
-class CudaRuntime:
+class CudaRuntime(NativeCode):
     """Compiled-at-first-use CUDA module (see the module docstring).
 
     ``source_formats``: ``cuda`` (default), ``ptx`` (needs nvcc), ``host`` (the host
@@ -82,8 +84,8 @@ class CudaRuntime:
     source_formats = ("cuda", "ptx", "host", "host_ir")
 
     def __init__(self, program, target, signature):
+        super().__init__(signature.name)
         self.program, self.target, self.signature = program, target, signature
-        self.entry_name = signature.name
         self._funcs = None
         self._cp = None
         self._host = None
@@ -122,9 +124,11 @@ class CudaRuntime:
                 if info.dyn_shared:
                     fn.max_dynamic_shared_size_bytes = info.dyn_shared
                 funcs.append(fn)
+            # a RawKernel's CUfunction on the current device (compiles the module)
+            handles = [fn.kernel.ptr for fn in funcs]
         except cp.cuda.compiler.CompileException as err:
             raise source_error(str(err), self.program.text, "NVRTC") from None
-        self._table = driver_table(cp, funcs)
+        self._table = driver_table(cp, handles)
         self.host_program()
         self._cp, self._funcs = cp, funcs
 
@@ -186,23 +190,34 @@ class CudaRuntime:
         return BenchmarkResult(tuple(out), number=number)
 
 
-def driver_table(cp, funcs) -> Table:
+def driver_library():
+    """The CUDA driver library (``libcuda.so.1``); a ``TargetError`` without one.
+
+    Example::
+
+        >>> driver_library.__name__
+        'driver_library'
+    """
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError as err:
+        raise TargetError(f"cuda: the CUDA driver library libcuda.so.1 could not be "
+                          f"loaded ({err}); install the NVIDIA driver") from None
+
+
+def driver_table(cp, handles) -> Table:
     """The device table of a real GPU: the driver's ``cuLaunchKernel``, the kernels'
-    ``CUfunction`` handles (``funcs``: cupy functions in the program's order) and
-    temporaries from cupy's memory pool.
+    ``CUfunction`` handles (ints, in the program's order) and temporaries from cupy's
+    memory pool.
 
     Example::
 
         >>> driver_table.__name__
         'driver_table'
     """
-    try:
-        libcuda = ctypes.CDLL("libcuda.so.1")
-    except OSError as err:
-        raise TargetError(f"cuda: the CUDA driver library libcuda.so.1 could not be "
-                          f"loaded ({err}); install the NVIDIA driver") from None
+    libcuda = driver_library()
     launch = LAUNCH_FN(ctypes.cast(libcuda.cuLaunchKernel, ctypes.c_void_p).value)
-    handles = (ctypes.c_void_p * max(1, len(funcs)))(*[f.ptr for f in funcs])
+    handles = (ctypes.c_void_p * max(1, len(handles)))(*handles)
     live: dict = {}
 
     def alloc(ctx, nbytes, out):
@@ -223,4 +238,4 @@ def driver_table(cp, funcs) -> Table:
     return Table(struct, [libcuda, handles, launch, fa, fr, live])
 
 
-__all__ = ["CudaRuntime", "driver_table"]
+__all__ = ["CudaRuntime", "driver_library", "driver_table"]
