@@ -35,7 +35,8 @@ import dataclasses
 from cuvil_tir import arith
 from cuvil_tir import dtype as D
 from cuvil_tir.analysis import tree
-from cuvil_tir.analysis.index_map import NotInvertible, inverse
+from cuvil_tir.analysis.linear_maps import linear_inverse
+from cuvil_tir.analysis.map_inverse import NotInvertible, inverse
 from cuvil_tir.block_regions import infer_block_regions
 from cuvil_tir.errors import CuvilError, ScheduleError
 from cuvil_tir.expr import (EQ, LE, NE, BufferLoad, Expr, IntImm, Not,
@@ -49,7 +50,6 @@ from cuvil_tir.visitor import Mutator, Visitor, substitute, used_vars
 
 from ..errors import ScheduleArgumentError, schedule_error
 from .index_maps import call_index_map, index_names
-from .linear_maps import linear_inverse
 from .split_maps import split_inverse, split_of
 from .reduction import insert_after, insert_before
 
@@ -207,11 +207,8 @@ def inverse_of(old_shape, params, exprs, idx=None):
     try:
         return inverse(old, exprs, list(idx))
     except (NotInvertible, ScheduleError, ValueError):
-        # symbolic strides (x * n + y): a row-major linearization; symbolic divisors
-        # (i // n, i % n): a split; or nothing
-        back = linear_inverse(old_shape, params, exprs, list(idx))
-        return back if back is not None else split_inverse(old_shape, params, exprs,
-                                                           list(idx))
+        # symbolic divisors (i // n, i % n): a split, or nothing
+        return split_inverse(old_shape, params, exprs, list(idx))
 
 
 def _bound(idx, shape):
