@@ -192,6 +192,22 @@ def test_parallel_loop_failure_reaches_the_caller(kind):
     assert big[256:].tolist() == [-7.0] * 4
 
 
+@pytest.mark.parametrize("openmp", [True, False])
+def test_c_split_parallel_loop_keeps_its_checks_label(openmp):
+    """A check inside the serial loop of a split parallel loop jumps to the task's
+    stop label: the task loop defines it (issue 25, c_bounds_parallel_goto)."""
+    sch = S.Schedule(_shifted())
+    o, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], [None, 16])
+    sch.parallel(o)
+    mod = targets.build(sch, _target("c", openmp=openmp))
+    for n in (64, 40):
+        b = np.full(n, -7.0, "float32")
+        with pytest.raises(T.BoundsCheckError,
+                           match=rf"read of A\[{n}\] \(shape \({n},\)\)"):
+            mod(np.arange(n, dtype="float32"), b)
+        assert b[-1] == -7.0
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_in_bounds_results_are_identical(kind):
     n, m = T.size_var("n"), T.size_var("m")
