@@ -216,9 +216,11 @@ class _ToDMA(Mutator):
                     "are multiples of the tile")
             name += "_pad"
             moved = [rows, row_bytes] + moved
+        # a DMA writes its destination and only reads its source (a read-only
+        # input array is fine)
         call = call_extern("int32", name, region(dst, st.indices),
                            region(src, st.value.indices), *moved,
-                           strides[id(dst)], strides[id(src)])
+                           strides[id(dst)], strides[id(src)], effect="writes:0")
         body = Evaluate(call)
         for f in loops[:len(loops) - len(inner)][::-1]:
             body = For(f.loop_var, f.min, f.extent, f.kind, body, f.thread_tag, f.annotations)
