@@ -281,6 +281,28 @@ class BoundsCheckError(RuntimeCheckError):
 ALL_ERRORS = ALL_ERRORS + (RuntimeCheckError, BoundsCheckError)
 
 
+class HostFeatureError(TargetError):
+    """A module built for another CPU (``mcpu``/``mattr``) was asked to run on a host
+    that lacks CPU features its code may use; running it would stop the process with
+    SIGILL.  Building and reading its code stay allowed.  ``missing`` lists the
+    features (LLVM's names, ``avx512fp16``).
+
+    Example::
+
+        >>> HostFeatureError("this host lacks +avx512fp16", ("avx512fp16",)).code
+        'CVL-E240'
+    """
+
+    code = "CVL-E240"
+
+    def __init__(self, message: str, missing=()):
+        self.missing = tuple(missing)
+        super().__init__(message)
+
+
+ALL_ERRORS = ALL_ERRORS + (HostFeatureError,)
+
+
 def check_error(kind: str, message: str, values=()) -> RuntimeCheckError:
     """The error a failed ``AssertStmt`` of ``kind`` raises.
 

@@ -30,7 +30,7 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.errors import TargetError
+from cuvil_tir.errors import HostFeatureError, TargetError
 
 from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify, verify
 from cuvil_tir.transform.bounds_check import with_bounds_check
@@ -44,8 +44,8 @@ from cuvil_tir.transform.vectorize import vectorize_loops
 from ..memory import HOST_MEMORIES
 from ..registry import register_target
 from .codegen import codegen_llvm
-from .cpu import CPUInfo, check_cpu, cpu_info
-from .engine import host_features, process_triple, resolve_cpu
+from .cpu import CPUInfo, check_cpu, cpu_info, missing_host_features
+from .engine import host_cpu, host_features, process_triple, resolve_cpu
 from .runtime import LLVMRuntimeModule
 
 _FM_FLAGS = ("nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast")
@@ -224,18 +224,23 @@ class LLVMTargetKind:
 
 
 def _guard_host(runtime, target):
-    """Code for wider vectors than this host has would die of SIGILL: such a module
-    still shows its sources, but calling it is a TargetError."""
-    bits = cpu_info(target).vector_bits
-    if bits > host_vector_bits():
-        name = target.options.get("mcpu")
+    """Code that may use CPU features this host lacks would die of SIGILL: such a
+    module still builds and shows its sources, but calling it (or timing it) is a
+    HostFeatureError naming the missing features."""
+    missing = missing_host_features(target)
+    if missing:
+        opts = target.options
+        built = ", ".join(f"{k}={opts[k]!r}" for k in ("mcpu", "mattr") if opts.get(k))
+        names = ", ".join("+" + f for f in missing)
 
         def refuse(*args):
-            raise TargetError(f"llvm: this module was compiled for mcpu={name!r} "
-                              f"({bits}-bit vectors), which this host "
-                              f"({host_vector_bits()}-bit vectors) cannot run; read its "
-                              "code with get_source(), or build with mcpu='native' to "
-                              "run it here")
+            raise HostFeatureError(
+                f"llvm: this module was built for {built}, whose code may use CPU "
+                f"features this host ({host_cpu()}) lacks: {names}; running it would "
+                "stop the process with an illegal instruction (SIGILL). Read its code "
+                "with get_source(), run it on a machine with those features, or build "
+                "with mcpu='native' (or an mcpu/mattr this host has) to run it here",
+                missing)
         runtime.raw = refuse
     return runtime
 
