@@ -6,7 +6,9 @@ cycles, GEMM-unit utilisation, bank-conflict stalls, DMA bytes against the minim
 data sizes require (each input read once, each output written once), compile time and
 simulator wall time (median of repeats).
 
-Run: ``PYTHONPATH=. python benchmarks/accel.py [--sizes 256 512] [--repeat 5]``.
+Run: ``PYTHONPATH=. python benchmarks/accel.py [--sizes 256 512] [--repeat 5] [--quick]``;
+``--quick`` (what CI runs) takes one small size of each workload and one repeat, the
+conv2d rows kept at their full size (they are small).
 """
 
 from __future__ import annotations
@@ -92,13 +94,16 @@ def main(argv=None) -> list:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[256, 512])
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--quick", action="store_true", help="small sizes, one repeat (CI)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.sizes, args.repeat = [128], 1
     targets.register_target(toy_npu, replace=True)
     rows = [r for n in args.sizes for r in gemm_rows(n, n, n, args.repeat)]
-    rows += gemm_rows(256, 200, 130, args.repeat)
+    rows += gemm_rows(*((136, 72, 40) if args.quick else (256, 200, 130)), args.repeat)
     rows += conv_rows(34, 32, 64, args.repeat)
     rows += conv_rows(18, 8, 24, args.repeat)
-    rows += fused_rows(256, args.repeat)
+    rows += fused_rows(128 if args.quick else 256, args.repeat)
     print(f"{'workload':>18} {'buffer':>7} {'cycles':>9} {'gemm%':>6} {'stalls':>6} "
           f"{'dma in/min':>17} {'dma out/min':>17} {'compile s':>9} {'sim s':>7}")
     for r in rows:

@@ -150,13 +150,14 @@ class Analyzer:
 
     def _tighten(self, a: Expr, b: Expr, name: str) -> None:
         """From ``a <name> b`` derive bounds for each term of ``a - b``."""
-        if name == "NE":
-            return
         simp = Simplifier(self)
         fa, fb = simp.affine(a), simp.affine(b)
         if fa is None or fb is None:
             return
         d = fa.combine(fb, -1, normalize=False)
+        if name == "NE":
+            self._exclude(d)
+            return
         # d <name> 0, turned into lo <= d <= hi on the exact integers
         lo, hi = {"LT": (I.NEG_INF, -1), "LE": (I.NEG_INF, 0), "GT": (1, I.POS_INF),
                   "GE": (0, I.POS_INF), "EQ": (0, 0)}[name]
@@ -175,6 +176,20 @@ class Analyzer:
             else:
                 new = (_ceil_div(thi, c), _floor_div(tlo, c))
             self.update_bound(t, new)
+
+    def _exclude(self, d) -> None:
+        """From ``d != 0`` with ``d = c*t + k``, ``c = ±1``: the excluded value of ``t``
+        trims its interval when it is an end (``i != 1`` with ``i`` in [0, 1] leaves
+        [0, 0]); a value inside the interval leaves it as it is."""
+        if len(d.terms) != 1 or abs(d.terms[0][1]) != 1:
+            return
+        t, c = d.terms[0]
+        gone = -d.const * c
+        lo, hi = self.const_int_bound(t)
+        if lo == gone and hi != gone:
+            self.update_bound(t, (lo + 1, hi))
+        elif hi == gone and lo != gone:
+            self.update_bound(t, (lo, hi - 1))
 
     def fact(self, cond: Expr) -> bool | None:
         """The known truth value of ``cond`` (None when nothing is known)."""

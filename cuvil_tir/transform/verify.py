@@ -105,8 +105,7 @@ class _Verify(Visitor):
             return self._simple_condition(cond.a) and self._simple_condition(cond.b)
         if isinstance(cond, Not) and isinstance(cond.a, CmpOp):
             return self._simple_condition(cond.a)
-        if isinstance(cond, CmpOp) and type(cond).__name__ != "NE" \
-                and is_index_dtype(cond.a.dtype):
+        if isinstance(cond, CmpOp) and is_index_dtype(cond.a.dtype):
             aff = Affine.of(cond.a).combine(Affine.of(cond.b), -1)
             terms = aff.terms
             return len(terms) == 1 and isinstance(terms[0][0], Var) \

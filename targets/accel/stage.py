@@ -33,7 +33,7 @@ from cuvil_tir.expr import BufferLoad, IntImm
 from cuvil_tir.node import Node, field_names
 from cuvil_tir.op import floormod
 from cuvil_tir.stmt import Allocate, BufferRegion, BufferStore, For, Range
-from cuvil_tir.visitor import Mutator
+from cuvil_tir.visitor import Mutator, substitute
 
 from schedules.primitives.blockize import from_linear, linear
 
@@ -42,26 +42,36 @@ from .errors import AccelLoweringError
 DOUBLE_BUFFER = "accel.double_buffer"
 
 
-def _walk(stmt, loops, out, target):
-    """Record (loop stack, [(lo, hi) per dim]) for every access of ``target``."""
+def _walk(stmt, loops, out, target, fixed=None):
+    """Record (loop stack, [(lo, hi) per dim]) for every access of ``target``.
+
+    A loop of one iteration is its start in the recorded indices (``fixed``): one
+    access may name the loop (``b``) where another names its value (``0``, as
+    ``compute_at`` binds a unit loop), and both are the same place.
+    """
+    fixed = {} if fixed is None else fixed
     if isinstance(stmt, For):
-        _walk(stmt.body, loops + [stmt], out, target)
+        if isinstance(stmt.extent, IntImm) and stmt.extent.value == 1:
+            fixed = {**fixed, stmt.loop_var: stmt.min}
+        _walk(stmt.body, loops + [stmt], out, target, fixed)
         return
     if isinstance(stmt, Allocate):
-        _walk(stmt.body, loops, out, target)
+        _walk(stmt.body, loops, out, target, fixed)
         return
     if isinstance(stmt, BufferRegion):
         if stmt.buffer is target:
-            out.append((loops, [(r.min, r.min + r.extent - 1) for r in stmt.region]))
+            out.append((loops, [(substitute(r.min, fixed),
+                                 substitute(r.min + r.extent - 1, fixed))
+                                for r in stmt.region]))
         return
     if isinstance(stmt, (BufferLoad, BufferStore)) and stmt.buffer is target:
-        out.append((loops, [(x, x) for x in stmt.indices]))
+        out.append((loops, [(substitute(x, fixed),) * 2 for x in stmt.indices]))
     if isinstance(stmt, Node):
         for name in field_names(type(stmt)):
-            _walk(getattr(stmt, name), loops, out, target)
+            _walk(getattr(stmt, name), loops, out, target, fixed)
     elif isinstance(stmt, (tuple, list)):
         for f in stmt:
-            _walk(f, loops, out, target)
+            _walk(f, loops, out, target, fixed)
 
 
 def _bound(terms: dict, c: int, inner: dict, upper: bool) -> int:

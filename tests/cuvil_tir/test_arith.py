@@ -278,6 +278,21 @@ def test_constraint_tightens_bounds():
     assert not ana.can_prove(i < n)
 
 
+def test_a_not_equal_constraint_trims_an_end_of_the_interval():
+    # the else arm of T.if_then_else(i == 1, ...) with i in [0, 1] only sees i = 0
+    ana = Analyzer()
+    ana.bind(i, T.Range.from_extent(2))
+    with ana.constraint(~(i == 1)):
+        assert ana.const_int_bound(i) == (0, 0)
+    with ana.constraint(i != 0):
+        assert ana.const_int_bound(i) == (1, 1)
+    ana.bind(j, T.Range.from_extent(8))
+    with ana.constraint(j != 3):      # a value inside the interval leaves it whole
+        assert ana.const_int_bound(j) == (0, 7)
+    with ana.constraint(j * 2 != 14):  # only unit coefficients are trimmed
+        assert ana.const_int_bound(j) == (0, 7)
+
+
 def test_const_int_bound_cases():
     ana = Analyzer()
     ana.bind(i, T.Range(T.const(-3), T.const(7)))   # [-3, 3]

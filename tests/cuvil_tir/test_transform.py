@@ -239,6 +239,20 @@ def test_verify_guarded_accesses_are_fine():
         verify_well_formed(T.PrimFunc([A, B], loop(i, 16, T.BufferStore(B, bad, (i,)))))
 
 
+def test_verify_reads_the_else_arm_of_an_equality_guard_under_its_negation():
+    # B[i] = i == 1 ? 0 : A[i + 5] with i in [0, 1]: the load is A[5], in bounds (the
+    # build of an accepted schedule was refused with CVL-E104, issue 25)
+    A = T.decl_buffer((6,), f32, "A")
+    B = T.decl_buffer((2,), f32, "B")
+    i = T.var("i")
+    value = T.if_then_else(i == 1, c(0.0, f32), A[i + 5])
+    verify_well_formed(T.PrimFunc([A, B], loop(i, 2, T.BufferStore(B, value, (i,)))))
+    bad = T.if_then_else(i == 0, c(0.0, f32), A[i + 5])
+    with pytest.raises(T.LoweringError, match=r"index i \+ 5 of dimension 0 ranges over "
+                       r"\[6, 6\] but the extent is 6"):
+        verify_well_formed(T.PrimFunc([A, B], loop(i, 2, T.BufferStore(B, bad, (i,)))))
+
+
 def test_verify_is_not_fooled_by_over_approximation():
     # i % 4 + (i // 4) * 4 is in bounds; non-affine indices are never reported
     verify_well_formed(_store_func(lambda i: i % 4 + i // 4 * 4))

@@ -186,3 +186,19 @@ def test_compute_inline_into_a_blockized_consumer_relaxes_the_outer_reads():
     x = np.random.default_rng(2).standard_normal((4, 4)).astype("float32")
     _agree(sch, [x, np.zeros((4, 4), "float32")], 1, x * 2 + 1)
     verify_trace_roundtrip(sch, f)
+
+
+def test_vectorized_padded_layout_over_a_reduction_builds_and_agrees():
+    # transform_layout pads Y (3 -> 2x2) with a guard T.if_then_else(v0 == 1 and 1 <= v1,
+    # ...); vectorizing the lane loop unrolls it, leaving the else arm under ax0 != 1:
+    # the build refused the accepted schedule with CVL-E104 (issue 25)
+    X = T.placeholder((3, 5), name="X")
+    k = T.reduce_axis((0, 5), name="k")
+    Y = T.compute((3,), lambda i: T.sum(X[i, k], axis=k), name="Y")
+    Z = T.compute((3,), lambda i: Y[i] * 2.0, name="Z")
+    f = T.create_prim_func([X, Z])
+    sch = S.Schedule(f)
+    sch.transform_layout(sch.get_block("Y"), 0, lambda k: (k // 2, k % 2), pad_value=0.0)
+    sch.vectorize(sch.get_loops(sch.get_block("Y"))[1])
+    x = np.random.default_rng(0).standard_normal((3, 5)).astype("float32")
+    _agree(sch, [x, np.zeros(3, "float32")], 1, x.sum(1) * 2)

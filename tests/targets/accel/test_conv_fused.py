@@ -85,3 +85,29 @@ def test_measure_is_simulated_cycles_over_the_clock(fused):
 def test_clock_must_be_positive():
     with pytest.raises(DescriptionError, match="clock_mhz must be a positive number"):
         Accelerator("bad-clock", toy_npu.memories_only, toy_npu.dma, clock_mhz=0)
+
+
+def test_conv2d_batch_one_stages_only_the_rows_a_row_of_outputs_reads():
+    # compute_at binds the batch loop (one iteration) as 0 in the copy and as ``b`` in
+    # the GEMM; staging took that for two different tiles and kept the whole input
+    # (5 of 4 banks: CVL-E171 in benchmarks/accel.py since 25db55e)
+    mod = targets.build(schedule_conv2d(conv2d(1, 34, 34, 32, 64), double=True),
+                        "toy-npu", name="conv_b1")
+    line = next(x for x in mod.memory_map().splitlines() if "I_npu.inp" in x)
+    assert "size   3264" in line                    # each copy: 3 rows x 34 x 32 int8
+
+
+def test_staging_reads_a_unit_loop_as_its_start():
+    import cuvil_tir as T
+    from targets.accel.stage import compact_scratchpad
+    L = T.decl_buffer((4, 64), "int8", "L", scope="npu.inp")
+    O = T.decl_buffer((4, 64), "int8", "O")
+    b, i, j = T.var("b"), T.var("i"), T.var("j")
+    copy = T.For(j, T.const(0), T.const(16), "serial",
+                 T.BufferStore(L, O[2, i * 16 + j], (T.const(2), i * 16 + j)))
+    use = T.For(j, T.const(0), T.const(16), "serial",
+                T.BufferStore(O, L[b, i * 16 + j], (b, i * 16 + j)))
+    body = T.Allocate(L, T.For(b, T.const(2), T.const(1), "serial", T.For(
+        i, T.const(0), T.const(4), "serial", T.seq(copy, use))))
+    f = compact_scratchpad(T.PrimFunc([O], body), {"npu.inp"})
+    assert [s.value for s in f.body.buffer.shape] == [1, 16]
