@@ -119,6 +119,25 @@ def test_corrupt_or_truncated_entry_is_rebuilt(cache_dir, damage):
     assert targets.build(_func()).from_cache
 
 
+def test_two_swapped_entries_are_rebuilt_not_run(cache_dir):
+    """Issue 25 F4: each of two kernels found the other's (intact) entry under its key
+    and ran its machine code (a segfault, or 16 of 2**20 outputs written)."""
+    small, big = _func(n=16), _func(n=1 << 12)
+    targets.build(small)
+    (first,) = [os.path.join(d, n) for d, _, names in os.walk(cache_dir) for n in names]
+    targets.build(big)
+    (second,) = [os.path.join(d, n) for d, _, names in os.walk(cache_dir) for n in names
+                 if os.path.join(d, n) != first]
+    a, b = open(first, "rb").read(), open(second, "rb").read()
+    open(first, "wb").write(b)
+    open(second, "wb").write(a)
+    for f, n in ((small, 16), (big, 1 << 12)):
+        mod = targets.build(f)
+        assert not mod.from_cache
+        _check(mod, n=n)
+        assert targets.build(f).from_cache
+
+
 def test_cache_off(cache_dir, monkeypatch):
     monkeypatch.setenv("CUVIL_CACHE", "0")
     targets.build(_func())
