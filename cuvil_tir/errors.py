@@ -303,6 +303,22 @@ class HostFeatureError(TargetError):
 ALL_ERRORS = ALL_ERRORS + (HostFeatureError,)
 
 
+class NestingError(LoweringError):
+    """IR nested deeper than Cuvil can walk, even on the big stack of its retry
+    (:mod:`cuvil_tir.deep`): thousands of levels of one expression.
+
+    Example::
+
+        >>> NestingError("nested deeper than 120000 frames").code
+        'CVL-E250'
+    """
+
+    code = "CVL-E250"
+
+
+ALL_ERRORS = ALL_ERRORS + (NestingError,)
+
+
 def check_error(kind: str, message: str, values=()) -> RuntimeCheckError:
     """The error a failed ``AssertStmt`` of ``kind`` raises.
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import random
 
+from cuvil_tir.deep import deep_ok
 from cuvil_tir.block_regions import verify_block_regions
 from cuvil_tir.function import PrimFunc
 
@@ -67,6 +68,7 @@ class Schedule:
         True
     """
 
+    @deep_ok
     def __init__(self, func: PrimFunc, debug: bool = False, seed=None,
                  error_render: str = "detail"):
         if not isinstance(func, PrimFunc):
@@ -140,6 +142,7 @@ class Schedule:
 
     # the one path every primitive takes --------------------------------------------------
 
+    @deep_ok
     def _apply(self, name: str, *args, **kwargs):
         return self._run(name, list(args), kwargs)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from cuvil_tir.errors import CodegenError, TargetError
+from cuvil_tir.deep import deep_ok
 from cuvil_tir import transform
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.ir_module import IRModule, single_function
@@ -62,6 +63,7 @@ def lower_for(func, target) -> IRModule:
     return transform.lower(func, as_target(target))
 
 
+@deep_ok
 def build(func_or_sch, target="llvm", name: str | None = None) -> Module:
     """Compile a PrimFunc (or a Schedule's current function, or an IRModule: its
     entry and the functions it uses, such as ``T.lower``'s result) for ``target``.

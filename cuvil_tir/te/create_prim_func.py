@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 from ..buffer import Buffer
+from ..deep import deep_ok
 from ..errors import ShapeError
 from ..expr import Expr, IntImm, Var, const, Add, Sub
 from ..op import if_then_else, maximum, minimum, min_value, max_value
@@ -167,6 +168,7 @@ def _stage_nest(t: Tensor, block_name: str) -> object:
     return stmt
 
 
+@deep_ok
 def create_prim_func(args, name: str = "main") -> PrimFunc:
     """A PrimFunc computing every stage needed by ``args`` (the argument order).
 

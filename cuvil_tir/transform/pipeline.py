@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 from ..errors import LoweringError
+from ..deep import deep_ok
 from ..function import PrimFunc
 from ..ir_module import IRModule, as_module
 from .flatten_buffers import flatten_buffers
@@ -176,6 +177,7 @@ def get_pipeline(target=None) -> list:
     return _checked(name, _PIPELINES[name](resolve_target(target)))
 
 
+@deep_ok
 def lower(func_or_sch, target=None) -> IRModule:
     """The module of ``func_or_sch`` after ``target``'s lowering passes (see
     :func:`get_pipeline`): its host entry, plus the functions the passes outlined
