@@ -9,9 +9,10 @@ LLVM reorder reductions, so sums change in the last bits and may vectorize; ``af
 is opt-in too: float32 vector ``exp`` runs inline (:mod:`targets.llvm.vector_math`,
 within 1 ulp) instead of one libm call per lane).
 
-``bounds_check`` (default ``False``): check every buffer access at run time; an
-access out of bounds raises ``T.BoundsCheckError`` before it happens (see
-:mod:`cuvil_tir.transform.bounds_check`).
+``bounds_check`` (default ``False``: only the cheap checks, each run once before its
+loop or once per call; ``True``: every buffer access not proven in bounds is checked
+at run time); an access out of bounds raises ``T.BoundsCheckError`` before it happens
+(see :mod:`cuvil_tir.transform.bounds_check`).
 
 Lowering: :func:`llvm_pipeline` -- the default pipeline plus local-buffer
 compaction, loop partitioning (guard-free main ranges of non-dividing splits), loop
