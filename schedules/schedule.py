@@ -91,7 +91,8 @@ class Schedule:
         self._rvs: list = []          # every handle the trace produced (keeps ids alive)
         self._index: dict = {}        # _key(handle) -> trace index
         self._retired: dict = {}      # id(handle) -> handle removed by remove_rv (kept alive)
-        self._checker = None
+        self._checker = None          # debug mode's DebugChecker, made at the first step
+        self._origin = func           # the unscheduled function (debug mode's twin)
 
     # state ------------------------------------------------------------------------------
 
@@ -130,7 +131,8 @@ class Schedule:
         new._rvs = list(self._rvs)
         new._index = dict(self._index)
         new._retired = dict(self._retired)
-        new._checker = self._checker
+        new._checker = self._checker.fork() if self._checker is not None else None
+        new._origin = self._origin
         return new
 
     def show(self) -> None:
@@ -182,8 +184,14 @@ class Schedule:
                 self._rng.setstate(rng_state)
             raise
         if self.debug and new_func is not self._func:
-            from .debug import check_step
-            self._checker = check_step(name, self._func, new_func, self._checker)
+            from .debug import DebugChecker
+            if self._checker is None:
+                self._checker = DebugChecker(self._origin)
+            start = len(self._rvs)
+            made = [k for k, rv in enumerate(rv for rv in flatten(result)
+                                             if isinstance(rv, (BlockRV, LoopRV, Sampled)))]
+            step = Instruction(name, inputs, attrs, [start + k for k in made], decision)
+            self._checker.check(name, self._func, new_func, self._trace.insts, step)
         outputs = []
         for rv in flatten(result):
             if isinstance(rv, (BlockRV, LoopRV, Sampled)):
