@@ -5,9 +5,11 @@ Options: ``mcpu`` (``"native"``: the host's CPU and features), ``mattr`` (featur
 (default ``"contract"``: ``fmul`` + ``fadd`` may fuse into ``fma``, one rounding
 instead of two, as every BLAS does; ``False`` for strict IEEE results; ``True`` for all
 flags; or LLVM flags such as ``"contract,reassoc"`` -- ``reassoc`` is opt-in: it lets
-LLVM reorder reductions, so sums change in the last bits and may vectorize; ``afn``
-is opt-in too: float32 vector ``exp`` runs inline (:mod:`targets.llvm.vector_math`,
-within 1 ulp) instead of one libm call per lane).
+LLVM reorder reductions, so sums change in the last bits and vectorize (one loop
+at a time: annotation ``pragma_reassoc``); ``afn`` is opt-in too: the looser grade of
+the vector ``exp``/``log``/``tanh``/``sigmoid``, which by default run in vector
+registers within 2 ulp (:mod:`targets.llvm.vector_math`), not one libm call per
+lane).
 
 ``bounds_check`` (default ``False``: only the cheap checks, each run once before its
 loop or once per call; ``True``: every buffer access not proven in bounds is checked

@@ -28,12 +28,17 @@ from cuvil_tir.stmt import BufferRegion
 
 from . import intrinsics as I
 from .types import mem_type, reg_type, scalar_const, splat
-from .vector_math import vector_exp
+from .vector_math import VECTOR_MATH, vector_math
 
 #: loop annotation: vector stores inside the loop are non-temporal (streaming) stores,
 #: which skip the cache and the read-for-ownership of the destination line; worth it
 #: for large outputs written once and not read back soon (an elementwise kernel)
 NONTEMPORAL = "pragma_nontemporal"
+#: loop annotation: the float arithmetic inside the loop may be reassociated (the
+#: ``reassoc`` fast-math flag, for this loop only): LLVM then vectorizes a reduction
+#: over it, with partial sums in vector lanes; sums change in the last bits.  The
+#: user's opt-in for one loop, where ``fast_math="...,reassoc"`` opts in everywhere
+REASSOC = "pragma_reassoc"
 
 _FLOAT_OPS = {"Add": "fadd", "Sub": "fsub", "Mul": "fmul", "Div": "fdiv", "Mod": "frem"}
 _INT_OPS = {"Add": "add", "Sub": "sub", "Mul": "mul"}
@@ -207,10 +212,13 @@ class ExprEmitter:
         if e.op == "access_ptr":     # the address of the buffer's flat element `offset`
             buf, off = e.args[0].buffer, e.args[1]
             return self._gep(buf, self._buffer_ptr(buf), self.expr(off), off.dtype)
-        if e.op == "exp" and e.dtype.startswith("float32x") and \
-                ("afn" in self.fm or "fast" in self.fm):
-            # approximate functions allowed: inline vector exp, not N scalar expf calls
-            return vector_exp(self.b, self.expr(e.args[0]), D.lanes(e.dtype))
+        if e.op in VECTOR_MATH and e.lanes > 1 and \
+                D.element(e.dtype) in ("float32", "float16", "bfloat16"):
+            # in vector registers, not one libm call per lane; afn: the looser grade
+            x = I.widen(self.b, self.expr(e.args[0]), e.dtype)
+            r = vector_math(self.b, e.op, x, e.lanes,
+                            fast="afn" in self.fm or "fast" in self.fm)
+            return I.narrow(self.b, r, e.dtype)
         if e.op in BITWISE:
             return I.bitwise(self.b, e.op, [self.expr(a) for a in e.args], e.dtype,
                              e.args[1] if e.op in SHIFTS else None)
