@@ -28,7 +28,8 @@ def _reference(name, x):
                 "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v))}[name](x)
 
 
-def _kernel(name, fast_math, dtype="float32", n=len(X)):
+def _kernel(name, fast_math, dtype="float32", n=None):
+    n = len(X) if n is None else n
     A = T.placeholder((n,), dtype, name="A")
     B = T.compute((n,), lambda i: getattr(T, name)(A[i]), name="B")
     sch = S.Schedule(T.create_prim_func([A, B]))
