@@ -28,7 +28,7 @@ Example::
     ...        "serial", T.BufferStore(S, G[r, c], (r, c))))
     >>> f = dma_transfers(T.PrimFunc([G], T.Allocate(S, nest)), toy_npu)
     >>> print(T.to_text(f.body.body).strip())
-    T.evaluate(T.call_extern("int32", "toy_npu_dma_load", S[0:1, 0:16], G[0:1, 0:16], 4, 16, 16, 64))
+    T.evaluate(T.call_extern("int32", "toy_npu_dma_load", S[0:1, 0:16], G[0:1, 0:16], 4, 16, 16, 64, effect="writes:0"))
 """
 
 from __future__ import annotations
