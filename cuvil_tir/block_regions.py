@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import ops
 from .arith import Analyzer, bound_of
 from .buffer import Buffer
 from .errors import LoweringError
@@ -120,7 +121,7 @@ class _Collect(Visitor):
             self.guards -= 1
 
     def visit_Call(self, c):
-        if c.op != "if_then_else":
+        if ops.branches(c) is None:
             return self.generic_visit(c)
         self.visit(c.args[0])
         self.guards += 1

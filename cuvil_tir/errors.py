@@ -115,6 +115,74 @@ def _rebuild_schedule_error(cls, state):
     return err
 
 
+class ScheduleArgumentError(ScheduleError):
+    """An argument has the wrong type or value (a handle of the wrong kind, a bad tag).
+
+    Example::
+
+        >>> ScheduleArgumentError("bind: unknown thread axis").code
+        'CVL-E103'
+    """
+
+
+class UnknownTensorIntrinError(ScheduleArgumentError, ValueError):
+    """No tensor intrinsic is registered under the name asked for.
+
+    A wrong argument value, hence also a ``ValueError`` (as TVM raises).
+
+    Example::
+
+        >>> issubclass(UnknownTensorIntrinError, ValueError)
+        True
+    """
+
+
+def render_ir(func, highlight=None) -> str:
+    """The text of ``func`` with ``highlight`` (a statement) marked when supported.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> "B" in render_ir(f)
+        True
+    """
+    from .printer import to_text
+    return to_text(func, highlight=highlight)
+
+
+def schedule_error(cls, primitive: str, reason: str, func=None, node=None):
+    """Build ``cls`` with message ``"<primitive>: <reason>"``; with ``func``, the IR
+    (``node`` marked) is appended when the message is first read, not now.
+
+    This is the one error builder of the schedule layer (and of the tensor-intrinsic
+    registry, :mod:`cuvil_tir.tensor_intrin`).  A reason that already names
+    the primitive in its own words (``"argument 2, 'factors' to split: ..."``) is used
+    as the whole message.
+
+    Example::
+
+        >>> e = schedule_error(ScheduleError, "fuse", "loops i and k are not adjacent")
+        >>> (e.primitive, e.reason)
+        ('fuse', 'loops i and k are not adjacent')
+        >>> str(schedule_error(ScheduleArgumentError, "split", "argument 2, 'factors' to split: "
+        ...                    "expected a list, found 3"))
+        "[CVL-E103] argument 2, 'factors' to split: expected a list, found 3"
+    """
+    named = reason.startswith(("argument ", "option ")) and f" to {primitive}: " in reason
+    message = reason if named else f"{primitive}: {reason}"
+    render = None
+    if func is not None:
+        def render():
+            return render_ir(func, node)
+    err = cls(message, render=render)
+    err.primitive = primitive
+    err.reason = reason
+    err.node = node
+    return err
+
+
 class LoweringError(CuvilError):
     """The IR is ill-formed or cannot be lowered.
 

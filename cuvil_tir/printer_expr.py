@@ -236,37 +236,46 @@ class ExprPrinter:
         return f"{left} {sym} {self.sub(e.b, p + 1)}"
 
     def intrin(self, e: Call) -> str:
-        if e.op == "call_extern" and len(e.args) >= 2 and \
-                all(isinstance(a, StringImm) for a in e.args[:2]):
-            return self.call_extern(e)
-        if e.op == "access_ptr" and len(e.args) == 4:
-            return self.access_ptr(e)
-        if e.op == "assume" and len(e.args) == 1:
-            return self.call("T.assume", self.expr(e.args[0]))
-        if e.op == "parallel_launch" and len(e.args) >= 3 and isinstance(e.args[0], StringImm):
-            return self.call("T.parallel_launch", *(
-                self.name(a.buffer) if isinstance(a, BufferRegion) else self.expr(a)
-                for a in e.args))
+        form = ops.find_spelling("tir", e.op) if ops.has_op(e.op) else None
+        text = form(self, e) if form is not None else None
+        if text is not None:
+            return text
         args = [self.expr(a) for a in e.args]
         n = INTRIN_ARITY.get(e.op)
         if n == len(e.args):
-            ref = e.args[1] if e.op == "if_then_else" else e.args[0]
+            ref = e.args[1] if ops.get_op(e.op).conditional else e.args[0]
             if ref.dtype == e.dtype:
                 return self.call("T." + e.op, *args)
         return self.call("T.call_intrin", json.dumps(e.dtype), json.dumps(e.op), *args)
 
-    def access_ptr(self, e: Call) -> str:
+    def assume(self, e: Call) -> str | None:
+        """``T.assume(cond)``."""
+        return self.call("T.assume", self.expr(e.args[0])) if len(e.args) == 1 else None
+
+    def parallel_launch(self, e: Call) -> str | None:
+        """``T.parallel_launch("task", first, count, buffers and scalars...)``."""
+        if len(e.args) < 3 or not isinstance(e.args[0], StringImm):
+            return None
+        return self.call("T.parallel_launch", *(
+            self.name(a.buffer) if isinstance(a, BufferRegion) else self.expr(a)
+            for a in e.args))
+
+    def access_ptr(self, e: Call) -> str | None:
         """TVMScript's spelling, ``T.tvm_access_ptr(T.type_annotation("float16"), A.data,
         offset, extent, mask)`` (mask 1 read, 2 write, 3 both): it reads back as is."""
+        if len(e.args) != 4:
+            return None
         region, off, ext, mask = e.args
         ann = self.call("T.type_annotation", json.dumps(region.buffer.dtype))
         code = {"r": 1, "w": 2, "rw": 3}[mask.value]
         return self.call("T.tvm_access_ptr", ann, f"{self.name(region.buffer)}.data",
                          self.expr(off), self.expr(ext), str(code))
 
-    def call_extern(self, e: Call) -> str:
+    def call_extern(self, e: Call) -> str | None:
         """``T.call_extern("dtype", "name", args..., effect="...")``; a region argument
         always prints as slices (``A[i:i + 1]``), so it never reads back as a load."""
+        if len(e.args) < 2 or not all(isinstance(a, StringImm) for a in e.args[:2]):
+            return None
         args = [json.dumps(e.dtype), json.dumps(e.args[0].value)]
         for a in e.args[2:]:
             if isinstance(a, BufferRegion):
@@ -329,3 +338,12 @@ def _tuple(items) -> str:
     items = list(items)
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
+
+
+# the ops with a text form of their own (TVMScript's spellings, which the parser reads
+# back); every other op prints as T.<op>(...) or T.call_intrin(...)
+ops.register_backend("tir")
+ops.register_spellings("tir", {"call_extern": ExprPrinter.call_extern,
+                               "access_ptr": ExprPrinter.access_ptr,
+                               "assume": ExprPrinter.assume,
+                               "parallel_launch": ExprPrinter.parallel_launch})

@@ -27,7 +27,8 @@ from .trace import Instruction, Trace
 from .sampling import SampledInt
 from . import errors
 
-from .tensor_intrin import TensorIntrin
+from cuvil_tir.tensor_intrin import TensorIntrin
+from . import intrinsics  # noqa: F401 - registers the shipped CPU tensor intrinsics
 from .block_scope import BlockScope, Dependence, DepKind, block_scope
 from .block_flags import BlockFlags, block_flags, is_output_block
 from .index_map import IndexMap, suggest_index_map

@@ -17,17 +17,8 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.errors import ScheduleError
-
-
-class ScheduleArgumentError(ScheduleError):
-    """An argument has the wrong type or value (a handle of the wrong kind, a bad tag).
-
-    Example::
-
-        >>> ScheduleArgumentError("bind: unknown thread axis").code
-        'CVL-E103'
-    """
+from cuvil_tir.errors import (ScheduleArgumentError, ScheduleError,  # noqa: F401 - re-exported
+                              UnknownTensorIntrinError, render_ir, schedule_error)
 
 
 class BlockNotFoundError(ScheduleArgumentError):
@@ -46,18 +37,6 @@ class FactorError(ScheduleArgumentError):
     Example::
 
         >>> issubclass(FactorError, ScheduleArgumentError)
-        True
-    """
-
-
-class UnknownTensorIntrinError(ScheduleArgumentError, ValueError):
-    """No tensor intrinsic is registered under the name asked for.
-
-    A wrong argument value, hence also a ``ValueError`` (as TVM raises).
-
-    Example::
-
-        >>> issubclass(UnknownTensorIntrinError, ValueError)
         True
     """
 
@@ -153,51 +132,6 @@ class ForeignHandleError(TraceError, IndexError):
         >>> issubclass(ForeignHandleError, IndexError)
         True
     """
-
-
-def render_ir(func, highlight=None) -> str:
-    """The text of ``func`` with ``highlight`` (a statement) marked when supported.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> A = T.placeholder((4,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
-        >>> "B" in render_ir(f)
-        True
-    """
-    from cuvil_tir.printer import to_text
-    return to_text(func, highlight=highlight)
-
-
-def schedule_error(cls, primitive: str, reason: str, func=None, node=None):
-    """Build ``cls`` with message ``"<primitive>: <reason>"``; with ``func``, the IR
-    (``node`` marked) is appended when the message is first read, not now.
-
-    This is the one error builder of the schedule layer.  A reason that already names
-    the primitive in its own words (``"argument 2, 'factors' to split: ..."``) is used
-    as the whole message.
-
-    Example::
-
-        >>> e = schedule_error(LoopNestError, "fuse", "loops i and k are not adjacent")
-        >>> (e.primitive, e.reason)
-        ('fuse', 'loops i and k are not adjacent')
-        >>> str(schedule_error(FactorError, "split", "argument 2, 'factors' to split: "
-        ...                    "expected a list, found 3"))
-        "[CVL-E103] argument 2, 'factors' to split: expected a list, found 3"
-    """
-    named = reason.startswith(("argument ", "option ")) and f" to {primitive}: " in reason
-    message = reason if named else f"{primitive}: {reason}"
-    render = None
-    if func is not None:
-        def render():
-            return render_ir(func, node)
-    err = cls(message, render=render)
-    err.primitive = primitive
-    err.reason = reason
-    err.node = node
-    return err
 
 
 RENDER_LEVELS = ("detail", "fast", "none")

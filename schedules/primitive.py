@@ -26,7 +26,7 @@ Example::
     >>> noop_example(None, 3)
     Traceback (most recent call last):
     ...
-    schedules.errors.ScheduleArgumentError: [CVL-E103] argument 1, 'block' to noop_example: expected a block handle (from sch.get_block) or a block name, found 3 (int)
+    cuvil_tir.errors.ScheduleArgumentError: [CVL-E103] argument 1, 'block' to noop_example: expected a block handle (from sch.get_block) or a block name, found 3 (int)
     >>> del PRIMITIVES["noop_example"]
 """
 
@@ -281,7 +281,7 @@ class Spec:
             >>> PRIMITIVES["split"].spec.check(["x", [2, 4]], {})
             Traceback (most recent call last):
             ...
-            schedules.errors.ScheduleArgumentError: [CVL-E103] argument 1, 'loop' to split: expected a loop handle (from sch.get_loops), found 'x' (str): a block; pass one of sch.get_loops(block)
+            cuvil_tir.errors.ScheduleArgumentError: [CVL-E103] argument 1, 'loop' to split: expected a loop handle (from sch.get_loops), found 'x' (str): a block; pass one of sch.get_loops(block)
         """
         out = []
         fixed = [p for p in self.params if not p[2]]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuvil_tir import dtype as D
+from cuvil_tir import ops
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import IntImm, Var
 from cuvil_tir.op import extern_writes
@@ -74,7 +75,7 @@ class _Stores(Visitor):
     def visit_Call(self, c):
         # an extern call may write the regions it is given, unless it says otherwise
         # (pure, reads, or writes:K naming the ones it writes)
-        if c.op == "call_extern":
+        if ops.callee(c) is not None:
             written = extern_writes(c)
             for k, a in enumerate(c.args[2:]):
                 if isinstance(a, BufferRegion) and (written is None or k in written):

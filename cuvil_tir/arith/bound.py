@@ -20,7 +20,8 @@ Example::
 from __future__ import annotations
 
 from .. import dtype as D
-from ..expr import (Broadcast, Call, Cast, Div, Expr, FloatImm, FloorDiv, FloorMod, IntImm,
+from .. import ops
+from ..expr import (Broadcast, Cast, Div, Expr, FloatImm, FloorDiv, FloorMod, IntImm,
                     Max, Min, Mul, Ramp, Select, Var)
 from ..node import same
 from ..op import max_value, min_value
@@ -125,8 +126,9 @@ class _SymBound:
             return self.simp(cls(la, lb)), self.simp(cls(ha, hb))
         if isinstance(e, Mul):
             return self.mul(e)
-        if isinstance(e, Select) or (isinstance(e, Call) and e.op == "if_then_else"):
-            t, f = (e.true_value, e.false_value) if isinstance(e, Select) else e.args[1:]
+        arms = ops.branches(e)
+        if isinstance(e, Select) or arms is not None:
+            t, f = (e.true_value, e.false_value) if isinstance(e, Select) else arms[1:]
             lt, ht = self.bound(t)
             lf, hf = self.bound(f)
             if is_index_dtype(e.dtype) or D.is_float(e.dtype):

@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 from .. import dtype as D
+from .. import ops
 from ..expr import CmpOp, Expr, FloatImm, IntImm, SizeVar, Var
 from . import interval as I
 from .affine import Key
@@ -120,15 +121,12 @@ class ConstIntBound:
         return iv  # clamped by bound(): a value that fits converts exactly
 
     def _Call(self, e):
-        if e.op == "if_then_else":
-            return I.union(self.bound(e.args[1]), self.bound(e.args[2]))
-        if e.op == "abs":
-            lo, hi = self.bound(e.args[0])
-            if lo >= 0:
-                return (lo, hi)
-            if hi <= 0:
-                return (-hi, -lo)
-            return (0, max(-lo, hi))
+        arms = ops.branches(e)
+        if arms is not None:
+            return I.union(self.bound(arms[1]), self.bound(arms[2]))
+        op = ops.get_op(e.op) if ops.has_op(e.op) else None
+        if op is not None and op.int_bound is not None:
+            return op.int_bound([self.bound(a) for a in e.args])
         return I.dtype_range(e.dtype)
 
     def _Let(self, e):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from fractions import Fraction
 
 import numpy as np
 
@@ -176,33 +175,26 @@ def fold_call(dt: str, op: str, args: tuple) -> Expr | None:
         >>> fold_call("float32", "sqrt", (FloatImm(4.0),)).value
         2.0
     """
-    if op == "if_then_else":
+    if not ops.has_op(op):
+        return None
+    spec = ops.get_op(op)
+    if spec.conditional:
         c = args[0]
         if isinstance(c, IntImm):
             return args[1] if c.value else args[2]
         return None
+    if not spec.pure:
+        return None
+    if spec.fold is not None:
+        return spec.fold(dt, args)
     if not all(isinstance(a, (IntImm, FloatImm)) for a in args) or D.lanes(dt) != 1:
         return None
-    if op == "abs" and isinstance(args[0], IntImm):
-        return IntImm(abs(args[0].value), dt)
-    from ..ops.bitwise import BITWISE, scalar
-    if op in BITWISE and all(isinstance(a, IntImm) for a in args):
-        return IntImm(scalar(op, dt)(*(a.value for a in args)), dt)
+    if spec.int_reference is not None and all(isinstance(a, IntImm) for a in args):
+        return IntImm(spec.int_reference(dt)(*(a.value for a in args)), dt)
     if not D.is_float(dt):
         return None
     vals = [float_value(a.value, dt) for a in args]
-    if op == "fma":
-        # folded only when exact, so no double rounding can differ from the target
-        if len(vals) == 3 and all(math.isfinite(v) for v in vals):
-            exact = Fraction(vals[0]) * Fraction(vals[1]) + Fraction(vals[2])
-            approx = vals[0] * vals[1] + vals[2]
-            if math.isfinite(approx) and Fraction(approx) == exact:
-                return make_float(approx, dt)
-        return None
-    if not ops.has_op(op):
-        return None
-    spec = ops.get_op(op)
-    if spec.reference is None or not spec.pure or spec.arity != len(vals):
+    if spec.reference is None or spec.arity != len(vals):
         return None
     t = np.float32 if dt == "bfloat16" else np.dtype(dt).type
     return _float_op(spec.reference(t), dt, *vals)

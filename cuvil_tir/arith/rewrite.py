@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 
 from .. import dtype as D
+from .. import ops
 from ..expr import (EQ, NE, Add, CmpOp, And, Broadcast, BufferLoad, Call, Cast,
                     Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Min, Mul, Not, Ramp,
                     Select, Sub, Var)
@@ -428,9 +429,10 @@ class Simplifier(Mutator):
         return Select(c, t, f)
 
     def visit_Call(self, e):
-        if e.op == "if_then_else" and len(e.args) == 3:
-            c = self.visit(e.args[0])
-            t, f = self._arms(c, e.args[1], e.args[2])
+        arms = ops.branches(e)
+        if arms is not None:
+            c = self.visit(arms[0])
+            t, f = self._arms(c, arms[1], arms[2])
             if t is None or f is None:
                 return f if t is None else t
             if same(t, f):

@@ -23,7 +23,6 @@ from contextlib import contextmanager
 
 from .. import dtype as D
 from .. import ops
-from ..ops import bitwise
 from ..errors import LoweringError
 from ..expr import BinaryOp, BufferLoad, Var
 from ..printer import to_text
@@ -201,24 +200,16 @@ class ExprCompiler:
         return let
 
     def _Call(self, e):
-        if e.op == "if_then_else":
-            return self._if_then_else(e)
-        if e.op == "call_extern":
-            raise LoweringError(f"interpreter: T.call_extern of '{e.args[0].value}' calls "
-                                "a function of the target, which the interpreter does not "
-                                "have; interpret the function before it is replaced by the "
-                                "call, or build it for the target")
-        if e.op == "assume":
-            return lambda: True      # a hint: nothing is checked or computed
-        spec = ops.get_op(e.op) if ops.has_op(e.op) else None
-        if spec is not None and spec.operands == "any" and spec.expand is not None:
-            return self.expr(spec.expand(*e.args))   # q_multiply_shift: integer arithmetic
-        if e.op == "access_ptr":
-            # a pointer: evaluating it (T.evaluate(A.access_ptr("r"))) does nothing; only
-            # a T.call_extern, which the interpreter refuses above, could use it
-            return lambda: None
-        fn = bitwise.scalar(e.op, e.dtype) if e.op in bitwise.BITWISE else \
-            S.intrinsic_op(e.op, e.dtype)
+        rule = ops.spelling("interp", e.op) if ops.has_op(e.op) else None
+        if rule is ops.EXPAND:
+            return self.expr(ops.get_op(e.op).expand(*e.args))   # e.g. q_multiply_shift
+        if rule is not None:
+            return rule(self, e)
+        return self._reference(e)
+
+    def _reference(self, e):
+        """An op computed by its reference semantics, lane by lane."""
+        fn = S.intrinsic_op(e.op, e.dtype)
         args = [self.expr(a) for a in e.args]
         n = e.lanes
         if n > 1:
@@ -227,6 +218,12 @@ class ExprCompiler:
             (fa,) = args
             return lambda: fn(fa())
         return lambda: fn(*[f() for f in args])
+
+    def _call_extern(self, e):
+        raise LoweringError(f"interpreter: T.call_extern of '{e.args[0].value}' calls "
+                            "a function of the target, which the interpreter does not "
+                            "have; interpret the function before it is replaced by the "
+                            "call, or build it for the target")
 
     def _if_then_else(self, e):
         if len(e.args) != 3:
@@ -273,3 +270,28 @@ def as_index(x):
     if isinstance(x, tuple):
         raise LoweringError("a vector value was used where a scalar index is needed")
     return int(x)
+
+
+def _reference_rule(op):
+    # an op with reference semantics is computed by them: the interpreter's default
+    if op.reference is not None or op.int_reference is not None:
+        return ExprCompiler._reference
+    return None
+
+
+# how the interpreter runs each op (the reference for every target): its rules in the
+# op registry's spelling table
+ops.register_backend("interp", default=_reference_rule, label="interpreter")
+ops.register_spellings("interp", {
+    "if_then_else": ExprCompiler._if_then_else,
+    "call_extern": ExprCompiler._call_extern,
+    # a hint: nothing is checked or computed
+    "assume": lambda self, e: lambda: True,
+    # a pointer: evaluating it (T.evaluate(A.access_ptr("r"))) does nothing; only a
+    # T.call_extern, which the interpreter refuses, could use it
+    "access_ptr": lambda self, e: lambda: None,
+    "parallel_launch": ops.Unsupported(
+        "T.parallel_launch runs a task of its module: interpret the IRModule (which runs "
+        "each launch as the loop it came from), not its host function alone",
+        LoweringError),
+})

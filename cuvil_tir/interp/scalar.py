@@ -215,9 +215,12 @@ def _float_to_int(d: str, w):
 
 
 def intrinsic_op(name: str, dt: str):
-    """The function computing math intrinsic ``name`` on scalars of dtype ``dt``.
+    """The function computing op ``name`` on scalars of dtype ``dt``, from the op
+    registry's reference semantics (``int_reference`` on integers, ``reference`` on
+    floats).
 
-    ``if_then_else`` is not here: it is lazy, so the compiler handles it.
+    A conditional op (``if_then_else``) is not here: it is lazy, so the compiler
+    handles it.
 
     Example::
 
@@ -227,15 +230,14 @@ def intrinsic_op(name: str, dt: str):
         -128
     """
     e = D.element(dt)
+    spec = ops.get_op(name) if ops.has_op(name) else None
     if D.is_integer(e):
-        if name != "abs":
+        if spec is None or spec.int_reference is None:
             raise LoweringError(f"intrinsic {name!r} is defined on floats, found dtype {dt}")
-        w = _wrapper(e)
-        return lambda x: w(abs(x))
+        return spec.int_reference(e)
     if not D.is_float(e):
         raise LoweringError(f"intrinsic {name!r} on dtype {dt} is not defined")
     t = np.float32 if e == "bfloat16" else np.dtype(e).type
-    spec = ops.get_op(name) if ops.has_op(name) else None
     if spec is None or spec.reference is None:
         known = [n for n in ops.list_ops() if ops.get_op(n).reference is not None]
         raise LoweringError(f"unknown intrinsic {name!r}; the interpreter knows "

@@ -4,19 +4,25 @@ An :class:`OpDef` says, for one op, everything the rest of Cuvil needs to know:
 
 * ``arity`` and ``operands`` (the dtype rule: ``"float"`` operands of one float dtype,
   result of that dtype; ``"number"``: int or float; ``"select"``: a bool condition then
-  two values of one dtype; ``"any"``: unchecked, the caller gives the dtype);
+  two values of one dtype, of which only the taken one is evaluated; ``"any"``:
+  unchecked, the caller gives the dtype);
 * ``effect``: ``"pure"`` (may be folded, hoisted, duplicated), ``"reads"`` /
   ``"writes"`` (touches memory through its arguments), ``"barrier"`` (orders memory
-  between threads; never moved), ``"opaque"`` (unknown: treated as reading and writing);
-* ``reference``: a factory ``reference(t)`` returning the scalar function for numpy
-  scalar type ``t`` (float32, float64 …): the semantics, used by constant folding and by
-  the interpreter;
-* the backends' spellings: ``llvm`` (an LLVM intrinsic, ``llvm.<name>.<type>``),
-  ``libm`` (a C math library function, ``f``-suffixed for float32), ``c`` (a C
-  template over ``{0}``, ``{1}`` … and ``{f}``, the float32 suffix), and ``expand``
-  (the op in terms of other expressions, for a backend without a spelling).
+  between threads; never moved), ``"opaque"`` (unknown: treated as reading and
+  writing); ``effect_of(call)`` when the effect depends on the call's arguments;
+* the reference semantics, used by constant folding and by the interpreter:
+  ``reference(t)`` returns the scalar function for numpy float type ``t`` (float32,
+  float64 …), ``int_reference(dtype)`` the function on Python ints of an integer dtype
+  (wrapped to it), ``int_bound(intervals)`` the range of the result from the operands'
+  ranges, ``fold(dtype, args)`` a folding rule that replaces the reference's, and
+  ``expand(*args)`` the op in terms of other expressions (for a backend, or an
+  interpreter, without its own spelling);
+* ``libm``: the name of the C math library's function (``f``-suffixed for float32),
+  which the C family and LLVM's scalar fallback call.
 
-The integer division and modulo semantics used by every layer are in
+How each backend writes each op is the per-backend table of
+:mod:`cuvil_tir.ops.spelling`, filled by the backends from their own folders.  The
+integer division and modulo semantics used by every layer are in
 :mod:`cuvil_tir.ops.intdiv`.  New ops (a target's intrinsics) register with
 :func:`register_op`.
 
@@ -25,8 +31,8 @@ Example::
     >>> from cuvil_tir import ops
     >>> ops.get_op("exp").arity, ops.get_op("exp").libm, ops.get_op("exp").effect
     (1, 'exp', 'pure')
-    >>> "tanh" in ops.list_ops(operands="float")
-    True
+    >>> "tanh" in ops.list_ops(operands="float"), ops.get_op("if_then_else").conditional
+    (True, True)
 """
 
 from __future__ import annotations
@@ -47,12 +53,13 @@ OPERAND_RULES = ("float", "number", "select", "any")
 
 @dataclass(frozen=True)
 class OpDef:
-    """One op: its arity, dtype rule, effect, reference semantics and spellings.
+    """One op: its arity, dtype rule, effect and reference semantics.
 
     Example::
 
-        >>> OpDef("twice", 1, "float", c="(2 * {0})").c.format("x", f="f")
-        '(2 * x)'
+        >>> twice = OpDef("twice", 1, "float", reference=lambda t: lambda x: 2 * x)
+        >>> twice.pure, twice.reference(float)(3.0)
+        (True, 6.0)
     """
 
     name: str
@@ -60,11 +67,13 @@ class OpDef:
     operands: str = "float"
     effect: str = "pure"
     reference: Callable | None = None
-    llvm: str | None = None
     libm: str | None = None
-    c: str | None = None
     expand: Callable | None = None
     doc: str = ""
+    int_reference: Callable | None = None
+    int_bound: Callable | None = None
+    fold: Callable | None = None
+    effect_of: Callable | None = None
 
     def __post_init__(self):
         if self.effect not in EFFECTS:
@@ -79,22 +88,10 @@ class OpDef:
         """True when the op neither touches memory nor orders anything."""
         return self.effect == "pure"
 
-    def c_spelling(self, args: list, element: str) -> str:
-        """The C text of this op on the printed ``args`` for element dtype ``element``.
-
-        Example::
-
-            >>> get_op("sqrt").c_spelling(["x"], "float32")
-            'sqrtf(x)'
-            >>> get_op("if_then_else").c_spelling(["c", "x", "y"], "float64")
-            '(c ? x : y)'
-        """
-        f = "f" if element == "float32" else ""
-        if self.c is not None:
-            return self.c.format(*args, f=f)
-        if self.libm is not None:
-            return f"{self.libm}{f}({', '.join(args)})"
-        raise CuvilError(f"op {self.name!r} has no C spelling (neither 'c' nor 'libm')")
+    @property
+    def conditional(self) -> bool:
+        """True for ``cond ? then : else`` ops, which evaluate only the taken branch."""
+        return self.operands == "select"
 
 
 _OPS: dict[str, OpDef] = {}
@@ -105,7 +102,7 @@ def register_op(op: OpDef, replace: bool = False) -> OpDef:
 
     Example::
 
-        >>> _ = register_op(OpDef("doc_twice", 1, "float", c="(2 * {0})"))
+        >>> _ = register_op(OpDef("doc_twice", 1, "float", expand=lambda x: 2 * x))
         >>> get_op("doc_twice").arity
         1
         >>> unregister_op("doc_twice")
@@ -169,6 +166,71 @@ def list_ops(operands: str | None = None, effect: str | None = None) -> tuple:
                  and (effect is None or op.effect == effect))
 
 
+def call_effect(call) -> str:
+    """The effect of one ``Call``: its op's (or what ``effect_of`` says for these
+    arguments, e.g. the effect a ``T.call_extern`` declares); ``"opaque"`` for an op
+    the registry does not know.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> call_effect(T.exp(T.var("x", "float32")))
+        'pure'
+        >>> call_effect(T.call_extern("int32", "dma", effect="reads"))
+        'reads'
+    """
+    op = _OPS.get(call.op)
+    if op is None:
+        return "opaque"
+    return op.effect_of(call) if op.effect_of is not None else op.effect
+
+
+def may_write(call) -> bool:
+    """True when ``call`` may write memory it is handed (any effect but pure and reads).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> may_write(T.call_extern("int32", "dma")), may_write(T.sqrt(T.var("x", "float32")))
+        (True, False)
+    """
+    return call_effect(call) not in ("pure", "reads")
+
+
+def branches(e):
+    """``(cond, then, else)`` of a call of a conditional op (``if_then_else``), or None
+    for any other expression.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> [str(x) for x in branches(T.if_then_else(i < 4, i, 0))]
+        ['i < 4', 'i', '0']
+        >>> branches(i) is None
+        True
+    """
+    op = _OPS.get(getattr(e, "op", None)) if hasattr(e, "args") else None
+    if op is None or not op.conditional or len(e.args) != 3:
+        return None
+    return tuple(e.args)
+
+
+def callee(e) -> str | None:
+    """The name of the target function a ``T.call_extern`` calls, or None for any other
+    expression.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> callee(T.call_extern("int32", "npu_sync")), callee(T.var("i"))
+        ('npu_sync', None)
+    """
+    if getattr(e, "op", None) != _EXTERN or len(getattr(e, "args", ())) < 2:
+        return None
+    return e.args[0].value
+
+
 # the built-in math intrinsics -------------------------------------------------------------
 
 def _ufunc(fn):
@@ -215,44 +277,79 @@ def _one(x):
     return one if D.lanes(x.dtype) == 1 else Broadcast(one, D.lanes(x.dtype))
 
 
+def _fold_fma(dt, args):
+    # folded only when a * b + c is exact in float64: then no double rounding can make
+    # the folded constant differ from the target's one-rounding fma
+    from fractions import Fraction
+    from ..arith.fold import float_value, make_float
+    from ..expr import FloatImm
+    if len(args) != 3 or not all(isinstance(a, FloatImm) for a in args):
+        return None
+    vals = [float_value(a.value, dt) for a in args]
+    if not all(math.isfinite(v) for v in vals):
+        return None
+    exact = Fraction(vals[0]) * Fraction(vals[1]) + Fraction(vals[2])
+    approx = vals[0] * vals[1] + vals[2]
+    if math.isfinite(approx) and Fraction(approx) == exact:
+        return make_float(approx, dt)
+    return None
+
+
+def _abs_int(dt):
+    from .. import dtype as D
+    return lambda x: D.wrap_int(abs(int(x)), D.element(dt))
+
+
+def _abs_bound(intervals):
+    (lo, hi), = intervals
+    if lo >= 0:
+        return (lo, hi)
+    if hi <= 0:
+        return (-hi, -lo)
+    return (0, max(-lo, hi))
+
+
 _BUILTIN = [
-    # name, llvm intrinsic, libm function, numpy reference, C template
-    ("exp", "exp", "exp", np.exp, None),
-    ("exp2", "exp2", "exp2", np.exp2, None),
-    ("log", "log", "log", np.log, None),
-    ("log2", "log2", "log2", np.log2, None),
-    ("log10", "log10", "log10", np.log10, None),
-    ("sqrt", "sqrt", "sqrt", np.sqrt, None),
-    ("rsqrt", None, None, None, None),
-    ("tanh", None, "tanh", np.tanh, None),
-    ("sigmoid", None, None, None, None),
-    ("erf", None, "erf", None, None),
-    ("floor", "floor", "floor", np.floor, None),
-    ("ceil", "ceil", "ceil", np.ceil, None),
+    # name, libm function, numpy reference
+    ("exp", "exp", np.exp),
+    ("exp2", "exp2", np.exp2),
+    ("log", "log", np.log),
+    ("log2", "log2", np.log2),
+    ("log10", "log10", np.log10),
+    ("sqrt", "sqrt", np.sqrt),
+    ("rsqrt", None, None),
+    ("tanh", "tanh", np.tanh),
+    ("sigmoid", None, None),
+    ("erf", "erf", None),
+    ("floor", "floor", np.floor),
+    ("ceil", "ceil", np.ceil),
     # half to even, like numpy; C's nearbyint rounds in the default (to-nearest-even) mode
-    ("round", "roundeven", "nearbyint", np.rint, None),
-    ("trunc", "trunc", "trunc", np.trunc, None),
-    ("sin", "sin", "sin", np.sin, None),
-    ("cos", "cos", "cos", np.cos, None),
+    ("round", "nearbyint", np.rint),
+    ("trunc", "trunc", np.trunc),
+    ("sin", "sin", np.sin),
+    ("cos", "cos", np.cos),
 ]
 _SPECIAL_REF = {"rsqrt": _rsqrt, "sigmoid": _sigmoid, "erf": _erf}
 _EXPAND = {"rsqrt": _expand_rsqrt, "sigmoid": _expand_sigmoid}
+_EXTERN = "call_extern"
 
-for _name, _llvm, _libm, _np, _c in _BUILTIN:
+for _name, _libm, _np in _BUILTIN:
     register_op(OpDef(_name, 1, "float", reference=_SPECIAL_REF.get(_name) or _ufunc(_np),
-                      llvm=_llvm, libm=_libm, c=_c, expand=_EXPAND.get(_name),
+                      libm=_libm, expand=_EXPAND.get(_name),
                       doc=f"elementwise {_name} of a float"))
-register_op(OpDef("abs", 1, "number", reference=_ufunc(np.abs), llvm="fabs", libm="fabs",
+register_op(OpDef("abs", 1, "number", reference=_ufunc(np.abs), libm="fabs",
+                  int_reference=_abs_int, int_bound=_abs_bound,
                   doc="absolute value (integers: INT_MIN stays INT_MIN)"))
-register_op(OpDef("pow", 2, "float", reference=_ufunc(np.power), llvm="pow", libm="pow",
+register_op(OpDef("pow", 2, "float", reference=_ufunc(np.power), libm="pow",
                   doc="x ** y"))
-register_op(OpDef("fma", 3, "float", reference=_fma, llvm="fma", libm="fma",
+register_op(OpDef("fma", 3, "float", reference=_fma, libm="fma", fold=_fold_fma,
                   doc="a * b + c with one rounding"))
-register_op(OpDef("if_then_else", 3, "select", c="({0} ? {1} : {2})",
+register_op(OpDef("if_then_else", 3, "select",
                   doc="then if cond else otherwise, evaluating only the taken branch"))
 #: a call into a target's API (T.call_extern): args are the function's name, the
 #: effect (both StringImm), then values, buffer regions or whole buffers
-register_op(OpDef("call_extern", -1, "any", effect="opaque",
+register_op(OpDef(_EXTERN, -1, "any", effect="opaque",
+                  effect_of=lambda call: call.args[1].value,
                   doc="a call of an external function of the target"))
 #: the host's launch of an outlined parallel task (T.parallel_launch, see
 #: cuvil_tir.ir_module): args are the task's name (StringImm), the first index, the
@@ -260,8 +357,10 @@ register_op(OpDef("call_extern", -1, "any", effect="opaque",
 register_op(OpDef("parallel_launch", -1, "any", effect="opaque",
                   doc="run a parallel_task function of the module once per index"))
 
-__all__ = ["EFFECTS", "OPERAND_RULES", "OpDef", "get_op", "has_op", "list_ops",
-           "register_op", "unregister_op"]
+__all__ = ["EFFECTS", "EXPAND", "OPERAND_RULES", "OpDef", "Unsupported", "branches",
+           "call_effect", "callee", "find_spelling", "get_op", "has_op", "list_ops",
+           "may_write", "register_backend", "register_op", "register_spelling",
+           "register_spellings", "spelling", "unregister_backend", "unregister_op"]
 
 # a pointer into a buffer (TVMScript's tvm_access_ptr), an assumption (T.assume),
 # TVM's fixed-point multiply (T.q_multiply_shift) and the bitwise integer ops
@@ -270,3 +369,7 @@ from . import access_ptr as _access_ptr  # noqa: E402,F401
 from . import assume as _assume  # noqa: E402,F401
 from . import qmul as _qmul  # noqa: E402,F401
 from . import bitwise as _bitwise  # noqa: E402,F401
+# how each backend writes each op: the table the backends fill from their own folders
+from .spelling import (EXPAND, Unsupported, find_spelling, register_backend,  # noqa: E402
+                       register_spelling, register_spellings, spelling,
+                       unregister_backend)

@@ -33,10 +33,13 @@ from . import OpDef, register_op
 ACCESS_PTR = "access_ptr"
 #: TVMScript's integer masks (``T.tvm_access_ptr(..., 1)``) and their letters
 MASKS = {1: "r", 2: "w", 3: "rw"}
+# what the code handed the pointer does with the range (reads and writes: opaque)
+_EFFECT = {"r": "reads", "w": "writes", "rw": "opaque"}
 
 # arity -1: not one of the T.<op>(x) intrinsics (the printer and parser spell it as
 # TVMScript does, T.tvm_access_ptr); access_ptr() builds it with its four arguments
 register_op(OpDef(ACCESS_PTR, -1, "any", effect="opaque",
+                  effect_of=lambda call: _EFFECT[call.args[3].value],
                   doc="pointer to the flat elements [offset, offset + extent) of a "
                       "buffer; args: the buffer's whole region, offset, extent, mask"))
 

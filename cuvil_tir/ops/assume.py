@@ -22,7 +22,7 @@ from . import OpDef, register_op
 ASSUME = "assume"
 
 # arity -1: spelled T.assume(cond) by the printer and parser, not one of the math ops
-register_op(OpDef(ASSUME, -1, "any", effect="pure", c="1",
+register_op(OpDef(ASSUME, -1, "any", effect="pure",
                   doc="a condition the code may assume true; no run-time effect"))
 
 

@@ -47,7 +47,47 @@ def shifted_out(op: str, x: int, dt: str) -> int:
         >>> shifted_out("shift_right", -5, "int32"), shifted_out("shift_left", -5, "int32")
         (-1, 0)
     """
-    return -1 if op == "shift_right" and D.is_int(dt) and x < 0 else 0
+    return -1 if op in _FILLS_SIGN and D.is_int(dt) and x < 0 else 0
+
+
+def _logic(fn):
+    def ref(dt):
+        e = D.element(dt)
+        return lambda a, b: _wrap(fn(int(a), int(b)), e)
+    return ref
+
+
+def _not(dt):
+    e = D.element(dt)
+    return lambda a: _wrap(~int(a), e)
+
+
+def _shift(op, step):
+    # step: the shift of an amount in range (a << b wraps; a >> b on the signed or
+    # unsigned value is exact)
+    def ref(dt):
+        e = D.element(dt)
+        bits = D.bits(e)
+
+        def shift(a, b):
+            a, b = int(a), int(b)
+            if not 0 <= b < bits:
+                return shifted_out(op, a, e)
+            return step(a, b, e)
+        return shift
+    return ref
+
+
+_FILLS_SIGN = ("shift_right",)
+#: each op's reference semantics: ``_REFERENCE[op](dtype)`` is the op on Python ints
+_REFERENCE = {
+    "bitwise_and": _logic(lambda a, b: a & b),
+    "bitwise_or": _logic(lambda a, b: a | b),
+    "bitwise_xor": _logic(lambda a, b: a ^ b),
+    "bitwise_not": _not,
+    "shift_left": _shift("shift_left", lambda a, b, e: _wrap(a << b, e)),
+    "shift_right": _shift("shift_right", lambda a, b, e: a >> b),
+}
 
 
 def scalar(op: str, dt: str):
@@ -59,25 +99,7 @@ def scalar(op: str, dt: str):
         >>> scalar("shift_left", "int8")(1, 7), scalar("bitwise_not", "uint8")(0)
         (-128, 255)
     """
-    e = D.element(dt)
-    bits = D.bits(e)
-    if op == "bitwise_and":
-        return lambda a, b: _wrap(int(a) & int(b), e)
-    if op == "bitwise_or":
-        return lambda a, b: _wrap(int(a) | int(b), e)
-    if op == "bitwise_xor":
-        return lambda a, b: _wrap(int(a) ^ int(b), e)
-    if op == "bitwise_not":
-        return lambda a: _wrap(~int(a), e)
-
-    def shift(a, b):
-        a, b = int(a), int(b)
-        if not 0 <= b < bits:
-            return shifted_out(op, a, e)
-        if op == "shift_left":
-            return _wrap(a << b, e)
-        return a >> b          # Python's >> on the (signed or unsigned) value is exact
-    return shift
+    return _REFERENCE[op](dt)
 
 
 def make(op: str, *args):
@@ -110,7 +132,7 @@ def make(op: str, *args):
 
 
 for _name, _arity in BITWISE.items():
-    register_op(OpDef(_name, _arity, "any", doc=f"TVM's {_name} on integers (see "
-                      "cuvil_tir.ops.bitwise)"))
+    register_op(OpDef(_name, _arity, "any", int_reference=_REFERENCE[_name],
+                      doc=f"TVM's {_name} on integers (see cuvil_tir.ops.bitwise)"))
 
 __all__ = ["BITWISE", "SHIFTS", "make", "scalar", "shifted_out"]

@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 from .. import dtype as D
+from .. import ops
 from ..errors import CuvilError
 from ..expr import (Broadcast, Call, Cast, Div, Expr, FloorDiv, FloorMod, Max, Min, Mod,
                     Ramp, Select)
@@ -148,7 +149,7 @@ class BuiltinCalls:
             raise CuvilError(f"T.{op} expects {n} argument(s), found {len(args)}")
         ref = next((a for a in args if isinstance(a, Expr)), None)
         vals = [to_expr(a, None if ref is None else ref.dtype) for a in args]
-        if op != "abs" and not D.is_float(vals[0].dtype):
+        if ops.get_op(op).operands == "float" and not D.is_float(vals[0].dtype):
             raise CuvilError(f"T.{op} expects float operands, found {vals[0].dtype}; cast "
                              f"first, e.g. T.{op}(T.Cast('float32', x))")
         if dtype is not None and D.canonical(dtype) != vals[0].dtype:
@@ -158,7 +159,8 @@ class BuiltinCalls:
 
     def __getattr__(self, name: str):
         # T.exp(x), T.sqrt(x) ... share one builder
-        if name.startswith("b_") and name[2:] in INTRIN_ARITY and name != "b_if_then_else":
+        if name.startswith("b_") and name[2:] in INTRIN_ARITY and \
+                not ops.get_op(name[2:]).conditional:
             op = name[2:]
             return lambda *args, dtype=None: self.intrinsic(op, args, dtype)
         raise AttributeError(name)

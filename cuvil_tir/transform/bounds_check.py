@@ -51,6 +51,7 @@ Example::
 from __future__ import annotations
 
 from .. import dtype as D
+from .. import ops
 from ..arith import Analyzer
 from ..arith.affine import Affine
 from ..expr import Broadcast, BufferLoad, Cast, IntImm, Let, Ramp, Var
@@ -123,9 +124,10 @@ class _Loads(Mutator):
         return e
 
     def visit_Call(self, e):
-        if e.op != "if_then_else":
+        arms = ops.branches(e)
+        if arms is None:
             return self.generic_visit(e)
-        cond, a, b = e.args
+        cond, a, b = arms
         self.visit(cond)
         for guard, branch in ((cond, a), (~cond, b)):
             self.guards.append(guard)

@@ -50,6 +50,7 @@ Example::
 
 from __future__ import annotations
 
+from .. import ops
 from ..analysis.regions import bound_region, provably_le, relax, shared_by_threads, simplify
 from ..analysis.regions import union
 from ..errors import LoweringError
@@ -145,9 +146,7 @@ def _handed_to_call(node, buf) -> bool:
 
 def _reads_only(c) -> bool:
     """True for a call that only reads the memory it receives."""
-    if c.op == "access_ptr":
-        return c.args[3].value == "r"
-    return c.op == "call_extern" and c.args[1].value in ("pure", "reads")
+    return not ops.may_write(c)
 
 
 # where a buffer may live -------------------------------------------------------------------

@@ -44,6 +44,7 @@ Example::
 from __future__ import annotations
 
 from .. import dtype as D
+from .. import ops
 from ..arith import Analyzer
 from ..arith.affine import Affine, is_index_dtype
 from ..expr import (And, Broadcast, BufferLoad, Call, Cast, Expr, IntImm, Let, Not, Ramp, Select,
@@ -153,7 +154,7 @@ class _Widen(Mutator):
         n = max(a.lanes for a in args)
         if n == 1:
             return Call(e.dtype, e.op, args)
-        if e.op == "if_then_else":
+        if ops.branches(e) is not None:
             c, t, f = args
             if c.lanes > 1:
                 if _has_load(t) or _has_load(f):

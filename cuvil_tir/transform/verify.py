@@ -33,6 +33,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from .. import dtype as D
+from .. import ops
 from ..arith import Analyzer
 from ..arith.affine import Affine, is_index_dtype
 from ..buffer import Buffer
@@ -172,8 +173,9 @@ class _Verify(Visitor):
                 self.visit(s.else_case)
 
     def visit_Call(self, e):
-        if e.op == "if_then_else" and len(e.args) == 3:
-            c, t, f = e.args
+        arms = ops.branches(e)
+        if arms is not None:
+            c, t, f = arms
             self.visit(c)
             with self.assume(c):
                 self.visit(t)

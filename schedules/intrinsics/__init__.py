@@ -2,7 +2,7 @@
 
 Example::
 
-    >>> from schedules.tensor_intrin import TensorIntrin
+    >>> from cuvil_tir.tensor_intrin import TensorIntrin
     >>> "cpu.gemm_4x8x4_f32" in TensorIntrin.names()
     True
 """

@@ -21,7 +21,7 @@ from cuvil_tir.function import PrimFunc
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar,
                             Range, seq)
 
-from ..tensor_intrin import TensorIntrin
+from cuvil_tir.tensor_intrin import TensorIntrin
 
 
 def _params(m: int, n: int, k: int, dtype: str):

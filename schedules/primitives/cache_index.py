@@ -28,6 +28,7 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir import ops
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import (BufferLoad, Div, Expr, FloatImm, FloorDiv, FloorMod,
                             IntImm, Mod, Ramp, Broadcast, SizeVar, StringImm, Var)
@@ -41,9 +42,6 @@ from ..analysis import block_path, fresh_name
 from ..handles import BlockRV
 from ..primitive import BLOCK, BLOCKS, INDEX, SCOPE, primitive
 from .compute_location import make_nest, subtrees, with_fields
-
-PURE_CALLS = {"floor", "ceil", "round", "trunc", "fabs", "abs", "exp", "log", "sqrt",
-              "sin", "cos", "tanh", "sigmoid", "pow", "nearbyint"}
 
 
 def _children(e) -> list:
@@ -67,7 +65,7 @@ def _eligible(e, own: set) -> bool:
             ok[0] = False
 
         def visit_Call(self, c):
-            if c.op not in PURE_CALLS:
+            if ops.call_effect(c) != "pure":
                 ok[0] = False
             self.generic_visit(c)
 

@@ -38,9 +38,10 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import (GE, GT, LE, LT, And, BufferLoad, Call, Expr, IntImm, Select,
+from cuvil_tir.expr import (GE, GT, LE, LT, And, BufferLoad, Expr, IntImm, Select,
                             Var, const)
 from cuvil_tir.stmt import BlockRealize, BufferStore, For, IterVar, Range, seq
+from cuvil_tir import ops
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute, used_vars
 
@@ -75,8 +76,8 @@ def _pattern(blk):
     if not isinstance(st, BufferStore):
         return "its body is not a single buffer store"
     v = st.value
-    if isinstance(v, Call) and v.op == "if_then_else":
-        cond, value, pad = v.args
+    if ops.branches(v) is not None:
+        cond, value, pad = ops.branches(v)
     elif isinstance(v, Select):
         cond, value, pad = v.condition, v.true_value, v.false_value
     else:

@@ -35,7 +35,7 @@ from ..errors import ScheduleArgumentError, schedule_error
 from ..handles import BlockRV, LoopRV
 from ..primitive import BLOCK_OR_LOOP, STR, primitive
 from ..index_dtype import index_dtype, with_index_dtype
-from ..tensor_intrin import TensorIntrin
+from cuvil_tir.tensor_intrin import TensorIntrin
 from .blockize import blockize_path, from_linear, linear
 from .reduction import resolve_block, resolve_loop
 

@@ -86,7 +86,7 @@ class Accelerator:
         self.engine_of = {f"{self.hal}_dma_load": "load", f"{self.hal}_dma_load_pad": "load",
                           f"{self.hal}_dma_store": "store"}
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
-        from schedules.tensor_intrin import TensorIntrin
+        from cuvil_tir.tensor_intrin import TensorIntrin
         for it in intrinsics:
             TensorIntrin.register(it.name, it.desc, _impl(self, it), override=True)
         self.passes = self.lower_passes()

@@ -34,7 +34,8 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir import dtype as D
-from cuvil_tir.expr import LE, LT, BufferLoad, Call, FloatImm, IntImm, const
+from cuvil_tir import ops
+from cuvil_tir.expr import LE, LT, BufferLoad, FloatImm, IntImm, const
 from cuvil_tir.op import (call_extern, conjuncts, if_then_else, maximum as max_,
                           minimum as min_)
 from cuvil_tir.stmt import BufferRegion, BufferStore, Evaluate, For, IfThenElse, Range
@@ -81,7 +82,7 @@ def _copy_nest(s):
     if not isinstance(body, BufferStore):
         return None
     v = body.value
-    if guard is None and isinstance(v, Call) and v.op == "if_then_else" and \
+    if guard is None and ops.branches(v) is not None and \
             isinstance(v.args[1], BufferLoad) and _is_zero(v.args[2]):
         guard, padded = v.args[0], True
         body = BufferStore(body.buffer, v.args[1], body.indices)
@@ -239,9 +240,9 @@ class _Intrinsics(Mutator):
         self.by_call = {acc.call_name(it): it for it in acc.intrinsics}
 
     def visit_Call(self, e):
-        if e.op != "call_extern" or e.args[0].value not in self.by_call:
+        if ops.callee(e) not in self.by_call:
             return Mutator.generic_visit(self, e)
-        it = self.by_call[e.args[0].value]
+        it = self.by_call[ops.callee(e)]
         regions = [a for a in e.args[2:] if isinstance(a, BufferRegion)]
         if len(regions) != len(e.args) - 2:
             return e   # already carries its strides

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from cuvil_tir import dtype as D
 from cuvil_tir import ops
-from cuvil_tir.ops import bitwise
-from cuvil_tir.errors import CodegenError, CuvilError
+from cuvil_tir.errors import CodegenError
 from cuvil_tir.expr import BufferLoad, Call, Var
 from cuvil_tir.stmt import BufferRegion
 from cuvil_tir.visitor import post_order_visit
 
+from . import spellings  # noqa: F401 - registers the C spellings of the ops
 from .helpers import helper
 from .values import CValues
 
@@ -183,43 +183,26 @@ class CExpressions(CValues):
         return self.bare(a)
 
     def print_call(self, e) -> str:
-        """A ``Call``: the class's ``ops`` template, else the op registry's spelling;
+        """A ``Call``: the class's ``ops`` template, else the op registry's spelling for
+        the dialect's table (``op_table``, see :mod:`targets.cstyle.spellings`);
         float16/bfloat16 run in float and round back."""
-        if e.op == "call_extern":
-            return self.print_extern(e)
-        args = [self.bare(a) for a in e.args]
+        sp = self.ops.get(e.op)
+        if sp is None:
+            sp = ops.spelling(self.op_table, e.op)
+        if sp is ops.EXPAND:
+            return self.expr(ops.get_op(e.op).expand(*e.args))   # e.g. sigmoid
+        if callable(sp):
+            return sp(self, e)
         dt = D.element(e.dtype)
-        if e.op == "abs" and D.is_integer(dt):
-            if D.is_uint(dt):
-                return f"({args[0]})"
-            name, text = helper("abs", dt, self.scalar_type(dt))
-            self.use_helper(name, text)
-            return f"{name}({args[0]})"
-        if e.op in bitwise.BITWISE:
-            ctype = self.scalar_type(dt)
-            if e.op in bitwise.SHIFTS:
-                name, text = helper(e.op, dt, ctype)
-                self.use_helper(name, text)
-                return f"{name}({args[0]}, {args[1]})"
-            if e.op == "bitwise_not":
-                return f"(({ctype})~({args[0]}))"
-            sym = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[e.op]
-            return f"(({ctype})(({args[0]}) {sym} ({args[1]})))"
-        template = self.ops.get(e.op)
-        f = "" if dt == "float64" else "f"
-        spec = ops.get_op(e.op) if ops.has_op(e.op) else None
-        if template is not None:
-            text = template.format(*args, f=f)
-        elif spec is not None and spec.expand is not None and not (spec.c or spec.libm):
-            return self.expr(spec.expand(*e.args))   # e.g. sigmoid: 1 / (1 + exp(-x))
-        else:
-            try:
-                op = ops.get_op(e.op)
-                text = op.c_spelling(args, "float64" if dt == "float64" else "float32")
-            except CuvilError as err:
-                raise CodegenError(f"{self.lang} codegen: {err.message}") from None
+        text = sp.format(*(self.bare(a) for a in e.args), f="" if dt == "float64" else "f")
         return self.round_value(text, dt) if D.is_float(dt) else text
 
+    def call_helper(self, named: tuple, *args: str) -> str:
+        """A call of the generated helper ``named`` (``(name, C definition)`` from
+        :func:`targets.cstyle.helpers.helper`), defined once per function."""
+        name, text = named
+        self.use_helper(name, text)
+        return f"{name}({', '.join(args)})"
 
 
 def _extern_prototype(printer, e) -> str:

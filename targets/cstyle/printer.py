@@ -21,9 +21,11 @@ attribute              meaning (default: portable C99)
 ``loop_pragmas``       loop kind -> a ``#pragma`` line printed above such a loop
                        (``{"parallel": "#pragma omp parallel for"}``); ``{extent}``
                        is replaced by the loop's extent
-``ops``                op name -> C template overriding the op registry's spelling
-                       (:mod:`cuvil_tir.ops`; ``{0}`` … the arguments, ``{f}`` the
-                       float32 suffix)
+``op_table``           the op registry's spelling table the dialect writes ops
+                       from (:mod:`cuvil_tir.ops.spelling`; ``"c"``, filled by
+                       :mod:`targets.cstyle.spellings`; CUDA's ``"cuda"`` inherits it)
+``ops``                op name -> C template overriding the table for this class
+                       (``{0}`` … the arguments, ``{f}`` the float32 suffix)
 ``stack_limit``        internal buffers up to this many bytes are arrays on the stack,
                        larger ones are ``malloc``-ed with checked sizes
 ``declare_externs``    print a prototype for each ``T.call_extern`` function (regions
@@ -77,9 +79,10 @@ from __future__ import annotations
 import re
 
 from cuvil_tir import dtype as D
+from cuvil_tir import ops
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError
-from cuvil_tir.expr import Call, IntImm
+from cuvil_tir.expr import IntImm
 from cuvil_tir.ir_module import single_function
 from cuvil_tir.visitor import post_order_visit
 
@@ -116,6 +119,7 @@ class CPrinter(CExpressions):
                     "float64": "double", "handle": "void *"}
     memory_types = {"bool": "uint8_t", "float16": "uint16_t", "bfloat16": "uint16_t"}
     loop_pragmas: dict = {}
+    op_table = "c"
     ops: dict = {}
     declare_externs = True
     stack_limit = 64 << 10
@@ -148,8 +152,8 @@ class CPrinter(CExpressions):
             raise CodegenError(f"{self.lang} codegen: function name {name!r} is not a C "
                                "identifier; use letters, digits and underscores")
         self.taken.add(name)
-        post_order_visit(func.body, lambda n: self.taken.add(n.args[0].value)
-                         if isinstance(n, Call) and n.op == "call_extern" else None)
+        post_order_visit(func.body, lambda n: self.taken.add(ops.callee(n))
+                         if ops.callee(n) is not None else None)
         head = self.signature(func, name)
         self.check_index = site_index(check_sites(func))
         if self.status_type != "void":

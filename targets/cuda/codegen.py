@@ -36,6 +36,7 @@ import math
 from dataclasses import dataclass, field
 
 from cuvil_tir import dtype as D
+from cuvil_tir import ops
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.arith.affine import Affine
 from cuvil_tir.errors import CodegenError, CuvilError
@@ -146,6 +147,7 @@ class KernelPrinter(CPrinter):
     """
 
     lang = "cuda"
+    op_table = "cuda"
     headers = ("cuda_fp16.h", "cuda_bf16.h")
     function_prefix = 'extern "C" __global__'
     status_type = "void"
@@ -327,10 +329,17 @@ class KernelPrinter(CPrinter):
                 if x.buffer.scope == "global":
                     self.alignment[x.buffer.name] = 32
             return wmma_text(self, e)
-        if e.op == "if_then_else":
-            c, a, b = (self.expr(x) for x in e.args)
-            return f"({c} ? {a} : {b})"
         return super().print_call(e)
+
+
+# CUDA C writes ops as C does (the "c" table), except where it says otherwise here
+ops.register_backend("cuda", parent="c")
+ops.register_spellings("cuda", {
+    # the arms are values of the dtype already: no rounding back (on CUDA a float16
+    # or bfloat16 round is a conversion to memory and back)
+    "if_then_else": lambda p, e: "({} ? {} : {})".format(*(p.expr(x) for x in e.args)),
+})
+
 
 def kernel_params(func, kernel) -> list:
     """``[("buffer", Buffer) | ("scalar", Var)]`` a kernel takes: the ``global``

@@ -33,7 +33,7 @@ from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Eval
                             IterVar, Range)
 from cuvil_tir.transform.gpu_threads import kernels, launch_dims
 from cuvil_tir.visitor import Mutator, post_order_visit
-from schedules.tensor_intrin import TensorIntrin
+from cuvil_tir.tensor_intrin import TensorIntrin
 
 WMMA_OP = "cuda.wmma_sync"
 WMMA_DEPTHS = (16, 32, 64)

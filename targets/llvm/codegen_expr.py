@@ -23,12 +23,11 @@ from cuvil_tir import ops
 from cuvil_tir.errors import CodegenError
 from cuvil_tir.expr import (Add, Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul,
                             Ramp, Sub)
-from cuvil_tir.ops.bitwise import BITWISE, SHIFTS
 from cuvil_tir.stmt import BufferRegion
 
 from . import intrinsics as I
 from .types import mem_type, reg_type, scalar_const, splat
-from .vector_math import VECTOR_MATH, vector_math
+from . import spellings  # noqa: F401 - registers the llvm spellings of the ops
 
 #: loop annotation: vector stores inside the loop are non-temporal (streaming) stores,
 #: which skip the cache and the read-for-ownership of the destination line; worth it
@@ -203,29 +202,13 @@ class ExprEmitter:
         return self.b.op(f"select {reg_type(e.condition.dtype)} {c}, {t} {x}, {t} {y}")
 
     def e_Call(self, e):
-        if e.op == "if_then_else":
-            return self._if_then_else(*e.args, dt=e.dtype)
-        if e.op == "call_extern":
-            return self._call_extern(e)
-        if e.op == "assume":         # a hint with no run-time effect
-            return "true"
-        if e.op == "access_ptr":     # the address of the buffer's flat element `offset`
-            buf, off = e.args[0].buffer, e.args[1]
-            return self._gep(buf, self._buffer_ptr(buf), self.expr(off), off.dtype)
-        if e.op in VECTOR_MATH and e.lanes > 1 and \
-                D.element(e.dtype) in ("float32", "float16", "bfloat16"):
-            # in vector registers, not one libm call per lane; afn: the looser grade
-            x = I.widen(self.b, self.expr(e.args[0]), e.dtype)
-            r = vector_math(self.b, e.op, x, e.lanes,
-                            fast="afn" in self.fm or "fast" in self.fm)
-            return I.narrow(self.b, r, e.dtype)
-        if e.op in BITWISE:
-            return I.bitwise(self.b, e.op, [self.expr(a) for a in e.args], e.dtype,
-                             e.args[1] if e.op in SHIFTS else None)
-        spec = ops.get_op(e.op) if ops.has_op(e.op) else None
-        if spec is not None and spec.expand is not None and not (spec.llvm or spec.libm):
-            return self.expr(spec.expand(*e.args))   # e.g. sigmoid: 1 / (1 + exp(-x))
-        return I.math_call(self.b, e.op, [self.expr(a) for a in e.args], e.dtype)
+        """An op, written as the op registry's llvm spelling says (targets/llvm/spellings.py)."""
+        sp = ops.spelling("llvm", e.op)
+        if sp is ops.EXPAND:
+            return self.expr(ops.get_op(e.op).expand(*e.args))   # e.g. sigmoid
+        if callable(sp):
+            return sp(self, e)
+        return I.math_call(self.b, sp, [self.expr(a) for a in e.args], e.dtype)
 
     def _call_extern(self, e):
         """``T.call_extern``: a declared external function; a region argument is a

@@ -24,18 +24,12 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir import dtype as D
-from cuvil_tir import ops
 from cuvil_tir.errors import CodegenError
 
 from .builder import IRBuilder
 from .types import reg_type, splat
 
-# spellings from the op registry: an LLVM intrinsic, else a libm call (scalarized);
-# an op with neither is expanded by the codegen (OpDef.expand)
-_LLVM = {n: ops.get_op(n).llvm for n in ops.list_ops() if ops.get_op(n).llvm}
 _ZERO_F = "0x0000000000000000"
-_LIBM = {n: (ops.get_op(n).libm + "f", ops.get_op(n).libm) for n in ops.list_ops()
-         if ops.get_op(n).libm and not ops.get_op(n).llvm}
 
 
 def _suffix(dt: str) -> str:
@@ -155,48 +149,55 @@ def declare_intrinsic(b: IRBuilder, name: str, dt: str, nargs: int) -> str:
     return fn
 
 
-def _libm(b: IRBuilder, name: str, v: str, dt: str) -> str:
-    sym = _LIBM[name][0 if D.element(dt) == "float32" else 1]
-    st = reg_type(D.element(dt))
-    b.declare(sym, f"declare {st} @{sym}({st}) nounwind")
-    n = D.lanes(dt)
-    if n == 1:
-        return b.op(f"call {st} @{sym}({st} {v})")
-    vt = reg_type(dt)
-    out = "poison"
-    for lane in range(n):  # libm has no vector entry points: scalarize
-        x = b.op(f"extractelement {vt} {v}, i32 {lane}")
-        y = b.op(f"call {st} @{sym}({st} {x})")
-        out = b.op(f"insertelement {vt} {out}, {st} {y}, i32 {lane}")
-    return out
-
-
-def math_call(b: IRBuilder, name: str, args: list[str], dt: str) -> str:
-    """Call the math intrinsic ``name`` on register values of dtype ``dt``.
+def libm_call(b: IRBuilder, name: str, args: list[str], dt: str) -> str:
+    """Call the C math library's ``name`` (``namef`` for float32) on register values
+    of float dtype ``dt``, lane by lane (libm has no vector entry points).
 
     Example::
 
         >>> b = IRBuilder()
-        >>> _ = math_call(b, "round", ["%x"], "float32"); b.lines[-1]
+        >>> _ = libm_call(b, "tanh", ["%x"], "float32"); b.lines[-1]
+        '  %t0 = call float @tanhf(float %x)'
+    """
+    cdt = compute_dtype(dt)
+    xs = [widen(b, a, dt) for a in args]
+    sym = name + ("f" if D.element(cdt) == "float32" else "")
+    st = reg_type(D.element(cdt))
+    b.declare(sym, f"declare {st} @{sym}({', '.join([st] * len(xs))}) nounwind")
+    n = D.lanes(cdt)
+    if n == 1:
+        r = b.op(f"call {st} @{sym}({', '.join(f'{st} {x}' for x in xs)})")
+        return narrow(b, r, dt)
+    vt = reg_type(cdt)
+    out = "poison"
+    for lane in range(n):
+        lanes = [b.op(f"extractelement {vt} {x}, i32 {lane}") for x in xs]
+        y = b.op(f"call {st} @{sym}({', '.join(f'{st} {x}' for x in lanes)})")
+        out = b.op(f"insertelement {vt} {out}, {st} {y}, i32 {lane}")
+    return narrow(b, out, dt)
+
+
+def math_call(b: IRBuilder, intrinsic: str, args: list[str], dt: str) -> str:
+    """Call the LLVM intrinsic ``llvm.<intrinsic>`` on register values of dtype ``dt``
+    (float16/bfloat16 computed in float32; integer ``abs`` does not wrap-trap).
+
+    Example::
+
+        >>> b = IRBuilder()
+        >>> _ = math_call(b, "roundeven", ["%x"], "float32"); b.lines[-1]
         '  %t0 = call float @llvm.roundeven.f32(float %x)'
     """
     if D.is_integer(dt):
-        if name != "abs":
-            raise CodegenError(f"llvm codegen: intrinsic {name!r} on integer dtype {dt}")
+        if intrinsic != "abs":
+            raise CodegenError(f"llvm codegen: intrinsic {intrinsic!r} on integer dtype "
+                               f"{dt}")
         fn = declare_intrinsic(b, "abs", dt, 1)
         return b.op(f"call {reg_type(dt)} @{fn}({reg_type(dt)} {args[0]}, i1 false)")
     cdt = compute_dtype(dt)
     xs = [widen(b, a, dt) for a in args]
     t = reg_type(cdt)
-    if name in _LLVM:
-        fn = declare_intrinsic(b, _LLVM[name], cdt, len(xs))
-        r = b.op(f"call {t} @{fn}({', '.join(f'{t} {x}' for x in xs)})")
-    elif name in _LIBM and len(xs) == 1:
-        r = _libm(b, name, xs[0], cdt)
-    else:
-        raise CodegenError(f"llvm codegen: no LLVM spelling for intrinsic {name!r}; "
-                           f"known: {', '.join(sorted(list(_LLVM) + list(_LIBM)))} (ops "
-                           "with an expansion in the op registry are expanded first)")
+    fn = declare_intrinsic(b, intrinsic, cdt, len(xs))
+    r = b.op(f"call {t} @{fn}({', '.join(f'{t} {x}' for x in xs)})")
     return narrow(b, r, dt)
 
 
@@ -253,29 +254,37 @@ def _floor_adjust(b: IRBuilder, r: str, y: str, dt: str) -> str:
     return b.op(f"zext {bt} {both} to {t}")
 
 
-def bitwise(b: IRBuilder, op: str, args: list, dt: str, amount=None) -> str:
-    """A bitwise integer op (:mod:`cuvil_tir.ops.bitwise`) on the registers ``args``;
-    ``amount`` is a shift's amount expression: when it is not a constant in range, the
-    result is selected against what an out-of-range shift leaves (LLVM makes such a
-    shift poison, which ``select`` does not pass on from the arm it does not take).
+def bitwise_not(b: IRBuilder, x: str, dt: str) -> str:
+    """``~x`` on the two's complement pattern of integer dtype ``dt``.
 
     Example::
 
         >>> b = IRBuilder()
-        >>> bitwise(b, "shift_right", ["%x", "4"], "uint8", None)
+        >>> bitwise_not(b, "%x", "int8"), b.lines[0]
+        ('%t0', '  %t0 = xor i8 %x, -1')
+    """
+    from .types import scalar_const
+    return b.op(f"xor {reg_type(dt)} {x}, {splat(scalar_const(-1, dt), dt)}")
+
+
+def shift(b: IRBuilder, left: bool, x: str, y: str, dt: str, amount=None) -> str:
+    """``x`` shifted left (or right: arithmetic for a signed ``dt``, logical for an
+    unsigned one) by ``y`` (:mod:`cuvil_tir.ops.bitwise`); ``amount`` is the shift's
+    amount expression: when it is not a constant in range, the result is selected
+    against what an out-of-range shift leaves (LLVM makes such a shift poison, which
+    ``select`` does not pass on from the arm it does not take).
+
+    Example::
+
+        >>> b = IRBuilder()
+        >>> shift(b, False, "%x", "4", "uint8", None)
         '%t2'
         >>> b.lines[0]
         '  %t0 = lshr i8 %x, 4'
     """
     from cuvil_tir.expr import Broadcast, IntImm, Ramp
-    from .types import scalar_const
     t = reg_type(dt)
-    if op == "bitwise_not":
-        return b.op(f"xor {t} {args[0]}, {splat(scalar_const(-1, dt), dt)}")
-    if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-        return b.op(f"{op[len('bitwise_'):]} {t} {args[0]}, {args[1]}")
-    x, y = args
-    inst = "shl" if op == "shift_left" else "ashr" if D.is_int(dt) else "lshr"
+    inst = "shl" if left else "ashr" if D.is_int(dt) else "lshr"
     bits = D.bits(D.element(dt))
     c = amount.value if isinstance(amount, Broadcast) else amount
     if isinstance(c, Ramp) and isinstance(c.base, IntImm) and isinstance(c.stride, IntImm):

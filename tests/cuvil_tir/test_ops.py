@@ -13,8 +13,10 @@ from cuvil_tir.arith.fold import fold_binary, fold_call
 from cuvil_tir.errors import CuvilError
 from cuvil_tir.interp.scalar import binary_op, intrinsic_op
 from cuvil_tir.ops import intdiv
+from cuvil_tir.ops.access_ptr import access_ptr
 from cuvil_tir.ops.bitwise import BITWISE
 from cuvil_tir.printer import INTRIN_ARITY
+from targets.cstyle.printer import CPrinter
 
 
 def test_every_layer_lists_the_registry_ops():
@@ -35,12 +37,79 @@ MATH = [n for n in ops.list_ops()
         and n not in BITWISE]
 
 
+#: the built-in backends' spelling tables (accelerator C writes ops from "c")
+BACKENDS = ("llvm", "c", "cuda")
+
+
 @pytest.mark.parametrize("name", MATH)
-def test_every_op_has_semantics_and_a_spelling_per_backend(name):
+def test_every_math_op_is_pure_with_a_reference_and_spelled_by_every_backend(name):
     spec = ops.get_op(name)
     assert spec.effect == "pure" and spec.reference is not None
-    assert spec.llvm or spec.libm or spec.expand, "llvm needs an intrinsic, libm or expansion"
-    assert spec.c or spec.libm or spec.expand, "C needs a template, libm or expansion"
+    for backend in BACKENDS:
+        sp = ops.spelling(backend, name)
+        assert isinstance(sp, str) or callable(sp) or sp is ops.EXPAND, (backend, sp)
+
+
+@pytest.mark.parametrize("name", ops.list_ops())
+def test_every_op_has_an_effect_semantics_and_a_spelling_or_a_coded_refusal(name):
+    spec = ops.get_op(name)
+    assert spec.effect in ops.EFFECTS
+    # semantics: a rule of the interpreter (the reference for every target), its
+    # reference, or its expansion in other expressions
+    assert ops.find_spelling("interp", name) is not None or spec.expand is not None
+    for backend in ("interp",) + BACKENDS:
+        found = ops.find_spelling(backend, name)
+        if isinstance(found, ops.Unsupported):
+            label = "interpreter" if backend == "interp" else f"{backend} codegen"
+            with pytest.raises(CuvilError, match=f"^\\[CVL-E1..\\] {label}: ") as err:
+                ops.spelling(backend, name)
+            assert err.value.code.startswith("CVL-E") and len(found.reason) > 40
+        else:
+            assert found is not None or spec.expand is not None, (backend, name)
+
+
+def test_a_new_backend_adds_its_spellings_without_editing_the_core():
+    from targets.cstyle.printer import CPrinter
+
+    class DspPrinter(CPrinter):
+        op_table = "test-dsp"
+
+    ops.register_backend("test-dsp", parent="c")
+    try:
+        ops.register_spelling("test-dsp", "exp", "dsp_exp{f}({0})")
+        x = T.decl_buffer((4,), "float32", "x")
+        f = T.PrimFunc([x], T.BufferStore(x, T.exp(x[0]) + T.tanh(x[1]), (T.const(0),)))
+        src = DspPrinter().print_function(f, "k")
+        assert "dsp_expf(" in src and "tanhf(" in src      # its own, then C's
+        assert "dsp_exp" not in CPrinter().print_function(f, "k")
+    finally:
+        ops.unregister_backend("test-dsp")
+
+
+def test_effects_branches_and_callees_are_registry_queries():
+    A = T.decl_buffer((8,), "float32", "A")
+    x = T.var("x", "float32")
+    assert [ops.call_effect(access_ptr(A, 0, 8, m)) for m in ("r", "w", "rw")] == \
+        ["reads", "writes", "opaque"]
+    assert ops.call_effect(T.call_extern("int32", "f", A, effect="pure")) == "pure"
+    assert ops.call_effect(T.Call("int32", "not_an_op", ())) == "opaque"
+    assert not ops.may_write(T.exp(x)) and ops.may_write(T.call_extern("int32", "g", A))
+    assert ops.branches(T.if_then_else(x > 0.0, x, 1.0))[1] is x
+    assert ops.branches(T.Select(x > 0.0, x, x)) is None
+    assert ops.callee(T.call_extern("int32", "npu_go")) == "npu_go"
+    assert ops.callee(T.exp(x)) is None
+
+
+def test_unsupported_ops_give_coded_errors_when_built():
+    A = T.decl_buffer((8,), "float32", "A")
+    f = T.PrimFunc([A], T.Evaluate(access_ptr(A, 0, 8, "r")))
+    with pytest.raises(T.CodegenError, match=r"c codegen: T.tvm_access_ptr \(a pointer to "
+                                             r"a flat range of a buffer\) has no C spelling"):
+        CPrinter().print_function(f, "k")
+    with pytest.raises(T.LoweringError, match="interpreter: T.parallel_launch runs a "
+                                              "task of its module"):
+        T.interpret(T.PrimFunc([A], T.Evaluate(T.parallel_launch("t", 0, 4))),
+                    np.zeros(8, "float32"))
 
 
 @pytest.mark.parametrize("name", MATH)
@@ -107,8 +176,31 @@ def test_registry_errors():
         ops.register_op(ops.OpDef("exp", 1))
     with pytest.raises(CuvilError, match="effect must be one of"):
         ops.OpDef("bad", 1, effect="sometimes")
-    with pytest.raises(CuvilError, match="has no C spelling"):
-        ops.OpDef("mute", 1).c_spelling(["x"], "float32")
+    with pytest.raises(CuvilError, match="effect must be one of"):
+        ops.OpDef("bad", 1, effect="sometimes")
+
+
+def test_spelling_table_errors():
+    ops.register_op(ops.OpDef("test_mute", 1, "float"))
+    try:
+        with pytest.raises(T.CodegenError, match=r"llvm codegen: no spelling of op "
+                                                 r"'test_mute' for backend 'llvm'; register "
+                                                 r"one from the backend with"):
+            ops.spelling("llvm", "test_mute")
+    finally:
+        ops.unregister_op("test_mute")
+    with pytest.raises(T.CodegenError, match="c codegen: unknown op 'nope'"):
+        ops.spelling("c", "nope")
+    with pytest.raises(T.CodegenError, match="no spelling table for backend 'metal'; known: "):
+        ops.spelling("metal", "exp")
+    with pytest.raises(CuvilError, match="a spelling is a str, a callable or Unsupported"):
+        ops.register_spelling("c", "exp", 3)
+    with pytest.raises(CuvilError, match="unknown op 'nope'"):
+        ops.register_spelling("c", "nope", "nope({0})")
+    with pytest.raises(CuvilError, match="backend 'c' already spells op 'if_then_else'"):
+        ops.register_spelling("c", "if_then_else", "x", replace=False)
+    with pytest.raises(CuvilError, match="cannot be its own parent"):
+        ops.register_backend("loop", parent="loop")
 
 
 def test_call_extern_names_the_arguments_it_writes():

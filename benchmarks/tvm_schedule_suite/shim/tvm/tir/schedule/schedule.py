@@ -396,7 +396,7 @@ def _int_or_none(f):
 
 
 def _known_intrin(name: str) -> bool:
-    from schedules.tensor_intrin import TensorIntrin
+    from cuvil_tir.tensor_intrin import TensorIntrin
     try:
         TensorIntrin.get(name)
         return True
