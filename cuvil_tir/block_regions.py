@@ -35,7 +35,7 @@ from . import ops
 from .arith import Analyzer, bound_of
 from .buffer import Buffer
 from .errors import LoweringError
-from .expr import Expr, IntImm, LT, GT, Ramp
+from .expr import Expr, IntImm, LT, GT, Max, Min, Ramp
 from .function import PrimFunc
 from .printer import to_text
 from .stmt import Block, BufferRegion, Range
@@ -62,9 +62,9 @@ class _Collect(Visitor):
         self.local: set[int] = set()
         self.out: list[Access] = []
 
-    def relax(self, buf, ranges, write, text):
+    def relax(self, buf, ranges, write, text, clip=False):
         dims = []
-        for r in ranges:
+        for d, r in enumerate(ranges):
             try:
                 last = r.min + r.extent - 1
                 if self.loops:
@@ -72,6 +72,11 @@ class _Collect(Visitor):
                     _, hi = bound_of(last, self.loops, self.ana)
                 else:
                     lo, hi = r.min, last
+                if clip and lo.dtype == buf.shape[d].dtype:
+                    # a declared region may overhang the buffer (a tile of a
+                    # non-dividing split, TensorIR's regions): only its part inside the
+                    # buffer can be accessed
+                    lo, hi = Max(lo, IntImm(0, lo.dtype)), Min(hi, buf.shape[d] - 1)
                 dims.append((self.ana.simplify(lo), self.ana.simplify(hi)))
             except Exception:        # noqa: BLE001 - an index we cannot bound: unknown
                 dims.append(None)
@@ -153,7 +158,8 @@ class _Collect(Visitor):
                     rs = list(r.region) if predicated else [
                         Range(substitute(x.min, vmap), substitute(x.extent, vmap))
                         for x in r.region]
-                    self.relax(r.buffer, rs, write, f"{to_text(r)} (block '{blk.name}')")
+                    self.relax(r.buffer, rs, write, f"{to_text(r)} (block '{blk.name}')",
+                               clip=True)
         finally:
             for v in doms:
                 del self.loops[v]

@@ -163,22 +163,39 @@ def relax_region(region: BufferRegion, dom: dict) -> BufferRegion:
 
 # -- blockize --------------------------------------------------------------------------
 
+class _Part:
+    """One iter var divided at the loop: ``v = outer * scale + inner + base``, the outer
+    part bound to ``outer`` over ``odom``, the inner one to ``inner`` over ``idom`` (None:
+    no such part)."""
+
+    __slots__ = ("outer", "odom", "inner", "idom", "scale", "base")
+
+    def __init__(self, outer, odom, inner, idom, scale, base):
+        self.outer, self.odom, self.inner, self.idom = outer, odom, inner, idom
+        self.scale, self.base = scale, base
+
+
 def _divide(iv, val, inner_ids, prim, blk_name):
-    """``(outer_binding, outer_extent, inner_binding, E)`` for one iter var."""
+    """The :class:`_Part` of one iter var.  A part's domain starts where its binding
+    does: with ``k`` in ``[1, 3)`` split by 1, the outer part is ``k_0`` over ``[0, 2)``
+    and ``base`` is 1 (a reduction's init runs when its iter vars sit at their minimum,
+    so a binding that never reaches its domain's start would skip it)."""
     uses_inner = any(id(u) in inner_ids for u in used_vars(val))
     uses_outer = any(id(u) not in inner_ids for u in used_vars(val))
     ext = _const_int(iv.dom.extent)
     if not uses_inner:
-        return val, iv.dom.extent, None, 1
+        return _Part(val, iv.dom, None, None, 1, 0)
     if not uses_outer:
-        return None, const(1, iv.dom.extent.dtype), val, ext if ext is not None \
-            else iv.dom.extent
+        return _Part(None, None, val, iv.dom, ext if ext is not None else iv.dom.extent, 0)
     lin = linear(val)
+    lo = _const_int(iv.dom.min)
     why = None
     if lin is None:
         why = "it is not affine in the loop variables"
     elif ext is None:
         why = "its extent is not constant"
+    elif lo is None:
+        why = "its domain's minimum is not constant"
     else:
         terms, c = lin
         inner = {k: t for k, t in terms.items() if k in inner_ids}
@@ -188,17 +205,33 @@ def _divide(iv, val, inner_ids, prim, blk_name):
         else:
             span = sum(k * (inner_ids[i] - 1) for i, (_, k) in inner.items())
             e_in = span + 1
-            if any(k % e_in for _, k in outer.values()) or c % e_in:
+            if any(k % e_in for _, k in outer.values()) or (c - lo) % e_in:
                 why = (f"the outer part is not a multiple of the inner extent {e_in} "
                        "(split so the inner loops cover whole tiles)")
             else:
                 outer_b = from_linear({i: (v, k // e_in) for i, (v, k) in outer.items()},
-                                      c // e_in, val.dtype)
-                return outer_b, const(-(-ext // e_in), iv.dom.extent.dtype), \
-                    from_linear(inner, 0, val.dtype), e_in
+                                      (c - lo) // e_in, val.dtype)
+                dt = iv.dom.extent.dtype
+                return _Part(outer_b, Range(const(0, dt), const(-(-ext // e_in), dt)),
+                             from_linear(inner, 0, val.dtype),
+                             Range(const(0, dt), const(e_in, dt)), e_in, lo)
     raise schedule_error(SubspaceError, prim,
                          f"cannot divide the binding {iv.var.name} = {val} of block "
                          f"{blk_name!r} into outer and inner parts: {why}")
+
+
+def _is_int(e, value: int) -> bool:
+    """Whether ``e`` (an int or an expression) is the constant ``value``."""
+    return e == value if isinstance(e, int) else _const_int(e) == value
+
+
+def _sum(*terms):
+    """``a + b + ...`` without its zero terms (ints or constants); None when all are."""
+    out = None
+    for t in terms:
+        if not _is_int(t, 0):
+            out = t if out is None else out + t
+    return out
 
 
 def blockize_path(func, lpath: tuple, prim: str = "blockize",
@@ -240,41 +273,45 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
     unit_loops = {id(l.loop_var) for _, l in tree.loops_above(func, lpath)
                   if _const_int(l.min) == 0 and _const_int(l.extent) == 1}
     outer_ivs, outer_vals, inner_ivs, inner_vals, vmap, idom = [], [], [], [], {}, {}
+    shift, outer_of = {}, []
     for iv, val in zip(blk.iter_vars, realize.iter_values):
-        ob, oext, ib, e_in = _divide(iv, val, inner_ids, prim, blk.name)
+        part = _divide(iv, val, inner_ids, prim, blk.name)
+        ob, odom = part.outer, part.odom
         vo = vi = None
-        unit = ob is None or (_const_int(oext) == 1 and _const_int(ob) == 0)
-        # an outer part that is always 0: bound by loops of extent 1 starting at 0
-        zero = unit or (_const_int(oext) == 1 and all(
+        unit = ob is None or (_const_int(odom.extent) == 1 and
+                              _const_int(ob) == _const_int(odom.min) is not None)
+        # an outer part at its start: bound by loops of extent 1 starting at 0
+        zero = unit or (_const_int(odom.extent) == 1 and all(
             id(u) in unit_loops for u in used_vars(ob)))
         if not unit or preserve_unit_iters:
             # TensorIR keeps one outer iter var per inner one, a unit one (extent 1,
             # bound to 0) where the whole range is inside the loop; without
-            # preserve_unit_iters a unit loop's variable is bound as the 0 it is
+            # preserve_unit_iters a unit loop's variable is bound as the start it is
             vo = Var(iv.var.name + "_o", iv.var.dtype)
-            oext = const(1, iv.dom.extent.dtype) if unit else oext
-            outer_ivs.append(type(iv)(vo, Range(const(0, oext.dtype), oext), iv.kind))
-            outer_vals.append(const(0, iv.var.dtype) if unit or (
-                zero and not preserve_unit_iters) else ob)
-        if ib is not None and not (isinstance(e_in, int) and e_in == 1):
+            dom = Range(const(0, iv.dom.extent.dtype), const(1, iv.dom.extent.dtype)) \
+                if unit else odom
+            outer_ivs.append(type(iv)(vo, dom, iv.kind))
+            outer_vals.append(dom.min if unit or (zero and not preserve_unit_iters)
+                              else ob)
+        if part.inner is not None and _const_int(part.idom.extent) != 1:
             vi = Var(iv.var.name + "_i", iv.var.dtype)
-            e_expr = e_in if not isinstance(e_in, int) else const(e_in, iv.dom.extent.dtype)
-            inner_ivs.append(type(iv)(vi, Range(const(0, e_expr.dtype), e_expr), iv.kind))
-            inner_vals.append(ib)
-            if isinstance(e_in, int):
-                idom[id(vi)] = (vi, e_in)
-        if zero and vi is not None:
-            vmap[iv.var] = vi
-        elif unit and vo is not None:
-            vmap[iv.var] = iv.dom.min
-        elif vo is not None and vi is not None:
-            vmap[iv.var] = vo * e_in + vi
-        elif vo is not None:
-            vmap[iv.var] = vo
-        elif vi is not None:
-            vmap[iv.var] = vi
-        else:
-            vmap[iv.var] = iv.dom.min
+            inner_ivs.append(type(iv)(vi, part.idom, iv.kind))
+            inner_vals.append(part.inner)
+            e = _const_int(part.idom.extent)
+            if e is not None:
+                idom[id(vi)] = (vi, e)
+                if _const_int(part.idom.min) != 0:
+                    # relax_region runs the inner vars from 0
+                    shift[vi] = vi + part.idom.min
+        at_start = vo is None or unit or (zero and vi is not None)
+        if not at_start:
+            outer_of.append((val, part, vo))
+        outer_at = (odom.min if odom is not None else 0) if at_start else vo
+        if not _is_int(part.scale, 1) and not _is_int(outer_at, 0):
+            outer_at = outer_at * part.scale
+        inner_at = vi if vi is not None else (part.idom.min if part.idom is not None else 0)
+        at = _sum(outer_at, inner_at, part.base)
+        vmap[iv.var] = const(0, iv.var.dtype) if at is None else at
     body = substitute(blk.body, vmap)
     reads = tuple(substitute(r, vmap) for r in blk.reads)
     writes = tuple(substitute(w, vmap) for w in blk.writes)
@@ -285,7 +322,10 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
         # the inner block loses its init: it now reads what it accumulates into
         inner_blk = Block(blk.name, inner_blk.iter_vars, with_write_reads(inner_blk),
                           writes, body, None, blk.alloc_buffers, blk.annotations)
-    inner = BlockRealize(tuple(inner_vals), realize.predicate, inner_blk)
+    outer_loops = {id(l.loop_var): l.loop_var for _, l in tree.loops_above(func, lpath)}
+    pred = _inner_predicate(realize.predicate, inner_ids, outer_loops, unit_loops, outer_of,
+                            prim, blk.name)
+    inner = BlockRealize(tuple(inner_vals), pred, inner_blk)
     g = tree.replace(func, bpath, inner)
     outer_name = fresh_block_name(func, blk.name + "_o")
     outer_init = None
@@ -293,17 +333,84 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
         with_init = BlockRealize(inner.iter_values, inner.predicate,
                                  Block(blk.name, inner_blk.iter_vars, (), writes, body, init))
         outer_init = make_init_nest(with_init, inner_loops,
-                                    fresh_block_name(func, blk.name + "_init"))
+                                    fresh_block_name(func, blk.name + "_init"), prim=prim,
+                                    func=func)
     outer_blk = Block(outer_name, tuple(outer_ivs),
                       # with an init, the outer block is the reduction: as the block it
                       # came from, it does not list what it accumulates into as read
-                      tuple(relax_region(r, idom) for r in (
+                      tuple(relax_region(substitute(r, shift), idom) for r in (
                           reads if init is not None else inner_blk.reads)),
-                      tuple(relax_region(w, idom) for w in writes),
+                      tuple(relax_region(substitute(w, shift), idom) for w in writes),
                       tree.get(g, lpath), outer_init)
     outer = BlockRealize(tuple(outer_vals), _outer_predicate(realize.predicate, inner_loops),
                          outer_blk)
     return tree.replace(g, lpath, outer), outer_name
+
+
+def _inner_predicate(pred, inner_ids, outer_loops, unit_loops, outer_of, prim, name):
+    """The inner block's ``T.where``: the parts that name inner loops, in which a loop
+    outside the new outer block is replaced by that block's iter vars (a block names
+    no loop outside it: ``decompose_reduction`` would move the inner init away from
+    them).  ``i_0 * 4 + i_1 < 10``, with ``v = i_0 * 4 + i_1`` divided into ``v_o =
+    i_0`` and ``v_i = i_1``, becomes ``v_o * 4 + i_1 < 10``.  Parts on outer loops
+    only are the outer block's (:func:`_outer_predicate`)."""
+    from cuvil_tir.op import all as all_of, conjuncts
+    # a loop of extent 1 is 0 (TensorIR's bindings read without it)
+    zero = {v: const(0, v.dtype) for k, v in outer_loops.items() if k in unit_loops}
+    outer_of = [(simplify(substitute(val, zero)), part, vo) for val, part, vo in outer_of]
+    kept = []
+    for c in conjuncts(pred):
+        used = {id(v) for v in used_vars(c)}
+        if not used & set(inner_ids):
+            continue
+        if not used & set(outer_loops):
+            kept.append(c)
+            continue
+        c = simplify(substitute(c, zero)) if zero else c
+        new = _over_outer_vars(c, inner_ids, outer_loops, outer_of)
+        if new is None:
+            raise schedule_error(SubspaceError, prim,
+                                 f"the guard {c} of block {name!r} couples loops inside "
+                                 "and outside the loop in a way the new outer block's "
+                                 "iter vars cannot express; blockize a loop whose guard "
+                                 "is a bound on one split loop (or on inner loops only)")
+        kept.append(new)
+    return all_of(kept)
+
+
+def _over_outer_vars(cond, inner_ids, outer_loops, outer_of):
+    """``cond`` with its outer-loop part rewritten over an outer iter var, or None."""
+    from cuvil_tir.expr import CmpOp
+    if not isinstance(cond, CmpOp) or any(id(v) in outer_loops for v in used_vars(cond.b)):
+        return None if any(id(v) in outer_loops for v in used_vars(cond)) else cond
+    lin = linear(cond.a)
+    if lin is None:
+        return None
+    terms, c = lin
+    outer = {k: t for k, t in terms.items() if k in outer_loops}
+    if not outer:
+        return cond
+    rest = {k: t for k, t in terms.items() if k not in outer_loops}
+    for val, part, vo in outer_of:
+        vlin = linear(val)
+        if vlin is None:
+            continue
+        vouter = {k: t for k, t in vlin[0].items() if k in outer_loops}
+        if set(vouter) != set(outer):
+            continue
+        k0 = next(iter(outer))
+        q, r = divmod(outer[k0][1], vouter[k0][1])
+        if r or any(outer[k][1] != q * vouter[k][1] for k in outer):
+            continue
+        # the outer terms of val are vo * scale + base - (val's constant)
+        scale = part.scale if isinstance(part.scale, int) else _const_int(part.scale)
+        base = part.base if isinstance(part.base, int) else _const_int(part.base)
+        if scale is None or base is None:
+            continue
+        a = from_linear(rest, c + q * (base - vlin[1]), cond.a.dtype)
+        a = simplify(vo * (q * scale) + a) if not (q * scale == 1) else simplify(vo + a)
+        return type(cond)(a, cond.b)
+    return None
 
 
 def _outer_predicate(pred, inner_loops):

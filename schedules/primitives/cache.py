@@ -38,7 +38,7 @@ from __future__ import annotations
 from cuvil_tir.expr import Add, Expr, IntImm, Var, const
 from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
                             SeqStmt, seq)
-from cuvil_tir.visitor import Mutator, used_vars
+from cuvil_tir.visitor import Mutator, substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.transform.plan_allocation import Retarget
@@ -114,15 +114,17 @@ class _Stage(Mutator):
         return new
 
 
-def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off, tile_vars=False):
+def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off, tile_vars=False,
+                guard=()):
     """The nest copying ``src[v - src_off]`` to ``dst[v - dst_off]`` for ``v`` over
     ``region`` of a buffer of ``shape``.
 
     With ``tile_vars`` (a cache of a nested block's tile, copied in that block's body)
     the block's variables run over the region itself, as TensorIR writes it:
-    ``A_local[v0, v1] = A[i * 16 + v0, j * 16 + v1]``."""
+    ``A_local[v0, v1] = A[i * 16 + v0, j * 16 + v1]``.  ``guard``: conditions on the
+    loops around the copy, under which alone it runs."""
     if tile_vars:
-        return _tile_copy(name, src, dst, region, src_off, dst_off)
+        return _tile_copy(name, src, dst, region, src_off, dst_off, outer, guard)
     vs = [Var(f"v{d}", s.dtype) for d, s in enumerate(shape)]
     ivs = tuple(IterVar(v, Range(const(0, s.dtype), s), "spatial")
                 for v, s in zip(vs, shape))
@@ -133,7 +135,7 @@ def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off, tile_var
                 (BufferRegion(dst, tuple(Range(i, const(1, i.dtype)) for i in at_dst)),),
                 BufferStore(dst, src.load(list(at_src)), at_dst))
     return make_nest(blk, [(r.min, r.extent) for r in region.region], outer,
-                     clip=True), BlockRV(name)
+                     clip=True, guards=lambda values: list(guard)), BlockRV(name)
 
 
 def _start_plus(start, v):
@@ -141,7 +143,7 @@ def _start_plus(start, v):
     return v if isinstance(start, IntImm) and start.value == 0 else Add(start, v)
 
 
-def _tile_copy(name, src, dst, region, src_off, dst_off):
+def _tile_copy(name, src, dst, region, src_off, dst_off, outer, guard):
     exts = [r.extent for r in region.region]
     vs = [Var(f"v{d}", e.dtype) for d, e in enumerate(exts)]
     ivs = tuple(IterVar(v, Range(const(0, e.dtype), e), "spatial") for v, e in zip(vs, exts))
@@ -153,7 +155,47 @@ def _tile_copy(name, src, dst, region, src_off, dst_off):
                                                      for i in at_src)),),
                 (BufferRegion(dst, tuple(Range(i, const(1, i.dtype)) for i in at_dst)),),
                 BufferStore(dst, src.load(list(at_src)), at_dst))
-    return make_nest(blk, [None] * len(vs), {}, preserve_unit_loops=True), BlockRV(name)
+
+    def inside(values):
+        # a tile may overhang its buffer (a guarded access, a non-dividing split):
+        # only what lies inside is copied; make_nest drops what holds everywhere
+        vmap = dict(zip(vs, values))
+        out = list(guard)
+        for buf, at in ((src, at_src), (dst, at_dst)):
+            for ix, n in zip(at, buf.shape):
+                ix = substitute(ix, vmap)
+                out += [ix >= const(0, ix.dtype), ix < n]
+        return out
+    return make_nest(blk, [None] * len(vs), outer, preserve_unit_loops=True,
+                     guards=inside), BlockRV(name)
+
+
+def _within(region: BufferRegion, tile: BufferRegion) -> BufferRegion:
+    """``region`` cut to ``tile`` in each dimension where their ends differ by constants
+    (the tile is all a nested block touches of the buffer: no copy needs more)."""
+    out = []
+    for r, t in zip(region.region, tile.region):
+        lo = simplify(t.min - r.min)
+        hi = simplify((t.min + t.extent) - (r.min + r.extent))
+        if not (isinstance(lo, IntImm) and isinstance(hi, IntImm)):
+            out.append(r)
+            continue
+        start = t.min if lo.value > 0 else r.min
+        ext = simplify(r.extent - max(lo.value, 0) + min(hi.value, 0))
+        out.append(Range(start, ext) if ext.value > 0 else r)
+    return BufferRegion(region.buffer, tuple(out))
+
+
+def _writer_guard(func, wpath, outer_loops) -> list:
+    """The parts of the writer's ``T.where`` that name only loops around the copy (or
+    none): where they fail, the writer writes nothing in that iteration, so a copy of
+    what it writes there would read (cache_read) or write back (cache_write) elements
+    no store has written yet."""
+    from cuvil_tir.op import conjuncts
+    around = {id(f.loop_var) for _, f in outer_loops}
+    between = {id(f.loop_var) for _, f in tree.loops_above(func, wpath)} - around
+    return [c for c in conjuncts(tree.get(func, wpath).predicate)
+            if not any(id(v) in between for v in used_vars(c))]
 
 
 def _tile(func, scope_path, buf):
@@ -259,6 +301,7 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     tile = _tile(func, scope_path, buf)
     if ws:
         region = needed_region(func, cpath, buf, [ws[0][0]], "writes")
+        region = region if tile is None else _within(region, tile)
     else:
         region = tile if tile is not None else BufferRegion.full(buf)
     if is_read and ws:
@@ -285,9 +328,10 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
         id(v) in own for d in region.region for v in used_vars(d.extent)) and all(
         id(v) in own or id(v) in sizes
         for d in list(region.region) + list(tile.region) for v in used_vars(d.min))
+    guard = _writer_guard(func, ws[0][0], outer_loops) if ws else []
     if is_read:
         nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off,
-                               tile_vars)
+                               tile_vars, guard)
         redirect = Retarget(buf, cache, off, writes=False)
         rewrite = {n: redirect.visit for n in rnames}
 
@@ -295,7 +339,7 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
             return next(k for k, s in enumerate(items) if block_names(s) & rnames)
     else:
         nest, rv = _copy_block(name, cache, buf, region, outer, buf.shape, off, zero,
-                               tile_vars)
+                               tile_vars, guard)
         retarget = Retarget(buf, cache, off, writes=True)
         rewrite = {n: retarget.visit for n in wnames}
         redirect = Retarget(buf, cache, off, writes=False)

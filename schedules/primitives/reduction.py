@@ -35,6 +35,7 @@ from ..errors import (LoopNestError, ReductionLoopError, ScheduleArgumentError,
 from ..analysis import block_path as resolve_block, fresh_block_name, loop_path as resolve_loop
 from ..handles import BlockRV
 from ..primitive import BLOCK, INT, LOOP, primitive
+from .init_placement import init_guard, reach_blocker
 from .rfactor_checks import check_rfactor_block, check_slots_visited
 from .rfactor_nest import check_hoistable, place_shared
 
@@ -92,12 +93,16 @@ def _var_ids(e) -> set:
     return {id(v) for v in used_vars(e)}
 
 
-def make_init_nest(realize: BlockRealize, loops: list, name: str, suffix: str = "_init"):
+def make_init_nest(realize: BlockRealize, loops: list, name: str, suffix: str = "_init",
+                   prim: str = "decompose_reduction", func=None):
     """The init of ``realize``'s block as a block ``name`` under regenerated loops.
 
     The init block iterates the spatial iter vars only; of ``loops`` (outer to inner)
     it regenerates those its bindings (or kept predicate parts) use, with fresh loop
-    variables ``<loop>_init``.  Predicate parts on reduction loops are dropped.
+    variables ``<loop>_init``.  Predicate parts naming only other loops are dropped
+    (:func:`~schedules.primitives.init_placement.init_guard`).  Raises
+    ``ReductionLoopError`` (for ``prim``) when ``loops`` may reach one instance of the
+    block twice, or when a predicate part can be neither kept nor dropped.
 
     Example::
 
@@ -110,20 +115,21 @@ def make_init_nest(realize: BlockRealize, loops: list, name: str, suffix: str = 
         ('i_init', 'j_init')
     """
     blk = realize.block
-    loop_ids = {id(l.loop_var) for l in loops}
-    reduce_used = set()
-    spatial = []
-    for iv, val in zip(blk.iter_vars, realize.iter_values):
-        if iv.kind == "reduce":
-            reduce_used |= _var_ids(val) & loop_ids
-        else:
-            spatial.append((iv, val))
-    kept = [c for c in conjuncts(realize.predicate) if not (_var_ids(c) & reduce_used)]
-    needed = set()
-    for _, val in spatial:
-        needed |= _var_ids(val) & loop_ids
-    for c in kept:
-        needed |= _var_ids(c) & loop_ids
+    why = reach_blocker(realize, loops)
+    guard = init_guard(realize, loops)
+    if why is None and isinstance(guard, str):
+        why = guard
+    if why is not None:
+        names = [l.loop_var.name for l in loops]
+        raise schedule_error(ReductionLoopError, prim,
+                             f"cannot run the init of block {blk.name!r} once ahead of "
+                             f"the loops {names}: {why}; "
+                             + ("decompose at a loop nearer the block, or keep the init in "
+                                "it" if prim == "decompose_reduction" else
+                                "pick a loop nearer the block"), func, blk)
+    kept, needed = guard
+    spatial = [(iv, val) for iv, val in zip(blk.iter_vars, realize.iter_values)
+               if iv.kind != "reduce"]
     lmap = {}
     for l in loops:
         if id(l.loop_var) in needed:
@@ -297,7 +303,7 @@ def decompose_reduction(func, block, loop):
                                  "would rerun inside the reduction; pick a loop above it "
                                  "(or reorder the reduction loops inward first)", func, l)
     name = fresh_block_name(func, blk.name + "_init")
-    init_nest = make_init_nest(realize, [l for _, l in above[at:]], name)
+    init_nest = make_init_nest(realize, [l for _, l in above[at:]], name, func=func)
     update = Block(blk.name, blk.iter_vars, with_write_reads(blk), blk.writes, blk.body,
                    None, blk.alloc_buffers, blk.annotations)
     g = tree.replace(func, bpath, BlockRealize(realize.iter_values, realize.predicate,

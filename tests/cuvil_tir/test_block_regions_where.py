@@ -36,3 +36,37 @@ def test_an_inner_block_beyond_the_outer_region_is_still_refused():
                        r"outside its declared T.reads\(X\[0:8\]\): dimension 0 reaches 9, "
                        r"past the declared end 7"):
         T.parse(TEXT.replace("END", "8"))
+
+
+TILES = '''@T.prim_func
+def main(X: T.Buffer((5,), "float32"), Y: T.Buffer((5,), "float32")):
+    with T.block("Y_o"):
+        T.reads(X[0:END])
+        T.writes(Y[0:5])
+        for i_0 in T.serial(3):
+            with T.block("Y_t"):
+                v_o = T.axis.spatial(3, i_0)
+                T.reads(X[v_o * 2:v_o * 2 + 2])
+                T.writes(Y[v_o * 2:v_o * 2 + 2])
+                for i_1 in T.serial(2):
+                    with T.block("Y"):
+                        v_i = T.axis.spatial(2, i_1)
+                        T.where(v_o * 2 + i_1 < 5)
+                        T.reads(X[v_o * 2 + v_i])
+                        T.writes(Y[v_o * 2 + v_i])
+                        Y[v_o * 2 + v_i] = X[v_o * 2 + v_i] * T.float32(2)
+'''
+
+
+def test_an_inner_tile_overhanging_the_buffer_is_within_the_whole_buffer():
+    # the last tile X[4:6] of a non-dividing split reaches past X's end, where nothing
+    # is accessed: the outer X[0:5] covers it (nested blockize printed this, and it
+    # did not parse back: issue 25, repro 17)
+    f = T.parse(TILES.replace("END", "5"))
+    assert T.structural_equal(T.parse(str(f)), f)
+    y = np.zeros(5, "float32")
+    T.interpret(f, np.arange(5, dtype="float32"), y)
+    np.testing.assert_array_equal(y, np.arange(5) * 2)
+    with pytest.raises(T.ParseError, match=r"block 'Y_o' reads X\[v_o \* 2:v_o \* 2 \+ 2\] "
+                       r"\(block 'Y_t'\) outside its declared T.reads\(X\[0:4\]\)"):
+        T.parse(TILES.replace("END", "4"))

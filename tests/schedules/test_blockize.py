@@ -4,6 +4,7 @@ Numerics run with the reference interpreter; every test replays its trace.
 """
 
 import numpy as np
+import pytest
 
 import cuvil_tir as T
 import schedules as S
@@ -166,3 +167,107 @@ def test_an_outer_part_over_unit_loops_is_zero():
         assert [str(r.region[0].min) for r in ib.writes] == [ib.iter_vars[0].var.name]
         check_workload(sch, w)
         verify_trace_roundtrip(sch, w.func)
+
+
+def _checked(sch, f, inputs, out):
+    """interpreted and compiled, ``sch`` computes what ``f`` does; text and trace replay."""
+    from tests.schedules.testing import run_llvm
+    want = run(f, inputs)[out]
+    for runner in (run, run_llvm):
+        np.testing.assert_allclose(runner(sch, inputs)[out], want, rtol=1e-5)
+    verify_text_roundtrip(sch.func)
+    verify_trace_roundtrip(sch, f)
+
+
+@pytest.mark.parametrize("lo, hi, split, at", [(1, 3, [2, 1], 1), (56, 67, [None, 4], 1),
+                                              (56, 67, [None, 4], 0)])
+def test_blockize_a_reduce_axis_starting_above_zero_runs_its_init(lo, hi, split, at):
+    # k in [1, 3) split by 1: the outer iter var was bound to k_0 + 1 over [0, 2), never
+    # at its minimum, so T.init never ran (issue 25, repro 14); inner-only and tiled
+    # variants of an axis from 56
+    X = T.placeholder((70,), "int32", name="X")
+    k = T.reduce_axis((lo, hi), name="k")
+    f = T.create_prim_func([X, T.compute((2,), lambda i: T.sum(X[k] * (i + 1), axis=k),
+                                         name="Y")])
+    sch = S.Schedule(f)
+    _, kk = sch.get_loops(sch.get_block("Y"))
+    sch.blockize(sch.split(kk, split)[at])
+    assert all(iv.dom.min.value == 0 for iv in block(sch, "Y_o").iter_vars), str(sch.func)
+    _checked(sch, f, [np.arange(70, dtype="int32"), np.full(2, 100, "int32")], 1)
+
+
+def test_blockize_rewrites_a_guard_on_outer_loops_over_the_outer_iter_vars():
+    # the inner blocks kept T.where(k_0 * 2 + k_1 < 3) naming loops outside the new
+    # block; decompose_reduction then left k_0 and k_1 undefined (issue 25, repro 18)
+    X = T.placeholder((1, 3, 2), "int32", name="X")
+    k = T.reduce_axis((0, 3), name="k")
+    r = T.reduce_axis((0, 2), name="r")
+    f = T.create_prim_func([X, T.compute((1,), lambda i: T.sum(X[i, k, r], axis=[k, r]),
+                                         name="Y")])
+    sch = S.Schedule(f)
+    i, kk, rr = sch.get_loops(sch.get_block("Y"))
+    sch.split(kk, [None, 2])
+    sch.blockize(rr)
+    assert isinstance(tree.get(sch.func, tree.find_block(sch.func, "Y")).predicate,
+                      T.IntImm)
+    sch.decompose_reduction(sch.get_block("Y_o"), i)
+    _checked(sch, f, [np.arange(6, dtype="int32").reshape(1, 3, 2),
+                      np.full(1, -1, "int32")], 1)
+    # under a non-dividing split of the blockized loop the guard stays, over v_i_o
+    X = T.placeholder((5,), name="X")
+    f = T.create_prim_func([X, T.compute((5,), lambda i: X[i] * 2.0, name="Y")])
+    sch = S.Schedule(f)
+    sch.split(sch.get_loops(sch.get_block("Y"))[0], [None, 2])
+    sch.blockize(sch.get_loops(sch.get_block("Y"))[0])
+    sch.blockize(sch.get_loops(sch.get_block("Y"))[1])       # nested (repro 17)
+    assert str(tree.get(sch.func, tree.find_block(sch.func, "Y")).predicate) == \
+        "v_i_i_o * 2 + i_1 < 5"
+    _checked(sch, f, [np.arange(5, dtype="float32"), np.zeros(5, "float32")], 1)
+
+
+def test_blockize_refuses_a_guard_it_cannot_express_over_the_outer_iter_vars():
+    f = T.parse("""
+@T.prim_func
+def main(X: T.Buffer((4, 2), "float32"), Y: T.Buffer((4, 2), "float32")):
+    for i_0, j, i_1 in T.grid(2, 2, 2):
+        with T.block("Y"):
+            v_i = T.axis.spatial(4, i_0 * 2 + i_1)
+            v_j = T.axis.spatial(2, j)
+            T.where(i_0 + j + i_1 < 3)
+            T.reads(X[v_i, v_j])
+            T.writes(Y[v_i, v_j])
+            Y[v_i, v_j] = X[v_i, v_j] + T.float32(1)
+""")
+    sch = S.Schedule(f)
+    inner = sch.get_loops(sch.get_block("Y"))[2]
+    assert_refused(sch, lambda: sch.blockize(inner),
+                   r"blockize: the guard i_0 \+ j \+ i_1 < 3 of block 'Y' couples loops "
+                   "inside and outside the loop in a way the new outer block's iter vars "
+                   "cannot express", SubspaceError)
+
+
+def test_blockize_refuses_an_init_of_a_recomputed_reduction():
+    # a loop r that feeds no iter value reruns A, init included, in each iteration:
+    # one outer init ahead of r would sum twice (issue 25, repro 20's blockize form)
+    f = T.parse("""
+@T.prim_func
+def main(X: T.Buffer((2,), "float32"), A: T.Buffer((1,), "float32")):
+    for r in T.serial(2):
+        for k in T.serial(2):
+            with T.block("A"):
+                v_k = T.axis.reduce(2, k)
+                T.reads(X[v_k])
+                T.writes(A[0])
+                with T.init():
+                    A[0] = T.float32(0)
+                A[0] = A[0] + X[v_k]
+""")
+    sch = S.Schedule(f)
+    r, k = sch.get_loops(sch.get_block("A"))
+    from schedules.errors import ReductionLoopError
+    assert_refused(sch, lambda: sch.blockize(r),
+                   "blockize: cannot run the init of block 'A' once ahead of the loops "
+                   r"\['r', 'k'\]: loop 'r' feeds none of its iter values",
+                   ReductionLoopError)
+    sch.blockize(k)     # the init stays inside r
+    _checked(sch, f, [np.array([1.0, 2.0], "float32"), np.zeros(1, "float32")], 1)

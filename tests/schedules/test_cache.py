@@ -255,3 +255,67 @@ def main(D: T.Buffer((8,), "float32")):
     assert_refused(sch, lambda: sch.cache_read(blk, 0, "local"),
                    r"cache_read: 'D' is read in this scope only by its writer",
                    CacheStageError)
+
+
+def _agrees(sch, f, inputs, out):
+    """interpreted (fresh buffers poisoned: an unwritten read fails) and compiled, ``sch``
+    computes what ``f`` does; the trace replays."""
+    from tests.schedules.testing import run_llvm
+    want = run(f, inputs)[out]
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, inputs)[out], want)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_cache_read_inside_a_blockized_block_copies_only_what_lies_in_the_buffer():
+    # X[i + 2] read under T.if_then_else(i + 2 < 4): the tile copy read X[4], X[5]
+    # (issue 25, repro 16)
+    X = T.placeholder((4,), "int32", name="X")
+    f = T.create_prim_func([X, T.compute((4, 2), lambda i, j: T.if_then_else(
+        i + 2 < 4, X[i + 2], T.const(0, "int32")), name="Y")])
+    sch = S.Schedule(f)
+    sch.blockize(sch.get_loops(sch.get_block("Y"))[1])
+    sch.cache_read(sch.get_block("Y"), 0, "local")
+    assert "T.where(v_i_o < 2)" in str(sch.func)
+    _agrees(sch, f, [np.arange(1, 5, dtype="int32"), np.zeros((4, 2), "int32")], 1)
+
+
+def test_cache_write_inside_a_blockized_block_copies_back_only_the_tile():
+    # j split 1 x 4 with T.where(j_1 < 2), blockized: the write-back copied 4 columns of
+    # a 2-column tile (issue 25, repro 23)
+    X = T.placeholder((1, 2), name="X")
+    A = T.compute((1, 2), lambda i, j: X[i, j] * 2.0, name="A")
+    f = T.create_prim_func([X, T.compute((1, 2), lambda i, j: A[i, j] + 1.0, name="B")])
+    sch = S.Schedule(f)
+    _, j = sch.get_loops(sch.get_block("A"))
+    j0, _ = sch.split(j, [None, 4])
+    sch.blockize(j0)
+    sch.cache_write(sch.get_block("A"), 0, "local")
+    copy = sch.get_loops(sch.get_block("A_local"))
+    assert [int(tree.get(sch.func, tree.find_loop(sch.func, l.var)).extent)
+            for l in copy[-2:]] == [1, 2]
+    _agrees(sch, f, [np.array([[1.0, 2.0]], "float32"), np.zeros((1, 2), "float32")], 1)
+
+
+def test_cache_read_under_a_guarded_loop_copies_only_when_the_writer_writes():
+    # the copy sat with its writer and reader under T.where(i_1_0 * 2 + i_1_1 < 1) but
+    # without it: in the masked iterations it read A[1, k] before A's block wrote it
+    # (issue 25, repro 21); cache_write's copy back is guarded the same way
+    X = T.placeholder((2, 2), "int32", name="X")
+    A = T.compute((2, 2), lambda i, j: X[i, j] + 1, name="A")
+    k = T.reduce_axis((0, 2), name="k")
+    f = T.create_prim_func([X, T.compute((2,), lambda i: T.min(A[i, k], axis=k), name="Y")])
+    x = np.array([[3, 1], [5, 7]], "int32")
+    for cache in ("cache_read", "cache_write"):
+        sch = S.Schedule(f)
+        i, kk = sch.get_loops(sch.get_block("Y"))
+        sch.compute_at(sch.get_block("A"), kk)
+        _, i1 = sch.split(i, [2, 1])
+        sch.split(i1, [1, 2])            # extent 1 as 1 x 2: T.where(i_1_0 * 2 + i_1_1 < 1)
+        if cache == "cache_read":
+            rv = sch.cache_read(sch.get_block("Y"), 0, "local")
+        else:
+            rv = sch.cache_write(sch.get_block("A"), 0, "local")
+        guard = tree.get(sch.func, tree.find_block(sch.func, rv.name)).predicate
+        assert "i_1_0 * 2 + i_1_1 < 1" in str(guard), str(sch.func)
+        _agrees(sch, f, [x, np.full(2, -1, "int32")], 1)

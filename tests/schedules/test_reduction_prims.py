@@ -6,6 +6,7 @@ its trace.
 """
 
 import numpy as np
+import pytest
 
 import cuvil_tir as T
 import schedules as S
@@ -135,6 +136,62 @@ def test_decompose_refuses_loop_under_reduction_loop():
 
 
 # -- rfactor ------------------------------------------------------------------------------
+
+def test_decompose_keeps_a_guard_of_a_loop_fused_from_spatial_and_reduce():
+    # fuse(i, k) + a non-dividing split: T.where(f_0 * 4 + f_1 < 6) bounds the init's
+    # v_i too; the init dropped it and stored Y[2], past the end (issue 25, repro 22)
+    X = T.placeholder((2, 3), name="X")
+    k = T.reduce_axis((0, 3), name="k")
+    f = T.create_prim_func([X, T.compute((2,), lambda i: T.sum(X[i, k], axis=k), name="Y")])
+    sch = S.Schedule(f)
+    sch.split(sch.fuse(*sch.get_loops(sch.get_block("Y"))), [None, 4])
+    init = sch.decompose_reduction(sch.get_block("Y"), sch.get_loops(sch.get_block("Y"))[0])
+    assert "T.where" in str(tree.get(sch.func, tree.find_block(sch.func, init.name)))
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    big = np.full(6, -7.0, "float32")            # Y is big[:2]; big[2:] stays -7
+    targets_build(sch)(x, big[:2])
+    np.testing.assert_array_equal(big, [3, 12, -7, -7, -7, -7])
+    np.testing.assert_array_equal(run(sch, [x, np.zeros(2, "float32")])[1], [3, 12])
+    verify_trace_roundtrip(sch, f)
+
+
+def targets_build(sch):
+    import targets
+    return targets.build(sch, "llvm")
+
+
+def _recomputed_sum(index):
+    """A reduction computed at a consumer loop that reaches each of its instances from
+    several iterations (``A[index(i)]``, or not indexing A at all)."""
+    X = T.placeholder((8, 3), name="X")
+    k = T.reduce_axis((0, 3), name="k")
+    A = T.compute((8,), lambda i: T.sum(X[i, k], axis=k), name="A")
+    B = T.compute((4,), lambda i: A[index(i)] + A[index(i) + 1], name="B")
+    f = T.create_prim_func([X, B])
+    sch = S.Schedule(f)
+    sch.compute_at(sch.get_block("A"), sch.get_loops(sch.get_block("B"))[0])
+    return f, sch
+
+
+@pytest.mark.parametrize("index, why", [
+    (lambda i: i * 0, "loop 'i' feeds none of its iter values"),
+    (lambda i: i, r"binds v_i to i \+ ax0: the loops \['ax0', 'i'\] overlap in it"),
+    (lambda i: i // 2, r"binds v_i to i // 2 \+ ax0, which meets one instance from several "
+                       "iterations of loop 'i'")])
+def test_decompose_refuses_to_hoist_an_init_out_of_a_recomputing_loop(index, why):
+    # the init ran once per iteration of the consumer loop; hoisted above it, the sums
+    # accumulated every pass (issue 25, repro 20: the loop feeds no iter value)
+    x = np.random.default_rng(0).standard_normal((8, 3)).astype("float32")
+    f, sch = _recomputed_sum(index)
+    a, a_loops = sch.get_block("A"), sch.get_loops(sch.get_block("A"))
+    assert_refused(sch, lambda: sch.decompose_reduction(a, a_loops[0]),
+                   "decompose_reduction: cannot run the init of block 'A' once ahead of the "
+                   f"loops .*{why}.*decompose at a loop nearer the block", ReductionLoopError)
+    # at the loop nearest the block the init is where it was: right
+    sch.decompose_reduction(a, a_loops[-1])
+    want = run(f, [x, np.zeros(4, "float32")])[1]
+    np.testing.assert_allclose(run(sch, [x, np.zeros(4, "float32")])[1], want, rtol=1e-5)
+
 
 def split_k(w, factor=4):
     sch = S.Schedule(w.func)

@@ -1,0 +1,178 @@
+"""Where a reduction's ``T.init`` may run when it leaves its block.
+
+A reduction block runs its init when its reduce iter vars sit at their minimum, once
+per block instance.  ``decompose_reduction`` (and ``blockize``, for the outer block)
+hoist that init into a nest of its own in front of some loops; the result computes the
+same only if, within one iteration of the loops left outside, those loops reach each
+block instance once.  Two things break that:
+
+- a loop that feeds no iter value (``compute_at`` under a consumer loop that does not
+  index the block): the block, init included, reruns in each of its iterations;
+- iterations that meet on one instance (``compute_at`` of a sliding window,
+  ``v = i + ax0``, or ``v = i // 2``): the init would run once where it ran per pass.
+
+:func:`reach_blocker` says which of them holds, proving the rest by a mixed-radix
+argument on each iter value (``k_0 * 4 + k_1`` with ``k_1`` in ``[0, 4)``) and on the
+``e // c``, ``e % c`` pairs of a fused loop.  :func:`init_guard` decides which parts of
+the block's ``T.where`` the init keeps: TensorIR's rule (a part that names a loop the
+init does not regenerate is dropped), except that a part coupling such a loop with what
+the init's spatial iter values depend on cannot be dropped without writing out of
+bounds, and is refused.
+
+Example::
+
+    >>> from cuvil_tir.analysis import tree
+    >>> from cuvil_tir.te.examples import matmul
+    >>> f = matmul(4, 4, 4)
+    >>> path = tree.find_block(f, "C")
+    >>> loops = [l for _, l in tree.loops_above(f, path)]
+    >>> reach_blocker(tree.get(f, path), loops) is None
+    True
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.arith.affine import Affine, Key
+from cuvil_tir.expr import FloorDiv, FloorMod, IntImm, Var
+from cuvil_tir.op import conjuncts
+from cuvil_tir.visitor import used_vars
+
+
+def _extent(loop):
+    return loop.extent.value if isinstance(loop.extent, IntImm) else None
+
+
+def _radix_blocker(coeffs: dict, ext: dict) -> str | None:
+    """Why ``sum(c * v)`` over the loop vars in ``coeffs`` ({id: (var, c)}) may take one
+    value twice, or None (a mixed radix: each coefficient exceeds the span of the smaller
+    ones; a symbolic extent only on the largest)."""
+    span = 0
+    order = sorted(coeffs.values(), key=lambda t: abs(t[1]))
+    for n, (v, c) in enumerate(order):
+        if abs(c) <= span:
+            return f"the loops {sorted(u.name for u, _ in order)} overlap in it"
+        e = ext[id(v)]
+        if e is None:
+            if n != len(order) - 1:
+                return f"loop {v.name!r} has a symbolic extent inside it"
+            return None
+        span += abs(c) * (e - 1)
+    return None
+
+
+def reach_blocker(realize, loops) -> str | None:
+    """Why the iterations of ``loops`` (For nodes) may run one instance of the block of
+    ``realize`` more than once (a sentence), or None when each instance is reached once.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.stmt import Block, BlockRealize, For, IterVar, Range, SeqStmt
+        >>> i, k = T.var("i"), T.var("k")
+        >>> vi = IterVar(T.var("vi"), Range.from_extent(8), "spatial")
+        >>> br = BlockRealize((i // 2,), T.const(True), Block("A", (vi,), (), (), SeqStmt(())))
+        >>> reach_blocker(br, [For(i, T.const(0), T.const(8), "serial", br)])
+        'it binds vi through i // 2 without its % 2 partner, which meets one instance from several iterations'
+        >>> reach_blocker(br, [For(i, T.const(0), T.const(1), "serial", br)]) is None
+        True
+    """
+    ext = {id(l.loop_var): _extent(l) for l in loops}
+    free = {id(l.loop_var): l.loop_var for l in loops if ext[id(l.loop_var)] != 1}
+    owner: dict = {}
+    pairs: dict = {}
+
+    def own(v, name):
+        if id(v) in owner and owner[id(v)] != name:
+            return (f"loop {v.name!r} feeds both {owner[id(v)]} and {name}: the "
+                    "iterations cannot be proven to reach distinct instances")
+        owner[id(v)] = name
+        return None
+
+    for iv, val in zip(realize.block.iter_vars, realize.iter_values):
+        name = iv.var.name
+        aff = Affine.of(val)
+        direct = {}
+        looped = [(atom, c) for atom, c in aff.terms
+                  if any(id(v) in free for v in used_vars(atom))]
+        for atom, c in looped:
+            hit = [v for v in used_vars(atom) if id(v) in free]
+            if isinstance(atom, Var):
+                direct[id(atom)] = (atom, c)
+            elif isinstance(atom, (FloorDiv, FloorMod)) and isinstance(atom.b, IntImm) \
+                    and len(looped) == 1 and abs(c) == 1:
+                pairs.setdefault((Key(atom.a), atom.b.value), []).append(
+                    (type(atom), name, atom))
+            else:
+                return (f"it binds {name} to {val}, which meets one instance from several "
+                        f"iterations of loop {hit[0].name!r}")
+        why = _radix_blocker(direct, ext)
+        if why is not None:
+            return f"it binds {name} to {val}: {why}"
+        for v, _ in direct.values():
+            why = own(v, name)
+            if why is not None:
+                return why
+    for (key, c), uses in pairs.items():
+        kinds = sorted(t.__name__ for t, _, _ in uses)
+        if kinds != ["FloorDiv", "FloorMod"]:
+            _, name, atom = uses[0]
+            return (f"it binds {name} through {atom} without its "
+                    f"{'%' if kinds[0] == 'FloorDiv' else '//'} {c} partner, which "
+                    "meets one instance from several iterations")
+        lin = Affine.of(key.expr)
+        coeffs = {}
+        for atom, k in lin.terms:
+            if not any(id(v) in free for v in used_vars(atom)):
+                continue
+            if not isinstance(atom, Var):
+                return f"it binds {uses[0][1]} through {uses[0][2]}, not affine in its loops"
+            coeffs[id(atom)] = (atom, k)
+        why = _radix_blocker(coeffs, ext)
+        if why is not None:
+            return f"it binds {uses[0][1]} through {uses[0][2]}: {why}"
+        for v, _ in coeffs.values():
+            why = own(v, " and ".join(n for _, n, _ in uses))
+            if why is not None:
+                return why
+    for vid, v in free.items():
+        if vid not in owner:
+            return (f"loop {v.name!r} feeds none of its iter values: the block, init "
+                    "included, reruns in each of its iterations")
+    return None
+
+
+def init_guard(realize, loops):
+    """``(kept, needed)``: the conjuncts of ``realize``'s ``T.where`` the hoisted init
+    keeps, and the ids of ``loops`` it must regenerate (those its spatial iter values or
+    kept conjuncts name); or a string saying which conjunct cannot be dropped.
+
+    Example::
+
+        >>> from cuvil_tir.analysis import tree
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
+        >>> path = tree.find_block(f, "C")
+        >>> kept, needed = init_guard(tree.get(f, path), [l for _, l in tree.loops_above(f, path)])
+        >>> kept, len(needed)
+        ([], 2)
+    """
+    ids = {id(l.loop_var) for l in loops}
+    spatial_deps = set()
+    for iv, val in zip(realize.block.iter_vars, realize.iter_values):
+        if iv.kind != "reduce":
+            spatial_deps |= {id(v) for v in used_vars(val)}
+    needed = spatial_deps & ids
+    kept = []
+    for c in conjuncts(realize.predicate):
+        used = {id(v) for v in used_vars(c)}
+        dropped = (used & ids) - needed
+        if not dropped:
+            kept.append(c)
+        elif used & spatial_deps:
+            return (f"its guard {c} couples loops the init does not iterate with the "
+                    "loops of its spatial iter values: the init would write where the "
+                    "block never does (out of bounds)")
+    return kept, needed
+
+
+__all__ = ["reach_blocker", "init_guard"]
