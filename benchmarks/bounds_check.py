@@ -40,7 +40,7 @@ import cuvil_tir as T
 import schedules as S
 import targets
 import cuvil_tir.transform.bounds_check as bc
-from targets.checks import check_sites
+from targets.runtime.checks import check_sites
 
 from run import _tutorial04  # benchmarks/ is on sys.path when run as a script
 

@@ -14,7 +14,7 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 import targets
-from targets.cache.builds import cache_key
+from targets.cache import cache_key
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -169,8 +169,8 @@ def test_a_cache_that_cannot_work_says_off_and_why_and_warns_once(
         tmp_path, monkeypatch, capsys, setting, why):
     """Issue 25: these turned caching off silently while ``cuvil cache info`` said
     "state: on" (and a bad CUVIL_CACHE_MAX_BYTES evicted every entry)."""
-    from cuvil_tir.cli import main
-    monkeypatch.setattr(targets.cache, "_warned", set())
+    from targets.toolkit.cli import main
+    monkeypatch.setattr("cuvil_tir.target.cache._warned", set())
     monkeypatch.delenv("CUVIL_CACHE", raising=False)
     blocker = tmp_path / "blocker"
     blocker.write_text("not a folder")
@@ -192,7 +192,7 @@ def test_a_cache_that_cannot_work_says_off_and_why_and_warns_once(
 
 
 def test_cache_info_says_on_and_off_by_the_switch(cache_dir, monkeypatch, capsys):
-    from cuvil_tir.cli import main
+    from targets.toolkit.cli import main
     main(["cache", "info"])
     assert re.search(r"state: +on\n", capsys.readouterr().out)
     monkeypatch.setenv("CUVIL_CACHE", "off")
@@ -236,8 +236,8 @@ def test_eight_processes_build_overlapping_kernels_at_once(cache_dir):
 
 
 def test_an_edited_compiler_misses(cache_dir, monkeypatch):
-    from targets.cache import builds
+    from cuvil_tir.target.cache import entries
     targets.build(_func())
     assert targets.build(_func()).from_cache
-    monkeypatch.setattr(builds, "code_identity", lambda: "0" * 64)   # Cuvil's code changed
+    monkeypatch.setattr(entries, "code_identity", lambda: "0" * 64)   # Cuvil's code changed
     assert not targets.build(_func()).from_cache
