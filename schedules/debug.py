@@ -39,6 +39,7 @@ from cuvil_tir.arith import Analyzer
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CuvilError
 from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.function import PrimFunc
 from cuvil_tir.transform import verify
 from cuvil_tir.visitor import substitute, used_vars
 
@@ -265,6 +266,9 @@ class DebugChecker:
             raise _NoCheck("an earlier step ended the smaller twin")
         if inst is None:
             raise _NoCheck("the step is not recorded in a trace")
+        if not isinstance(self.origin, PrimFunc):
+            raise _NoCheck("the schedule works on a module of several functions, "
+                           "which has no smaller twin")
         if self.twin is None:
             self.twin = _Twin(self.origin, list(trace))
         else:
