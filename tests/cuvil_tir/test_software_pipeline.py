@@ -116,7 +116,7 @@ def test_cuda_multi_buffered_shared_tiles_are_race_free_and_exact(stages, shared
 
 def test_accelerator_three_versions_of_each_staged_tile_bit_exact():
     sch = schedule_gemm(gemm(128), double=True)
-    ko = sch.get_loops(sch.get_block("C_o"))[2]
+    ko = sch.get_loops(sch.get_block("C_update_o"))[2]
     sch.annotate(ko, "software_pipeline_stage", [0, 0, 2])
     mod = targets.build(sch, "toy-npu", name="gemm3")
     rng = np.random.default_rng(5)
