@@ -190,7 +190,8 @@ def _within(sized, full, doms):
     """The box, each dimension no larger than the buffer's: a dimension whose box is
     not provably at most the buffer's extent keeps the whole dimension.  Bounds of
     indices through a symbolic ``//`` or ``%`` are loose (down to the index type's
-    minimum), and a box taken from them would be a buffer of 2**31 elements.  (A box
+    minimum), and a box taken from them would be a buffer of 2**31 elements, or, once
+    the extent's arithmetic wraps, of a negative size.  (A box
     may reach past the buffer's end, at a boundary tile whose accesses are guarded: its
     accesses are relative to its corner, so only its size matters.)"""
     from ..arith import Analyzer
@@ -199,7 +200,7 @@ def _within(sized, full, doms):
         ana.bind(v, r)
     shape, offset = [], []
     for ext, off, whole in zip(*sized, full):
-        if ana.can_prove(ext <= whole):
+        if ana.can_prove(ext <= whole) and ana.can_prove(1 <= ext):
             shape.append(ext)
             offset.append(off)
         else:
