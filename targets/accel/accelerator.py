@@ -99,8 +99,9 @@ class Accelerator(TargetKind):
             if it.unit not in units:
                 units.append(it.unit)
         self.engines = ("load", "store", *units)
-        self.engine_of = {f"{self.hal}_dma_load": "load", f"{self.hal}_dma_load_pad": "load",
-                          f"{self.hal}_dma_store": "store"}
+        self.engine_of = {f"{self.hal}_dma_{n}": "load" for n in ("load", "load_pad", "fill")}
+        self.engine_of.update({f"{self.hal}_dma_store{n}": "store"
+                               for n in [""] + [f"_{op.name}" for op in dma.store_ops]})
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
         for it in intrinsics:
             TensorIntrin.register(it.name, it.desc, _impl(self, it), override=True)
@@ -144,7 +145,7 @@ class Accelerator(TargetKind):
             return allocate(f, acc)
 
         return [plan_buffer_allocation, lower_blocks, accel_pipeline,
-                hoist_static_allocations, accel_dma, accel_intrinsics, accel_tokens,
+                hoist_static_allocations, simplify, accel_dma, accel_intrinsics, accel_tokens,
                 accel_allocate, flatten_buffers, simplify, verify]
 
     def pipeline(self, target) -> list:
@@ -171,7 +172,7 @@ class Accelerator(TargetKind):
                for it in self.intrinsics]
         return {"kind": self.name, "options": dict(target.options),
                 "memories": [dataclasses.asdict(m) for m in self.memories],
-                "dma": dataclasses.asdict(self.dma), "clock_mhz": self.clock_mhz,
+                "dma": self.dma.describe(), "clock_mhz": self.clock_mhz,
                 "intrinsics": its}
 
     def measure(self, module, args, min_repeat_seconds: float = 0.0) -> tuple:

@@ -77,11 +77,74 @@ class Memory(TargetMemory):
 
 
 @dataclass(frozen=True)
+class DMAOp:
+    """An element-wise operation a DMA store applies on the way out (a Gemmini-style
+    activation on read-out: scale, ReLU, requantize): ``fn`` maps one ``in_dtype``
+    element (a TIR expression) to one ``out_dtype`` element.  A staged copy-out whose
+    value is ``fn(load)`` becomes ``<hal>_dma_store_<name>``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> DMAOp("relu", lambda x: T.max(x, T.const(0, "int32")), "int32", "int32").name
+        'relu'
+        >>> DMAOp("bad", lambda x: x, "int32", "int8")
+        Traceback (most recent call last):
+          ...
+        targets.accel.errors.DescriptionError: [CVL-E170] DMAOp 'bad': fn turns an int32 element into int32, but out_dtype is int8; make fn return int8 (T.cast) or fix out_dtype
+    """
+
+    name: str
+    fn: object
+    in_dtype: str
+    out_dtype: str
+
+    def __post_init__(self):
+        owner = f"DMAOp {self.name!r}"
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise DescriptionError(f"DMAOp: name must be a C identifier, found {self.name!r}")
+        if not callable(self.fn):
+            raise DescriptionError(f"{owner}: fn must be a function of one TIR expression, "
+                                   f"found {self.fn!r}")
+        for what in ("in_dtype", "out_dtype"):
+            try:
+                D.canonical(getattr(self, what))
+            except Exception:
+                raise DescriptionError(f"{owner}: {what} must be a dtype such as 'int32', "
+                                       f"found {getattr(self, what)!r}") from None
+        got = getattr(self.apply(_Probe(self.in_dtype).load), "dtype", None)
+        if got != D.canonical(self.out_dtype):
+            raise DescriptionError(
+                f"{owner}: fn turns an {self.in_dtype} element into {got}, but out_dtype is "
+                f"{self.out_dtype}; make fn return {self.out_dtype} (T.cast) or fix out_dtype")
+
+    def apply(self, x):
+        """``fn(x)``: the value the DMA writes for the element ``x``."""
+        return self.fn(x)
+
+
+class _Probe:
+    """A one-element buffer whose load stands for the element a DMAOp is given."""
+
+    def __init__(self, dtype):
+        from cuvil_tir.buffer import Buffer
+        from cuvil_tir.expr import IntImm
+        self.load = Buffer((1,), dtype, "x")[IntImm(0, "int32")]
+
+
+@dataclass(frozen=True)
 class DMA:
     """The DMA engine: 2-D strided copies moving at most ``width_bits`` per cycle after
-    a fixed ``latency_cycles``; ``padding`` says whether it can fill the rest of a tile
-    with zeros.  A load and a store queue run independently (engines ``load`` and
-    ``store``).
+    a fixed ``latency_cycles``.  A load and a store queue run independently (engines
+    ``load`` and ``store``).  Its modes:
+
+    - ``padding``: it zero-fills the rest of a tile past the edge of host memory, and
+      fills a whole tile with zeros (``<hal>_dma_fill``, Gemmini's move-in from the zero
+      address: an accumulator initialised without a compute instruction);
+    - ``broadcast``: a load may repeat one source row down the tile (source row stride
+      0: a bias preloaded into every row of an accumulator tile);
+    - ``store_ops``: :class:`DMAOp` element-wise operations a store applies on the way
+      out, converting the dtype (activation and requantization on read-out).
 
     Example::
 
@@ -94,6 +157,8 @@ class DMA:
     width_bits: int
     latency_cycles: int
     padding: bool = True
+    broadcast: bool = False
+    store_ops: tuple = ()
 
     def __post_init__(self):
         _positive_int("DMA", "width_bits", self.width_bits)
@@ -103,6 +168,15 @@ class DMA:
         if self.width_bits % 8:
             raise DescriptionError(f"DMA: width_bits={self.width_bits} is not a whole "
                                    "number of bytes; use a multiple of 8")
+        ops = tuple(self.store_ops)
+        object.__setattr__(self, "store_ops", ops)
+        for op in ops:
+            if not isinstance(op, DMAOp):
+                raise DescriptionError(f"DMA: store_ops must be DMAOp objects, found {op!r}")
+        names = [op.name for op in ops]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise DescriptionError(f"DMA: store op(s) {dup} declared twice")
 
     @property
     def width_bytes(self) -> int:
@@ -112,6 +186,21 @@ class DMA:
     def cycles(self, rows: int, row_bytes: int) -> int:
         """Cost of one copy: the latency, then each row in whole beats of the width."""
         return self.latency_cycles + rows * math.ceil(row_bytes / self.width_bytes)
+
+    def describe(self) -> dict:
+        """The DMA as data for a build's key (each store op by what it computes).
+
+        Example::
+
+            >>> DMA(64, 8).describe()["store_ops"]
+            []
+        """
+        from cuvil_tir.printer import to_text
+        return {"width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
+                "padding": self.padding, "broadcast": self.broadcast,
+                "store_ops": [[op.name, op.in_dtype, op.out_dtype,
+                               to_text(op.apply(_Probe(op.in_dtype).load))]
+                              for op in self.store_ops]}
 
 
 @dataclass(frozen=True)
@@ -246,4 +335,4 @@ def check_description(name, memories, dma, intrinsics) -> None:
                     f"more than memory {scope!r} holds ({mem.capacity_bytes} bytes)")
 
 
-__all__ = ["DMA", "Intrinsic", "Memory", "check_description"]
+__all__ = ["DMA", "DMAOp", "Intrinsic", "Memory", "check_description"]

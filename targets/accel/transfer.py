@@ -16,6 +16,11 @@ bytes only (computed at run time), and the zero-filling copy ``pad_einsum`` leav
 ``<hal>_dma_load_pad(dst, src, rows, row_bytes, valid_rows, valid_row_bytes,
 dst_stride, src_stride)``, which fills the rest of the tile with zeros, so the
 intrinsics always see whole tiles.  Only a DMA described with ``padding=True`` pads.
+The DMA's other modes (:mod:`~targets.accel.copy_nest`): a nest storing zeros is
+``<hal>_dma_fill(dst, rows, row_bytes, dst_stride)``; a load whose source does not
+move with the row loop repeats that row (``broadcast=True``, source stride 0); a
+store of ``op.fn(src[...])`` is ``<hal>_dma_store_<op>(dst, src, rows, cols,
+dst_stride, src_stride)`` (counts in elements: the dtypes differ).
 
 Example::
 
@@ -35,12 +40,12 @@ from __future__ import annotations
 
 from cuvil_tir import dtype as D
 from cuvil_tir import ops
-from cuvil_tir.expr import LE, LT, BufferLoad, FloatImm, IntImm, const
-from cuvil_tir.op import (call_extern, conjuncts, if_then_else, maximum as max_,
-                          minimum as min_)
-from cuvil_tir.stmt import BufferRegion, BufferStore, Evaluate, For, IfThenElse, Range
+from cuvil_tir.expr import BufferLoad, IntImm
+from cuvil_tir.op import call_extern
+from cuvil_tir.stmt import BufferRegion, BufferStore, Evaluate, For, Range
 from cuvil_tir.visitor import Mutator, substitute, used_vars
 
+from .copy_nest import copy_nest, valid_part
 from .errors import AccelLoweringError
 
 
@@ -68,164 +73,160 @@ def _dim_of(indices, var):
     return hit
 
 
-def _copy_nest(s):
-    """``(loops, store, guard, padded)`` of a copy nest, else None: ``guard`` is the
-    condition of an ``if`` around the store or of the ``if_then_else`` a padded load
-    (``padded``) takes its value from."""
-    loops, body = [], s
-    while isinstance(body, For):
-        loops.append(body)
-        body = body.body
-    guard, padded = None, False
-    if isinstance(body, IfThenElse) and body.else_case is None:
-        guard, body = body.condition, body.then_case
-    if not isinstance(body, BufferStore):
-        return None
-    v = body.value
-    if guard is None and ops.branches(v) is not None and \
-            isinstance(v.args[1], BufferLoad) and _is_zero(v.args[2]):
-        guard, padded = v.args[0], True
-        body = BufferStore(body.buffer, v.args[1], body.indices)
-    if not isinstance(body.value, BufferLoad):
-        return None
-    return loops, body, guard, padded
-
-
-def _is_zero(e) -> bool:
-    return isinstance(e, (IntImm, FloatImm)) and e.value == 0
-
-
-def _valid(guard, row, col, rows, cols, where):
-    """``(valid rows, valid columns)`` of a tile under ``guard`` (conjunction of
-    upper bounds ``affine < n`` on the row or column loop, or of outer conditions)."""
-    from cuvil_tir.arith.affine import from_linear_form as from_linear, linear_form as linear
-    vr, vc = const(rows, "int32"), const(cols, "int32")
-    for c in conjuncts(guard):
-        lin = None
-        if isinstance(c, (LT, LE)):
-            a, b = linear(c.a), linear(c.b)
-            if a is not None and b is not None:
-                terms = dict(a[0])
-                for k, (v, x) in b[0].items():
-                    terms[k] = (v, terms.get(k, (v, 0))[1] - x)
-                lin = ({k: t for k, t in terms.items() if t[1]},
-                       a[1] - b[1] - (1 if isinstance(c, LE) else 0))
-        inner = [] if lin is None else [(v, x) for v, x in lin[0].values()
-                                        if row is not None and v is row.loop_var
-                                        or v is col.loop_var]
-        if lin is None or len(inner) > 1 or (inner and inner[0][1] != 1):
-            raise AccelLoweringError(
-                f"DMA: {where} is guarded by {c}, which is not an upper bound "
-                "'row/column + offset < n' on one of the copy's two inner loops; the DMA "
-                "moves whole rectangles (pad the computation with pad_einsum)")
-        rest = {k: t for k, t in lin[0].items() if not inner or t[0] is not inner[0][0]}
-        bound = -from_linear(rest, lin[1], "int32") if rest or lin[1] else const(0, "int32")
-        if not inner:       # an outer condition: the whole tile or nothing
-            vr = if_then_else(c, vr, const(0, "int32"))
-        elif row is not None and inner[0][0] is row.loop_var:
-            vr = min_(vr, max_(bound - row.min, const(0, "int32")))
-        else:
-            vc = min_(vc, max_(bound - col.min, const(0, "int32")))
-    return vr, vc
-
-
 class _ToDMA(Mutator):
     def __init__(self, acc):
         self.acc = acc
         self.scopes = {m.scope: m for m in acc.memories_only}
 
     def visit_For(self, s):
-        nest = _copy_nest(s)
+        nest = copy_nest(s, self.acc.dma)
         if nest is None:
             return Mutator.generic_visit(self, s)
-        loops, st, guard, padded = nest
-        dst, src = st.buffer, st.value.buffer
-        dst_acc, src_acc = dst.scope in self.scopes, src.scope in self.scopes
-        if dst_acc == src_acc:
+        dst_acc = nest.store.buffer.scope in self.scopes
+        if nest.fill:
+            return self.fill(nest) if dst_acc else Mutator.generic_visit(self, s)
+        if dst_acc == (nest.load.buffer.scope in self.scopes):
             return Mutator.generic_visit(self, s)
-        return self.transfer(loops, st, dst_acc, guard, padded)
+        return self.transfer(nest, dst_acc)
 
-    def transfer(self, loops, st, load: bool, guard=None, padded=False):
-        dst, src = st.buffer, st.value.buffer
-        side = dst if load else src
-        mem = self.scopes[side.scope]
+    def _inner(self, loops, where):
         inner = loops[-2:] if len(loops) >= 2 else loops[-1:]
-        where = f"the copy {src.name} -> {dst.name}"
-        if src.dtype != dst.dtype:
-            raise AccelLoweringError(f"DMA: {where} converts {src.dtype} to {dst.dtype}; "
-                                     "a DMA copies bytes: stage the same dtype")
         for f in inner:
             if not (isinstance(f.extent, IntImm) and isinstance(f.min, IntImm)):
                 raise AccelLoweringError(f"DMA: {where} has loop {f.loop_var.name} of "
                                          f"non-constant extent {f.extent}; tile it so the "
                                          "staged copy has a fixed size")
-        col, row = inner[-1], (inner[0] if len(inner) == 2 else None)
+        return inner, inner[-1], (inner[0] if len(inner) == 2 else None)
+
+    def _check_rows(self, mem, where, row_bytes, rows, stride, item, dtype):
+        w = mem.width_bytes
+        if row_bytes % w or (rows > 1 and stride % w):
+            raise AccelLoweringError(
+                f"DMA: {where}: a row of {row_bytes} bytes (stride {stride} bytes) "
+                f"in memory '{mem.scope}' does not fit its access width of {w} bytes; make "
+                f"the staged tile's rows a multiple of {w // item} {dtype} elements")
+
+    def fill(self, nest):
+        """A tile of zeros written by the DMA (``<hal>_dma_fill``)."""
+        st, dst = nest.store, nest.store.buffer
+        where = f"the zero fill of {dst.name}"
+        if not self.acc.dma.padding:
+            raise AccelLoweringError(
+                f"DMA: {where}: the DMA of accelerator '{self.acc.name}' cannot write "
+                "zeros; describe it with DMA(..., padding=True) if the hardware "
+                "zero-fills, or tensorize the initialisation with a zero intrinsic")
+        inner, col, row = self._inner(nest.loops, where)
+        if _dim_of(st.indices, col.loop_var) != len(dst.shape) - 1 or (
+                row is not None and _dim_of(st.indices, row.loop_var) is None):
+            return Mutator.generic_visit(self, nest.loops[0])
+        item = D.itemsize(dst.dtype)
+        rows = row.extent.value if row is not None else 1
+        row_bytes = col.extent.value * item
+        rd = _dim_of(st.indices, row.loop_var) if row is not None else None
+        stride = (row_strides(dst)[rd] if rd is not None else 0) * item
+        self._check_rows(self.scopes[dst.scope], where, row_bytes, rows, stride, item,
+                         dst.dtype)
+        call = call_extern("int32", f"{self.acc.hal}_dma_fill",
+                           _region(dst, st.indices, inner, col), rows, row_bytes, stride,
+                           effect="writes:0")
+        return _outer(nest.loops, inner, Evaluate(call))
+
+    def transfer(self, nest, load: bool):
+        st, ld, op = nest.store, nest.load, nest.op
+        dst, src = st.buffer, ld.buffer
+        side = dst if load else src
+        mem = self.scopes[side.scope]
+        where = f"the copy {src.name} -> {dst.name}"
+        if op is not None and load:
+            raise AccelLoweringError(
+                f"DMA: {where} applies {op.name!r} on the way in; the DMA applies its "
+                "store_ops on the way out only: compute it on the device")
+        if op is None and src.dtype != dst.dtype:
+            raise AccelLoweringError(f"DMA: {where} converts {src.dtype} to {dst.dtype}; "
+                                     "a DMA copies bytes: stage the same dtype, or "
+                                     "describe a DMAOp that converts on the way out")
+        if op is not None and (src.dtype, dst.dtype) != (op.in_dtype, op.out_dtype):
+            raise AccelLoweringError(
+                f"DMA: {where} is {src.dtype} -> {dst.dtype}, but store op {op.name!r} "
+                f"is {op.in_dtype} -> {op.out_dtype}")
+        inner, col, row = self._inner(nest.loops, where)
+        broadcast = load and self.acc.dma.broadcast
         dims = {}
-        for buf, idx in ((dst, st.indices), (src, st.value.indices)):
+        for buf, idx in ((dst, st.indices), (src, ld.indices)):
             cd = _dim_of(idx, col.loop_var)
             rd = _dim_of(idx, row.loop_var) if row is not None else None
-            if cd != len(buf.shape) - 1 or (row is not None and rd is None):
+            if cd != len(buf.shape) - 1 or (row is not None and rd is None and
+                                             not (broadcast and buf is src)):
                 raise AccelLoweringError(
                     f"DMA: {where} is not a 2-D strided transfer (the innermost copy loop "
                     f"must run along the last dimension of both buffers, {buf.name} is "
                     f"indexed [{', '.join(map(str, idx))}]); reorder or transform the "
-                    "staged layout")
+                    "staged layout" +
+                    ("; a source row repeated down the tile needs DMA(broadcast=True)"
+                     if row is not None and rd is None and cd == len(buf.shape) - 1 and load
+                     else ""))
             dims[id(buf)] = rd
-        item = D.itemsize(dst.dtype)
         rows = row.extent.value if row is not None else 1
-        row_bytes = col.extent.value * item
+        cols = col.extent.value
         strides = {}
         for buf in (dst, src):
             rd = dims[id(buf)]
-            strides[id(buf)] = (row_strides(buf)[rd] if rd is not None else 0) * item
-        w = mem.width_bytes
-        side_stride = strides[id(side)]
-        if row_bytes % w or (rows > 1 and side_stride % w):
-            raise AccelLoweringError(
-                f"DMA: {where}: a row of {row_bytes} bytes (stride {side_stride} bytes) "
-                f"in memory '{mem.scope}' does not fit its access width of {w} bytes; make "
-                f"the staged tile's rows a multiple of {w // item} {dst.dtype} elements")
-        zero = {f.loop_var: f.min for f in inner}
-
-        def region(buf, idx):
-            first = [substitute(e, zero) for e in idx]
-            ext = [IntImm(1, "int32")] * len(idx)
-            ext[-1] = col.extent
-            return BufferRegion(buf, tuple(Range(m, e) for m, e in zip(first, ext)))
-
-        first = region(side, st.indices if load else st.value.indices)
+            strides[id(buf)] = (row_strides(buf)[rd] if rd is not None else 0) * \
+                D.itemsize(buf.dtype)
+        item = D.itemsize(side.dtype)
+        self._check_rows(mem, where, cols * item, rows, strides[id(side)], item, side.dtype)
+        first = _region(side, st.indices if load else ld.indices, inner, col)
         lead = first.region[-1].min
-        if isinstance(lead, IntImm) and (lead.value * item) % w:
+        if isinstance(lead, IntImm) and (lead.value * item) % mem.width_bytes:
             raise AccelLoweringError(
                 f"DMA: {where} starts {lead.value * item} bytes into a row of memory "
-                f"'{mem.scope}', not aligned to its access width of {w} bytes")
+                f"'{mem.scope}', not aligned to its access width of {mem.width_bytes} bytes")
         name = f"{self.acc.hal}_dma_{'load' if load else 'store'}"
-        moved = [rows, row_bytes]
-        if guard is not None:
-            vr, vc = _valid(guard, row, col, rows, col.extent.value, where)
-            moved = [vr, vc * item]
-        if padded:
-            if not load:
-                raise AccelLoweringError(f"DMA: {where} stores zeros past the edge of host "
-                                         "memory; only a load pads")
-            if not self.acc.dma.padding:
-                raise AccelLoweringError(
-                    f"DMA: {where} zero-fills the part of the tile past the edge of "
-                    f"'{src.name}' (a padded computation, pad_einsum), but the DMA of "
-                    f"accelerator '{self.acc.name}' cannot pad; describe it with "
-                    "DMA(..., padding=True) if the hardware zero-fills, or use sizes that "
-                    "are multiples of the tile")
+        # a plain copy counts bytes, a converting one elements (two dtypes)
+        unit = 1 if op is not None else D.itemsize(dst.dtype)
+        moved = [rows, cols * unit]
+        if nest.guard is not None:
+            vr, vc = valid_part(nest.guard, row, col, rows, cols, where)
+            moved = [vr, vc * unit]
+        if nest.padded:
+            self._check_pad(where, src, load)
             name += "_pad"
-            moved = [rows, row_bytes] + moved
+            moved = [rows, cols * unit] + moved
+        if op is not None:
+            name += f"_{op.name}"
         # a DMA writes its destination and only reads its source (a read-only
         # input array is fine)
-        call = call_extern("int32", name, region(dst, st.indices),
-                           region(src, st.value.indices), *moved,
+        call = call_extern("int32", name, _region(dst, st.indices, inner, col),
+                           _region(src, ld.indices, inner, col), *moved,
                            strides[id(dst)], strides[id(src)], effect="writes:0")
-        body = Evaluate(call)
-        for f in loops[:len(loops) - len(inner)][::-1]:
-            body = For(f.loop_var, f.min, f.extent, f.kind, body, f.thread_tag, f.annotations)
-        return body
+        return _outer(nest.loops, inner, Evaluate(call))
+
+    def _check_pad(self, where, src, load):
+        if not load:
+            raise AccelLoweringError(f"DMA: {where} stores zeros past the edge of host "
+                                     "memory; only a load pads")
+        if not self.acc.dma.padding:
+            raise AccelLoweringError(
+                f"DMA: {where} zero-fills the part of the tile past the edge of "
+                f"'{src.name}' (a padded computation, pad_einsum), but the DMA of "
+                f"accelerator '{self.acc.name}' cannot pad; describe it with "
+                "DMA(..., padding=True) if the hardware zero-fills, or use sizes that "
+                "are multiples of the tile")
+
+
+def _region(buf, idx, inner, col):
+    """The first row of the tile a copy touches in ``buf`` (its inner loops at 0)."""
+    first = [substitute(e, {f.loop_var: f.min for f in inner}) for e in idx]
+    ext = [IntImm(1, "int32")] * len(idx)
+    ext[-1] = col.extent
+    return BufferRegion(buf, tuple(Range(m, e) for m, e in zip(first, ext)))
+
+
+def _outer(loops, inner, body):
+    """``body`` under the copy's loops outside its two inner ones."""
+    for f in loops[:len(loops) - len(inner)][::-1]:
+        body = For(f.loop_var, f.min, f.extent, f.kind, body, f.thread_tag, f.annotations)
+    return body
 
 
 def dma_transfers(func, acc):

@@ -114,9 +114,25 @@ def test_intrinsic_shape_mismatch_names_it():
 
 
 def test_untensorized_block_touching_scratchpad():
-    sch = schedule_gemm(gemm(64), zero=None)
-    with pytest.raises(AccelLoweringError, match="is written element by element by the host"):
+    sch = S.Schedule(gemm(16))
+    blk = sch.get_block("C")
+    for k, scope in enumerate(("npu.inp", "npu.wgt")):
+        sch.cache_read(blk, k, scope)
+    sch.cache_write(blk, 0, "npu.acc")
+    with pytest.raises(AccelLoweringError, match=r"is (read|written) element by element by "
+                                                 r"the host"):
         targets.build(sch, "toy-npu")
+
+
+def test_accumulator_zeroed_by_the_dma_without_a_zero_intrinsic():
+    """A DMA that pads also fills a tile with zeros (``<hal>_dma_fill``)."""
+    mod = targets.build(schedule_gemm(gemm(64), tile=32, zero=None), "toy-npu", name="g")
+    assert "toy_npu_dma_fill(" in mod.get_source("c")
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(-128, 128, (64, 64)).astype("int8") for _ in range(2))
+    c = np.full((64, 64), 7, "int32")
+    mod(a, b, c)
+    np.testing.assert_array_equal(c, a.astype("int32") @ b.astype("int32"))
 
 
 def test_tile_needing_more_banks_than_exist():
