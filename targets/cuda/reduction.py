@@ -37,7 +37,7 @@ from __future__ import annotations
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.expr import Call, EQ, FloorDiv, FloorMod, IntImm, LT, Var
-from cuvil_tir.op import if_then_else, max_value, min_value
+from cuvil_tir.op import if_then_else, reduce_identity
 from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import (Allocate, BlockRealize, BufferStore, For, IfThenElse, seq)
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
@@ -45,23 +45,18 @@ from schedules.analysis import reduction_block
 from schedules.primitives.reduction import combine, reducer_of
 
 WARP = 32
-_IDENTITY = {"sum": 0, "prod": 1}
 
 
 def identity_of(combiner: str, dtype: str):
-    """The identity element of ``combiner`` in ``dtype``.
+    """The identity element of ``combiner`` in ``dtype`` (the one rule of every target:
+    :func:`cuvil_tir.op.reduce_identity`).
 
     Example::
 
         >>> identity_of("sum", "float32").value
         0.0
     """
-    if combiner == "max":
-        return min_value(dtype)
-    if combiner == "min":
-        return max_value(dtype)
-    from cuvil_tir.expr import const
-    return const(_IDENTITY[combiner], dtype)
+    return reduce_identity(combiner, dtype)
 
 
 def warp_reduce(combiner: str, value, width: int):
