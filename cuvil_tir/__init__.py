@@ -24,7 +24,7 @@ from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Eva
                    For, IfThenElse, IterVar, LetStmt, Range, SeqStmt, Stmt, seq)
 from .stmt import AssertStmt, assert_
 from .function import PrimFunc
-from .ir_module import IRModule, parallel_launch
+from .ir_module import IRModule, device_launch, parallel_launch
 from .op import (abs, all, any, bitwise_and, bitwise_not, bitwise_or, bitwise_xor,
                  call_extern, ceil, cos, erf, exp, exp2, floor, floordiv,
                  floormod, fma, if_then_else, infinity, log, log2, log10, logical_not, max_value,

@@ -8,7 +8,10 @@ the module attribute ``entry`` names the function a caller runs.
 The host reaches a task through ``T.parallel_launch("main_par0", lo, extent, A, B, n)``:
 run ``main_par0(A, B, n, i)`` for every ``i`` in ``[lo, lo + extent)``, in any order
 and concurrently.  A task's parameters are the launch's arguments then the iteration
-index; its buffers never overlap another buffer argument.
+index; its buffers never overlap another buffer argument.  It reaches a device kernel
+through ``T.device_launch("main_kernel0", {"blockIdx.x": g, "threadIdx.x": 128}, A, n)``:
+run the kernel over that grid of blocks and threads (axes a target declares, extents
+in the host's values) with the arguments ``A, n``.
 
 Example::
 
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from . import dtype as D
 from .errors import CodegenError, DTypeError, LoweringError
-from .expr import Call, StringImm, as_expr
+from .expr import Call, IntImm, StringImm, as_expr
 from .function import PrimFunc
 from .node import Node, node
 from .op import call_args
@@ -39,6 +42,8 @@ CONV_ATTR = "calling_conv"
 _FUNC_ONLY = ("body", "params", "buffers", "buffer_map", "with_body", "with_attr")
 #: the op of ``T.parallel_launch``
 LAUNCH_OP = "parallel_launch"
+#: the op of ``T.device_launch``
+DEVICE_LAUNCH_OP = "device_launch"
 
 
 def calling_conv(func: PrimFunc) -> str:
@@ -292,6 +297,74 @@ def parallel_launch(task: str, lo, extent, *args) -> Call:
             raise DTypeError(f"T.parallel_launch({task!r}): argument {k} must be a whole "
                              f"buffer, found a region of {a.buffer.name}")
     return Call("int32", LAUNCH_OP, (StringImm(task), lo, extent, *vals))
+
+
+def device_launch(kernel: str, dims: dict, *args) -> Call:
+    """Run the module's ``device_kernel`` function ``kernel`` over the launch
+    dimensions ``dims`` (``{axis: extent}``, such as ``{"blockIdx.x": g,
+    "threadIdx.x": 128}``; axes left out are 1) with ``args`` (whole buffers or
+    scalar expressions, the kernel's parameters in order); a statement through
+    ``T.evaluate``.  Returns a status (int32): non-zero when the launch failed.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((8,), "float32", "A")
+        >>> n = T.size_var("n")
+        >>> print(T.device_launch("k", {"blockIdx.x": (n + 7) // 8, "threadIdx.x": 8}, A, n))
+        T.device_launch("k", {"blockIdx.x": (n + 7) // 8, "threadIdx.x": 8}, A, n)
+    """
+    who = f"T.device_launch({kernel!r})"
+    if not isinstance(kernel, str) or not kernel.isidentifier():
+        raise DTypeError(f"T.device_launch: the kernel name must be an identifier, "
+                         f"found {kernel!r}")
+    if not isinstance(dims, dict):
+        raise DTypeError(f"{who}: the launch dimensions are a dict {{axis: extent}}, "
+                         f"found {type(dims).__name__}")
+    pairs = []
+    for axis, extent in dims.items():
+        extent = as_expr(extent)
+        if not isinstance(axis, str) or not D.is_int(extent.dtype) or D.lanes(extent.dtype) != 1:
+            raise DTypeError(f"{who}: each launch dimension is an axis name and a scalar "
+                             f"integer extent, found {axis!r}: {extent.dtype}")
+        pairs += [StringImm(axis), extent]
+    vals = call_args(who, args)
+    for k, a in enumerate(vals):
+        if isinstance(a, BufferRegion) and not is_whole(a):
+            raise DTypeError(f"{who}: argument {k} must be a whole buffer, found a "
+                             f"region of {a.buffer.name}")
+    return Call("int32", DEVICE_LAUNCH_OP, (StringImm(kernel), IntImm(len(dims), "int32"),
+                                            *pairs, *vals))
+
+
+def device_launch_parts(call: Call) -> tuple:
+    """``(kernel name, {axis: extent}, args)`` of a ``T.device_launch`` call; buffer
+    arguments come back as buffers.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> name, dims, args = device_launch_parts(T.device_launch("k", {"threadIdx.x": 4}))
+        >>> name, dims["threadIdx.x"].value, args
+        ('k', 4, ())
+    """
+    name, count, *rest = call.args
+    n = 2 * count.value
+    dims = {rest[k].value: rest[k + 1] for k in range(0, n, 2)}
+    return (name.value, dims,
+            tuple(a.buffer if isinstance(a, BufferRegion) else a for a in rest[n:]))
+
+
+def is_device_launch(e) -> bool:
+    """True for a ``T.device_launch`` call.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> is_device_launch(T.device_launch("k", {})), is_device_launch(T.const(0))
+        (True, False)
+    """
+    return isinstance(e, Call) and e.op == DEVICE_LAUNCH_OP
 
 
 def is_whole(region: BufferRegion) -> bool:

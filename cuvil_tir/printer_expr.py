@@ -30,7 +30,9 @@ from .stmt import BufferRegion, IterVar, Range
 
 #: intrinsics printed as ``T.<op>(args)``, with their arity: the built-in ops of the
 #: op registry (:mod:`cuvil_tir.ops`)
-INTRIN_ARITY = {n: ops.get_op(n).arity for n in ops.list_ops() if ops.get_op(n).arity >= 0}
+#: ops printed as ``T.<op>(...)`` (collective GPU ops have no builder: ``T.call_intrin``)
+INTRIN_ARITY = {n: ops.get_op(n).arity for n in ops.list_ops()
+                if ops.get_op(n).arity >= 0 and ops.get_op(n).collective is None}
 _RESERVED = set(keyword.kwlist) | {"T", "True", "False", "None"}
 _INFIX = {Add: ("+", 9), Sub: ("-", 9), Mul: ("*", 10), FloorDiv: ("//", 10),
           FloorMod: ("%", 10)}
@@ -248,6 +250,18 @@ class ExprPrinter:
                 return self.call("T." + e.op, *args)
         return self.call("T.call_intrin", json.dumps(e.dtype), json.dumps(e.op), *args)
 
+    def device_launch(self, e: Call) -> str | None:
+        """``T.device_launch("k", {"blockIdx.x": g, ...}, A, n)``."""
+        if len(e.args) < 2 or not isinstance(e.args[1], IntImm):
+            return None
+        n = 2 * e.args[1].value
+        pairs = e.args[2:2 + n]
+        dims = ", ".join(f"{json.dumps(pairs[k].value)}: {self.expr(pairs[k + 1])}"
+                         for k in range(0, n, 2))
+        return self.call("T.device_launch", self.expr(e.args[0]), "{" + dims + "}", *(
+            self.name(a.buffer) if isinstance(a, BufferRegion) else self.expr(a)
+            for a in e.args[2 + n:]))
+
     def assume(self, e: Call) -> str | None:
         """``T.assume(cond)``."""
         return self.call("T.assume", self.expr(e.args[0])) if len(e.args) == 1 else None
@@ -346,4 +360,5 @@ ops.register_backend("tir")
 ops.register_spellings("tir", {"call_extern": ExprPrinter.call_extern,
                                "access_ptr": ExprPrinter.access_ptr,
                                "assume": ExprPrinter.assume,
-                               "parallel_launch": ExprPrinter.parallel_launch})
+                               "parallel_launch": ExprPrinter.parallel_launch,
+                               "device_launch": ExprPrinter.device_launch})

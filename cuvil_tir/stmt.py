@@ -23,6 +23,7 @@ from . import dtype as D
 from .errors import DTypeError, LoweringError, ShapeError
 from .expr import Expr, IntImm, Var, as_expr
 from .node import Node, node
+from .thread_axes import is_thread_axis, tags
 
 
 class Stmt(Node):
@@ -39,8 +40,6 @@ class Stmt(Node):
 
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
 ITER_KINDS = ("spatial", "reduce", "scan", "opaque")
-THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
-               "threadIdx.z", "vthread.x", "vthread.y", "vthread.z")
 
 
 def _annotations(ann) -> tuple:
@@ -188,7 +187,8 @@ class For(Stmt):
     """A loop ``for loop_var in range(min, min + extent)`` of a given kind.
 
     ``kind`` is one of ``serial parallel vectorized unrolled thread_binding``; a
-    ``thread_binding`` loop names its ``thread_tag`` (``"threadIdx.x"`` …).
+    ``thread_binding`` loop names its ``thread_tag``, an axis of
+    :mod:`cuvil_tir.thread_axes` (``"threadIdx.x"`` …).
 
     Example::
 
@@ -208,9 +208,9 @@ class For(Stmt):
     def __post_init__(self):
         if self.kind not in FOR_KINDS:
             raise LoweringError(f"For kind must be one of {FOR_KINDS}, found {self.kind!r}")
-        if self.kind == "thread_binding" and self.thread_tag not in THREAD_TAGS:
-            raise LoweringError(f"thread_binding loop needs a thread tag in {THREAD_TAGS}, "
-                                f"found {self.thread_tag!r}")
+        if self.kind == "thread_binding" and not is_thread_axis(self.thread_tag):
+            raise LoweringError(f"thread_binding loop needs a registered thread axis "
+                                f"({', '.join(tags())}), found {self.thread_tag!r}")
         object.__setattr__(self, "annotations", _annotations(self.annotations))
 
     __hash__ = Node.__hash__

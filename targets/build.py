@@ -20,7 +20,7 @@ from cuvil_tir.errors import CodegenError, TargetError
 from cuvil_tir import transform
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.ir_module import IRModule, single_function
-from cuvil_tir.transform.outline_parallel import inline_parallel_tasks
+from cuvil_tir.transform.inline import inline_launches
 
 from . import cache
 from .cache.builds import cache_key, cacheable, entry_of, module_of
@@ -110,7 +110,7 @@ def _compile(func, target, kind, name, exporting: bool = False) -> Module:
     lowered = lower_for(func, target)
     user_func = _source(func)
     # the signature sees every store of the lowered code, the tasks' included
-    sig = Signature.from_func(user_func, inline_parallel_tasks(lowered), name)
+    sig = Signature.from_func(user_func, inline_launches(lowered), name)
     lowered = lowered.with_entry(lowered.entry.with_attr("global_symbol", name)
                                  .with_attr("cuvil.size_vars", sig.size_vars))
     try:

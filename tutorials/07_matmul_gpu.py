@@ -9,8 +9,10 @@ Run:  python tutorials/07_matmul_gpu.py
    ``shared`` memory by all threads together, 16 bytes per copy (``vectorize``),
    in two stages (``annotate(ko, "double_buffer", 1)``), then read by every thread.
 3. **Build** for ``Target("cuda")``: the lowering places and sizes the shared and
-   local buffers, splits host from kernel and inserts every ``__syncthreads()`` the
-   shared buffers need; print the CUDA C.
+   local buffers, outlines the kernel into a ``device_kernel`` function launched by
+   the host function (real IR: its grid and block are expressions) and inserts every
+   ``__syncthreads()`` the shared buffers need; print the CUDA C, and the host
+   program, C compiled by the system C compiler, run here with a recording launcher.
 4. **Check through the interpreter** with GPU semantics (every thread of every block,
    barriers as phase boundaries) and race checking, against numpy; then remove the
    barriers and watch the race checker catch it.
@@ -56,6 +58,8 @@ def main():
     src = mod.get_source("cuda")
     kernel = src[src.index('extern "C"'):]
     print("== CUDA C of the kernel\n" + kernel)
+    host = mod.get_source("host")
+    print("== the host program (C)\n" + host[host.index("int32_t sgemm("):])
     print("launch (kernel, grid, block, dynamic shared bytes):", mod.runtime.launch_plan())
 
     rng = np.random.default_rng(0)
@@ -67,8 +71,8 @@ def main():
     print(f"== interpreter, GPU semantics, race checking on: max |C - A@B| = {err:.2e}")
     assert err < 1e-4
 
-    host = mod.lowered.entry     # the module's host function, kernels inside
-    broken = host.with_body(DropBarriers().visit(host.body))
+    # every function of the module: the host and its kernel
+    broken = mod.lowered.map_functions(lambda f: f.with_body(DropBarriers().visit(f.body)))
     try:
         T.interpret(broken, a, b, np.zeros((m, n), "float32"), check_races=True)
     except T.RaceError as race:

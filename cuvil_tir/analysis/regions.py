@@ -31,6 +31,7 @@ from ..op import maximum, minimum
 from ..stmt import Block, BlockRealize, BufferRegion, Range
 from ..visitor import substitute, used_vars
 
+from .. import thread_axes
 from . import tree
 
 
@@ -254,19 +255,24 @@ def inner_loops(func: PrimFunc, loop_path: tuple, block_path: tuple) -> list:
 
 
 def shared_by_threads(scope: str) -> tuple:
-    """The thread tags (prefixes) whose loops all share one buffer of ``scope``: a
-    ``shared`` buffer is one per thread block, so every ``threadIdx``/``vthread``
-    iteration uses the same allocation; a ``warp`` buffer is one per warp, shared by
-    its lanes (``threadIdx.x``; ``threadIdx.y`` tells warps apart); ``local`` is one per
-    thread (nothing is shared); ``global`` is not relaxed by threads (as in TensorIR).
+    """The thread tags whose loops all share one buffer of ``scope``: a ``shared``
+    buffer is one per thread block, so every iteration of a ``thread`` or ``virtual``
+    axis (:mod:`cuvil_tir.thread_axes`) uses the same allocation; a ``warp`` buffer is
+    one per warp, shared by its lanes (the ``thread`` axis of dimension 0; the others
+    tell warps apart); ``local`` is one per thread (nothing is shared); ``global`` is
+    not relaxed by threads (as in TensorIR).
 
     Example::
 
-        >>> shared_by_threads("shared"), shared_by_threads("local")
-        (('threadIdx', 'vthread'), ())
+        >>> shared_by_threads("shared")[:4], shared_by_threads("local")
+        (('threadIdx.x', 'threadIdx.y', 'threadIdx.z', 'vthread.x'), ())
     """
     base = scope.split(".")[0] if scope else "global"
-    return {"shared": ("threadIdx", "vthread"), "warp": ("threadIdx.x",)}.get(base, ())
+    if base == "shared":
+        return thread_axes.tags("thread") + thread_axes.tags("virtual")
+    if base == "warp":
+        return (thread_axes.launch_index("thread", 0),)
+    return ()
 
 
 def thread_relaxed_loops(func: PrimFunc, loop_path: tuple, scope: str) -> dict:

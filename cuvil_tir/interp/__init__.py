@@ -58,8 +58,8 @@ def interpret(func, *arrays, check_races: bool = False) -> None:
     """
     if isinstance(func, IRModule):
         # a module runs its entry; a parallel launch runs as the loop it came from
-        from ..transform.outline_parallel import inline_parallel_tasks
-        func = inline_parallel_tasks(func)
+        from ..transform.inline import inline_launches
+        func = inline_launches(func)
     if not isinstance(func, PrimFunc):
         raise DTypeError(f"interpret: expected a PrimFunc or an IRModule, found "
                          f"{type(func).__name__}; build one with T.create_prim_func or "

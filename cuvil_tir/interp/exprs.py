@@ -273,6 +273,15 @@ def as_index(x):
 
 
 def _reference_rule(op):
+    # a GPU op outside a kernel: a block barrier orders nothing in one thread; any other
+    # collective needs the threads the GPU semantics (cuvil_tir.interp.gpu) run
+    if op.collective == "block":
+        return lambda self, e: lambda: 0
+    if op.collective is not None:
+        return ops.Unsupported(
+            f"{op.name} runs across the lanes of a {op.collective} together; the "
+            "interpreter runs it only inside a kernel (under a loop bound to a thread "
+            "axis), where every lane takes part", LoweringError)
     # an op with reference semantics is computed by them: the interpreter's default
     if op.reference is not None or op.int_reference is not None:
         return ExprCompiler._reference
@@ -293,5 +302,9 @@ ops.register_spellings("interp", {
     "parallel_launch": ops.Unsupported(
         "T.parallel_launch runs a task of its module: interpret the IRModule (which runs "
         "each launch as the loop it came from), not its host function alone",
+        LoweringError),
+    "device_launch": ops.Unsupported(
+        "T.device_launch runs a kernel of its module: interpret the IRModule (which runs "
+        "each launch as the kernel's thread loops), not its host function alone",
         LoweringError),
 })

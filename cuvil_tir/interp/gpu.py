@@ -40,10 +40,13 @@ import numpy as np
 
 from ..errors import LoweringError, RaceError
 from ..expr import Call
+from ..ops import get_op
+from ..ops.gpu import collective, tiles_of, warp_combiner
 from ..printer import to_text
 from ..stmt import Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt
-from ..transform.gpu_sync import SYNC_OP, is_barrier
-from ..transform.gpu_threads import BLOCK_TAGS, THREAD_TAGS, is_thread_loop, thread_loops
+from ..transform.gpu_sync import is_barrier
+from ..thread_axes import thread_axis
+from ..transform.gpu_threads import is_thread_loop, launch_shape, thread_loops
 from ..visitor import post_order_visit
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
@@ -70,17 +73,17 @@ class _Block:
 
     def __init__(self, check: bool):
         self.check = check
-        self.block = {}
+        self.block = (0, 0, 0)       # the block's (x, y, z)
         self.threads: list = []      # (x, y, z) per thread
-        self.index: dict = {}        # the current thread's {tag: value}
+        self.thread = (0, 0, 0)      # the current thread's
         self.ctxs: list = []         # per thread: {("e"|"b", slot): value}
         self.cur = 0
         self.logs: dict = {}
         self.warp_vals: list = []
 
-    def start(self, block: dict, dims: dict):
+    def start(self, block: tuple, dims: tuple):
         self.block = block
-        self.threads = list(itertools.product(*(range(dims[t]) for t in reversed(THREAD_TAGS))))
+        self.threads = list(itertools.product(*(range(n) for n in reversed(dims))))
         self.threads = [t[::-1] for t in self.threads]
         self.ctxs = [{} for _ in self.threads]
         self.logs = {}
@@ -88,8 +91,11 @@ class _Block:
 
     def set_thread(self, t: int):
         self.cur = t
-        x, y, z = self.threads[t]
-        self.index = {"threadIdx.x": x, "threadIdx.y": y, "threadIdx.z": z, **self.block}
+        self.thread = self.threads[t]
+
+    def index(self, axis) -> int:
+        """The current thread's index along ``axis`` (a launched ThreadAxis)."""
+        return (self.thread if axis.level == "thread" else self.block)[axis.dim]
 
     def log(self, buf, addr, write: bool, stmt: str):
         entries = self.logs.setdefault(buf, {})
@@ -115,7 +121,7 @@ class _Block:
     def race(self, buf, addr, first, second):
         (t1, s1, k1), (t2, s2, k2) = first, second
         th1, th2 = self.threads[t1], self.threads[t2]
-        blk = tuple(self.block.get(t, 0) for t in BLOCK_TAGS)
+        blk = self.block
         raise RaceError(
             f"data race on shared buffer {buf.name} at address {addr} in block {blk}: "
             f"thread {th1} {k1} it in `{s1}` and thread {th2} {k2} it in `{s2}`, with no "
@@ -125,24 +131,19 @@ class _Block:
             buffer=buf.name, address=addr, threads=(th1, th2), statements=(s1, s2))
 
 
-WARP_OPS = {"cuda.warp_sum": "Add", "cuda.warp_max": "Max", "cuda.warp_min": "Min"}
-WMMA_OP = "cuda.wmma_sync"
-
-
 def _warp_calls(s) -> list:
     out = []
-    post_order_visit(s, lambda n: out.append(n) if isinstance(n, Call) and n.op in WARP_OPS
-                     else None)
+    post_order_visit(s, lambda n: out.append(n) if warp_combiner(n) is not None else None)
     return out
 
 
 def _collective(s) -> bool:
-    """Whether ``s`` holds a barrier, a warp shuffle or a shared allocation (run for
-    the whole block)."""
+    """Whether ``s`` holds a collective op (a barrier, a warp reduction, a tile op: the
+    op registry's ``collective``) or a shared allocation (run for the whole block)."""
     hit = []
 
     def look(n):
-        if (isinstance(n, Call) and (n.op in (SYNC_OP, WMMA_OP) or n.op in WARP_OPS)) or (
+        if (isinstance(n, Call) and collective(n) is not None) or (
                 isinstance(n, Allocate) and n.buffer.scope == "shared"):
             hit.append(1)
     post_order_visit(s, look)
@@ -175,13 +176,13 @@ class GpuStmtCompiler(StmtCompiler):
         if not (self.in_kernel and is_thread_loop(s)):
             return super()._s_For(s)
         fext = self.expr(s.extent)
-        tag, g = s.thread_tag, self.g
+        axis, g = thread_axis(s.thread_tag), self.g
         with self.binding(s.loop_var) as k:
             body = self.stmt(s.body)
         env = self.frame.env
 
         def bound():
-            v = g.index[tag]
+            v = g.index(axis)
             if v < as_index(fext()):
                 env[k] = v
                 body()
@@ -248,10 +249,10 @@ class GpuStmtCompiler(StmtCompiler):
         g = self.g
 
         def kernel():
-            ext = {t: max(as_index(f()) for f in fs) for t, fs in dims.items()}
-            full = {t: ext.get(t, 1) for t in BLOCK_TAGS + THREAD_TAGS}
-            for bz, by, bx in itertools.product(*(range(full[t]) for t in reversed(BLOCK_TAGS))):
-                g.start({"blockIdx.x": bx, "blockIdx.y": by, "blockIdx.z": bz}, full)
+            grid, block = launch_shape({t: max(as_index(f()) for f in fs)
+                                        for t, fs in dims.items()})
+            for bz, by, bx in itertools.product(*(range(n) for n in reversed(grid))):
+                g.start((bx, by, bz), block)
                 body()
         return kernel
 
@@ -285,13 +286,13 @@ class GpuStmtCompiler(StmtCompiler):
             return self._coll_alloc(s)
         if _warp_calls(s):
             return self._coll_warp(s)
-        if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == WMMA_OP:
-            return self._coll_wmma(s.value)
+        if isinstance(s, Evaluate) and tiles_of(s.value):
+            return self._coll_tiles(s.value)
         raise LoweringError(f"the GPU interpreter cannot run a barrier inside "
                             f"{type(s).__name__}:\n{to_text(s)}")
 
     def _Call(self, e):
-        if e.op in WARP_OPS:
+        if warp_combiner(e) is not None:
             g = self.g
             return lambda: g.warp_vals[g.cur]
         return super()._Call(e)
@@ -306,7 +307,7 @@ class GpuStmtCompiler(StmtCompiler):
         call = calls[0]
         farg = self.expr(call.args[0])
         width = as_index(self.expr(call.args[1])())
-        op = binary_op(WARP_OPS[call.op], call.dtype)
+        op = binary_op(warp_combiner(call), call.dtype)
         store = self.stmt(s)
         g, env, bufs = self.g, self.frame.env, self.frame.bufs
 
@@ -332,34 +333,36 @@ class GpuStmtCompiler(StmtCompiler):
                 store()
         return run
 
-    def _coll_wmma(self, call):
-        """A tensor-core call: once per warp of 32 lanes, which must agree on the
-        tiles; ``C[16, 16] += A[16, K] @ B[K, 16]`` in float32."""
-        tiles = call.args[:3]
-        k = as_index(self.expr(call.args[3])())
-        slots = [self.buffer(t.buffer, call) for t in tiles]
-        fidx = [[self.expr(ix) for ix in t.indices] for t in tiles]
-        flds = [self.expr(x) for x in call.args[4:7]]
-        shapes = ((16, k), (k, 16), (16, 16))
+    def _coll_tiles(self, call):
+        """A tile op (``tiles`` in the op registry, e.g. a tensor-core step): once per
+        warp of 32 lanes, which must agree on the tiles; the op's ``reference``
+        computes the written tiles from all of them."""
+        tiles = tiles_of(call)
+        spec = get_op(call.op)
+        args = [call.args[t.arg] for t in tiles]
+        slots = [self.buffer(a.buffer, call) for a in args]
+        fidx = [[self.expr(ix) for ix in a.indices] for a in args]
+        flds = [self.expr(call.args[t.ld_arg]) if t.ld_arg is not None else None
+                for t in tiles]
         g, env, bufs = self.g, self.frame.env, self.frame.bufs
         text = to_text(call)
 
-        def where(t):
+        def where():
             out = []
-            for n, (slot, fs, tile) in enumerate(zip(slots, fidx, tiles)):
+            for slot, fs, fld in zip(slots, fidx, flds):
                 arr = bufs[slot]
                 idx = [as_index(f()) for f in fs]
-                if arr.ndim == 2:
+                if fld is None:
                     ld, flat = arr.shape[1], idx[0] * arr.shape[1] + idx[1]
                 else:
-                    ld, flat = as_index(flds[n]()), idx[0]
+                    ld, flat = as_index(fld()), idx[0]
                 out.append((flat, ld))
             return out
 
         def run():
             n = len(g.ctxs)
             if n % 32:
-                raise LoweringError(f"a tensor-core call needs whole warps; the block has "
+                raise LoweringError(f"a warp-wide tile op needs whole warps; the block has "
                                     f"{n} threads:\n{text}")
             for w in range(0, n, 32):
                 seen = None
@@ -367,31 +370,37 @@ class GpuStmtCompiler(StmtCompiler):
                     g.set_thread(t)
                     for (kind, slot), v in g.ctxs[t].items():
                         (env if kind == "e" else bufs)[slot] = v
-                    got = where(t)
+                    got = where()
                     if seen is None:
                         seen = got
                     elif got != seen:
                         raise LoweringError(f"the lanes of warp {w // 32} pass different "
-                                            f"tiles to a tensor-core call ({seen} vs {got}): "
+                                            f"tiles to a warp-wide op ({seen} vs {got}): "
                                             f"all 32 lanes must take part together:\n{text}")
                 g.set_thread(w)
-                mats = []
-                for (flat, ld), slot, (r, c), tile in zip(seen, slots, shapes, tiles):
-                    arr = bufs[slot].reshape(-1)
-                    pos = flat + ld * np.arange(r)[:, None] + np.arange(c)[None, :]
-                    if pos.max() >= arr.size or flat < 0:
-                        raise LoweringError(f"tensor-core tile of {tile.buffer.name} at "
-                                            f"{flat} (ld {ld}) is out of bounds:\n{text}")
-                    if g.check and tile.buffer.scope == "shared":
-                        for a in pos.ravel().tolist():
-                            g.log(tile.buffer, a, False, text)
-                    mats.append((arr, pos))
-                (a, pa), (b, pb), (c, pc) = mats
-                c[pc] = c[pc] + a[pa].astype("float32") @ b[pb].astype("float32")
-                if g.check and tiles[2].buffer.scope == "shared":
-                    for a_ in pc.ravel().tolist():
-                        g.log(tiles[2].buffer, a_, True, text)
+                self._tiles_once(spec, tiles, args, slots, seen, text)
         return run
+
+    def _tiles_once(self, spec, tiles, args, slots, seen, text):
+        g, bufs = self.g, self.frame.bufs
+        mats = []
+        for (flat, ld), slot, t, a in zip(seen, slots, tiles, args):
+            arr = bufs[slot].reshape(-1)
+            pos = flat + ld * np.arange(t.rows)[:, None] + np.arange(t.cols)[None, :]
+            if pos.max() >= arr.size or flat < 0:
+                raise LoweringError(f"tile of {a.buffer.name} at {flat} (ld {ld}) is out "
+                                    f"of bounds:\n{text}")
+            if g.check and a.buffer.scope == "shared" and t.access != "write":
+                for x in pos.ravel().tolist():
+                    g.log(a.buffer, x, False, text)
+            mats.append((arr, pos))
+        outs = spec.reference(None)(*(arr[pos] for arr, pos in mats))
+        written = [(m, t, a) for m, t, a in zip(mats, tiles, args) if t.writes]
+        for ((arr, pos), t, a), value in zip(written, outs):
+            arr[pos] = value
+            if g.check and a.buffer.scope == "shared":
+                for x in pos.ravel().tolist():
+                    g.log(a.buffer, x, True, text)
 
     def _each_thread(self, f):
         g, env, bufs = self.g, self.frame.env, self.frame.bufs
@@ -423,11 +432,12 @@ class GpuStmtCompiler(StmtCompiler):
         fext, flo = self.expr(s.extent), self.expr(s.min)
         if is_thread_loop(s):
             tag, g = s.thread_tag, self.g
+            axis = thread_axis(tag)
             with self.binding(s.loop_var) as k:
                 body = self.coll(s.body)
 
             def check_all(t):
-                v = g.index[tag]
+                v = g.index(axis)
                 if v >= as_index(fext()):
                     raise LoweringError(f"thread {g.threads[t]} lies outside the loop "
                                         f"bound to {tag} (extent {as_index(fext())}) that "

@@ -19,6 +19,11 @@ An :class:`OpDef` says, for one op, everything the rest of Cuvil needs to know:
   interpreter, without its own spelling);
 * ``libm``: the name of the C math library's function (``f``-suffixed for float32),
   which the C family and LLVM's scalar fallback call.
+* ``collective``: the threads that run the op together, for GPU-style targets:
+  ``"block"`` (every thread of a block: a barrier), ``"warp"`` (the lanes of a warp: a
+  shuffle, a tensor-core step), or None; ``tiles``: for an op on matrix tiles,
+  ``tiles(args)`` gives each tile it touches (:class:`cuvil_tir.ops.gpu.Tile`), and
+  ``reference(t)`` its computation on them (:mod:`cuvil_tir.ops.gpu`);
 
 How each backend writes each op is the per-backend table of
 :mod:`cuvil_tir.ops.spelling`, filled by the backends from their own folders.  The
@@ -47,6 +52,8 @@ from ..errors import CuvilError
 
 #: the effects an op may have, from least to most constraining
 EFFECTS = ("pure", "reads", "writes", "barrier", "opaque")
+#: the groups of threads a collective op runs over (None: one thread)
+COLLECTIVES = (None, "block", "warp")
 #: the dtype rules an op's operands follow
 OPERAND_RULES = ("float", "number", "select", "any")
 
@@ -74,8 +81,13 @@ class OpDef:
     int_bound: Callable | None = None
     fold: Callable | None = None
     effect_of: Callable | None = None
+    collective: str | None = None
+    tiles: Callable | None = None
 
     def __post_init__(self):
+        if self.collective not in COLLECTIVES:
+            raise CuvilError(f"op {self.name!r}: collective must be one of "
+                             f"{COLLECTIVES}, found {self.collective!r}")
         if self.effect not in EFFECTS:
             raise CuvilError(f"op {self.name!r}: effect must be one of {EFFECTS}, "
                              f"found {self.effect!r}")
@@ -356,8 +368,14 @@ register_op(OpDef(_EXTERN, -1, "any", effect="opaque",
 #: number of indices, then whole buffers and scalars
 register_op(OpDef("parallel_launch", -1, "any", effect="opaque",
                   doc="run a parallel_task function of the module once per index"))
+#: the host's launch of an outlined device kernel (T.device_launch): args are the
+#: kernel's name (StringImm), the number of launch dimensions, (axis, extent) pairs,
+#: then whole buffers and scalars
+register_op(OpDef("device_launch", -1, "any", effect="opaque",
+                  doc="run a device_kernel function of the module over a launch grid"))
 
-__all__ = ["EFFECTS", "EXPAND", "OPERAND_RULES", "OpDef", "Unsupported", "branches",
+__all__ = ["COLLECTIVES", "EFFECTS", "EXPAND", "OPERAND_RULES", "OpDef", "Unsupported",
+           "branches",
            "call_effect", "callee", "find_spelling", "get_op", "has_op", "list_ops",
            "may_write", "register_backend", "register_op", "register_spelling",
            "register_spellings", "spelling", "unregister_backend", "unregister_op"]
@@ -373,3 +391,5 @@ from . import bitwise as _bitwise  # noqa: E402,F401
 from .spelling import (EXPAND, Unsupported, find_spelling, register_backend,  # noqa: E402
                        register_spelling, register_spellings, spelling,
                        unregister_backend)
+# the GPU ops: a block barrier, warp reductions (cuvil_tir.ops.gpu)
+from . import gpu as _gpu  # noqa: E402,F401

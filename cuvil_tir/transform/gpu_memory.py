@@ -45,6 +45,7 @@ from ..visitor import Mutator
 from ..arith.affine import Affine, Key, is_index_dtype
 from ..expr import Var
 from .compact import _Collect, _descend, _Rebase, _Replace, _Skip, _touches, _uses_any
+from ..ops.gpu import tiles_of
 from .gpu_threads import is_thread_loop, kernels, thread_loops
 
 GPU_SCOPES = ("shared", "local")
@@ -62,25 +63,20 @@ class _Strip(Mutator):
         return a if body is a.body else Allocate(a.buffer, body)
 
 
-#: calls that read or write a whole tile from the element an argument loads:
-#: op -> function of the call's arguments giving each tile argument's extent
-TILE_CALLS = {"cuda.wmma_sync": lambda args: ((16, args[3].value), (args[3].value, 16),
-                                              (16, 16))}
-
-
 class _Guarded(_Collect):
     """Accesses with the conditions guarding them (a thread guard narrows the tile)."""
 
     def visit_Call(self, e):
-        tiles = TILE_CALLS.get(e.op)
-        if tiles is not None:
-            for arg, shape in zip(e.args, tiles(e.args)):
-                if isinstance(arg, BufferLoad) and arg.buffer is self.buf:
-                    # the tile's last element is accessed too
-                    last = tuple(ix + IntImm(n - 1, ix.dtype)
-                                 for ix, n in zip(arg.indices, shape))
-                    self.indices.append(last)
-                    self.conds.append(tuple(self.stack))
+        # a tile op (the op registry's tiles) reads or writes a whole tile from the
+        # element an argument loads
+        for tile in tiles_of(e):
+            arg, shape = e.args[tile.arg], (tile.rows, tile.cols)
+            if isinstance(arg, BufferLoad) and arg.buffer is self.buf:
+                # the tile's last element is accessed too
+                last = tuple(ix + IntImm(n - 1, ix.dtype)
+                             for ix, n in zip(arg.indices, shape))
+                self.indices.append(last)
+                self.conds.append(tuple(self.stack))
         self.generic_visit(e)
 
     def __init__(self, buf):

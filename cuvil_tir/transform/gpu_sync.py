@@ -11,7 +11,7 @@ condition) holding the conflicting access, so a loop gets one barrier, not one p
 iteration of its innermost body.  Two writes of one address by different threads in
 one phase are a race no barrier placement fixes; the interpreter's race checker
 reports them.  When a kernel uses dynamic shared memory (annotation
-``cuda.dyn_shared``) every shared buffer is treated as one, since they alias.
+``dyn_shared``) every shared buffer is treated as one, since they alias.
 
 A barrier is placed before the outermost statement that can hold it under uniform
 control flow.  When two conflicting accesses both lie inside control flow that
@@ -44,10 +44,10 @@ from ..function import PrimFunc
 from ..printer import to_text
 from ..stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt,
                     seq)
+from ..ops.gpu import SYNC_OP, is_block_barrier, tiles_of
+from ..thread_axes import thread_axis
 from ..visitor import Mutator, post_order_visit
 from .gpu_threads import is_thread_loop, thread_loops
-
-SYNC_OP = "tvm_storage_sync"
 
 
 def barrier() -> Evaluate:
@@ -70,11 +70,7 @@ def is_barrier(s) -> bool:
         >>> is_barrier(T.Evaluate(T.const(0)))
         False
     """
-    return isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == SYNC_OP
-
-
-#: calls writing memory through an argument: op -> index of the written tile
-WRITING_CALLS = {"cuda.wmma_sync": 2}
+    return isinstance(s, Evaluate) and is_block_barrier(s.value)
 
 
 def _calls(s) -> list:
@@ -83,15 +79,17 @@ def _calls(s) -> list:
     return out
 
 
-def _tile_writes(s) -> list:
-    """Shared buffers written by calls in ``s`` (tensor-core tiles)."""
+def _tile_writes(s, updates: bool = False) -> list:
+    """Shared buffers written by calls in ``s`` (the tiles of tile ops, such as
+    tensor-core steps); ``updates``: only those also read (``readwrite``)."""
     out = []
 
     def look(n):
-        k = WRITING_CALLS.get(n.op) if isinstance(n, Call) else None
-        if k is not None and isinstance(n.args[k], BufferLoad) and \
-                n.args[k].buffer.scope == "shared":
-            out.append(n.args[k].buffer)
+        for t in tiles_of(n) if isinstance(n, Call) else ():
+            arg = n.args[t.arg]
+            want = t.access == "readwrite" if updates else t.writes
+            if want and isinstance(arg, BufferLoad) and arg.buffer.scope == "shared":
+                out.append(arg.buffer)
     post_order_visit(s, look)
     return out
 
@@ -117,9 +115,9 @@ class _Conflict(Exception):
 class _Kernel:
     def __init__(self, func, kernel):
         self.func = func
-        self.dyn = dict(kernel.annotations).get("cuda.dyn_shared", 0)
+        self.dyn = dict(kernel.annotations).get("dyn_shared", 0)
         self.dep = {id(lp.loop_var) for lp in thread_loops(kernel)
-                    if lp.thread_tag.startswith("threadIdx")}
+                    if thread_axis(lp.thread_tag).level == "thread"}
 
     def key(self, buf):
         return "<dynamic shared memory>" if self.dyn else buf
@@ -137,8 +135,7 @@ class _Kernel:
         """``(buffer key, is_write)`` of a leaf statement, reads first."""
         out = []
         # a tile call reads and writes its accumulator itself, in one warp operation
-        rmw = {id(n.args[k]) for n in _calls(s) for k in [WRITING_CALLS.get(n.op)]
-               if k is not None}
+        rmw = {id(n.args[t.arg]) for n in _calls(s) for t in tiles_of(n) if t.writes}
 
         def look(n):
             if isinstance(n, BufferLoad) and n.buffer.scope == "shared" and id(n) not in rmw:
@@ -178,6 +175,11 @@ class _Kernel:
         return self.leaf(s, st)
 
     def leaf(self, s, st: _State) -> _State:
+        # a tile the op reads and writes itself (an accumulator) is read before this
+        # statement's writes: it conflicts with writes pending from earlier ones
+        for buf in _tile_writes(s, updates=True):
+            if self.key(buf) in st.w:
+                raise _Conflict(s)
         for key, write in self.accesses(s):
             if (key in st.r) if write else (key in st.w):
                 raise _Conflict(s)

@@ -1,49 +1,59 @@
-"""GPU kernels in lowered IR: finding them, and normalising their thread bindings.
+"""Device kernels in lowered IR: finding them, normalising their thread bindings, and
+outlining them into ``device_kernel`` functions.
 
-A *kernel* is a statement whose root is a ``thread_binding`` loop reached from the
+A *kernel* is a statement whose root is a loop bound to a launched thread axis (an
+axis of level ``grid`` or ``thread``, :mod:`cuvil_tir.thread_axes`) reached from the
 function body through host statements only (sequences, ``Allocate`` of ``global``
 buffers, serial loops, lets and conditions, which the host runs).  Inside a kernel
-every loop bound to one tag stands for the same hardware index (``threadIdx.x`` …):
+every loop bound to one axis stands for the same hardware index:
 
-* :func:`normalize_thread_bindings` gives all loops of a tag in a kernel one variable
-  and one extent, the launch dimension (the largest of them); a loop with a smaller
-  extent gets the guard ``if tx < extent`` (sibling loops bound to one axis with
-  different extents).  ``vthread`` loops become serial loops.  A tag bound twice in
-  one nest, a symbolic ``threadIdx`` extent or more than 1024 threads per block is a
-  ``LoweringError``.
-* :func:`split_host_device` names each kernel (``<func>_kernel<k>``, the loop
-  annotation ``cuda.kernel``) and checks that nothing else but host statements lies
-  outside kernels.
-* :func:`launch_dims` reads a kernel's grid and block dimensions.
+* :func:`normalize_thread_bindings` gives all loops of an axis in a kernel one
+  variable and one extent, the launch dimension (the largest of them); a loop with a
+  smaller extent gets the guard ``if tx < extent`` (sibling loops bound to one axis
+  with different extents).  ``virtual`` axes (``vthread``) become serial loops.  An
+  axis bound twice in one nest, a symbolic extent of a ``thread`` axis, an extent over
+  the limit the target declares for its axis, or more threads per block than the
+  target allows is a ``LoweringError``.
+* :func:`split_host_device` checks that nothing but host statements lies outside
+  kernels and outlines each kernel into a ``device_kernel`` function of the module
+  (``<func>_kernel<k>``, :func:`cuvil_tir.transform.outline.outline_device`),
+  launched by ``T.device_launch`` with its dimensions.
+* :func:`launch_dims` reads a kernel's launch dimensions, :func:`launch_shape` the
+  grid and block sizes they make.
+
+The limits come from the target of the current ``PassContext`` (its kind's declared
+``thread_axes`` and ``max_threads``); without a target only the structure is checked.
 
 Example::
 
     >>> import cuvil_tir as T
     >>> A = T.decl_buffer((8,), "float32", "A")
-    >>> i, j = T.var("i"), T.var("j")
+    >>> i = T.var("i")
     >>> k = T.For(i, T.const(0), T.const(8), "thread_binding",
     ...           T.BufferStore(A, T.const(1.0), (i,)), "threadIdx.x")
-    >>> f = split_host_device(normalize_thread_bindings(T.PrimFunc([A], k)))
-    >>> [kernel_name(s) for s in kernels(f.body)], launch_dims(f.body)["threadIdx.x"].value
-    (['main_kernel0'], 8)
+    >>> mod = split_host_device(normalize_thread_bindings(T.PrimFunc([A], k)))
+    >>> mod.names, launch_dims(mod["main_kernel0"].body)["threadIdx.x"].value
+    (('main', 'main_kernel0'), 8)
 """
 
 from __future__ import annotations
 
+from .. import dtype as D
 from ..errors import LoweringError
-from ..expr import IntImm, LT, Max, Var
+from ..expr import IntImm, LT, Max
 from ..function import PrimFunc
 from ..printer import to_text
-from ..stmt import Allocate, Block, BlockRealize, For, IfThenElse, LetStmt, SeqStmt
+from ..stmt import (Allocate, AssertStmt, Block, BlockRealize, For, IfThenElse, LetStmt,
+                    SeqStmt)
+from ..thread_axes import thread_axis
 from ..visitor import Mutator, substitute
-
-BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-MAX_THREADS = 1024
+from .outline import outline_device
+from .pass_manager import PassContext
 
 
 def is_thread_loop(s) -> bool:
-    """A loop bound to a ``blockIdx``/``threadIdx`` axis.
+    """A loop bound to a launched thread axis (``blockIdx``/``threadIdx``, not
+    ``vthread``).
 
     Example::
 
@@ -51,7 +61,8 @@ def is_thread_loop(s) -> bool:
         >>> is_thread_loop(T.For(T.var("i"), T.const(0), T.const(2), "serial", T.Evaluate(T.const(0))))
         False
     """
-    return isinstance(s, For) and s.kind == "thread_binding" and not s.thread_tag.startswith("vthread")
+    return (isinstance(s, For) and s.kind == "thread_binding"
+            and thread_axis(s.thread_tag).launched)
 
 
 def host_children(s) -> list:
@@ -73,7 +84,8 @@ def host_children(s) -> list:
 
 
 def kernels(body) -> list:
-    """The kernel roots under ``body``, in program order.
+    """The kernel roots under ``body``, in program order (a ``device_kernel``
+    function's body is its one kernel).
 
     Example::
 
@@ -89,20 +101,8 @@ def kernels(body) -> list:
     return out
 
 
-def kernel_name(kernel: For) -> str | None:
-    """The name :func:`split_host_device` gave ``kernel`` (None before it ran).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> kernel_name(T.For(T.var("i"), T.const(0), T.const(2), "serial", T.Evaluate(T.const(0)))) is None
-        True
-    """
-    return dict(kernel.annotations).get("cuda.kernel")
-
-
 def thread_loops(kernel) -> list:
-    """Every ``blockIdx``/``threadIdx`` loop inside ``kernel`` (itself included).
+    """Every launched-axis loop inside ``kernel`` (itself included).
 
     Example::
 
@@ -135,19 +135,34 @@ def thread_loops(kernel) -> list:
 
 
 def launch_dims(kernel) -> dict:
-    """``{tag: extent}`` of a normalised kernel: every bound tag, the launch grid
-    (``blockIdx.*``) and block (``threadIdx.*``) dimensions; missing tags are 1.
+    """``{tag: extent}`` of the axes a normalised kernel binds, outermost first.
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> launch_dims(T.Evaluate(T.const(0)))["blockIdx.x"].value
-        1
+        >>> launch_dims(T.Evaluate(T.const(0)))
+        {}
     """
-    dims = {t: IntImm(1, "int32") for t in BLOCK_TAGS + THREAD_TAGS}
+    dims = {}
     for loop in thread_loops(kernel):
-        dims[loop.thread_tag] = loop.extent
+        dims.setdefault(loop.thread_tag, loop.extent)
     return dims
+
+
+def launch_shape(dims: dict) -> tuple:
+    """``(grid, block)``: three extents each (x, y, z) from ``{tag: extent}``
+    (expressions or ints); an axis not given is 1.
+
+    Example::
+
+        >>> launch_shape({"blockIdx.x": 4, "threadIdx.y": 2})
+        ((4, 1, 1), (1, 2, 1))
+    """
+    grid, block = [1, 1, 1], [1, 1, 1]
+    for tag, extent in dims.items():
+        axis = thread_axis(tag)
+        (grid if axis.level == "grid" else block)[axis.dim] = extent
+    return tuple(grid), tuple(block)
 
 
 def thread_vars(kernel) -> dict:
@@ -161,46 +176,77 @@ def thread_vars(kernel) -> dict:
     return {loop.thread_tag: loop.loop_var for loop in thread_loops(kernel)} if kernel else {}
 
 
+def declared_limits() -> tuple:
+    """``(limit by tag, threads per block)`` the current target declares (its kind's
+    ``thread_axes`` and ``max_threads``); ``({}, None)`` without a target.
+
+    Example::
+
+        >>> declared_limits()
+        ({}, None)
+    """
+    target = PassContext.current().target
+    kind = getattr(target, "kind_obj", None)
+    axes = getattr(kind, "thread_axes", ()) or ()
+    return ({a.tag: a.limit for a in axes if a.limit is not None},
+            getattr(kind, "max_threads", None))
+
+
 class _Normalize(Mutator):
-    """One kernel: one variable and one extent per tag, guards for smaller loops."""
+    """One kernel: one variable and one extent per axis, guards for smaller loops."""
 
     def __init__(self, func, kernel):
         self.func = func
-        loops = thread_loops(kernel)
         self.var, self.extent = {}, {}
-        for loop in loops:
+        for loop in thread_loops(kernel):
+            self.check(loop)
             tag = loop.thread_tag
-            if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
-                raise LoweringError(f"loop {loop.loop_var.name} bound to {tag} starts at "
-                                    f"{loop.min}; a thread loop must start at 0:\n"
-                                    + to_text(func, highlight=loop))
-            if tag in THREAD_TAGS and not isinstance(loop.extent, IntImm):
-                raise LoweringError(f"loop {loop.loop_var.name} bound to {tag} has the "
-                                    f"symbolic extent {loop.extent}; the threads of a block "
-                                    "are a constant count: split the loop by a constant "
-                                    "and bind the inner loop:\n" + to_text(func, highlight=loop))
             self.var.setdefault(tag, loop.loop_var)
             old = self.extent.get(tag)
-            if old is None or _structural_str(old) == _structural_str(loop.extent):
+            if old is None or to_text(old) == to_text(loop.extent):
                 self.extent[tag] = loop.extent
             elif isinstance(old, IntImm) and isinstance(loop.extent, IntImm):
                 self.extent[tag] = IntImm(max(old.value, loop.extent.value), old.dtype)
             else:
                 self.extent[tag] = Max(old, loop.extent)
-        total = 1
-        for tag in THREAD_TAGS:
-            if tag in self.extent:
-                total *= self.extent[tag].value
-        if total > MAX_THREADS:
-            raise LoweringError(f"a kernel of {func.name} has {total} threads per block "
-                                f"({', '.join(f'{t}={self.extent[t]}' for t in THREAD_TAGS if t in self.extent)}); "
-                                f"a CUDA block holds at most {MAX_THREADS}: bind smaller "
-                                "loops to threadIdx and move the rest to blockIdx or a "
-                                "serial loop")
+        self.check_limits()
         self.active: set = set()
 
+    def check(self, loop) -> None:
+        tag = loop.thread_tag
+        if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
+            raise LoweringError(f"loop {loop.loop_var.name} bound to {tag} starts at "
+                                f"{loop.min}; a thread loop must start at 0:\n"
+                                + to_text(self.func, highlight=loop))
+        if thread_axis(tag).level == "thread" and not isinstance(loop.extent, IntImm):
+            raise LoweringError(f"loop {loop.loop_var.name} bound to {tag} has the "
+                                f"symbolic extent {loop.extent}; the threads of a block "
+                                "are a constant count: split the loop by a constant "
+                                "and bind the inner loop:\n"
+                                + to_text(self.func, highlight=loop))
+
+    def check_limits(self) -> None:
+        limits, max_threads = declared_limits()
+        block = {t: e for t, e in self.extent.items() if thread_axis(t).level == "thread"}
+        total = 1
+        for e in block.values():
+            total *= e.value
+        if max_threads is not None and total > max_threads:
+            dims = ", ".join(f"{t}={e}" for t, e in block.items())
+            raise LoweringError(f"a kernel of {self.func.name} has {total} threads per "
+                                f"block ({dims}); a block of this target holds at most "
+                                f"{max_threads}: bind smaller loops to threadIdx and move "
+                                "the rest to blockIdx or a serial loop")
+        for tag, extent in self.extent.items():
+            limit = limits.get(tag)
+            if limit is not None and isinstance(extent, IntImm) and extent.value > limit:
+                raise LoweringError(f"a kernel of {self.func.name} binds {extent.value} "
+                                    f"iterations to {tag}; the target allows at most "
+                                    f"{limit}: split the loop and bind the rest to "
+                                    "another axis or a serial loop")
+
     def visit_For(self, loop):
-        if loop.kind == "thread_binding" and loop.thread_tag.startswith("vthread"):
+        if loop.kind == "thread_binding" and not thread_axis(loop.thread_tag).launched:
             return For(loop.loop_var, loop.min, loop.extent, "serial", self.visit(loop.body),
                        None, loop.annotations)
         if not is_thread_loop(loop):
@@ -217,13 +263,9 @@ class _Normalize(Mutator):
             body = self.visit(body)
         finally:
             self.active.discard(tag)
-        if _structural_str(loop.extent) != _structural_str(launch):
+        if to_text(loop.extent) != to_text(launch):
             body = IfThenElse(LT(var, loop.extent), body)
         return For(var, loop.min, launch, "thread_binding", body, tag, loop.annotations)
-
-
-def _structural_str(e) -> str:
-    return to_text(e)
 
 
 class _PerKernel(Mutator):
@@ -237,7 +279,7 @@ class _PerKernel(Mutator):
 
 
 def normalize_thread_bindings(func: PrimFunc) -> PrimFunc:
-    """One variable and one extent per thread tag in each kernel (module docstring).
+    """One variable and one extent per thread axis in each kernel (module docstring).
 
     Example::
 
@@ -261,16 +303,16 @@ def _host_check(func, s) -> None:
     if not kids and not (isinstance(s, SeqStmt)):
         raise LoweringError(f"this statement of {func.name} runs on the host, outside "
                             "every loop bound to blockIdx/threadIdx; bind its loops (a "
-                            "CUDA build runs all computation in kernels):\n"
+                            "GPU build runs all computation in kernels):\n"
                             + to_text(func, highlight=s))
     for c in kids:
         _host_check(func, c)
 
 
-def split_host_device(func: PrimFunc) -> PrimFunc:
-    """Name every kernel of ``func`` (annotation ``cuda.kernel``) and check that only
-    host statements lie outside kernels.  Kernel parameters are computed by the
-    code generator from what each kernel uses.
+def split_host_device(mod):
+    """Check that only host statements lie outside kernels in every host function of
+    ``mod`` (a module or a PrimFunc), then outline each kernel into a
+    ``device_kernel`` function launched with its dimensions (module docstring).
 
     Example::
 
@@ -282,57 +324,50 @@ def split_host_device(func: PrimFunc) -> PrimFunc:
         ...     print(str(err).split(",")[0])
         [CVL-E104] this statement of main runs on the host
     """
-    _host_check(func, func.body)
-    counter = [0]
-
-    def name(k):
-        ann = dict(k.annotations)
-        ann["cuda.kernel"] = f"{func.name}_kernel{counter[0]}"
-        counter[0] += 1
-        return For(k.loop_var, k.min, k.extent, k.kind, k.body, k.thread_tag, ann)
-    body = _PerKernel(name).visit(func.body)
-    return func if body is func.body else func.with_body(body)
+    from ..ir_module import as_module, calling_conv
+    mod = as_module(mod)
+    for f in mod.functions:
+        if calling_conv(f) == "host":
+            _host_check(f, f.body)
+    return outline_device(mod, is_thread_loop, launch_dims, guard=launch_guard)
 
 
-def kernel_free_vars(kernel) -> list:
-    """Scalar variables a kernel reads but does not define (sizes, host loop vars),
-    in first-use order.
+split_host_device.pass_kind = "module"
+
+
+def launch_guard(launch, dims: dict):
+    """``launch`` run only when every symbolic extent of ``dims`` is positive (an
+    empty grid launches nothing), after a check of each against the limit the
+    target declares for its axis.
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> n = T.var("n")
-        >>> [v.name for v in kernel_free_vars(T.Evaluate(n + 1))]
-        ['n']
+        >>> n = T.size_var("n")
+        >>> s = T.Evaluate(T.device_launch("k", {"blockIdx.x": n}))
+        >>> print(launch_guard(s, {"blockIdx.x": n}))
+        if n > 0:
+            T.evaluate(T.device_launch("k", {"blockIdx.x": n}))
     """
-    from ..visitor import Visitor
-    defined, out, seen = set(), [], set()
-
-    class _V(Visitor):
-        def visit_For(self, s):
-            defined.add(id(s.loop_var))
-            self.generic_visit(s)
-
-        def visit_LetStmt(self, s):
-            defined.add(id(s.var))
-            self.generic_visit(s)
-
-        def visit_Let(self, e):
-            defined.add(id(e.var))
-            self.generic_visit(e)
-
-        def visit_buffer(self, buf):
-            for d in buf.shape:
-                self.visit(d)
-
-        def visit_Var(self, v):
-            if id(v) not in defined and id(v) not in seen:
-                seen.add(id(v))
-                out.append(v)
-    _V().visit(kernel)
-    return [v for v in out if id(v) not in defined and isinstance(v, Var)]
+    symbolic = [(t, e) for t, e in dims.items() if not isinstance(e, IntImm)]
+    if not symbolic:
+        return launch
+    limits, _ = declared_limits()
+    checks = []
+    for tag, e in symbolic:
+        limit = limits.get(tag)
+        if limit is not None and limit < (1 << (D.bits(e.dtype) - 1)) - 1:
+            checks.append(AssertStmt(e <= limit, f"the launch of {{}} blocks along {tag} "
+                                     f"exceeds the target's limit of {limit}; split the "
+                                     "loop bound to it", (e,)))
+    body = SeqStmt((*checks, launch)) if checks else launch
+    cond = None
+    for _, e in symbolic:
+        c = e > 0
+        cond = c if cond is None else cond & c
+    return IfThenElse(cond, body)
 
 
-__all__ = ["BLOCK_TAGS", "THREAD_TAGS", "host_children", "is_thread_loop", "kernel_free_vars",
-           "kernel_name", "kernels", "launch_dims", "normalize_thread_bindings",
-           "split_host_device", "thread_loops", "thread_vars"]
+__all__ = ["declared_limits", "host_children", "is_thread_loop", "kernels", "launch_dims",
+           "launch_shape", "normalize_thread_bindings", "split_host_device", "thread_loops",
+           "thread_vars"]

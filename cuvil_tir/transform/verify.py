@@ -318,10 +318,10 @@ def verify_well_formed(func) -> None:
         >>> verify_well_formed(T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")]))
     """
     if isinstance(func, IRModule):
-        from .outline_parallel import inline_parallel_tasks
+        from .inline import inline_launches
         for f in func.functions:
             if calling_conv(f) == "host":
-                _Verify(inline_parallel_tasks(func, f)).run()
+                _Verify(inline_launches(func, f)).run()
         return
     if not isinstance(func, PrimFunc):
         raise LoweringError(f"verify: expected a PrimFunc or an IRModule, found "

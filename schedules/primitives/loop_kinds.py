@@ -20,7 +20,8 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.stmt import Block, BlockRealize, For, THREAD_TAGS
+from cuvil_tir.stmt import Block, BlockRealize, For
+from cuvil_tir.thread_axes import is_thread_axis, tags, thread_axis as axis_of
 
 from cuvil_tir.analysis import tree
 from ..analysis import (const_int, loop_path, non_affine_block, ordered_block,
@@ -159,12 +160,12 @@ def bind(func, loop, thread_axis):
     """
     path = loop_path(func, loop, "bind")
     node = tree.get(func, path)
-    if thread_axis not in THREAD_TAGS:
+    if not is_thread_axis(thread_axis):
         raise schedule_error(ScheduleArgumentError, "bind", f"unknown thread axis "
-                             f"{thread_axis!r}; expected one of {', '.join(THREAD_TAGS)}")
+                             f"{thread_axis!r}; expected one of {', '.join(tags())}")
     _refuse_ordered(func, node, "bind")
     blk = reduction_block(node)
-    if blk is not None and not thread_axis.startswith("threadIdx."):
+    if blk is not None and axis_of(thread_axis).level != "thread":
         raise schedule_error(ReductionLoopError, "bind", f"loop {node.loop_var.name} "
                              f"carries the reduction of block {blk!r} and cannot be "
                              f"bound to {thread_axis}: different thread blocks cannot "

@@ -27,7 +27,7 @@ from cuvil_tir.arith.affine import Affine
 from cuvil_tir.expr import (Add, BufferLoad, Div, FloorDiv, FloorMod, Mod, Mul, Ramp, Sub,
                             Var)
 from cuvil_tir.stmt import Allocate, BufferStore, For
-from cuvil_tir.transform.outline_parallel import inline_parallel_tasks
+from cuvil_tir.transform.inline import inline_launches
 from cuvil_tir.visitor import post_order_visit
 
 #: what each position of the vector means
@@ -167,7 +167,7 @@ def vector_of(lowered) -> list:
         0.0
     """
     # a module's parallel tasks are seen inside the loops they came from
-    funcs = [inline_parallel_tasks(lowered)]
+    funcs = [inline_launches(lowered)]
     nests, local_bytes, allocs = [], 0, 0
     for fn in funcs:
         body = getattr(fn, "body", None)

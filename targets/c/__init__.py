@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from cuvil_tir.ir_module import single_function
 from cuvil_tir.transform.bounds_check import with_bounds_check
-from cuvil_tir.transform.outline_parallel import outline_parallel
+from cuvil_tir.transform.outline import outline_parallel
 
 from ..cstyle import CPrinter
 from ..llvm import llvm_pipeline, vectorize_for_host

@@ -336,14 +336,9 @@ class CPrinter(CExpressions):
             self.indent -= 1
             self.emit("}")
             return
-        self.use_helper(*size_helpers())
         self.emit("{")
         self.indent += 1
-        self.emit("int cvl_bad = 0;")
-        size = str(D.itemsize(buf.dtype))
-        for dim in buf.shape:
-            size = f"cvl_size_mul({size}, {self._checked_extent(dim)}, &cvl_bad)"
-        self.emit(f"int64_t cvl_bytes = {size};")
+        self.emit_byte_size(buf)
         self.emit(f"{t} *{name} = cvl_bad ? NULL : ({t} *)malloc("
                   "(size_t)(cvl_bytes > 0 ? cvl_bytes : 1));")
         self.emit(f"if ({name} == NULL) {{")
@@ -358,6 +353,16 @@ class CPrinter(CExpressions):
         self.emit("}")
         self.indent -= 1
         self.emit("}")
+
+    def emit_byte_size(self, buf) -> None:
+        """Declare ``cvl_bytes``, the size of ``buf`` computed in exact 64-bit
+        arithmetic, and ``cvl_bad``, set when it overflows."""
+        self.use_helper(*size_helpers())
+        self.emit("int cvl_bad = 0;")
+        size = str(D.itemsize(buf.dtype))
+        for dim in buf.shape:
+            size = f"cvl_size_mul({size}, {self._checked_extent(dim)}, &cvl_bad)"
+        self.emit(f"int64_t cvl_bytes = {size};")
 
     s_AssertStmt = print_assert
 

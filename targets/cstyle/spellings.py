@@ -56,7 +56,15 @@ def _shift(p, e):
     return p.call_helper(helper(e.op, dt, p.scalar_type(dt)), *_args(p, e))
 
 
-ops.register_backend("c", default=_libm)
+def _default(op):
+    if op.collective is not None:       # a GPU op (cuvil_tir.ops.gpu): a GPU C dialect's
+        return ops.Unsupported(
+            f"{op.name} runs across the threads of a GPU {op.collective} together; plain "
+            "C has no threads to run it with: build for a GPU target such as 'cuda'")
+    return _libm(op)
+
+
+ops.register_backend("c", default=_default)
 ops.register_spellings("c", {
     "if_then_else": "({0} ? {1} : {2})",
     "assume": "1",                                  # a hint with no run-time effect
@@ -72,6 +80,9 @@ ops.register_spellings("c", {
         "T.tvm_access_ptr (a pointer to a flat range of a buffer) has no C spelling; "
         "hand T.call_extern the buffer region instead (A[i:i + 16]), which is printed "
         "as the address of its first element"),
+    "device_launch": ops.Unsupported(
+        "T.device_launch (a kernel launch) is a statement of a GPU target's host "
+        "program, which its own codegen prints; plain C launches no kernels"),
     "parallel_launch": ops.Unsupported(
         "T.parallel_launch (an outlined parallel task) has no C spelling: the C target "
         "runs parallel loops in place (OpenMP), without outlining them"),

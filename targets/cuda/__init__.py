@@ -8,8 +8,15 @@ Memories: ``global``, ``shared`` (per block), ``local`` (per thread).
 Lowering (:func:`cuda_pipeline`): blocks to loops, one variable and launch extent per
 thread axis with guards for smaller sibling loops, ``shared``/``local`` buffers
 placed and sized per block / per thread, flattening, simplification, vectorized
-loops of at most 16 bytes as vector code, the host/device split (kernels named,
-dynamic shared memory marked beyond 48 KB), barriers, verification.
+loops of at most 16 bytes as vector code, the host/device split (each kernel outlined
+into a ``device_kernel`` function, the host launching it with its grid and block as
+expressions), dynamic shared memory marked beyond 48 KB, barriers, verification.
+The kernels are printed as CUDA C, the host function as C compiled by the system C
+compiler (:mod:`targets.cuda.host`).
+
+Thread axes (declared data, :data:`THREAD_AXES`): ``blockIdx.x`` up to 2**31 - 1
+blocks, ``blockIdx.y/z`` up to 65535, ``threadIdx.x/y`` up to 1024, ``threadIdx.z``
+up to 64, at most 1024 threads per block.
 
 Example::
 
@@ -28,6 +35,7 @@ from cuvil_tir.transform.gpu_threads import kernels, normalize_thread_bindings, 
 from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.transform.vectorize import vectorize_loops
 from cuvil_tir.stmt import For
+from cuvil_tir.thread_axes import ThreadAxis
 
 from ..memory import Memory
 from ..registry import register_target
@@ -36,6 +44,16 @@ from .double_buffer import inject_double_buffer
 from .reduction import lower_cross_thread_reduction
 from .runtime import CudaRuntime
 from .tensorcore import wmma_leading_dims
+
+#: the thread axes of a CUDA launch and their limits
+THREAD_AXES = (ThreadAxis("blockIdx.x", "grid", 0, (1 << 31) - 1),
+               ThreadAxis("blockIdx.y", "grid", 1, 65535),
+               ThreadAxis("blockIdx.z", "grid", 2, 65535),
+               ThreadAxis("threadIdx.x", "thread", 0, 1024),
+               ThreadAxis("threadIdx.y", "thread", 1, 1024),
+               ThreadAxis("threadIdx.z", "thread", 2, 64))
+#: threads per block
+MAX_THREADS = 1024
 
 #: opt-in shared memory per block (bytes) by architecture major version
 SHARED_CAPACITY = {7: 96 * 1024, 8: 163 * 1024, 9: 227 * 1024, 10: 227 * 1024,
@@ -65,8 +83,9 @@ _vectorize16.pass_name = "vectorize_loops"
 
 
 def mark_shared_memory(func):
-    """Mark kernels needing more than 48 KB of shared memory (``cuda.dyn_shared``);
-    more than the target's capacity is a ``LoweringError``.
+    """Mark kernels needing more than 48 KB of shared memory (annotation
+    ``dyn_shared`` of the kernel's root loop, its bytes); more than the target's
+    capacity is a ``LoweringError``.
 
     Example::
 
@@ -82,12 +101,12 @@ def mark_shared_memory(func):
     for k in kernels(func.body):
         n = shared_bytes(k)
         if n > cap:
-            raise LoweringError(f"kernel {dict(k.annotations).get('cuda.kernel')} needs "
+            raise LoweringError(f"kernel {func.name} needs "
                                 f"{n} bytes of shared memory; {arch} offers {cap} per "
                                 "block: use smaller tiles")
         if n > STATIC_SHARED_LIMIT:
             ann = dict(k.annotations)
-            ann["cuda.dyn_shared"] = n
+            ann["dyn_shared"] = n
             changed[id(k)] = For(k.loop_var, k.min, k.extent, k.kind, k.body,
                                  k.thread_tag, ann)
     if not changed:
@@ -126,6 +145,9 @@ class CudaKind:
 
     name = "cuda"
     options = {"arch": "sm_80"}
+    thread_axes = THREAD_AXES
+    max_threads = MAX_THREADS
+    module_codegen = True
     memories = (Memory("global", None, "device memory (parameters, temporaries)"),
                 Memory("shared", SHARED_CAPACITY[8], "per thread block, on chip"),
                 Memory("local", None, "per thread: registers"))
@@ -142,4 +164,5 @@ class CudaKind:
 
 register_target(CudaKind())
 
-__all__ = ["CudaKind", "cuda_pipeline", "mark_shared_memory", "shared_capacity"]
+__all__ = ["CudaKind", "MAX_THREADS", "THREAD_AXES", "cuda_pipeline", "mark_shared_memory",
+           "shared_capacity"]

@@ -1,10 +1,13 @@
-"""CUDA C from lowered GPU IR: one ``extern "C" __global__`` function per kernel.
+"""CUDA C from a lowered GPU module: one ``extern "C" __global__`` function per
+``device_kernel`` function, and the host function as C.
 
-The lowered function (see :func:`targets.cuda.cuda_pipeline`) is a host program whose
-leaves are kernels; :func:`codegen_cuda` prints every kernel and returns a
-:class:`CudaProgram`: the source, and per kernel its parameters (the ``global``
-buffers and scalar variables it uses), launch dimensions and dynamic shared memory,
-which the runtime needs to launch it.
+The lowered module (see :func:`targets.cuda.cuda_pipeline`) holds a host function
+that launches kernels (``T.device_launch``) and one ``device_kernel`` function per
+kernel, its parameters the ``global`` buffers and scalars the kernel uses (the
+outlining pass, :mod:`cuvil_tir.transform.outline`).  :func:`codegen_cuda` prints
+every kernel and the host program (:mod:`targets.cuda.host`) and returns a
+:class:`CudaProgram`: both sources, and per kernel its parameters, launch dimensions
+and dynamic shared memory.
 
 Printing rules: each thread axis becomes one ``const int`` read of
 ``threadIdx``/``blockIdx`` at the top of the kernel; ``__launch_bounds__`` gives the
@@ -41,14 +44,15 @@ from cuvil_tir.arith import Analyzer
 from cuvil_tir.arith.affine import Affine
 from cuvil_tir.errors import CodegenError, CuvilError
 from cuvil_tir.expr import BufferLoad, IntImm, Ramp
-from cuvil_tir.ir_module import single_function
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.ir_module import as_module, calling_conv, device_launch_parts, is_device_launch
 from cuvil_tir.stmt import Allocate, Range
 from cuvil_tir.transform.gpu_sync import is_barrier
-from cuvil_tir.transform.gpu_threads import (THREAD_TAGS, kernel_free_vars, kernel_name,
-                                             kernels, launch_dims, thread_vars)
+from cuvil_tir.transform.gpu_threads import launch_dims, launch_shape, thread_vars
 from cuvil_tir.visitor import post_order_visit
 
 from ..cstyle import CPrinter
+from .host import print_host
 from .intrinsics import PREAMBLE
 from .tensorcore import WMMA_OP, wmma_text
 
@@ -59,9 +63,10 @@ STATIC_SHARED_LIMIT = 48 * 1024
 class KernelInfo:
     """What the runtime needs to launch one kernel.
 
-    ``params``: ``("buffer", Buffer)`` or ``("scalar", Var)`` in C parameter order;
-    ``dims``: ``{tag: extent expression}``; ``dyn_shared``: bytes of dynamic shared
-    memory (0: static only).
+    ``params``: ``("buffer", Buffer)`` or ``("scalar", Var)`` in C parameter order
+    (the ``device_kernel`` function's); ``dims``: ``{tag: extent expression}`` in the
+    kernel's variables; ``dyn_shared``: bytes of dynamic shared memory (0: static
+    only); ``param_types``: the C type of each parameter.
 
     Example::
 
@@ -73,12 +78,12 @@ class KernelInfo:
     params: list
     dims: dict
     dyn_shared: int = 0
+    param_types: tuple = ()
 
     def threads_per_block(self) -> int:
-        """Product of the (constant) ``threadIdx`` extents."""
+        """Product of the (constant) block extents."""
         n = 1
-        for t in THREAD_TAGS:
-            d = self.dims.get(t)
+        for d in launch_shape(self.dims)[1]:
             n *= d.value if isinstance(d, IntImm) else 1
         return n
 
@@ -86,8 +91,10 @@ class KernelInfo:
 @dataclass
 class CudaProgram:
     """The output of :func:`codegen_cuda`: ``text`` (CUDA C), ``kernels``
-    (:class:`KernelInfo` by name, in launch order) and ``host`` (the lowered function,
-    whose host statements the runtime walks).
+    (:class:`KernelInfo` by name, in the module's order: the host's table), ``host``
+    (the lowered host function), ``host_c`` (it as C, :mod:`targets.cuda.host`),
+    ``entry`` (the C name of the host function) and ``launches`` (each launch
+    statement of the host as data, :func:`launch_spec`, in program order).
 
     Example::
 
@@ -101,6 +108,9 @@ class CudaProgram:
     alignment: dict = field(default_factory=dict)
     helpers: dict = field(default_factory=dict)
     bodies: tuple = ()
+    host_c: str = ""
+    entry: str = ""
+    launches: tuple = ()
 
     def __str__(self):
         return self.text
@@ -154,33 +164,49 @@ class KernelPrinter(CPrinter):
     restrict = "__restrict__"
     memory_types = {"float16": "half", "bfloat16": "__nv_bfloat16"}
     loop_pragmas = {"unrolled": "#pragma unroll", "vectorized": "#pragma unroll"}
+    #: how CUDA C reads each thread axis (cuvil_tir.thread_axes)
+    axis_spelling = {"blockIdx.x": "blockIdx.x", "blockIdx.y": "blockIdx.y",
+                     "blockIdx.z": "blockIdx.z", "threadIdx.x": "threadIdx.x",
+                     "threadIdx.y": "threadIdx.y", "threadIdx.z": "threadIdx.z"}
 
-    def __init__(self, kernel, name: str):
+    def __init__(self, func):
         super().__init__()
-        self.kernel, self.name = kernel, name
+        self.func, self.name, self.kernel = func, func.name, func.body
         self.ana = Analyzer(index_no_overflow=True)
-        self.dyn = dict(getattr(kernel, "annotations", ()) or ()).get("cuda.dyn_shared", 0)
+        self.dyn = dict(getattr(self.kernel, "annotations", ()) or ()).get("dyn_shared", 0)
         self.dyn_offset = 0
         self.alignment: dict = {}     # global buffer -> bytes its pointer needs
+        self.param_types: list = []   # the C type of each parameter
 
     # ---- the kernel -----------------------------------------------------------------
-    def print_kernel(self, params) -> str:
+    def print_kernel(self) -> str:
         """The ``__global__`` function (helpers it uses are in ``self.helpers``)."""
         self.taken.add(self.name)
         dims = launch_dims(self.kernel)
         nthreads = 1
-        for t in THREAD_TAGS:
-            nthreads *= dims[t].value
+        for d in launch_shape(dims)[1]:
+            nthreads *= d if isinstance(d, int) else d.value
         args = []
-        for kind, obj in params:
-            if kind == "buffer":
-                args.append(f"{self.mem_type(obj.dtype)}* {self.restrict} {self.bind(obj)}")
+        for p in self.func.params:
+            if isinstance(p, Buffer):
+                if p.scope != "global":
+                    raise CodegenError(f"cuda codegen: kernel {self.name} takes buffer "
+                                       f"{p.name} in scope {p.scope!r}; a kernel's buffer "
+                                       "parameters live in 'global' memory")
+                t = f"{self.mem_type(p.dtype)}*"
+                args.append(f"{t} {self.restrict} {self.bind(p)}")
             else:
-                args.append(f"{self.scalar_type(obj.dtype)} {self.bind(obj)}")
+                t = self.scalar_type(p.dtype)
+                args.append(f"{t} {self.bind(p)}")
+            self.param_types.append(t)
         head = (f"{self.function_prefix} void __launch_bounds__({nthreads}) "
                 f"{self.name}({', '.join(args)})")
         for tag, var in thread_vars(self.kernel).items():
-            self.emit(f"const int {self.bind(var)} = (int){tag};")
+            if tag not in self.axis_spelling:
+                raise CodegenError(f"cuda codegen: kernel {self.name} binds a loop to "
+                                   f"{tag}, which CUDA does not have; bind it to one of "
+                                   f"{', '.join(self.axis_spelling)}")
+            self.emit(f"const int {self.bind(var)} = (int){self.axis_spelling[tag]};")
             self.ana.bind(var, Range(IntImm(0, var.dtype), dims[tag]))
         if self.dyn:
             self.emit("extern __shared__ __align__(32) unsigned char cvl_dyn_smem[];")
@@ -224,7 +250,7 @@ class KernelPrinter(CPrinter):
 
     def s_Evaluate(self, s):
         if is_barrier(s):
-            self.emit("__syncthreads();")
+            self.emit(ops.spelling(self.op_table, s.value.op) + ";")
         else:
             super().s_Evaluate(s)
 
@@ -321,15 +347,17 @@ class KernelPrinter(CPrinter):
         lo, _ = self.ana.const_int_bound(e)
         return isinstance(lo, int) and lo > 0
 
-    def print_call(self, e) -> str:
-        if e.op in ("cuda.warp_sum", "cuda.warp_max", "cuda.warp_min"):
-            return f"cvl_{e.op[5:]}({self.bare(e.args[0])}, {self.bare(e.args[1])})"
-        if e.op == WMMA_OP:
-            for x in e.args[:3]:
-                if x.buffer.scope == "global":
-                    self.alignment[x.buffer.name] = 32
-            return wmma_text(self, e)
-        return super().print_call(e)
+    def wmma(self, e) -> str:
+        """A tensor-core step; its global tiles need 32-byte aligned pointers."""
+        for x in e.args[:3]:
+            if x.buffer.scope == "global":
+                self.alignment[x.buffer.name] = 32
+        return wmma_text(self, e)
+
+
+def _warp_reduction(p, e) -> str:
+    # the value is already of the dtype: no rounding back
+    return f"cvl_{e.op}({p.bare(e.args[0])}, {p.bare(e.args[1])})"
 
 
 # CUDA C writes ops as C does (the "c" table), except where it says otherwise here
@@ -338,37 +366,16 @@ ops.register_spellings("cuda", {
     # the arms are values of the dtype already: no rounding back (on CUDA a float16
     # or bfloat16 round is a conversion to memory and back)
     "if_then_else": lambda p, e: "({} ? {} : {})".format(*(p.expr(x) for x in e.args)),
+    # the GPU ops of the registry (cuvil_tir.ops.gpu) and CUDA's tensor-core step
+    "tvm_storage_sync": "__syncthreads()",
+    "warp_sum": _warp_reduction, "warp_max": _warp_reduction, "warp_min": _warp_reduction,
+    WMMA_OP: KernelPrinter.wmma,
 })
 
 
-def kernel_params(func, kernel) -> list:
-    """``[("buffer", Buffer) | ("scalar", Var)]`` a kernel takes: the ``global``
-    buffers it touches (parameters first, in their order) and its free scalars.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> kernel_params(T.PrimFunc([], T.Evaluate(T.const(0))), T.Evaluate(T.const(0)))
-        []
-    """
-    used = []
-    seen = set()
-
-    def look(n):
-        if isinstance(n, (BufferLoad,)) or type(n).__name__ == "BufferStore":
-            b = n.buffer
-            if b.scope == "global" and id(b) not in seen:
-                seen.add(id(b))
-                used.append(b)
-    post_order_visit(kernel, look)
-    order = {id(p): k for k, p in enumerate(func.params)}
-    used.sort(key=lambda b: order.get(id(b), len(order)))
-    scalars = [v for v in kernel_free_vars(kernel)]
-    return [("buffer", b) for b in used] + [("scalar", v) for v in scalars]
-
-
 def codegen_cuda(lowered, target=None) -> CudaProgram:
-    """Print every kernel of ``lowered`` (a module or function lowered for ``cuda``).
+    """Print every kernel of ``lowered`` (a module lowered for ``cuda``) and its host
+    function.
 
     Example::
 
@@ -376,22 +383,59 @@ def codegen_cuda(lowered, target=None) -> CudaProgram:
         >>> codegen_cuda(T.PrimFunc([], T.Evaluate(T.const(0)))).kernels
         {}
     """
-    lowered = single_function(lowered, "cuda")
-    parts, helpers = [], {}
-    infos, aligned = {}, {}
-    for k, kernel in enumerate(kernels(lowered.body)):
-        name = kernel_name(kernel) or f"{lowered.name}_kernel{k}"
-        params = kernel_params(lowered, kernel)
-        p = KernelPrinter(kernel, name)
-        text = p.print_kernel(params)
+    mod = as_module(lowered)
+    parts, helpers, infos, aligned = [], {}, {}, {}
+    for func in mod.functions:
+        if calling_conv(func) != "device_kernel":
+            continue
+        p = KernelPrinter(func)
+        parts.append(p.print_kernel())
         helpers.update(p.helpers)
-        dims = launch_dims(kernel)
-        infos[name] = KernelInfo(name, params, dims, p.dyn_offset if p.dyn else 0)
+        params = [("buffer" if isinstance(x, Buffer) else "scalar", x) for x in func.params]
+        infos[func.name] = KernelInfo(func.name, params, launch_dims(func.body),
+                                      p.dyn_offset if p.dyn else 0, tuple(p.param_types))
         for b, n in p.alignment.items():
-            aligned[b] = max(aligned.get(b, 0), n)
-        parts.append(text)
-    return CudaProgram(source_text(helpers, parts), infos, lowered, aligned,
-                       helpers, tuple(parts))
+            aligned[(func.name, b)] = n
+    host = mod.entry
+    host_c = print_host(host, host.name, list(infos),
+                        {k: i.param_types for k, i in infos.items()},
+                        {k: i.dyn_shared for k, i in infos.items()})
+    launches = _launches(host)
+    alignment = {}
+    for name, _, args in launches:
+        for p, a in zip(mod[name].params, args):
+            need = aligned.get((name, p.name), 0)
+            if need and isinstance(a, Buffer):
+                alignment[a.name] = max(alignment.get(a.name, 0), need)
+    plan = tuple(launch_spec(name, dims, args, infos[name].dyn_shared)
+                 for name, dims, args in launches)
+    return CudaProgram(source_text(helpers, parts), infos, host, alignment, helpers,
+                       tuple(parts), host_c, host.name, plan)
+
+
+def _launches(host) -> list:
+    out = []
+    post_order_visit(host.body, lambda n: out.append(device_launch_parts(n))
+                     if is_device_launch(n) else None)
+    return out
+
+
+def launch_spec(name: str, dims: dict, args, shared: int) -> dict:
+    """One launch statement of the host as data: the kernel, its grid and block as
+    expression text (of the host's parameters, sizes and loop variables), the dynamic
+    shared bytes and the arguments' names.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> n = T.size_var("n")
+        >>> launch_spec("k", {"blockIdx.x": (n + 7) // 8, "threadIdx.x": 8}, (n,), 0)["grid"]
+        ('(n + 7) // 8', '1', '1')
+    """
+    grid, block = launch_shape(dims)
+    text = tuple(str(e) for e in grid + block)
+    return {"kernel": name, "grid": text[:3], "block": text[3:], "shared": shared,
+            "args": tuple(a.name for a in args)}
 
 
 def source_text(helpers: dict, kernels_text) -> str:
@@ -425,4 +469,4 @@ def combine(programs) -> str:
 
 
 __all__ = ["CudaProgram", "KernelInfo", "KernelPrinter", "codegen_cuda", "combine",
-           "kernel_params", "shared_bytes", "source_text"]
+           "shared_bytes", "source_text"]

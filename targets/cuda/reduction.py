@@ -9,10 +9,10 @@ round through ``shared`` memory:
     for tx in T.thread_binding(E, "threadIdx.x"):        # E: a power of two <= 32,
         red[0] = identity                                 # or a multiple of 32
         for ki ...: red[0] = red[0] + rhs                 # the thread's part
-        red[0] = cuda.warp_sum(red[0], min(E, 32))        # __shfl_xor_sync butterfly
+        red[0] = warp_sum(red[0], min(E, 32))        # __shfl_xor_sync butterfly
         if E > 32:
             if tx % 32 == 0: red_warps[tx // 32] = red[0]
-            red[0] = cuda.warp_sum(tx < E // 32 ? red_warps[tx] : identity, 32)
+            red[0] = warp_sum(tx < E // 32 ? red_warps[tx] : identity, 32)
         if tx == 0: S[idx] = red[0]
 
 The barrier between the warp results and their read is left to
@@ -28,7 +28,7 @@ Example::
     >>> sch = S.Schedule(T.create_prim_func([A, T.compute((4,), lambda i: T.sum(A[i, k], axis=k), name="B")]))
     >>> i, k = sch.get_loops(sch.get_block("B"))
     >>> sch.bind(i, "blockIdx.x"); sch.bind(k, "threadIdx.x")
-    >>> "cuda.warp_sum" in T.to_text(lower_cross_thread_reduction(sch.func))
+    >>> "warp_sum" in T.to_text(lower_cross_thread_reduction(sch.func))
     True
 """
 
@@ -60,18 +60,18 @@ def identity_of(combiner: str, dtype: str):
 
 
 def warp_reduce(combiner: str, value, width: int):
-    """``cuda.warp_<combiner>(value, width)``: every lane of each group of ``width``
+    """``warp_<combiner>(value, width)`` (an op of :mod:`cuvil_tir.ops.gpu`): every lane of each group of ``width``
     lanes gets the combination of the group's values.
 
     Example::
 
         >>> import cuvil_tir as T
         >>> warp_reduce("sum", T.var("x", "float32"), 32).op
-        'cuda.warp_sum'
+        'warp_sum'
     """
     if combiner == "prod":
         raise LoweringError("a cross-thread product is not supported; use rfactor")
-    return Call(value.dtype, f"cuda.warp_{combiner}", (value, IntImm(width, "int32")))
+    return Call(value.dtype, f"warp_{combiner}", (value, IntImm(width, "int32")))
 
 
 def _depends(e, var) -> bool:

@@ -1,12 +1,20 @@
-"""The CUDA runtime module: NVRTC through cupy at first call, kept; launches; timing.
+"""The CUDA runtime module: NVRTC through cupy at first call, kept; the compiled host
+program; launches; timing.
 
 Nothing touches the GPU until the module is first called: building (and printing CUDA
-C, PTX, the host program) works on any machine.  At the first call the source is
-compiled with NVRTC through ``cupy.RawModule`` for the current device and kept for
-the module's lifetime; NVRTC errors become :class:`CodegenError` quoting the line.
-A call runs the host program: ``global`` temporaries are ``cupy.empty`` arrays, host
-loops run in Python, each kernel is launched with its grid and block computed from
-the symbolic sizes bound by the arguments (a grid of 0 blocks launches nothing).
+C, PTX, the host C) works on any machine.  At the first call the kernels are compiled
+with NVRTC through ``cupy.RawModule`` for the current device and kept for the
+module's lifetime (NVRTC errors become :class:`CodegenError` quoting the line), and
+the host program is compiled with the system C compiler
+(:class:`~targets.cuda.launcher.HostProgram`).  A call runs the host program with the
+driver's device table: it computes each grid from the symbolic sizes, allocates the
+``global`` temporaries, checks what the IR checks and launches each kernel with
+``cuLaunchKernel`` on cupy's current stream (a grid of 0 blocks launches nothing:
+the IR guards it).
+
+``launch_plan(*sizes)`` runs the same compiled host program with a recording table
+(:class:`~targets.cuda.launcher.Recorder`): the launches a call with those sizes
+makes, in order, on any machine.
 
 Example::
 
@@ -23,25 +31,18 @@ Example::
 
 from __future__ import annotations
 
+import ctypes
 import os
 
-from cuvil_tir.errors import CodegenError
-from cuvil_tir.expr import Var
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.errors import TargetError
 from cuvil_tir.printer import to_text
-from cuvil_tir.stmt import Allocate, For, IfThenElse, LetStmt, SeqStmt
-from cuvil_tir.transform.gpu_threads import (BLOCK_TAGS, THREAD_TAGS, is_thread_loop,
-                                             kernel_name)
 
-from ..argcheck import _py_expr
 from ..benchmark import BenchmarkResult
-from .args import check_device, import_cupy, make_device_caller
+from .args import check_device, device_pointer, import_cupy, make_device_caller
+from .launcher import (ALLOC_FN, LAUNCH_FN, RELEASE_FN, DeviceTable, HostProgram, Recorder,
+                       Table)
 from .nvcc import nvcc_ptx, source_error
-
-
-def _evaluator(expr, env_names: dict):
-    src = _py_expr(expr, env_names)
-    code = compile(src, "<cuda launch>", "eval")
-    return lambda env: eval(code, {"min": min, "max": max}, env)  # noqa: S307 - own source
 
 
 def nvrtc_options(cp) -> tuple:
@@ -69,134 +70,96 @@ def nvrtc_options(cp) -> tuple:
 class CudaRuntime:
     """Compiled-at-first-use CUDA module (see the module docstring).
 
-    ``source_formats``: ``cuda`` (default), ``ptx`` (needs nvcc), ``host`` (the
-    lowered host program).
+    ``source_formats``: ``cuda`` (default), ``ptx`` (needs nvcc), ``host`` (the host
+    program's C), ``host_ir`` (the lowered module: host function and kernels).
 
     Example::
 
         >>> CudaRuntime.source_formats
-        ('cuda', 'ptx', 'host')
+        ('cuda', 'ptx', 'host', 'host_ir')
     """
 
-    source_formats = ("cuda", "ptx", "host")
+    source_formats = ("cuda", "ptx", "host", "host_ir")
 
     def __init__(self, program, target, signature):
         self.program, self.target, self.signature = program, target, signature
         self.entry_name = signature.name
         self._funcs = None
         self._cp = None
-        host = program.host
-        self.size_vars = tuple(host.attr("cuvil.size_vars", signature.size_vars) or ())
-        self.params = host.params
+        self._host = None
+        self._table = None
+        self.params = program.host.params
 
     # ---- sources ----------------------------------------------------------------------
     def get_source(self, fmt=None) -> str:
-        """``cuda`` (default), ``ptx`` or ``host``."""
+        """``cuda`` (default), ``ptx``, ``host`` or ``host_ir``."""
         if fmt in (None, "cuda"):
             return self.program.text
         if fmt == "ptx":
             return nvcc_ptx(self.program.text, self.target.options.get("arch", "sm_80"))
+        if fmt == "host":
+            return self.program.host_c
         return to_text(self.program.host)
 
     # ---- compiling ----------------------------------------------------------------------
+    def host_program(self) -> HostProgram:
+        """The host program, compiled at first use."""
+        if self._host is None:
+            self._host = HostProgram(self.program)
+        return self._host
+
     def _compile(self):
         cp = import_cupy("running a CUDA module")
         if cp.cuda.runtime.getDeviceCount() == 0:
-            from cuvil_tir.errors import TargetError
             raise TargetError("the cuda target found no NVIDIA GPU (cupy sees 0 devices); "
                               "check the results on this machine with "
                               "T.interpret(T.lower(sch, 'cuda'), ...)")
         try:
             mod = cp.RawModule(code=self.program.text, options=nvrtc_options(cp))
-            funcs = {}
+            funcs = []
             for name, info in self.program.kernels.items():
                 fn = mod.get_function(name)
                 if info.dyn_shared:
                     fn.max_dynamic_shared_size_bytes = info.dyn_shared
-                funcs[name] = fn
+                funcs.append(fn)
         except cp.cuda.compiler.CompileException as err:
             raise source_error(str(err), self.program.text, "NVRTC") from None
+        self._table = driver_table(cp, funcs)
+        self.host_program()
         self._cp, self._funcs = cp, funcs
 
     # ---- launching --------------------------------------------------------------------
+    def _values(self, args) -> tuple:
+        n = len(self.params)
+        values = [device_pointer(a) if isinstance(p, Buffer) else a
+                  for p, a in zip(self.params, args[:n])]
+        return values, args[n:]
+
     def raw(self, *args):
         """Run the host program on checked arguments (arrays, scalars, sizes)."""
         if self._funcs is None:
             self._compile()
-        cp = self._cp
-        nparams = len(self.params)
-        check_device(cp, [a for a, p in zip(args, self.params) if not isinstance(p, Var)],
-                     [p.name for p in self.params if not isinstance(p, Var)])
-        env = {}
-        for p, a in zip(self.params, args[:nparams]):
-            env[id(p)] = a
-        for v, a in zip(self.size_vars, args[nparams:]):
-            env[id(v)] = int(a)
-        self._run(self.program.host.body, env)
+        check_device(self._cp, [a for a, p in zip(args, self.params) if isinstance(p, Buffer)],
+                     [p.name for p in self.params if isinstance(p, Buffer)])
+        values, sizes = self._values(args)
+        self._table.struct.stream = self._cp.cuda.get_current_stream().ptr
+        self.host_program().run(self._table, values, sizes)
 
-    def _int(self, e, env):
-        names = {k: f"_v{k}" for k in env}
-        return int(_evaluator(e, names)({f"_v{k}": v for k, v in env.items()
-                                         if isinstance(v, (int, float))}))
+    def launch_plan(self, *sizes, **scalars) -> list:
+        """``[(kernel, grid, block, dynamic shared bytes)]``: the launches a call with
+        the symbolic ``sizes`` (in ``signature.size_vars`` order) and scalar
+        parameters ``scalars`` (by name; 0 when not given) makes, in order -- the
+        compiled host program run with a recording table, on any machine."""
+        return [x.plan() for x in self.record(*sizes, **scalars).launches]
 
-    def _run(self, s, env):
-        if is_thread_loop(s):
-            self._launch(s, env)
-        elif isinstance(s, SeqStmt):
-            for c in s.seq:
-                self._run(c, env)
-        elif isinstance(s, Allocate):
-            shape = tuple(self._int(d, env) for d in s.buffer.shape)
-            from cuvil_tir import dtype as D
-            env[id(s.buffer)] = self._cp.empty(shape, D.to_numpy(s.buffer.dtype))
-            self._run(s.body, env)
-            del env[id(s.buffer)]
-        elif isinstance(s, For):
-            lo = self._int(s.min, env)
-            for v in range(lo, lo + self._int(s.extent, env)):
-                env[id(s.loop_var)] = v
-                self._run(s.body, env)
-        elif isinstance(s, LetStmt):
-            env[id(s.var)] = self._int(s.value, env)
-            self._run(s.body, env)
-        elif isinstance(s, IfThenElse):
-            if self._int(s.condition, env):
-                self._run(s.then_case, env)
-            elif s.else_case is not None:
-                self._run(s.else_case, env)
-        else:
-            raise CodegenError(f"cuda host: cannot run `{to_text(s)}` on the host")
-
-    def _dims(self, info, env):
-        grid = tuple(self._int(info.dims[t], env) for t in BLOCK_TAGS)
-        block = tuple(self._int(info.dims[t], env) for t in THREAD_TAGS)
-        return grid, block
-
-    def _launch(self, kernel, env):
-        import numpy as np
-        from cuvil_tir import dtype as D
-        info = self.program.kernels[kernel_name(kernel)]
-        grid, block = self._dims(info, env)
-        if min(grid) <= 0:
-            return
-        args = []
-        for kind, obj in info.params:
-            if kind == "buffer":
-                args.append(env[id(obj)])
-            else:
-                args.append(np.dtype(D.to_numpy(obj.dtype)).type(env[id(obj)]))
-        self._funcs[info.name](grid, block, tuple(args), shared_mem=info.dyn_shared)
-
-    def launch_plan(self, *sizes) -> list:
-        """``[(kernel, grid, block, dynamic shared bytes)]`` for the given symbolic sizes
-        (in ``signature.size_vars`` order), kernels at host level only; for tests
-        and for reading what a call will launch."""
-        env = {id(v): int(s) for v, s in zip(self.size_vars, sizes)}
-        out = []
-        for name, info in self.program.kernels.items():
-            grid, block = self._dims(info, env)
-            out.append((name, grid, block, info.dyn_shared))
-        return out
+    def record(self, *sizes, **scalars) -> Recorder:
+        """The :class:`~targets.cuda.launcher.Recorder` of one run of the host program
+        (``launch_plan``'s arguments; buffers at fake device addresses)."""
+        rec = Recorder(self.program)
+        values = [(k + 1) << 32 if isinstance(p, Buffer) else scalars.get(p.name, 0)
+                  for k, p in enumerate(self.params)]
+        self.host_program().run(rec.table(), values, sizes)
+        return rec
 
     # ---- calling convention hooks for targets.Module ---------------------------------
     def make_caller(self, signature, raw):
@@ -223,4 +186,41 @@ class CudaRuntime:
         return BenchmarkResult(tuple(out), number=number)
 
 
-__all__ = ["CudaRuntime"]
+def driver_table(cp, funcs) -> Table:
+    """The device table of a real GPU: the driver's ``cuLaunchKernel``, the kernels'
+    ``CUfunction`` handles (``funcs``: cupy functions in the program's order) and
+    temporaries from cupy's memory pool.
+
+    Example::
+
+        >>> driver_table.__name__
+        'driver_table'
+    """
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError as err:
+        raise TargetError(f"cuda: the CUDA driver library libcuda.so.1 could not be "
+                          f"loaded ({err}); install the NVIDIA driver") from None
+    launch = LAUNCH_FN(ctypes.cast(libcuda.cuLaunchKernel, ctypes.c_void_p).value)
+    handles = (ctypes.c_void_p * max(1, len(funcs)))(*[f.ptr for f in funcs])
+    live: dict = {}
+
+    def alloc(ctx, nbytes, out):
+        try:
+            mem = cp.cuda.alloc(int(nbytes))
+        except cp.cuda.memory.OutOfMemoryError:
+            return 1
+        live[mem.ptr] = mem
+        out[0] = mem.ptr
+        return 0
+
+    def release(ctx, ptr):
+        live.pop(ptr, None)
+        return 0
+    fa, fr = ALLOC_FN(alloc), RELEASE_FN(release)
+    struct = DeviceTable(launch, ctypes.cast(handles, ctypes.POINTER(ctypes.c_void_p)),
+                         None, fa, fr, None)
+    return Table(struct, [libcuda, handles, launch, fa, fr, live])
+
+
+__all__ = ["CudaRuntime", "driver_table"]

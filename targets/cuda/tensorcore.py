@@ -13,7 +13,8 @@ Within a kernel, the warp is the 32 lanes of ``threadIdx.x`` (a kernel using the
 intrinsic must bind ``threadIdx.x`` with extent 32, e.g. for its copies into shared
 memory); warps are told apart by ``threadIdx.y``/``z``.  The interpreter executes the
 call once per warp, after checking that all 32 lanes pass the same tiles
-(:mod:`cuvil_tir.interp.gpu`), and computes it in float32 with numpy.
+(:mod:`cuvil_tir.interp.gpu`), and computes it in float32 with numpy: the op's entry
+in the op registry declares its tiles and that computation.
 
 Example::
 
@@ -28,6 +29,8 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.expr import BufferLoad, Call, IntImm, Var, const
 from cuvil_tir.function import PrimFunc
+from cuvil_tir.ops import OpDef, register_op
+from cuvil_tir.ops.gpu import Tile
 from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
                             IterVar, Range)
@@ -37,6 +40,26 @@ from cuvil_tir.tensor_intrin import TensorIntrin
 
 WMMA_OP = "cuda.wmma_sync"
 WMMA_DEPTHS = (16, 32, 64)
+
+
+def _wmma_tiles(args) -> tuple:
+    # A[16, K], B[K, 16] read, C[16, 16] read and written; after wmma_leading_dims the
+    # leading dimensions are arguments 4 to 6
+    k = args[3].value
+    lds = (4, 5, 6) if len(args) == 7 else (None, None, None)
+    return (Tile(0, 16, k, lds[0]), Tile(1, k, 16, lds[1]),
+            Tile(2, 16, 16, lds[2], "readwrite"))
+
+
+def _wmma_reference(t):
+    return lambda a, b, c: (c + a.astype("float32") @ b.astype("float32"),)
+
+
+# a warp-wide tile op: the interpreter and the GPU passes read its tiles from here
+register_op(OpDef(WMMA_OP, -1, "any", effect="opaque", collective="warp",
+                  tiles=_wmma_tiles, reference=_wmma_reference,
+                  doc="C[16, 16] += A[16, K] @ B[K, 16] in float32 by the 32 lanes of a "
+                      "warp (nvcuda::wmma)"), replace=True)
 
 WMMA_HELPER = r"""#include <mma.h>
 template <int K> __device__ __forceinline__ void cvl_wmma_sync(
@@ -171,7 +194,7 @@ def wmma_leading_dims(func):
         return func
     for k in kernels(body):
         calls = _wmma_calls(k)
-        lanes = launch_dims(k)["threadIdx.x"]
+        lanes = launch_dims(k).get("threadIdx.x", IntImm(1, "int32"))
         if calls and not (isinstance(lanes, IntImm) and lanes.value == 32):
             raise LoweringError(f"a kernel of {func.name} calls tensor cores with "
                                 f"threadIdx.x = {lanes}; the 32 lanes of a warp are "

@@ -37,7 +37,7 @@ from cuvil_tir.transform.bounds_check import with_bounds_check
 from cuvil_tir.transform.compact import compact_local_buffers
 from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
 from cuvil_tir.transform.loop_partition import loop_partition
-from cuvil_tir.transform.outline_parallel import outline_parallel
+from cuvil_tir.transform.outline import outline_parallel
 from cuvil_tir.transform.unroll import unroll_loops
 from cuvil_tir.transform.vectorize import vectorize_loops
 

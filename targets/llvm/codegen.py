@@ -2,7 +2,7 @@
 
 The input is the output of the lowering pipeline: a module of the host entry and its
 ``parallel_task`` functions (a PrimFunc's ``parallel`` loops are outlined first, with
-:func:`cuvil_tir.transform.outline_parallel.outline_parallel`); no blocks, buffers
+:func:`cuvil_tir.transform.outline.outline_parallel`); no blocks, buffers
 usually flat (N-d buffers are accepted and indexed row-major), ``Allocate`` for
 internal buffers.  Expressions are translated by :mod:`targets.llvm.codegen_expr`,
 parallel launches and tasks by :mod:`targets.llvm.parallel`.
@@ -46,7 +46,7 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError
 from cuvil_tir.expr import Add, IntImm, Mul, Var
 from cuvil_tir.ir_module import calling_conv, is_launch
-from cuvil_tir.transform.outline_parallel import outline_parallel
+from cuvil_tir.transform.outline import outline_parallel
 from cuvil_tir.visitor import used_vars
 
 from ..checks import STATUS_CHECK_FAILED

@@ -1,7 +1,7 @@
 """Parallel tasks of a lowered module on the native thread pool.
 
 Lowering outlines each ``parallel`` loop into a ``parallel_task`` function of the
-module (:mod:`cuvil_tir.transform.outline_parallel`) and a launch in the host::
+module (:mod:`cuvil_tir.transform.outline`) and a launch in the host::
 
     T.evaluate(T.parallel_launch("f_par0", lo, n, A, B, x))
 
@@ -37,7 +37,8 @@ from __future__ import annotations
 from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.ir_module import launch_parts
-from cuvil_tir.transform.outline_parallel import LOOP_ANNOTATIONS, task_of
+from cuvil_tir.transform.inline import task_of
+from cuvil_tir.transform.outline import LOOP_ANNOTATIONS
 
 from . import intrinsics as I
 from .builder import IRBuilder

@@ -68,7 +68,15 @@ def _shift(left):
     return lambda cg, e: I.shift(cg.b, left, *_args(cg, e), e.dtype, e.args[1])
 
 
-ops.register_backend("llvm", default=_libm)
+def _default(op):
+    if op.collective is not None:       # a GPU op (cuvil_tir.ops.gpu)
+        return ops.Unsupported(
+            f"{op.name} runs across the threads of a GPU {op.collective} together; the "
+            "llvm target runs on the CPU: build for a GPU target such as 'cuda'")
+    return _libm(op)
+
+
+ops.register_backend("llvm", default=_default)
 ops.register_spellings("llvm", {
     **_INTRINSICS,
     "exp": _exp,
@@ -86,6 +94,9 @@ ops.register_spellings("llvm", {
     "parallel_launch": ops.Unsupported(
         "T.parallel_launch is a statement of the host function "
         "(T.evaluate(T.parallel_launch(...))), not a value inside an expression"),
+    "device_launch": ops.Unsupported(
+        "T.device_launch (a kernel launch) is a statement of a GPU target's host "
+        "program; the llvm target launches no kernels"),
 })
 
 __all__: list = []

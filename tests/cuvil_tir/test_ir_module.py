@@ -10,8 +10,8 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 import targets
-from cuvil_tir.transform.outline_parallel import (inline_parallel_tasks, outline_parallel,
-                                                  task_of)
+from cuvil_tir.transform.inline import inline_launches, task_of
+from cuvil_tir.transform.outline import outline_parallel
 
 HASWELL = targets.Target("llvm", mcpu="haswell")
 
@@ -121,7 +121,7 @@ def test_outline_then_inline_is_the_identity():
     assert mod.names == ("main", "main_par0", "main_par1")
     assert mod["main_par0"].attr("loop_annotations") == {"pragma_nontemporal": True}
     assert isinstance(mod["main_par0"].body, T.For) and mod["main_par0"].body.kind == "parallel"
-    assert T.structural_equal(inline_parallel_tasks(mod).body, f.body)
+    assert T.structural_equal(inline_launches(mod).body, f.body)
     assert outline_parallel(mod) is mod          # nothing left to outline
 
 

@@ -8,7 +8,7 @@ import cuvil_tir as T
 import targets
 from cuvil_tir.stmt import For, IfThenElse
 from cuvil_tir.transform import PassContext
-from cuvil_tir.transform.outline_parallel import inline_parallel_tasks
+from cuvil_tir.transform.inline import inline_launches
 from cuvil_tir.visitor import post_order_visit
 from tests.workloads import load_script
 
@@ -37,7 +37,7 @@ def _k_loop_guards(mod) -> int:
     """IfThenElse statements inside the first k loop of a lowered module (its parallel
     tasks seen inside their loops)."""
     loops, ifs = [], []
-    func = inline_parallel_tasks(mod)
+    func = inline_launches(mod)
     post_order_visit(func.body, lambda n: loops.append(n) if isinstance(n, For)
                      and n.loop_var.name == "k" else None)
     post_order_visit(loops[-1].body, lambda n: ifs.append(n)
