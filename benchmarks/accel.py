@@ -20,9 +20,9 @@ import time
 import numpy as np
 
 import targets
-from targets.accel.examples.conv2d import conv2d, schedule_conv2d
-from targets.accel.examples.fused import fused_gemm, schedule_fused
-from targets.accel.examples.gemm import gemm, schedule_gemm
+from targets.toolkit.npu.conv2d import conv2d, schedule_conv2d
+from targets.toolkit.npu.fused import fused_gemm, schedule_fused
+from targets.toolkit.npu.gemm import gemm, schedule_gemm
 from targets.accel.examples.toy_npu import toy_npu
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import cuvil_tir as T
 import schedules as S
 import targets
-from targets.checks import check_sites
+from targets.runtime.checks import check_sites
 
 from run import _tutorial04  # benchmarks/ is on sys.path when run as a script
 

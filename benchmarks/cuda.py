@@ -56,7 +56,7 @@ import numpy as np  # noqa: E402
 import cuvil_tir as T  # noqa: E402
 import schedules as S  # noqa: E402
 import targets  # noqa: E402
-from targets.cuda import recipes  # noqa: E402
+from targets.toolkit import cuda_recipes as recipes  # noqa: E402
 
 
 def run_tests() -> bool:

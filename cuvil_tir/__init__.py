@@ -10,6 +10,9 @@ Example::
     'main'
 """
 
+#: set before the submodules load: build keys read it while the package imports
+__version__ = "0.1.0"
+
 from . import dtype
 from .errors import (ArgumentError, CodegenError, CuvilError, DivisionByZeroError, DTypeError,
                      LoweringError, ParseError, ScheduleError, ShapeError, TargetError)
@@ -37,11 +40,12 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 from .fingerprint import fingerprint
 from .visitor import Mutator, Visitor, post_order_visit, substitute
 from .printer import to_text
-from .transform import lower
 from .interpreter import interpret
 from .parser import ir_module, module_attrs, parse, prim_func
+from . import target
+from .target import (Program, Target, TargetKind, get_target_kind, list_targets, lower,
+                     register_target)
 from .script import *  # noqa: F401,F403 - TVMScript names: T.float32, T.serial, T.block, ...
 from . import transform
 from .debug import diff, graph
 
-__version__ = "0.1.0"

@@ -35,6 +35,8 @@ from __future__ import annotations
 import functools
 import inspect
 
+from cuvil_tir.target import declared_scopes
+
 from .errors import FactorError, ScheduleArgumentError, schedule_error
 from .handles import BlockRV, LoopRV
 
@@ -141,8 +143,9 @@ def _scope(v):
     if "." not in v:
         # a plain scope names a memory of a target kind: one no target has can never be
         # built (a typo such as "locla"); dotted accelerator scopes are checked at build
-        from targets.memory import declared_scopes
         known = [s for s in declared_scopes() if "." not in s]
+        if v not in known:       # not among the kinds loaded: ask every installed one
+            known = [s for s in declared_scopes(load=True) if "." not in s]
         if v not in known:
             raise Mismatch(f"no registered target has a memory {v!r} (their plain scopes: "
                            f"{', '.join(known)}); use one of them, register a target kind "

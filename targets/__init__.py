@@ -1,4 +1,12 @@
-"""Code generation and runtime: targets, ``build``, and built ``Module`` objects.
+"""Code generation and runtime: the backends (``llvm``, ``c``, ``cuda``, accelerators)
+and the public names ``targets.build``, ``targets.Target``, ``targets.Module``, ...
+
+The contract every backend implements lives in the core (:mod:`cuvil_tir.target`:
+``Target``, ``TargetKind``, the registry, ``Program``, the build driver and the compile
+cache); this package re-exports it under its public names and holds the backends,
+one sub-package each, plus what their ``load`` shares (:mod:`targets.runtime`).
+Importing it registers the built-in kinds; without it, the registry finds them
+through their ``cuvil.targets`` entry points.
 
 Example::
 
@@ -11,30 +19,18 @@ Example::
 """
 
 from cuvil_tir.errors import ArgumentError, CodegenError, TargetError
+from cuvil_tir.target import (HOST_MEMORIES, BenchmarkResult, Memory, Program, Target,
+                              TargetKind, as_target, build, build_key, check_memories,
+                              describe_target, get_target_kind, list_targets, lower_for,
+                              register_target, unregister_target)
 
-from .registry import get_target_kind, list_targets, register_target, unregister_target
-from .target import Target, as_target
-from .benchmark import BenchmarkResult
-from .module import Module
-from .memory import HOST_MEMORIES, Memory, check_memories
-from .build import build, lower_for
-from .keys import build_key, describe_target
+from .runtime import Module
 from . import cache
 from . import llvm  # noqa: F401 - registers the "llvm" kind
 from . import c  # noqa: F401 - registers the "c" kind
 from . import cuda  # noqa: F401 - registers the "cuda" kind
 
 __all__ = ["ArgumentError", "BenchmarkResult", "CodegenError", "HOST_MEMORIES", "Memory",
-           "Module", "Target", "check_memories",
-           "TargetError", "as_target", "build", "build_key", "cache", "describe_target",
-           "get_target_kind", "list_targets",
-           "lower_for", "register_target", "unregister_target"]
-
-
-def _diff_builder(func, target):
-    return build(func, target)
-
-
-import cuvil_tir.debug as _debug  # noqa: E402 - after build is defined
-
-_debug.register_builder(_diff_builder)
+           "Module", "Program", "Target", "TargetError", "TargetKind", "as_target", "build",
+           "build_key", "cache", "check_memories", "describe_target", "get_target_kind",
+           "list_targets", "lower_for", "register_target", "unregister_target"]

@@ -219,7 +219,8 @@ CATALOGUE = [
     Mistake("source format of another target", lambda: _mod().get_source("cuda"), TE,
             "CVL-E106", r"has no source format 'cuda'; expected one of ll"),
     Mistake("target kind without a name", lambda: targets.register_target(object()), TE,
-            "CVL-E106", r"a target kind needs a non-empty string 'name'"),
+            "CVL-E106", r"register_target: expected a TargetKind \(a subclass of "
+            r"cuvil_tir.target.TargetKind, see docs/backends.md\)"),
     Mistake("target registered twice", lambda: targets.register_target(
         targets.get_target_kind("llvm")), TE, "CVL-E106",
         r"a target named 'llvm' is already registered; pass replace=True"),

@@ -6,7 +6,7 @@ Run:  python tutorials/05_accelerator.py
    a 512-bit DMA, a 16x16x16 int8 GEMM unit and a vector unit, each intrinsic given by
    what it computes (TIR), its operand memories, its C name and its cost.
 2. **Register it** from your own file: ``targets.register_target(toy_npu)``.
-3. **Schedule a GEMM for it** (``targets/accel/examples/gemm.py``): stage A and B into
+3. **Schedule a GEMM for it** (``targets/toolkit/npu/gemm.py``): stage A and B into
    ``npu.inp``/``npu.wgt`` and C into ``npu.acc`` (``cache_read``/``cache_write``), tile
    by 64, ``compute_at`` the staged copies into the k-tile loop, tensorize the 16x16x16
    update and the accumulator's zeroing.
@@ -18,14 +18,14 @@ Run:  python tutorials/05_accelerator.py
    computation to whole tiles; the DMA zero-fills the edge of each staged tile on load
    (``toy_npu_dma_load_pad``) and writes back only the valid part, so the GEMM unit
    always sees full 16x16x16 tiles.  A conv2d with 8 input channels runs on the same
-   GEMM unit as one GEMM per filter tap (``targets/accel/examples/conv2d.py``).
+   GEMM unit as one GEMM per filter tap (``targets/toolkit/npu/conv2d.py``).
 """
 
 import numpy as np
 
 import targets
-from targets.accel.examples.conv2d import conv2d, schedule_conv2d
-from targets.accel.examples.gemm import gemm, schedule_gemm
+from targets.toolkit.npu.conv2d import conv2d, schedule_conv2d
+from targets.toolkit.npu.gemm import gemm, schedule_gemm
 from targets.accel.examples.toy_npu import toy_npu
 
 targets.register_target(toy_npu, replace=True)

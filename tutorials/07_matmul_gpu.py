@@ -26,7 +26,7 @@ import cuvil_tir as T
 import schedules as S
 import targets
 from cuvil_tir.transform.gpu_sync import is_barrier
-from targets.cuda import recipes
+from targets.toolkit import cuda_recipes as recipes
 
 
 def matmul(m, n, k):

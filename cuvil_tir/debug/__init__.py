@@ -8,8 +8,8 @@ Example::
     True
 """
 
-from .diff import DiffReport, DiffRow, diff, promote_intermediates, register_builder
+from .diff import DiffReport, DiffRow, diff, promote_intermediates
 from .graph import graph, render
 
 __all__ = ["DiffReport", "DiffRow", "diff", "graph", "promote_intermediates",
-           "register_builder", "render"]
+           "render"]

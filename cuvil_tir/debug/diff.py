@@ -9,12 +9,12 @@ matched by name; a buffer the reference does not have (a cache stage the schedul
 added) is compared with the interpreter's run of the scheduled function itself.  The
 first block, in program order, whose buffer differs beyond tolerance is named.
 
-``cuvil_tir`` never imports ``targets``: the code generators register a builder here
-(``register_builder``) when ``targets`` is imported.
+The function is built through the backend contract (:func:`cuvil_tir.target.build`):
+any registered or installed target kind, no ``import targets`` needed.
 
 Example::
 
-    >>> import numpy as np, cuvil_tir as T, targets
+    >>> import numpy as np, cuvil_tir as T
     >>> A = T.placeholder((8,), name="A")
     >>> B = T.compute((8,), lambda i: A[i] * 2.0, name="B")
     >>> C = T.compute((8,), lambda i: B[i] + 1.0, name="C")
@@ -35,22 +35,8 @@ from ..buffer import Buffer
 from ..errors import CuvilError, ShapeError
 from ..function import PrimFunc
 from ..stmt import Block
+from ..target import build
 from ..visitor import Mutator, Visitor
-
-_BUILDERS: dict = {}
-
-
-def register_builder(fn) -> None:
-    """Install ``fn(func, target) -> callable(*arrays)``, the compiler ``T.diff`` uses.
-
-    Example::
-
-        >>> import targets  # registers targets.build
-        >>> "default" in _BUILDERS
-        True
-    """
-    _BUILDERS["default"] = fn
-
 
 @dataclass(frozen=True)
 class DiffRow:
@@ -200,7 +186,7 @@ def diff(func_or_sch, *arrays, target="llvm", reference=None, rtol: float = 1e-4
 
     Example::
 
-        >>> import numpy as np, cuvil_tir as T, targets
+        >>> import numpy as np, cuvil_tir as T
         >>> A = T.placeholder((4,), name="A")
         >>> B = T.compute((4,), lambda i: A[i] + 1.0, name="B")
         >>> f = T.create_prim_func([A, B])
@@ -212,9 +198,6 @@ def diff(func_or_sch, *arrays, target="llvm", reference=None, rtol: float = 1e-4
     if len(arrays) != len(func.params):
         raise ShapeError(f"diff: {func.name} takes {len(func.params)} argument(s) "
                          f"({', '.join(p.name for p in func.params)}), found {len(arrays)}")
-    if "default" not in _BUILDERS:
-        raise CuvilError("diff: no code generator is registered; import targets first "
-                         "(import targets)")
     promoted, extra, order = promote_intermediates(func)
     ref_promoted, ref_extra, _ = promote_intermediates(ref)
     inputs = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in arrays]
@@ -226,7 +209,7 @@ def diff(func_or_sch, *arrays, target="llvm", reference=None, rtol: float = 1e-4
     binding = _size_binding(func, inputs)
     got_extra = fresh(extra, binding)
     got_args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in inputs]
-    _BUILDERS["default"](promoted, target)(*got_args, *got_extra)
+    build(promoted, target)(*got_args, *got_extra)
     self_extra = fresh(extra, binding)
     self_args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in inputs]
     _run_interpreter(promoted, self_args + self_extra)

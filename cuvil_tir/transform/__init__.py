@@ -1,5 +1,6 @@
 """Lowering: passes (pure ``PrimFunc -> PrimFunc`` functions), the pass manager with
-instruments, per-target pipelines, and ``lower``.
+instruments, and the default pipeline (``T.lower`` runs a target kind's pipeline, see
+:mod:`cuvil_tir.target`).
 
 Example::
 
@@ -19,14 +20,11 @@ from .instruments import (DumpIR, DumpOnFail, PassInstrument, PassTiming, Verify
 from .lower_blocks import lower_blocks
 from .pass_manager import PassContext, PassManager, pass_name
 from .plan_allocation import plan_buffer_allocation
-from .pipeline import (default_pipeline, get_pipeline, lower, register_pipeline,
-                       registered_kinds, resolve_target, set_target_resolver,
-                       unregister_pipeline)
+from .pipeline import default_pipeline
 from .simplify import simplify
 from .verify import verify, verify_well_formed
 
 __all__ = ["DumpIR", "DumpOnFail", "PassContext", "PassInstrument", "PassManager", "PassTiming",
-           "VerifyEach", "default_pipeline", "flatten_buffers", "get_pipeline", "lower",
-           "lower_blocks", "pass_name", "plan_buffer_allocation", "register_pipeline", "registered_kinds",
-           "report_failure", "resolve_target", "set_target_resolver", "simplify",
-           "unregister_pipeline", "verify", "verify_well_formed"]
+           "VerifyEach", "default_pipeline", "flatten_buffers", "lower_blocks", "pass_name",
+           "plan_buffer_allocation", "report_failure", "simplify", "verify",
+           "verify_well_formed"]

@@ -405,15 +405,14 @@ def bounds_check(func: PrimFunc) -> PrimFunc:
 
 
 def wants_bounds_check(target) -> bool:
-    """Whether ``target`` (a ``targets.Target``) asks for bounds checks.
+    """Whether ``target`` (a ``Target``, or None) asks for bounds checks.
 
     Example::
 
         >>> wants_bounds_check(None)
         False
     """
-    options = getattr(target, "options", None)
-    return isinstance(options, dict) and bool(options.get("bounds_check"))
+    return target is not None and bool(target.options.get("bounds_check"))
 
 
 

@@ -475,13 +475,12 @@ def plan_buffer_allocation(func: PrimFunc) -> PrimFunc:
 
 
 def _target_scopes():
-    """The scopes of the memories of the ``PassContext``'s target (None: all)."""
+    """The scopes of the memories of the ``PassContext``'s target (None: target-blind,
+    all)."""
     target = PassContext.current().target
-    kind = getattr(target, "kind_obj", None)
-    memories = getattr(kind, "memories", None)
-    if memories is None:
+    if target is None:
         return None
-    return {m.scope for m in memories}
+    return {m.scope for m in target.kind_obj.memories}
 
 
 __all__ = ["Retarget", "plan_buffer_allocation"]

@@ -24,7 +24,7 @@ Before / after ``pad_einsum(C, [16, 16, 16])`` on a 100x70x50 GEMM staged in ``A
 Example::
 
     >>> import schedules as S
-    >>> from targets.accel.examples.gemm import gemm
+    >>> from targets.toolkit.npu.gemm import gemm
     >>> sch = S.Schedule(gemm(20, 20, 20))
     >>> blk = sch.get_block("C")
     >>> _ = sch.cache_read(blk, 0, "global"), sch.cache_read(blk, 1, "global")
@@ -219,7 +219,7 @@ def pad_einsum(func, block, padding):
     Example::
 
         >>> import schedules as S
-        >>> from targets.accel.examples.gemm import gemm
+        >>> from targets.toolkit.npu.gemm import gemm
         >>> sch = S.Schedule(gemm(20, 20, 20))
         >>> sch.pad_einsum(sch.get_block("C"), [16, 16, 16])
         >>> [b.name for b in sch.func.body.block.alloc_buffers]

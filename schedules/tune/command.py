@@ -1,8 +1,8 @@
-"""``cuvil tune FILE``: tune a function from a file, with a database that resumes.
+"""What ``cuvil tune FILE`` does with the function of the file: tune it with a database
+that resumes, and report the curve.
 
-FILE names the function the way ``cuvil build`` / ``cuvil run`` find it: a ``.py`` file
-defining a ``PrimFunc`` at module level (``@T.prim_func`` or ``T.create_prim_func``) or
-a text-form ``.tir`` file, with ``--func NAME`` when it defines several.  The function is
+The ``cuvil`` command (:mod:`targets.toolkit.cli`) finds the function in FILE the way
+``cuvil build`` / ``cuvil run`` do and calls :func:`tune_function`.  The function is
 tuned from the space generated for the target (:mod:`.space`).
 
 ``--trials N`` is the number of measured candidates the database should hold for this
@@ -13,11 +13,8 @@ function and target is refused rather than silently mixed into.
 
 Example::
 
-    >>> make = lambda argv: __import__("cuvil_tir.cli", fromlist=["x"]).make_parser(
-    ...     ).parse_args(argv)
-    >>> args = make(["tune", "k.py", "--trials", "8", "--db", "t.jsonl", "--resume"])
-    >>> args.trials, args.db, args.resume, args.plot
-    (8, 't.jsonl', True, None)
+    >>> history_of([{"seconds": 1e-3}, {"seconds": 5e-4}])
+    [(1, 0.001), (2, 0.0005)]
 """
 
 from __future__ import annotations
@@ -25,9 +22,12 @@ from __future__ import annotations
 import sys
 
 from cuvil_tir.errors import CuvilError
+from cuvil_tir.target import as_target
 
+from .database import Database, workload_key
 from .report import curve_text, format_seconds, plot_curve, progress_printer, \
     require_plotting, trials_to_fraction
+from .tuner import tune
 
 
 class TuneCommandError(CuvilError):
@@ -60,36 +60,30 @@ def _trials(records) -> list:
     return [r for r in records if not r.get("remeasured")]
 
 
-def tune_file(path, func_name=None, target="llvm", trials=16, db="tune.jsonl",
-              resume=False, plot=None, timeout_s=10.0, seed=0, out=None) -> int:
-    """Tune the function in ``path`` (see the module doc); prints the outcome to
-    ``out`` (default stdout) and returns the exit status.
+def tune_function(func, target="llvm", trials=16, db="tune.jsonl", resume=False,
+                  plot=None, timeout_s=10.0, seed=0, out=None) -> int:
+    """Tune ``func`` (see the module doc) until database ``db`` holds ``trials``
+    measured candidates of it on ``target``; prints the outcome to ``out`` (default
+    stdout) and returns the exit status.
 
     Example::
 
-        >>> import os, tempfile
-        >>> d = tempfile.mkdtemp(); k = os.path.join(d, "k.tir")
+        >>> import os, tempfile, io
         >>> import cuvil_tir as T
         >>> A = T.placeholder((8,), name="A")
-        >>> _ = open(k, "w").write(str(T.create_prim_func(
-        ...     [A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])))
-        >>> import io; buf = io.StringIO()
-        >>> tune_file(k, trials=0, db=os.path.join(d, "t.jsonl"), out=buf)
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])
+        >>> buf = io.StringIO()
+        >>> tune_function(f, trials=0, db=os.path.join(tempfile.mkdtemp(), "t.jsonl"),
+        ...               out=buf)
         0
         >>> buf.getvalue().splitlines()[0]
         'cuvil tune: main on llvm, 0 of 0 trials already in the database, 0 to measure'
     """
-    import targets
-    from cuvil_tir.cli import _pick, load_funcs
-
-    from .database import Database, workload_key
-    from .tuner import tune
 
     out = sys.stdout if out is None else out
     if plot is not None:
         require_plotting(plot)  # before spending the budget, not after
-    func = _pick(load_funcs(path), func_name, path)
-    target = targets.Target(target) if isinstance(target, str) else target
+    target = as_target(target)
     database = Database(db)
     workload = workload_key(func, target)
     done = len(_trials(database.records(workload)))
@@ -121,15 +115,3 @@ def tune_file(path, func_name=None, target="llvm", trials=16, db="tune.jsonl",
         print("the best schedule:", file=out)
         print(res.best_schedule.trace.as_python(), file=out)
     return 0
-
-
-def cmd_tune(args) -> int:
-    """The ``cuvil tune`` subcommand (``args`` from ``cuvil_tir.cli.make_parser``).
-
-    Example::
-
-        >>> callable(cmd_tune)
-        True
-    """
-    return tune_file(args.file, args.func, args.target, args.trials, args.db, args.resume,
-                     args.plot, args.timeout, args.seed)

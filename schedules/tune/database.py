@@ -5,7 +5,7 @@ Each record is written whole by a single ``write`` on a file opened with ``O_APP
 tuners appending at once lose nothing and a crash loses at most the batch in flight.
 On reading, a torn (truncated) or corrupt line is skipped and counted in
 :attr:`Database.skipped`, never fatal.  Records are keyed by the workload: the build
-key of the unscheduled function for the target (``targets.build_key``, which embeds
+key of the unscheduled function for the target (``build_key`` of :mod:`cuvil_tir.target`, which embeds
 ``T.fingerprint`` and the resolved target), so records measured on another CPU are
 never mixed in.
 
@@ -27,6 +27,7 @@ import json
 import os
 
 from cuvil_tir.errors import ArgumentError
+from cuvil_tir.target import build_key
 
 VERSION = 1
 
@@ -73,7 +74,7 @@ def decode_line(line):
 
 
 def workload_key(func, target) -> str:
-    """The key of ``func`` (unscheduled) on ``target``: ``targets.build_key``.
+    """The key of ``func`` (unscheduled) on ``target``: ``cuvil_tir.target.build_key``.
 
     Example::
 
@@ -82,8 +83,7 @@ def workload_key(func, target) -> str:
         >>> workload_key(f, "llvm -mcpu=haswell") != workload_key(f, "llvm -mcpu=skylake-avx512")
         True
     """
-    import targets  # schedules must not import targets at module import time
-    return targets.build_key(func, target)
+    return build_key(func, target)
 
 
 def ranked(records) -> list:

@@ -38,6 +38,9 @@ import sys
 import threading
 import time
 
+from cuvil_tir.errors import TargetError
+from cuvil_tir.target import get_target_kind, list_targets
+
 #: seconds a new server may take to import Cuvil before it counts as failed to start
 STARTUP_S = 120.0
 #: seconds (at least; 10 x timeout_s when more) for the untuned reference outputs,
@@ -123,8 +126,11 @@ def serve(fd: int) -> None:
         True
     """
     os.environ["CUVIL_TUNE_CHILD"] = "1"
-    import cuvil_tir  # noqa: F401 - imported once here, inherited by every child
-    import targets  # noqa: F401
+    for name in list_targets():   # every installed backend loads once, here, not per child
+        try:
+            get_target_kind(name)
+        except TargetError:
+            pass                  # a broken plug-in fails the candidates that use it
     from . import measure as _measure
     sock = socket.socket(fileno=fd)
     _send(sock, ("ready", os.getpid()))

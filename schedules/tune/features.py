@@ -27,6 +27,7 @@ from cuvil_tir.arith.affine import Affine
 from cuvil_tir.expr import (Add, BufferLoad, Div, FloorDiv, FloorMod, Mod, Mul, Ramp, Sub,
                             Var)
 from cuvil_tir.stmt import Allocate, BufferStore, For
+from cuvil_tir.target import lower
 from cuvil_tir.transform.inline import inline_launches
 from cuvil_tir.visitor import post_order_visit
 
@@ -209,7 +210,5 @@ def features(func_or_sch, target="llvm") -> list:
         >>> len(features(f))
         22
     """
-    import cuvil_tir as T
-    import targets  # noqa: F401 - registers the llvm and c pipelines that lower uses
     func = getattr(func_or_sch, "func", func_or_sch)
-    return vector_of(T.lower(func, target))
+    return vector_of(lower(func, target))

@@ -7,9 +7,10 @@ of the function and either the user's space replayed with the candidate's decisi
 ``Trace.from_json(...).apply``.  It builds the candidate and the untuned function,
 reports ``"built"`` (the parent then starts the run deadline), runs both on the same
 seeded random inputs, compares, and times the candidate: rounds sized so that all
-rounds together last at least ``min_repeat_ms``, the median round kept.  A target kind
-with ``measure(mod, args)`` (an accelerator's simulated cycles) is asked instead of the
-clock.  Timing holds a per-host lock so two slots of one machine never time at once.
+rounds together last at least ``min_repeat_ms``, the median round kept: the target
+kind's ``measure`` step (the base class times the host clock; an accelerator returns
+its simulated cycles).  Backends are reached through the contract of
+:mod:`cuvil_tir.target` only.  Timing holds a per-host lock so two slots of one machine never time at once.
 
 Nothing here enforces a deadline: the parent does (:func:`.executor.measure_task`).
 
@@ -22,17 +23,26 @@ Example::
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import importlib
 import os
 import pickle
 import socket
+import sys
 import tempfile
+
+import numpy as np
+
+import cuvil_tir as T
+from cuvil_tir.target import as_target, build, cache, get_target_kind, list_targets
+from cuvil_tir.target import register_target
 
 FAILURE_KINDS = ("replay", "build", "run", "timeout", "crash", "wrong")
 """Kinds of failed candidates, as counted in ``TuneResult.failures``."""
 
 #: the rounds of one timing together last at least this long (milliseconds)
 MIN_REPEAT_MS = 50.0
-#: timing rounds whose median is kept
+#: timing rounds whose median is kept (the target kind's ``measure`` default)
 REPEAT = 5
 
 
@@ -60,7 +70,6 @@ def random_args(func, seed):
         >>> [a.shape for a in random_args(f, 0)]
         [(3,)]
     """
-    import numpy as np
     rng = np.random.default_rng(seed)
     out = []
     for p in func.params:
@@ -76,7 +85,8 @@ def random_args(func, seed):
 
 
 def host_info(target) -> dict:
-    """Where a measurement ran: host name, CPU name and features (llvm/c targets).
+    """Where a measurement ran: host name, CPU name and features (the target kind's
+    ``machine``; ``None`` for a kind that names no CPU).
 
     Example::
 
@@ -85,12 +95,10 @@ def host_info(target) -> dict:
     """
     info = {"host": socket.gethostname(), "cpu": None, "features": None}
     try:
-        import targets
-        from targets.llvm import cpu_info
-        t = targets.Target(target) if isinstance(target, str) else target
-        if t.kind in ("llvm", "c"):
-            cpu = cpu_info(t)
-            info["cpu"], info["features"] = cpu.name, ",".join(cpu.features)
+        t = as_target(target)
+        machine = t.kind_obj.machine(t)
+        if machine.features:
+            info["cpu"], info["features"] = machine.name, ",".join(machine.features)
     except Exception:  # noqa: BLE001 - host details are a record's annotation only
         pass
     return info
@@ -98,18 +106,15 @@ def host_info(target) -> dict:
 
 def kind_reference(target):
     """``(module, attribute)`` naming the registered kind of ``target`` as a module-level
-    object, so a fresh process can import and register it (an accelerator kind that
-    ``import targets`` alone does not register), or None.
+    object, so a fresh process can import and register it (an accelerator kind the
+    registry cannot find through an entry point), or None.
 
     Example::
 
         >>> kind_reference("llvm")[0].startswith("targets")
         True
     """
-    import sys
-
-    import targets
-    kind = targets.get_target_kind(_kind_name(target))
+    kind = get_target_kind(_kind_name(target))
     for name, mod in list(sys.modules.items()):
         if name in ("__main__", "__mp_main__"):
             continue  # another process's main module is a different one
@@ -125,12 +130,9 @@ def _kind_name(target) -> str:
 
 def _ensure_kind(payload) -> None:
     """Register the target's kind in this process when only the tuner had it."""
-    import importlib
-
-    import targets
     ref = payload.get("kind")
-    if ref and _kind_name(payload["target"]) not in targets.list_targets():
-        targets.register_target(getattr(importlib.import_module(ref[0]), ref[1]))
+    if ref and _kind_name(payload["target"]) not in list_targets():
+        register_target(getattr(importlib.import_module(ref[0]), ref[1]))
 
 
 def timing_lock():
@@ -147,13 +149,8 @@ def timing_lock():
 
 
 def _time(mod, args, kind, min_repeat_ms):
-    measure = getattr(kind, "measure", None)
-    if measure is not None:  # e.g. an accelerator: simulated cycles, not the clock
-        return float(measure(mod, args)), "kind"
-    from targets.benchmark import time_calls
-    res = time_calls(lambda: mod(*args), repeat=REPEAT, number=None, warmup=1,
-                     min_repeat_seconds=min_repeat_ms / 1e3 / REPEAT)
-    return res.median, f"median of {REPEAT} rounds of {res.number}"
+    seconds, how = kind.measure(mod, args, min_repeat_seconds=min_repeat_ms / 1e3 / REPEAT)
+    return float(seconds), how
 
 
 def reference_outputs(func, target, seed):
@@ -171,14 +168,7 @@ def reference_outputs(func, target, seed):
         >>> bool((out[1] == out[0] + 1).all())
         True
     """
-    import hashlib
-
-    import numpy as np
-
-    import targets
-    from targets.cache.builds import cache_key
-    from targets.target import as_target
-    key = hashlib.sha256(f"{cache_key(func, as_target(target))} {seed}".encode()
+    key = hashlib.sha256(f"{cache.cache_key(func, as_target(target))} {seed}".encode()
                          ).hexdigest()[:40]
     folder = os.path.join(tempfile.gettempdir(), f"cuvil-tune-ref-{os.getuid()}")
     path = os.path.join(folder, key + ".npz")
@@ -188,7 +178,7 @@ def reference_outputs(func, target, seed):
     except (OSError, ValueError, KeyError):
         pass
     want = random_args(func, seed)
-    targets.build(func, target)(*want)
+    build(func, target)(*want)
     os.makedirs(folder, exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp.npz"
     np.savez(tmp, **{f"a{i}": a for i, a in enumerate(want)})
@@ -212,10 +202,6 @@ def run_candidate(payload, emit) -> None:
         >>> [m[0] for m in out]
         ['reference', 'built', 'ok']
     """
-    import numpy as np
-
-    import cuvil_tir as T
-    import targets
     target = payload["target"]
     info: dict = {}  # the server adds the host's details
     stage = "replay"
@@ -229,10 +215,10 @@ def run_candidate(payload, emit) -> None:
         stage = "replay"
         sch = _rebuild(func, payload)
         stage = "build"
-        mod = targets.build(sch, target)
+        mod = build(sch, target)
         emit(("built", None))
         stage = "run"
-        kind = targets.get_target_kind(_kind_name(target))
+        kind = get_target_kind(_kind_name(target))
         got = random_args(func, seed)
         with timing_lock():
             mod(*got)

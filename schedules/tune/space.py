@@ -11,7 +11,7 @@ producers and consumers inlined, reduction blocks tiled on several levels with t
 accumulator in registers (a ``local`` ``cache_write`` placed at a sampled loop), operands
 optionally packed through a tile-sized cache, outer loops parallel, inner loops
 vectorised and unrolled.  Its tile limits come from :class:`Machine` (lanes, vector
-registers, L1/L2, cores: ``targets.llvm.cpu_info``); :func:`prune` refuses a scheduled
+registers, L1/L2, cores: the target kind's ``machine(target)``); :func:`prune` refuses a scheduled
 candidate that cannot be good or legal there before anything is built.
 
 Example::
@@ -30,55 +30,27 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cuvil_tir import dtype as D
 from cuvil_tir.errors import CuvilError
 from cuvil_tir.expr import Var
 from cuvil_tir.node import Node, field_names
 from cuvil_tir.stmt import BlockRealize
+from cuvil_tir.target import Machine, as_target
 
 from cuvil_tir.analysis import tree
 
 
-@dataclass(frozen=True)
-class Machine:
-    """What the space is sized for: vector width and registers, caches, cores.
-
-    Example::
-
-        >>> Machine(256, 16, 32768, 1 << 20, 2).lanes("float32")
-        8
-    """
-
-    vector_bits: int
-    vector_registers: int
-    l1d_bytes: int
-    l2_bytes: int
-    cores: int
-
-    def lanes(self, dtype: str) -> int:
-        """Elements of ``dtype`` per vector register."""
-        return max(1, self.vector_bits // D.bits(D.element(str(dtype))))
-
-
 def machine_of(target) -> Machine:
-    """The :class:`Machine` of an llvm/c ``target`` (``targets.llvm.cpu_info``); a kind
-    without a CPU description gets a scalar, single-core machine.
+    """The :class:`Machine` ``target``'s kind declares (``machine(target)``: the CPU of
+    an llvm/c target); a kind that describes none gives a scalar, single-core machine.
 
     Example::
 
         >>> machine_of("llvm -mcpu=skylake-avx512").vector_bits
         512
     """
-    import targets
-    from targets.llvm import cpu_info
-    target = targets.Target(target) if isinstance(target, str) else target
-    if target.kind not in ("llvm", "c"):
-        return Machine(32, 1, 1 << 30, 1 << 30, 1)
-    info = cpu_info(target)
-    return Machine(info.vector_bits, info.vector_registers, info.l1d_bytes,
-                   info.l2_bytes, info.cores)
+    target = as_target(target)
+    return target.kind_obj.machine(target)
 
 
 def _blocks(func) -> list:

@@ -34,6 +34,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from cuvil_tir.errors import ArgumentError
+from cuvil_tir.target import as_target
 
 from ..errors import ScheduleError
 from ..trace import Trace
@@ -161,8 +162,10 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
     show = renderer(progress)
     db = Database(database) if isinstance(database, (str, os.PathLike)) else database
     machine = machine_of(target)
-    if space is None:  # generated from the function's blocks by rules, for this machine
-        space = generated_space(func, machine)
+    if space is None:  # the kind's own space, else generated from the blocks by rules
+        kind_target = as_target(target)
+        space = kind_target.kind_obj.tuning_space(func, kind_target) or \
+            generated_space(func, machine)
     own = executor is None
     executor = local_executor() if own else executor
     try:

@@ -21,20 +21,30 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 
 from cuvil_tir.expr import IntImm
+from cuvil_tir.fingerprint import fingerprint
 from cuvil_tir.expr_build import const
 from cuvil_tir.function import PrimFunc
+from cuvil_tir.ir_module import single_function
 from cuvil_tir.op import call_extern
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Evaluate
+from cuvil_tir.transform import PassContext, flatten_buffers, lower_blocks, simplify, verify
 from cuvil_tir.visitor import post_order_visit, substitute
 
-from ..memory import Memory as HostMemory
+from cuvil_tir.target import Memory as HostMemory
+from cuvil_tir.target import Option, Program, TargetKind
+
+from ..runtime import Module
 from .alloc import Unit, memory_map_text, place
+from .codegen import print_kernel
 from .description import check_description
+from .errors import DescriptionError
+from .runtime import AccelModule, SimulatorModule, compile_simulator
 from .stage import check_no_host_access, compact_scratchpad
 from .tokens import accesses, insert_tokens
 from .transfer import dma_transfers, intrinsic_calls, row_strides
@@ -48,7 +58,7 @@ def _impl(acc, it) -> PrimFunc:
     return PrimFunc(it.desc.params, BlockRealize((), const(True), blk))
 
 
-class Accelerator:
+class Accelerator(TargetKind):
     """An accelerator target kind (module doc); ``name`` is what ``targets.build`` takes.
 
     Example::
@@ -58,7 +68,12 @@ class Accelerator:
         ['global', 'npu.inp', 'npu.wgt', 'npu.acc']
     """
 
-    options = {"cc": "cc", "cflags": "-O2", "pin_banks": None}
+    options = {"cc": Option("cc", str, doc="the C compiler of the simulator"),
+               "cflags": Option("-O2", str, doc="its flags"),
+               "pin_banks": Option(None, dict, none_ok=True,
+                                   doc="{buffer name: first bank} placements to keep")}
+    calling_conventions = ("host",)
+    op_spellings = "c"
 
     cost_unit = "seconds"
 
@@ -68,7 +83,6 @@ class Accelerator:
         check_description(name, memories, dma, intrinsics)
         if isinstance(clock_mhz, bool) or not isinstance(clock_mhz, (int, float)) or \
                 not clock_mhz > 0:
-            from .errors import DescriptionError
             raise DescriptionError(f"Accelerator {name!r}: clock_mhz must be a positive "
                                    f"number (the clock that turns cycles into seconds), "
                                    f"found {clock_mhz!r}")
@@ -104,7 +118,6 @@ class Accelerator:
 
     def lower_passes(self) -> list:
         """The lowering pipeline of this accelerator (module doc)."""
-        from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
         acc = self
 
         def accel_stage(f):
@@ -127,36 +140,69 @@ class Accelerator:
         return [lower_blocks, accel_stage, accel_dma, accel_intrinsics, accel_tokens,
                 accel_allocate, flatten_buffers, simplify, verify]
 
-    def measure(self, mod, args) -> float:
-        """The simulated cost of one call of ``mod`` on ``args``, in seconds: its cycle
-        count on the built-in simulator over the clock (``clock_mhz``).  The tuner
-        (``S.tune``) calls this instead of timing the host, so candidates are ranked by
-        simulated cycles.
+    def pipeline(self, target) -> list:
+        """The passes of :meth:`lower_passes`."""
+        return list(self.passes)
+
+    def describe(self, target) -> dict:
+        """What code for ``target`` depends on: its options and the whole description
+        (memories, DMA, clock, each intrinsic's semantics, operands, C name and cost),
+        so two accelerators of one name never share a compiled program.
+
+        Example::
+
+            >>> import targets
+            >>> from targets.accel.examples.toy_npu import toy_npu
+            >>> _ = targets.register_target(toy_npu, replace=True)
+            >>> d = toy_npu.describe(targets.Target("toy-npu"))
+            >>> d["clock_mhz"], [m["scope"] for m in d["memories"]]
+            (1000, ['global', 'npu.inp', 'npu.wgt', 'npu.acc'])
+        """
+        its = [{"name": it.name, "unit": it.unit, "c_name": it.c_name, "cost": it.cost(),
+                "operands": sorted(it.operands.items()),
+                "align": sorted(it.align_bytes.items()), "desc": fingerprint(it.desc)}
+               for it in self.intrinsics]
+        return {"kind": self.name, "options": dict(target.options),
+                "memories": [dataclasses.asdict(m) for m in self.memories],
+                "dma": dataclasses.asdict(self.dma), "clock_mhz": self.clock_mhz,
+                "intrinsics": its}
+
+    def measure(self, module, args, min_repeat_seconds: float = 0.0) -> tuple:
+        """``(seconds, how)``: the simulated cost of one call of ``module`` on ``args``,
+        its cycle count on the built-in simulator over the clock (``clock_mhz``).  The
+        tuner (``S.tune``) ranks candidates by it instead of timing the host.
 
         Example::
 
             >>> import numpy as np, targets
             >>> from targets.accel.examples.toy_npu import toy_npu
-            >>> from targets.accel.examples.gemm import gemm, schedule_gemm
+            >>> from targets.toolkit.npu.gemm import gemm, schedule_gemm
             >>> _ = targets.register_target(toy_npu, replace=True)
             >>> mod = targets.build(schedule_gemm(gemm(32), tile=32), "toy-npu", name="g")
             >>> a, b = np.ones((32, 32), "int8"), np.ones((32, 32), "int8")
-            >>> s = toy_npu.measure(mod, [a, b, np.zeros((32, 32), "int32")])
-            >>> s == mod.stats["cycles"] / 1e9
-            True
+            >>> s, how = toy_npu.measure(mod, [a, b, np.zeros((32, 32), "int32")])
+            >>> s == mod.stats["cycles"] / 1e9, how
+            (True, 'simulated cycles at 1000 MHz')
         """
-        mod(*args)
-        return mod.stats["cycles"] / (self.clock_mhz * 1e6)
+        module(*args)
+        return (module.stats["cycles"] / (self.clock_mhz * 1e6),
+                f"simulated cycles at {self.clock_mhz} MHz")
 
-    def codegen(self, func, target) -> str:
-        """C99 of a lowered function against ``<hal>_hal.h``."""
-        from .codegen import print_kernel
-        return print_kernel(self, func)
+    def codegen(self, module, target) -> Program:
+        """C99 of the lowered function against ``<hal>_hal.h``, compiled with the
+        simulator HAL; the bank plan travels as the program's memory plan."""
+        func = single_function(module, self.name)
+        plan = json.loads(func.attr("accel.plan", "{}"))
+        kernel = print_kernel(self, func, plan)
+        header, sim, so = compile_simulator(self, func, kernel, target)
+        return Program(self.name, func.name, sources={"c": kernel, "h": header, "sim": sim},
+                       binaries={"so": so}, functions={func.name: "host"}, memory=plan,
+                       meta={"memory_map": func.attr("accel.memory_map", "")},
+                       lowered=module)
 
-    def runtime(self, source, target, signature):
-        """The kernel compiled with the simulator HAL, loaded with ctypes."""
-        from .runtime import SimulatorModule
-        return SimulatorModule(self, source, target, signature)
+    def load(self, program, target) -> Module:
+        """The simulator library of ``program``, with ``stats`` and ``memory_map()``."""
+        return AccelModule(SimulatorModule(self, program), program, target)
 
 
 def _steps(body, acc, double):
@@ -187,7 +233,6 @@ def _steps(body, acc, double):
 def allocate(func, acc):
     """Assign (bank, offset) to every scratchpad buffer; the plan goes in attribute
     ``accel.plan`` (JSON) and double-buffered tiles get their copy stride."""
-    from cuvil_tir.transform import PassContext
     double = set(func.attr("accel.double_buffered", ()))
     bufs = []
 

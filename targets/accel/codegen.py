@@ -3,7 +3,8 @@ addresses.
 
 The kernel is one C99 function; it includes ``<hal>_hal.h`` (which declares every call
 it makes), and each scratchpad buffer is a pointer at the address the allocator chose
-(``toy_npu_scratch(TOY_NPU_MEM_0) + 4096``).  The memory map is printed as a comment.
+(``toy_npu_scratch(TOY_NPU_MEM_0) + 4096``), from the bank plan that travels in the
+program (``Program.memory``).  The memory map is printed as a comment for the reader.
 
 Example::
 
@@ -12,8 +13,6 @@ Example::
 """
 
 from __future__ import annotations
-
-import json
 
 from ..cstyle import CPrinter
 
@@ -54,13 +53,13 @@ class AccelPrinter(CPrinter):
         self.print_stmt(s.body)
 
 
-def print_kernel(acc, func) -> str:
-    """The kernel's C source, the memory map as a leading comment."""
-    plan = json.loads(func.attr("accel.plan", "{}"))
+def print_kernel(acc, func, plan: dict) -> str:
+    """The kernel's C source with its scratchpad buffers at the addresses of ``plan``
+    (``{scope: [[name, addresses, size, ...], ...]}``), the memory map as a leading
+    comment."""
     text = AccelPrinter(acc, plan).print_function(func, func.name)
     mm = func.attr("accel.memory_map", "").replace("*/", "* /")
-    return (f"/* memory map\n{mm}\n*/\n/* cuvil-accel-plan {json.dumps(plan)} */\n"
-            f"{text}")
+    return f"/* memory map\n{mm}\n*/\n{text}"
 
 
 __all__ = ["AccelPrinter", "print_kernel"]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from cuvil_tir import dtype as D
 from cuvil_tir.function import PrimFunc
+from cuvil_tir.target import Memory as TargetMemory
 
 from .errors import DescriptionError
 
@@ -35,10 +36,12 @@ def _positive_int(owner: str, what: str, value) -> None:
         raise DescriptionError(f"{owner}: {what} must be a positive int, found {value!r}")
 
 
-@dataclass(frozen=True)
-class Memory:
+@dataclass(frozen=True, init=False)
+class Memory(TargetMemory):
     """A banked on-chip memory: ``scope`` (what buffers name, with a dot:
-    ``"npu.inp"``), ``banks`` of ``bank_bytes`` each, accessed ``width_bits`` at a time.
+    ``"npu.inp"``), ``banks`` of ``bank_bytes`` each, accessed ``width_bits`` at a time:
+    an entry of the target's memory table (:class:`cuvil_tir.target.Memory`) whose
+    capacity is ``banks * bank_bytes`` and whose buffers start on an access boundary.
 
     Example::
 
@@ -48,38 +51,25 @@ class Memory:
         targets.accel.errors.DescriptionError: [CVL-E170] Memory 'npu.acc': bank_bytes=100 is not a multiple of the access width (512 bits = 64 bytes); use a bank size that is a multiple of 64
     """
 
-    scope: str
-    banks: int
-    bank_bytes: int
-    width_bits: int
-    doc: str = ""
-
-    def __post_init__(self):
-        if not isinstance(self.scope, str) or not _SCOPE.fullmatch(self.scope):
+    def __init__(self, scope: str, banks: int, bank_bytes: int, width_bits: int,
+                 doc: str = ""):
+        if not isinstance(scope, str) or not _SCOPE.fullmatch(scope):
             raise DescriptionError(
                 f"Memory: scope must be a dotted name such as 'npu.inp' (an accelerator "
-                f"memory, distinct from 'global'/'local'), found {self.scope!r}")
-        owner = f"Memory {self.scope!r}"
-        for what in ("banks", "bank_bytes", "width_bits"):
-            _positive_int(owner, what, getattr(self, what))
-        if self.width_bits % 8:
-            raise DescriptionError(f"{owner}: width_bits={self.width_bits} is not a whole "
+                f"memory, distinct from 'global'/'local'), found {scope!r}")
+        owner = f"Memory {scope!r}"
+        for what, value in (("banks", banks), ("bank_bytes", bank_bytes),
+                            ("width_bits", width_bits)):
+            _positive_int(owner, what, value)
+        if width_bits % 8:
+            raise DescriptionError(f"{owner}: width_bits={width_bits} is not a whole "
                                    "number of bytes; use a multiple of 8")
-        if self.bank_bytes % self.width_bytes:
+        if bank_bytes % (width_bits // 8):
             raise DescriptionError(
-                f"{owner}: bank_bytes={self.bank_bytes} is not a multiple of the access "
-                f"width ({self.width_bits} bits = {self.width_bytes} bytes); use a bank "
-                f"size that is a multiple of {self.width_bytes}")
-
-    @property
-    def width_bytes(self) -> int:
-        """Bytes per access."""
-        return self.width_bits // 8
-
-    @property
-    def capacity_bytes(self) -> int:
-        """All banks together."""
-        return self.banks * self.bank_bytes
+                f"{owner}: bank_bytes={bank_bytes} is not a multiple of the access "
+                f"width ({width_bits} bits = {width_bits // 8} bytes); use a bank "
+                f"size that is a multiple of {width_bits // 8}")
+        super().__init__(scope, banks * bank_bytes, doc, banks, width_bits, width_bits // 8)
 
 
 @dataclass(frozen=True)

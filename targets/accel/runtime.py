@@ -11,10 +11,13 @@ Example::
 from __future__ import annotations
 
 import ctypes
-import json
 
-from ..c.runtime import CRuntimeModule
+from cuvil_tir.errors import TargetError
+
+from ..c.compiler import compile_shared, library_bytes
+from ..c.runtime import CRuntimeModule, wrapper_c
 from ..cstyle import CPrinter
+from ..runtime import DATA_OFFSET, Module
 from .alloc import Unit, _peak
 from .hal import header, simulator_c
 
@@ -22,9 +25,7 @@ STAT_KEYS = ("cycles", "engine_busy", "utilisation", "dma_bytes_in", "dma_bytes_
              "bank_conflict_stalls", "peak_bytes")
 
 
-def _peak_bytes(acc, source) -> dict:
-    start = source.find("/* cuvil-accel-plan ")
-    plan = json.loads(source[start + 20:source.find(" */", start)]) if start >= 0 else {}
+def _peak_bytes(acc, plan: dict) -> dict:
     out = {}
     for m in acc.memories_only:
         units = [Unit(n, size, len(addrs), tuple(life), set(eng))
@@ -49,6 +50,20 @@ def _drop_repeated_helpers(kernel: str, sim: str) -> str:
     return "\n".join(out)
 
 
+def compile_simulator(acc, func, kernel: str, target) -> tuple:
+    """``(HAL header, simulator C, shared library bytes)``: the ``kernel`` source of
+    the lowered ``func`` compiled with
+    the generated simulator HAL (and the Python-calling wrapper of
+    :mod:`targets.runtime.native`) by the target's C compiler."""
+    head, sim = header(acc), simulator_c(acc)
+    body = _drop_repeated_helpers(kernel.replace(f'#include "{acc.hal}_hal.h"', ""), sim)
+    full = head + sim + body
+    if DATA_OFFSET is not None:
+        full += wrapper_c(func, DATA_OFFSET, CPrinter().abi_type)
+    lib = compile_shared(full, target.options["cc"], target.options["cflags"], False)
+    return head, sim, library_bytes(lib)
+
+
 class SimulatorModule(CRuntimeModule):
     """A kernel running on the simulator; ``stats`` holds the last call's counters and
     ``memory_map()`` the placement.
@@ -61,18 +76,13 @@ class SimulatorModule(CRuntimeModule):
 
     source_formats = ("c", "h", "sim")
 
-    def __init__(self, acc, source, target, signature):
+    def __init__(self, acc, program):
+        super().__init__(program, program.sources["c"], "c")
         self.acc = acc
-        self.header = header(acc)
-        self.sim = simulator_c(acc)
-        kernel = _drop_repeated_helpers(source.replace(f'#include "{acc.hal}_hal.h"', ""),
-                                        self.sim)
-        full = self.header + self.sim + kernel
-        super().__init__(full, target, signature, CPrinter().abi_type, False)
-        self.source = source
+        self.header, self.sim = program.sources["h"], program.sources["sim"]
         self.stats = {}
-        self._peak = _peak_bytes(acc, source)
-        self._map = source[len("/* memory map\n"):source.find("\n*/\n")]
+        self._peak = _peak_bytes(acc, program.memory)
+        self._map = program.meta["memory_map"]
         self._reset = self.library.cvl_sim_reset
         ne = len(acc.engines)
 
@@ -92,7 +102,6 @@ class SimulatorModule(CRuntimeModule):
         self.raw = run
 
     def _collect(self):
-        from cuvil_tir.errors import TargetError
         s = self._stats
         if s.error:
             raise TargetError(f"simulator of {self.acc.name!r}: "
@@ -115,4 +124,24 @@ class SimulatorModule(CRuntimeModule):
         return {"h": self.header, "sim": self.sim}.get(fmt, self.source)
 
 
-__all__ = ["STAT_KEYS", "SimulatorModule"]
+class AccelModule(Module):
+    """A module on an accelerator's simulator: ``stats`` (the last call's counters)
+    and ``memory_map()`` besides what every module has.
+
+    Example::
+
+        >>> AccelModule.memory_map.__doc__.split(":")[0]
+        'Per memory and bank'
+    """
+
+    @property
+    def stats(self) -> dict:
+        """The last call's counters (``STAT_KEYS``)."""
+        return self.runtime.stats
+
+    def memory_map(self) -> str:
+        """Per memory and bank: each buffer, its offset, size, lifetime and engines."""
+        return self.runtime.memory_map()
+
+
+__all__ = ["AccelModule", "STAT_KEYS", "SimulatorModule", "compile_simulator"]

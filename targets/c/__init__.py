@@ -27,15 +27,17 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.ir_module import single_function
+from cuvil_tir.target import (HOST_MEMORIES, Machine, Option, Program, Target, TargetKind,
+                              register_target)
 from cuvil_tir.transform.bounds_check import with_bounds_check
 from cuvil_tir.transform.outline import outline_parallel
 
 from ..cstyle import CPrinter
-from ..llvm import llvm_pipeline, vectorize_for_host
-from ..memory import HOST_MEMORIES
-from ..registry import register_target
-from .compiler import compiler_identity, library_bytes, load_shared, openmp_supported
-from .runtime import CRuntimeModule
+from ..llvm import LLVM, llvm_pipeline, vectorize_for_host
+from ..llvm.engine import resolve_cpu
+from ..runtime import DATA_OFFSET, Module
+from .compiler import compile_shared, compiler_identity, library_bytes, openmp_supported
+from .runtime import CRuntimeModule, wrapper_c
 
 
 class CTargetPrinter(CPrinter):
@@ -80,61 +82,66 @@ def c_pipeline() -> list:
 
 
 def _openmp(target) -> bool:
-    return bool(target.options.get("openmp")) and openmp_supported(target.options["cc"])
+    return target.options["openmp"] and openmp_supported(target.options["cc"])
 
 
-class CTargetKind:
+class CTargetKind(TargetKind):
     """The ``c`` target kind.
 
     Example::
 
-        >>> CTargetKind.options["cflags"]
+        >>> CTargetKind.options["cflags"].default
         '-O3'
     """
 
     name = "c"
-    passes = c_pipeline()
-    options = {"cc": "cc", "cflags": "-O3", "openmp": True, "bounds_check": False}
+    doc = "portable C99 through the system C compiler"
+    options = {"cc": Option("cc", str, doc="the C compiler command"),
+               "cflags": Option("-O3", str, doc="flags before the required ones"),
+               "openmp": Option(True, bool, doc="parallel loops through OpenMP"),
+               "bounds_check": Option(False, bool, doc="check every access at run time")}
     memories = HOST_MEMORIES
+    op_spellings = "c"
+    passes = c_pipeline()
 
     def pipeline(self, target) -> list:
         """:attr:`passes`, led by the ``bounds_check`` pass when the target asks for
         run-time bounds checks (``Target("c", bounds_check=True)``)."""
         return with_bounds_check(self.passes, target)
 
-    def codegen(self, func, target) -> str:
-        """C source of a lowered module (its one function) for ``target``."""
-        return CTargetPrinter(_openmp(target)).print_function(single_function(func, "c"),
-                                                              func.name)
+    def codegen(self, module, target) -> Program:
+        """C source of the lowered module (its one function), compiled with the
+        target's compiler into a shared library."""
+        func = single_function(module, "c")
+        openmp = _openmp(target)
+        printer = CTargetPrinter(openmp)
+        source = printer.print_function(func, func.name)
+        full = source if DATA_OFFSET is None else \
+            source + wrapper_c(func, DATA_OFFSET, printer.abi_type)
+        lib = compile_shared(full, target.options["cc"], target.options["cflags"], openmp)
+        return Program(self.name, func.name, sources={"c": source},
+                       binaries={"so": library_bytes(lib)}, functions={func.name: "host"},
+                       meta={"openmp": openmp}, lowered=module)
 
-    def runtime(self, source: str, target, signature) -> CRuntimeModule:
-        """Compile ``source`` with the target's compiler; ``raw`` runs the entry."""
-        return CRuntimeModule(source, target, signature, CPrinter().abi_type,
-                              _openmp(target))
+    def load(self, program, target) -> Module:
+        """The program's shared library, opened in this process."""
+        return Module(CRuntimeModule(program), program, target)
+
+    def machine(self, target) -> Machine:
+        """This host's CPU (the C compiler targets it)."""
+        return LLVM.machine(_llvm_host())
 
     def cache_identity(self, target) -> str:
         """What besides the IR decides the library: the compiler, OpenMP, the host
         CPU (``cflags`` may say ``-march=native``) and the numpy array layout the call
         wrapper reads."""
-        from ..llvm.engine import resolve_cpu
-        from ..llvm.runtime import DATA_OFFSET
         cpu, features = resolve_cpu(_llvm_host())
         return (f"cc={compiler_identity(target.options['cc'])};openmp={_openmp(target)};"
                 f"cpu={cpu};features={features};data_offset={DATA_OFFSET}")
 
-    def export_artifact(self, runtime) -> dict:
-        """The shared library of a built function."""
-        return {"so": library_bytes(runtime.library)}
-
-    def load_artifact(self, blobs, source, target, signature) -> CRuntimeModule:
-        """A runtime module loaded from a cached shared library (no C compiler run)."""
-        return CRuntimeModule(source, target, signature, CPrinter().abi_type,
-                              _openmp(target), library=load_shared(blobs["so"]))
-
 
 def _llvm_host():
     """The llvm target of this host (its CPU name and features key the cache)."""
-    from ..target import Target
     return Target("llvm")
 
 

@@ -112,7 +112,14 @@ def compile_shared(source: str, cc: str = "cc", cflags: str = "-O3",
     lib = _load(base + ".so")
     with _LOCK:
         _LIBS[key] = lib
+        # load_shared of this library's bytes (the program's binary) opens it again
+        # only in another process
+        _LIBS[_content_key(library_bytes(lib))] = lib
     return lib
+
+
+def _content_key(blob: bytes) -> str:
+    return "so:" + hashlib.sha256(blob).hexdigest()
 
 
 def _load(path: str) -> ctypes.CDLL:
@@ -152,7 +159,7 @@ def load_shared(blob: bytes) -> ctypes.CDLL:
         >>> load_shared(library_bytes(lib)).h()
         7
     """
-    key = "so:" + hashlib.sha256(blob).hexdigest()
+    key = _content_key(blob)
     with _LOCK:
         lib = _LIBS.get(key)
     if lib is not None:

@@ -1,10 +1,10 @@
-"""C source -> a callable native function (the ``c`` target's runtime module).
+"""A ``Program`` of the ``c`` kind -> a callable native function.
 
-The generated entry has the llvm target's ABI (:mod:`targets.llvm.codegen`): data
+The generated entry has the native CPU ABI (:mod:`targets.runtime.native`): data
 pointers, scalars, then one ``int64_t`` per symbolic size; it returns 0 or a status.
-As in the llvm runtime, a C wrapper ``<entry>__cuvil_py`` reads each array's data
-pointer from the numpy array object (at the offset verified by
-:data:`targets.llvm.runtime.DATA_OFFSET`), so a call is one ctypes call.
+The codegen appends a C wrapper ``<entry>__cuvil_py`` that reads each array's data
+pointer from the numpy array object, compiles the whole into a shared library (the
+program's ``so`` binary); loading opens that library, once per content.
 
 Example::
 
@@ -20,35 +20,35 @@ from __future__ import annotations
 
 import ctypes
 
-from ..checks import check_report
-from ..llvm.runtime import DATA_OFFSET, _ctype, raising
-from .compiler import compile_shared
+from cuvil_tir.expr import Var
+
+from ..runtime import NativeCode, check_report, native_entry, size_vars_of
+from .compiler import load_shared
 
 
-def wrapper_c(signature, offset: int, abi_type) -> str:
-    """C source of the object-taking wrapper around the entry ``signature.name``;
+def wrapper_c(entry, offset: int, abi_type) -> str:
+    """C source of the object-taking wrapper around the lowered ``entry`` function;
     ``abi_type(dtype)`` is the C type of a scalar parameter.
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> from targets.signature import Signature
-        >>> sig = Signature.from_func(T.create_prim_func([T.placeholder((2,), name="X")]))
-        >>> print(wrapper_c(sig, 16, str).strip().splitlines()[0])
+        >>> f = T.PrimFunc([T.decl_buffer((2,), "float32", "X")], T.Evaluate(T.const(0)))
+        >>> print(wrapper_c(f, 16, str).strip().splitlines()[0])
         int32_t main__cuvil_py(void *o0) {
     """
     params, args = [], []
-    for p in signature.params:
-        if p.kind == "buffer":
-            params.append(f"void *o{p.index}")
-            args.append(f"*(void **)((char *)o{p.index} + {offset})")
+    for k, p in enumerate(entry.params):
+        if not isinstance(p, Var):
+            params.append(f"void *o{k}")
+            args.append(f"*(void **)((char *)o{k} + {offset})")
         else:
-            params.append(f"{abi_type(p.dtype)} s{p.index}")
-            args.append(f"s{p.index}")
-    for k in range(len(signature.size_vars)):
+            params.append(f"{abi_type(p.dtype)} s{k}")
+            args.append(f"s{k}")
+    for k in range(len(size_vars_of(entry))):
         params.append(f"int64_t n{k}")
         args.append(f"n{k}")
-    name = signature.name
+    name = entry.name
     return (f"\nint32_t {name}__cuvil_py({', '.join(params) or 'void'}) {{\n"
             f"    return {name}({', '.join(args)});\n}}\n")
 
@@ -63,9 +63,10 @@ def _slot_getter(library, name: str):
     return address
 
 
-class CRuntimeModule:
-    """A compiled C function: ``raw(*arrays_and_scalars, *sizes)`` runs it unchecked
-    (the :class:`targets.Module` checks first).
+class CRuntimeModule(NativeCode):
+    """A loaded C library: ``raw(*arrays_and_scalars, *sizes)`` runs the entry
+    unchecked (the :class:`targets.Module` checks first).  ``source`` is the C source
+    whose run-time checks it reports (the kernel's, for an accelerator simulator).
 
     Example::
 
@@ -75,36 +76,24 @@ class CRuntimeModule:
 
     source_formats = ("c",)
 
-    def __init__(self, source: str, target, signature, abi_type, openmp: bool,
-                 library=None):
-        self.entry_name = signature.name
-        self.signature = signature
-        self.source = source
-        self.openmp = openmp
-        full = source if DATA_OFFSET is None else \
-            source + wrapper_c(signature, DATA_OFFSET, abi_type)
-        self.library = library if library is not None else compile_shared(
-            full, target.options["cc"], target.options["cflags"], openmp)
-        sizes = [ctypes.c_int64] * len(signature.size_vars)
-        kinds = [p.kind == "buffer" for p in signature.params]
-        report = check_report(source, _slot_getter(self.library, self.entry_name))
-        if DATA_OFFSET is not None:
-            fn = getattr(self.library, f"{self.entry_name}__cuvil_py")
-            fn.argtypes = [ctypes.py_object if k else _ctype(p.dtype)
-                           for k, p in zip(kinds, signature.params)] + sizes
-            fn.restype = ctypes.c_int32
-            self.raw = raising(fn, self.entry_name, "c", report)
-            return
-        fn = getattr(self.library, self.entry_name)
-        fn.argtypes = [ctypes.c_void_p if k else _ctype(p.dtype)
-                       for k, p in zip(kinds, signature.params)] + sizes
-        fn.restype = ctypes.c_int32
+    def __init__(self, program, source: str | None = None, lang: str = "c"):
+        super().__init__(program.entry)
+        self.program = program
+        self.source = program.sources["c"] if source is None else source
+        self.library = load_shared(program.binaries["so"])
+        library = self.library
 
-        def with_pointers(*args):
-            return fn(*[a.ctypes.data if k else a for a, k in zip(args, kinds)],
-                      *args[len(kinds):])
-        self.raw = raising(with_pointers, self.entry_name, "c", report)
+        def fn_of(symbol, argtypes):
+            fn = getattr(library, symbol)
+            fn.argtypes = argtypes
+            fn.restype = ctypes.c_int32
+            return fn
+        report = check_report(self.source, _slot_getter(library, self.entry_name))
+        self.raw = native_entry(fn_of, program.signature, lang, report)
 
     def get_source(self, fmt: str | None = None) -> str:
         """``"c"``: the generated C source (without the Python-call wrapper)."""
         return self.source
+
+
+__all__ = ["CRuntimeModule", "wrapper_c"]

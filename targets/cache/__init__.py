@@ -1,100 +1,24 @@
-"""The persistent compile cache: ``targets.build`` looks here before compiling.
+"""``targets.cache``: the persistent compile cache (its home is the core,
+:mod:`cuvil_tir.target.cache`, where the build driver uses it).
 
 Where: ``CUVIL_CACHE_DIR``, else ``$XDG_CACHE_HOME/cuvil``, else ``~/.cache/cuvil``.
-Off: ``CUVIL_CACHE=0``.  Bound: ``CUVIL_CACHE_MAX_BYTES`` (default 1 GiB), least
-recently used entries evicted first.  The settings are read when a build asks for the
-cache, never inside passes.  Entries are published atomically and verified on read
-(see :mod:`targets.cache.store`), so any number of processes may share one folder.
+Off: ``CUVIL_CACHE=0``.  Bound: ``CUVIL_CACHE_MAX_BYTES`` (default 1 GiB).  Every
+backend's programs are stored (accelerators included).
 
 Example::
 
-    >>> import os, tempfile, targets
-    >>> os.environ["CUVIL_CACHE_DIR"] = tempfile.mkdtemp()
-    >>> targets.cache.info()["entries"]
-    0
-    >>> del os.environ["CUVIL_CACHE_DIR"]
+    >>> import targets
+    >>> sorted(targets.cache.info())
+    ['bytes', 'directory', 'enabled', 'entries', 'max_bytes']
 """
 
-from __future__ import annotations
+import sys
 
-import os
+from cuvil_tir.target.cache import (Store, cache_key, clear, code_identity, directory,
+                                    enabled, info, store)
 
-from .store import Store
+# the module ``targets.cache.store`` stays importable under its old name
+sys.modules[__name__ + ".store"] = sys.modules["cuvil_tir.target.cache.store"]
 
-DEFAULT_MAX_BYTES = 1 << 30
-
-
-def directory() -> str:
-    """The cache folder the current environment selects.
-
-    Example::
-
-        >>> isinstance(directory(), str)
-        True
-    """
-    d = os.environ.get("CUVIL_CACHE_DIR")
-    if d:
-        return os.path.expanduser(d)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "cuvil")
-
-
-def enabled() -> bool:
-    """False when ``CUVIL_CACHE`` is ``0``/``false``/``off``/``no``.
-
-    Example::
-
-        >>> isinstance(enabled(), bool)
-        True
-    """
-    return os.environ.get("CUVIL_CACHE", "1").strip().lower() not in ("0", "false", "off",
-                                                                      "no")
-
-
-def _max_bytes() -> int:
-    text = os.environ.get("CUVIL_CACHE_MAX_BYTES", "")
-    try:
-        return int(text) if text else DEFAULT_MAX_BYTES
-    except ValueError:
-        from cuvil_tir.errors import TargetError
-        raise TargetError(f"CUVIL_CACHE_MAX_BYTES: expected a number of bytes, found "
-                          f"{text!r}") from None
-
-
-def store() -> Store:
-    """The :class:`Store` of the current settings.
-
-    Example::
-
-        >>> store().max_bytes > 0
-        True
-    """
-    return Store(directory(), _max_bytes())
-
-
-def info() -> dict:
-    """``{"directory", "enabled", "entries", "bytes", "max_bytes"}``.
-
-    Example::
-
-        >>> sorted(info())
-        ['bytes', 'directory', 'enabled', 'entries', 'max_bytes']
-    """
-    return {**store().info(), "enabled": enabled()}
-
-
-def clear() -> int:
-    """Remove every entry of the cache; returns how many were removed.
-
-    Example::
-
-        >>> import os, tempfile
-        >>> os.environ["CUVIL_CACHE_DIR"] = tempfile.mkdtemp()
-        >>> clear()
-        0
-        >>> del os.environ["CUVIL_CACHE_DIR"]
-    """
-    return store().clear()
-
-
-__all__ = ["Store", "clear", "directory", "enabled", "info", "store"]
+__all__ = ["Store", "cache_key", "clear", "code_identity", "directory", "enabled", "info",
+           "store"]

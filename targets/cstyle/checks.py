@@ -2,7 +2,7 @@
 
 The generated file gets a static error slot (``int64_t cvl_check_slot[N]``), an
 exported getter ``<name>__cuvil_check_slot`` and one comment per check site (see
-:mod:`targets.checks`).  A failed check claims the slot when it is free, stores its
+:mod:`targets.runtime.checks`).  A failed check claims the slot when it is free, stores its
 run-time values, frees the heap buffers allocated since the function (or the current
 parallel iteration) began, sets the status and leaves: ``return`` in serial code; in
 an OpenMP ``parallel for`` iteration, a ``goto`` to the end of that iteration (an
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from cuvil_tir.errors import CodegenError
 
-from .. import checks as C
+from ..runtime import checks as C
 
 SLOT = "cvl_check_slot"
 

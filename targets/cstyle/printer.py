@@ -86,11 +86,9 @@ from cuvil_tir.expr import IntImm
 from cuvil_tir.ir_module import single_function
 from cuvil_tir.visitor import post_order_visit
 
-# one ABI for every native CPU backend: the llvm codegen defines the size arguments
-# and the status codes (targets.llvm.runtime turns a status into an error)
-from ..llvm.codegen import STATUS_ALLOC_FAILED, size_vars_of
-
-from ..checks import check_sites, site_index
+# one ABI for every native CPU backend (size arguments, status codes)
+from ..runtime.checks import check_sites, site_index
+from ..runtime.native import STATUS_ALLOC_FAILED, size_vars_of
 from .checks import print_assert, slot_lines
 from .helpers import size_helpers
 from .names import c_identifier

@@ -28,17 +28,19 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.errors import LoweringError
+from cuvil_tir.ir_module import calling_conv
+from cuvil_tir.target import Memory, Option, Program, TargetKind, register_target
 from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
 from cuvil_tir.transform.gpu_memory import plan_gpu_memory
 from cuvil_tir.transform.gpu_sync import insert_barriers
 from cuvil_tir.transform.gpu_threads import kernels, normalize_thread_bindings, split_host_device
 from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.transform.vectorize import vectorize_loops
+from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import For
 from cuvil_tir.thread_axes import ThreadAxis
 
-from ..memory import Memory
-from ..registry import register_target
+from ..runtime import Module
 from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
 from .double_buffer import inject_double_buffer
 from .reduction import lower_cross_thread_reduction
@@ -134,35 +136,59 @@ def cuda_pipeline() -> list:
             insert_barriers, verify]
 
 
-class CudaKind:
+class CudaKind(TargetKind):
     """The ``cuda`` target kind (registered at import).
 
     Example::
 
-        >>> CudaKind.options["arch"]
+        >>> CudaKind.options["arch"].default
         'sm_80'
     """
 
     name = "cuda"
-    options = {"arch": "sm_80"}
+    doc = "NVIDIA GPUs through CUDA C (NVRTC, cupy)"
+    options = {"arch": Option("sm_80", str, pattern=r"sm_(?:[5-9]\d|1\d\d)a?",
+                              doc="an architecture such as 'sm_80' or 'sm_90a'")}
     thread_axes = THREAD_AXES
     max_threads = MAX_THREADS
-    module_codegen = True
     memories = (Memory("global", None, "device memory (parameters, temporaries)"),
-                Memory("shared", SHARED_CAPACITY[8], "per thread block, on chip"),
+                Memory("shared", SHARED_CAPACITY[8], "per thread block, on chip", banks=32,
+                       width_bits=32),
                 Memory("local", None, "per thread: registers"))
+    calling_conventions = ("host", "device_kernel")
+    op_spellings = "cuda"
     passes = cuda_pipeline()
 
-    @staticmethod
-    def codegen(lowered, target):
-        return codegen_cuda(lowered, target)
+    def pipeline(self, target) -> list:
+        """The passes of :func:`cuda_pipeline`."""
+        return list(self.passes)
 
-    @staticmethod
-    def runtime(source, target, signature):
-        return CudaRuntime(source, target, signature)
+    def codegen(self, module, target) -> Program:
+        """Every ``device_kernel`` function of the lowered module as CUDA C, the host
+        function as C (compiled at the first call), the launches as data."""
+        cuda = codegen_cuda(module, target)
+        return Program(self.name, module.entry.name,
+                       sources={"cuda": cuda.text, "host": cuda.host_c,
+                                "host_ir": to_text(cuda.host)},
+                       functions={f.name: calling_conv(f) for f in module.functions},
+                       launch={k: {"dyn_shared": info.dyn_shared}
+                               for k, info in cuda.kernels.items()},
+                       lowered=module)
+
+    def load(self, program, target) -> Module:
+        """A module that compiles the kernels with NVRTC and the host program with the
+        C compiler at its first call; its launch table is read from the lowered
+        module."""
+        lowered = program.lowered_module
+        if program.from_cache:
+            # the text form gives each thread loop its own variable; the code generator
+            # wants the one variable per thread tag the lowering made
+            lowered = lowered.map_functions(normalize_thread_bindings)
+        cuda = codegen_cuda(lowered, target)
+        return Module(CudaRuntime(cuda, target, program.signature), program, target)
 
 
-register_target(CudaKind())
+CUDA = register_target(CudaKind())
 
-__all__ = ["CudaKind", "MAX_THREADS", "THREAD_AXES", "cuda_pipeline", "mark_shared_memory",
-           "shared_capacity"]
+__all__ = ["CUDA", "CudaKind", "MAX_THREADS", "THREAD_AXES", "cuda_pipeline",
+           "mark_shared_memory", "shared_capacity"]

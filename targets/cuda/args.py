@@ -1,4 +1,4 @@
-"""Checking GPU arguments with the same rules as CPU ones (:mod:`targets.argcheck`).
+"""Checking GPU arguments with the same rules as CPU ones (:mod:`targets.runtime.argcheck`).
 
 A GPU array is anything with ``__cuda_array_interface__`` (cupy, numba, torch on the
 GPU) or ``__dlpack__`` (read through cupy).  Each is described to the shared checker
@@ -25,7 +25,7 @@ import numpy as np
 
 from cuvil_tir.errors import ArgumentError, TargetError
 
-from ..argcheck import make_caller
+from ..runtime.argcheck import make_caller
 
 
 def _interface(a):
@@ -110,7 +110,7 @@ def make_device_caller(sig, raw, alignment=None):
     Example::
 
         >>> import cuvil_tir as T
-        >>> from targets.signature import Signature
+        >>> from cuvil_tir.target import Signature
         >>> f = T.create_prim_func([T.placeholder((4,), name="X")])
         >>> call = make_device_caller(Signature.from_func(f), lambda x: "launched")
         >>> try:

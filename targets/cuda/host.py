@@ -16,7 +16,7 @@ the device goes through one table the runtime fills, :data:`DEVICE_TABLE`:
 The function is ``int32_t name(const cvl_device *dev, <buffers as device pointers>,
 <scalars>, <sizes as int64_t>)`` and returns 0, ``STATUS_ALLOC_FAILED`` (a
 temporary could not be allocated), ``STATUS_CHECK_FAILED`` (a ``T.assert_`` of the
-IR failed: its values are in the error slot, :mod:`targets.checks`) or
+IR failed: its values are in the error slot, :mod:`targets.runtime.checks`) or
 :data:`STATUS_LAUNCH_FAILED`; every path out releases the live temporaries.  Reading
 device memory on the host is a ``CodegenError``.
 

@@ -37,7 +37,7 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError, TargetError
 
 from ..c.compiler import compile_shared
-from ..checks import STATUS_CHECK_FAILED, check_report
+from ..runtime.checks import STATUS_CHECK_FAILED, check_report
 from ..cstyle import CPrinter
 from ..cstyle.printer import size_vars_of
 from .host import STATUS_LAUNCH_FAILED

@@ -38,7 +38,9 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import TargetError
 from cuvil_tir.printer import to_text
 
-from ..benchmark import BenchmarkResult
+from cuvil_tir.target import BenchmarkResult
+
+from ..runtime import NativeCode
 from .args import check_device, device_pointer, import_cupy, make_device_caller
 from .launcher import (ALLOC_FN, LAUNCH_FN, RELEASE_FN, DeviceTable, HostProgram, Recorder,
                        Table)
@@ -67,7 +69,7 @@ def nvrtc_options(cp) -> tuple:
     return tuple(opts)
 
 
-class CudaRuntime:
+class CudaRuntime(NativeCode):
     """Compiled-at-first-use CUDA module (see the module docstring).
 
     ``source_formats``: ``cuda`` (default), ``ptx`` (needs nvcc), ``host`` (the host
@@ -82,8 +84,8 @@ class CudaRuntime:
     source_formats = ("cuda", "ptx", "host", "host_ir")
 
     def __init__(self, program, target, signature):
+        super().__init__(signature.name)
         self.program, self.target, self.signature = program, target, signature
-        self.entry_name = signature.name
         self._funcs = None
         self._cp = None
         self._host = None

@@ -19,34 +19,42 @@ vectorization at the host's vector width, full unrolling of ``unrolled`` loops (
 small ``local`` buffers live in registers), and outlining of ``parallel`` loops into
 the module's ``parallel_task`` functions.
 
-Registered with :func:`targets.register_target`, the public path every backend uses.
+Code generation compiles the LLVM IR to object code at once (the ``Program``'s
+``obj`` binary, with its ``ll`` and ``ll-opt`` sources); loading links that object, so
+a program from the compile cache runs without LLVM compiling anything.  Registered
+with :func:`targets.register_target` (the ``cuvil.targets`` entry point ``llvm``).
 
 Example::
 
     >>> import targets
-    >>> targets.get_target_kind("llvm").options["opt_level"]
+    >>> targets.get_target_kind("llvm").options["opt_level"].default
     3
 """
 
 from __future__ import annotations
 
-from cuvil_tir.errors import TargetError
+import llvmlite
+import llvmlite.binding as llvm
 
+from cuvil_tir.errors import TargetError
+from cuvil_tir.ir_module import calling_conv
+from cuvil_tir.target import (HOST_MEMORIES, Machine, Option, Program, TargetKind,
+                              register_target)
 from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify, verify
 from cuvil_tir.transform.bounds_check import with_bounds_check
 from cuvil_tir.transform.compact import compact_local_buffers
 from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
 from cuvil_tir.transform.loop_partition import loop_partition
 from cuvil_tir.transform.outline import outline_parallel
+from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.transform.unroll import unroll_loops
 from cuvil_tir.transform.vectorize import vectorize_loops
 
-from ..memory import HOST_MEMORIES
-from ..registry import register_target
+from ..runtime import DATA_OFFSET, Module
 from .codegen import codegen_llvm
 from .cpu import CPUInfo, check_cpu, cpu_info
-from .engine import host_features, process_triple, resolve_cpu
-from .runtime import LLVMRuntimeModule
+from .engine import compile_object, host_features, process_triple, resolve_cpu
+from .runtime import LLVMRuntimeModule, wrapper_ir
 
 _FM_FLAGS = ("nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast")
 
@@ -97,9 +105,8 @@ def target_vector_bits(target=None) -> int:
         >>> target_vector_bits(targets.Target("llvm", mcpu="x86-64"))
         128
     """
-    from cuvil_tir.transform import PassContext
     target = PassContext.current().target if target is None else target
-    if target is None or isinstance(target, str) or not hasattr(target, "options"):
+    if target is None:
         return host_vector_bits()
     return cpu_info(target).vector_bits
 
@@ -148,22 +155,32 @@ def llvm_pipeline() -> list:
     return out
 
 
-class LLVMTargetKind:
+class LLVMTargetKind(TargetKind):
     """The host CPU target kind.
 
     Example::
 
-        >>> LLVMTargetKind.name
-        'llvm'
+        >>> LLVMTargetKind.name, LLVMTargetKind.calling_conventions
+        ('llvm', ('host', 'parallel_task'))
     """
 
     name = "llvm"
-    passes = llvm_pipeline()
-    #: ``codegen`` takes the lowered module (entry and parallel tasks)
-    module_codegen = True
-    options = {"mcpu": "native", "mattr": "", "opt_level": 3, "fast_math": "contract",
-               "num_cores": 0, "l1d_kb": 0, "l2_kb": 0, "bounds_check": False}
+    doc = "the host CPU through LLVM IR (llvmlite)"
+    options = {
+        "mcpu": Option("native", str, doc="an LLVM CPU name, or 'native' for this host"),
+        "mattr": Option("", str, doc="LLVM features such as '+avx2,-fma'"),
+        "opt_level": Option(3, int, min=0, max=3, doc="LLVM's optimisation level"),
+        "fast_math": Option("contract", (bool, str), check_value=fast_math_flags,
+                            doc="True, False or LLVM fast-math flags"),
+        "num_cores": Option(0, int, min=0, doc="0: this host's cores"),
+        "l1d_kb": Option(0, int, min=0, doc="0: this host's L1d"),
+        "l2_kb": Option(0, int, min=0, doc="0: this host's L2"),
+        "bounds_check": Option(False, bool, doc="check every access at run time"),
+    }
     memories = HOST_MEMORIES
+    op_spellings = "llvm"
+    calling_conventions = ("host", "parallel_task")
+    passes = llvm_pipeline()
 
     def pipeline(self, target) -> list:
         """:attr:`passes`, led by the ``bounds_check`` pass when the target asks for
@@ -186,41 +203,51 @@ class LLVMTargetKind:
         return {"kind": self.name, "cpu": cpu, "features": features,
                 "triple": process_triple(), **rest}
 
-    def codegen(self, func, target) -> str:
-        """LLVM IR text of a lowered module (or function) for ``target``."""
-        cpu, features = check_cpu(target)
-        return codegen_llvm(func, func.name, cpu=cpu, features=features,
-                            vector_bits=cpu_info(target).vector_bits,
-                            fast_math=fast_math_flags(target.options.get("fast_math")),
-                            triple=process_triple())
-
-    def runtime(self, source: str, target, signature) -> LLVMRuntimeModule:
-        """Compile ``source``; the result's ``raw`` runs the entry."""
-        return _guard_host(LLVMRuntimeModule(source, target, signature), target)
-
-    # the compile cache's protocol (targets.cache.builds) ----------------------------
+    def tool_versions(self, target) -> dict:
+        """Cuvil's, LLVM's and llvmlite's versions."""
+        return {**super().tool_versions(target),
+                "llvm": ".".join(str(v) for v in llvm.llvm_version_info),
+                "llvmlite": llvmlite.__version__}
 
     def cache_identity(self, target) -> str:
-        """What decides the machine code beyond ``targets.build_key`` (which already
-        holds the resolved CPU, features and LLVM's version): the numpy array layout
-        the call wrapper reads."""
-        from .runtime import DATA_OFFSET
+        """What decides the machine code beyond the build key (which already holds the
+        resolved CPU, features and LLVM's version): the numpy array layout the call
+        wrapper reads."""
         return f"data_offset={DATA_OFFSET}"
 
-    def runtime_for_export(self, source: str, target, signature) -> LLVMRuntimeModule:
-        """Compile ``source`` to object code once and run that object: what
-        :meth:`export_artifact` then stores costs no second code generation."""
-        return _guard_host(LLVMRuntimeModule(source, target, signature, emit_object=True),
-                           target)
+    def machine(self, target) -> Machine:
+        """The CPU ``target`` names (:func:`cpu_info`) as a tuning ``Machine``.
 
-    def export_artifact(self, runtime) -> dict:
-        """The object code of a built function."""
-        return {"obj": runtime.library.object_code()}
+        Example::
 
-    def load_artifact(self, blobs, source, target, signature) -> LLVMRuntimeModule:
-        """A runtime module linked from cached object code (no LLVM compilation)."""
-        return _guard_host(LLVMRuntimeModule(source, target, signature,
-                                             object_code=blobs["obj"]), target)
+            >>> import targets
+            >>> LLVM.machine(targets.Target("llvm", mcpu="skylake-avx512")).vector_bits
+            512
+        """
+        info = cpu_info(target)
+        return Machine(info.vector_bits, info.vector_registers, info.l1d_bytes,
+                       info.l2_bytes, info.cores, info.name, tuple(info.features))
+
+    def codegen(self, module, target) -> Program:
+        """The lowered module as LLVM IR, compiled to object code for ``target``'s CPU."""
+        cpu, features = check_cpu(target)
+        entry = module.entry
+        text = codegen_llvm(module, entry.name, cpu=cpu, features=features,
+                            vector_bits=cpu_info(target).vector_bits,
+                            fast_math=fast_math_flags(target.options["fast_math"]),
+                            triple=process_triple())
+        full = text if DATA_OFFSET is None else text + wrapper_ir(entry, DATA_OFFSET)
+        opt_level = target.options["opt_level"]
+        optimized, obj = compile_object(full, cpu, features, opt_level)
+        return Program(self.name, entry.name, sources={"ll": text, "ll-opt": optimized},
+                       binaries={"obj": obj},
+                       functions={f.name: calling_conv(f) for f in module.functions},
+                       meta={"cpu": cpu, "features": features, "opt_level": opt_level},
+                       lowered=module)
+
+    def load(self, program, target) -> Module:
+        """The program's object code linked into this process."""
+        return Module(_guard_host(LLVMRuntimeModule(program), target), program, target)
 
 
 def _guard_host(runtime, target):
@@ -228,7 +255,7 @@ def _guard_host(runtime, target):
     still shows its sources, but calling it is a TargetError."""
     bits = cpu_info(target).vector_bits
     if bits > host_vector_bits():
-        name = target.options.get("mcpu")
+        name = target.options["mcpu"]
 
         def refuse(*args):
             raise TargetError(f"llvm: this module was compiled for mcpu={name!r} "

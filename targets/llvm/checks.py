@@ -8,7 +8,7 @@ an outlined parallel task the status ends the task; the thread pool then skips t
 tasks not yet started and the launch returns the status (see
 :mod:`targets.llvm.threadpool`).  The slot is an internal global read through an
 exported getter ``<name>__cuvil_check_slot``; the static messages are comment lines of
-the module (:mod:`targets.checks`).
+the module (:mod:`targets.runtime.checks`).
 
 Example::
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from .. import checks as C
+from ..runtime import checks as C
 from . import intrinsics as I
 
 

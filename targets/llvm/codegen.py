@@ -14,13 +14,14 @@ ABI of the generated function (a plain C function)::
 buffer parameters come first as data pointers, in parameter order, interleaved with
 scalar ``Var`` parameters exactly as in ``func.params`` (bool passed as ``i8``,
 float16/bfloat16 as ``float``), then one ``i64`` per symbolic size (the function's
-``cuvil.size_vars`` attribute, set by :func:`targets.build`, or the size variables of
-the parameters' shapes in order of first use).  Buffer pointers are ``noalias``:
+``cuvil.size_vars`` attribute, set by the build driver, or the size variables of
+the parameters' shapes in order of first use): the native ABI of
+:mod:`targets.runtime.native`, shared with the ``c`` target.  Buffer pointers are ``noalias``:
 arguments must not overlap.  Parallel tasks run on the native thread pool
 (:mod:`targets.llvm.parallel`; ``parallel`` loops inside a task run serially); ``vectorized``
 loops are serial loops carrying ``llvm.loop.vectorize.enable``; ``unrolled`` loops
 carry ``llvm.loop.unroll.full``.  The function returns 0, or a non-zero status
-(:data:`STATUS_MESSAGES`) when it stopped early: an internal heap buffer whose size
+(:data:`targets.runtime.native.STATUS_MESSAGES`) when it stopped early: an internal heap buffer whose size
 overflows 64 bits or its index dtype, or that the C library could not allocate.  Buffers already
 allocated by that call are then not freed (the process is out of memory anyway);
 nothing is written out of bounds.
@@ -44,12 +45,11 @@ import re
 from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError
-from cuvil_tir.expr import Add, IntImm, Mul, Var
+from cuvil_tir.expr import Add, IntImm, Mul
 from cuvil_tir.ir_module import calling_conv, is_launch
 from cuvil_tir.transform.outline import outline_parallel
-from cuvil_tir.visitor import used_vars
 
-from ..checks import STATUS_CHECK_FAILED
+from ..runtime.native import STATUS_ALLOC_FAILED, size_vars_of
 from . import intrinsics as I
 from .builder import IRBuilder
 from .checks import emit_assert, slot_definitions
@@ -60,20 +60,6 @@ from .workspace_ir import DECLARATIONS as WORKSPACE
 
 #: stack-allocate internal buffers up to this many bytes; larger ones use the heap
 STACK_LIMIT = 64 << 10
-
-#: status returned by the generated function when an internal buffer cannot be
-#: allocated (its size overflows 64 bits or its index dtype, or the C library has no
-#: memory for it)
-STATUS_ALLOC_FAILED = 1
-
-#: what each non-zero status means (raised by the runtime as ``TargetError``)
-STATUS_MESSAGES = {STATUS_ALLOC_FAILED: "an internal buffer could not be allocated (its "
-                   "size overflows 64 bits or its index dtype, or the process is out "
-                   "of memory)",
-                   STATUS_CHECK_FAILED: "a run-time check (T.assert_) failed"}
-
-
-
 
 def abi_type(dt: str) -> str:
     """The LLVM type a scalar parameter of dtype ``dt`` is passed as.
@@ -89,32 +75,6 @@ def abi_type(dt: str) -> str:
     if e in ("float16", "bfloat16"):
         return "float"
     return reg_type(e)
-
-
-def size_vars_of(func) -> list:
-    """The symbolic sizes passed after the parameters, in ABI order.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> n = T.size_var("n")
-        >>> [v.name for v in size_vars_of(T.PrimFunc([T.decl_buffer((n, 4), "float32", "A")],
-        ...                                          T.Evaluate(T.const(0))))]
-        ['n']
-    """
-    attr = func.attr("cuvil.size_vars")
-    if attr is not None:
-        return list(attr)
-    scalars = {id(p) for p in func.params if isinstance(p, Var)}
-    out = []
-    for p in func.params:
-        if isinstance(p, Buffer):
-            for v in used_vars(p.shape):
-                if id(v) not in scalars and all(v is not o for o in out):
-                    out.append(v)
-    return out
-
-
 
 
 class LLVMCodegen(ExprEmitter):

@@ -245,6 +245,39 @@ def jit_engine(cpu: str, features: str, opt_level: int) -> JITEngine:
     return eng
 
 
+def _optimized(source: str, cpu: str, features: str, opt_level: int):
+    """``(module, target machine)``: ``source`` parsed, verified and optimised with the
+    new pass manager at ``opt_level`` (the caller holds ``_LOCK``)."""
+    mod = _parse(source)
+    tm = target_machine(cpu, features, opt_level)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    if opt_level > 0:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+    return mod, tm
+
+
+def compile_object(source: str, cpu: str, features: str = "",
+                   opt_level: int = 3) -> tuple:
+    """``(optimised IR text, object code)`` of LLVM IR ``source`` for the CPU ``cpu``
+    with ``features``: what the ``llvm`` kind's codegen puts in its Program.
+
+    Example::
+
+        >>> ir, obj = compile_object("define i32 @one() {\\n  ret i32 1\\n}\\n", host_cpu())
+        >>> "ret i32 1" in ir, obj[:4]
+        (True, b'\\x7fELF')
+    """
+    _init()
+    with _LOCK:
+        mod, tm = _optimized(source, cpu, features, opt_level)
+        return str(mod), tm.emit_object(mod)
+
+
 class Library:
     """One LLVM module compiled for the host, added to the long-lived engine of its
     machine description (:func:`jit_engine`).
@@ -253,7 +286,8 @@ class Library:
     manager at ``opt_level`` and compiled.  ``optimized_ir`` and ``assembly()`` show
     the results.  ``emit_object=True``: the machine code is emitted as an object
     (:meth:`object_code`, for the compile cache) and that object is what runs, in an
-    engine of its own.
+    engine of its own; ``object_code=`` links code compiled earlier
+    (:func:`compile_object`), ``optimized_ir=`` its optimised IR when known.
 
     Example::
 
@@ -263,44 +297,31 @@ class Library:
     """
 
     def __init__(self, source: str, cpu: str, features: str = "", opt_level: int = 3,
-                 object_code: bytes | None = None, emit_object: bool = False):
+                 object_code: bytes | None = None, emit_object: bool = False,
+                 optimized_ir: str | None = None):
         self.source = source
         self.cpu, self.features, self.opt_level = cpu, features, opt_level
         self._asm = None
+        if object_code is None and emit_object:
+            # whoever stores the object code runs that machine code: generated once,
+            # not once for the JIT and again for the object
+            optimized_ir, object_code = compile_object(source, cpu, features, opt_level)
         if object_code is not None:
             self._load_object(object_code)
+            self.optimized_ir = optimized_ir
             return
         with _LOCK:  # LLVM contexts are not safe for concurrent use
-            mod = _parse(source)
-            tm = target_machine(cpu, features, opt_level)
-            mod.triple = tm.triple
-            mod.data_layout = str(tm.target_data)
-            if opt_level > 0:
-                pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-                pto.loop_vectorization = True
-                pto.slp_vectorization = True
-                pb = llvm.create_pass_builder(tm, pto)
-                pb.getModulePassManager().run(mod, pb)
-            optimized = str(mod)
-            if emit_object:
-                # whoever stores the object code runs that machine code: generated
-                # once, not once for the JIT and again for the object
-                code = tm.emit_object(mod)
-            else:
-                from . import threadpool  # registers the runtime's symbols with LLVM
-                if threadpool.uses_runtime(source):
-                    threadpool.ensure_loaded()
-                check_externs(_declared(mod))
-                self._jit = jit_engine(cpu, features, opt_level)
-                self._suffix = self._jit.add(mod)
-                self._module = mod
-                self._tm = tm
-                self._object = None
-        if emit_object:
-            self._load_object(code)
-            self.optimized_ir = optimized
-            return
-        self.optimized_ir = optimized
+            mod, tm = _optimized(source, cpu, features, opt_level)
+            self.optimized_ir = str(mod)      # before the engine renames its symbols
+            from . import threadpool  # registers the runtime's symbols with LLVM
+            if threadpool.uses_runtime(source):
+                threadpool.ensure_loaded()
+            check_externs(_declared(mod))
+            self._jit = jit_engine(cpu, features, opt_level)
+            self._suffix = self._jit.add(mod)
+            self._module = mod
+            self._tm = tm
+            self._object = None
         fin = weakref.finalize(self, self._jit.remove, mod)
         fin.atexit = False  # at exit the engine goes with the process
 

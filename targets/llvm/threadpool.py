@@ -174,7 +174,7 @@ def _compiled_engine(ir: str):
     compiled here and stored."""
     import hashlib
     import llvmlite
-    from .. import cache
+    from cuvil_tir.target import cache
     machine = _target_machine()
     key = hashlib.sha256("\0".join(("cuvil-threadpool", ir, machine.triple,
                                      llvm.get_host_cpu_name(), llvm.get_host_cpu_features()

@@ -32,15 +32,13 @@ def test_failing_pass_writes_the_ir_it_was_given(tmp_path):
 
 
 def test_environment_variable_covers_code_generation(tmp_path, monkeypatch):
-    class Failing:
+    class Failing(targets.TargetKind):
         name = "failing-codegen"
-        passes = None
-        options = {}
 
-        def codegen(self, func, target):
+        def codegen(self, module, target):
             raise targets.CodegenError("failing-codegen: no spelling for this loop")
 
-        def runtime(self, source, target, signature):
+        def load(self, program, target):
             raise AssertionError("not reached")
 
     targets.register_target(Failing())

@@ -7,8 +7,8 @@ import pytest
 
 import cuvil_tir as T
 from cuvil_tir.expr import Broadcast, BufferLoad, EQ, Ramp
-from cuvil_tir.transform import (default_pipeline, flatten_buffers, get_pipeline,
-                                 lower_blocks, register_pipeline, simplify,
+from cuvil_tir.target import get_pipeline, register_target, unregister_target
+from cuvil_tir.transform import (default_pipeline, flatten_buffers, lower_blocks, simplify,
                                  verify_well_formed)
 from tests import workloads as W
 
@@ -377,44 +377,47 @@ def test_lower_accepts_schedule_and_targets():
         calls.append(func.name)
         return func.with_attr("tagged", True)
 
-    register_pipeline("test-kind", [lower_blocks, tag])
-    assert T.lower(f, "test-kind").entry.attr("tagged") is True
+    class Tagging(type(T.get_target_kind("llvm"))):      # the llvm backend, own passes
+        name = "test-kind"
 
-    class Target:
-        kind = "test-kind"
+        def pipeline(self, target):
+            return [lower_blocks, tag]
 
-    assert T.lower(f, Target()).entry.attr("tagged") is True
-
-    class WithPasses:
-        passes = [tag]
-
-    assert T.lower(f, WithPasses()).entry.attr("tagged") is True
-    assert len(calls) == 3
-
-    class Unregistered:
-        kind = "unregistered-kind"
-
-    # one registry: a kind nobody registered has no pipeline, whatever the object says
-    with pytest.raises(T.LoweringError, match="no pipeline registered for target kind "
-                                              "'unregistered-kind'"):
-        get_pipeline(Unregistered())
-    register_pipeline("default-kind", None)
-    assert len(get_pipeline("default-kind")) == 4
-    T.transform.unregister_pipeline("default-kind")
-    assert "default-kind" not in T.transform.registered_kinds()
+    register_target(Tagging(), replace=True)
+    try:
+        assert T.lower(f, "test-kind").entry.attr("tagged") is True
+        assert T.lower(f, T.Target("test-kind")).entry.attr("tagged") is True
+        assert len(calls) == 2
+    finally:
+        unregister_target("test-kind")
+    # one registry: a kind nobody registered has no pipeline
+    with pytest.raises(T.TargetError, match="unknown target 'unregistered-kind'"):
+        get_pipeline("unregistered-kind")
+    assert len(get_pipeline(None)) == 4
 
 
 def test_lower_errors():
-    with pytest.raises(T.LoweringError, match=r"no pipeline registered for target kind "
-                       r"'nope'; registered kinds: .*test-kind"):
-        register_pipeline("test-kind", [lower_blocks])
+    with pytest.raises(T.TargetError, match=r"unknown target 'nope'; registered targets: "
+                                            r".*llvm"):
         T.lower(W.matmul(2, 2, 2).func, "nope")
     with pytest.raises(T.LoweringError, match="expected a PrimFunc, an IRModule or a Schedule"):
         T.lower(42)
-    with pytest.raises(T.LoweringError, match="pass 'bad' returned int"):
-        def bad(func):
-            return 1
-        T.lower(W.matmul(2, 2, 2).func, type("X", (), {"passes": [bad]})())
+
+    def bad(func):
+        return 1
+
+    class Bad(type(T.get_target_kind("llvm"))):
+        name = "test-bad-pass"
+
+        def pipeline(self, target):
+            return [bad]
+
+    register_target(Bad(), replace=True)
+    try:
+        with pytest.raises(T.LoweringError, match="pass 'bad' returned int"):
+            T.lower(W.matmul(2, 2, 2).func, "test-bad-pass")
+    finally:
+        unregister_target("test-bad-pass")
 
 
 @pytest.mark.parametrize("make", [W.elementwise_chain, W.matmul, W.matmul_bias_relu,

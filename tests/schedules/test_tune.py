@@ -114,12 +114,11 @@ def test_a_target_kind_with_measure_is_asked_instead_of_the_clock():
     from schedules.tune.measure import run_candidate
     llvm = targets.get_target_kind("llvm")
 
-    class Cycles:  # what an accelerator kind does: a simulated cost, not the clock
-        name, passes = "tune-test-cycles", None
-        codegen, runtime, options = llvm.codegen, llvm.runtime, llvm.options
+    class Cycles(type(llvm)):  # what an accelerator kind does: a simulated cost
+        name = "tune-test-cycles"
 
-        def measure(self, mod, args):
-            return 4200.0
+        def measure(self, module, args, min_repeat_seconds=0.0):
+            return 4200.0, "simulated"
 
     f = _func()
     targets.register_target(Cycles())
@@ -129,22 +128,22 @@ def test_a_target_kind_with_measure_is_asked_instead_of_the_clock():
                        "decisions": [], "target": "tune-test-cycles"}, out.append)
     finally:
         targets.unregister_target("tune-test-cycles")
-    assert out[-1] == ("ok", 4200.0, {"timing": "kind"})
+    assert out[-1] == ("ok", 4200.0, {"timing": "simulated"})
 
 
 def test_an_accelerator_kind_is_registered_and_asked_in_the_child():
     import targets
     from schedules.tune.executor import measure_task
     from schedules.tune.measure import kind_reference
-    from targets.accel.examples.gemm import gemm, schedule_gemm
+    from targets.toolkit.npu.gemm import gemm, schedule_gemm
     from targets.accel.examples.toy_npu import toy_npu
     targets.register_target(toy_npu, replace=True)
     f = gemm(32)
     out = measure_task({"func": str(f), "trace": schedule_gemm(f, tile=32).trace.as_json(),
                         "decisions": [], "target": "toy-npu", "timeout_s": 120,
                         "kind": kind_reference("toy-npu")})
-    assert out["kind"] == "ok" and out["info"]["timing"] == "kind"
+    assert out["kind"] == "ok" and out["info"]["timing"] == "simulated cycles at 1000 MHz"
     mod = targets.build(schedule_gemm(f, tile=32), "toy-npu")
     assert out["seconds"] == toy_npu.measure(mod, [np.ones((32, 32), "int8"),
                                                    np.ones((32, 32), "int8"),
-                                                   np.zeros((32, 32), "int32")])
+                                                   np.zeros((32, 32), "int32")])[0]

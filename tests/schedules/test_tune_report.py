@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from cuvil_tir.cli import main
+from targets.toolkit.cli import main
 from schedules.tune.report import (HistoryError, PlotUnavailableError, best_so_far, curve_text,
                                    format_progress, plot_curve, progress_printer,
                                    trials_to_fraction)

@@ -11,7 +11,7 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 import targets
-from targets.cuda import recipes
+from targets.toolkit import cuda_recipes as recipes
 from targets.cuda.codegen import combine
 from targets.cuda.nvcc import nvcc_available, nvcc_ptx
 

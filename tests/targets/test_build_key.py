@@ -11,7 +11,7 @@ import pytest
 
 import cuvil_tir as T
 import targets
-from targets import keys
+from cuvil_tir.target import keys
 from targets.llvm.engine import host_cpu, resolve_cpu
 from tests import workloads as W
 
@@ -55,18 +55,21 @@ def test_native_resolves_to_the_host_cpu():
 def test_tool_versions_enter_the_key(monkeypatch):
     f = _func()
     before = targets.build_key(f, "llvm")
-    versions = keys.tool_versions()
+    versions = keys.tool_versions("llvm")
     assert versions["cuvil"] == T.__version__ and versions["llvm"].count(".") == 2
-    monkeypatch.setattr(keys, "tool_versions", lambda: {**versions, "cuvil": "99.0"})
+    monkeypatch.setattr(keys, "tool_versions", lambda target: {**versions, "cuvil": "99.0"})
     assert targets.build_key(f, "llvm") != before
 
 
-class _Plain:
+class _Plain(targets.TargetKind):
     name = "key-plain"
-    passes = None
     options = {"level": 1}
-    codegen = staticmethod(lambda func, target: "")
-    runtime = staticmethod(lambda source, target, sig: None)
+
+    def codegen(self, module, target):
+        raise AssertionError("not built")
+
+    def load(self, program, target):
+        raise AssertionError("not built")
 
 
 def test_a_kind_without_describe_uses_its_options():
@@ -81,10 +84,13 @@ def test_a_kind_without_describe_uses_its_options():
 
 
 def test_a_describe_with_odd_values_is_a_target_error():
-    kind = _Plain()
-    kind.name = "key-odd"
-    kind.describe = lambda target: {"cpu": object()}
-    targets.register_target(kind, replace=True)
+    class Odd(_Plain):
+        name = "key-odd"
+
+        def describe(self, target):
+            return {"cpu": object()}
+
+    targets.register_target(Odd(), replace=True)
     try:
         with pytest.raises(targets.TargetError, match="description of target 'key-odd' is "
                                                       "not JSON-serialisable"):

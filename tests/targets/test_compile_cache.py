@@ -12,7 +12,7 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 import targets
-from targets.cache.builds import cache_key
+from targets.cache import cache_key
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -169,8 +169,8 @@ def test_eight_processes_build_overlapping_kernels_at_once(cache_dir):
 
 
 def test_an_edited_compiler_misses(cache_dir, monkeypatch):
-    from targets.cache import builds
+    from cuvil_tir.target.cache import entries
     targets.build(_func())
     assert targets.build(_func()).from_cache
-    monkeypatch.setattr(builds, "code_identity", lambda: "0" * 64)   # Cuvil's code changed
+    monkeypatch.setattr(entries, "code_identity", lambda: "0" * 64)   # Cuvil's code changed
     assert not targets.build(_func()).from_cache

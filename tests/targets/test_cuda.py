@@ -11,7 +11,7 @@ import cuvil_tir as T
 import targets
 from cuvil_tir.transform.gpu_sync import insert_barriers, is_barrier
 from cuvil_tir.visitor import Mutator
-from targets.cuda import recipes
+from targets.toolkit import cuda_recipes as recipes
 
 from .cuda_helpers import build, compile_all, gemm_case, needs_gpu, rand, sch_for
 
@@ -245,7 +245,7 @@ def test_launch_on_the_gpu_matches_numpy():
 
 
 def test_cli_emits_cuda_and_ptx(tmp_path, capsys):
-    from cuvil_tir.cli import main
+    from targets.toolkit.cli import main
     src = tmp_path / "k.py"
     src.write_text(
         "import cuvil_tir as T, schedules as S\n"

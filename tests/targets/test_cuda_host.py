@@ -16,7 +16,7 @@ import schedules as S
 import targets
 from cuvil_tir.ir_module import device_launch_parts, is_device_launch
 from cuvil_tir.transform.gpu_threads import launch_shape
-from targets.cuda import recipes
+from targets.toolkit import cuda_recipes as recipes
 from targets.cuda.codegen import codegen_cuda
 from targets.cuda.launcher import HostProgram, Recorder
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cuvil_tir as T
-from targets.cuda import recipes
+from targets.toolkit import cuda_recipes as recipes
 from tests.workloads import conv2d_nchw
 
 from .cuda_helpers import build, compile_all, rand, sch_for

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cuvil_tir as T
-from targets.cuda import recipes
+from targets.toolkit import cuda_recipes as recipes
 from tests.workloads import softmax
 
 from .cuda_helpers import build, compile_all, rand, sch_for

@@ -9,18 +9,11 @@ from cuvil_tir import (Allocate, Broadcast, BufferStore, Evaluate, For, IfThenEl
                        LetStmt, PrimFunc, Ramp, seq)
 
 
-class _Raw:
+class _Raw(type(targets.get_target_kind("llvm"))):
     """The llvm backend with no lowering passes: builds IR that is already lowered."""
 
     name = "llvm-raw-test"
     passes = []
-    options = dict(targets.get_target_kind("llvm").options)
-
-    def codegen(self, func, target):
-        return targets.get_target_kind("llvm").codegen(func, target)
-
-    def runtime(self, source, target, signature):
-        return targets.get_target_kind("llvm").runtime(source, target, signature)
 
 
 @pytest.fixture(scope="module", autouse=True)

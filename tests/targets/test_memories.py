@@ -9,7 +9,7 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 import targets
-from targets.memory import HOST_MEMORIES, Memory, check_memories
+from targets import HOST_MEMORIES, Memory, check_memories
 
 
 def _matmul_cached(scope):
@@ -61,14 +61,8 @@ def test_a_parameter_in_a_foreign_scope_is_refused():
 def _kind_with(name, memory):
     """A target kind ``name`` (llvm's code generator) with global memory and
     ``memory``, registered for the block."""
-    llvm = targets.get_target_kind("llvm")
-
-    class Kind:
-        passes = None
-        options = {}
-        memories = [Memory("global"), memory]
-        codegen = llvm.codegen
-        runtime = llvm.runtime
+    class Kind(type(targets.get_target_kind("llvm"))):
+        memories = (Memory("global"), memory)
 
     Kind.name = name
     targets.register_target(Kind())
@@ -89,12 +83,10 @@ def test_a_kind_declares_its_own_memories():
 
 
 def test_a_kind_without_memories_has_the_hosts():
-    from targets.memory import memories_of
-
-    class Bare:
+    class Bare(targets.TargetKind):
         name = "bare"
 
-    assert memories_of(Bare()) == HOST_MEMORIES
+    assert Bare().memories == HOST_MEMORIES
 
 
 def _elementwise():

@@ -1,4 +1,5 @@
-"""One pipeline registry: T.lower and targets.build run the same passes for a kind."""
+"""One registry of target kinds: T.lower and targets.build run the same passes for a
+kind, its pipeline(target) read at each lowering."""
 
 from __future__ import annotations
 
@@ -7,19 +8,21 @@ import pytest
 
 import cuvil_tir as T
 import targets
-from cuvil_tir.transform import PassContext, default_pipeline, get_pipeline, pass_name
+from cuvil_tir.target import get_pipeline
+from cuvil_tir.transform import PassContext, default_pipeline, pass_name
 from tests import workloads as W
 
 
 def _kind(name, passes=None, pipeline=None):
-    llvm = targets.get_target_kind("llvm")
-    attrs = {"name": name, "codegen": llvm.codegen, "runtime": llvm.runtime,
-             "options": dict(llvm.options)}
-    if pipeline is not None:
-        attrs["pipeline"] = staticmethod(pipeline) if callable(pipeline) else pipeline
-    else:
-        attrs["passes"] = passes
-    return type("Kind", (), attrs)()
+    """The llvm backend under another name, with its own passes."""
+    class Kind(type(targets.get_target_kind("llvm"))):
+        def pipeline(self, target):
+            if pipeline is not None:
+                return pipeline(target)
+            return default_pipeline() if self.passes is None else self.passes
+    kind = Kind()
+    kind.name, kind.passes = name, passes
+    return kind
 
 
 def _tagging(tag, seen=None):
@@ -50,13 +53,12 @@ def test_re_registering_changes_both_lower_and_build(kind_name):
     assert targets.build(f, kind_name).lowered.entry.attr("tag") == "two"
 
 
-def test_unregistering_removes_the_pipeline(kind_name):
+def test_unregistering_removes_the_kind(kind_name):
     targets.register_target(_kind(kind_name, default_pipeline()))
-    assert kind_name in T.transform.registered_kinds()
+    assert kind_name in targets.list_targets()
     targets.unregister_target(kind_name)
-    assert kind_name not in T.transform.registered_kinds()
-    with pytest.raises(T.LoweringError, match=f"no pipeline registered for target kind "
-                                              f"'{kind_name}'"):
+    assert kind_name not in targets.list_targets()
+    with pytest.raises(T.TargetError, match=f"unknown target '{kind_name}'"):
         T.lower(W.elementwise_chain(8).func, kind_name)
 
 
@@ -98,14 +100,26 @@ def test_llvm_lowering_is_the_same_in_lower_and_build():
     assert T.structural_equal(lowered.entry.body, built.entry.body)
 
 
-def test_a_kind_with_a_bad_pipeline_is_refused():
-    with pytest.raises(targets.TargetError, match="'pipeline' of target 'bad-kind' is not "
-                                                  "callable"):
-        targets.register_target(_kind("bad-kind", pipeline=3))
-    with pytest.raises(targets.TargetError, match="pass 3 of target 'bad-kind' is not "
-                                                  "callable"):
-        targets.register_target(_kind("bad-kind", [3]))
+def test_a_kind_that_is_not_a_target_kind_or_lacks_a_step_is_refused():
+    with pytest.raises(targets.TargetError, match="expected a TargetKind"):
+        targets.register_target(type("K", (), {"name": "bad-kind"})())
+
+    class NoLoad(T.TargetKind):
+        name = "bad-kind"
+
+        def codegen(self, module, target):
+            return None
+
+    with pytest.raises(targets.TargetError, match="'bad-kind' does not define both steps"):
+        targets.register_target(NoLoad())
     assert "bad-kind" not in targets.list_targets()
+
+
+def test_a_pass_that_is_not_callable_is_a_lowering_error(kind_name):
+    targets.register_target(_kind(kind_name, [3]))
+    with pytest.raises(T.LoweringError, match=f"pipeline of target kind '{kind_name}': "
+                                              "pass 3 is not callable"):
+        T.lower(W.elementwise_chain(8).func, kind_name)
 
 
 def test_a_pipeline_returning_junk_is_a_lowering_error(kind_name):

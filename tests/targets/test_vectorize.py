@@ -12,18 +12,11 @@ from cuvil_tir.transform.unroll import unroll_loops
 from cuvil_tir.transform.vectorize import explain_vectorize, vectorize_loops
 
 
-class _Vec:
+class _Vec(type(targets.get_target_kind("llvm"))):
     """The llvm backend with only the two passes under test (the input is lowered IR)."""
 
     name = "llvm-vectorize-test"
     passes = [vectorize_loops, unroll_loops]
-    options = dict(targets.get_target_kind("llvm").options)
-
-    def codegen(self, func, target):
-        return targets.get_target_kind("llvm").codegen(func, target)
-
-    def runtime(self, source, target, signature):
-        return targets.get_target_kind("llvm").runtime(source, target, signature)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -11,7 +11,7 @@ import cuvil_tir as T
 import schedules as S
 import targets
 from targets.accel import DMA, AccelLoweringError, Accelerator
-from targets.accel.examples.gemm import gemm, schedule_gemm
+from targets.toolkit.npu.gemm import gemm, schedule_gemm
 from targets.accel.examples.toy_npu import toy_npu
 from targets.accel.hal import header
 from targets.accel.transfer import dma_transfers
@@ -132,7 +132,7 @@ def test_pad_einsum_refuses_shared_loops_unit_domains_and_non_affine_indices():
     sch.compute_at(a, sch.get_loops(blk)[0])
     with pytest.raises(S.ScheduleError, match="loop 'i' holds other blocks too"):
         sch.pad_einsum(blk, [16, 16, 16])
-    from targets.accel.examples.conv2d import conv2d
+    from targets.toolkit.npu.conv2d import conv2d
     sch = S.Schedule(conv2d(1, 6, 6, 8, 8))
     blk = sch.get_block("O")
     sch.cache_read(blk, 0, "npu.inp")

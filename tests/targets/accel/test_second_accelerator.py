@@ -9,7 +9,7 @@ import targets
 from targets.accel import DMA, Accelerator, Intrinsic, Memory
 from targets.accel.examples.toy_npu import elementwise_desc, gemm_desc
 
-from targets.accel.examples.gemm import gemm, schedule_gemm
+from targets.toolkit.npu.gemm import gemm, schedule_gemm
 
 SCOPES = ("mac.in", "mac.w", "mac.acc")
 mac = Accelerator(

@@ -15,7 +15,7 @@ from targets.accel.alloc import Unit, place
 from targets.accel.examples.toy_npu import toy_npu
 from targets.accel.transfer import dma_transfers
 
-from targets.accel.examples.gemm import gemm, schedule_gemm
+from targets.toolkit.npu.gemm import gemm, schedule_gemm
 
 targets.register_target(toy_npu, replace=True)
 

@@ -19,18 +19,32 @@ the default is the target's first format.  ``cuvil run`` fills every buffer with
 random values (``--seed``; each symbolic size is ``--size``).
 
 Every subcommand accepts ``--pass-timing`` and ``--dump-ir DIR``; on bad input the
-command exits with status 1 and prints the error's code and message.
+command exits with status 1 and prints the error's code and message.  When the reader
+of its output goes away (``cuvil show k.py | head``) it stops quietly.  The command
+lives in the top layer (:mod:`targets.toolkit`): it uses the language, the schedules'
+tuner and the backends together; ``python -m targets.toolkit`` runs it too.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import runpy
 import sys
 
-from .errors import CuvilError, ParseError, TargetError
-from .function import PrimFunc
+import numpy as np
+
+import targets
+from cuvil_tir import dtype as D
+from cuvil_tir import transform
+from cuvil_tir.errors import CuvilError, ParseError, TargetError
+from cuvil_tir.expr import IntImm
+from cuvil_tir.function import PrimFunc
+from cuvil_tir.parser import parse
+from cuvil_tir.target import lower
+from cuvil_tir.transform import verify_well_formed
+from schedules.tune.command import tune_function
 
 
 def load_funcs(path: str) -> dict[str, PrimFunc]:
@@ -58,7 +72,6 @@ def load_funcs(path: str) -> dict[str, PrimFunc]:
         if not funcs:
             raise ParseError(f"{path} defines no @T.prim_func at module level")
         return funcs
-    from .parser import parse
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
@@ -80,14 +93,8 @@ def _pick(funcs: dict, name: str | None, path: str) -> PrimFunc:
     return next(iter(funcs.values()))
 
 
-def _targets():
-    import targets    # imported late: cuvil_tir itself never depends on the backends
-    return targets
-
-
 @contextlib.contextmanager
 def _instrumented(args):
-    from . import transform
     instruments = []
     timing = None
     if args.pass_timing:
@@ -107,7 +114,6 @@ def _instrumented(args):
 
 
 def cmd_show(args) -> int:
-    from .transform import verify_well_formed
     func = _pick(load_funcs(args.file), args.func, args.file)
     verify_well_formed(func)
     print(func)
@@ -115,22 +121,17 @@ def cmd_show(args) -> int:
 
 
 def cmd_lower(args) -> int:
-    from .transform import lower
     func = _pick(load_funcs(args.file), args.func, args.file)
-    target = args.target
-    if target is not None:
-        _targets()  # registers the backends' pipelines
     with _instrumented(args):
-        lowered = lower(func, target)
+        lowered = lower(func, args.target)
     print(lowered)
     return 0
 
 
 def cmd_build(args) -> int:
-    tg = _targets()
     func = _pick(load_funcs(args.file), args.func, args.file)
     with _instrumented(args):
-        mod = tg.build(func, args.target)
+        mod = targets.build(func, args.target)
     formats = tuple(mod.source_formats)
     fmt = args.emit or formats[0]
     if fmt not in formats:
@@ -164,10 +165,6 @@ def random_arguments(func: PrimFunc, seed: int = 0, size: int = 64) -> list:
         >>> [(a.shape, str(a.dtype)) for a in random_arguments(f, size=3)]
         [((3, 2), 'int8')]
     """
-    import numpy as np
-
-    from . import dtype as D
-    from .expr import IntImm
     rng = np.random.default_rng(seed)
     arrays = []
     for p in func.params:
@@ -194,12 +191,10 @@ def random_arguments(func: PrimFunc, seed: int = 0, size: int = 64) -> list:
 
 
 def cmd_run(args) -> int:
-    import numpy as np
-    tg = _targets()
     func = _pick(load_funcs(args.file), args.func, args.file)
     arrays = random_arguments(func, args.seed, args.size)
     with _instrumented(args):
-        mod = tg.build(func, args.target)
+        mod = targets.build(func, args.target)
     mod(*arrays)
     stats = mod.benchmark(*arrays, repeat=args.repeat)
     for p, arr in zip(func.params, arrays):
@@ -281,15 +276,17 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def cmd_tune(args) -> int:
-    """``cuvil tune``: see ``schedules.tune.command``.
+    """``cuvil tune``: the function of the file tuned with a database that resumes
+    (:func:`schedules.tune.command.tune_function`).
 
     Example::
 
         >>> make_parser().parse_args(["tune", "k.py", "--trials", "4"]).trials
         4
     """
-    from schedules.tune.command import cmd_tune as run   # late: cuvil_tir never needs it
-    return run(args)
+    func = _pick(load_funcs(args.file), args.func, args.file)
+    return tune_function(func, args.target, args.trials, args.db, args.resume, args.plot,
+                         args.timeout, args.seed)
 
 
 def cmd_cache(args) -> int:
@@ -304,7 +301,6 @@ def cmd_cache(args) -> int:
         0
         >>> del os.environ["CUVIL_CACHE_DIR"]
     """
-    import targets    # imported late: cuvil_tir itself never depends on the backends
     if args.action == "clear":
         print(f"removed {targets.cache.clear()} entries")
         return 0
@@ -326,7 +322,14 @@ def main(argv=None) -> int:
     """
     args = make_parser().parse_args(argv)
     try:
-        return args.fn(args)
+        status = args.fn(args)
+        sys.stdout.flush()          # a closed pipe shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        # the reader stopped reading (`cuvil show k.py | head`): stop quietly, as Unix
+        # tools do; what is still buffered for stdout goes nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except CuvilError as err:
         print(f"cuvil: error {err.code}: {err.message}", file=sys.stderr)
         return 1

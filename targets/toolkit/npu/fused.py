@@ -19,7 +19,7 @@ Example::
 import cuvil_tir as T
 import schedules as S
 
-from targets.accel.examples.gemm import tile_gemm_loops
+from targets.toolkit.npu.gemm import tile_gemm_loops
 from targets.accel.examples.toy_npu import requant
 
 

@@ -24,7 +24,7 @@ KERNEL_PY = textwrap.dedent('''
 
 
 def run_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "cuvil_tir", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "targets.toolkit", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=120)
 
 
@@ -141,7 +141,7 @@ def test_build_emit_format_the_target_lacks_lists_what_it_offers(kernel_py):
 
 def test_build_writes_a_binary_format_to_a_file(kernel_py, tmp_path, capsys):
     import targets
-    from cuvil_tir.cli import main
+    from targets.toolkit.cli import main
 
     llvm = targets.get_target_kind("llvm")
 
@@ -157,13 +157,12 @@ def test_build_writes_a_binary_format_to_a_file(kernel_py, tmp_path, capsys):
         def get_source(self, fmt=None):
             return b"\x7fBIN" if fmt in (None, "bin") else self.inner.get_source(fmt)
 
-    class BinKind:
+    class BinKind(type(llvm)):
         name = "cli-test-bin"
-        passes = None
-        codegen = llvm.codegen
 
-        def runtime(self, *args, **kwargs):
-            return _Binary(llvm.runtime(*args, **kwargs))
+        def load(self, program, target):
+            inner = super().load(program, target).runtime
+            return targets.Module(_Binary(inner), program, target)
 
     targets.register_target(BinKind(), replace=True)
     try:
@@ -221,7 +220,7 @@ def test_binary_input_file_is_a_parse_error(tmp_path):
 
 
 def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
-    from cuvil_tir.cli import main
+    from targets.toolkit.cli import main
     import cuvil_tir as T
     import targets
     monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path))
@@ -235,7 +234,7 @@ def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
 
 
 def test_dump_on_fail_flag(tmp_path, capsys):
-    from cuvil_tir.cli import main
+    from targets.toolkit.cli import main
     src = tmp_path / "k.tir"
     src.write_text('@T.prim_func\ndef k(A: T.Buffer((4,), "float32")):\n'
                    '    for i in T.serial(4):\n        A[i] = A[i] + T.float32(1)\n')
@@ -244,3 +243,20 @@ def test_dump_on_fail_flag(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 1 and "LLVM cannot compile for mcpu='nosuchcpu'" in err
     assert "was written to" in err and len(list((tmp_path / "dumps").iterdir())) == 1
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
+    # `cuvil show big.tir | head -1`: more output than a pipe buffers, and a reader that
+    # leaves after one line; the command stops without "Broken pipe" and with status 0
+    A = T.decl_buffer((3000,), "float32", "A")
+    body = T.seq(*[T.BufferStore(A, T.const(float(k), "float32"), (T.const(k),))
+                   for k in range(3000)])
+    path = tmp_path / "big.tir"
+    path.write_text(str(T.PrimFunc([A], body)))
+    proc = subprocess.Popen([sys.executable, "-m", "targets.toolkit", "show", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()                          # the reader goes away
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert first.startswith(b"@T.prim_func") and err == ""

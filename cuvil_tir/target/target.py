@@ -2,8 +2,9 @@
 
 ``Target("llvm", mcpu="znver3")``, or the string form ``Target("llvm -mcpu=znver3
 -opt-level=2 -fast-math")`` (dashes in option names become underscores; a bare flag
-is ``True``).  Options are checked against the kind's ``options`` table, so a typo is
-an error naming the known options.
+is ``True``).  Options are checked against the kind's declared ``options`` (type, range, choices;
+see :mod:`cuvil_tir.target.options`): a typo, a wrong type or a value out of range is
+a ``TargetError`` naming the option, what it expects and what was found.
 
 Example::
 
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 import shlex
 
-from cuvil_tir.errors import TargetError
-
+from ..errors import TargetError
+from .options import check_options
 from .registry import get_target_kind
 
 
@@ -56,7 +57,11 @@ class Target:
         if not isinstance(kind, str):
             raise TargetError(f"Target: expected a target name such as 'llvm', found "
                               f"{kind!r}")
-        parts = shlex.split(kind)
+        try:
+            parts = shlex.split(kind)
+        except ValueError as err:       # an unclosed quote
+            raise TargetError(f"Target: cannot read the target string {kind!r} ({err}); "
+                              "expected e.g. 'llvm -mcpu=native'") from None
         if not parts:
             raise TargetError("Target: empty target string; expected e.g. 'llvm'")
         kind, parsed = parts[0], {}
@@ -67,24 +72,18 @@ class Target:
             key, eq, val = p.lstrip("-").partition("=")
             parsed[key.replace("-", "_")] = _parse_value(val) if eq else True
         parsed.update(options)
-        kind_obj = get_target_kind(kind)
-        known = dict(getattr(kind_obj, "options", {}) or {})
-        for k in parsed:
-            if k not in known:
-                raise TargetError(f"Target {kind!r}: unknown option {k!r}; known options: "
-                                  f"{', '.join(sorted(known)) or '(none)'}")
         self.kind = kind
-        self.options = {**known, **parsed}
+        self.options = check_options(kind, get_target_kind(kind).options, parsed)
         self._key = (kind, tuple(sorted((k, repr(v)) for k, v in self.options.items())))
 
     def explicit_options(self) -> dict:
         """The options that differ from the kind's defaults."""
-        defaults = getattr(get_target_kind(self.kind), "options", {}) or {}
-        return {k: v for k, v in self.options.items() if defaults.get(k, object()) != v}
+        declared = get_target_kind(self.kind).options
+        return {k: v for k, v in self.options.items() if declared[k].default != v}
 
     @property
     def kind_obj(self):
-        """The registered target kind object."""
+        """The registered :class:`~cuvil_tir.target.TargetKind` of this target."""
         return get_target_kind(self.kind)
 
     def __getattr__(self, name):

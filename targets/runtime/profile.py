@@ -26,7 +26,12 @@ import time
 import numpy as np
 
 from cuvil_tir import dtype as D
+from cuvil_tir.arith import simplify
 from cuvil_tir.debug.stages import stages
+from cuvil_tir.errors import ArgumentError
+from cuvil_tir.expr import IntImm, const
+from cuvil_tir.target import build
+from cuvil_tir.visitor import substitute, used_vars
 
 
 class ProfileResult:
@@ -60,7 +65,6 @@ def profile(module, func, args, repeat: int = 5) -> ProfileResult:
     ``args`` are checked by the module first (a wrong argument is an ArgumentError);
     the outputs hold the function's results afterwards, as after ``module(*args)``.
     """
-    from .build import build
     module(*args)                           # checks the arguments, warms the caches
     parts = [(label, build(f, module.target)) for label, f in stages(func)]
     n_params = len(func.params)
@@ -88,13 +92,9 @@ def _dim(d, module, args):
             for sd, n in zip(p.shape, np.shape(a)):
                 if not isinstance(sd, int):
                     sizes.setdefault(id(sd), n)
-    from cuvil_tir.arith import simplify
-    from cuvil_tir.expr import IntImm, const
-    from cuvil_tir.visitor import substitute, used_vars
     vals = {v: const(int(sizes[id(v)]), v.dtype) for v in used_vars(d) if id(v) in sizes}
     out = simplify(substitute(d, vals))
     if not isinstance(out, IntImm):
-        from cuvil_tir.errors import ArgumentError
         raise ArgumentError(f"profile: cannot size the intermediate dimension {d} from the "
                             "arguments")
     return out.value

@@ -7,24 +7,26 @@
 * the target's *resolved* description (:func:`describe_target`: for ``llvm`` the CPU
   name and features that ``mcpu="native"`` stands for on this machine, the triple,
   and the other options),
-* Cuvil's version and LLVM's (and llvmlite's) version,
+* the versions of the tools that decide the code (the kind's
+  ``tool_versions(target)``: Cuvil's, plus LLVM's and llvmlite's for ``llvm``),
 
 so two builds with the same key produce the same machine code, and a key never
 matches across a change of machine, compiler or Cuvil release.  The compile cache and
 the tuning database key on it.
 
-A target kind may define ``describe(target) -> dict`` (JSON-serialisable values) to say
-what its options resolve to; without it the kind name and all options are used.
+A target kind's ``describe(target) -> dict`` (JSON-serialisable values) says what its
+options resolve to; the base class's lists the kind name and all options.
 
 Example::
 
-    >>> import cuvil_tir as T, targets
+    >>> import cuvil_tir as T
+    >>> from cuvil_tir.target import Target
     >>> A = T.placeholder((4,), name="A")
     >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i] + 1.0, name="B")])
-    >>> k = targets.build_key(f, "llvm -mcpu=haswell")
-    >>> k == targets.build_key(f, targets.Target("llvm", mcpu="haswell")), len(k)
+    >>> k = build_key(f, "llvm -mcpu=haswell")
+    >>> k == build_key(f, Target("llvm", mcpu="haswell")), len(k)
     (True, 64)
-    >>> k == targets.build_key(f, "llvm -mcpu=skylake-avx512")
+    >>> k == build_key(f, "llvm -mcpu=skylake-avx512")
     False
 """
 
@@ -33,13 +35,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-import llvmlite
-import llvmlite.binding as llvm
-
-import cuvil_tir
-from cuvil_tir.errors import TargetError
-from cuvil_tir.fingerprint import fingerprint
-
+from ..errors import TargetError
+from ..fingerprint import fingerprint
 from .target import as_target
 
 # bump when the key's content changes
@@ -49,23 +46,17 @@ _FORMAT = "cuvil-build-key-1"
 def describe_target(target) -> dict:
     """The resolved description of ``target``: what its code depends on.
 
-    Calls the kind's ``describe(target)`` when it has one, else lists the kind and
-    every option.
+    The kind's ``describe(target)``, with its ``kind`` filled in.
 
     Example::
 
-        >>> import targets
-        >>> d = targets.describe_target("llvm -mcpu=haswell")
+        >>> d = describe_target("llvm -mcpu=haswell")
         >>> d["kind"], d["cpu"]
         ('llvm', 'haswell')
     """
     target = as_target(target)
-    describe = getattr(target.kind_obj, "describe", None)
-    if describe is None:
-        desc = {"kind": target.kind, "options": dict(target.options)}
-    else:
-        desc = dict(describe(target))
-        desc.setdefault("kind", target.kind)
+    desc = dict(target.kind_obj.describe(target))
+    desc.setdefault("kind", target.kind)
     if target.options.get("bounds_check") is False:
         # off, run-time checks leave the code as it was: keys built before the
         # option existed stay valid (on, it is part of the key)
@@ -76,17 +67,17 @@ def describe_target(target) -> dict:
     return desc
 
 
-def tool_versions() -> dict:
-    """Versions that decide the generated code: Cuvil's, LLVM's and llvmlite's.
+def tool_versions(target) -> dict:
+    """Versions of the tools that decide the code for ``target``: its kind's
+    ``tool_versions`` (Cuvil's; LLVM's and llvmlite's for ``llvm``).
 
     Example::
 
-        >>> sorted(tool_versions())
+        >>> sorted(tool_versions("llvm"))
         ['cuvil', 'llvm', 'llvmlite']
     """
-    return {"cuvil": cuvil_tir.__version__,
-            "llvm": ".".join(str(v) for v in llvm.llvm_version_info),
-            "llvmlite": llvmlite.__version__}
+    target = as_target(target)
+    return dict(target.kind_obj.tool_versions(target))
 
 
 def build_key(lowered, target) -> str:
@@ -98,14 +89,14 @@ def build_key(lowered, target) -> str:
 
     Example::
 
-        >>> import cuvil_tir as T, targets
+        >>> import cuvil_tir as T
         >>> f = T.create_prim_func([T.placeholder((2,), name="X")])
-        >>> targets.build_key(f, "llvm -mcpu=haswell") != targets.build_key(f, "llvm -mcpu=haswell -opt-level=2")
+        >>> build_key(f, "llvm -mcpu=haswell") != build_key(f, "llvm -mcpu=haswell -opt-level=2")
         True
     """
     target = as_target(target)
     content = {"format": _FORMAT, "ir": fingerprint(lowered),
-               "target": describe_target(target), "tools": tool_versions()}
+               "target": describe_target(target), "tools": tool_versions(target)}
     try:
         text = json.dumps(content, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError) as err:
@@ -113,3 +104,6 @@ def build_key(lowered, target) -> str:
                           f"JSON-serialisable ({err}); a kind's describe(target) must "
                           "return plain values (str, int, float, bool, lists, dicts)") from None
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+__all__ = ["build_key", "describe_target", "tool_versions"]

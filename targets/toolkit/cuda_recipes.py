@@ -172,7 +172,7 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
         >>> gemm_tensorcore.__name__
         'gemm_tensorcore'
     """
-    from .tensorcore import wmma_name
+    from targets.cuda.tensorcore import wmma_name
     blk = sch.get_block(block)
     wz, wy = bm // 16, bn // 16
     warps = [("threadIdx.z", wz), ("threadIdx.y", wy), ("threadIdx.x", 32)]

@@ -13,7 +13,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from cuvil_tir.errors import ArgumentError
+from ..errors import ArgumentError
 
 
 def _fmt(seconds: float) -> str:

@@ -21,7 +21,7 @@ compares the memory ranges of views.
 Example::
 
     >>> import numpy as np, cuvil_tir as T
-    >>> from targets.signature import Signature
+    >>> from cuvil_tir.target import Signature
     >>> A = T.placeholder((4,), name="A")
     >>> B = T.compute((4,), lambda i: A[i] + 1.0, name="B")
     >>> call = make_caller(Signature.from_func(T.create_prim_func([A, B])),
@@ -42,8 +42,9 @@ import numpy as np
 from cuvil_tir import dtype as D
 from cuvil_tir.errors import ArgumentError, CodegenError
 from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.visitor import used_vars
 
-from .signature import Signature, storage_dtype
+from cuvil_tir.target.signature import Signature, storage_dtype
 
 _PY_OPS = {"Add": "+", "Sub": "-", "Mul": "*", "FloorDiv": "//", "FloorMod": "%"}
 
@@ -218,7 +219,6 @@ class _Slow:
         syms = []
         for d in p.shape:
             if not isinstance(d, int):
-                from cuvil_tir.visitor import used_vars
                 for v in used_vars(d):
                     if id(v) in bound and v.name not in [s[0] for s in syms]:
                         syms.append((v.name, bound[id(v)]))

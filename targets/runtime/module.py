@@ -1,8 +1,10 @@
-"""``Module``: a built function, callable on arrays, with its sources and a timer.
+"""``Module``: a built function, callable on arrays, with its sources and a timer; and
+``NativeCode``, the base of what a kind's ``load`` runs it with.
 
-Calling checks every argument (see :mod:`targets.argcheck`) and then runs the native
-code; outputs are written into the arrays passed.  The module owns its compiled code:
-it stays valid as long as the ``Module`` is referenced.
+Calling checks every argument (see :mod:`targets.runtime.argcheck`) and then runs the
+native code; outputs are written into the arrays passed.  The module owns its
+compiled code: it stays valid as long as the ``Module`` is referenced.  A kind's
+``load(program, target)`` returns ``Module(NativeCode subclass, program, target)``.
 
 Example::
 
@@ -16,16 +18,54 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir.errors import TargetError
+from cuvil_tir.printer import to_text
+from cuvil_tir.target import time_calls
+
 from .argcheck import make_caller
-from .benchmark import time_calls
+from .profile import profile
+
+
+class NativeCode:
+    """What runs a loaded program: ``entry_name``, ``raw(*checked_args)`` (the native
+    call, no checks), ``source_formats`` and ``get_source(fmt)``; ``make_caller`` (how
+    arguments are checked: numpy arrays by default) and ``benchmark`` (how calls are
+    timed: the host clock by default) are what a GPU runtime replaces.
+
+    Example::
+
+        >>> code = NativeCode("f", lambda *a: None)
+        >>> code.entry_name, code.source_formats
+        ('f', ())
+    """
+
+    source_formats: tuple = ()
+
+    def __init__(self, entry_name: str, raw=None):
+        self.entry_name = entry_name
+        if raw is not None:
+            self.raw = raw
+
+    def get_source(self, fmt: str | None = None) -> str:
+        """The source in format ``fmt`` (one of :attr:`source_formats`)."""
+        raise TargetError(f"get_source: this module has no source format {fmt!r}")
+
+    def make_caller(self, signature, raw):
+        """``call(args)``: check ``args`` against ``signature``, then ``raw(*args)``."""
+        return make_caller(signature, raw)
+
+    def benchmark(self, call, repeat: int = 5, number: int | None = None, warmup: int = 1):
+        """Time ``call()`` (seconds per call, see ``BenchmarkResult``)."""
+        return time_calls(call, repeat=repeat, number=number, warmup=warmup)
 
 
 class Module:
     """A compiled function: ``mod(*arrays)``, ``get_source(fmt)``, ``benchmark(...)``.
 
-    Attributes: ``entry_name`` (the native symbol), ``lowered`` (the IRModule after
-    the target's passes), ``signature``, ``target``, ``runtime`` (the target's
-    runtime module), ``from_cache`` (whether the compile cache supplied it).
+    Attributes: ``entry_name`` (the native symbol), ``program`` (the target's
+    :class:`~cuvil_tir.target.Program`), ``lowered`` (the IRModule after the target's
+    passes), ``signature``, ``target``, ``runtime`` (the :class:`NativeCode` that runs
+    it), ``from_cache`` (whether the compile cache supplied it).
 
     Example::
 
@@ -35,36 +75,25 @@ class Module:
         'noop'
     """
 
-    def __init__(self, runtime, signature, lowered, target, source_func=None):
+    def __init__(self, runtime: NativeCode, program, target):
         self.runtime = runtime
-        self.source_func = source_func
-        self.signature = signature
-        self._lowered = lowered
+        self.program = program
+        self.source_func = program.source_func
+        self.signature = program.signature
         self.target = target
         #: True when this module was loaded from the compile cache (targets.cache)
-        self.from_cache = False
+        self.from_cache = program.from_cache
         self.entry_name = runtime.entry_name
-        # a runtime may check its own kind of arrays (GPU arrays for cuda)
-        self._make_caller = getattr(runtime, "make_caller", make_caller)
-        self._call = self._make_caller(signature, runtime.raw)
+        self._call = runtime.make_caller(self.signature, runtime.raw)
 
     @property
     def lowered(self):
         """The IRModule after the target's passes (parsed on first use when the module
         came from the compile cache)."""
-        if callable(self._lowered):
-            self._lowered = self._lowered()
-        return self._lowered
+        return self.program.lowered_module
 
     def __call__(self, *args) -> None:
         self._call(args)
-
-    def __getattr__(self, name):
-        # what only some runtimes have: an accelerator's mod.stats and mod.memory_map()
-        runtime = self.__dict__.get("runtime")
-        if name.startswith("_") or runtime is None:
-            raise AttributeError(name)
-        return getattr(runtime, name)
 
     @property
     def source_formats(self) -> tuple:
@@ -83,10 +112,8 @@ class Module:
             True
         """
         if fmt == "tir":
-            from cuvil_tir.printer import to_text
             return to_text(self.lowered)
         if fmt is not None and fmt not in self.runtime.source_formats:
-            from cuvil_tir.errors import TargetError
             raise TargetError(f"get_source: target {self.target.kind!r} has no source "
                               f"format {fmt!r}; expected one of "
                               f"{', '.join(self.source_formats)}")
@@ -96,7 +123,7 @@ class Module:
                   warmup: int = 1):
         """Time the native call on ``args`` (checked once, not inside the timing).
 
-        Returns a :class:`targets.benchmark.BenchmarkResult` (seconds per call:
+        Returns a :class:`~cuvil_tir.target.BenchmarkResult` (seconds per call:
         ``median mean min max std all``).
 
         Example::
@@ -111,18 +138,15 @@ class Module:
         def capture(*raw_args):
             checked.extend(raw_args)
 
-        self._make_caller(self.signature, capture)(args)
+        self.runtime.make_caller(self.signature, capture)(args)
         raw = self.runtime.raw
-        timer = getattr(self.runtime, "benchmark", None)
-        if timer is not None:       # device timing (CUDA events)
-            return timer(lambda: raw(*checked), repeat=repeat, number=number,
-                         warmup=warmup)
-        return time_calls(lambda: raw(*checked), repeat=repeat, number=number,
-                          warmup=warmup)
+        return self.runtime.benchmark(lambda: raw(*checked), repeat=repeat, number=number,
+                                      warmup=warmup)
 
     def profile(self, *args, repeat: int = 5):
         """Time per block (a profiling build of each top-level stage, see
-        :mod:`targets.profile`); returns a ``ProfileResult`` (``.blocks``, ``.total``).
+        :mod:`targets.runtime.profile`); returns a ``ProfileResult`` (``.blocks``,
+        ``.total``).
 
         Example::
 
@@ -133,9 +157,7 @@ class Module:
             >>> list(mod.profile(np.ones(8, "float32"), np.zeros(8, "float32")).blocks)
             ['B']
         """
-        from .profile import profile
         if self.source_func is None:
-            from cuvil_tir.errors import TargetError
             raise TargetError("profile: this module was not built from a PrimFunc it kept")
         return profile(self, self.source_func, args, repeat=repeat)
 

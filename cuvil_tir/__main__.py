@@ -1,7 +1,0 @@
-"""``python -m cuvil_tir`` runs the ``cuvil`` command."""
-
-import sys
-
-from .cli import main
-
-sys.exit(main())

@@ -1,0 +1,7 @@
+"""``python -m targets.toolkit`` runs the ``cuvil`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,74 @@
+"""Target options are declared by each kind (type, range, choices) and checked when the
+Target is made: a wrong value is a TargetError naming the option, what it expects and
+what was found, never a raw Python error or a later "code generator bug" (issue 25)."""
+
+import pytest
+
+import cuvil_tir as T
+import targets
+from targets import Target, TargetError
+
+
+@pytest.mark.parametrize("kind, options, message", [
+    ("llvm", {"opt_level": -1},
+     r"Target 'llvm': option 'opt_level' expects an int from 0 to 3 \(LLVM's optimisation "
+     r"level\), found -1"),
+    ("llvm", {"opt_level": 7}, r"option 'opt_level' expects an int from 0 to 3 .*found 7"),
+    ("llvm", {"opt_level": "3"}, r"option 'opt_level' expects an int from 0 to 3 .*found '3'"),
+    ("llvm", {"opt_level": True}, r"option 'opt_level' expects an int .*found True \(bool\)"),
+    ("llvm", {"num_cores": -4}, r"option 'num_cores' expects an int >= 0 .*found -4"),
+    ("llvm", {"mcpu": 3}, r"option 'mcpu' expects a string .*found 3 \(int\)"),
+    ("llvm", {"fast_math": "fastest"}, r"unknown fast-math flag 'fastest'"),
+    ("c", {"openmp": "yes"}, r"Target 'c': option 'openmp' expects a bool \(True or False\) "
+                            r".*found 'yes'"),
+    ("c", {"cflags": None}, r"option 'cflags' expects a string .*found None"),
+    ("cuda", {"arch": "sm_5"}, r"Target 'cuda': option 'arch' expects a string matching "
+                               r".*found 'sm_5'"),
+    ("cuda", {"arch": 80}, r"option 'arch' expects a string matching .*found 80 \(int\)"),
+])
+def test_a_wrong_option_value_names_the_option(kind, options, message):
+    with pytest.raises(TargetError, match=message) as info:
+        Target(kind, **options)
+    assert info.value.code == "CVL-E106"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("llvm -mcpu", r"option 'mcpu' expects a string .*found a flag without a value "
+                   r"\(write -mcpu=\.\.\.\)"),
+    ("llvm -opt-level=9", r"option 'opt_level' expects an int from 0 to 3 .*found 9"),
+    ("c -openmp=yes", r"option 'openmp' expects a bool .*found 'yes'"),
+    ("llvm -mcup=native", r"unknown option 'mcup'; known options: bounds_check, fast_math"),
+    ("llvm -mcpu='haswell", r"cannot read the target string"),
+])
+def test_the_string_form_is_checked_the_same_way(text, message):
+    with pytest.raises(TargetError, match=message):
+        Target(text)
+
+
+def test_good_values_and_the_string_form_agree():
+    assert Target("llvm -opt-level=0 -num-cores=2").options["opt_level"] == 0
+    assert Target("c -openmp=false").options["openmp"] is False
+    assert Target("cuda", arch="sm_90a").options["arch"] == "sm_90a"
+    assert Target("llvm -fast-math").options["fast_math"] is True
+    assert Target("llvm", fast_math="contract,reassoc") == \
+        Target("llvm -fast-math=contract,reassoc")
+
+
+def test_an_option_given_as_a_plain_default_is_checked_by_its_type():
+    class Plain(type(targets.get_target_kind("llvm"))):
+        name = "opt-plain"
+        options = {"level": 1, "mode": "fast"}
+
+    targets.register_target(Plain(), replace=True)
+    try:
+        assert Target("opt-plain -level=2").options == {"level": 2, "mode": "fast"}
+        with pytest.raises(TargetError, match=r"option 'level' expects an int, found 'x'"):
+            Target("opt-plain", level="x")
+    finally:
+        targets.unregister_target("opt-plain")
+
+
+def test_a_bad_option_never_reaches_the_build():
+    f = T.create_prim_func([T.placeholder((4,), name="A")])
+    with pytest.raises(TargetError, match="option 'opt_level'"):
+        targets.build(f, "llvm -opt-level=-1")
