@@ -479,29 +479,6 @@ def max_value(dtype: str) -> Expr:
     return IntImm(D.int_range(dtype)[1], dtype)
 
 
-def reduce_identity(combiner: str, dtype: str) -> Expr:
-    """The identity of a reduction (``sum prod max min``) in ``dtype``: what a
-    reduction over nothing gives (an empty range, an empty ``where`` mask).  TVM's rule,
-    on every target and in the interpreter: ``max`` starts at :func:`min_value`, the
-    lowest *finite* value (not ``-inf``), ``min`` at :func:`max_value`.
-
-    Example::
-
-        >>> reduce_identity("sum", "int32").value, reduce_identity("max", "int8").value
-        (0, -128)
-        >>> reduce_identity("min", "float16").value
-        65504.0
-    """
-    if combiner == "max":
-        return min_value(dtype)
-    if combiner == "min":
-        return max_value(dtype)
-    if combiner in ("sum", "prod"):
-        return const(0 if combiner == "sum" else 1, D.canonical(dtype))
-    raise DTypeError(f"reduce_identity: expected one of sum, prod, max, min, found "
-                     f"{combiner!r}")
-
-
 def _float_limits(dtype: str) -> tuple[float, float]:
     import numpy as np
     if dtype == "bfloat16":

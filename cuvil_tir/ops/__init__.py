@@ -238,9 +238,9 @@ def callee(e) -> str | None:
         >>> callee(T.call_extern("int32", "npu_sync")), callee(T.var("i"))
         ('npu_sync', None)
     """
-    if getattr(e, "op", None) != _EXTERN or len(getattr(e, "args", ())) < 2:
+    if getattr(e, "op", None) != _EXTERN:
         return None
-    return e.args[0].value
+    return _string_arg(e, 0, None)
 
 
 # the built-in math intrinsics -------------------------------------------------------------
@@ -307,6 +307,14 @@ def _fold_fma(dt, args):
     return None
 
 
+def _string_arg(call, k: int, missing: str) -> str:
+    # the k-th argument of a call that names something (an effect, a mask), or
+    # ``missing`` for a malformed call
+    from ..expr import StringImm
+    a = call.args[k] if len(call.args) > k else None
+    return a.value if isinstance(a, StringImm) else missing
+
+
 def _abs_int(dt):
     from .. import dtype as D
     return lambda x: D.wrap_int(abs(int(x)), D.element(dt))
@@ -361,7 +369,7 @@ register_op(OpDef("if_then_else", 3, "select",
 #: a call into a target's API (T.call_extern): args are the function's name, the
 #: effect (both StringImm), then values, buffer regions or whole buffers
 register_op(OpDef(_EXTERN, -1, "any", effect="opaque",
-                  effect_of=lambda call: call.args[1].value,
+                  effect_of=lambda call: _string_arg(call, 1, "opaque"),
                   doc="a call of an external function of the target"))
 #: the host's launch of an outlined parallel task (T.parallel_launch, see
 #: cuvil_tir.ir_module): args are the task's name (StringImm), the first index, the

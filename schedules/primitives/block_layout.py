@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from cuvil_tir.analysis import index_map as imap
+from cuvil_tir.analysis import map_inverse as imap
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import simplify
 from cuvil_tir.arith import Analyzer
@@ -43,7 +43,6 @@ from .layout import (LayoutError, apply_index_map, index_dtype, map_image,
                      shape_vars_nonnegative)
 from .index_maps import bind_free_vars
 from .inline import SimplifyIndices
-from .linear_maps import linear_inverse
 
 
 def _nest(func, bpath):
@@ -154,13 +153,9 @@ def transform_block_layout(func, block, index_map):
     try:
         inv = imap.inverse(ivs, over_ivs, new_vars)
     except imap.NotInvertible as why:
-        # symbolic strides: a row-major linearization of the iterators, or refused
-        inv = linear_inverse([iv.dom.extent for iv in ivs], [iv.var for iv in ivs],
-                             over_ivs, new_vars)
-        if inv is None:
-            raise schedule_error(LayoutError, prim, f"index_map {over_ivs} of block "
-                                 f"{blk.name!r} cannot be inverted: {why}", func,
-                                 blk) from None
+        raise schedule_error(LayoutError, prim, f"index_map {over_ivs} of block "
+                             f"{blk.name!r} cannot be inverted: {why}", func,
+                             blk) from None
     # over the new variables' ranges: an iterator of extent 1 reads as 0, not v0 // 12544
     ana = Analyzer(index_no_overflow=True)
     for v, ext in zip(new_vars, shape):

@@ -20,9 +20,10 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import IntImm, Var, Add, Sub, Mul, const
+from cuvil_tir.expr import IntImm, Var, const
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Range
 from cuvil_tir.visitor import substitute, used_vars
+from cuvil_tir.arith.affine import from_linear_form as from_linear, linear_form as linear
 
 from cuvil_tir.analysis import tree
 from ..errors import LoopNestError, ScheduleError, schedule_error
@@ -55,66 +56,6 @@ class SubspaceError(ScheduleError):
 
 
 # -- affine forms ------------------------------------------------------------------------
-
-def linear(e):
-    """``({id(var): (var, coeff)}, const)`` when ``e`` is affine in its vars, else None.
-
-    Example::
-
-        >>> i, j = Var("i"), Var("j")
-        >>> terms, c = linear(i * 4 + j - 1)
-        >>> sorted(k for _, k in terms.values()), c
-        ([1, 4], -1)
-    """
-    if isinstance(e, IntImm):
-        return {}, e.value
-    if isinstance(e, Var):
-        return {id(e): (e, 1)}, 0
-    if isinstance(e, (Add, Sub)):
-        a, b = linear(e.a), linear(e.b)
-        if a is None or b is None:
-            return None
-        sign = 1 if isinstance(e, Add) else -1
-        terms = dict(a[0])
-        for k, (v, c) in b[0].items():
-            terms[k] = (v, terms.get(k, (v, 0))[1] + sign * c)
-        return {k: t for k, t in terms.items() if t[1]}, a[1] + sign * b[1]
-    if isinstance(e, Mul):
-        a, b = linear(e.a), linear(e.b)
-        if a is None or b is None:
-            return None
-        if not a[0]:
-            a, b = b, a
-        if b[0]:
-            return None   # product of two variables
-        k = b[1]
-        return {i: (v, c * k) for i, (v, c) in a[0].items() if c * k}, a[1] * k
-    return None
-
-
-def from_linear(terms, c: int, dtype: str = "int32"):
-    """Rebuild ``sum coeff * var + c`` (vars in their first order).
-
-    Example::
-
-        >>> i = Var("i")
-        >>> from_linear({id(i): (i, 4)}, 1).b.value
-        1
-        >>> j = Var("j")
-        >>> str(from_linear({id(i): (i, 1), id(j): (j, -2)}, -3))
-        'i - j * 2 - 3'
-    """
-    out = None
-    for v, k in terms.values():
-        if out is None:
-            out = v if k == 1 else v * k
-        else:   # i - 3, i - j * 2: not i + -3 (the form TVM and the simplifier print)
-            t = v if abs(k) == 1 else v * abs(k)
-            out = out + t if k > 0 else out - t
-    if out is None:
-        return const(c, dtype)
-    return out + c if c > 0 else out - (-c) if c < 0 else out
-
 
 def _const_int(e):
     return e.value if isinstance(e, IntImm) else None

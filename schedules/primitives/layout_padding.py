@@ -35,7 +35,8 @@ import dataclasses
 from cuvil_tir import arith
 from cuvil_tir import dtype as D
 from cuvil_tir.analysis import tree
-from cuvil_tir.analysis.index_map import NotInvertible, inverse
+from cuvil_tir.analysis.linear_maps import linear_inverse
+from cuvil_tir.analysis.map_inverse import NotInvertible, inverse
 from cuvil_tir.block_regions import infer_block_regions
 from cuvil_tir.errors import CuvilError, ScheduleError
 from cuvil_tir.expr import (EQ, LE, NE, Add, BufferLoad, Expr, FloorDiv, FloorMod, IntImm, Not,
@@ -49,7 +50,6 @@ from cuvil_tir.visitor import Mutator, Visitor, substitute, used_vars
 
 from ..errors import ScheduleArgumentError, schedule_error
 from .index_maps import call_index_map, index_names
-from .linear_maps import linear_inverse
 from .reduction import insert_after, insert_before
 
 
@@ -226,8 +226,7 @@ def inverse_of(old_shape, params, exprs, idx=None):
     try:
         return inverse(old, exprs, list(idx))
     except (NotInvertible, ScheduleError, ValueError):
-        # symbolic strides (x * n + y): a row-major linearization, or nothing
-        return linear_inverse(old_shape, params, exprs, list(idx))
+        return None
 
 
 def _bound(idx, shape):

@@ -46,7 +46,7 @@ from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import simplify
 from ..errors import schedule_error
 from ..primitive import BLOCK, INT_LIST, primitive
-from .blockize import linear
+from cuvil_tir.arith.affine import linear_form
 from .pad_params import pad_params
 from .reduction import resolve_block
 
@@ -175,7 +175,7 @@ def _new_shapes(func, blk, old: dict, ext: dict) -> dict:
         shape = [int(d.value) if isinstance(d, IntImm) else d for d in buf.shape]
         need = list(shape)
         for d, e in enumerate(acc.indices):
-            lin = linear(e)
+            lin = linear_form(e)
             if lin is None or any(c < 0 or k not in ext for k, (_, c) in lin[0].items()):
                 raise _fail(f"block {blk.name!r}: index {e} of {buf.name!r} is not an "
                             "affine form of its iter vars with non-negative coefficients",

@@ -36,7 +36,8 @@ from ..handles import BlockRV, LoopRV
 from ..primitive import BLOCK_OR_LOOP, STR, primitive
 from ..index_dtype import index_dtype, with_index_dtype
 from cuvil_tir.tensor_intrin import TensorIntrin
-from .blockize import blockize_path, from_linear, linear
+from cuvil_tir.arith.affine import from_linear_form, linear_form
+from .blockize import blockize_path
 from .reduction import resolve_block, resolve_loop
 
 
@@ -221,7 +222,7 @@ class _Matcher:
             # both sides over the tile's own ranges: vi // 8 with vi in [0, 8) is 0,
             # (o * 8 + vi) // 8 is o, as TensorIR's matcher normalises them
             mapped, b = self.norm(mapped), self.norm(b)
-            la, lb = linear(mapped), linear(b)
+            la, lb = linear_form(mapped), linear_form(b)
             if la is None or lb is None:
                 if not same(mapped, b):
                     raise self.fail(f"index mismatch on {qbuf.name!r}: desc has {a}, "
@@ -232,7 +233,7 @@ class _Matcher:
             for k, (v, c) in la[0].items():
                 terms[k] = (v, terms.get(k, (v, 0))[1] - c)
             terms = {k: t for k, t in terms.items() if t[1]}
-            off = from_linear(terms, lb[1] - la[1], b.dtype)
+            off = from_linear_form(terms, lb[1] - la[1], b.dtype)
             self.outer_only(off, qbuf, f"index {b} is not desc index {a} plus an offset "
                                        "fixed for the whole tile")
             offs.append(off)

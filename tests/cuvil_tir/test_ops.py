@@ -103,6 +103,10 @@ def test_effects_branches_and_callees_are_registry_queries():
     assert ops.branches(T.Select(x > 0.0, x, x)) is None
     assert ops.callee(T.call_extern("int32", "npu_go")) == "npu_go"
     assert ops.callee(T.exp(x)) is None
+    # a malformed call (no name, no effect) is opaque, never a crash
+    bare = T.Call("int32", "call_extern", ())
+    assert ops.call_effect(bare) == "opaque" and ops.callee(bare) is None
+    assert ops.call_effect(T.Call("handle", "access_ptr", (T.const(0),))) == "opaque"
 
 
 def test_unsupported_ops_give_coded_errors_when_built():
