@@ -19,7 +19,6 @@ Example::
 
 from __future__ import annotations
 
-from .. import dtype as D
 from ..expr import Add, BufferLoad, Expr, FloatImm, IntImm, Max, Min, Mul, const
 from ..node import same
 from ..op import max_value, maximum, min_value, minimum
