@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+from .. import dtype as D
 from ..expr import Add, BufferLoad, Expr, FloatImm, IntImm, Max, Min, Mul, const
 from ..node import same
 from ..op import max_value, maximum, min_value, minimum
@@ -41,20 +42,19 @@ class NotAReduction(Exception):
 
 
 def identity(combiner: str, dtype: str) -> Expr:
-    """The identity of ``combiner`` in ``dtype``: what a reduction over nothing gives
-    (an empty range, an empty ``where`` mask).  TVM's rule, the one of every target and
-    of the interpreter: ``max`` starts at :func:`~cuvil_tir.op.min_value`, the lowest
-    *finite* value (not ``-inf``), ``min`` at :func:`~cuvil_tir.op.max_value`.
+    """The identity of ``combiner`` in ``dtype`` (``max`` of floats: ``-inf``).
 
     Example::
 
-        >>> str(identity("max", "int8")), identity("min", "float16").value
-        ('T.int8(-128)', 65504.0)
+        >>> str(identity("max", "int8")), str(identity("min", "float32"))
+        ('T.int8(-128)', 'T.float32("inf")')
     """
     if combiner == "sum":
         return const(0, dtype)
     if combiner == "prod":
         return const(1, dtype)
+    if D.is_float(dtype):
+        return const(float("-inf") if combiner == "max" else float("inf"), dtype)
     return min_value(dtype) if combiner == "max" else max_value(dtype)
 
 
