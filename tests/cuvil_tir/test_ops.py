@@ -29,7 +29,8 @@ def test_every_layer_lists_the_registry_ops():
     assert gpu == {"tvm_storage_sync", "warp_sum", "warp_max", "warp_min", "cuda.wmma_sync"}
     assert INTRIN_ARITY == {n: a for n, a in fixed.items() if n not in gpu}
     assert set(names) - set(fixed) == {"call_extern", "parallel_launch", "device_launch",
-                                       "access_ptr", "assume", "cuda.wmma_sync"}
+                                       "access_ptr", "assume", "elem_offset",
+                                       "cuda.wmma_sync"}
     for n in T.op.UNARY_FLOAT:
         assert callable(getattr(T, n)) and getattr(T, n)(T.var("x", "float32")).op == n
 
@@ -37,8 +38,8 @@ def test_every_layer_lists_the_registry_ops():
 # the math intrinsics (the integer bitwise ops have their own tests, test_bitwise.py)
 MATH = [n for n in ops.list_ops()
         if n not in ("if_then_else", "call_extern", "parallel_launch", "device_launch",
-                     "access_ptr",
-                     "assume", "q_multiply_shift", "q_multiply_shift_per_axis")
+                     "access_ptr", "assume", "elem_offset", "q_multiply_shift",
+                     "q_multiply_shift_per_axis")
         and n not in BITWISE and ops.get_op(n).collective is None]
 
 
@@ -210,3 +211,18 @@ def test_spelling_table_errors():
         ops.register_spelling("c", "if_then_else", "x", replace=False)
     with pytest.raises(CuvilError, match="cannot be its own parent"):
         ops.register_backend("loop", parent="loop")
+
+
+def test_call_extern_names_the_arguments_it_writes():
+    from cuvil_tir.op import extern_writes
+    A, B = T.decl_buffer((4,), "int8", "A"), T.decl_buffer((4,), "int8", "B")
+    c = T.call_extern("int32", "dma", A, B, 4, effect="writes:0")
+    assert extern_writes(c) == {0}
+    f = T.PrimFunc([A, B], T.Evaluate(c))
+    assert T.structural_equal(T.parse(str(f)), f)
+    with pytest.raises(T.DTypeError, match=r"effect 'writes:2' says argument 2 is "
+                       r"written, but it is not a buffer or region \(the call has 3 "):
+        T.call_extern("int32", "dma", A, B, 4, effect="writes:2")
+    with pytest.raises(T.DTypeError, match=r"effect must be one of pure, reads, writes, "
+                       r"barrier, opaque or 'writes:K,L' .*found 'writes:'"):
+        T.call_extern("int32", "dma", A, B, effect="writes:")
