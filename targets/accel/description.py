@@ -33,6 +33,18 @@ from .errors import DescriptionError
 _SCOPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
+def _distinct(owner: str, what: str, items, cls, key: str, noun: str) -> None:
+    """Every item a ``cls``, no ``key`` twice."""
+    for x in items:
+        if not isinstance(x, cls):
+            raise DescriptionError(f"{owner}: {what} must be {cls.__name__} objects, "
+                                   f"found {x!r}")
+    names = [getattr(x, key) for x in items]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DescriptionError(f"{owner}: {noun} {dup} declared twice")
+
+
 def _positive_int(owner: str, what: str, value) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise DescriptionError(f"{owner}: {what} must be a positive int, found {value!r}")
@@ -170,13 +182,7 @@ class DMA:
                                    "number of bytes; use a multiple of 8")
         ops = tuple(self.store_ops)
         object.__setattr__(self, "store_ops", ops)
-        for op in ops:
-            if not isinstance(op, DMAOp):
-                raise DescriptionError(f"DMA: store_ops must be DMAOp objects, found {op!r}")
-        names = [op.name for op in ops]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise DescriptionError(f"DMA: store op(s) {dup} declared twice")
+        _distinct("DMA", "store_ops", ops, DMAOp, "name", "store op(s)")
 
     @property
     def width_bytes(self) -> int:
@@ -303,13 +309,8 @@ def check_description(name, memories, dma, intrinsics) -> None:
                                f"starting with a letter, found {name!r}")
     if not memories:
         raise DescriptionError(f"{owner}: it needs at least one Memory")
-    for m in memories:
-        if not isinstance(m, Memory):
-            raise DescriptionError(f"{owner}: memories must be Memory objects, found {m!r}")
+    _distinct(owner, "memories", memories, Memory, "scope", "memory scope(s)")
     scopes = [m.scope for m in memories]
-    dup = sorted({s for s in scopes if scopes.count(s) > 1})
-    if dup:
-        raise DescriptionError(f"{owner}: memory scope(s) {dup} declared twice")
     if not isinstance(dma, DMA):
         raise DescriptionError(f"{owner}: dma must be a DMA(...), found {dma!r}")
     seen = set()
