@@ -49,7 +49,8 @@ from .description import check_description
 from .errors import DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
 from .tokens import accesses, insert_tokens
-from .transfer import check_no_host_access, dma_transfers, intrinsic_calls, row_strides
+from .intrinsic_calls import check_no_host_access, intrinsic_calls
+from .transfer import dma_transfers, row_strides
 
 
 def _impl(acc, it) -> PrimFunc:
@@ -80,9 +81,9 @@ class Accelerator(TargetKind):
     cost_unit = "seconds"
 
     def __init__(self, name, memories, dma, intrinsics=(), doc: str = "",
-                 clock_mhz=1000):
-        memories, intrinsics = list(memories), list(intrinsics)
-        check_description(name, memories, dma, intrinsics)
+                 clock_mhz=1000, moves=()):
+        memories, intrinsics, moves = list(memories), list(intrinsics), list(moves)
+        check_description(name, memories, dma, intrinsics, moves)
         if isinstance(clock_mhz, bool) or not isinstance(clock_mhz, (int, float)) or \
                 not clock_mhz > 0:
             raise DescriptionError(f"Accelerator {name!r}: clock_mhz must be a positive "
@@ -94,15 +95,20 @@ class Accelerator(TargetKind):
         self.scopes = {m.scope: m for m in memories}
         self.intrinsics = tuple(intrinsics)
         self.hal = name.replace("-", "_").lower()
+        self.moves = tuple(moves)
         units = []
-        for it in intrinsics:
-            if it.unit not in units:
-                units.append(it.unit)
+        for u in [it.unit for it in intrinsics] + [mv.engine for mv in moves]:
+            if u not in units and u not in ("load", "store"):
+                units.append(u)
         self.engines = ("load", "store", *units)
         self.engine_of = {f"{self.hal}_dma_{n}": "load" for n in ("load", "load_pad", "fill")}
         self.engine_of.update({f"{self.hal}_dma_store{n}": "store"
                                for n in [""] + [f"_{op.name}" for op in dma.store_ops]})
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
+        # each move's calls: {name: move}, plain and with each of its ops
+        self.move_of = {f"{self.hal}_{mv.c_name}{n}": mv for mv in moves
+                        for n in [""] + [f"_{op.name}" for op in mv.ops]}
+        self.engine_of.update({n: mv.engine for n, mv in self.move_of.items()})
         for it in intrinsics:
             TensorIntrin.register(it.name, it.desc, _impl(self, it), override=True)
         self.passes = self.lower_passes()
@@ -173,6 +179,7 @@ class Accelerator(TargetKind):
         return {"kind": self.name, "options": dict(target.options),
                 "memories": [dataclasses.asdict(m) for m in self.memories],
                 "dma": self.dma.describe(), "clock_mhz": self.clock_mhz,
+                "moves": [mv.describe() for mv in self.moves],
                 "intrinsics": its}
 
     def measure(self, module, args, min_repeat_seconds: float = 0.0) -> tuple:

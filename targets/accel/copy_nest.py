@@ -1,6 +1,6 @@
 """Which DMA transfer a staged copy is: the loop nests that ``cache_read`` /
 ``cache_write`` / ``pad_einsum`` leave, recognised against the modes of the
-accelerator's DMA (:class:`~targets.accel.description.DMA`).
+accelerator's DMA (:class:`~targets.accel.description.DMA`) and its on-chip moves.
 
 A nest ``for ...: dst[...] = value`` (possibly under ``if guard``) is
 
@@ -9,17 +9,16 @@ A nest ``for ...: dst[...] = value`` (possibly under ``if guard``) is
   zero-filling load);
 - a fill when it is the constant 0 (an accumulator tile initialised by the DMA);
 - a copy with an element-wise op when it is ``op.fn(src[...])`` for one of the DMA's
-  ``store_ops`` (activation on read-out).
+  ``store_ops`` or a move's ``ops`` (activation on read-out).
 
 Example::
 
     >>> import cuvil_tir as T
-    >>> from targets.accel.description import DMA
     >>> S = T.decl_buffer((4, 16), "int32", "S", scope="npu.acc")
     >>> r, c = T.var("r"), T.var("c")
     >>> nest = T.For(r, T.const(0), T.const(4), "serial", T.For(c, T.const(0), T.const(16),
     ...        "serial", T.BufferStore(S, T.const(0, "int32"), (r, c))))
-    >>> copy_nest(nest, DMA(64, 1)).fill
+    >>> copy_nest(nest).fill
     True
 """
 
@@ -54,8 +53,10 @@ class CopyNest:
     op: object = None
 
 
-def copy_nest(s, dma):
-    """The :class:`CopyNest` of loop nest ``s`` under ``dma``'s modes, else None."""
+def copy_nest(s, elementwise=()):
+    """The :class:`CopyNest` of loop nest ``s``, else None; ``elementwise``: the element-wise
+    operations (:class:`~targets.accel.description.DMAOp`) a copy may apply (the DMA's
+    store ops and the moves')."""
     loops, body = [], s
     while isinstance(body, For):
         loops.append(body)
@@ -79,7 +80,7 @@ def copy_nest(s, dma):
         # both sides simplified alike (the pipeline's simplify has already rewritten
         # the stored value: a clip to -128 of a ReLU's output is gone)
         got = simplify(v)
-        for op in dma.store_ops:
+        for op in elementwise:
             if structural_equal(simplify(op.apply(loads[0])), got):
                 return CopyNest(loops, body, loads[0], guard, op=op)
     return None

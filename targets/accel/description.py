@@ -134,6 +134,12 @@ class DMAOp:
         """``fn(x)``: the value the DMA writes for the element ``x``."""
         return self.fn(x)
 
+    def describe(self) -> list:
+        """``[name, in_dtype, out_dtype, what fn computes]`` for a build's key."""
+        from cuvil_tir.printer import to_text
+        return [self.name, self.in_dtype, self.out_dtype,
+                to_text(self.apply(_Probe(self.in_dtype).load))]
+
 
 class _Probe:
     """A one-element buffer whose load stands for the element a DMAOp is given."""
@@ -201,12 +207,65 @@ class DMA:
             >>> DMA(64, 8).describe()["store_ops"]
             []
         """
-        from cuvil_tir.printer import to_text
         return {"width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
                 "padding": self.padding, "broadcast": self.broadcast,
-                "store_ops": [[op.name, op.in_dtype, op.out_dtype,
-                               to_text(op.apply(_Probe(op.in_dtype).load))]
-                              for op in self.store_ops]}
+                "store_ops": [op.describe() for op in self.store_ops]}
+
+
+@dataclass(frozen=True)
+class Move:
+    """An on-chip move from one accelerator memory to another (a level of the memory
+    hierarchy to the next: Gemmini's move-out from the accumulator to the scratchpad,
+    Ascend's L1 -> L0A), run by ``engine`` at ``width_bits`` per cycle after
+    ``latency_cycles``, optionally applying one of its ``ops`` (:class:`DMAOp`) on the
+    way.  A staged copy between ``src`` and ``dst`` becomes
+    ``<hal>_move_<src>_<dst>[_<op>](dst, src, rows, n, dst_stride, src_stride)``
+    (``n`` bytes per row, or elements with an op); a copy between two memories with
+    no Move is refused.  ``engine`` is ``"load"``, ``"store"``, a compute unit, or an
+    engine of its own (it then runs in parallel with the others).
+
+    Example::
+
+        >>> Move("npu.acc", "npu.acc", "store", 128)
+        Traceback (most recent call last):
+          ...
+        targets.accel.errors.DescriptionError: [CVL-E170] Move npu.acc -> npu.acc: src and dst must be two different memories
+    """
+
+    src: str
+    dst: str
+    engine: str
+    width_bits: int
+    latency_cycles: int = 0
+    ops: tuple = ()
+
+    def __post_init__(self):
+        owner = f"Move {self.src} -> {self.dst}"
+        if self.src == self.dst:
+            raise DescriptionError(f"{owner}: src and dst must be two different memories")
+        if not isinstance(self.engine, str) or not self.engine.isidentifier():
+            raise DescriptionError(f"{owner}: engine must be a C identifier, found "
+                                   f"{self.engine!r}")
+        _positive_int(owner, "width_bits", self.width_bits)
+        if self.width_bits % 8:
+            raise DescriptionError(f"{owner}: width_bits={self.width_bits} is not a whole "
+                                   "number of bytes; use a multiple of 8")
+        if not isinstance(self.latency_cycles, int) or self.latency_cycles < 0:
+            raise DescriptionError(f"{owner}: latency_cycles must be an int >= 0, found "
+                                   f"{self.latency_cycles!r}")
+        object.__setattr__(self, "ops", tuple(self.ops))
+        _distinct(owner, "ops", self.ops, DMAOp, "name", "op(s)")
+
+    @property
+    def c_name(self) -> str:
+        """``move_<src>_<dst>`` (dots as underscores)."""
+        return f"move_{self.src}_{self.dst}".replace(".", "_")
+
+    def describe(self) -> dict:
+        """The move as data for a build's key."""
+        return {"src": self.src, "dst": self.dst, "engine": self.engine,
+                "width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
+                "ops": [op.describe() for op in self.ops]}
 
 
 @dataclass(frozen=True)
@@ -293,7 +352,7 @@ class Intrinsic:
         return self.cycles(self.shapes()) if callable(self.cycles) else self.cycles
 
 
-def check_description(name, memories, dma, intrinsics) -> None:
+def check_description(name, memories, dma, intrinsics, moves=()) -> None:
     """The checks across parts of an accelerator (each part checks itself).
 
     Example::
@@ -311,6 +370,19 @@ def check_description(name, memories, dma, intrinsics) -> None:
         raise DescriptionError(f"{owner}: it needs at least one Memory")
     _distinct(owner, "memories", memories, Memory, "scope", "memory scope(s)")
     scopes = [m.scope for m in memories]
+    _distinct(owner, "moves", moves, Move, "c_name", "move(s)")
+    for mv in moves:
+        for end in (mv.src, mv.dst):
+            if end not in scopes:
+                raise DescriptionError(
+                    f"{owner}: Move {mv.src} -> {mv.dst} names memory {end!r}, which is "
+                    f"not one of its memories ({', '.join(scopes)})")
+    named = {}
+    for op in list(dma.store_ops if isinstance(dma, DMA) else ()) + \
+            [op for mv in moves for op in mv.ops]:
+        if named.setdefault(op.name, op) is not op:
+            raise DescriptionError(f"{owner}: two different ops are named {op.name!r}; "
+                                   "give each its own name (or share one DMAOp object)")
     if not isinstance(dma, DMA):
         raise DescriptionError(f"{owner}: dma must be a DMA(...), found {dma!r}")
     seen = set()
@@ -336,4 +408,4 @@ def check_description(name, memories, dma, intrinsics) -> None:
                     f"more than memory {scope!r} holds ({mem.capacity_bytes} bytes)")
 
 
-__all__ = ["DMA", "DMAOp", "Intrinsic", "Memory", "check_description"]
+__all__ = ["DMA", "DMAOp", "Intrinsic", "Memory", "Move", "check_description"]

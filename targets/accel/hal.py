@@ -43,7 +43,17 @@ def event_names(acc) -> list:
     """
     return (["dma_load", "dma_load_pad", "dma_fill", "dma_store"]
             + [f"dma_store_{op.name}" for op in acc.dma.store_ops]
-            + [it.c_name for it in acc.intrinsics])
+            + [it.c_name for it in acc.intrinsics]
+            + [mv.c_name + n for mv in acc.moves for n in [""] + [f"_{o.name}" for o in mv.ops]])
+
+
+def all_ops(acc) -> list:
+    """Every element-wise op of the DMA and the moves, once each."""
+    out = []
+    for op in list(acc.dma.store_ops) + [op for mv in acc.moves for op in mv.ops]:
+        if all(o.name != op.name for o in out):
+            out.append(op)
+    return out
 
 
 def header(acc) -> str:
@@ -85,6 +95,15 @@ def header(acc) -> str:
               "/* dependency tokens: wait for the latest signal of a token */",
               f"int32_t {h}_wait(int32_t engine, int32_t token);",
               f"int32_t {h}_signal(int32_t engine, int32_t token);"]
+    for mv in acc.moves:
+        for op in (None,) + mv.ops:
+            what = (f"applying {op.name}, {op.in_dtype} -> {op.out_dtype}, rows x n elements"
+                    if op else "rows x n bytes")
+            lines += [f"/* on-chip move {mv.src} -> {mv.dst} on engine {mv.engine}, {what}; "
+                      "strides in bytes */",
+                      f"int32_t {h}_{mv.c_name}{'_' + op.name if op else ''}(void *dst, "
+                      "const void *src, int32_t rows, int32_t n, int32_t dst_stride, "
+                      "int32_t src_stride);"]
     for it in acc.intrinsics:
         args = ", ".join([f"void *{p.name}" for p in it.desc.params] +
                          [f"int32_t {p.name}_stride" for p in it.desc.params])
@@ -146,6 +165,31 @@ def _store_op(acc, op) -> str:
     cvl_issue({up}_STORE, {event_names(acc).index("dma_store_" + op.name)},
               {acc.dma.latency_cycles} + rows * beats, lo, hi, 1);
     cvl_sim_stats.bytes_out += (int64_t)rows * cols * {dst_item};
+    return 0;
+}}"""
+
+
+def _move(acc, mv, op) -> str:
+    """The simulator's on-chip move ``mv`` (with ``op`` or a plain copy)."""
+    h, up, w = acc.hal, acc.hal.upper(), mv.width_bits // 8
+    name = mv.c_name + (f"_{op.name}" if op else "")
+    si, di = (D.itemsize(op.in_dtype), D.itemsize(op.out_dtype)) if op else (1, 1)
+    row = (f"cvl_op_{op.name}((uint8_t *)src + (int64_t)r * src_stride, (uint8_t *)dst + "
+           "(int64_t)r * dst_stride, n);" if op else
+           "memcpy((uint8_t *)dst + (int64_t)r * dst_stride, (const uint8_t *)src + "
+           "(int64_t)r * src_stride, (size_t)n);")
+    return f"""int32_t {h}_{name}(void *dst, const void *src, int32_t rows, int32_t n,
+                     int32_t dst_stride, int32_t src_stride) {{
+    int lo[2] = {{0, 0}}, hi[2] = {{-1, -1}};
+    if (rows > 0 && n > 0) {{
+        cvl_banks(dst, (int64_t)(rows - 1) * dst_stride + (int64_t)n * {di}, &lo[0], &hi[0]);
+        cvl_banks(src, (int64_t)(rows - 1) * src_stride + (int64_t)n * {si}, &lo[1], &hi[1]);
+    }}
+    for (int32_t r = 0; r < rows; ++r)
+        {row}
+    int64_t beats = ((int64_t)n * {max(si, di)} + {w - 1}) / {w};
+    cvl_issue({up}_{mv.engine.upper()}, {event_names(acc).index(name)},
+              {mv.latency_cycles} + (rows > 0 ? rows : 0) * beats, lo, hi, 2);
     return 0;
 }}"""
 
@@ -284,8 +328,9 @@ int32_t {h}_dma_fill(void *dst, int32_t rows, int32_t row_bytes, int32_t dst_str
 }}"""]
     seen: set = set()
     names = event_names(acc)
-    for op in acc.dma.store_ops:
-        out += [_op_body(op, seen), _store_op(acc, op)]
+    out += [_op_body(op, seen) for op in all_ops(acc)]
+    out += [_store_op(acc, op) for op in acc.dma.store_ops]
+    out += [_move(acc, mv, op) for mv in acc.moves for op in (None,) + mv.ops]
     for it in acc.intrinsics:
         out.append(_intrinsic_body(acc, it, seen))
         ps = it.desc.params
@@ -309,4 +354,4 @@ int32_t {h}_dma_fill(void *dst, int32_t rows, int32_t row_bytes, int32_t dst_str
     return "\n".join(out) + "\n"
 
 
-__all__ = ["TRACE_MAX", "event_names", "header", "simulator_c"]
+__all__ = ["TRACE_MAX", "all_ops", "event_names", "header", "simulator_c"]

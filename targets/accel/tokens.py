@@ -44,7 +44,9 @@ def accesses(call, acc, versions=()) -> list:
     regions = [a for a in call.args[2:] if isinstance(a, BufferRegion)]
     out = []
     engine = acc.engine_of.get(name)
-    if engine == "load":            # every DMA call is (dst, src, ...) or (dst, ...)
+    if name in acc.move_of:         # an on-chip move (dst, src, ...): both sides
+        pairs = [(regions[0], True), (regions[1], False)]
+    elif engine == "load":            # every DMA call is (dst, src, ...) or (dst, ...)
         pairs = [(regions[0], True)]
     elif engine == "store":
         pairs = [(regions[1], False)]

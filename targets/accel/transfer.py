@@ -1,5 +1,6 @@
 """Copies between host memory and an accelerator memory become DMA transfers, and
-intrinsic calls get their operands checked and their row strides appended.
+copies between two accelerator memories the on-chip moves the description declares
+(intrinsic calls are checked in :mod:`~targets.accel.intrinsic_calls`).
 
 A staged copy (what ``cache_read``/``cache_write`` leave after lowering) is a loop nest
 ``for r: for c: dst[..., r', c'] = src[..., r'', c'']`` with one side in host memory
@@ -39,10 +40,9 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir import dtype as D
-from cuvil_tir import ops
-from cuvil_tir.expr import BufferLoad, IntImm
+from cuvil_tir.expr import IntImm
 from cuvil_tir.op import call_extern
-from cuvil_tir.stmt import BufferRegion, BufferStore, Evaluate, For, Range
+from cuvil_tir.stmt import BufferRegion, Evaluate, For, Range
 from cuvil_tir.visitor import Mutator, substitute, used_vars
 
 from .copy_nest import copy_nest, valid_part
@@ -77,17 +77,76 @@ class _ToDMA(Mutator):
     def __init__(self, acc):
         self.acc = acc
         self.scopes = {m.scope: m for m in acc.memories_only}
+        self.ops = list(acc.dma.store_ops) + [op for mv in acc.moves for op in mv.ops
+                                              if op not in acc.dma.store_ops]
 
     def visit_For(self, s):
-        nest = copy_nest(s, self.acc.dma)
+        nest = copy_nest(s, self.ops)
         if nest is None:
             return Mutator.generic_visit(self, s)
         dst_acc = nest.store.buffer.scope in self.scopes
         if nest.fill:
             return self.fill(nest) if dst_acc else Mutator.generic_visit(self, s)
-        if dst_acc == (nest.load.buffer.scope in self.scopes):
+        src_acc = nest.load.buffer.scope in self.scopes
+        if dst_acc and src_acc:
+            return self.move(nest)
+        if dst_acc == src_acc:
             return Mutator.generic_visit(self, s)
         return self.transfer(nest, dst_acc)
+
+    def move(self, nest):
+        """A copy between two accelerator memories: the :class:`Move` declared for
+        them (``<hal>_move_<src>_<dst>[_<op>]``), else refused."""
+        st, ld, op = nest.store, nest.load, nest.op
+        dst, src = st.buffer, ld.buffer
+        where = f"the move {src.name} ({src.scope}) -> {dst.name} ({dst.scope})"
+        mv = next((m for m in self.acc.moves if (m.src, m.dst) == (src.scope, dst.scope)),
+                  None)
+        if mv is None:
+            have = ", ".join(f"{m.src} -> {m.dst}" for m in self.acc.moves) or "none"
+            raise AccelLoweringError(
+                f"{where}: accelerator '{self.acc.name}' declares no move from "
+                f"'{src.scope}' to '{dst.scope}' (its moves: {have}); describe "
+                f"Move({src.scope!r}, {dst.scope!r}, engine=..., width_bits=...) if the "
+                "hardware has one, or stage the data through host memory")
+        if op is not None and op not in mv.ops:
+            raise AccelLoweringError(f"{where} applies {op.name!r}, which the move "
+                                     f"{mv.src} -> {mv.dst} does not (its ops: "
+                                     f"{[o.name for o in mv.ops]})")
+        self._check_types(where, src, dst, op)
+        if nest.guard is not None or nest.padded:
+            raise AccelLoweringError(f"{where} is guarded (a partial tile); an on-chip "
+                                     "move copies whole tiles")
+        inner, col, row = self._inner(nest.loops, where)
+        rows, cols = (row.extent.value if row is not None else 1), col.extent.value
+        strides = []
+        for buf, idx in ((dst, st.indices), (src, ld.indices)):
+            cd = _dim_of(idx, col.loop_var)
+            rd = _dim_of(idx, row.loop_var) if row is not None else None
+            if cd != len(buf.shape) - 1 or (row is not None and rd is None):
+                raise AccelLoweringError(
+                    f"{where} is not a 2-D strided move ({buf.name} is indexed "
+                    f"[{', '.join(map(str, idx))}]); reorder or transform the staged layout")
+            item = D.itemsize(buf.dtype)
+            strides.append((row_strides(buf)[rd] if rd is not None else 0) * item)
+            self._check_rows(self.scopes[buf.scope], where, cols * item, rows, strides[-1],
+                             item, buf.dtype)
+        name = f"{self.acc.hal}_{mv.c_name}" + (f"_{op.name}" if op is not None else "")
+        n = cols if op is not None else cols * D.itemsize(dst.dtype)
+        call = call_extern("int32", name, _region(dst, st.indices, inner, col),
+                           _region(src, ld.indices, inner, col), rows, n, *strides,
+                           effect="writes:0")
+        return _outer(nest.loops, inner, Evaluate(call))
+
+    def _check_types(self, where, src, dst, op):
+        if op is None and src.dtype != dst.dtype:
+            raise AccelLoweringError(f"DMA: {where} converts {src.dtype} to {dst.dtype}; "
+                                     "a DMA copies bytes: stage the same dtype, or "
+                                     "describe a DMAOp that converts on the way out")
+        if op is not None and (src.dtype, dst.dtype) != (op.in_dtype, op.out_dtype):
+            raise AccelLoweringError(
+                f"DMA: {where} is {src.dtype} -> {dst.dtype}, but op {op.name!r} "
+                f"is {op.in_dtype} -> {op.out_dtype}")
 
     def _inner(self, loops, where):
         inner = loops[-2:] if len(loops) >= 2 else loops[-1:]
@@ -137,18 +196,14 @@ class _ToDMA(Mutator):
         side = dst if load else src
         mem = self.scopes[side.scope]
         where = f"the copy {src.name} -> {dst.name}"
+        if op is not None and op not in self.acc.dma.store_ops:
+            raise AccelLoweringError(f"DMA: {where} applies {op.name!r}, which only an "
+                                     "on-chip move does; add it to the DMA's store_ops")
         if op is not None and load:
             raise AccelLoweringError(
                 f"DMA: {where} applies {op.name!r} on the way in; the DMA applies its "
                 "store_ops on the way out only: compute it on the device")
-        if op is None and src.dtype != dst.dtype:
-            raise AccelLoweringError(f"DMA: {where} converts {src.dtype} to {dst.dtype}; "
-                                     "a DMA copies bytes: stage the same dtype, or "
-                                     "describe a DMAOp that converts on the way out")
-        if op is not None and (src.dtype, dst.dtype) != (op.in_dtype, op.out_dtype):
-            raise AccelLoweringError(
-                f"DMA: {where} is {src.dtype} -> {dst.dtype}, but store op {op.name!r} "
-                f"is {op.in_dtype} -> {op.out_dtype}")
+        self._check_types(where, src, dst, op)
         inner, col, row = self._inner(nest.loops, where)
         broadcast = load and self.acc.dma.broadcast
         dims = {}
@@ -235,72 +290,4 @@ def dma_transfers(func, acc):
     return func if body is func.body else func.with_body(body)
 
 
-class _Intrinsics(Mutator):
-    def __init__(self, acc):
-        self.acc = acc
-        self.by_call = {acc.call_name(it): it for it in acc.intrinsics}
-
-    def visit_Call(self, e):
-        if ops.callee(e) not in self.by_call:
-            return Mutator.generic_visit(self, e)
-        it = self.by_call[ops.callee(e)]
-        regions = [a for a in e.args[2:] if isinstance(a, BufferRegion)]
-        if len(regions) != len(e.args) - 2:
-            return e   # already carries its strides
-        extra = []
-        for p, r in zip(it.desc.params, regions):
-            want = it.operands[p.name]
-            if r.buffer.scope != want:
-                raise AccelLoweringError(
-                    f"intrinsic '{it.name}': operand '{p.name}' must be in memory "
-                    f"'{want}', found buffer '{r.buffer.name}' in '{r.buffer.scope}'; "
-                    f"stage it with cache_read/cache_write(..., \"{want}\")")
-            align = it.align_bytes.get(p.name)
-            first = r.region[-1].min
-            item = D.itemsize(r.buffer.dtype)
-            if align and isinstance(first, IntImm) and (first.value * item) % align:
-                raise AccelLoweringError(
-                    f"intrinsic '{it.name}': operand '{p.name}' starts at byte "
-                    f"{first.value * item} of a row of '{r.buffer.name}', not aligned to "
-                    f"{align} bytes")
-            rs = row_strides(r.buffer)
-            extra.append(IntImm(rs[-2] if len(rs) > 1 else 0, "int32"))
-        return type(e)(e.dtype, e.op, tuple(e.args) + tuple(extra))
-
-
-def intrinsic_calls(func, acc):
-    """Check each intrinsic call's operand memories and alignment; append strides."""
-    body = _Intrinsics(acc).visit(func.body)
-    return func if body is func.body else func.with_body(body)
-
-
-def check_no_host_access(func, scopes, names) -> None:
-    """Raise when plain loads/stores still touch an accelerator memory: only DMA and
-    intrinsics can; ``names`` lists the intrinsics for the message.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> check_no_host_access(T.PrimFunc([], T.Evaluate(T.const(0))), {"npu.inp"}, [])
-    """
-    from cuvil_tir.visitor import post_order_visit
-
-    bad = []
-
-    def look(n):
-        if isinstance(n, (BufferLoad, BufferStore)) and n.buffer.scope in scopes and not bad:
-            bad.append(n)
-
-    post_order_visit(func.body, look)
-    if bad:
-        n = bad[0]
-        what = "written" if isinstance(n, BufferStore) else "read"
-        raise AccelLoweringError(
-            f"accelerator lowering: buffer '{n.buffer.name}' in memory "
-            f"'{n.buffer.scope}' is {what} element by element by the host; only the DMA "
-            "and the intrinsics can touch an accelerator memory. Tensorize that block "
-            f"with one of the intrinsics ({', '.join(names) or 'none'}) or stage it with "
-            "cache_read/cache_write so the copy becomes a DMA")
-
-
-__all__ = ["check_no_host_access", "dma_transfers", "intrinsic_calls", "row_strides"]
+__all__ = ["dma_transfers", "row_strides"]

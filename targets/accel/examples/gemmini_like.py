@@ -12,7 +12,9 @@ What makes it Gemmini rather than the toy NPU, all of it data below:
   writes (the matmul intrinsic's desc is ``C += A @ B``; an accumulator tile starts as
   zeros, ``<hal>_dma_fill``, or as the bias repeated down its rows, a broadcast load);
 - **activation on read-out**: the DMA's ``store_ops`` turn an int32 accumulator tile
-  into int8 on its way to host memory (``requant``, ``relu_requant``).
+  into int8 on its way to host memory (``requant``, ``relu_requant``), and the
+  on-chip move from the accumulator to the scratchpad does the same (``Move``: one
+  layer's output becomes the next layer's input without leaving the chip).
 
 Costs: the array takes 16 cycles per 16x16x16 step plus 4 to fill and drain; the DMA
 moves 16 bytes per cycle after 32 cycles of latency (reading the int32 accumulator out
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import cuvil_tir as T
 
-from targets.accel import DMA, Accelerator, DMAOp, Intrinsic, Memory
+from targets.accel import DMA, Accelerator, DMAOp, Intrinsic, Memory, Move
 from targets.accel.examples.toy_npu import gemm_desc, requant
 
 DIM = 16
@@ -45,6 +47,8 @@ def relu_requant(x):
     return requant(T.max(x, T.const(0, "int32")))
 
 
+RELU_REQUANT = DMAOp("relu_requant", relu_requant, "int32", "int8")
+
 gemmini = Accelerator(
     "gemmini-like",
     memories=[Memory(SPAD, banks=4, bank_bytes=64 << 10, width_bits=8 * DIM,
@@ -52,8 +56,11 @@ gemmini = Accelerator(
               Memory(ACC, banks=2, bank_bytes=32 << 10, width_bits=32 * DIM,
                      doc="int32 accumulators: the array adds into them")],
     dma=DMA(width_bits=128, latency_cycles=32, padding=True, broadcast=True,
-            store_ops=[DMAOp("requant", requant, "int32", "int8"),
-                       DMAOp("relu_requant", relu_requant, "int32", "int8")]),
+            store_ops=[DMAOp("requant", requant, "int32", "int8"), RELU_REQUANT]),
+    # the accumulator read out into the scratchpad, activated: the next layer's input
+    # never leaves the chip
+    moves=[Move(ACC, SPAD, engine="store", width_bits=128, latency_cycles=8,
+                ops=[RELU_REQUANT])],
     clock_mhz=1000,
     intrinsics=[
         Intrinsic("gemmini.matmul_16x16x16_i8", gemm_desc(scopes=(SPAD, SPAD, ACC)),

@@ -11,12 +11,14 @@ import pytest
 
 import cuvil_tir as T
 import targets
-from targets.accel import DMA, AccelLoweringError, Accelerator, DescriptionError, DMAOp, Memory
-from targets.accel.examples.gemmini_like import gemmini
+from targets.accel import (DMA, AccelLoweringError, Accelerator, DescriptionError, DMAOp,
+                           Memory, Move)
+from targets.accel.examples.gemmini_like import RELU_REQUANT, gemmini, relu_requant
 from targets.accel.examples.toy_npu import SHIFT, gemm_desc, toy_npu
 from targets.toolkit.npu.conv2d import conv2d, schedule_conv2d
 from targets.toolkit.npu.fused import fused_gemm_bias_init, schedule_fused_readout
 from targets.toolkit.npu.gemm import gemm, schedule_gemm
+from targets.toolkit.npu.mlp import mlp, schedule_mlp
 
 targets.register_target(gemmini, replace=True)
 targets.register_target(toy_npu, replace=True)
@@ -212,3 +214,74 @@ def test_dependency_stalls_fall_with_double_buffering():
         mod(*args, np.zeros((128, 128), "int32"))
         stalls.append(mod.stats["dependency_stalls"]["matrix"])
     assert stalls[0] > stalls[1] > 0
+
+
+# on-chip moves between levels -------------------------------------------------------------
+
+def test_two_layers_keep_the_hidden_activations_on_chip():
+    """A -> (acc) -> relu_requant move -> (spad) -> second GEMM: bit-exact, and the DMA
+    moves only A, W1, W2 in and O out."""
+    f = mlp(32, 32, 48, 32, relu_requant)
+    mod = targets.build(schedule_mlp(f, "gemmini.matmul_16x16x16_i8", "gem.spad", "gem.acc"),
+                        "gemmini-like", name="mlp")
+    rng = np.random.default_rng(6)
+    a, w1, w2 = _ints(rng, (32, 32)), _ints(rng, (32, 48)), _ints(rng, (48, 32))
+    out = np.zeros((32, 32), "int32")
+    mod(a, w1, w2, out)
+    hidden = np.clip(np.floor_divide(np.maximum(a.astype("int64") @ w1, 0), 1 << SHIFT),
+                     -128, 127).astype("int32")
+    np.testing.assert_array_equal(out, hidden @ w2.astype("int32"))
+    assert "gemmini_like_move_gem_acc_gem_spad_relu_requant(" in mod.get_source("c")
+    assert mod.stats["dma_bytes_in"] == a.nbytes + w1.nbytes + w2.nbytes
+    assert mod.stats["dma_bytes_out"] == out.nbytes
+    assert "int32_t gemmini_like_move_gem_acc_gem_spad(void *dst" in mod.get_source("h")
+
+
+def test_a_move_the_device_lacks_is_refused():
+    npu = Accelerator("nomove-npu", [Memory("nm.spad", 4, 16384, 128),
+                                     Memory("nm.acc", 2, 16384, 512)],
+                      DMA(128, 8, store_ops=[RELU_REQUANT]),
+                      [toy_intrinsic("nomove.gemm", ("nm.spad", "nm.spad", "nm.acc"))])
+    targets.register_target(npu, replace=True)
+    sch = schedule_mlp(mlp(32, 32, 32, 32, relu_requant), "nomove.gemm", "nm.spad", "nm.acc")
+    with pytest.raises(AccelLoweringError, match=r"the move C1 \(nm.acc\) -> H \(nm.spad\): "
+                       r"accelerator 'nomove-npu' declares no move from 'nm.acc' to 'nm.spad' "
+                       r"\(its moves: none\); describe Move\('nm.acc', 'nm.spad'"):
+        targets.build(sch, "nomove-npu")
+
+
+def test_an_op_the_move_lacks_is_refused():
+    # requant is one of the DMA's store ops, not the move's
+    from targets.accel.examples.toy_npu import requant
+    sch = schedule_mlp(mlp(32, 32, 32, 32, requant), "gemmini.matmul_16x16x16_i8",
+                       "gem.spad", "gem.acc")
+    with pytest.raises(AccelLoweringError, match=r"applies 'requant', which the move "
+                       r"gem.acc -> gem.spad does not \(its ops: \['relu_requant'\]\)"):
+        targets.build(sch, "gemmini-like")
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: Move("a.x", "a.y", "1st", 64), r"engine must be a C identifier, found '1st'"),
+    (lambda: Move("a.x", "a.y", "mte", 60), r"width_bits=60 is not a whole number of bytes"),
+    (lambda: Move("a.x", "a.y", "mte", 64, ops=["relu"]), r"ops must be DMAOp objects"),
+    (lambda: Accelerator("mv-npu", [Memory("mv.a", 1, 1024, 64)], DMA(64, 1), [],
+                         moves=[Move("mv.a", "mv.b", "mte", 64)]),
+     r"Move mv.a -> mv.b names memory 'mv.b', which is not one of its memories \(mv.a\)"),
+    (lambda: Accelerator("mv-npu", [Memory("mv.a", 1, 1024, 64), Memory("mv.b", 1, 1024, 64)],
+                         DMA(64, 1, store_ops=[DMAOp("r", lambda x: x, "int32", "int32")]),
+                         [], moves=[Move("mv.a", "mv.b", "mte", 64, ops=[
+                             DMAOp("r", lambda x: x + 1, "int32", "int32")])]),
+     r"two different ops are named 'r'"),
+])
+def test_move_description_errors(make, message):
+    with pytest.raises(DescriptionError, match=message):
+        make()
+
+
+def test_a_move_engine_of_its_own_runs_beside_the_others():
+    npu = Accelerator("mte-npu", [Memory("mt.l1", 2, 4096, 128), Memory("mt.l0", 2, 4096, 128),
+                                  Memory("mt.w", 2, 4096, 128), Memory("mt.c", 2, 8192, 512)],
+                      DMA(128, 8), [toy_intrinsic("mte.gemm", ("mt.l0", "mt.w", "mt.c"))],
+                      moves=[Move("mt.l1", "mt.l0", "mte1", 256, 2)])
+    assert npu.engines == ("load", "store", "gemm", "mte1")
+    assert npu.describe(targets.Target("llvm"))["moves"][0]["engine"] == "mte1"
