@@ -23,7 +23,9 @@ import re
 from dataclasses import dataclass, field
 
 from cuvil_tir import dtype as D
+from cuvil_tir.errors import CuvilError
 from cuvil_tir.function import PrimFunc
+from cuvil_tir.transform.verify import verify
 from cuvil_tir.stmt import BufferStore
 from cuvil_tir.target import Memory as TargetMemory
 from cuvil_tir.visitor import post_order_visit
@@ -326,6 +328,11 @@ class Intrinsic:
             if len(p.shape) not in (1, 2) or not all(hasattr(d, "value") for d in p.shape):
                 raise DescriptionError(f"{owner}: operand {p.name!r} must be a 1-D or 2-D "
                                        f"tile of constant shape, found {p.shape}")
+        try:        # the checks T.lower runs: what it computes must be valid IR
+            verify(self.desc)
+        except CuvilError as e:
+            raise DescriptionError(f"{owner}: desc is not valid IR ({e}); make the "
+                                   "operand shapes and the accesses agree") from None
         cost = self.cycles
         if not callable(cost) and (not isinstance(cost, int) or cost <= 0):
             raise DescriptionError(f"{owner}: cycles must be a positive int or a function "
