@@ -46,7 +46,7 @@ from cuvil_tir.visitor import post_order_visit, substitute
 from ..runtime import Module
 from .codegen import print_kernel
 from .description import check_description
-from .errors import DescriptionError
+from .errors import AllocationError, DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
 from .tokens import accesses, insert_tokens
 from .intrinsic_calls import check_no_host_access, intrinsic_calls
@@ -260,6 +260,7 @@ def allocate(func, acc):
     uses, groups = _steps(func.body, acc, versions)
     target = PassContext.current().target
     pins = dict((target.options.get("pin_banks") if target is not None else None) or {})
+    _check_pins(pins, bufs)
     plans, warns, rebuf = {}, [], {}
     specs = [memory_spec(m.scope, m) for m in acc.memories_only]
     for mem in specs:
@@ -296,6 +297,22 @@ def allocate(func, acc):
     text = memory_map_text(specs, plans, warns)
     out = func if body is func.body else func.with_body(body)
     return out.with_attr("accel.plan", json.dumps(plan)).with_attr("accel.memory_map", text)
+
+
+def _check_pins(pins: dict, bufs) -> None:
+    """Each pin names a buffer of an accelerator memory and gives an int bank (issue 23
+    defect 2: a pin naming nothing was ignored, a str bank a raw TypeError, a float
+    bank C the compiler rejected)."""
+    names = sorted({b.name for b in bufs})
+    for name, bank in pins.items():
+        if name not in names:
+            raise AllocationError(
+                f"option pin_banks names {name!r}, which is no buffer of an accelerator "
+                f"memory in this function (its buffers: {names}); use a name the memory "
+                "map shows")
+        if not isinstance(bank, int) or isinstance(bank, bool):
+            raise AllocationError(f"option pin_banks[{name!r}] must be an int (the first "
+                                  f"bank), found {bank!r} ({type(bank).__name__})")
 
 
 def _numel(b) -> int:

@@ -181,3 +181,19 @@ def test_pinned_bank_through_the_target():
     assert "A_npu.inp" in bank2
     got, want = _run(mod, 64)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("pins,message", [
+    ({"A_npu_inp": 1}, r"option pin_banks names 'A_npu_inp', which is no buffer of an "
+                       r"accelerator memory in this function \(its buffers: \['A_npu.inp', "
+                       r"'B_npu.wgt', 'C_npu.acc'\]\); use a name the memory map shows"),
+    ({"A_npu.inp": "1"}, r"option pin_banks\['A_npu.inp'\] must be an int \(the first "
+                         r"bank\), found '1' \(str\)"),
+    ({"A_npu.inp": 1.0}, r"must be an int \(the first bank\), found 1.0 \(float\)"),
+    ({"A_npu.inp": True}, r"found True \(bool\)"),
+])
+def test_pins_are_validated(pins, message):
+    """Issue 23 defect 2: a pin naming no buffer was ignored silently, a str bank raised
+    a raw TypeError, a float bank gave C the compiler rejected."""
+    with pytest.raises(AllocationError, match=message):
+        targets.build(schedule_gemm(gemm(64), tile=32), targets.Target("toy-npu", pin_banks=pins))
