@@ -109,6 +109,7 @@ class Accelerator(TargetKind):
         self.move_of = {f"{self.hal}_{mv.c_name}{n}": mv for mv in moves
                         for n in [""] + [f"_{op.name}" for op in mv.ops]}
         self.engine_of.update({n: mv.engine for n, mv in self.move_of.items()})
+        _claim(name, intrinsics)
         for it in intrinsics:
             TensorIntrin.register(it.name, it.desc, _impl(self, it), override=True)
         self.passes = self.lower_passes()
@@ -218,6 +219,30 @@ class Accelerator(TargetKind):
     def load(self, program, target) -> Module:
         """The simulator library of ``program``, with ``stats`` and ``memory_map()``."""
         return AccelModule(SimulatorModule(self, program), program, target)
+
+
+_OWNER: dict = {}      # intrinsic name -> the accelerator that registered it
+
+
+def _claim(acc_name: str, intrinsics) -> None:
+    """Refuse an intrinsic name another accelerator (or a CPU intrinsic) already uses:
+    taking it over silently made the first device's schedules call the second's
+    functions (issue 23 defect 4).  The same accelerator built again (a module imported
+    twice, a tuning process) takes its own names back."""
+    for it in intrinsics:
+        owner = _OWNER.get(it.name)
+        if owner is None and it.name in TensorIntrin.names():
+            owner = "a TensorIntrin registered outside an accelerator"
+        elif owner is not None and owner != acc_name:
+            owner = f"accelerator {owner!r}"
+        else:
+            continue
+        raise DescriptionError(
+            f"Accelerator {acc_name!r}: intrinsic name {it.name!r} already belongs to "
+            f"{owner}; two devices' names must not meet: prefix yours (e.g. "
+            f"'{acc_name.split('-')[0]}.{it.name.split('.')[-1]}')")
+    for it in intrinsics:
+        _OWNER[it.name] = acc_name
 
 
 def _steps(body, acc, versions):
