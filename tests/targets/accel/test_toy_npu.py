@@ -197,3 +197,15 @@ def test_pins_are_validated(pins, message):
     a raw TypeError, a float bank gave C the compiler rejected."""
     with pytest.raises(AllocationError, match=message):
         targets.build(schedule_gemm(gemm(64), tile=32), targets.Target("toy-npu", pin_banks=pins))
+
+
+@pytest.mark.parametrize("n,m,k", [(512, 32, 32), (128, 32, 64)])
+def test_a_tile_loop_of_one_iteration_still_shrinks_the_staged_buffers(n, m, k):
+    """Issue 23 defect 1: with a dimension equal to the tile, the staged A (B, C) kept
+    its whole shape (16 KiB of A for a 512x32x32 GEMM in 32-tiles: CVL-E171, 4 banks
+    of 2); each is one 32x32 tile."""
+    mod = targets.build(schedule_gemm(gemm(n, m, k), tile=32), "toy-npu", name="g")
+    sizes = {d["buffer"]: d["bytes"] for ds in mod.program.memory.values() for d in ds}
+    assert sizes == {"A_npu.inp": 1024, "B_npu.wgt": 1024, "C_npu.acc": 4096}
+    c, ref = _run(mod, n, m, k)
+    np.testing.assert_array_equal(c, ref)
