@@ -50,7 +50,8 @@ from .errors import AllocationError, DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
 from .tokens import accesses, insert_tokens
 from .intrinsic_calls import check_no_host_access, intrinsic_calls
-from .transfer import dma_transfers, row_strides
+from .copy_nest import row_strides
+from .transfer import dma_transfers
 
 
 def _impl(acc, it) -> PrimFunc:
@@ -101,7 +102,8 @@ class Accelerator(TargetKind):
             if u not in units and u not in ("load", "store"):
                 units.append(u)
         self.engines = ("load", "store", *units)
-        self.engine_of = {f"{self.hal}_dma_{n}": "load" for n in ("load", "load_pad", "fill")}
+        self.engine_of = {f"{self.hal}_dma_{n}": "load"
+                          for n in ("load", "load_pad", "fill", "load_t")}
         self.engine_of.update({f"{self.hal}_dma_store{n}": "store"
                                for n in [""] + [f"_{op.name}" for op in dma.store_ops]})
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})

@@ -28,11 +28,12 @@ from dataclasses import dataclass
 
 from cuvil_tir import ops
 from cuvil_tir.analysis.regions import simplify
+from cuvil_tir.arith.affine import linear_form as linear
 from cuvil_tir.expr import LE, LT, BufferLoad, FloatImm, IntImm, const
 from cuvil_tir.op import conjuncts, if_then_else, maximum as max_, minimum as min_
 from cuvil_tir.stmt import BufferStore, For, IfThenElse
 from cuvil_tir.structural import structural_equal
-from cuvil_tir.visitor import post_order_visit
+from cuvil_tir.visitor import post_order_visit, used_vars
 
 from .errors import AccelLoweringError
 
@@ -124,4 +125,59 @@ def valid_part(guard, row, col, rows, cols, where):
     return vr, vc
 
 
-__all__ = ["CopyNest", "copy_nest", "valid_part"]
+def row_strides(buf) -> list:
+    """Element stride of each dimension (row-major, or the buffer's own strides).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> row_strides(T.decl_buffer((4, 8, 2), "int8", "X"))
+        [16, 2, 1]
+    """
+    if buf.strides:
+        return [int(s.value) for s in buf.strides]
+    out, acc = [], 1
+    for d in reversed(buf.shape):
+        out.append(acc)
+        acc *= int(d.value)
+    return out[::-1]
+
+
+def dim_of(indices, var):
+    """The one dimension whose index uses ``var`` with coefficient 1, else None.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i, j = T.var("i"), T.var("j")
+        >>> dim_of((j + 1, i), i), dim_of((i * 2, j), i)
+        (1, None)
+    """
+    hit = None
+    for d, e in enumerate(indices):
+        if id(var) in {id(v) for v in used_vars(e)}:
+            lin = linear(e)
+            if hit is not None or lin is None or lin[0][id(var)][1] != 1:
+                return None
+            hit = d
+    return hit
+
+
+def transposed_loops(nest):
+    """``(row loop, column loop)`` when the copy transposes a tile: the destination's
+    last dimension runs along one of the two inner loops and the source's along the
+    other (``dst[r, c] = src[c, r]``, in either loop order); else None."""
+    if len(nest.loops) < 2 or nest.fill:
+        return None
+    a, b = nest.loops[-2], nest.loops[-1]
+    for row, col in ((a, b), (b, a)):
+        dlast, slast = len(nest.store.buffer.shape) - 1, len(nest.load.buffer.shape) - 1
+        if dim_of(nest.store.indices, col.loop_var) == dlast and \
+                dim_of(nest.load.indices, row.loop_var) == slast and \
+                dim_of(nest.load.indices, col.loop_var) not in (None, slast) and \
+                dim_of(nest.store.indices, row.loop_var) not in (None, dlast):
+            return row, col
+    return None
+
+
+__all__ = ["CopyNest", "copy_nest", "dim_of", "row_strides", "transposed_loops", "valid_part"]

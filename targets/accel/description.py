@@ -163,6 +163,8 @@ class DMA:
       address: an accumulator initialised without a compute instruction);
     - ``broadcast``: a load may repeat one source row down the tile (source row stride
       0: a bias preloaded into every row of an accumulator tile);
+    - ``transpose``: a load may transpose a tile (``dst[r, c] = src[c, r]``,
+      ``<hal>_dma_load_t``: weights stored row-major for ``A @ B.T``);
     - ``store_ops``: :class:`DMAOp` element-wise operations a store applies on the way
       out, converting the dtype (activation and requantization on read-out).
 
@@ -179,6 +181,7 @@ class DMA:
     padding: bool = True
     broadcast: bool = False
     store_ops: tuple = ()
+    transpose: bool = False
 
     def __post_init__(self):
         _positive_int("DMA", "width_bits", self.width_bits)
@@ -211,6 +214,7 @@ class DMA:
         """
         return {"width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
                 "padding": self.padding, "broadcast": self.broadcast,
+                "transpose": self.transpose,
                 "store_ops": [op.describe() for op in self.store_ops]}
 
 

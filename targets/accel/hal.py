@@ -38,10 +38,10 @@ def event_names(acc) -> list:
     Example::
 
         >>> from targets.accel.examples.toy_npu import toy_npu
-        >>> event_names(toy_npu)[:5]
-        ['dma_load', 'dma_load_pad', 'dma_fill', 'dma_store', 'gemm_16x16x16']
+        >>> event_names(toy_npu)[3:6]
+        ['dma_store', 'dma_load_t', 'gemm_16x16x16']
     """
-    return (["dma_load", "dma_load_pad", "dma_fill", "dma_store"]
+    return (["dma_load", "dma_load_pad", "dma_fill", "dma_store", "dma_load_t"]
             + [f"dma_store_{op.name}" for op in acc.dma.store_ops]
             + [it.c_name for it in acc.intrinsics]
             + [mv.c_name + n for mv in acc.moves for n in [""] + [f"_{o.name}" for o in mv.ops]])
@@ -86,6 +86,11 @@ def header(acc) -> str:
                   "int32_t dst_stride);"]
     if acc.dma.broadcast:
         lines.append("/* a load may repeat one source row down the tile: src_stride 0 */")
+    if acc.dma.transpose:
+        lines += ["/* a transposing load: dst[r][c] = src[c][r] for a rows x cols tile of "
+                  "item-byte elements; src_stride: bytes between source rows */",
+                  f"int32_t {h}_dma_load_t(void *dst, const void *src, int32_t rows, "
+                  "int32_t cols, int32_t item, int32_t dst_stride, int32_t src_stride);"]
     for op in acc.dma.store_ops:
         lines += [f"/* a store applying {op.name} to each element, {op.in_dtype} -> "
                   f"{op.out_dtype}; rows x cols elements, strides in bytes */",
@@ -322,6 +327,22 @@ int32_t {h}_dma_store(void *dst, const void *src, int32_t rows, int32_t row_byte
                       int32_t dst_stride, int32_t src_stride) {{
     return cvl_dma({up}_STORE, 3, dst, src, rows, row_bytes, rows, row_bytes, 0, dst_stride,
                    src_stride);
+}}
+int32_t {h}_dma_load_t(void *dst, const void *src, int32_t rows, int32_t cols,
+                       int32_t item, int32_t dst_stride, int32_t src_stride) {{
+    int lo[1] = {{0}}, hi[1] = {{-1}};
+    if (rows <= 0 || cols <= 0) return 0;
+    cvl_banks(dst, (int64_t)(rows - 1) * dst_stride + (int64_t)cols * item, lo, hi);
+    for (int32_t r = 0; r < rows; ++r)
+        for (int32_t c = 0; c < cols; ++c)
+            memcpy((uint8_t *)dst + (int64_t)r * dst_stride + (int64_t)c * item,
+                   (const uint8_t *)src + (int64_t)c * src_stride + (int64_t)r * item,
+                   (size_t)item);
+    /* it reads cols source rows of rows elements */
+    int64_t beats = ((int64_t)rows * item + {dma.width_bytes - 1}) / {dma.width_bytes};
+    cvl_issue({up}_LOAD, 4, {dma.latency_cycles} + cols * beats, lo, hi, 1);
+    cvl_sim_stats.bytes_in += (int64_t)rows * cols * item;
+    return 0;
 }}
 int32_t {h}_dma_fill(void *dst, int32_t rows, int32_t row_bytes, int32_t dst_stride) {{
     return cvl_dma({up}_LOAD, 2, dst, 0, rows, row_bytes, 0, 0, 1, dst_stride, 0);

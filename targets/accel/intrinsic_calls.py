@@ -18,7 +18,7 @@ from cuvil_tir.stmt import BufferRegion, BufferStore
 from cuvil_tir.visitor import Mutator, post_order_visit
 
 from .errors import AccelLoweringError
-from .transfer import row_strides
+from .copy_nest import row_strides
 
 
 class _Intrinsics(Mutator):

@@ -43,34 +43,10 @@ from cuvil_tir import dtype as D
 from cuvil_tir.expr import IntImm
 from cuvil_tir.op import call_extern
 from cuvil_tir.stmt import BufferRegion, Evaluate, For, Range
-from cuvil_tir.visitor import Mutator, substitute, used_vars
+from cuvil_tir.visitor import Mutator, substitute
 
-from .copy_nest import copy_nest, valid_part
+from .copy_nest import copy_nest, dim_of, row_strides, transposed_loops, valid_part
 from .errors import AccelLoweringError
-
-
-def row_strides(buf) -> list:
-    """Element stride of each dimension (row-major, or the buffer's own strides)."""
-    if buf.strides:
-        return [int(s.value) for s in buf.strides]
-    out, acc = [], 1
-    for d in reversed(buf.shape):
-        out.append(acc)
-        acc *= int(d.value)
-    return out[::-1]
-
-
-def _dim_of(indices, var):
-    """The one dimension whose index uses ``var`` with coefficient 1, else None."""
-    from cuvil_tir.arith.affine import linear_form as linear
-    hit = None
-    for d, e in enumerate(indices):
-        if id(var) in {id(v) for v in used_vars(e)}:
-            lin = linear(e)
-            if hit is not None or lin is None or lin[0][id(var)][1] != 1:
-                return None
-            hit = d
-    return hit
 
 
 class _ToDMA(Mutator):
@@ -92,7 +68,33 @@ class _ToDMA(Mutator):
             return self.move(nest)
         if dst_acc == src_acc:
             return Mutator.generic_visit(self, s)
+        if dst_acc and self.acc.dma.transpose and transposed_loops(nest):
+            return self.transposed(nest, *transposed_loops(nest))
         return self.transfer(nest, dst_acc)
+
+    def transposed(self, nest, row, col):
+        """``dst[r, c] = src[c, r]``: ``<hal>_dma_load_t`` (whole tiles, one dtype)."""
+        st, ld, dst, src = nest.store, nest.load, nest.store.buffer, nest.load.buffer
+        where = f"the transposing copy {src.name} -> {dst.name}"
+        if nest.guard is not None or nest.padded or nest.op is not None:
+            raise AccelLoweringError(f"DMA: {where} is guarded, padded or applies an op; "
+                                     "a transposing load moves whole tiles as they are")
+        self._check_types(where, src, dst, None)
+        inner = self._inner(nest.loops, where)[0]
+        rd = dim_of(st.indices, row.loop_var)
+        item = D.itemsize(dst.dtype)
+        rows, cols = row.extent.value, col.extent.value
+        dst_stride = row_strides(dst)[rd] * item
+        src_stride = row_strides(src)[dim_of(ld.indices, col.loop_var)] * item
+        self._check_rows(self.scopes[dst.scope], where, cols * item, rows, dst_stride, item,
+                         dst.dtype)
+        first = [substitute(e, {f.loop_var: f.min for f in inner}) for e in ld.indices]
+        ext = [IntImm(1, "int32")] * (len(first) - 1) + [row.extent]
+        call = call_extern("int32", f"{self.acc.hal}_dma_load_t",
+                           _region(dst, st.indices, inner, col),
+                           BufferRegion(src, tuple(Range(m, e) for m, e in zip(first, ext))),
+                           rows, cols, item, dst_stride, src_stride, effect="writes:0")
+        return _outer(nest.loops, inner, Evaluate(call))
 
     def move(self, nest):
         """A copy between two accelerator memories: the :class:`Move` declared for
@@ -121,8 +123,8 @@ class _ToDMA(Mutator):
         rows, cols = (row.extent.value if row is not None else 1), col.extent.value
         strides = []
         for buf, idx in ((dst, st.indices), (src, ld.indices)):
-            cd = _dim_of(idx, col.loop_var)
-            rd = _dim_of(idx, row.loop_var) if row is not None else None
+            cd = dim_of(idx, col.loop_var)
+            rd = dim_of(idx, row.loop_var) if row is not None else None
             if cd != len(buf.shape) - 1 or (row is not None and rd is None):
                 raise AccelLoweringError(
                     f"{where} is not a 2-D strided move ({buf.name} is indexed "
@@ -175,13 +177,13 @@ class _ToDMA(Mutator):
                 "zeros; describe it with DMA(..., padding=True) if the hardware "
                 "zero-fills, or tensorize the initialisation with a zero intrinsic")
         inner, col, row = self._inner(nest.loops, where)
-        if _dim_of(st.indices, col.loop_var) != len(dst.shape) - 1 or (
-                row is not None and _dim_of(st.indices, row.loop_var) is None):
+        if dim_of(st.indices, col.loop_var) != len(dst.shape) - 1 or (
+                row is not None and dim_of(st.indices, row.loop_var) is None):
             return Mutator.generic_visit(self, nest.loops[0])
         item = D.itemsize(dst.dtype)
         rows = row.extent.value if row is not None else 1
         row_bytes = col.extent.value * item
-        rd = _dim_of(st.indices, row.loop_var) if row is not None else None
+        rd = dim_of(st.indices, row.loop_var) if row is not None else None
         stride = (row_strides(dst)[rd] if rd is not None else 0) * item
         self._check_rows(self.scopes[dst.scope], where, row_bytes, rows, stride, item,
                          dst.dtype)
@@ -208,8 +210,8 @@ class _ToDMA(Mutator):
         broadcast = load and self.acc.dma.broadcast
         dims = {}
         for buf, idx in ((dst, st.indices), (src, ld.indices)):
-            cd = _dim_of(idx, col.loop_var)
-            rd = _dim_of(idx, row.loop_var) if row is not None else None
+            cd = dim_of(idx, col.loop_var)
+            rd = dim_of(idx, row.loop_var) if row is not None else None
             if cd != len(buf.shape) - 1 or (row is not None and rd is None and
                                              not (broadcast and buf is src)):
                 raise AccelLoweringError(
@@ -290,4 +292,4 @@ def dma_transfers(func, acc):
     return func if body is func.body else func.with_body(body)
 
 
-__all__ = ["dma_transfers", "row_strides"]
+__all__ = ["dma_transfers"]

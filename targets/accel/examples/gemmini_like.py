@@ -55,7 +55,7 @@ gemmini = Accelerator(
                      doc="int8 scratchpad: input and weight tiles, one 16-byte row each"),
               Memory(ACC, banks=2, bank_bytes=32 << 10, width_bits=32 * DIM,
                      doc="int32 accumulators: the array adds into them")],
-    dma=DMA(width_bits=128, latency_cycles=32, padding=True, broadcast=True,
+    dma=DMA(width_bits=128, latency_cycles=32, padding=True, broadcast=True, transpose=True,
             store_ops=[DMAOp("requant", requant, "int32", "int8"), RELU_REQUANT]),
     # the accumulator read out into the scratchpad, activated: the next layer's input
     # never leaves the chip

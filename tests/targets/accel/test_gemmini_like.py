@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import cuvil_tir as T
+import schedules as S
 import targets
 from targets.accel import (DMA, AccelLoweringError, Accelerator, DescriptionError, DMAOp,
                            Memory, Move)
@@ -17,7 +18,7 @@ from targets.accel.examples.gemmini_like import RELU_REQUANT, gemmini, relu_requ
 from targets.accel.examples.toy_npu import SHIFT, gemm_desc, toy_npu
 from targets.toolkit.npu.conv2d import conv2d, schedule_conv2d
 from targets.toolkit.npu.fused import fused_gemm_bias_init, schedule_fused_readout
-from targets.toolkit.npu.gemm import gemm, schedule_gemm
+from targets.toolkit.npu.gemm import gemm, schedule_gemm, tile_gemm_loops, whole_tile
 from targets.toolkit.npu.mlp import mlp, schedule_mlp
 
 targets.register_target(gemmini, replace=True)
@@ -285,3 +286,49 @@ def test_a_move_engine_of_its_own_runs_beside_the_others():
                       moves=[Move("mt.l1", "mt.l0", "mte1", 256, 2)])
     assert npu.engines == ("load", "store", "gemm", "mte1")
     assert npu.describe(targets.Target("llvm"))["moves"][0]["engine"] == "mte1"
+
+
+# a transposing load ----------------------------------------------------------------------
+
+def _gemm_bt(n, m, k, gemm="gemmini.matmul_16x16x16_i8", inp="gem.spad", acc="gem.acc"):
+    """``C = A @ B.T`` with B stored (m, k), staged transposed to (k, m)."""
+    A = T.placeholder((n, k), "int8", name="A")
+    B = T.placeholder((m, k), "int8", name="B")
+    r = T.reduce_axis((0, k), name="k")
+    C = T.compute((n, m), lambda i, j: T.sum(T.cast(A[i, r], "int32") *
+                                             T.cast(B[j, r], "int32"), axis=r), name="C")
+    sch = S.Schedule(T.create_prim_func([A, B, C]))
+    blk = sch.get_block("C")
+    a, b = sch.cache_read(blk, 0, inp), sch.cache_read(blk, 1, inp)
+    c = sch.cache_write(blk, 0, acc)
+    sch.transform_layout(b, 0, lambda j, kk: (kk, j))
+    jo, ko, ii = tile_gemm_loops(sch, blk, (32, 32, 32), 16)
+    sch.compute_at(a, ko)
+    sch.compute_at(b, ko)
+    sch.reverse_compute_at(c, jo)
+    init = sch.decompose_reduction(blk, ko)
+    sch.tensorize(ii, gemm)
+    whole_tile(sch, init)
+    return sch
+
+
+def test_transposing_load_gemm_with_b_transposed_bit_exact():
+    mod = targets.build(_gemm_bt(64, 96, 32), "gemmini-like", name="bt")
+    assert "gemmini_like_dma_load_t(&B_gem_spad[0]" in mod.get_source("c")
+    assert "int32_t gemmini_like_dma_load_t(void *dst" in mod.get_source("h")
+    rng = np.random.default_rng(8)
+    a, b = _ints(rng, (64, 32)), _ints(rng, (96, 32))
+    c = np.zeros((64, 96), "int32")
+    mod(a, b, c)
+    np.testing.assert_array_equal(c, a.astype("int32") @ b.astype("int32").T)
+
+
+def test_transposing_load_needs_the_dma_mode():
+    npu = Accelerator("notr-npu", [Memory("nt.spad", 4, 16384, 128),
+                                   Memory("nt.acc", 2, 16384, 512)], DMA(128, 8),
+                      [toy_intrinsic("notr.gemm", ("nt.spad", "nt.spad", "nt.acc"))])
+    targets.register_target(npu, replace=True)
+    sch = _gemm_bt(32, 32, 32, "notr.gemm", "nt.spad", "nt.acc")
+    with pytest.raises(AccelLoweringError, match=r"the copy B -> B_nt.spad is not a 2-D "
+                       r"strided transfer"):
+        targets.build(sch, "notr-npu")
