@@ -1,0 +1,125 @@
+"""Which elements of a buffer a cache's readers read, as a condition on the element.
+
+A ``cache_read`` inside a nested block whose buffer is written outside that block
+(a second blockized level: the buffer is the outer level's cache) copies the block's
+tile of the buffer.  Where the readers carry a ``T.where`` (a non-dividing split), part
+of the tile is never read, and was never written either: copying it reads memory no
+store wrote.  :func:`read_condition` turns the readers' accesses and predicates into a
+condition on the element index, so the copy takes exactly what the readers read (the
+values are those the readers saw: no writer runs inside the block between the copy
+and them).
+
+The condition exists when each reader is a leaf block whose declared region, over the
+loops between the copy and the reader, indexes each dimension by one of those loops
+(``± loop + outer``), by none, or as a range fixed outside; every loop its
+``T.where`` names is one of the solved loops.  Then the reader reads element ``e``
+iff that loop equals the value solved from ``e``, the value lies in the loop's
+range, and the predicate holds there.  Otherwise it is None.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> from cuvil_tir.analysis import tree
+    >>> A = T.placeholder((8,), name="A")
+    >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])
+    >>> p = tree.find_block(f, "B")
+    >>> cond = read_condition(f, (), f.params[0], [p])
+    >>> [str(c) for c in cond([T.var("e")])]
+    ['0 <= e', 'e < 8']
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.arith.affine import Affine, is_index_dtype
+from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.op import all as all_of, any as any_of, conjuncts
+from cuvil_tir.visitor import substitute, used_vars
+
+from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.regions import bound_region, inner_loops, region_of, simplify
+
+
+def _solve(index, inner: dict):
+    """``(loop var, sign, rest)`` when ``index`` is ``sign * loop + rest`` with ``rest``
+    free of ``inner`` loops; ``()`` when ``index`` names no inner loop; None
+    otherwise."""
+    if not is_index_dtype(index.dtype):
+        return None
+    ins = [(t, c) for t, c in Affine.of(index).terms
+           if any(id(v) in inner for v in used_vars(t))]
+    if not ins:
+        return ()
+    if len(ins) != 1 or not isinstance(ins[0][0], Var) or ins[0][1] not in (1, -1):
+        return None
+    t, c = ins[0]
+    return t, c, simplify(index - t * IntImm(c, index.dtype))
+
+
+def _reader(func, cpath, buf, rpath, elems):
+    """The conditions on ``elems`` (one placeholder per dimension) under which the
+    reader at ``rpath`` reads that element, or None (see the module docstring)."""
+    br = tree.get(func, rpath)
+    reg = region_of(br.block.reads, buf)
+    if reg is None or next(iter(tree.blocks_under(br.block.body)), None) is not None:
+        return None
+    reg = bound_region(br, reg)
+    inner = {id(l.loop_var): l for _, l in inner_loops(func, cpath, rpath)}
+    vmap: dict = {}
+    conds, later = [], []
+    for e, r in zip(elems, reg.region):
+        ext = simplify(r.extent)
+        found = _solve(r.min, inner)
+        if found == ():
+            conds += [r.min <= e, e < simplify(r.min + ext)]
+        elif found is None or not (isinstance(ext, IntImm) and ext.value == 1) or \
+                id(found[0]) in vmap:
+            later.append((e, r.min, ext))
+        else:
+            t, sign, rest = found
+            vmap[id(t)] = (t, simplify((e - rest) * IntImm(sign, e.dtype)))
+    sub = dict(vmap.values())
+    # a dimension indexed by loops already solved (A[i, 3 - i]) is fixed by them
+    for e, index, ext in later:
+        if not (isinstance(ext, IntImm) and ext.value == 1) or any(
+                id(v) in inner and id(v) not in vmap for v in used_vars(index)):
+            return None
+        conds.append(e == simplify(substitute(index, sub)))
+    for t, v in vmap.values():
+        loop = inner[id(t)]
+        conds += [loop.min <= v, v < simplify(loop.min + loop.extent)]
+    for c in conjuncts(br.predicate):
+        if any(id(v) in inner and id(v) not in vmap for v in used_vars(c)):
+            return None
+        conds.append(substitute(c, sub))
+    return conds
+
+
+def read_condition(func, cpath, buf, reader_paths):
+    """A function from an element's index (a list of expressions, one per dimension)
+    to the conditions under which one of the readers at ``reader_paths`` reads it
+    (over the loops at and above ``cpath``, where the copy goes), or None when no exact
+    condition is known.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.analysis import tree
+        >>> A = T.placeholder((4, 4), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i, 3 - i], name="B")])
+        >>> cond = read_condition(f, (), f.params[0], [tree.find_block(f, "B")])
+        >>> [str(c) for c in cond([T.var("r"), T.var("c")])]
+        ['c == 3 - r', '0 <= r', 'r < 4']
+    """
+    elems = [Var(f"e{d}", s.dtype) for d, s in enumerate(buf.shape)]
+    per = [_reader(func, cpath, buf, p, elems) for p in reader_paths]
+    if not per or any(c is None for c in per):
+        return None
+
+    def at(index):
+        emap = dict(zip(elems, index))
+        out = [[simplify(substitute(c, emap)) for c in conds] for conds in per]
+        return out[0] if len(out) == 1 else [any_of(*[all_of(c) for c in out])]
+    return at
+
+
+__all__ = ["read_condition"]
