@@ -168,3 +168,24 @@ def test_cache_read_of_a_part_the_copy_cannot_follow_is_refused():
                    r"cache_read: no block in this scope writes 'C', and its readers "
                    r"\['Y', 'Z'\] read only part of it \(under a T.where or in nested "
                    r"blocks\) by indices the copy cannot follow", CacheStageError)
+
+
+def test_cache_write_of_a_padding_block_guarded_by_an_equality_copies_back_its_element():
+    """Fuzz case 4036065169: the padding block of a padded layout runs under
+    T.where(ax0_1 == 1 and 1 <= ax1) (one element); a cache_write inside its blockized
+    block cut the copy back by the inequality alone and wrote back a whole column, over
+    an element of the sum (NaN where the cache was never written)."""
+    X = T.placeholder((3, 8), name="X")
+    k = T.reduce_axis((1, 8), name="k")
+    Y = T.compute((3,), lambda i: T.sum(X[i, k], axis=k), name="Y")
+    f = T.create_prim_func([X, T.compute((3,), lambda i: T.max(Y[i], 0.0), name="Z0")])
+    sch = S.Schedule(f)
+    init = sch.decompose_reduction("Y", sch.get_loops("Y")[0])
+    sch.transform_layout(init, 0, lambda i: (i // 2, i % 2), pad_value=0.0)
+    sch.blockize(sch.split(sch.get_loops("Y_pad")[0], [None, 2])[1])
+    sch.cache_write("Y_pad", 0, "local")
+    x = np.random.default_rng(4).integers(-3, 4, (3, 8)).astype("float32")
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.zeros(3, "float32")])[1],
+                                      np.maximum(x[:, 1:].sum(1), 0))
+    verify_trace_roundtrip(sch, f)
