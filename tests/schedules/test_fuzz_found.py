@@ -189,3 +189,46 @@ def test_cache_write_of_a_padding_block_guarded_by_an_equality_copies_back_its_e
         np.testing.assert_array_equal(runner(sch, [x, np.zeros(3, "float32")])[1],
                                       np.maximum(x[:, 1:].sum(1), 0))
     verify_trace_roundtrip(sch, f)
+
+
+def test_cache_write_of_a_guarded_copy_inside_a_blockized_block_copies_back_what_it_wrote():
+    """Fuzz case 4156386044: inside a blockized block, the cache_read copy of Y's tile
+    [v - 1, v + 2) is guarded to Y's rows; a cache_write of that copy wrote the whole
+    tile back from its own cache, rows the guarded copy never wrote included."""
+    X = T.placeholder((4, 2), "int8", name="X")
+    Y = T.compute((4, 2), lambda i, j: X[i, j], name="Y")
+    Z = T.compute((4, 2), lambda i, j: T.if_then_else(i >= 1, Y[i - 1, j], T.int8(0)) +
+                  T.if_then_else(i + 1 < 4, Y[i + 1, j], T.int8(0)), name="Z0")
+    f = T.create_prim_func([X, Z])
+    sch = S.Schedule(f)
+    sch.blockize(sch.split(sch.get_loops("Z0")[1], [None, 4])[1])
+    copy = sch.cache_read("Z0", 0, "local")
+    sch.cache_write(copy, 0, "global")
+    x = np.random.default_rng(5).integers(-9, 9, (4, 2)).astype("int8")
+    pad = np.pad(x, ((1, 1), (0, 0)))
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.zeros((4, 2), "int8")])[1],
+                                      pad[:-2] + pad[2:])
+    verify_trace_roundtrip(sch, f)
+
+
+def test_compute_inline_of_a_block_reading_a_cache_of_its_blockized_block_is_refused():
+    """Fuzz case 3099901935: Z0 reads Y_local, which its blockized outer block
+    allocates; inlined into Z1 (outside that block) the load named a buffer no block
+    around Z1 allocates, and the outer block's iterator."""
+    from schedules.errors import InlineError
+    from tests.schedules.testing import assert_refused
+    X = T.placeholder((7, 6), name="X")
+    Y = T.compute((7, 6), lambda i, j: X[i, j] * 2.0, name="Y")
+    Z0 = T.compute((7, 6), lambda i, j: Y[i, j] * 3.0, name="Z0")
+    f = T.create_prim_func([X, T.compute((7, 6), lambda i, j: Z0[i, j] + 1.0, name="Z1")])
+    sch = S.Schedule(f)
+    sch.blockize(sch.split(sch.get_loops("Z0")[0], [None, 3])[1])
+    sch.cache_read("Z0", 0, "local")
+    assert_refused(sch, lambda: sch.compute_inline("Z0"),
+                   r"compute_inline: block 'Z0' reads or names \['Y_local'\], which a block "
+                   r"around it allocates or binds, and its readers \['Z1'\] are not all "
+                   "inside that block", InlineError)
+    x = np.random.default_rng(6).standard_normal((7, 6)).astype("float32")
+    np.testing.assert_allclose(run(sch, [x, np.zeros((7, 6), "float32")])[1],
+                               x * 6 + 1, rtol=1e-6)

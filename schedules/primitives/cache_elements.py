@@ -1,20 +1,20 @@
-"""Which elements of a buffer a cache's readers read, as a condition on the element.
+"""Which elements of a buffer some blocks read or write, as a condition on the element.
 
-A ``cache_read`` inside a nested block whose buffer is written outside that block
-(a second blockized level: the buffer is the outer level's cache) copies the block's
-tile of the buffer.  Where the readers carry a ``T.where`` (a non-dividing split), part
-of the tile is never read, and was never written either: copying it reads memory no
-store wrote.  :func:`read_condition` turns the readers' accesses and predicates into a
-condition on the element index, so the copy takes exactly what the readers read (the
-values are those the readers saw: no writer runs inside the block between the copy
-and them).
+A cache's copy covers a box: the region its writer writes, or the tile of a nested
+block.  Where the blocks carry a ``T.where`` (a non-dividing split, a padding block, a
+tile overhanging its buffer), part of the box is never written: a ``cache_read``
+copying it reads memory no store wrote, and a ``cache_write`` copies garbage back over
+the buffer.  :func:`element_condition` turns the blocks' regions and predicates into
+a condition on the element index, so a copy takes exactly the elements they access:
+what the writer wrote, or (a buffer no block in the scope writes: the outer level's
+cache read in a second blockized block) what the readers read.
 
-The condition exists when each reader is a leaf block whose declared region, over the
-loops between the copy and the reader, indexes each dimension by one of those loops
-(``± loop + outer``), by none, or as a range fixed outside; every loop its
-``T.where`` names is one of the solved loops.  Then the reader reads element ``e``
-iff that loop equals the value solved from ``e``, the value lies in the loop's
-range, and the predicate holds there.  Otherwise it is None.
+The condition exists when each block is a leaf whose declared region, over the loops
+between the copy and the block, indexes each dimension by one of those loops
+(``± loop + outer``), by loops already solved, by none, or as a range fixed outside;
+every loop its ``T.where`` names is one of the solved loops.  Then the block accesses
+element ``e`` iff each solved loop's value (from ``e``) lies in the loop's range and
+the predicate holds there.  Otherwise it is None.
 
 Example::
 
@@ -23,7 +23,7 @@ Example::
     >>> A = T.placeholder((8,), name="A")
     >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])
     >>> p = tree.find_block(f, "B")
-    >>> cond = read_condition(f, (), f.params[0], [p])
+    >>> cond = element_condition(f, (), f.params[0], [p])
     >>> [str(c) for c in cond([T.var("e")])]
     ['0 <= e', 'e < 8']
 """
@@ -55,11 +55,11 @@ def _solve(index, inner: dict):
     return t, c, simplify(index - t * IntImm(c, index.dtype))
 
 
-def _reader(func, cpath, buf, rpath, elems):
+def _accesses(func, cpath, buf, rpath, elems, kind):
     """The conditions on ``elems`` (one placeholder per dimension) under which the
-    reader at ``rpath`` reads that element, or None (see the module docstring)."""
+    block at ``rpath`` accesses that element, or None (see the module docstring)."""
     br = tree.get(func, rpath)
-    reg = region_of(br.block.reads, buf)
+    reg = region_of(getattr(br.block, kind), buf)
     if reg is None or next(iter(tree.blocks_under(br.block.body)), None) is not None:
         return None
     reg = bound_region(br, reg)
@@ -94,11 +94,11 @@ def _reader(func, cpath, buf, rpath, elems):
     return conds
 
 
-def read_condition(func, cpath, buf, reader_paths):
+def element_condition(func, cpath, buf, paths, kind: str = "reads"):
     """A function from an element's index (a list of expressions, one per dimension)
-    to the conditions under which one of the readers at ``reader_paths`` reads it
-    (over the loops at and above ``cpath``, where the copy goes), or None when no exact
-    condition is known.
+    to the conditions under which one of the blocks at ``paths`` reads it (``kind``
+    ``"reads"``) or writes it (``"writes"``), over the loops at and above ``cpath``
+    (where the copy goes); None when no exact condition is known.
 
     Example::
 
@@ -106,12 +106,12 @@ def read_condition(func, cpath, buf, reader_paths):
         >>> from cuvil_tir.analysis import tree
         >>> A = T.placeholder((4, 4), name="A")
         >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i, 3 - i], name="B")])
-        >>> cond = read_condition(f, (), f.params[0], [tree.find_block(f, "B")])
+        >>> cond = element_condition(f, (), f.params[0], [tree.find_block(f, "B")])
         >>> [str(c) for c in cond([T.var("r"), T.var("c")])]
         ['c == 3 - r', '0 <= r', 'r < 4']
     """
     elems = [Var(f"e{d}", s.dtype) for d, s in enumerate(buf.shape)]
-    per = [_reader(func, cpath, buf, p, elems) for p in reader_paths]
+    per = [_accesses(func, cpath, buf, p, elems, kind) for p in paths]
     if not per or any(c is None for c in per):
         return None
 
@@ -122,4 +122,4 @@ def read_condition(func, cpath, buf, reader_paths):
     return at
 
 
-__all__ = ["read_condition"]
+__all__ = ["element_condition"]
