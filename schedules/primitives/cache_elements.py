@@ -77,21 +77,21 @@ def _accesses(func, cpath, buf, rpath, elems, kind):
         else:
             t, sign, rest = found
             vmap[id(t)] = (t, simplify((e - rest) * IntImm(sign, e.dtype)))
-    sub = dict(vmap.values())
     # a dimension indexed by loops already solved (A[i, 3 - i]) is fixed by them
     for e, index, ext in later:
-        if not (isinstance(ext, IntImm) and ext.value == 1) or any(
-                id(v) in inner and id(v) not in vmap for v in used_vars(index)):
+        if not (isinstance(ext, IntImm) and ext.value == 1):
             return None
-        conds.append(e == simplify(substitute(index, sub)))
+        conds.append(e == index)
     for t, v in vmap.values():
         loop = inner[id(t)]
         conds += [loop.min <= v, v < simplify(loop.min + loop.extent)]
-    for c in conjuncts(br.predicate):
-        if any(id(v) in inner and id(v) not in vmap for v in used_vars(c)):
-            return None
-        conds.append(substitute(c, sub))
-    return conds
+    conds += conjuncts(br.predicate)
+    # whatever names a loop left unsolved (a bound of a triangular loop included)
+    # holds for some of its values only: no exact condition
+    if any(id(v) in inner and id(v) not in vmap for c in conds for v in used_vars(c)):
+        return None
+    sub = dict(vmap.values())
+    return [simplify(substitute(c, sub)) for c in conds]
 
 
 def element_condition(func, cpath, buf, paths, kind: str = "reads"):
