@@ -50,6 +50,7 @@ from .codegen import codegen_llvm
 from .cpu import CPUInfo, check_cpu, cpu_info
 from .engine import compile_object, host_features, process_triple, resolve_cpu
 from .runtime import LLVMRuntimeModule, wrapper_ir
+from .x86_dot import host_missing, isa_ops
 
 _FM_FLAGS = ("nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast")
 
@@ -224,7 +225,8 @@ class LLVMTargetKind(TargetKind):
         return Program(self.name, entry.name, sources={"ll": text, "ll-opt": optimized},
                        binaries={"obj": obj},
                        functions={f.name: calling_conv(f) for f in module.functions},
-                       meta={"cpu": cpu, "features": features, "opt_level": opt_level},
+                       meta={"cpu": cpu, "features": features, "opt_level": opt_level,
+                             "isa_ops": isa_ops(module)},
                        lowered=module)
 
     def load(self, program, target) -> Module:
@@ -236,15 +238,14 @@ def _guard_host(runtime, target):
     """Code for wider vectors than this host has would die of SIGILL: such a module
     still shows its sources, but calling it is a TargetError."""
     bits = cpu_info(target).vector_bits
-    if bits > host_vector_bits():
-        name = target.options["mcpu"]
-
+    name = target.options["mcpu"]
+    why = f"{bits}-bit vectors, which this host ({host_vector_bits()}-bit vectors) " \
+        "cannot run" if bits > host_vector_bits() else host_missing(runtime.program)
+    if why is not None:
         def refuse(*args):
             raise TargetError(f"llvm: this module was compiled for mcpu={name!r} "
-                              f"({bits}-bit vectors), which this host "
-                              f"({host_vector_bits()}-bit vectors) cannot run; read its "
-                              "code with get_source(), or build with mcpu='native' to "
-                              "run it here")
+                              f"({why}); read its code with get_source(), or build with "
+                              "mcpu='native' to run it here")
         runtime.raw = refuse
     return runtime
 

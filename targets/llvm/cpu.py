@@ -52,7 +52,7 @@ KNOWN_X86_64 = (
 )
 
 _PROBE = r'''
-import sys, llvmlite.binding as llvm
+import os, sys, llvmlite.binding as llvm
 llvm.initialize_native_target(); llvm.initialize_native_asmprinter()
 cpu, feats = sys.argv[1], sys.argv[2]
 ir = """
@@ -69,8 +69,41 @@ tm = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
 mod = llvm.parse_assembly(ir)
 mod.triple = tm.triple
 asm = tm.emit_assembly(mod)
-print("VECTOR", 512 if "zmm" in asm else 256 if "ymm" in asm else 128)
+print("VECTOR", 512 if "zmm" in asm else 256 if "ymm" in asm else 128, flush=True)
+tests = eval(sys.argv[3])
+if hasattr(os, "fork"):
+    for name, (extra, fn, ret, args) in tests.items():
+        pid = os.fork()
+        if pid == 0:   # LLVM aborts on an instruction the CPU lacks: a child tries it
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+            try:
+                t = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
+                    cpu=cpu, features=",".join(x for x in (feats, extra) if x), opt=2)
+                params = ", ".join(f"{a} %a{k}" for k, a in enumerate(args))
+                m = llvm.parse_assembly(
+                    f"declare {ret} @{fn}({', '.join(args)})\n"
+                    f"define {ret} @f({params}) {{\n  %r = call {ret} @{fn}({params})\n"
+                    f"  ret {ret} %r\n}}\n")
+                m.triple = t.triple
+                t.emit_assembly(m)
+                os._exit(0)
+            except Exception:
+                os._exit(1)
+        if os.waitpid(pid, 0)[1] == 0:
+            print("FEATURE", name)
 '''
+
+#: the ISA extensions tensor intrinsics need, each tested by compiling one LLVM
+#: intrinsic that needs it for the (cpu, features) pair: ``name: (features added for
+#: the test, intrinsic, result type, argument types)``.  ``avxvnni`` is the VEX form:
+#: its test turns AVX-512 off, so the EVEX form (avx512vnni + avx512vl) cannot answer.
+ISA_TESTS = {
+    "avx512vnni": ("", "llvm.x86.avx512.vpdpbusd.512", "<16 x i32>", ["<16 x i32>"] * 3),
+    "avxvnni": ("-avx512f", "llvm.x86.avx512.vpdpbusd.256", "<8 x i32>", ["<8 x i32>"] * 3),
+    "avx512bf16": ("", "llvm.x86.avx512bf16.dpbf16ps.512", "<16 x float>",
+                   ["<16 x float>", "<16 x i32>", "<16 x i32>"]),
+    "avx512vl": ("", "llvm.x86.avx512.vpermi2var.d.256", "<8 x i32>", ["<8 x i32>"] * 3),
+}
 
 
 @dataclass(frozen=True)
@@ -97,10 +130,11 @@ class CPUInfo:
 
 
 @lru_cache(maxsize=None)
-def _probe(cpu: str, features: str) -> int:
-    """Vector bits LLVM uses for ``cpu``/``features``; TargetError if LLVM refuses them."""
+def _probe(cpu: str, features: str) -> tuple:
+    """``(vector bits, ISA extensions of ISA_TESTS)`` LLVM gives ``cpu``/``features``;
+    TargetError if LLVM refuses them."""
     try:
-        proc = subprocess.run([sys.executable, "-c", _PROBE, cpu, features],
+        proc = subprocess.run([sys.executable, "-c", _PROBE, cpu, features, repr(ISA_TESTS)],
                               capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise TargetError(f"llvm: could not check CPU {cpu!r}: {err}") from None
@@ -114,9 +148,11 @@ def _probe(cpu: str, features: str) -> int:
                           f"{' mattr=' + repr(features) if features else ''} on this "
                           f"{_arch()} host ({why}){hint}. Use mcpu='native', or one of: "
                           f"{', '.join(KNOWN_X86_64)}")
-    for line in proc.stdout.splitlines():
-        if line.startswith("VECTOR "):
-            return int(line.split()[1])
+    lines = [line.split() for line in proc.stdout.splitlines()]
+    isa = frozenset(w[1] for w in lines if len(w) == 2 and w[0] == "FEATURE")
+    for w in lines:
+        if len(w) == 2 and w[0] == "VECTOR":
+            return int(w[1]), isa
     raise TargetError(f"llvm: the CPU probe for {cpu!r} printed nothing: {proc.stderr[-300:]}")
 
 
@@ -158,11 +194,37 @@ def cpu_info(target) -> CPUInfo:
         bits = vector_bits_of(features or host_features())
         cpu = cpu or host_cpu()
     else:
-        bits = _probe(cpu, features)
+        bits = _probe(cpu, features)[0]
     opts = target.options
     cores = int(opts.get("num_cores") or 0) or host_cores()
     l1 = int(opts.get("l1d_kb") or 0) * 1024 or cache_bytes("1d", 32 << 10)
     l2 = int(opts.get("l2_kb") or 0) * 1024 or cache_bytes("2", 1 << 20)
     regs = 32 if bits == 512 else 16
     feats = tuple(f for f in features.split(",") if f)
+    feats += tuple(f"+{f}" for f in sorted(isa_features(cpu, features))
+                   if f"+{f}" not in feats)
     return CPUInfo(cpu, feats, bits, regs, l1, l2, cores)
+
+
+def isa_features(cpu: str, features: str) -> frozenset:
+    """The ISA extensions code for ``cpu``/``features`` may use, as LLVM names them
+    (``avx512vnni``): the ``+`` entries of ``features`` and, for a CPU named by
+    ``mcpu``, those of :data:`ISA_TESTS` LLVM enables for it (probed once per pair),
+    less the ``-`` entries.  For the host (``mcpu="native"``) its feature list is
+    complete.
+
+    Example::
+
+        >>> sorted(isa_features("icelake-server", ""))
+        ['avx512vl', 'avx512vnni']
+        >>> sorted(isa_features("znver4", "-avx512vnni"))
+        ['avx512bf16', 'avx512vl']
+        >>> isa_features("haswell", "")
+        frozenset()
+    """
+    listed = [f for f in features.split(",") if f]
+    on = {f[1:] for f in listed if f.startswith("+")}
+    off = {f[1:] for f in listed if f.startswith("-")}
+    if (cpu, features) != (host_cpu(), host_features()):
+        on |= _probe(cpu, features)[1]
+    return frozenset(on - off)
