@@ -127,9 +127,9 @@ def main(argv=None):
     ap.add_argument("--mcpu", default="native")
     args = ap.parse_args(argv)
     run = _load("bench_run", ROOT / "run.py")
-    status = run.rerun_without_blas_vars(__file__)
-    if status is not None:
-        return status
+    rc = run.bench_env.rerun_without_blas_overrides(__file__, argv)
+    if rc is not None:
+        return rc
     sizes = args.sizes or ([512] if args.quick else [512, 1024, 2048])
     repeat = args.repeat or (3 if args.quick else 7)
     target = targets.Target("llvm", mcpu=args.mcpu)
@@ -138,7 +138,8 @@ def main(argv=None):
     peaks = {}
     for kind in ("fp32", "int8", "bf16"):
         try:
-            peaks[kind] = run.measure_peak(3, target, kind)["all threads"]
+            peaks[kind] = run.measure_peak(3, target, reps=1_000_000 if args.quick else None,
+                                           kind=kind)["all threads"]
         except targets.TargetError:
             peaks[kind] = None
     print("peaks (G ops/s, all cores, measured): " + ", ".join(

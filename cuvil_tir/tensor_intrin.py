@@ -139,10 +139,14 @@ class TensorIntrin:
             >>> TensorIntrin("x", None, None).missing("llvm -mcpu=haswell") is None
             True
         """
-        if not self.requires:
-            return None
         from .target import as_target
         t = as_target(target)
+        unspelled = _unspelled(self.impl, t.kind_obj.name)
+        if unspelled:
+            return (f"uses {', '.join(unspelled)}, which the {t.kind_obj.name} backend "
+                    "does not write")
+        if not self.requires:
+            return None
         have = {f[1:] if f[:1] == "+" else f for f in t.kind_obj.machine(t).features
                 if f[:1] != "-"}
         if any(set(alt) <= have for alt in self.requires):
@@ -244,6 +248,26 @@ class TensorIntrin:
             True
         """
         return sorted(cls._REGISTRY)
+
+def _unspelled(impl, backend: str) -> list:
+    """The registered ops ``impl`` calls that ``backend`` has no spelling for, sorted:
+    an intrinsic whose instruction the backend cannot write is not available there."""
+    from . import ops
+    from .expr import Call
+    from .ops.spelling import has_backend
+    from .visitor import post_order_visit
+    if not isinstance(impl, PrimFunc) or not has_backend(backend):
+        return []
+    found = set()
+
+    def look(n):
+        if isinstance(n, Call) and ops.has_op(n.op):
+            spell = ops.find_spelling(backend, n.op)
+            if spell is None or isinstance(spell, ops.Unsupported):
+                found.add(n.op)
+    post_order_visit(impl.body, look)
+    return sorted(found)
+
 
 def _alternatives(requires) -> tuple:
     """``requires`` as a tuple of alternatives, each a tuple of extension names."""

@@ -5,13 +5,16 @@ Options: ``mcpu`` (``"native"``: the host's CPU and features), ``mattr`` (featur
 (default ``"contract"``: ``fmul`` + ``fadd`` may fuse into ``fma``, one rounding
 instead of two, as every BLAS does; ``False`` for strict IEEE results; ``True`` for all
 flags; or LLVM flags such as ``"contract,reassoc"`` -- ``reassoc`` is opt-in: it lets
-LLVM reorder reductions, so sums change in the last bits and may vectorize; ``afn``
-is opt-in too: float32 vector ``exp`` runs inline (:mod:`targets.llvm.vector_math`,
-within 1 ulp) instead of one libm call per lane).
+LLVM reorder reductions, so sums change in the last bits and vectorize (one loop
+at a time: annotation ``pragma_reassoc``); ``afn`` is opt-in too: the looser grade of
+the vector ``exp``/``log``/``tanh``/``sigmoid``, which by default run in vector
+registers within 2 ulp (:mod:`targets.llvm.vector_math`), not one libm call per
+lane).
 
-``bounds_check`` (default ``False``): check every buffer access at run time; an
-access out of bounds raises ``T.BoundsCheckError`` before it happens (see
-:mod:`cuvil_tir.transform.bounds_check`).
+``bounds_check`` (default ``False``: only the cheap checks, each run once before its
+loop or once per call; ``True``: every buffer access not proven in bounds is checked
+at run time); an access out of bounds raises ``T.BoundsCheckError`` before it happens
+(see :mod:`cuvil_tir.transform.bounds_check`).
 
 Lowering: :func:`llvm_pipeline` -- the default pipeline plus local-buffer
 compaction, loop partitioning (guard-free main ranges of non-dividing splits), loop
@@ -36,7 +39,7 @@ from __future__ import annotations
 import llvmlite
 import llvmlite.binding as llvm
 
-from cuvil_tir.errors import TargetError
+from cuvil_tir.errors import HostFeatureError, TargetError
 from cuvil_tir.ir_module import calling_conv
 from cuvil_tir.target import (HOST_MEMORIES, Machine, Option, Program, TargetKind,
                               register_target)
@@ -47,10 +50,10 @@ from cuvil_tir.transform.vectorize import vectorize_loops
 
 from ..runtime import DATA_OFFSET, Module
 from .codegen import codegen_llvm
-from .cpu import CPUInfo, check_cpu, cpu_info
-from .engine import compile_object, host_features, process_triple, resolve_cpu
+from .cpu import CPUInfo, check_cpu, cpu_info, missing_host_features
+from .engine import compile_object, host_cpu, host_features, process_triple, resolve_cpu
 from .runtime import LLVMRuntimeModule, wrapper_ir
-from .x86_dot import host_missing, isa_ops
+from . import x86_dot  # noqa: F401 - registers the dot-product ops' spellings
 
 _FM_FLAGS = ("nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast")
 
@@ -209,7 +212,11 @@ class LLVMTargetKind(TargetKind):
         """
         info = cpu_info(target)
         return Machine(info.vector_bits, info.vector_registers, info.l1d_bytes,
-                       info.l2_bytes, info.cores, info.name, tuple(info.features))
+                       info.l2_bytes, info.cores, info.name,
+                       # mattr's entries, then what the CPU has besides (tensor
+                       # intrinsics' requires read them)
+                       tuple(info.features) + tuple(f"+{f}" for f in info.isa
+                                                    if f"+{f}" not in info.features))
 
     def codegen(self, module, target) -> Program:
         """The lowered module as LLVM IR, compiled to object code for ``target``'s CPU."""
@@ -225,8 +232,7 @@ class LLVMTargetKind(TargetKind):
         return Program(self.name, entry.name, sources={"ll": text, "ll-opt": optimized},
                        binaries={"obj": obj},
                        functions={f.name: calling_conv(f) for f in module.functions},
-                       meta={"cpu": cpu, "features": features, "opt_level": opt_level,
-                             "isa_ops": isa_ops(module)},
+                       meta={"cpu": cpu, "features": features, "opt_level": opt_level},
                        lowered=module)
 
     def load(self, program, target) -> Module:
@@ -235,17 +241,23 @@ class LLVMTargetKind(TargetKind):
 
 
 def _guard_host(runtime, target):
-    """Code for wider vectors than this host has would die of SIGILL: such a module
-    still shows its sources, but calling it is a TargetError."""
-    bits = cpu_info(target).vector_bits
-    name = target.options["mcpu"]
-    why = f"{bits}-bit vectors, which this host ({host_vector_bits()}-bit vectors) " \
-        "cannot run" if bits > host_vector_bits() else host_missing(runtime.program)
-    if why is not None:
+    """Code that may use CPU features this host lacks would die of SIGILL: such a
+    module still builds and shows its sources, but calling it (or timing it) is a
+    HostFeatureError naming the missing features."""
+    missing = missing_host_features(target)
+    if missing:
+        opts = target.options
+        built = ", ".join(f"{k}={opts[k]!r}" for k in ("mcpu", "mattr") if opts.get(k))
+        names = ", ".join("+" + f for f in missing)
+
         def refuse(*args):
-            raise TargetError(f"llvm: this module was compiled for mcpu={name!r} "
-                              f"({why}); read its code with get_source(), or build with "
-                              "mcpu='native' to run it here")
+            raise HostFeatureError(
+                f"llvm: this module was built for {built}, whose code may use CPU "
+                f"features this host ({host_cpu()}) lacks: {names}; running it would "
+                "stop the process with an illegal instruction (SIGILL). Read its code "
+                "with get_source(), run it on a machine with those features, or build "
+                "with mcpu='native' (or an mcpu/mattr this host has) to run it here",
+                missing)
         runtime.raw = refuse
     return runtime
 

@@ -36,6 +36,7 @@ from cuvil_tir.errors import TargetError
 
 from ..runtime.host import cache_bytes, host_cores, host_cpu, host_features, vector_bits_of
 from .engine import resolve_cpu
+from .isa import features_in, missing_on_host, probe_ir
 
 #: 64-bit x86 CPU names LLVM 14-20 accepts (for suggestions; the probe decides)
 KNOWN_X86_64 = (
@@ -52,7 +53,7 @@ KNOWN_X86_64 = (
 )
 
 _PROBE = r'''
-import os, sys, llvmlite.binding as llvm
+import sys, llvmlite.binding as llvm
 llvm.initialize_native_target(); llvm.initialize_native_asmprinter()
 cpu, feats = sys.argv[1], sys.argv[2]
 ir = """
@@ -69,46 +70,17 @@ tm = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
 mod = llvm.parse_assembly(ir)
 mod.triple = tm.triple
 asm = tm.emit_assembly(mod)
-print("VECTOR", 512 if "zmm" in asm else 256 if "ymm" in asm else 128, flush=True)
-tests = eval(sys.argv[3])
-if hasattr(os, "fork"):
-    for name, (extra, fn, ret, args) in tests.items():
-        pid = os.fork()
-        if pid == 0:   # LLVM aborts on an instruction the CPU lacks: a child tries it
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
-            try:
-                t = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
-                    cpu=cpu, features=",".join(x for x in (feats, extra) if x), opt=2)
-                params = ", ".join(f"{a} %a{k}" for k, a in enumerate(args))
-                m = llvm.parse_assembly(
-                    f"declare {ret} @{fn}({', '.join(args)})\n"
-                    f"define {ret} @f({params}) {{\n  %r = call {ret} @{fn}({params})\n"
-                    f"  ret {ret} %r\n}}\n")
-                m.triple = t.triple
-                t.emit_assembly(m)
-                os._exit(0)
-            except Exception:
-                os._exit(1)
-        if os.waitpid(pid, 0)[1] == 0:
-            print("FEATURE", name)
+print("VECTOR", 512 if "zmm" in asm else 256 if "ymm" in asm else 128)
+isa = llvm.parse_assembly(sys.stdin.read())   # targets.llvm.isa's snippets
+isa.triple = tm.triple
+print(tm.emit_assembly(isa))
 '''
-
-#: the ISA extensions tensor intrinsics need, each tested by compiling one LLVM
-#: intrinsic that needs it for the (cpu, features) pair: ``name: (features added for
-#: the test, intrinsic, result type, argument types)``.  ``avxvnni`` is the VEX form:
-#: its test turns AVX-512 off, so the EVEX form (avx512vnni + avx512vl) cannot answer.
-ISA_TESTS = {
-    "avx512vnni": ("", "llvm.x86.avx512.vpdpbusd.512", "<16 x i32>", ["<16 x i32>"] * 3),
-    "avxvnni": ("-avx512f", "llvm.x86.avx512.vpdpbusd.256", "<8 x i32>", ["<8 x i32>"] * 3),
-    "avx512bf16": ("", "llvm.x86.avx512bf16.dpbf16ps.512", "<16 x float>",
-                   ["<16 x float>", "<16 x i32>", "<16 x i32>"]),
-    "avx512vl": ("", "llvm.x86.avx512.vpermi2var.d.256", "<8 x i32>", ["<8 x i32>"] * 3),
-}
 
 
 @dataclass(frozen=True)
 class CPUInfo:
-    """The machine a target compiles for.
+    """The machine a target compiles for; ``isa``: the instruction-set features its
+    code may use (:mod:`targets.llvm.isa`; the host's for ``native``).
 
     Example::
 
@@ -123,6 +95,7 @@ class CPUInfo:
     l1d_bytes: int
     l2_bytes: int
     cores: int
+    isa: tuple = ()
 
     def lanes(self, dtype: str) -> int:
         """Elements of ``dtype`` in one vector register."""
@@ -131,11 +104,12 @@ class CPUInfo:
 
 @lru_cache(maxsize=None)
 def _probe(cpu: str, features: str) -> tuple:
-    """``(vector bits, ISA extensions of ISA_TESTS)`` LLVM gives ``cpu``/``features``;
-    TargetError if LLVM refuses them."""
+    """``(vector bits, isa features)`` LLVM uses for ``cpu``/``features``; TargetError
+    if LLVM refuses them."""
     try:
-        proc = subprocess.run([sys.executable, "-c", _PROBE, cpu, features, repr(ISA_TESTS)],
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run([sys.executable, "-c", _PROBE, cpu, features],
+                              input=probe_ir(), capture_output=True, text=True,
+                              timeout=120)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise TargetError(f"llvm: could not check CPU {cpu!r}: {err}") from None
     bad = [line.strip() for line in proc.stderr.splitlines()
@@ -148,11 +122,9 @@ def _probe(cpu: str, features: str) -> tuple:
                           f"{' mattr=' + repr(features) if features else ''} on this "
                           f"{_arch()} host ({why}){hint}. Use mcpu='native', or one of: "
                           f"{', '.join(KNOWN_X86_64)}")
-    lines = [line.split() for line in proc.stdout.splitlines()]
-    isa = frozenset(w[1] for w in lines if len(w) == 2 and w[0] == "FEATURE")
-    for w in lines:
-        if len(w) == 2 and w[0] == "VECTOR":
-            return int(w[1]), isa
+    for line in proc.stdout.splitlines():
+        if line.startswith("VECTOR "):
+            return int(line.split()[1]), tuple(features_in(proc.stdout))
     raise TargetError(f"llvm: the CPU probe for {cpu!r} printed nothing: {proc.stderr[-300:]}")
 
 
@@ -193,38 +165,49 @@ def cpu_info(target) -> CPUInfo:
     if mcpu in ("native", "host") and not target.options.get("mattr"):
         bits = vector_bits_of(features or host_features())
         cpu = cpu or host_cpu()
+        isa = tuple(f[1:] for f in (features or host_features()).split(",")
+                    if f.startswith("+"))
     else:
-        bits = _probe(cpu, features)[0]
+        bits, isa = _probe(cpu, features)
     opts = target.options
     cores = int(opts.get("num_cores") or 0) or host_cores()
     l1 = int(opts.get("l1d_kb") or 0) * 1024 or cache_bytes("1d", 32 << 10)
     l2 = int(opts.get("l2_kb") or 0) * 1024 or cache_bytes("2", 1 << 20)
     regs = 32 if bits == 512 else 16
     feats = tuple(f for f in features.split(",") if f)
-    feats += tuple(f"+{f}" for f in sorted(isa_features(cpu, features))
-                   if f"+{f}" not in feats)
-    return CPUInfo(cpu, feats, bits, regs, l1, l2, cores)
+    return CPUInfo(cpu, feats, bits, regs, l1, l2, cores, isa)
 
 
-def isa_features(cpu: str, features: str) -> frozenset:
-    """The ISA extensions code for ``cpu``/``features`` may use, as LLVM names them
-    (``avx512vnni``): the ``+`` entries of ``features`` and, for a CPU named by
-    ``mcpu``, those of :data:`ISA_TESTS` LLVM enables for it (probed once per pair),
-    less the ``-`` entries.  For the host (``mcpu="native"``) its feature list is
-    complete.
+def missing_host_features(target) -> list:
+    """The CPU features the code of ``target`` may use that this host lacks (empty for
+    ``native``, or when the host has them all): running that code would stop the
+    process with SIGILL.
 
     Example::
 
-        >>> sorted(isa_features("icelake-server", ""))
-        ['avx512vl', 'avx512vnni']
-        >>> sorted(isa_features("znver4", "-avx512vnni"))
-        ['avx512bf16', 'avx512vl']
-        >>> isa_features("haswell", "")
-        frozenset()
+        >>> import targets
+        >>> missing_host_features(targets.Target("llvm"))
+        []
     """
-    listed = [f for f in features.split(",") if f]
-    on = {f[1:] for f in listed if f.startswith("+")}
-    off = {f[1:] for f in listed if f.startswith("-")}
-    if (cpu, features) != (host_cpu(), host_features()):
-        on |= _probe(cpu, features)[1]
-    return frozenset(on - off)
+    mcpu = target.options.get("mcpu", "native") or "native"
+    mattr = target.options.get("mattr", "") or ""
+    if mcpu in ("native", "host") and not mattr:
+        return []
+    return missing_on_host(cpu_info(target).isa, mattr, host_features())
+
+
+def isa_features(cpu: str, features: str) -> frozenset:
+    """The instruction-set features (LLVM's names, :mod:`targets.llvm.isa`) code for
+    the resolved ``cpu``/``features`` pair (:func:`resolve_cpu`) may use: the host's
+    own list for the host's pair, else LLVM's answer for that CPU (probed once).
+
+    Example::
+
+        >>> {"avx512vnni", "avx512bf16"} <= isa_features("znver4", "")
+        True
+        >>> "avx512vnni" in isa_features("znver4", "-avx512vnni")
+        False
+    """
+    if (cpu, features) == (host_cpu(), host_features()):
+        return frozenset(f[1:] for f in features.split(",") if f.startswith("+"))
+    return frozenset(_probe(cpu, features)[1])

@@ -10,9 +10,9 @@ extension, raised before LLVM sees the call (LLVM would abort the process).  The
 operands are passed as ``i32`` vectors, the intrinsics' oldest signature, which every
 LLVM since 14 reads (newer ones upgrade it to ``i8`` and ``bfloat`` vectors).
 
-A module that uses them records each ``(op, lanes)`` in its ``Program``'s meta
-(``isa_ops``): loading it on a host without the extension is refused
-(:func:`host_missing`) instead of dying of SIGILL.
+A module built for a CPU with features this host lacks (``mcpu='alderlake'``'s
+AVX-VNNI on a Zen 4) is refused when called, with a ``HostFeatureError``
+(:func:`targets.llvm.cpu.missing_host_features`), instead of dying of SIGILL.
 
 Example::
 
@@ -26,9 +26,7 @@ from __future__ import annotations
 from cuvil_tir import dtype as D
 from cuvil_tir import ops
 from cuvil_tir.errors import TargetError
-from cuvil_tir.expr import Call
 from cuvil_tir.ops.dot import DPBF16PS, DPBUSD, ISA, missing_isa
-from cuvil_tir.visitor import post_order_visit
 
 from .cpu import isa_features
 from .types import reg_type
@@ -93,45 +91,6 @@ def _spelling(op: str):
     return spell
 
 
-def isa_ops(module) -> list:
-    """``[op, lanes]`` of every dot-product op ``module`` (an IRModule) computes, once
-    each, sorted.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> isa_ops(T.IRModule.from_func(T.PrimFunc([], T.Evaluate(T.const(0)))))
-        []
-    """
-    found = set()
-
-    def look(n):
-        if isinstance(n, Call) and n.op in ISA:
-            found.add((n.op, D.lanes(n.dtype)))
-    for f in module.functions:
-        post_order_visit(f.body, look)
-    return [list(x) for x in sorted(found)]
-
-
-def host_missing(program) -> str | None:
-    """Why this host cannot run ``program`` (an ISA extension its dot-product ops need
-    and the host lacks), or None.
-
-    Example::
-
-        >>> from cuvil_tir.target import Program
-        >>> host_missing(Program("llvm", "f", meta={"isa_ops": []})) is None
-        True
-    """
-    from ..runtime.host import host_cpu, host_features
-    have = isa_features(host_cpu(), host_features())
-    for op, lanes in program.meta.get("isa_ops", ()):
-        why = missing_isa(op, lanes, have)
-        if why is not None:
-            return f"its {op} ({_NAMES[op][1]}, {lanes * 32}-bit) {why}, which this host lacks"
-    return None
-
-
 ops.register_spellings("llvm", {DPBUSD: _spelling(DPBUSD), DPBF16PS: _spelling(DPBF16PS)})
 
-__all__ = ["host_missing", "isa_ops", "refusal"]
+__all__ = ["refusal"]
