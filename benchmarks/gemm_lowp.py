@@ -9,8 +9,9 @@ GEMMs of :mod:`targets.toolkit.cpu_recipes` on ``vpdpbusd`` (int8 x int8 -> int3
 through the +128 offset and its compensation, and uint8 x int8 -> int32, the
 instruction's own signedness), the bfloat16 GEMM on ``vdpbf16ps`` (float32
 accumulation) and numpy's fp32 ``a @ b`` (OpenBLAS).  numpy has no int8 or bfloat16
-GEMM fast path (``int8 @ int8`` runs a generic loop), so every row is compared with
-numpy's *fp32* GEMM of the same shape, and with our fp32 recipe.
+GEMM fast path: its integer ``a @ b`` (int32 here, as int8 would overflow) runs a
+generic loop, timed up to ``--int-max`` (1024) only; so every row is compared with
+numpy's *fp32* GEMM of the same shape (``x numpy``), and with our fp32 recipe.
 
 All five run interleaved, ``--repeat`` rounds, medians, in one process, so every
 ratio is taken under the same load (the load average is printed before and after).
@@ -19,7 +20,9 @@ against a float64 product of the bfloat16-rounded inputs (relative error).
 
 Peaks are measured on this machine with kernels built by our own backend
 (``benchmarks/run.py``'s :func:`peak_kernel`: independent chains of FMAs,
-``vpdpbusd`` or ``vdpbf16ps`` as wide as the target's vectors, on every core): a
+``vpdpbusd`` or ``vdpbf16ps`` as wide as the target's vectors, on every pool thread),
+timed in the same interleaved rounds as the GEMMs, so a share of peak is taken under
+the same load (on a shared machine a peak measured apart is not comparable): a
 ``vpdpbusd`` does 4 int8 multiply-adds per 32-bit lane (64 per 512-bit instruction),
 ``vdpbf16ps`` 2 and an FMA 1, so at one instruction per cycle each the int8 peak is 4x
 and the bf16 peak 2x the fp32 peak.  Without VNNI / BF16 on the target (``--mcpu``)
@@ -72,7 +75,7 @@ def _loadavg() -> str:
     return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
 
 
-def cases(n: int, target, rng):
+def cases(n: int, target, rng, int_max: int = 1024):
     """``[(label, kind, call, check)]`` for size ``n``: each ``call`` runs one GEMM;
     ``check()`` raises when its result is wrong; kind selects the peak."""
     t04 = _load("tutorial04", ROOT.parent / "tutorials" / "04_fast_matmul_cpu.py")
@@ -94,7 +97,8 @@ def cases(n: int, target, rng):
         except targets.TargetError as err:
             out.append((label, "int8", None, str(err)))
             continue
-        want = a8.astype("int64") @ b8.astype("int64")
+        # exact in float64 BLAS: every partial sum is below 2**53
+        want = (a8.astype("float64") @ b8.astype("float64")).astype("int64")
         out.append((label, "int8", lambda mod=mod, a8=a8, c8=c8: mod(a8, b8, c8),
                     lambda c8=c8, want=want: np.testing.assert_array_equal(c8, want)))
     ab, bb = bf16_bits(a32), bf16_bits(b32)
@@ -108,6 +112,32 @@ def cases(n: int, target, rng):
     except targets.TargetError as err:
         out.append(("bf16", "bf16", None, str(err)))
     out.append(("numpy fp32", "fp32", lambda: a32 @ b32, lambda: None))
+    if n <= int_max:
+        b_i = b8.astype("int32")
+        out.append(("numpy int32", "int8", lambda: b_i @ b_i, lambda: None))
+    return out
+
+
+def peak_calls(run, target, ops: float) -> dict:
+    """``{kind: (call, operations)}`` of the peak kernels (``run.peak_kernel``: chains
+    of FMAs, ``vpdpbusd``, ``vdpbf16ps`` on every pool thread) the target can build,
+    each sized to about ``ops`` operations, to time interleaved with the GEMMs: on a
+    shared machine a peak taken apart from them would be taken under another load."""
+    from targets.llvm import cpu_info, threadpool
+    info = cpu_info(target)
+    w, threads = info.lanes("float32"), threadpool.get_num_threads()
+    chains = max(4, min(12, info.vector_registers - 4))
+    out = {}
+    for kind, (acc_t, _, b_t, per) in run.PEAK_KINDS.items():
+        reps = max(1000, int(ops / (2 * threads * chains * w * per)))
+        func, flops = run.peak_kernel(threads, w, chains, reps=reps, kind=kind)
+        try:
+            mod = targets.build(func, target, name=f"peak_{kind}")
+        except targets.TargetError:
+            continue
+        x = np.ones(w * per, "uint16" if b_t == "bfloat16" else b_t)
+        o = np.zeros(threads * chains * w, acc_t)
+        out[kind] = (lambda mod=mod, x=x, o=o: mod(x, o)), flops
     return out
 
 
@@ -125,6 +155,8 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=None)
     ap.add_argument("--quick", action="store_true", help="512^3 only, 3 repeats")
     ap.add_argument("--mcpu", default="native")
+    ap.add_argument("--int-max", type=int, default=1024,
+                    help="largest n at which numpy's integer GEMM is timed (it is slow)")
     args = ap.parse_args(argv)
     run = _load("bench_run", ROOT / "run.py")
     rc = run.bench_env.rerun_without_blas_overrides(__file__, argv)
@@ -135,33 +167,29 @@ def main(argv=None):
     target = targets.Target("llvm", mcpu=args.mcpu)
     print(f"target {target}; load average {_loadavg()} on {os.cpu_count()} cores; "
           f"numpy BLAS: {run.blas_info()}")
-    peaks = {}
-    for kind in ("fp32", "int8", "bf16"):
-        try:
-            peaks[kind] = run.measure_peak(3, target, reps=1_000_000 if args.quick else None,
-                                           kind=kind)["all threads"]
-        except targets.TargetError:
-            peaks[kind] = None
-    print("peaks (G ops/s, all cores, measured): " + ", ".join(
-        f"{k} {v:.0f}" if v else f"{k} -" for k, v in peaks.items()))
     rng = np.random.default_rng(0)
     print(f"{'n':>5s}  {'kernel':12s} {'GOP/s':>8s} {'of peak':>8s} {'x fp32':>7s} "
           f"{'x numpy':>8s}")
     for n in sizes:
-        rows = cases(n, target, rng)
+        rows = cases(n, target, rng, args.int_max)
         runnable = [r for r in rows if r[2] is not None]
         for _, _, call, check in runnable:
             call()
             check()
-        stats = run.interleaved_all([r[2] for r in runnable], repeat)
+        peaks = peak_calls(run, target, 2.0 * n ** 3)
+        calls = [r[2] for r in runnable] + [c for c, _ in peaks.values()]
+        stats = run.interleaved_all(calls, repeat)
         rate = {r[0]: 2.0 * n ** 3 / s["median"] / 1e9 for r, s in zip(runnable, stats)}
+        peak = {k: ops / s["median"] / 1e9
+                for (k, (_, ops)), s in zip(peaks.items(), stats[len(runnable):])}
+        print(f"{n:5d}  peaks (G ops/s, all threads, timed with the rows): " + ", ".join(
+            f"{k} {peak[k]:.0f}" if k in peak else f"{k} -" for k in run.PEAK_KINDS))
         for label, kind, call, why in rows:
             if call is None:
                 print(f"{n:5d}  {label:12s} not built: {why}")
                 continue
-            peak = peaks.get(kind)
-            share = f"{rate[label] / peak:8.1%}" if peak and label != "numpy fp32" else \
-                f"{'':8s}"
+            share = f"{rate[label] / peak[kind]:8.1%}" if kind in peak and \
+                not label.startswith("numpy") else f"{'':8s}"
             print(f"{n:5d}  {label:12s} {rate[label]:8.1f} {share} "
                   f"{rate[label] / rate['fp32 recipe']:7.2f} "
                   f"{rate[label] / rate['numpy fp32']:8.2f}")

@@ -50,26 +50,21 @@ class TensorIntrin:
 
     _REGISTRY: dict = {}
 
-    def __init__(self, name: str, desc: PrimFunc, impl: PrimFunc, requires=(),
-                 prepare=None):
+    def __init__(self, name: str, desc: PrimFunc, impl: PrimFunc, requires=()):
         self.name = name
         self.desc = desc
         self.impl = impl
         self.requires = _alternatives(requires)
-        self.prepare = prepare
 
     def __repr__(self):
         return f"TensorIntrin({self.name!r})"
 
     @classmethod
     def register(cls, name: str, desc_func: PrimFunc, impl_func: PrimFunc,
-                 override: bool = False, requires=(), prepare=None) -> "TensorIntrin":
+                 override: bool = False, requires=()) -> "TensorIntrin":
         """Declare the intrinsic ``name``; checks that desc and impl agree.
         ``requires``: the ISA extensions a target must declare to use it (module
-        doc); ``prepare(sch, block_name)``: the schedule steps that bring a plain
-        block into the form ``desc`` describes (e.g. packing an operand with
-        ``cache_read`` + ``transform_layout``), returning False when the block does not
-        fit; the tuner applies it before matching.
+        doc; :meth:`available`).
 
         Example::
 
@@ -115,15 +110,11 @@ class TensorIntrin:
                                      f"{name}: desc block {s.block.name!r} has an init; "
                                      "a desc describes the update C = C + ... only "
                                      "(the scheduled block keeps its own init)")
-        if prepare is not None and not callable(prepare):
-            raise schedule_error(ScheduleArgumentError, where,
-                                 f"{name}: prepare must be a function (sch, block_name) "
-                                 f"-> bool, found {type(prepare).__name__}")
         try:
             _alternatives(requires)
         except ValueError as err:
             raise schedule_error(ScheduleArgumentError, where, f"{name}: {err}") from None
-        intrin = cls(name, desc_func, impl_func, requires, prepare)
+        intrin = cls(name, desc_func, impl_func, requires)
         cls._REGISTRY[name] = intrin
         return intrin
 
@@ -273,11 +264,13 @@ def _alternatives(requires) -> tuple:
     """``requires`` as a tuple of alternatives, each a tuple of extension names."""
     if isinstance(requires, str):
         requires = (requires,)
-    req = tuple(requires)
-    if all(isinstance(x, str) for x in req):
+    req = tuple(requires) if isinstance(requires, (tuple, list)) else None
+    if req is None:
+        pass
+    elif all(isinstance(x, str) for x in req):
         return (req,) if req else ()
-    if all(isinstance(alt, (tuple, list)) and alt and all(isinstance(x, str) for x in alt)
-           for alt in req):
+    elif all(isinstance(alt, (tuple, list)) and alt and
+             all(isinstance(x, str) for x in alt) for alt in req):
         return tuple(tuple(alt) for alt in req)
     raise ValueError(f"requires must be extension names ('avx512vnni', ...) or a tuple of "
                      f"alternatives (('avxvnni',), ('avx512vnni', 'avx512vl')), found "
