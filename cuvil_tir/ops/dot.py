@@ -25,8 +25,9 @@ products added in the other order and without denormals: a difference within flo
 rounding, not an error of the op.
 
 Each backend that writes them says so in its own folder (the llvm target: its LLVM
-intrinsics, :mod:`targets.llvm.x86_dot`; the C family: ``immintrin.h``); every other
-backend refuses them with a coded error.  The interpreter runs them through
+intrinsics, :mod:`targets.llvm.x86_dot`); every other backend (``c`` and ``cuda``
+included) refuses them with a coded error, and the tensor intrinsics built on them are
+not available there (:meth:`cuvil_tir.tensor_intrin.TensorIntrin.available`).  The interpreter runs them through
 ``lanes_reference`` (:class:`cuvil_tir.ops.OpDef`).
 
 Example::

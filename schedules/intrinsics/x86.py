@@ -1,5 +1,5 @@
 """x86 tensor intrinsics: int8 dot products (AVX512-VNNI / AVX-VNNI ``vpdpbusd``) and
-bfloat16 pair products (AVX512-BF16 ``vdpbf16ps``), for the ``llvm`` and ``c`` targets.
+bfloat16 pair products (AVX512-BF16 ``vdpbf16ps``), for the ``llvm`` target.
 
 Each computes one vector of ``L`` accumulators (L = 16: 512-bit, L = 8: 256-bit) from a
 group of ``G`` elements of a row of A (G = 4 int8, or 2 bfloat16) and a packed panel of

@@ -167,11 +167,12 @@ def test_dot_gemm_shape_errors(M, N, K, dtype, match):
 
 # -- numerics ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("signed", [True, False])
-def test_int8_gemm_exact_in_the_interpreter(signed):
-    a, b = _int8((7, 16), signed), _int8((16, 32))       # 7 rows: a partial row tile
+@pytest.mark.parametrize("signed, K", [(True, 16), (True, 12), (False, 16)])
+def test_int8_gemm_exact_in_the_interpreter(signed, K):
+    """7 rows: a partial row tile; K = 12: one group of 4 per step (and compensation)."""
+    a, b = _int8((7, K), signed), _int8((K, 32))
     c = np.zeros((7, 32), "int32")
-    interpret(int8_gemm(7, 32, 16, _target("znver4"), signed).func, a, b, c)
+    interpret(int8_gemm(7, 32, K, _target("znver4"), signed).func, a, b, c)
     np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
 
 
