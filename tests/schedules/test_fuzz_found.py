@@ -256,3 +256,23 @@ def test_build_of_a_split_of_a_fused_reduction_bounds_a_loop_that_runs_for_one_t
         np.testing.assert_array_equal(runner(sch, [x, w, np.zeros((2, 3), "int32")])[2],
                                       x @ w)
     verify_trace_roundtrip(sch, f)
+
+
+def test_nested_blockize_under_non_dividing_splits_then_loop_partition_parses_back():
+    """Blockize of a tile of 3 rows, then of a split of it by 2: the inner outer block
+    declares Y[v * 3 + vo * 2 : +2] while its inner T.where(vo * 2 + i < 3) keeps it in
+    the tile.  Once loop_partition bounded the tile's block, the region check compared
+    the loose region with the tile's exact one: the printed function did not parse back
+    (CVL-E108)."""
+    X = T.placeholder((7, 4), name="X")
+    f = T.create_prim_func([X, T.compute((7, 4), lambda i, j: X[i, j] + X[6 - i, j],
+                                         name="Y")])
+    sch = S.Schedule(f)
+    tile = sch.blockize(sch.split(sch.get_loops("Y")[0], [None, 3])[1])
+    sch.blockize(sch.split(sch.get_loops("Y")[0], [None, 2])[1])
+    sch.loop_partition(sch.get_loops(tile)[0], [2, None])
+    verify_trace_roundtrip(sch, f)          # prints and parses back
+    x = np.random.default_rng(3).standard_normal((7, 4)).astype("float32")
+    for runner in (run, run_llvm):
+        np.testing.assert_allclose(runner(sch, [x, np.zeros((7, 4), "float32")])[1],
+                                   x + x[::-1], rtol=1e-6)
