@@ -44,6 +44,7 @@ from .measure import kind_reference
 from .progress import TuneProgress, renderer
 from .search import Search, decisions_key, decisions_of
 from .space import generated_space, machine_of
+from .transfer import FEATURES_VERSION, describe, nearest_rows
 
 #: how many of the best candidates are measured again before the winner is declared
 REMEASURE = 3
@@ -84,6 +85,8 @@ class _Run:
     def __init__(self, func, space, target, db, executor, timeout_s, min_repeat_ms):
         self.func, self.target, self.db = func, target, db
         self.workload = workload_key(func, target)
+        self.task = describe(func)
+        self.features_of = lambda key: None  # the search's, once it exists
         self.records = db.records(self.workload) if db is not None else []
         self.base = {"func": str(func), "target": str(target),
                      "space": _picklable(space), "timeout_s": timeout_s,
@@ -118,7 +121,11 @@ class _Run:
                    "failure": None if ok else out["kind"],
                    "error": None if ok else str(out.get("error"))[:2000],
                    "host": info.get("host"), "cpu": info.get("cpu"),
-                   "cpu_features": info.get("features"), "timing": info.get("timing")}
+                   "cpu_features": info.get("features"), "timing": info.get("timing"),
+                   "task": self.task}
+            feat = self.features_of(key)
+            if feat is not None:  # what later tasks learn from (:mod:`.transfer`)
+                rec["feat"], rec["feat_v"] = [round(x, 4) for x in feat], FEATURES_VERSION
             if remeasured:
                 rec["remeasured"] = True
             else:
@@ -135,7 +142,7 @@ class _Run:
 
 def tune(func, space=None, target="llvm", trials=16, database=None, executor=None,
          timeout_s=10, seed=0, progress=True, *, min_repeat_ms=50.0, remeasure=REMEASURE,
-         guided=True, max_seconds=None):
+         guided=True, max_seconds=None, transfer=True):
     """Tune ``func`` over ``space`` for ``trials`` newly measured candidates (see the
     module doc); ``database`` is a path or a :class:`Database` (None: records in
     memory); ``executor`` a ``concurrent.futures.Executor`` (None: a local process
@@ -144,7 +151,8 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
     rounds; ``remeasure`` how many of the best are measured again at the end;
     ``guided=False`` searches at random (no cost model), for comparisons;
     ``max_seconds`` a time budget: no new batch is proposed once it has passed (the
-    batches in flight and the re-measurement still finish).
+    batches in flight and the re-measurement still finish); ``transfer=False`` starts
+    the cost model from nothing rather than from the nearest tasks of the database.
 
     Example::
 
@@ -170,7 +178,11 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
     executor = local_executor() if own else executor
     try:
         run = _Run(func, space, target, db, executor, timeout_s, min_repeat_ms)
-        search = Search(func, space, target, machine, random.Random(seed), guided=guided)
+        prior = nearest_rows(db.records(), run.task, run.workload, cpu=machine.name or None) \
+            if db is not None and guided and transfer else None
+        search = Search(func, space, target, machine, random.Random(seed), guided=guided,
+                        prior=prior)
+        run.features_of = search.features_of
         search.observe(run.records)
         seen = {r.get("cand") for r in run.records}
         width = slots(executor)
