@@ -135,7 +135,9 @@ class Search:
     their measurements; ``machine`` (a :class:`~cuvil_tir.target.Machine`, default the
     target's) sizes the features and the pruning; ``prior`` is ``(rows, seconds,
     groups)`` of other tasks (:func:`.transfer.nearest_rows`) the model starts from;
-    ``guided=False`` draws every candidate fresh from the space (random search).
+    ``guided=False`` draws every candidate fresh from the space (random search);
+    ``pruner(func)`` says why a scheduled candidate cannot be good (None: keep it;
+    default: :func:`.space.prune` on the machine).
 
     Example::
 
@@ -146,14 +148,17 @@ class Search:
     """
 
     def __init__(self, func, space, target, machine=None, rng=None, model=None,
-                 epsilon: float = EPSILON, guided: bool = True, prior=None):
+                 epsilon: float = EPSILON, guided: bool = True, prior=None, pruner=None):
         self.func, self.space, self.target = func, space, target
         self.machine = machine if machine is not None else machine_of(target)
+        self.pruner = pruner if pruner is not None else \
+            (lambda fn, m=self.machine: prune(fn, m))
         self.rng = rng or random.Random(0)
         self.model = model or CostModel()
         self.epsilon, self.guided = epsilon, guided
         self.prior = prior if prior is not None and prior[0] else ([], [], [])
         self.replay_failures = 0
+        self.replay_error = None   # the first replay failure's message
         self.pruned = 0
         self._feat: dict = {}      # candidate key -> feature vector (None: none)
         self._pool: dict = {}      # candidate key -> unmeasured Schedule
@@ -249,16 +254,21 @@ class Search:
             if not parents or self.rng.random() < FRESH:
                 return self._fresh()
             return self._bred(parents)
-        except CuvilError:
-            self.replay_failures += 1
+        except Exception as e:  # noqa: BLE001 - a user's space may raise anything
+            self._failed(e)
             return None
+
+    def _failed(self, e) -> None:
+        self.replay_failures += 1
+        if self.replay_error is None:
+            self.replay_error = f"{type(e).__name__}: {e}"[:300]
 
     def _add(self, sch, seen) -> str | None:
         """Key ``sch`` and compute its features; None when it is known or pruned."""
         key = decisions_key(decisions_of(sch.trace))
         if key in seen or key in self._pool:
             return None
-        if prune(sch.func, self.machine) is not None:
+        if self.pruner(sch.func) is not None:
             seen.add(key)
             self.pruned += 1  # cannot be good or legal here: never built
             return None
@@ -322,8 +332,8 @@ class Search:
             attempts += 1
             try:
                 sch = self._fresh()
-            except CuvilError:
-                self.replay_failures += 1
+            except Exception as e:  # noqa: BLE001 - a user's space may raise anything
+                self._failed(e)
                 continue
             key = self._add(sch, seen)
             if key is not None:

@@ -39,6 +39,8 @@ from cuvil_tir.target import Machine, as_target
 
 from cuvil_tir.analysis import tree
 
+from .autotensorize import tensorized
+
 
 def machine_of(target) -> Machine:
     """The :class:`Machine` ``target``'s kind declares (``machine(target)``: the CPU of
@@ -79,9 +81,12 @@ def _machine(machine_or_target) -> Machine:
         else machine_of(machine_or_target)
 
 
-def generated_space(func, machine):
+def generated_space(func, machine, intrinsics=None):
     """A schedule function for ``func`` built from rules (see the module doc);
-    ``machine`` is a :class:`Machine` or a target.
+    ``machine`` is a :class:`Machine` or a target; ``intrinsics`` maps a reduction
+    block's name to the tensor intrinsics it may use instead of the register tile
+    (:func:`.autotensorize.matches`): one categorical decision picks the tiling or an
+    intrinsic.
 
     Every decision is a tile size that the primitives consume, so replaying the trace
     with other decisions (what the search does) gives the schedule that running the
@@ -98,15 +103,23 @@ def generated_space(func, machine):
         (True, 1)
     """
     machine = _machine(machine)
-    blocks = [b for _, b in _blocks(func)]
-    reductions = [b.name for b in blocks if "reduce" in _kinds(b)]
-    inlined = [b.name for b in blocks if b.name not in reductions and _elementwise(b)]
+    reductions = reductions_of(func)
+    inlined = inlinable(func, reductions)
 
     def space(sch):
         for name in inlined:  # elementwise producers into their consumers
             _try(sch.compute_inline, sch.get_block(name))
         made: set = set()
         for name in reductions:
+            options = (intrinsics or {}).get(name) or []
+            if options:
+                labels = ["tile"] + [m.name for m in options]
+                pick = sch.sample_categorical(labels, [1] * len(labels))
+                if pick != "tile":
+                    before = {b.name for _, b in _blocks(sch.func)}
+                    tensorized(sch, name, options[labels.index(pick) - 1])
+                    made |= {b.name for _, b in _blocks(sch.func)} - before | {name}
+                    continue
             made |= _tile_reduction(sch, name, machine)
         for name in inlined:  # elementwise consumers into the accumulator's copy-out
             if _has_block(sch, name):
@@ -116,6 +129,36 @@ def generated_space(func, machine):
                 _spatial(sch, sch.get_block(name), machine)
 
     return space
+
+
+def reductions_of(func) -> list:
+    """Names of the blocks of ``func`` with a reduction iterator (the ones tiled).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4, 4), name="A"); k = T.reduce_axis((0, 4), name="k")
+        >>> reductions_of(T.create_prim_func([A, T.compute((4,), lambda i: T.sum(
+        ...     A[i, k], axis=k), name="S")]))
+        ['S']
+    """
+    return [b.name for _, b in _blocks(func) if "reduce" in _kinds(b)]
+
+
+def inlinable(func, reductions) -> list:
+    """Names of the elementwise blocks of ``func`` (not among ``reductions``) that the
+    rules inline into their consumers or producers.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> B = T.compute((4,), lambda i: A[i] + 1.0, name="B")
+        >>> inlinable(T.create_prim_func([A, B, T.compute((4,), lambda i: B[i] * 2.0,
+        ...                                               name="C")]), [])
+        ['B', 'C']
+    """
+    return [b.name for _, b in _blocks(func) if b.name not in reductions and _elementwise(b)]
 
 
 def run_with_decisions(space, func, decisions, seed=None):

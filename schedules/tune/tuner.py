@@ -28,22 +28,25 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 from cuvil_tir.errors import ArgumentError
-from cuvil_tir.target import as_target
+from cuvil_tir.target import SCALAR_MACHINE
 
 from ..errors import ScheduleError
 from ..trace import Trace
 from .database import Database, ranked, workload_key
+from .errors import TuneError
 from .executor import local_executor, measure_task, slots
 from .measure import kind_reference
 from .progress import TuneProgress, renderer
 from .search import Search, decisions_key, decisions_of
-from .space import generated_space, machine_of
+from .rules import check_sizes, gpu_prune, rule_for, space_for
+from .space import machine_of, prune
 from .transfer import FEATURES_VERSION, describe, nearest_rows
 
 #: how many of the best candidates are measured again before the winner is declared
@@ -53,9 +56,11 @@ REMEASURE = 3
 @dataclass
 class TuneResult:
     """What :func:`tune` found: the best schedule (or None), its median seconds, the
-    number of candidates measured in this run, failures by kind, candidates pruned
-    before building, and ``history``: ``(trial number, seconds or None on failure)`` in
-    measurement order.
+    number of candidates measured in this run, failures by kind and one example
+    message of each kind (``errors``), candidates pruned before building, and
+    ``history``: ``(trial number, seconds or None on failure)`` in measurement order.
+    ``report()`` says all of it in words; ``best_python()`` is the best schedule as
+    Python that replays when pasted.
 
     Example::
 
@@ -69,6 +74,38 @@ class TuneResult:
     failures: dict = field(default_factory=dict)
     pruned: int = 0
     history: list = field(default_factory=list)
+    errors: dict = field(default_factory=dict)
+
+    def report(self) -> str:
+        """The outcome in words: trials, best time, and every failure kind with its
+        count and one example message.
+
+        Example::
+
+            >>> print(TuneResult(trials=2, failures={"build": 2},
+            ...                  errors={"build": "CodegenError: no"}).report())
+            2 trials, no candidate succeeded; 0 pruned before building
+              build: 2, e.g. CodegenError: no
+        """
+        from .report import format_seconds
+        best = "no candidate succeeded" if self.best_schedule is None else \
+            f"best {format_seconds(self.best_seconds)}"
+        lines = [f"{self.trials} trials, {best}; {self.pruned} pruned before building"]
+        for kind, n in sorted(self.failures.items()):
+            example = self.errors.get(kind)
+            lines.append(f"  {kind}: {n}" + (f", e.g. {example}" if example else ""))
+        return "\n".join(lines)
+
+    def best_python(self) -> str:
+        """The best schedule as Python: paste it after ``sch = S.Schedule(func)`` and
+        it makes the same schedule ("" when there is none).
+
+        Example::
+
+            >>> TuneResult().best_python()
+            ''
+        """
+        return "" if self.best_schedule is None else self.best_schedule.trace.as_python()
 
 
 def _picklable(space):
@@ -93,6 +130,7 @@ class _Run:
                      "min_repeat_ms": min_repeat_ms, "kind": kind_reference(target)}
         self.executor = executor
         self.failures: Counter = Counter()
+        self.errors: dict = {}  # failure kind -> its first message
         self.history: list = []
         self.measured = 0
 
@@ -133,6 +171,7 @@ class _Run:
                 self.history.append((self.measured, rec["seconds"]))
                 if not ok:
                     self.failures[out["kind"]] += 1
+                    self.errors.setdefault(out["kind"], rec["error"][:300])
             new.append(rec)
         self.records.extend(new)
         if self.db is not None:
@@ -169,11 +208,11 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
     t_start = time.perf_counter()
     show = renderer(progress)
     db = Database(database) if isinstance(database, (str, os.PathLike)) else database
+    check_sizes(func)
     machine = machine_of(target)
-    if space is None:  # the kind's own space, else generated from the blocks by rules
-        kind_target = as_target(target)
-        space = kind_target.kind_obj.tuning_space(func, kind_target) or \
-            generated_space(func, machine)
+    if space is None:  # chosen by what the target declares (:mod:`.rules`)
+        space = space_for(func, target)
+    pruner = _pruner(target, machine)
     own = executor is None
     executor = local_executor() if own else executor
     try:
@@ -181,7 +220,7 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
         prior = nearest_rows(db.records(), run.task, run.workload, cpu=machine.name or None) \
             if db is not None and guided and transfer else None
         search = Search(func, space, target, machine, random.Random(seed), guided=guided,
-                        prior=prior)
+                        prior=prior, pruner=pruner)
         run.features_of = search.features_of
         search.observe(run.records)
         seen = {r.get("cand") for r in run.records}
@@ -217,12 +256,30 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
     finally:
         if own:
             executor.shutdown(wait=True)
-    failures = dict(run.failures)
+    failures, errors = dict(run.failures), dict(run.errors)
     if search.replay_failures:
-        failures["replay"] = search.replay_failures
+        failures["replay"] = failures.get("replay", 0) + search.replay_failures
+        errors.setdefault("replay", search.replay_error)
     res = _result(func, run.records, run.measured, failures)
-    res.pruned, res.history = search.pruned, run.history
+    res.pruned, res.history, res.errors = search.pruned, run.history, errors
+    if show is not None and failures:
+        print(res.report(), file=sys.stderr)
+    if trials and res.best_schedule is None:
+        raise TuneError(f"tune: no candidate of {func.name!r} on {target} succeeded.\n"
+                        f"{res.report()}\nFix the cause of the first failure above (a "
+                        "space that raises, a target that cannot run here), or give "
+                        "more trials when every failure is a timeout")
     return res
+
+
+def _pruner(target, machine):
+    """What refuses hopeless candidates before they are built, by the target's rule."""
+    rule = rule_for(target)
+    if rule == "gpu":
+        return lambda fn: gpu_prune(fn, target)
+    if rule == "cpu" or machine != SCALAR_MACHINE:
+        return lambda fn: prune(fn, machine)
+    return lambda fn: None
 
 
 def _check(trials, executor, timeout_s) -> None:
