@@ -207,34 +207,98 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
                             f"{max_seconds!r}")
     t_start = time.perf_counter()
     show = renderer(progress)
-    db = Database(database) if isinstance(database, (str, os.PathLike)) else database
-    check_sizes(func)
-    machine = machine_of(target)
-    if space is None:  # chosen by what the target declares (:mod:`.rules`)
-        space = space_for(func, target)
-    pruner = _pruner(target, machine)
     own = executor is None
     executor = local_executor() if own else executor
     try:
-        run = _Run(func, space, target, db, executor, timeout_s, min_repeat_ms)
-        prior = nearest_rows(db.records(), run.task, run.workload, cpu=machine.name or None) \
+        session = Session(func, space, target, database, executor, timeout_s=timeout_s,
+                          min_repeat_ms=min_repeat_ms, seed=seed, guided=guided,
+                          transfer=transfer)
+        session.run(trials, show, max_seconds=None if max_seconds is None else
+                    max(0.0, max_seconds - (time.perf_counter() - t_start)))
+        if remeasure and session.measured:
+            session.remeasure(remeasure)
+    finally:
+        if own:
+            executor.shutdown(wait=True)
+    res = session.result()
+    if show is not None and res.failures:
+        print(res.report(), file=sys.stderr)
+    if trials and res.best_schedule is None:
+        why = ("Fix the cause of the first failure above (a space that raises, a target "
+               "that cannot run here), or give more trials when every failure is a "
+               "timeout") if res.failures else (
+            "The time budget (max_seconds) ended before the first batch; give more"
+            if max_seconds is not None else "The space proposed no candidate")
+        raise TuneError(f"tune: no candidate of {func.name!r} on {target} succeeded.\n"
+                        f"{res.report()}\n{why}")
+    return res
+
+
+class Session:
+    """One task's tuning state (records, search, model, candidate pool), kept across
+    calls to :meth:`run`: the network task scheduler gives a task several rounds and
+    each resumes where the last stopped.  :func:`tune` is one session run once.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from concurrent.futures import ThreadPoolExecutor
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])
+        >>> def space(sch):
+        ...     i, = sch.get_loops(sch.get_block("B"))
+        ...     sch.split(i, sch.sample_perfect_tile(i, 2))
+        >>> with ThreadPoolExecutor(1) as ex:
+        ...     s = Session(f, space, "llvm", None, ex, min_repeat_ms=1)
+        ...     s.run(1) + s.run(1), s.best_seconds() > 0
+        (2, True)
+    """
+
+    def __init__(self, func, space, target, database, executor, *, timeout_s=10,
+                 min_repeat_ms=50.0, seed=0, guided=True, transfer=True):
+        db = Database(database) if isinstance(database, (str, os.PathLike)) else database
+        check_sizes(func)
+        machine = machine_of(target)
+        if space is None:  # chosen by what the target declares (:mod:`.rules`)
+            space = space_for(func, target)
+        self.func, self.target, self.executor = func, target, executor
+        self.run_state = run = _Run(func, space, target, db, executor, timeout_s,
+                                    min_repeat_ms)
+        prior = nearest_rows(db.records(), run.task, run.workload,
+                             cpu=machine.name or None) \
             if db is not None and guided and transfer else None
-        search = Search(func, space, target, machine, random.Random(seed), guided=guided,
-                        prior=prior, pruner=pruner)
-        run.features_of = search.features_of
-        search.observe(run.records)
-        seen = {r.get("cand") for r in run.records}
-        width = slots(executor)
+        self.search = Search(func, space, target, machine, random.Random(seed),
+                             guided=guided, prior=prior, pruner=_pruner(target, machine))
+        run.features_of = self.search.features_of
+        self.search.observe(run.records)
+        self.seen = {r.get("cand") for r in run.records}
+
+    @property
+    def measured(self) -> int:
+        """Candidates measured by this session so far."""
+        return self.run_state.measured
+
+    def best_seconds(self):
+        """The best time recorded for the task (database records included), or None."""
+        return _best_seconds(self.run_state.records)
+
+    def run(self, trials: int, show=None, max_seconds=None) -> int:
+        """Measure up to ``trials`` more candidates (fewer when the space seems
+        exhausted or ``max_seconds`` pass); returns how many were measured.  ``show``
+        takes a :class:`TuneProgress` after every batch."""
+        run, search = self.run_state, self.search
+        t_start, goal = time.perf_counter(), run.measured + trials
+        width = slots(self.executor)
         inflight: list = []
         while True:
             # the next batch is bred while the previous one is measured (the model is
             # then one batch behind, and the parent's search never idles the workers)
-            room = trials - run.measured - len(inflight)
+            room = goal - run.measured - len(inflight)
             if max_seconds is not None and time.perf_counter() - t_start > max_seconds:
                 room = 0  # the time budget is spent: finish what is in flight
             busy = (lambda fl=inflight: not all(f.done() for _, f in fl)) if inflight \
                 else None
-            batch = search.propose(min(width, room), seen, busy) if room > 0 else []
+            batch = search.propose(min(width, room), self.seen, busy) if room > 0 else []
             launched = run.launch([(key, decisions_of(sch.trace), sch.trace.as_json())
                                    for sch, key in batch])
             if not inflight and not launched:
@@ -249,27 +313,25 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
                 fails = dict(run.failures)
                 if search.replay_failures:
                     fails["replay"] = search.replay_failures
-                show(TuneProgress(run.measured, trials, _best_seconds(run.records), fails,
+                show(TuneProgress(run.measured, goal, _best_seconds(run.records), fails,
                                   time.perf_counter() - t_start, search.pruned))
-        if remeasure and run.measured:
-            run.submit(_to_remeasure(run.records, remeasure), remeasured=True)
-    finally:
-        if own:
-            executor.shutdown(wait=True)
-    failures, errors = dict(run.failures), dict(run.errors)
-    if search.replay_failures:
-        failures["replay"] = failures.get("replay", 0) + search.replay_failures
-        errors.setdefault("replay", search.replay_error)
-    res = _result(func, run.records, run.measured, failures)
-    res.pruned, res.history, res.errors = search.pruned, run.history, errors
-    if show is not None and failures:
-        print(res.report(), file=sys.stderr)
-    if trials and res.best_schedule is None:
-        raise TuneError(f"tune: no candidate of {func.name!r} on {target} succeeded.\n"
-                        f"{res.report()}\nFix the cause of the first failure above (a "
-                        "space that raises, a target that cannot run here), or give "
-                        "more trials when every failure is a timeout")
-    return res
+        return run.measured - (goal - trials)
+
+    def remeasure(self, k: int = REMEASURE) -> None:
+        """Measure the best ``k`` candidates once more (records marked
+        ``remeasured``); the winner is then the fastest re-measurement."""
+        self.run_state.submit(_to_remeasure(self.run_state.records, k), remeasured=True)
+
+    def result(self) -> TuneResult:
+        """What the session found so far (:class:`TuneResult`)."""
+        run, search = self.run_state, self.search
+        failures, errors = dict(run.failures), dict(run.errors)
+        if search.replay_failures:
+            failures["replay"] = failures.get("replay", 0) + search.replay_failures
+            errors.setdefault("replay", search.replay_error)
+        res = _result(self.func, run.records, run.measured, failures)
+        res.pruned, res.history, res.errors = search.pruned, run.history, errors
+        return res
 
 
 def _pruner(target, machine):
@@ -339,4 +401,4 @@ def apply_best(database, func, target="llvm"):
     return None
 
 
-__all__ = ["TuneResult", "tune", "apply_best", "decisions_key"]
+__all__ = ["Session", "TuneResult", "tune", "apply_best", "decisions_key"]

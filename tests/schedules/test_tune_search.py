@@ -10,6 +10,7 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 from cuvil_tir.errors import ArgumentError
+from schedules.tune.errors import TuneError
 from schedules.tune.cost_model import CostModel, rank_correlation
 from schedules.tune.features import NAMES, features
 from schedules.tune.search import INITIAL_POOL, Search, crossover, mutate
@@ -149,9 +150,10 @@ def test_bad_arguments_are_refused():
 
 
 def test_a_time_budget_stops_proposing():
-    spent = S.tune(_func(), space, target=TARGET, trials=6, executor=Synthetic(),
-                   progress=False, remeasure=0, max_seconds=1e-9)
-    assert spent.trials == 0
+    with pytest.raises(TuneError, match="The time budget .max_seconds. ended before the "
+                       "first batch"):
+        S.tune(_func(), space, target=TARGET, trials=6, executor=Synthetic(),
+               progress=False, remeasure=0, max_seconds=1e-9)
     ample = S.tune(_func(), space, target=TARGET, trials=6, executor=Synthetic(),
                    progress=False, remeasure=0, max_seconds=600)
     assert ample.trials == 6
