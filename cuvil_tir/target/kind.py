@@ -9,8 +9,10 @@ Declared data (class attributes; every one has a default here):
 * ``memories`` -- the memory table (:class:`~cuvil_tir.target.memory.Memory`: scope,
   capacity, banks, access width, alignment); default: the host's ``global`` and
   ``local``;
-* ``axes`` -- the parallel axes code can be spread over (:class:`Axis`: GPU blocks and
-  threads, accelerator cores), with their limits; default: none;
+* ``axes`` -- the parallel axes code can be spread over, with their limits
+  (:class:`~cuvil_tir.thread_axes.ThreadAxis`, also exported as ``Axis``: GPU blocks
+  and threads, accelerator cores); ``max_threads`` -- the most ``thread``-level
+  iterations one block runs (None: no limit); default: none;
 * ``op_spellings`` -- the name of the op registry's spelling table this backend writes
   its ops from (:mod:`cuvil_tir.ops.spelling`: ``"llvm"``, ``"c"``, ``"cuda"``; the
   backend fills it from its own folder); ``None`` for a backend that writes none;
@@ -51,6 +53,7 @@ import cuvil_tir
 from .. import dtype as D
 from .. import ops
 from ..errors import TargetError
+from ..thread_axes import ThreadAxis
 from ..transform.pipeline import default_pipeline
 from .memory import HOST_MEMORIES
 from .options import Option  # noqa: F401 - the doctest's kind declares one
@@ -89,21 +92,9 @@ class Machine:
 SCALAR_MACHINE = Machine(32, 1, 1 << 30, 1 << 30, 1, "scalar")
 
 
-@dataclass(frozen=True)
-class Axis:
-    """One parallel axis of a target: its ``name`` (``"blockIdx.x"``, ``"threadIdx.x"``,
-    ``"core"``), its ``level`` (``"block"``, ``"thread"``, ``"core"``) and the most
-    iterations one launch may give it (``max_extent``).
-
-    Example::
-
-        >>> Axis("threadIdx.x", "thread", 1024).max_extent
-        1024
-    """
-
-    name: str
-    level: str
-    max_extent: int
+#: a kind's axes are thread axes (the IR's vocabulary, :mod:`cuvil_tir.thread_axes`)
+#: with the kind's limits: ``Axis("threadIdx.x", "thread", 0, limit=1024)``
+Axis = ThreadAxis
 
 
 class TargetKind:
@@ -122,6 +113,7 @@ class TargetKind:
     options: dict = {}
     memories: tuple = HOST_MEMORIES
     axes: tuple = ()
+    max_threads: int | None = None
     op_spellings: str | None = None
     calling_conventions: tuple = ("host",)
 

@@ -24,6 +24,7 @@ import importlib.metadata
 import threading
 
 from ..errors import TargetError
+from ..thread_axes import ThreadAxis, register_thread_axis
 from .kind import TargetKind
 from .options import Option
 
@@ -62,6 +63,11 @@ def _check(kind) -> TargetKind:
                           f"dict of name -> Option, found {type(kind.options).__name__}")
     # plain defaults become options of the default's type, once, at registration
     kind.options = {k: Option.of(v) for k, v in kind.options.items()}
+    for axis in kind.axes:
+        if not isinstance(axis, ThreadAxis):
+            raise TargetError(f"register_target: 'axes' of target kind {name!r} are "
+                              f"ThreadAxis declarations (cuvil_tir.target.Axis), found "
+                              f"{axis!r}")
     return kind
 
 
@@ -83,6 +89,9 @@ def register_target(kind, replace: bool = False):
             raise TargetError(f"register_target: a target named {kind.name!r} is already "
                               "registered; pass replace=True to override it")
         _KINDS[kind.name] = kind
+    # the kind's own hardware indices (an NPU's cores) join the IR's vocabulary
+    for axis in kind.axes:
+        register_thread_axis(axis)
     return kind
 
 

@@ -22,7 +22,7 @@ every loop bound to one axis stands for the same hardware index:
   grid and block sizes they make.
 
 The limits come from the target of the current ``PassContext`` (its kind's declared
-``thread_axes`` and ``max_threads``); without a target only the structure is checked.
+``axes`` and ``max_threads``); without a target only the structure is checked.
 
 Example::
 
@@ -177,8 +177,8 @@ def thread_vars(kernel) -> dict:
 
 
 def declared_limits() -> tuple:
-    """``(limit by tag, threads per block)`` the current target declares (its kind's
-    ``thread_axes`` and ``max_threads``); ``({}, None)`` without a target.
+    """``(limit by tag, threads per block)`` the current target's kind declares (its
+    ``axes`` and ``max_threads``); ``({}, None)`` without a target.
 
     Example::
 
@@ -186,10 +186,10 @@ def declared_limits() -> tuple:
         ({}, None)
     """
     target = PassContext.current().target
-    kind = getattr(target, "kind_obj", None)
-    axes = getattr(kind, "thread_axes", ()) or ()
-    return ({a.tag: a.limit for a in axes if a.limit is not None},
-            getattr(kind, "max_threads", None))
+    if target is None or isinstance(target, str):
+        return {}, None
+    kind = target.kind_obj
+    return ({a.tag: a.limit for a in kind.axes if a.limit is not None}, kind.max_threads)
 
 
 class _Normalize(Mutator):

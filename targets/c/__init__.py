@@ -36,7 +36,7 @@ from ..cstyle import CPrinter
 from ..llvm import LLVM, llvm_pipeline, vectorize_for_host
 from ..llvm.engine import resolve_cpu
 from ..runtime import DATA_OFFSET, Module
-from .compiler import compile_shared, compiler_identity, library_bytes, openmp_supported
+from ..cstyle.compiler import compile_shared, compiler_identity, library_bytes, openmp_supported
 from .runtime import CRuntimeModule, wrapper_c
 
 

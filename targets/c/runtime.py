@@ -23,7 +23,7 @@ import ctypes
 from cuvil_tir.expr import Var
 
 from ..runtime import NativeCode, check_report, native_entry, size_vars_of
-from .compiler import load_shared
+from ..cstyle.compiler import load_shared
 
 
 def wrapper_c(entry, offset: int, abi_type) -> str:

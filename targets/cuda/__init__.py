@@ -149,7 +149,7 @@ class CudaKind(TargetKind):
     doc = "NVIDIA GPUs through CUDA C (NVRTC, cupy)"
     options = {"arch": Option("sm_80", str, pattern=r"sm_(?:[5-9]\d|1\d\d)a?",
                               doc="an architecture such as 'sm_80' or 'sm_90a'")}
-    thread_axes = THREAD_AXES
+    axes = THREAD_AXES
     max_threads = MAX_THREADS
     memories = (Memory("global", None, "device memory (parameters, temporaries)"),
                 Memory("shared", SHARED_CAPACITY[8], "per thread block, on chip", banks=32,
@@ -171,8 +171,11 @@ class CudaKind(TargetKind):
                        sources={"cuda": cuda.text, "host": cuda.host_c,
                                 "host_ir": to_text(cuda.host)},
                        functions={f.name: calling_conv(f) for f in module.functions},
-                       launch={k: {"dyn_shared": info.dyn_shared}
-                               for k, info in cuda.kernels.items()},
+                       launch={"kernels": {k: {"dyn_shared": info.dyn_shared}
+                                           for k, info in cuda.kernels.items()},
+                               "launches": [{k: list(v) if isinstance(v, tuple) else v
+                                             for k, v in x.items()}
+                                            for x in cuda.launches]},
                        lowered=module)
 
     def load(self, program, target) -> Module:

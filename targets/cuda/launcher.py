@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError, TargetError
 
-from ..c.compiler import compile_shared
+from ..cstyle.compiler import compile_shared
 from ..runtime.checks import STATUS_CHECK_FAILED, check_report
 from ..cstyle import CPrinter
 from ..cstyle.printer import size_vars_of

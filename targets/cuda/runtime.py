@@ -124,9 +124,11 @@ class CudaRuntime(NativeCode):
                 if info.dyn_shared:
                     fn.max_dynamic_shared_size_bytes = info.dyn_shared
                 funcs.append(fn)
+            # a RawKernel's CUfunction on the current device (compiles the module)
+            handles = [fn.kernel.ptr for fn in funcs]
         except cp.cuda.compiler.CompileException as err:
             raise source_error(str(err), self.program.text, "NVRTC") from None
-        self._table = driver_table(cp, funcs)
+        self._table = driver_table(cp, handles)
         self.host_program()
         self._cp, self._funcs = cp, funcs
 
@@ -188,23 +190,34 @@ class CudaRuntime(NativeCode):
         return BenchmarkResult(tuple(out), number=number)
 
 
-def driver_table(cp, funcs) -> Table:
+def driver_library():
+    """The CUDA driver library (``libcuda.so.1``); a ``TargetError`` without one.
+
+    Example::
+
+        >>> driver_library.__name__
+        'driver_library'
+    """
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError as err:
+        raise TargetError(f"cuda: the CUDA driver library libcuda.so.1 could not be "
+                          f"loaded ({err}); install the NVIDIA driver") from None
+
+
+def driver_table(cp, handles) -> Table:
     """The device table of a real GPU: the driver's ``cuLaunchKernel``, the kernels'
-    ``CUfunction`` handles (``funcs``: cupy functions in the program's order) and
-    temporaries from cupy's memory pool.
+    ``CUfunction`` handles (ints, in the program's order) and temporaries from cupy's
+    memory pool.
 
     Example::
 
         >>> driver_table.__name__
         'driver_table'
     """
-    try:
-        libcuda = ctypes.CDLL("libcuda.so.1")
-    except OSError as err:
-        raise TargetError(f"cuda: the CUDA driver library libcuda.so.1 could not be "
-                          f"loaded ({err}); install the NVIDIA driver") from None
+    libcuda = driver_library()
     launch = LAUNCH_FN(ctypes.cast(libcuda.cuLaunchKernel, ctypes.c_void_p).value)
-    handles = (ctypes.c_void_p * max(1, len(funcs)))(*[f.ptr for f in funcs])
+    handles = (ctypes.c_void_p * max(1, len(handles)))(*handles)
     live: dict = {}
 
     def alloc(ctx, nbytes, out):
@@ -225,4 +238,4 @@ def driver_table(cp, funcs) -> Table:
     return Table(struct, [libcuda, handles, launch, fa, fr, live])
 
 
-__all__ = ["CudaRuntime", "driver_table"]
+__all__ = ["CudaRuntime", "driver_library", "driver_table"]

@@ -204,3 +204,36 @@ def test_thread_axis_declaration_errors():
 def test_the_printed_module_reads_back_as_text():
     text = textwrap.dedent(TWO_KERNELS)
     assert str(T.parse(text)) == TWO_KERNELS
+
+
+def test_a_kind_declares_its_axes_and_they_join_the_vocabulary():
+    from cuvil_tir import thread_axes
+    from cuvil_tir.target import Axis, TargetKind, register_target, unregister_target
+
+    class Npu(TargetKind):
+        name = "test-npu-cores"
+        axes = (Axis("test_core.x", "grid", 0, limit=8),)
+        max_threads = 1
+
+        def codegen(self, module, target):
+            raise NotImplementedError
+
+        def load(self, program, target):
+            raise NotImplementedError
+    assert not thread_axes.is_thread_axis("test_core.x")
+    register_target(Npu())
+    try:
+        assert thread_axes.thread_axis("test_core.x").level == "grid"
+        with PassContext(target=targets.Target("test-npu-cores")):
+            from cuvil_tir.transform.gpu_threads import declared_limits
+            assert declared_limits() == ({"test_core.x": 8}, 1)
+    finally:
+        unregister_target("test-npu-cores")
+        thread_axes._AXES.pop("test_core.x")
+
+    class Bad(Npu):
+        name = "test-npu-bad"
+        axes = (("core", 4),)
+    with pytest.raises(targets.TargetError, match="'axes' of target kind 'test-npu-bad' "
+                       "are ThreadAxis declarations"):
+        register_target(Bad())

@@ -10,7 +10,7 @@ import cuvil_tir as T
 import schedules as S
 import targets
 from targets.c import CTargetPrinter
-from targets.c.compiler import compile_shared, openmp_supported
+from targets.cstyle.compiler import compile_shared, openmp_supported
 from targets.cstyle import CPrinter
 
 
@@ -172,7 +172,7 @@ def test_data_arithmetic_wraps_without_flags_and_index_arithmetic_is_plain():
     B = T.compute((4, 8), lambda i, j: A[i, j] * 3 + 1, name="B")
     mod = targets.build(T.create_prim_func([A, B]), "c")
     src = mod.get_source()
-    assert "-fwrapv" not in " ".join(targets.c.compiler.REQUIRED_FLAGS)
+    assert "-fwrapv" not in " ".join(targets.cstyle.compiler.REQUIRED_FLAGS)
     assert "((int32_t)((uint32_t)A[(i * 8) + j] * (uint32_t)3))" in src   # data: wraps
     assert "B[(i * 8) + j] = " in src                                     # index: plain
     a = np.full((4, 8), 2**31 - 1, "int32")

@@ -207,3 +207,52 @@ def test_kernels_of_these_programs_compile_for_sm80_and_sm90():
     for text in ptx.values():
         for name in ("sgemm_kernel0", "two_kernel0", "two_kernel1", "rowsum_kernel0"):
             assert f".entry {name}(" in text
+
+
+def test_the_gpu_path_fills_the_table_from_the_driver_and_cupy(monkeypatch):
+    # everything of a GPU run but the GPU: cupy's compile, its stream and memory pool,
+    # and the driver's cuLaunchKernel, faked at the boundary
+    from targets.cuda import runtime as R
+    from targets.cuda.launcher import LAUNCH_FN
+    launches, allocated = [], []
+
+    @LAUNCH_FN
+    def cu_launch_kernel(kernel, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        launches.append((kernel, (gx, gy, gz), (bx, by, bz), shared, stream))
+        return 0
+
+    class Cupy(_FakeCupy):
+        class RawModule:
+            def __init__(self, code, options):
+                self.code = code
+
+            def get_function(self, name):
+                return SimpleNamespace(kernel=SimpleNamespace(ptr=0x100 + int(name[-1])))
+
+        class cuda(_FakeCupy.cuda):
+            class runtime(_FakeCupy.cuda.runtime):
+                getDeviceCount = staticmethod(lambda: 1)
+
+            class compiler:
+                CompileException = RuntimeError
+
+            class memory:
+                OutOfMemoryError = MemoryError
+
+            get_cuda_path = staticmethod(lambda: None)
+            get_current_stream = staticmethod(lambda: SimpleNamespace(ptr=77))
+
+            @staticmethod
+            def alloc(nbytes):
+                allocated.append(nbytes)
+                return SimpleNamespace(ptr=0x9000 * len(allocated))
+
+    monkeypatch.setattr(R, "import_cupy", lambda why: Cupy)
+    monkeypatch.setattr(R, "driver_library",
+                        lambda: SimpleNamespace(cuLaunchKernel=cu_launch_kernel))
+    mod = targets.build(two_kernels(), "cuda", name="two_gpu")
+    mod(_Dev((2, 64), 1 << 20), _Dev((2, 64), 2 << 20))
+    k0, k1 = 0x100, 0x101          # the CUfunction handles of kernel0 and kernel1
+    assert launches == [(k0, (1, 2, 1), (64, 1, 1), 0, 77),
+                        (k1, (1, 2, 1), (64, 1, 1), 0, 77)] * 2
+    assert allocated == [2 * 64 * 4] * 2
