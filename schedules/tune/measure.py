@@ -31,6 +31,7 @@ import pickle
 import socket
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -256,12 +257,15 @@ def run_candidate(payload, emit) -> None:
         stage = "replay"
         sch = _rebuild(func, payload)
         stage = "build"
+        t0 = time.perf_counter()
         mod = build(sch, target)
+        info["build_s"] = round(time.perf_counter() - t0, 4)
         emit(("built", None))
         stage = "run"
         kind = get_target_kind(_kind_name(target))
         got = random_args(func, seed)
         with timing_lock():
+            t0 = time.perf_counter()
             mod(*got)
             for p, w, g in zip(func.params, want, got):
                 if not agree(w, g, str(p.dtype)):
@@ -273,6 +277,7 @@ def run_candidate(payload, emit) -> None:
             seconds, how = _time(mod, got, kind,
                                  payload.get("min_repeat_ms", MIN_REPEAT_MS))
         info["timing"] = how
+        info["check_time_s"] = round(time.perf_counter() - t0, 4)
         emit(("ok", seconds, info))
     except Exception as e:  # noqa: BLE001 - any candidate error is a recorded failure
         emit((stage, f"{type(e).__name__}: {e}", info))

@@ -3,8 +3,8 @@ declares through the backend contract (:mod:`cuvil_tir.target`), never from its 
 
 1. The kind's own ``tuning_space(func, target)`` when it gives one (an accelerator's
    tiling over its memories, scored by simulated cycles);
-2. thread axes (an axis of level ``thread`` among the kind's ``axes`` or
-   ``thread_axes``) and a ``shared`` memory: the GPU rules of :func:`gpu_space`
+2. thread axes (an axis of level ``thread`` among the kind's ``axes``) and a
+   ``shared`` memory: the GPU rules of :func:`gpu_space`
    (MetaSchedule's multi-level tiling shape: a grid level bound to the first
    block-level axis, a thread level bound to the first thread axis, per-thread register
    tiles accumulated in ``local`` memory, operands fetched cooperatively into
@@ -43,12 +43,9 @@ THREADS = (32, 64, 128, 256, 512, 1024)
 
 
 def _axes(kind) -> list:
-    """``(name, level, max extent)`` of every parallel axis the kind declares (its
-    ``axes``; a GPU kind's ``thread_axes``, as the core's thread pass reads them)."""
-    out = [(a.name, a.level, a.max_extent) for a in kind.axes]
-    for a in getattr(kind, "thread_axes", ()) or ():
-        out.append((a.tag, a.level, a.limit))
-    return out
+    """``(tag, level, limit)`` of every parallel axis the kind declares (its ``axes``:
+    :class:`~cuvil_tir.thread_axes.ThreadAxis` declarations)."""
+    return [(a.tag, a.level, a.limit) for a in kind.axes]
 
 
 def rule_for(target) -> str:
@@ -130,12 +127,12 @@ def _limits(target):
     """(grid axis, thread axis, most threads per block, shared bytes or None)."""
     kind = target.kind_obj
     axes = _axes(kind)
-    grid = next(((n, m) for n, lv, m in axes if lv in ("grid", "block")), None)
+    grid = next(((n, m) for n, lv, m in axes if lv == "grid"), None)
     thread = next(((n, m) for n, lv, m in axes if lv == "thread"), None)
     if grid is None or thread is None:
         raise TuneError(f"tune: target kind {kind.name!r} declares thread axes but no "
                         "block-level (grid) axis to spread thread blocks over")
-    most = min(thread[1] or THREADS[-1], getattr(kind, "max_threads", None) or THREADS[-1])
+    most = min(thread[1] or THREADS[-1], kind.max_threads or THREADS[-1])
     shared = next((m.capacity_bytes for m in kind.memories if m.scope == "shared"), None)
     return grid[0], thread[0], most, shared
 
@@ -274,25 +271,30 @@ def gpu_prune(func, target):
     from cuvil_tir.stmt import Block, For
     from cuvil_tir.visitor import post_order_visit
     t = as_target(target)
-    _, thread, most, shared = _limits(t)
-    worst = [1, 0]
+    _, _, most, shared = _limits(t)
+    tags = {tag for tag, level, _ in _axes(t.kind_obj) if level == "thread"}
+    extents: dict = {}   # thread tag -> the widest loop bound to it
+    worst = [0]
 
     def visit(s):
-        if isinstance(s, For) and s.kind == "thread_binding" and \
-                str(getattr(s, "thread_tag", "")).startswith("threadIdx"):
-            worst[0] = max(worst[0], getattr(s.extent, "value", 1))
+        if isinstance(s, For) and s.kind == "thread_binding" and s.thread_tag in tags:
+            extents[s.thread_tag] = max(extents.get(s.thread_tag, 1),
+                                        getattr(s.extent, "value", 1))
         if isinstance(s, Block):
             for b in s.alloc_buffers:
                 if b.scope == "shared":
                     n = 1
                     for e in b.shape:
                         n *= getattr(e, "value", 1)
-                    worst[1] += n * max(1, D.bits(D.element(str(b.dtype))) // 8)
+                    worst[0] += n * max(1, D.bits(D.element(str(b.dtype))) // 8)
     post_order_visit(func.body, visit)
-    if worst[0] > most:
-        return f"{worst[0]} threads per block, at most {most}"
-    if shared is not None and worst[1] > shared:
-        return f"{worst[1]} bytes of shared memory, {shared} per block"
+    threads = 1
+    for n in extents.values():
+        threads *= n
+    if threads > most:
+        return f"{threads} threads per block, at most {most}"
+    if shared is not None and worst[0] > shared:
+        return f"{worst[0]} bytes of shared memory, {shared} per block"
     return None
 
 

@@ -160,6 +160,8 @@ class _Run:
                    "error": None if ok else str(out.get("error"))[:2000],
                    "host": info.get("host"), "cpu": info.get("cpu"),
                    "cpu_features": info.get("features"), "timing": info.get("timing"),
+                   "build_s": info.get("build_s"), "check_time_s": info.get("check_time_s"),
+                   "wall_s": out.get("wall_s"),
                    "task": self.task}
             feat = self.features_of(key)
             if feat is not None:  # what later tasks learn from (:mod:`.transfer`)
