@@ -128,6 +128,9 @@ def main(argv=None):
                     "serialised by a per-host lock)")
     ap.add_argument("--min-repeat-ms", type=float, default=20.0)
     ap.add_argument("--save", default=None, help="a JSON file for the histories")
+    ap.add_argument("--random-db", default=None,
+                    help="the random.jsonl of an earlier run: its random searches are "
+                    "reused (their measurements too) and only the guided ones run")
     args = ap.parse_args(argv)
     if args.quick:
         args.trials, args.seeds, args.only = 8, 1, args.only or list(QUICK)
@@ -142,8 +145,13 @@ def main(argv=None):
     with local_executor(args.workers) as pool:
         ex = CachedExecutor(pool)
         random_db = os.path.join(folder, "random.jsonl")
+        if args.random_db:
+            records = reuse(args.random_db, funcs, runs, ex, args)
+            S.Database(random_db).append(records)
         for name, f in funcs.items():                       # 1. random search
             for seed in range(args.seeds):
+                if (name, "random", seed) in runs:
+                    continue
                 t1 = time.perf_counter()
                 res = run_search(f, False, seed, args.trials, random_db, ex,
                                  args.min_repeat_ms)
@@ -167,6 +175,37 @@ def main(argv=None):
         model_quality(funcs, ex.cache, records)
     print(f"{time.perf_counter() - t0:.0f} s in all, load {os.getloadavg()[0]:.1f}")
     return 0
+
+
+def reuse(path, funcs, runs, ex, args) -> list:
+    """The records of an earlier run's random searches: their histories (``trials``
+    records per seed, in order), their measurements in the cache, and their features
+    computed again when :mod:`schedules.tune.features` changed since."""
+    from concurrent.futures import Future
+
+    from schedules.tune.features import features
+    from schedules.tune.transfer import FEATURES_VERSION
+    records = S.Database(path).records()
+    out = []
+    for name, f in funcs.items():
+        mine = [r for r in records if r.get("workload") == workload_key(f, TARGET)
+                and not r.get("remeasured")]
+        for seed in range(args.seeds):
+            part = mine[seed * args.trials:(seed + 1) * args.trials]
+            if len(part) == args.trials:
+                runs[(name, "random", seed)] = [(n, r.get("seconds"))
+                                                for n, r in enumerate(part, 1)]
+        for r in mine:
+            fut = Future()
+            fut.set_result({"kind": r.get("failure") or "ok", "seconds": r.get("seconds"),
+                            "error": r.get("error"), "info": {}})
+            ex.cache[(str(f), r["trace"])] = fut
+            if r.get("seconds") is not None and r.get("feat_v") != FEATURES_VERSION:
+                r = dict(r, feat=features(S.Trace.from_json(r["trace"]).apply(f), TARGET),
+                         feat_v=FEATURES_VERSION)
+            out.append(r)
+    print(f"reused {len(out)} records of {path}", flush=True)
+    return out
 
 
 def _note(name, how, seed, res, t1):
