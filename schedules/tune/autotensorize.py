@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cuvil_tir.errors import CuvilError
 from cuvil_tir.expr import BufferLoad, Var
 from cuvil_tir.node import Node, field_names
 from cuvil_tir.stmt import BlockRealize, BufferStore
@@ -170,7 +171,13 @@ def tensorized(sch, name: str, match: Match) -> None:
             outer_r.append(o)
     sch.reorder(*outer_s, *mid_s, *outer_r, *[inner[n] for n in match.order])
     sch.tensorize(inner[match.order[0]], match.name)
-    sch.parallel(outer_s[0])
+    for lp in outer_s:   # the first outer loop with more than one iteration runs parallel
+        if tree.get(sch.func, tree.find_loop(sch.func, lp.var)).extent.value > 1:
+            try:
+                sch.parallel(lp)
+            except CuvilError:
+                pass     # refused (left unchanged, not recorded): the nest stays serial
+            break
 
 
 __all__ = ["Match", "matches", "supported", "tensorized"]

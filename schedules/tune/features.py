@@ -46,8 +46,11 @@ NAMES = ("iterations", "flops", "parallel", "parallel_per_core", "parallel_balan
          "register_pressure", "read_invariant", "read_contiguous", "read_strided",
          "write_contiguous", *(f"bytes_l{k}" for k in range(1, LEVELS + 1)),
          "levels_in_l1", "levels_in_l2", "intensity_inner", "intensity_mid",
-         "reduce_inner_extent", "spatial_inside_reduce", "depth", "blocks",
-         "other_work", "cached_bytes", "local_scope")
+         "reduce_inner_extent", "spatial_inside_reduce", "depth",
+         *(f"{a}_{b}" for a in ("kernel", "reduce", "reduce_up1", "reduce_up2")
+           for b in ("bytes", "in_l1", "in_l2")),
+         "accumulator_vectors", "tile_rows", "blocks", "other_work", "cached_bytes",
+         "local_scope")
 
 _ARITH = (Add, Sub, Mul, Div, FloorDiv, FloorMod, Min, Max, Call)
 
@@ -161,6 +164,19 @@ def _width(buf) -> int:
     return max(1, D.bits(D.element(str(buf.dtype))) // 8)
 
 
+def _bytes(strides, loops) -> int:
+    """Bytes the accesses touch while ``loops`` run (each access: the product of the
+    extents of the loops it moves with)."""
+    total = 0
+    for st, width, _ in strides:
+        n = 1
+        for lp in loops:
+            if st.get(lp.loop_var, 0):
+                n *= _extent(lp)
+        total += n * width
+    return total
+
+
 def _block_vector(realize, loops, machine, cores) -> list:
     block = realize.block
     iters = 1
@@ -189,17 +205,8 @@ def _block_vector(realize, loops, machine, cores) -> list:
         else:
             kinds[0 if s == 0 else 1 if s <= 1 else 2] += 1
     nreads = max(1, sum(kinds))
-    levels = []
-    for k in range(1, LEVELS + 1):
-        sub = loops[-k:] if k <= len(loops) else loops
-        total = 0
-        for st, width, _ in strides:
-            n = 1
-            for lp in sub:
-                if st.get(lp.loop_var, 0):
-                    n *= _extent(lp)
-            total += n * width
-        levels.append(total)
+    levels = [_bytes(strides, loops[-k:] if k <= len(loops) else loops)
+              for k in range(1, LEVELS + 1)]
     sub_iters = [1]
     for lp in reversed(loops):
         sub_iters.append(sub_iters[-1] * _extent(lp))
@@ -221,6 +228,21 @@ def _block_vector(realize, loops, machine, cores) -> list:
         tile *= _extent(lp)
     regs = max(1, machine.vector_registers)
     mid = min(3, len(loops))
+    # the working sets anchored on the reduction: the micro-kernel (from the innermost
+    # reduction loop in), the whole reduction, and one and two loops above it -- what
+    # L1 and L2 must hold, whatever the number of loops a candidate has
+    r_in = red_loops[-1] if red_loops else len(loops) - 1
+    r_out = red_loops[0] if red_loops else 0
+    anchored = []
+    for start in (r_in, r_out, r_out - 1, r_out - 2):
+        b = _bytes(strides, loops[max(0, start):])
+        anchored += [_log(b), float(b <= machine.l1d_bytes), float(b <= machine.l2_bytes)]
+    rows = 1
+    for lp in reversed(loops):
+        if lp.kind == "unrolled":
+            rows *= _extent(lp)
+        elif lp.kind != "vectorized":
+            break
     return [_log(iters), _log(flops), _log(par), _log(par / cores),
             1.0 if par >= cores and par % cores == 0 else 0.0,
             vec / lanes, 1.0 if loops and loops[-1].kind == "vectorized" else 0.0,
@@ -229,7 +251,8 @@ def _block_vector(realize, loops, machine, cores) -> list:
             *[_log(b) for b in levels], float(in_l1), float(in_l2),
             _log(ops * sub_iters[1] / max(1, levels[0])),
             _log(ops * sub_iters[mid] / max(1, levels[mid - 1])),
-            _log(red_inner), float(spatial_inside), float(len(loops))], flops, bool(local)
+            _log(red_inner), float(spatial_inside), float(len(loops)), *anchored,
+            tile / lanes if local else 0.0, _log(rows)], flops, bool(local)
 
 
 def features(func_or_sch, machine=None) -> list:
