@@ -38,6 +38,7 @@ from cuvil_tir.stmt import BlockRealize
 from cuvil_tir.target import Machine, as_target
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.reducer import has_reduce_axes
 
 from .autotensorize import tensorized
 
@@ -142,7 +143,7 @@ def reductions_of(func) -> list:
         ...     A[i, k], axis=k), name="S")]))
         ['S']
     """
-    return [b.name for _, b in _blocks(func) if "reduce" in _kinds(b)]
+    return [b.name for _, b in _blocks(func) if has_reduce_axes(b)]
 
 
 def inlinable(func, reductions) -> list:

@@ -37,31 +37,14 @@ from __future__ import annotations
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.expr import Call, EQ, FloorDiv, FloorMod, IntImm, LT, Var
-from cuvil_tir.op import if_then_else, max_value, min_value
+from cuvil_tir.op import if_then_else
 from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import (Allocate, BlockRealize, BufferStore, For, IfThenElse, seq)
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
-from schedules.analysis import reduction_block
-from schedules.primitives.reduction import combine, reducer_of
+from cuvil_tir.analysis.reducer import (NotAReduction, combine, identity, match_reducer,
+                                        reduction_block)
 
 WARP = 32
-_IDENTITY = {"sum": 0, "prod": 1}
-
-
-def identity_of(combiner: str, dtype: str):
-    """The identity element of ``combiner`` in ``dtype``.
-
-    Example::
-
-        >>> identity_of("sum", "float32").value
-        0.0
-    """
-    if combiner == "max":
-        return min_value(dtype)
-    if combiner == "min":
-        return max_value(dtype)
-    from cuvil_tir.expr import const
-    return const(_IDENTITY[combiner], dtype)
 
 
 def warp_reduce(combiner: str, value, width: int):
@@ -120,7 +103,10 @@ class _Lower(Mutator):
                               f"{len(realizes)}; move other blocks out with compute_at")
         br = realizes[0]
         blk = br.block
-        combiner, rhs = reducer_of(blk, "bind", self.func)
+        try:
+            combiner, rhs = match_reducer(blk)
+        except NotAReduction as why:
+            raise self.refuse(loop, f"block {blk.name!r} {why}") from None
         if loop.thread_tag != "threadIdx.x":
             raise self.refuse(loop, "only threadIdx.x reduces across threads")
         if not isinstance(loop.extent, IntImm):
@@ -144,7 +130,7 @@ class _Lower(Mutator):
         st = blk.body
         red = Buffer((IntImm(1, "int32"),), dt, f"{st.buffer.name}_red", scope="local")
         zero = IntImm(0, "int32")
-        ident = identity_of(combiner, dt)
+        ident = identity(combiner, dt)
         part = BufferStore(red, combine(combiner, red[zero], substitute(rhs, vmap)), (zero,))
         pred = br.predicate
         if not (isinstance(pred, IntImm) and pred.value):
@@ -213,4 +199,4 @@ def lower_cross_thread_reduction(func):
     return func.with_body(body)
 
 
-__all__ = ["identity_of", "lower_cross_thread_reduction", "warp_reduce"]
+__all__ = ["lower_cross_thread_reduction", "warp_reduce"]
