@@ -160,8 +160,10 @@ def gpu_space(func, target):
         for name in inlined:
             _try(sch.compute_inline, sch.get_block(name))
         done = set()
-        for name in reductions:
-            done |= _gpu_reduction(sch, name, grid, thread, most)
+        for name in reductions:   # every block the rule makes is its
+            before = set(_block_names(sch)) - {name}
+            _gpu_reduction(sch, name, grid, thread, most)
+            done |= set(_block_names(sch)) - before
         for name in [b for b in _block_names(sch) if b not in done]:
             loops = sch.get_loops(sch.get_block(name))
             if not loops:
@@ -175,7 +177,7 @@ def gpu_space(func, target):
     return space
 
 
-def _gpu_reduction(sch, name, grid, thread, most) -> set:
+def _gpu_reduction(sch, name, grid, thread, most) -> None:
     """Grid / thread / register tiling of one reduction block (module doc)."""
     from cuvil_tir.analysis import tree
     node = tree.get(sch.func, tree.find_block(sch.func, name))
@@ -183,7 +185,7 @@ def _gpu_reduction(sch, name, grid, thread, most) -> set:
     block = sch.get_block(name)
     loops = sch.get_loops(block)
     if len(loops) != len(kinds) or "spatial" not in kinds:
-        return set()
+        return
     grids, threads, inner, red_o, red_i, tiles = [], [], [], [], [], []
     for lp, kind in zip(loops, kinds):
         if kind == "spatial":
@@ -214,7 +216,6 @@ def _gpu_reduction(sch, name, grid, thread, most) -> set:
     sch.reorder(*[p[0] for p in parts], *[p[1] for p in parts])
     ct = [p[0] for p in parts]
     sch.bind(sch.fuse(*ct) if len(ct) > 1 else ct[0], thread)
-    made = {acc.name}
     for idx in range(len(node.block.reads)):   # cooperative fetch into shared memory
         sh = _try(sch.cache_read, block, idx, "shared")
         if sh is None:
@@ -222,7 +223,6 @@ def _gpu_reduction(sch, name, grid, thread, most) -> set:
         if _try(sch.compute_at, sh, red_o[-1]) is None and \
                 not _under(sch, sh, red_o[-1]):
             continue
-        made.add(sh.name)
         above = [lp.var for lp in sch.get_loops(sh)]
         copy = sch.get_loops(sh)[above.index(red_o[-1].var) + 1:]
         if copy:
@@ -233,7 +233,7 @@ def _gpu_reduction(sch, name, grid, thread, most) -> set:
     for lp in [*red_i, *inner]:
         _try(sch.unroll, lp)
     _try(sch.decompose_reduction, block, red_o[0])
-    return made | {name, name + "_init"}
+
 
 
 def _under(sch, block, loop) -> bool:

@@ -113,15 +113,17 @@ def generated_space(func, machine, intrinsics=None):
         made: set = set()
         for name in reductions:
             options = (intrinsics or {}).get(name) or []
+            # every block the rule makes (caches, the init, the renamed update) is its
+            before = {b.name for _, b in _blocks(sch.func)} - {name}
+            pick = "tile"
             if options:
                 labels = ["tile"] + [m.name for m in options]
                 pick = sch.sample_categorical(labels, [1] * len(labels))
-                if pick != "tile":
-                    before = {b.name for _, b in _blocks(sch.func)}
-                    tensorized(sch, name, options[labels.index(pick) - 1])
-                    made |= {b.name for _, b in _blocks(sch.func)} - before | {name}
-                    continue
-            made |= _tile_reduction(sch, name, machine)
+            if pick != "tile":
+                tensorized(sch, name, options[labels.index(pick) - 1])
+            else:
+                _tile_reduction(sch, name, machine)
+            made |= {b.name for _, b in _blocks(sch.func)} - before
         for name in inlined:  # elementwise consumers into the accumulator's copy-out
             if _has_block(sch, name):
                 _try(sch.reverse_compute_inline, sch.get_block(name))
@@ -249,7 +251,7 @@ def _spatial(sch, block, machine) -> None:
     _try(sch.parallel, loops[0])
 
 
-def _tile_reduction(sch, name, machine) -> set:
+def _tile_reduction(sch, name, machine) -> None:
     """Multi-level tiling ``S0 S1 R0 R1 S2`` of one reduction block: ``S2`` is the
     register tile (its last axis vectorised, the others unrolled) of a ``local``
     accumulator that stays in registers over the whole reduction, ``S0``'s first loop
@@ -262,13 +264,13 @@ def _tile_reduction(sch, name, machine) -> set:
     (``pad_einsum``: the packs are zero-filled, the copy-out guarded), as tutorial 04's
     6 x 16 tile on a 1024 GEMM needs; the other axes take divisors.  ``S0`` and ``S1``
     are a perfect tiling of the tiles, the parallel loop's count drawn from
-    :func:`parallel_counts` (at least one iteration per core where the extent allows).  Returns the names of the blocks it made."""
+    :func:`parallel_counts` (at least one iteration per core where the extent allows)."""
     node = _node(sch, name)
     kinds = _kinds(node.block)
     block = sch.get_block(name)
     loops = sch.get_loops(block)
     if len(loops) != len(kinds) or "spatial" not in kinds:
-        return set()
+        return
     lanes = machine.lanes(_dtype(node.block))
     extents = [_extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) or 0
                for lp, k in zip(loops, kinds) if k == "spatial"]
@@ -284,7 +286,6 @@ def _tile_reduction(sch, name, machine) -> set:
     caches = [(_try(sch.cache_read, block, k, "global"), dim, axis)
               for k, dim, axis in plans]
     acc = sch.cache_write(block, 0, "local")
-    made = {c.name for c, _, _ in caches if c is not None} | {name + "_init", acc.name}
     if any(e % tile[n] for n, e in enumerate(extents)):
         pos = iter(range(len(extents)))
         _try(sch.pad_einsum, block, [tile[next(pos)] if k == "spatial" else 1
@@ -343,7 +344,6 @@ def _tile_reduction(sch, name, machine) -> set:
             _try(sch.unroll, lp)
         if lanes_last and inner:
             _try(sch.vectorize, inner[-1])
-    return made
 
 
 def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
