@@ -189,11 +189,11 @@ def run_with_decisions(space, func, decisions, seed=None):
     class _Forced(Schedule):
         def sample_perfect_tile(self, loop, n, max_innermost_factor=16, decision=None):
             return _fitting(super().sample_perfect_tile, loop, n, max_innermost_factor,
-                            decision=_next(queue, decision))
+                            decision=_next(queue, decision, list))
 
         def sample_categorical(self, candidates, probs, decision=None):
             return _fitting(super().sample_categorical, candidates, probs,
-                            decision=_next(queue, decision))
+                            decision=_next(queue, decision, int))
 
     sch = _Forced(func, seed=seed)
     space(sch)
@@ -211,9 +211,12 @@ def _fitting(sample, *args, decision):
         return sample(*args, decision=None)
 
 
-def _next(queue, given):
-    """The next forced decision; past the end of the list the space draws its own."""
-    return queue.pop(0) if queue else given
+def _next(queue, given, kind):
+    """The next forced decision; past the end of the list, or when it is not of this
+    sampler's ``kind`` (an earlier decision took the space down another branch, with
+    other samplers), the space draws its own."""
+    d = queue.pop(0) if queue else given
+    return d if isinstance(d, kind) and not isinstance(d, bool) else None
 
 
 def _has_block(sch, name) -> bool:

@@ -202,3 +202,24 @@ def test_features_take_milliseconds_and_no_lowering():
     assert time.perf_counter() - t0 < 0.1
     # the accumulator lives in registers; the packed operands read contiguously
     assert v[NAMES.index("local_scope")] == 1.0 and v[NAMES.index("read_strided")] == 0
+
+
+def branching_space(sch):
+    """Decision 0 picks which samplers follow: a tile, or a categorical."""
+    i, j = sch.get_loops(sch.get_block("B"))
+    if sch.sample_categorical([0, 1], [1, 1]):
+        sch.split(i, sch.sample_perfect_tile(i, 2))
+    else:
+        sch.split(j, [None, sch.sample_categorical([8, 16], [1, 1])])
+
+
+def test_a_decision_of_another_branch_is_drawn_afresh_not_an_error():
+    """A mutation that flips a branch hands the next sampler a decision of the other
+    kind (a categorical's index to a tile sampler): that one is drawn afresh."""
+    f = _func()
+    sch = run_with_decisions(branching_space, f, [1, 0])   # 0: an index, not a tile
+    d = [v for _, v in sorted(sch.trace.decisions.items())]
+    assert d[0] == 1 and isinstance(d[1], list) and d[1][0] * d[1][1] == 16
+    sch = run_with_decisions(branching_space, f, [0, [4, 4]])  # a tile, not an index
+    d = [v for _, v in sorted(sch.trace.decisions.items())]
+    assert d[0] == 0 and d[1] in (0, 1)
