@@ -23,7 +23,8 @@ Sections (``--only``):
 numpy runs with the kernel OpenBLAS picks for this CPU: when ``OPENBLAS_CORETYPE`` or
 ``OPENBLAS_L2_SIZE`` is set (some machines pin an older kernel), the benchmark runs
 itself again with both unset, and prints the BLAS in use (threadpoolctl).  Each task's
-tuned kernel is checked against numpy and timed interleaved with it.  On a machine
+tuned kernel is checked against numpy and timed interleaved with it (the fastest of
+``--repeat`` calls each).  On a machine
 shared with other work the figures are noisy: the ratios within one run are what
 compare; the 1-minute load average is printed beside each figure.
 """
@@ -95,7 +96,9 @@ def fma_peak(machine):
 
 
 def interleaved(fns, repeat, settle=0.15):
-    """Median seconds of each of ``fns``, called in turn ``repeat`` times."""
+    """The fastest of ``repeat`` calls of each of ``fns``, called in turn (on a shared
+    machine a slow call is one the scheduler interrupted; both sides get the same
+    treatment)."""
     times = [[] for _ in fns]
     for _ in range(repeat):
         for k, fn in enumerate(fns):
@@ -103,7 +106,7 @@ def interleaved(fns, repeat, settle=0.15):
             t0 = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t0)
-    return [float(np.median(t)) for t in times]
+    return [float(min(t)) for t in times]
 
 
 def tune_task(name, func, opts, target, executor):
