@@ -36,7 +36,6 @@ import math
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,7 +47,7 @@ sys.path[:0] = [os.path.join(HERE, ".."), HERE]
 
 import schedules as S  # noqa: E402
 import targets  # noqa: E402
-from run import _BLAS_VARS, blas_info  # noqa: E402  (benchmarks/run.py)
+from run import bench_env, blas_info  # noqa: E402  (benchmarks/run.py)
 from schedules.tune.command import history_of  # noqa: E402
 from schedules.tune.database import workload_key  # noqa: E402
 from schedules.tune.executor import local_executor, slots  # noqa: E402
@@ -219,21 +218,8 @@ def throughput(opts, target, executor):
           f"(goal < 0.2 s); load {_load()}", flush=True)
 
 
-def _rerun_without_blas_vars(argv) -> int | None:
-    if any(v in os.environ for v in _BLAS_VARS) and "CUVIL_BENCH_CHILD" not in os.environ:
-        env = {k: v for k, v in os.environ.items() if k not in _BLAS_VARS}
-        env["CUVIL_BENCH_CHILD"] = "1"
-        print(f"(running again with {' and '.join(_BLAS_VARS)} unset, so numpy uses the "
-              "kernel OpenBLAS picks for this CPU)", flush=True)
-        return subprocess.call([sys.executable, os.path.abspath(__file__), *argv], env=env)
-    return None
-
-
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    code = _rerun_without_blas_vars(argv)
-    if code is not None:
-        return code
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small sizes, 8 trials each")
     p.add_argument("--trials", type=int, default=None, help="per task (default 200)")
@@ -241,11 +227,15 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--min-repeat-ms", type=float, default=50.0)
-    p.add_argument("--only", nargs="*", default=None, help="throughput gemm conv")
+    p.add_argument("--only", nargs="*", default=None,
+                   choices=("throughput", "gemm", "conv"))
     p.add_argument("--dtypes", nargs="*", default=list(DTYPES), help=" ".join(DTYPES))
     p.add_argument("--shapes", nargs="*", default=None, help="GEMM labels to run")
     p.add_argument("--db", default=None, help="directory of the databases (kept)")
     opts = p.parse_args(argv)
+    rc = bench_env.rerun_without_blas_overrides(__file__, argv)
+    if rc is not None:
+        return rc
     opts.trials = opts.trials or (8 if opts.quick else 200)
     if opts.quick:
         opts.repeat, opts.min_repeat_ms = 3, 5.0

@@ -21,7 +21,7 @@ ranks the other half: Spearman's rank correlation with the measured times (and t
 same with no row of this workload: pure transfer).
 
     python benchmarks/tune_search.py [--trials 32] [--seeds 3] [--only gemm128 conv28]
-    python benchmarks/tune_search.py --quick          # 2 workloads, 1 seed, 8 trials
+    python benchmarks/tune_search.py --quick          # 2 workloads, 1 seed, 8 trials (CI)
 
 Numbers measured while other processes share the machine are noisy: a run under load
 compares the searches with each other (same cache), not with other machines.

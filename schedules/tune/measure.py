@@ -296,4 +296,8 @@ def run_candidate(payload, emit) -> None:
         info["check_time_s"] = round(time.perf_counter() - t0, 4)
         emit(("ok", seconds, info))
     except Exception as e:  # noqa: BLE001 - any candidate error is a recorded failure
+        # a host that cannot run the target's code (HostFeatureError) fails at run
+        # time, also when the untuned reference is what it refused
+        if getattr(e, "code", None) == "CVL-E240":
+            stage = "run"
         emit((stage, f"{type(e).__name__}: {e}", info))
