@@ -17,7 +17,10 @@ Declared data (class attributes; every one has a default here):
   its ops from (:mod:`cuvil_tir.ops.spelling`: ``"llvm"``, ``"c"``, ``"cuda"``; the
   backend fills it from its own folder); ``None`` for a backend that writes none;
 * ``calling_conventions`` -- the kinds of functions its lowering produces (``host``,
-  ``parallel_task``, ``device_kernel``).
+  ``parallel_task``, ``device_kernel``);
+* ``buffering`` -- the loop annotation that asks the kind to double-buffer the tiles
+  staged inside that loop (an accelerator's DMA filling one copy while the compute
+  unit reads the other); ``None`` (default): it cannot, so the tuner never offers it.
 
 Steps (methods):
 
@@ -116,6 +119,7 @@ class TargetKind:
     max_threads: int | None = None
     op_spellings: str | None = None
     calling_conventions: tuple = ("host",)
+    buffering: str | None = None
 
     # ---- steps --------------------------------------------------------------------
     def pipeline(self, target) -> list:

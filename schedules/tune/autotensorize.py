@@ -46,7 +46,9 @@ _SUPPORTED: dict = {}
 class Match:
     """An intrinsic ``name`` a block computes: ``extents``, per block iterator (in the
     block's order), the description's extent of the iterator it maps to (None: not
-    covered), and ``order``, the block iterators in the description's loop order.
+    covered), ``order``, the block iterators in the description's loop order, and
+    ``scopes``: ``(block buffer name, memory scope)`` of each operand, the scope the
+    description declares it in (where the intrinsic reads or writes it).
 
     Example::
 
@@ -57,6 +59,7 @@ class Match:
     name: str
     extents: tuple
     order: tuple
+    scopes: tuple = ()
 
 
 def _leaf(func):
@@ -101,7 +104,8 @@ def _match_one(block, intrin):
             not isinstance(desc.block.body, BufferStore):
         return None
     vmap: dict = {}
-    if not _same(block.body, desc.block.body, vmap, {}):
+    bmap: dict = {}
+    if not _same(block.body, desc.block.body, vmap, bmap):
         return None
     ivs = {iv.var: iv for iv in block.iter_vars}
     extents = [None] * len(block.iter_vars)
@@ -117,7 +121,8 @@ def _match_one(block, intrin):
             return None
         extents[n] = e
         order.append(n)
-    return Match(intrin.name, tuple(extents), tuple(order))
+    return Match(intrin.name, tuple(extents), tuple(order),
+                 tuple((mine.name, theirs.scope) for theirs, mine in bmap.items()))
 
 
 def supported(name: str, target) -> bool:

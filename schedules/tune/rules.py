@@ -9,11 +9,16 @@ declares through the backend contract (:mod:`cuvil_tir.target`), never from its 
    block-level axis, a thread level bound to the first thread axis, per-thread register
    tiles accumulated in ``local`` memory, operands fetched cooperatively into
    ``shared`` memory at the outer reduction loop);
-3. a machine (``machine(target)``: vector lanes, registers, caches, cores): the CPU
+3. memories of its own (beyond the host's) that a registered tensor intrinsic takes
+   its operands from, and a reduction block that intrinsic computes: the staged rule
+   of :mod:`.staged` (tiles staged into those memories, sized to fit them, buffering
+   depth 1 or 2 when the kind declares a ``buffering`` annotation), measured by the
+   kind (an accelerator's simulated cycles);
+4. a machine (``machine(target)``: vector lanes, registers, caches, cores): the CPU
    rules of :func:`.space.generated_space`, with every registered tensor intrinsic
    that a reduction block computes and the target builds offered beside the register
    tile (:mod:`.autotensorize`);
-4. otherwise a :class:`.errors.TuneError` that says what the kind would need to
+5. otherwise a :class:`.errors.TuneError` that says what the kind would need to
    declare.
 
 A function with symbolic sizes is refused first: a space is sized for concrete
@@ -37,6 +42,7 @@ from cuvil_tir.target import SCALAR_MACHINE, as_target
 from .autotensorize import matches
 from .errors import TuneError
 from .space import generated_space, inlinable, reductions_of
+from .staged import staged_match, staged_space
 
 #: thread counts a GPU thread block may take (capped by the declared limits)
 THREADS = (32, 64, 128, 256, 512, 1024)
@@ -112,6 +118,9 @@ def space_for(func, target):
             "cpu" if kind.machine(t) != SCALAR_MACHINE else "none"
     if rule == "gpu":
         return gpu_space(func, t)
+    staged = staged_match(func, t)
+    if staged is not None:
+        return staged_space(func, t, *staged)
     if rule == "cpu":
         return generated_space(func, kind.machine(t), {
             name: matches(func, name, t) for name in reductions_of(func)})
@@ -119,8 +128,9 @@ def space_for(func, target):
         f"tune: target kind {kind.name!r} declares nothing a space can be generated "
         "from: no tuning_space(func, target), no thread axes with a 'shared' memory, "
         "and machine(target) is the scalar default (no vector lanes, registers or "
-        "caches).  Pass space=your_schedule_function, or declare one of these in the "
-        "kind")
+        "caches), and no memories of its own that a registered tensor intrinsic of "
+        "one of the function's reduction blocks takes its operands from.  Pass "
+        "space=your_schedule_function, or declare one of these in the kind")
 
 
 def _limits(target):

@@ -45,7 +45,7 @@ from .codegen import print_kernel
 from .description import check_description
 from .errors import DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
-from .stage import check_no_host_access, compact_scratchpad
+from .stage import DOUBLE_BUFFER, check_no_host_access, compact_scratchpad
 from .tokens import accesses, insert_tokens
 from .transfer import dma_transfers, intrinsic_calls, row_strides
 
@@ -74,6 +74,7 @@ class Accelerator(TargetKind):
                                    doc="{buffer name: first bank} placements to keep")}
     calling_conventions = ("host",)
     op_spellings = "c"
+    buffering = DOUBLE_BUFFER    # the staged tiles of an annotated loop, two copies
 
     cost_unit = "seconds"
 
