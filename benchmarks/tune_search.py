@@ -47,6 +47,7 @@ import schedules as S  # noqa: E402
 from schedules.tune.cost_model import CostModel, rank_correlation  # noqa: E402
 from schedules.tune.database import workload_key  # noqa: E402
 from schedules.tune.executor import local_executor, slots  # noqa: E402
+from schedules.tune.networks import matmul  # noqa: E402
 
 
 class CachedExecutor(Executor):
@@ -62,18 +63,6 @@ class CachedExecutor(Executor):
         if key not in self.cache:
             self.cache[key] = self.inner.submit(fn, payload)
         return self.cache[key]
-
-
-def matmul(m, n, k, dtype="float32", acc=None):
-    A = T.placeholder((m, k), dtype, name="A")
-    B = T.placeholder((k, n), dtype, name="B")
-    r = T.reduce_axis((0, k), name="k")
-    if acc is None:
-        C = T.compute((m, n), lambda i, j: T.sum(A[i, r] * B[r, j], axis=r), name="C")
-    else:
-        C = T.compute((m, n), lambda i, j: T.sum(
-            A[i, r].astype(acc) * B[r, j].astype(acc), axis=r), name="C")
-    return T.create_prim_func([A, B, C])
 
 
 def conv2d(c, k, h, w):
