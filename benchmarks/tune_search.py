@@ -258,6 +258,9 @@ def model_quality(funcs, cache, random_records):
               f"{statistics.median(within):.2f} (goal >= 0.6)")
         print(f"  transfer only (no row of the workload): "
               f"{[round(x, 2) for x in transfer]}, median {statistics.median(transfer):.2f}")
+    else:
+        print("cost model: no workload has the 16 distinct measured candidates a held-out "
+              "rank correlation needs (give more --trials)")
 
 
 TARGET = "llvm"
