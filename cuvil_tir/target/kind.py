@@ -17,10 +17,7 @@ Declared data (class attributes; every one has a default here):
   its ops from (:mod:`cuvil_tir.ops.spelling`: ``"llvm"``, ``"c"``, ``"cuda"``; the
   backend fills it from its own folder); ``None`` for a backend that writes none;
 * ``calling_conventions`` -- the kinds of functions its lowering produces (``host``,
-  ``parallel_task``, ``device_kernel``);
-* ``buffering`` -- the loop annotation that asks the kind to double-buffer the tiles
-  staged inside that loop (an accelerator's DMA filling one copy while the compute
-  unit reads the other); ``None`` (default): it cannot, so the tuner never offers it.
+  ``parallel_task``, ``device_kernel``).
 
 Steps (methods):
 
@@ -119,7 +116,6 @@ class TargetKind:
     max_threads: int | None = None
     op_spellings: str | None = None
     calling_conventions: tuple = ("host",)
-    buffering: str | None = None
 
     # ---- steps --------------------------------------------------------------------
     def pipeline(self, target) -> list:

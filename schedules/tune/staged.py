@@ -10,8 +10,10 @@ the intrinsic takes it from (``cache_read`` / ``cache_write``), every loop split
 a staged tile and the intrinsic's tile, the staged inputs computed at the last
 reduction tile loop and the output written back at the last output tile loop, the
 accumulator's zeroing and the update tensorized.  The decisions are a
-buffering depth (1, or 2 when the kind declares a ``buffering`` annotation: two copies
-of every staged tile) and a staged tile per loop (a multiple of the intrinsic's extent
+buffering depth (1 to 3 versions of each staged input tile in flight: TVM's
+``software_pipeline_stage`` on the reduction tile loop, the copies of the next tiles
+running while this one is computed, and on the output tile loop, the copy-out of one
+output tile overlapping the next; every target lowers it) and a staged tile per loop (a multiple of the intrinsic's extent
 that divides the loop), each drawn among those that still fit: the staged tiles, times
 the depth, within each memory's ``capacity_bytes`` (:class:`Sizes`).  The measurement is the
 kind's own (an accelerator's simulated cycles).
@@ -35,6 +37,7 @@ from cuvil_tir import dtype as D
 from cuvil_tir.analysis import tree
 from cuvil_tir.expr import Var
 from cuvil_tir.target import as_target
+from cuvil_tir.transform.software_pipeline import STAGE
 
 from .autotensorize import matches
 from .errors import TuneError
@@ -42,6 +45,8 @@ from .space import reductions_of
 
 #: memories every host has: an operand there is not staged
 HOST_SCOPES = ("global", "local", "shared")
+#: buffering depths: how many versions of each staged input tile are in flight
+DEPTHS = (1, 2, 3)
 #: the most multiples of the intrinsic's extent a staged tile is offered at
 MOST_MULTIPLES = 16
 
@@ -102,7 +107,7 @@ class Sizes:
         >>> _ = targets.register_target(toy_npu, replace=True)
         >>> sizes = Sizes(gemm(256), *staged_match(gemm(256), "toy-npu"), "toy-npu")
         >>> sizes.choices[0], sizes.depths, sizes.fits((256, 256, 256), 1)
-        ([16, 32, 64, 128, 256], (1, 2), False)
+        ([16, 32, 64, 128, 256], (1, 2, 3), False)
     """
 
     def __init__(self, func, name, match, target):
@@ -113,8 +118,7 @@ class Sizes:
         self.choices = [[e * k for k in range(1, MOST_MULTIPLES + 1)
                          if iv.dom.extent.value % (e * k) == 0]
                         for iv, e in zip(block.iter_vars, match.extents)]
-        self.depths = tuple(d for d in ((1, 2) if kind.buffering else (1,))
-                            if self.fits([c[0] for c in self.choices], d))
+        self.depths = tuple(d for d in DEPTHS if self.fits([c[0] for c in self.choices], d))
 
     def fits(self, tiles, depth) -> bool:
         """Whether staged tiles ``tiles`` (one per block iterator), ``depth`` copies
@@ -164,7 +168,6 @@ def staged_space(func, target, name, match):
     kinds = [iv.kind for iv in block.iter_vars]
     spatial = [n for n, k in enumerate(kinds) if k == "spatial"]
     reduce = [n for n, k in enumerate(kinds) if k != "spatial"]
-    buffering = target.kind_obj.buffering
 
     def space(sch):
         tiles, depth = sizes.sample(sch)
@@ -188,9 +191,9 @@ def staged_space(func, target, name, match):
                 if m.scopes and all(s in scopes.values() for _, s in m.scopes)]
         if zero:
             sch.tensorize(sch.get_loops(init)[-len(spatial)], zero[0].name)
-        if depth == 2:
-            sch.annotate(ko, buffering, 1)
-            sch.annotate(jo, buffering, 1)
+        if depth > 1:   # the copies of the next tiles run while this one is computed
+            sch.annotate(ko, STAGE, [0] * len(staged) + [depth - 1])
+            sch.annotate(jo, STAGE, [0, 0, 1])     # zero, reduction | copy out
 
     return space
 

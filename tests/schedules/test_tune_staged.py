@@ -51,7 +51,7 @@ def test_the_space_stages_tiles_into_the_intrinsics_memories_and_runs_exactly():
     sch = run_with_decisions(space, f, [1, 2, 1, 1])
     text = str(sch.func)
     assert "toy_npu_gemm_16x16x16" in str(targets.build(sch, NPU).get_source("c"))
-    assert "accel.double_buffer" in text and "npu.wgt" in text
+    assert "software_pipeline_stage" in text and "npu.wgt" in text
     run(f, sch)
 
 
