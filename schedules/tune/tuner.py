@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import sys
 import random
 import sys
 import time
