@@ -194,7 +194,8 @@ class _Printer(ExprPrinter):
         self.suite(_flatten(s.body), indent + 1)
 
     def block(self, b: Block, indent: int, realize) -> None:
-        self.emit(indent, f"with T.block({json.dumps(b.name)}):", realize or b)
+        name = json.dumps(b.name) if b.name else ""
+        self.emit(indent, f"with T.block({name}):", realize or b)
         header = len(self.lines)
         i = indent + 1
         values = realize.iter_values if realize is not None else (None,) * len(b.iter_vars)

@@ -46,6 +46,9 @@ class Namespace:
 
 NAMESPACE = Namespace()
 
+#: TVMScript's expression-node constructors the text form reads (``T.Add(x, 0)``)
+NODE_CONSTRUCTORS = ("Add", "Sub", "Mul", "FloorDiv", "FloorMod", "EQ", "NE", "LT", "LE",
+                     "GT", "GE", "And", "Or")
 #: ``T.<name>`` interpreted by the parser rather than called
 BUILTINS = {"Buffer", "alloc_buffer", "allocate", "block", "axis", "reads", "writes",
             "init", "where", "block_attr", "func_attr", "evaluate", "call_intrin",
@@ -53,7 +56,8 @@ BUILTINS = {"Buffer", "alloc_buffer", "allocate", "block", "axis", "reads", "wri
             "LetStmt", "Let", "Cast", "Select", "Ramp", "Broadcast", "min", "max",
             "truncdiv", "truncmod", "floordiv", "floormod", "var", "size_var",
             "prim_func", "match_buffer", "decl_buffer", "buffer_decl", "allocate_const",
-            "likely", "let", "assert_", "launch_thread"} | set(INTRIN_ARITY)
+            "likely", "let", "assert_", "launch_thread", "env_thread"} | set(INTRIN_ARITY) | \
+    set(NODE_CONSTRUCTORS)
 AXIS_KINDS = ("spatial", "reduce", "scan", "opaque")
 #: TVMScript's short axis names
 AXIS_ALIASES = {"S": "spatial", "R": "reduce"}
@@ -262,6 +266,28 @@ class ExprEvaluator:
 
     def e_string(self, t):
         return ast.literal_eval(str(t.children[0]))
+
+    def e_fstring(self, t):
+        """``f"wmma_{suffix}"``: each placeholder a name (or ``name.attr``) of the
+        function's scope, as Python evaluates it when the ``def`` runs."""
+        parts = []
+        for node in ast.parse(str(t.children[0]), mode="eval").body.values:
+            if isinstance(node, ast.Constant):
+                parts.append(str(node.value))
+                continue
+            chain, e = [], node.value
+            while isinstance(e, ast.Attribute):
+                chain.append(e.attr)
+                e = e.value
+            if not isinstance(e, ast.Name) or node.format_spec is not None:
+                raise self.error("an f-string placeholder must be a name, e.g. "
+                                 "f\"wmma_{suffix}\"", t)
+            value = self.lookup(e.id, t)
+            for attr in reversed(chain):
+                value = self.attribute(value, attr, t)
+            conv = {ord("r"): repr, ord("a"): ascii}.get(node.conversion, str)
+            parts.append(conv(value))
+        return "".join(parts)
 
     def e_none(self, t):
         return None

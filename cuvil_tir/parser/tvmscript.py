@@ -45,6 +45,7 @@ from ..stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Fo
                     seq)
 from .evaluate import Spec, make_access, to_expr
 from .tvm_calls import make_pointer
+from .tvm_lowered import EnvThread
 
 #: ``x = T.<kind>(...)`` statements this module builds
 TVM_ASSIGN = ("match_buffer", "decl_buffer", "buffer_decl", "allocate_const")
@@ -250,18 +251,14 @@ class TVMScriptMixin:
 
     def decl_buffer(self, name, v: Spec, ctx, t, rhs):
         data = v.kwargs.get("data")
-        if isinstance(data, Buffer):         # the data of T.allocate_const: same buffer
+        if isinstance(data, (Buffer, BufferRegion)):
+            # the data of T.allocate / T.allocate_const, or another buffer's .data
             shape = v.args[0] if v.args and v.args[0] is not None else v.kwargs.get("shape")
-            shape = shape if isinstance(shape, (tuple, list)) else (shape,)
-            if [str(to_expr(s, "int32")) for s in shape] != [str(s) for s in data.shape]:
-                raise self.error(f"{name}: declared with shape {tuple(shape)} over the "
-                                 f"constant {data.name} of shape "
-                                 f"{_dims(data.shape)}; declare it with the constant's "
-                                 "extents", t)
-            self.bind(name, data, "buffer")
-            return None
+            dtype = v.args[1] if len(v.args) > 1 else v.kwargs.get("dtype")
+            return self.buffer_over_data(name, data, shape, dtype, t)
         if data is not None:
-            raise self.error(f"{name}: data= must be the result of T.allocate_const", t)
+            raise self.error(f"{name}: data= must be a buffer's memory (the result of "
+                             "T.allocate or T.allocate_const, or another buffer's .data)", t)
         if ctx is None:
             raise self.error("T.decl_buffer without data= allocates: put it directly "
                              "inside a block or the function body", t)
@@ -317,11 +314,14 @@ class TVMScriptMixin:
         args, kw = list(v.args), dict(v.kwargs)
         tag = kw.pop("thread", args.pop(0) if args else None)
         extent = kw.pop("extent", args.pop(0) if args else None)
+        env = tag if isinstance(tag, EnvThread) else None
+        tag = env.tag if env is not None else tag
         if not isinstance(tag, str) or extent is None or args or kw:
             raise self.error("T.launch_thread expects (thread tag, extent), e.g. "
-                             "T.launch_thread(\"threadIdx.x\", 128)", t)
+                             "T.launch_thread(\"threadIdx.x\", 128), or (a T.env_thread "
+                             "variable, extent)", t)
         ext = to_expr(extent, "int32")
-        var = Var(name, ext.dtype)
+        var = env.var if env is not None else Var(name, ext.dtype)
         body = make_body(var)
         return For(var, IntImm(0, ext.dtype), ext, "thread_binding", body, tag)
 
