@@ -32,8 +32,10 @@ from cuvil_tir.ir_module import calling_conv
 from cuvil_tir.target import Memory, Option, Program, TargetKind, register_target
 from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
 from cuvil_tir.transform.gpu_memory import plan_gpu_memory
+from cuvil_tir.transform.gpu_reduction import lower_cross_thread_reduction
 from cuvil_tir.transform.gpu_sync import insert_barriers
-from cuvil_tir.transform.gpu_threads import kernels, normalize_thread_bindings, split_host_device
+from cuvil_tir.transform.gpu_threads import (grid_roots, kernels, normalize_thread_bindings,
+                                             split_host_device)
 from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.transform.vectorize import vectorize_loops
 from cuvil_tir.printer import to_text
@@ -43,7 +45,6 @@ from cuvil_tir.thread_axes import ThreadAxis
 from ..runtime import Module
 from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
 from .double_buffer import inject_double_buffer
-from .reduction import lower_cross_thread_reduction
 from .runtime import CudaRuntime
 from .tensorcore import wmma_leading_dims
 
@@ -128,9 +129,9 @@ def cuda_pipeline() -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in cuda_pipeline()][:3]
-        ['lower_cross_thread_reduction', 'lower_blocks', 'normalize_thread_bindings']
+        ['lower_cross_thread_reduction', 'grid_roots', 'lower_blocks']
     """
-    return [lower_cross_thread_reduction, lower_blocks, normalize_thread_bindings,
+    return [lower_cross_thread_reduction, grid_roots, lower_blocks, normalize_thread_bindings,
             plan_gpu_memory, inject_double_buffer, wmma_leading_dims, flatten_buffers,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
