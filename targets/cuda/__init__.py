@@ -31,6 +31,7 @@ from cuvil_tir.errors import LoweringError
 from cuvil_tir.ir_module import calling_conv
 from cuvil_tir.target import Memory, Option, Program, TargetKind, register_target
 from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
+from cuvil_tir.transform.gpu_cooperative_fetch import cooperative_fetch
 from cuvil_tir.transform.gpu_memory import plan_gpu_memory
 from cuvil_tir.transform.gpu_reduction import lower_cross_thread_reduction
 from cuvil_tir.transform.gpu_sync import insert_barriers
@@ -129,9 +130,9 @@ def cuda_pipeline() -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in cuda_pipeline()][:3]
-        ['lower_cross_thread_reduction', 'grid_roots', 'lower_blocks']
+        ['cooperative_fetch', 'lower_cross_thread_reduction', 'grid_roots']
     """
-    return [lower_cross_thread_reduction, grid_roots, lower_blocks, normalize_thread_bindings,
+    return [cooperative_fetch, lower_cross_thread_reduction, grid_roots, lower_blocks, normalize_thread_bindings,
             plan_gpu_memory, inject_double_buffer, wmma_leading_dims, flatten_buffers,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
