@@ -23,6 +23,8 @@ from cuvil_tir.stmt import Block, BlockRealize, For, IfThenElse, LetStmt, SeqStm
 from cuvil_tir.visitor import Visitor
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.arith.affine import quasi_affine  # noqa: F401 - re-exported
+from cuvil_tir.analysis.reducer import reduction_block  # noqa: F401 - re-exported
 from .errors import BlockNotFoundError, ScheduleArgumentError, schedule_error
 from .handles import BlockRV, LoopRV
 
@@ -81,32 +83,6 @@ def stmt_path(func, rv, primitive: str) -> tuple:
         return block_path(func, rv, primitive)
     raise schedule_error(ScheduleArgumentError, primitive,
                          f"expected a LoopRV or a BlockRV, got {rv!r}")
-
-
-def quasi_affine(e) -> bool:
-    """Whether an index expression is quasi-affine: constants and variables combined by
-    ``+``, ``-``, products with a constant, and ``//`` / ``%`` by a positive constant.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> i, k = T.var("i"), T.var("k")
-        >>> quasi_affine(i * 4 + k // 2), quasi_affine(k * k // 2)
-        (True, False)
-    """
-    from cuvil_tir.expr import Add, Cast, FloorDiv, FloorMod, Mul, Sub
-    if isinstance(e, (IntImm, Var)):
-        return True
-    if isinstance(e, (Add, Sub)):
-        return quasi_affine(e.a) and quasi_affine(e.b)
-    if isinstance(e, Mul):
-        return (isinstance(e.a, IntImm) and quasi_affine(e.b)) or \
-            (isinstance(e.b, IntImm) and quasi_affine(e.a))
-    if isinstance(e, (FloorDiv, FloorMod)):
-        return isinstance(e.b, IntImm) and e.b.value > 0 and quasi_affine(e.a)
-    if isinstance(e, Cast):
-        return quasi_affine(e.value)
-    return False
 
 
 def non_affine_block(stmt, loop_vars=None):
@@ -276,27 +252,6 @@ def uses_var(node, var: Var) -> bool:
 
     _Find().visit(node)
     return bool(found)
-
-
-def reduction_block(loop: For):
-    """The name of a block under ``loop`` whose reduce iter var it drives, else None.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> A = T.placeholder((4, 4), name="A")
-        >>> k = T.reduce_axis((0, 4), name="k")
-        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: T.sum(A[i, k], axis=k),
-        ...                                      name="S")])
-        >>> i_loop = tree.get(f, ("block", "body"))
-        >>> reduction_block(i_loop), reduction_block(i_loop.body)
-        (None, 'S')
-    """
-    for br in tree.blocks_under(loop.body):
-        for iv, value in zip(br.block.iter_vars, br.iter_values):
-            if iv.kind == "reduce" and uses_var(value, loop.loop_var):
-                return br.block.name
-    return None
 
 
 def ordered_block(loop: For, kinds=("scan",)):

@@ -26,6 +26,7 @@ from cuvil_tir.stmt import BlockRealize
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import bound_region, loop_doms, relax, simplify
+from cuvil_tir.arith.affine import linear_form
 
 
 def _accesses(func, lpath):
@@ -58,12 +59,11 @@ def _direct_blocks(func, lpath):
 def _separated(w, a, var) -> bool:
     """Some dimension indexes ``w`` and ``a`` by the same affine function of ``var``
     with a coefficient no smaller than either tile."""
-    from .primitives.blockize import linear
     for dw, da in zip(w.region, a.region):
         if not (isinstance(dw.extent, IntImm) and isinstance(da.extent, IntImm)):
             continue
         diff = simplify(dw.min - da.min)
-        lin = linear(dw.min)
+        lin = linear_form(dw.min)
         if not (isinstance(diff, IntImm) and diff.value == 0) or lin is None:
             continue
         coeff = lin[0].get(id(var), (None, 0))[1]
@@ -143,7 +143,6 @@ def _own_element(br, w, a, var) -> bool:
 def _same_point(w, a, var) -> bool:
     """Both regions are the same single element, whose row-major offset is affine in
     ``var`` with a non-zero coefficient (a fused loop's ``f // 8, f % 8``)."""
-    from .primitives.blockize import linear
     if not all(isinstance(d.extent, IntImm) and d.extent.value == 1
                for d in w.region + a.region):
         return False
@@ -158,7 +157,7 @@ def _same_point(w, a, var) -> bool:
             off = term if off is None else off + term
         flat[n] = simplify(off)
     diff = simplify(flat[0] - flat[1])
-    lin = linear(flat[0])
+    lin = linear_form(flat[0])
     return isinstance(diff, IntImm) and diff.value == 0 and lin is not None and \
         lin[0].get(id(var), (None, 0))[1] != 0
 

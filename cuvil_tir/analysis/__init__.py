@@ -2,7 +2,14 @@
 
 * :mod:`.tree`: statements by *path* (find, get, replace, walk);
 * :mod:`.regions`: which part of a buffer a block touches, over the loops above it,
-  relaxed over the loops in between.
+  relaxed over the loops in between;
+* :mod:`.index_map`: the block-variable values that cover a region (quasi-affine
+  digits); :mod:`.map_inverse`: the one inverse of an index map (with
+  :mod:`.linear_maps` for symbolic row-major numberings);
+* :mod:`.reducer`: the combiners, their identities and the reducer of a block.
+
+The affine decomposition of index expressions is :mod:`cuvil_tir.arith.affine`; the
+tensor-intrinsic registry is :mod:`cuvil_tir.tensor_intrin`.
 
 Example::
 

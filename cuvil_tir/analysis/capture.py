@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from .. import ops
 from ..buffer import Buffer
 from ..errors import LoweringError
-from ..expr import BufferLoad, Call, StringImm
+from ..expr import BufferLoad, Call
 from ..ops.gpu import tiles_of
 from ..stmt import BufferRegion
 from ..visitor import Visitor
@@ -159,13 +159,7 @@ def call_access(call: Call) -> tuple:
         >>> call_access(T.call_extern("int32", "f", T.BufferRegion.full(A), effect="reads"))
         (True, False)
     """
-    if call.op == "call_extern" and len(call.args) > 1 and isinstance(call.args[1], StringImm):
-        effect = call.args[1].value
-    elif ops.has_op(call.op):
-        effect = ops.get_op(call.op).effect
-    else:
-        effect = "opaque"
-    return _OP_ACCESS.get(effect, (True, True))
+    return _OP_ACCESS.get(ops.call_effect(call), (True, True))
 
 
 class _Uses(Visitor):

@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 from .. import dtype as D
-from ..expr import Add, Expr, IntImm, Mul, Sub
+from ..expr import Add, Expr, IntImm, Mul, Sub, Var
 from ..node import node_hash, same
 
 
@@ -185,3 +185,78 @@ class Affine:
         if const < 0:
             return Sub(acc, IntImm(-const, dt))
         return acc
+
+
+def linear_form(e: Expr):
+    """``({id(var): (var, coeff)}, const)`` when the integer expression ``e`` is affine
+    in its variables (every term a variable times a constant), else None: the form the
+    schedule primitives and backends divide into outer and inner parts.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i, j = T.var("i"), T.var("j")
+        >>> terms, c = linear_form(i * 4 + j - 1)
+        >>> sorted(k for _, k in terms.values()), c
+        ([1, 4], -1)
+        >>> linear_form(i * j) is None, linear_form(i // 4) is None
+        (True, True)
+    """
+    if not is_index_dtype(e.dtype):
+        return None
+    aff = Affine.of(e)
+    terms = {}
+    for atom, c in aff.terms:
+        if not isinstance(atom, Var):
+            return None
+        terms[id(atom)] = (atom, c)
+    return terms, aff.const
+
+
+def from_linear_form(terms: dict, c: int, dtype: str = "int32") -> Expr:
+    """``sum coeff * var + c`` from :func:`linear_form`'s ``terms``, as the simplifier
+    writes it (``i - j * 2 - 3``).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i, j = T.var("i"), T.var("j")
+        >>> str(from_linear_form({id(i): (i, 1), id(j): (j, -2)}, -3))
+        'i - j * 2 - 3'
+    """
+    return Affine(dtype, {Key(v): k for v, k in terms.values() if k}, c).to_expr()
+
+
+def quasi_affine(e: Expr, over=None) -> bool:
+    """Whether the index expression ``e`` is quasi-affine: variables and constants
+    combined by ``+``, ``-``, products with a constant, ``//`` and ``%`` by a positive
+    constant (and casts).  With ``over`` (a collection of variables), a sub-expression
+    free of them counts as a constant (``n * i`` is quasi-affine over ``{i}``).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i, k, n = T.var("i"), T.var("k"), T.var("n")
+        >>> quasi_affine(i * 4 + k // 2), quasi_affine(k * k // 2)
+        (True, False)
+        >>> quasi_affine(n * i), quasi_affine(n * i, over={i})
+        (False, True)
+    """
+    from ..expr import Cast, FloorDiv, FloorMod
+    from ..visitor import used_vars
+
+    def free(x) -> bool:
+        return over is not None and not any(v in over for v in used_vars(x))
+
+    if isinstance(e, (IntImm, Var)) or free(e):
+        return True
+    if isinstance(e, (Add, Sub)):
+        return quasi_affine(e.a, over) and quasi_affine(e.b, over)
+    if isinstance(e, Mul):
+        return ((isinstance(e.a, IntImm) or free(e.a)) and quasi_affine(e.b, over)) or \
+            ((isinstance(e.b, IntImm) or free(e.b)) and quasi_affine(e.a, over))
+    if isinstance(e, (FloorDiv, FloorMod)):
+        return isinstance(e.b, IntImm) and e.b.value > 0 and quasi_affine(e.a, over)
+    if isinstance(e, Cast):
+        return quasi_affine(e.value, over)
+    return False

@@ -238,9 +238,9 @@ def callee(e) -> str | None:
         >>> callee(T.call_extern("int32", "npu_sync")), callee(T.var("i"))
         ('npu_sync', None)
     """
-    if getattr(e, "op", None) != _EXTERN or len(getattr(e, "args", ())) < 2:
+    if getattr(e, "op", None) != _EXTERN:
         return None
-    return e.args[0].value
+    return _string_arg(e, 0, None)
 
 
 # the built-in math intrinsics -------------------------------------------------------------
@@ -307,6 +307,14 @@ def _fold_fma(dt, args):
     return None
 
 
+def _string_arg(call, k: int, missing: str) -> str:
+    # the k-th argument of a call that names something (an effect, a mask), or
+    # ``missing`` for a malformed call
+    from ..expr import StringImm
+    a = call.args[k] if len(call.args) > k else None
+    return a.value if isinstance(a, StringImm) else missing
+
+
 def _abs_int(dt):
     from .. import dtype as D
     return lambda x: D.wrap_int(abs(int(x)), D.element(dt))
@@ -361,7 +369,7 @@ register_op(OpDef("if_then_else", 3, "select",
 #: a call into a target's API (T.call_extern): args are the function's name, the
 #: effect (both StringImm), then values, buffer regions or whole buffers
 register_op(OpDef(_EXTERN, -1, "any", effect="opaque",
-                  effect_of=lambda call: call.args[1].value,
+                  effect_of=lambda call: _string_arg(call, 1, "opaque"),
                   doc="a call of an external function of the target"))
 #: the host's launch of an outlined parallel task (T.parallel_launch, see
 #: cuvil_tir.ir_module): args are the task's name (StringImm), the first index, the
@@ -381,12 +389,14 @@ __all__ = ["COLLECTIVES", "EFFECTS", "EXPAND", "OPERAND_RULES", "OpDef", "Unsupp
            "register_spellings", "spelling", "unregister_backend", "unregister_op"]
 
 # a pointer into a buffer (TVMScript's tvm_access_ptr), an assumption (T.assume),
-# TVM's fixed-point multiply (T.q_multiply_shift) and the bitwise integer ops
-# (T.shift_left ...); each registered by its module
+# TVM's fixed-point multiply (T.q_multiply_shift), the bitwise integer ops
+# (T.shift_left ...) and a buffer's element offset (A.elem_offset); each registered by
+# its module
 from . import access_ptr as _access_ptr  # noqa: E402,F401
 from . import assume as _assume  # noqa: E402,F401
 from . import qmul as _qmul  # noqa: E402,F401
 from . import bitwise as _bitwise  # noqa: E402,F401
+from . import elem_offset as _elem_offset  # noqa: E402,F401
 # how each backend writes each op: the table the backends fill from their own folders
 from .spelling import (EXPAND, Unsupported, find_spelling, register_backend,  # noqa: E402
                        register_spelling, register_spellings, spelling,

@@ -27,7 +27,7 @@ Example::
 from __future__ import annotations
 
 from ..errors import DTypeError
-from . import OpDef, register_op
+from . import OpDef, _string_arg, register_op
 
 #: the op's name in ``Call.op``
 ACCESS_PTR = "access_ptr"
@@ -39,7 +39,7 @@ _EFFECT = {"r": "reads", "w": "writes", "rw": "opaque"}
 # arity -1: not one of the T.<op>(x) intrinsics (the printer and parser spell it as
 # TVMScript does, T.tvm_access_ptr); access_ptr() builds it with its four arguments
 register_op(OpDef(ACCESS_PTR, -1, "any", effect="opaque",
-                  effect_of=lambda call: _EFFECT[call.args[3].value],
+                  effect_of=lambda call: _EFFECT.get(_string_arg(call, 3, "rw"), "opaque"),
                   doc="pointer to the flat elements [offset, offset + extent) of a "
                       "buffer; args: the buffer's whole region, offset, extent, mask"))
 

@@ -20,35 +20,17 @@ Example::
 
 from __future__ import annotations
 
+from ..analysis.reducer import combine, identity
 from ..buffer import Buffer
 from ..errors import ShapeError
 from ..expr import Expr, IntImm, Var, const, Add, Sub
-from ..op import if_then_else, maximum, minimum, min_value, max_value
-from .. import dtype as D
+from ..op import if_then_else
 from ..function import PrimFunc
 from ..stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar, Range,
                     seq)
 from ..visitor import Visitor, substitute
 from .reduction import Reduce
 from .tensor import ComputeOp, PlaceholderOp, Tensor
-
-
-def _identity(combiner: str, dtype: str) -> Expr:
-    if combiner == "sum":
-        return const(0, dtype)
-    if combiner == "prod":
-        return const(1, dtype)
-    if D.is_float(dtype):
-        return const(float("-inf") if combiner == "max" else float("inf"), dtype)
-    return min_value(dtype) if combiner == "max" else max_value(dtype)
-
-
-def _combine(combiner: str, acc: Expr, x: Expr) -> Expr:
-    if combiner == "sum":
-        return acc + x
-    if combiner == "prod":
-        return acc * x
-    return maximum(acc, x) if combiner == "max" else minimum(acc, x)
 
 
 def _split_const(e: Expr):
@@ -150,9 +132,9 @@ def _stage_nest(t: Tensor, block_name: str) -> object:
         src = substitute(body.source, block_vars)
         if body.condition is not None:
             cond = substitute(body.condition, block_vars)
-            src = if_then_else(cond, src, _identity(body.combiner, src.dtype))
-        value = _combine(body.combiner, buf[out_idx], src)
-        init = BufferStore(buf, _identity(body.combiner, buf.dtype), out_idx)
+            src = if_then_else(cond, src, identity(body.combiner, src.dtype))
+        value = combine(body.combiner, buf[out_idx], src)
+        init = BufferStore(buf, identity(body.combiner, buf.dtype), out_idx)
         reads = access_regions(src)
     else:
         value = substitute(body, block_vars)

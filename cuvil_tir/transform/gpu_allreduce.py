@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from ..buffer import Buffer
 from ..errors import LoweringError
 from ..expr import EQ, LT, Call, FloorDiv, FloorMod, IntImm, Var
-from ..op import if_then_else, max_value, min_value
+from ..analysis.reducer import identity
+from ..op import if_then_else
 from ..stmt import BufferStore, IfThenElse, LetStmt, seq
 from ..thread_axes import thread_axis
 
@@ -74,22 +75,6 @@ class ThreadSpace:
     def dtype(self) -> str:
         """The index dtype of the thread variables."""
         return self.axes[0][1].dtype if self.axes else "int32"
-
-
-def identity_of(kind: str, dtype: str):
-    """The identity of a ``sum``/``prod``/``max``/``min`` in ``dtype``.
-
-    Example::
-
-        >>> identity_of("prod", "int32").value
-        1
-    """
-    if kind == "max":
-        return min_value(dtype)
-    if kind == "min":
-        return max_value(dtype)
-    from ..expr import const
-    return const(0 if kind == "sum" else 1, dtype)
 
 
 def _warp(kind: str, value, width: int):
@@ -188,7 +173,7 @@ def _shuffles(kind, value, dst, space, red, g, name):
     # lane % nw keeps the index inside the group's slots where the value is not used
     pick = if_then_else(LT(lane, IntImm(nw, dt)),
                         warps[first + FloorMod(lane, IntImm(nw, dt))],
-                        identity_of(kind, value.dtype))
+                        identity(kind, value.dtype))
     stmts = [BufferStore(dst, _warp(kind, value, WARP), (zero,)),
              IfThenElse(EQ(lane, IntImm(0, dt)),
                         BufferStore(warps, dst[zero], (FloorDiv(tid, w),))),
@@ -196,4 +181,4 @@ def _shuffles(kind, value, dst, space, red, g, name):
     return stmts, [warps]
 
 
-__all__ = ["ThreadSpace", "allreduce", "identity_of", "WARP"]
+__all__ = ["ThreadSpace", "allreduce", "WARP"]

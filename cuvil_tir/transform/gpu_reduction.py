@@ -53,7 +53,7 @@ Example::
 
 from __future__ import annotations
 
-from ..analysis.reducer import reducer_of
+from ..analysis.reducer import NotAReduction, reducer_of
 from ..errors import LoweringError
 from ..expr import EQ, IntImm, Var, const
 from ..function import PrimFunc
@@ -129,8 +129,9 @@ class _Lower(Mutator):
         self.results: dict = {}        # id(buffer) -> reduction thread loops (broadcast)
         self.top: list = []            # buffers with no enclosing block
 
-    def refuse(self, node, why):
-        return LoweringError(f"cross-thread reduction: {why}:\n"
+    def refuse(self, node, why, loop=None):
+        where = "" if loop is None else f" over {loop.loop_var.name} ({loop.thread_tag})"
+        return LoweringError(f"cross-thread reduction{where}: {why}:\n"
                              + to_text(self.func, highlight=node))
 
     # traversal -------------------------------------------------------------------------
@@ -216,12 +217,12 @@ class _Lower(Mutator):
                               f"its outermost reduction loop {loops[0].loop_var.name}")
         try:
             red = reducer_of(blk)
-        except LoweringError as err:
-            raise self.refuse(blk, err.message) from None
+        except NotAReduction as why:
+            raise self.refuse(blk, f"block '{blk.name}' {why}", bound[0]) from None
         scopes = {b.scope == "local" for b in red.buffers}
         if len(scopes) > 1:
             raise self.refuse(blk, f"block '{blk.name}' reduces into local and non-local "
-                              "buffers at once; use one kind of memory for all")
+                              "buffers at once; use one kind of memory for all", bound[0])
         self.plans[id(loops[0])] = self.rewrite(br, loops, bound, red)
 
     def check_innermost(self, blk, loops) -> None:

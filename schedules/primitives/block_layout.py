@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from cuvil_tir.analysis import index_map as imap
+from cuvil_tir.analysis import map_inverse as imap
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import simplify
+from cuvil_tir.buffer import const_elements
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.expr import IntImm, Var, const
 from cuvil_tir.stmt import BlockRealize, For, IterVar, Range
@@ -43,7 +44,6 @@ from .layout import (LayoutError, apply_index_map, index_dtype, map_image,
                      shape_vars_nonnegative)
 from .index_maps import bind_free_vars
 from .inline import SimplifyIndices
-from .linear_maps import linear_inverse
 
 
 def _nest(func, bpath):
@@ -142,7 +142,7 @@ def transform_block_layout(func, block, index_map):
     shape = map_image([iv.dom.extent for iv in ivs], params, exprs,
                       f"the iteration domain of block {blk.name!r}", prim,
                       shape_vars_nonnegative(func))
-    old_n, new_n = _size([iv.dom.extent for iv in ivs]), _size(shape)
+    old_n, new_n = const_elements([iv.dom.extent for iv in ivs]), const_elements(shape)
     if old_n is not None and new_n is not None and old_n != new_n:
         raise schedule_error(LayoutError, prim, f"index_map maps the {old_n} iterations of "
                              f"block {blk.name!r} into a box of {new_n} "
@@ -154,13 +154,9 @@ def transform_block_layout(func, block, index_map):
     try:
         inv = imap.inverse(ivs, over_ivs, new_vars)
     except imap.NotInvertible as why:
-        # symbolic strides: a row-major linearization of the iterators, or refused
-        inv = linear_inverse([iv.dom.extent for iv in ivs], [iv.var for iv in ivs],
-                             over_ivs, new_vars)
-        if inv is None:
-            raise schedule_error(LayoutError, prim, f"index_map {over_ivs} of block "
-                                 f"{blk.name!r} cannot be inverted: {why}", func,
-                                 blk) from None
+        raise schedule_error(LayoutError, prim, f"index_map {over_ivs} of block "
+                             f"{blk.name!r} cannot be inverted: {why}", func,
+                             blk) from None
     # over the new variables' ranges: an iterator of extent 1 reads as 0, not v0 // 12544
     ana = Analyzer(index_no_overflow=True)
     for v, ext in zip(new_vars, shape):
@@ -199,15 +195,6 @@ def _simplified(region, ana):
     from cuvil_tir.stmt import BufferRegion
     return BufferRegion(region.buffer, tuple(Range(ana.simplify(r.min), ana.simplify(r.extent))
                                              for r in region.region))
-
-
-def _size(dims):
-    n = 1
-    for d in dims:
-        if not isinstance(d, IntImm):
-            return None
-        n *= d.value
-    return n
 
 
 __all__ = ["transform_block_layout"]

@@ -20,9 +20,10 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import IntImm, Var, Add, Sub, Mul, const
+from cuvil_tir.expr import IntImm, Var, const
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Range
 from cuvil_tir.visitor import substitute, used_vars
+from cuvil_tir.arith.affine import from_linear_form as from_linear, linear_form as linear
 
 from cuvil_tir.analysis import tree
 from ..errors import LoopNestError, ScheduleError, schedule_error
@@ -55,66 +56,6 @@ class SubspaceError(ScheduleError):
 
 
 # -- affine forms ------------------------------------------------------------------------
-
-def linear(e):
-    """``({id(var): (var, coeff)}, const)`` when ``e`` is affine in its vars, else None.
-
-    Example::
-
-        >>> i, j = Var("i"), Var("j")
-        >>> terms, c = linear(i * 4 + j - 1)
-        >>> sorted(k for _, k in terms.values()), c
-        ([1, 4], -1)
-    """
-    if isinstance(e, IntImm):
-        return {}, e.value
-    if isinstance(e, Var):
-        return {id(e): (e, 1)}, 0
-    if isinstance(e, (Add, Sub)):
-        a, b = linear(e.a), linear(e.b)
-        if a is None or b is None:
-            return None
-        sign = 1 if isinstance(e, Add) else -1
-        terms = dict(a[0])
-        for k, (v, c) in b[0].items():
-            terms[k] = (v, terms.get(k, (v, 0))[1] + sign * c)
-        return {k: t for k, t in terms.items() if t[1]}, a[1] + sign * b[1]
-    if isinstance(e, Mul):
-        a, b = linear(e.a), linear(e.b)
-        if a is None or b is None:
-            return None
-        if not a[0]:
-            a, b = b, a
-        if b[0]:
-            return None   # product of two variables
-        k = b[1]
-        return {i: (v, c * k) for i, (v, c) in a[0].items() if c * k}, a[1] * k
-    return None
-
-
-def from_linear(terms, c: int, dtype: str = "int32"):
-    """Rebuild ``sum coeff * var + c`` (vars in their first order).
-
-    Example::
-
-        >>> i = Var("i")
-        >>> from_linear({id(i): (i, 4)}, 1).b.value
-        1
-        >>> j = Var("j")
-        >>> str(from_linear({id(i): (i, 1), id(j): (j, -2)}, -3))
-        'i - j * 2 - 3'
-    """
-    out = None
-    for v, k in terms.values():
-        if out is None:
-            out = v if k == 1 else v * k
-        else:   # i - 3, i - j * 2: not i + -3 (the form TVM and the simplifier print)
-            t = v if abs(k) == 1 else v * abs(k)
-            out = out + t if k > 0 else out - t
-    if out is None:
-        return const(c, dtype)
-    return out + c if c > 0 else out - (-c) if c < 0 else out
-
 
 def _const_int(e):
     return e.value if isinstance(e, IntImm) else None
@@ -326,6 +267,7 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
     pred = _inner_predicate(realize.predicate, inner_ids, outer_loops, unit_loops, outer_of,
                             prim, blk.name)
     inner = BlockRealize(tuple(inner_vals), pred, inner_blk)
+    idom = _cut_by_predicate(idom, shift, inner_ivs, inner_vals, pred)
     g = tree.replace(func, bpath, inner)
     outer_name = fresh_block_name(func, blk.name + "_o")
     outer_init = None
@@ -345,6 +287,30 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
     outer = BlockRealize(tuple(outer_vals), _outer_predicate(realize.predicate, inner_loops),
                          outer_blk)
     return tree.replace(g, lpath, outer), outer_name
+
+
+def _cut_by_predicate(idom, shift, inner_ivs, inner_vals, pred) -> dict:
+    """``idom`` with each inner variable bound to a loop of its own cut to the values
+    the inner block's ``T.where`` lets run (``T.where(i_1 < 3)`` under ``for i_1 in
+    range(4)``: 3): the outer block's regions cover only the instances that run, as its
+    parent's do."""
+    from cuvil_tir.analysis.predicate_doms import tighten
+    by_loop = {id(val): iv.var for iv, val in zip(inner_ivs, inner_vals)
+               if isinstance(val, Var) and id(iv.var) in idom and iv.var not in shift}
+    if not by_loop or (isinstance(pred, IntImm) and pred.value):
+        return idom
+    loops = {v: val for val in (inner_vals) if isinstance(val, Var) and id(val) in by_loop
+             for v in (by_loop[id(val)],)}
+    doms = {val: Range(const(0, val.dtype), const(idom[id(v)][1], val.dtype))
+            for v, val in loops.items() if isinstance(idom[id(v)][1], int)}
+    cut = tighten(doms, pred)
+    out = dict(idom)
+    for v, val in loops.items():
+        r = cut.get(val)
+        if r is not None and _const_int(r.min) == 0 and \
+                _const_int(r.extent) < idom[id(v)][1]:
+            out[id(v)] = (v, max(_const_int(r.extent), 1))
+    return out
 
 
 def _inner_predicate(pred, inner_ids, outer_loops, unit_loops, outer_of, prim, name):

@@ -42,7 +42,7 @@ from cuvil_tir.analysis import tree
 from ..analysis import block_path
 from ..primitive import BLOCK, primitive
 from ..errors import InlineError, fail
-from . import access_inverse
+from cuvil_tir.analysis import map_inverse as access_inverse
 from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_param,
                                         provably_le, region_of, simplify, tree_same,
                                         union)

@@ -13,7 +13,7 @@ Example::
     >>> f = matmul(4, 4, 4)
     >>> k = tree.get(f, tree.find_block(f, "C")[:-1])      # the k loop
     >>> g, init = decompose_reduction(f, BlockRV("C"), LoopRV(k.loop_var))
-    >>> init.name, tree.get(g, tree.find_block(g, "C")).block.init is None
+    >>> init.name, tree.get(g, tree.find_block(g, "C_update")).block.init is None
     ('C_init', True)
 """
 
@@ -21,20 +21,20 @@ from __future__ import annotations
 
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import ScheduleError
-from cuvil_tir.node import same
-from cuvil_tir.expr import (Add, BufferLoad, FloatImm, IntImm, Max, Min, Mul, Var,
-                            const)
-from cuvil_tir.op import all as all_of, conjuncts, max_value, maximum, min_value, minimum
+from cuvil_tir.expr import IntImm, Var, const
+from cuvil_tir.op import all as all_of, conjuncts
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar,
                             LetStmt, Range, SeqStmt)
 from cuvil_tir.visitor import substitute, used_vars
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.reducer import NotAReduction, combine, match_reducer
 from ..errors import (LoopNestError, ReductionLoopError, ScheduleArgumentError,
                       StagePipelineError, schedule_error)
-from ..analysis import block_path as resolve_block, fresh_block_name, loop_path as resolve_loop
+from ..analysis import (block_path as resolve_block, fresh_block_name, fresh_name,
+                        loop_path as resolve_loop)
 from ..handles import BlockRV
-from ..primitive import BLOCK, INT, LOOP, primitive
+from ..primitive import BLOCK, INT, LOOP, Renamed, primitive
 from .init_placement import init_guard, reach_blocker
 from .rfactor_checks import check_rfactor_block, check_slots_visited
 from .rfactor_nest import check_hoistable, place_shared
@@ -169,41 +169,10 @@ def with_write_reads(blk: Block) -> tuple:
 
 # -- reducers -------------------------------------------------------------------------
 
-_COMBINERS = ((Add, "sum"), (Mul, "prod"), (Max, "max"), (Min, "min"))
-
-
-def combine(combiner: str, acc, x):
-    """``acc <combiner> x`` for ``sum prod max min``.
-
-    Example::
-
-        >>> type(combine("max", Var("a", "float32"), Var("b", "float32"))).__name__
-        'Max'
-    """
-    if combiner == "sum":
-        return acc + x
-    if combiner == "prod":
-        return acc * x
-    return maximum(acc, x) if combiner == "max" else minimum(acc, x)
-
-
-def _is_identity(combiner: str, value) -> bool:
-    if not isinstance(value, (IntImm, FloatImm)):
-        return False
-    v, dt = value.value, value.dtype
-    if combiner == "sum":
-        return v == 0
-    if combiner == "prod":
-        return v == 1
-    if combiner == "max":
-        return v == float("-inf") or v == min_value(dt).value
-    return v == float("inf") or v == max_value(dt).value
-
-
 def reducer_of(blk: Block, prim: str, func=None):
-    """``(combiner, rhs)`` of a reduction block ``C[idx] = C[idx] <op> rhs``.
-
-    Raises ``NotReductionError`` naming what is missing.
+    """``(combiner, rhs)`` of a reduction block ``C[idx] = C[idx] <op> rhs``
+    (:func:`cuvil_tir.analysis.reducer.match_reducer`); ``NotReductionError`` of ``prim``
+    naming what is missing.
 
     Example::
 
@@ -212,42 +181,11 @@ def reducer_of(blk: Block, prim: str, func=None):
         >>> reducer_of(tree.get(f, tree.find_block(f, "C")).block, "rfactor")[0]
         'sum'
     """
-    def refuse(why):
-        return schedule_error(NotReductionError, prim, f"block {blk.name!r} {why}", func,
-                              blk)
-    if blk.init is None or not any(iv.kind == "reduce" for iv in blk.iter_vars):
-        raise refuse("is not a reduction block (it needs reduce iter vars and an init); "
-                     "apply it to a block computed with T.sum/T.max/T.min/T.prod")
-    st = blk.body
-    if not isinstance(st, BufferStore):
-        raise refuse(f"has a {type(st).__name__} body; expected one store "
-                     "C[idx] = C[idx] <op> rhs")
-
-    def is_acc(e):
-        return (isinstance(e, BufferLoad) and e.buffer is st.buffer
-                and same(e.indices, st.indices))
-
-    for cls, name in _COMBINERS:
-        if type(st.value) is cls:
-            if is_acc(st.value.a):
-                rhs = st.value.b
-            elif is_acc(st.value.b):
-                rhs = st.value.a
-            else:
-                continue
-            init = blk.init
-            if not (isinstance(init, BufferStore) and init.buffer is st.buffer
-                    and _is_identity(name, init.value)):
-                raise refuse(f"has init {init} which is not the identity of its {name} "
-                             "reduction; only identity inits can be factored")
-            if not same(init.indices, st.indices):
-                raise refuse(f"initialises {init.buffer.name}"
-                             f"[{', '.join(map(str, init.indices))}] but updates "
-                             f"{st.buffer.name}[{', '.join(map(str, st.indices))}]: the "
-                             "init and the update must store at the same indices")
-            return name, rhs
-    raise refuse(f"has body {st}; no recognised combiner (expected C = C + x, C * x, "
-                 "T.max(C, x) or T.min(C, x))")
+    try:
+        return match_reducer(blk)
+    except NotAReduction as why:
+        raise schedule_error(NotReductionError, prim, f"block {blk.name!r} {why}", func,
+                             blk) from None
 
 
 # -- decompose_reduction --------------------------------------------------------------
@@ -255,13 +193,16 @@ def reducer_of(blk: Block, prim: str, func=None):
 @primitive("decompose_reduction", block=BLOCK, loop=LOOP, returns=BLOCK)
 def decompose_reduction(func, block, loop):
     """Move the ``init`` of reduction ``block`` into its own block placed before
-    ``loop``; returns the init block.
+    ``loop``; returns the init block.  As in TensorIR the init block is named
+    ``C_init`` and the update ``C_update``; a handle or name of ``C`` from before
+    still finds the update (the schedule follows the rename).
 
     Before/after ``decompose_reduction(C, k)``::
 
         for k in T.serial(8):             C_init: C[i] = 0.0
-            with T.init(): C[i] = 0.0     for k in T.serial(8):
-            C[i] = C[i] + A[i, k]             C[i] = C[i] + A[i, k]
+            with T.block("C"):            for k in T.serial(8):
+                with T.init(): C[i] = 0.0     with T.block("C_update"):
+                C[i] = C[i] + A[i, k]             C[i] = C[i] + A[i, k]
 
     Example::
 
@@ -304,11 +245,14 @@ def decompose_reduction(func, block, loop):
                                  "(or reorder the reduction loops inward first)", func, l)
     name = fresh_block_name(func, blk.name + "_init")
     init_nest = make_init_nest(realize, [l for _, l in above[at:]], name, func=func)
-    update = Block(blk.name, blk.iter_vars, with_write_reads(blk), blk.writes, blk.body,
+    # TensorIR's names: the init block <name>_init, the update <name>_update
+    renamed = fresh_name(blk.name + "_update",
+                         {b.block.name for b in tree.blocks_under(func.body)} | {name})
+    update = Block(renamed, blk.iter_vars, with_write_reads(blk), blk.writes, blk.body,
                    None, blk.alloc_buffers, blk.annotations)
     g = tree.replace(func, bpath, BlockRealize(realize.iter_values, realize.predicate,
                                                update))
-    return insert_before(g, lpath, init_nest), BlockRV(name)
+    return insert_before(g, lpath, init_nest), Renamed(BlockRV(name), {blk.name: renamed})
 
 
 # -- rfactor ----------------------------------------------------------------------------

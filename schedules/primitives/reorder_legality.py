@@ -26,9 +26,8 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.analysis import tree
-from cuvil_tir.arith.affine import Affine
-from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, Cast, FloorDiv, FloorMod,
-                            IntImm, Mul, Sub, Var)
+from cuvil_tir.arith.affine import Affine, quasi_affine
+from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Cast)
 from cuvil_tir.op import conjuncts
 from cuvil_tir.stmt import For
 from cuvil_tir.visitor import post_order_visit, used_vars
@@ -65,7 +64,7 @@ def binding_blocker(br, loops, outer=()):
     """
     feeds = []
     for iv, val in zip(br.block.iter_vars, br.iter_values):
-        if not _quasi_affine(val, loops):
+        if not quasi_affine(val, loops):
             return (f"binds {iv.var.name} to {val}, which is not quasi-affine in its "
                     "loops: the order of its iterations may matter (two of them can "
                     "write one element)")
@@ -78,25 +77,6 @@ def binding_blocker(br, loops, outer=()):
         if why is not None:
             return f"has the predicate {br.predicate}, {why}"
     return None
-
-
-def _quasi_affine(e, loops) -> bool:
-    """Quasi-affine in ``loops``; any sub-expression free of them is a constant."""
-    if not any(v in loops for v in used_vars(e)):
-        return True
-    if isinstance(e, Var):
-        return True
-    if isinstance(e, (Add, Sub)):
-        return _quasi_affine(e.a, loops) and _quasi_affine(e.b, loops)
-    if isinstance(e, Mul):
-        free_a = not any(v in loops for v in used_vars(e.a))
-        free_b = not any(v in loops for v in used_vars(e.b))
-        return (free_a and _quasi_affine(e.b, loops)) or (free_b and _quasi_affine(e.a, loops))
-    if isinstance(e, (FloorDiv, FloorMod)):
-        return isinstance(e.b, IntImm) and e.b.value > 0 and _quasi_affine(e.a, loops)
-    if isinstance(e, Cast):
-        return _quasi_affine(e.value, loops)
-    return False
 
 
 def _strided(e, loops, outer) -> bool:
@@ -112,7 +92,7 @@ def _strided(e, loops, outer) -> bool:
 
 def _predicate_blocker(cond, loops, feeds):
     if not isinstance(cond, (LT, LE, GT, GE, EQ, NE)) or not (
-            _quasi_affine(cond.a, loops) and _quasi_affine(cond.b, loops)):
+            quasi_affine(cond.a, loops) and quasi_affine(cond.b, loops)):
         return "which is not a condition on quasi-affine expressions"
     used = {v for v in used_vars(cond) if v in loops}
     if used and not any(used <= f for f in feeds):

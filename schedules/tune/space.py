@@ -38,6 +38,7 @@ from cuvil_tir.stmt import BlockRealize
 from cuvil_tir.target import Machine, as_target
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.reducer import has_reduce_axes
 
 
 def machine_of(target) -> Machine:
@@ -99,7 +100,7 @@ def generated_space(func, machine):
     """
     machine = _machine(machine)
     blocks = [b for _, b in _blocks(func)]
-    reductions = [b.name for b in blocks if "reduce" in _kinds(b)]
+    reductions = [b.name for b in blocks if has_reduce_axes(b)]
     inlined = [b.name for b in blocks if b.name not in reductions and _elementwise(b)]
 
     def space(sch):

@@ -25,19 +25,19 @@ import dataclasses
 import json
 import warnings
 
+from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import IntImm
-from cuvil_tir.fingerprint import fingerprint
 from cuvil_tir.expr_build import const
+from cuvil_tir.fingerprint import fingerprint
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.ir_module import single_function
 from cuvil_tir.op import call_extern
-from cuvil_tir.buffer import Buffer
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Evaluate
-from cuvil_tir.transform import PassContext, flatten_buffers, lower_blocks, simplify, verify
-from cuvil_tir.visitor import post_order_visit, substitute
-
 from cuvil_tir.target import Memory as HostMemory
 from cuvil_tir.target import Option, Program, TargetKind
+from cuvil_tir.tensor_intrin import TensorIntrin
+from cuvil_tir.transform import PassContext, flatten_buffers, lower_blocks, simplify, verify
+from cuvil_tir.visitor import post_order_visit, substitute
 
 from ..runtime import Module
 from .alloc import Unit, memory_map_text, place
@@ -100,7 +100,6 @@ class Accelerator(TargetKind):
         self.engine_of = {f"{self.hal}_dma_load": "load", f"{self.hal}_dma_load_pad": "load",
                           f"{self.hal}_dma_store": "store"}
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
-        from cuvil_tir.tensor_intrin import TensorIntrin
         for it in intrinsics:
             TensorIntrin.register(it.name, it.desc, _impl(self, it), override=True)
         self.passes = self.lower_passes()

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 
 from cuvil_tir import dtype as D
 from cuvil_tir.function import PrimFunc
+from cuvil_tir.stmt import BufferStore
 from cuvil_tir.target import Memory as TargetMemory
+from cuvil_tir.visitor import post_order_visit
 
 from .errors import DescriptionError
 
@@ -184,8 +186,6 @@ class Intrinsic:
 
     def written(self) -> set:
         """Names of the operands the desc stores to."""
-        from cuvil_tir.stmt import BufferStore
-        from cuvil_tir.visitor import post_order_visit
         out = set()
         post_order_visit(self.desc.body, lambda n: out.add(n.buffer.name)
                          if isinstance(n, BufferStore) else None)

@@ -22,6 +22,7 @@ from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import Var
 from cuvil_tir.function import PrimFunc
+from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify
 from cuvil_tir.visitor import substitute
 
 from ..cstyle import CPrinter
@@ -69,7 +70,6 @@ def header(acc) -> str:
 
 def _intrinsic_body(acc, it, seen: set) -> str:
     """The desc of ``it`` as a static C function over strided operands."""
-    from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify
     strides = [Var(f"{p.name}_stride") for p in it.desc.params]
     bmap = {}
     for p, s in zip(it.desc.params, strides):

@@ -15,7 +15,7 @@ import ctypes
 from cuvil_tir.errors import TargetError
 
 from ..cstyle.compiler import compile_shared, library_bytes
-from ..c.runtime import CRuntimeModule, wrapper_c
+from ..cstyle.runtime import CRuntimeModule, wrapper_c
 from ..cstyle import CPrinter
 from ..runtime import DATA_OFFSET, Module
 from .alloc import Unit, _peak

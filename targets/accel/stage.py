@@ -35,7 +35,7 @@ from cuvil_tir.op import floormod
 from cuvil_tir.stmt import Allocate, BufferRegion, BufferStore, For, Range
 from cuvil_tir.visitor import Mutator, substitute
 
-from schedules.primitives.blockize import from_linear, linear
+from cuvil_tir.arith.affine import from_linear_form as from_linear, linear_form as linear
 
 from .errors import AccelLoweringError
 

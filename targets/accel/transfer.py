@@ -57,7 +57,7 @@ def row_strides(buf) -> list:
 
 def _dim_of(indices, var):
     """The one dimension whose index uses ``var`` with coefficient 1, else None."""
-    from schedules.primitives.blockize import linear
+    from cuvil_tir.arith.affine import linear_form as linear
     hit = None
     for d, e in enumerate(indices):
         if id(var) in {id(v) for v in used_vars(e)}:
@@ -98,7 +98,7 @@ def _is_zero(e) -> bool:
 def _valid(guard, row, col, rows, cols, where):
     """``(valid rows, valid columns)`` of a tile under ``guard`` (conjunction of
     upper bounds ``affine < n`` on the row or column loop, or of outer conditions)."""
-    from schedules.primitives.blockize import from_linear, linear
+    from cuvil_tir.arith.affine import from_linear_form as from_linear, linear_form as linear
     vr, vc = const(rows, "int32"), const(cols, "int32")
     for c in conjuncts(guard):
         lin = None

@@ -27,17 +27,16 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.ir_module import single_function
-from cuvil_tir.target import (HOST_MEMORIES, Machine, Option, Program, Target, TargetKind,
+from cuvil_tir.target import (HOST_MEMORIES, Machine, Option, Program, TargetKind,
                               register_target)
 from cuvil_tir.transform.bounds_check import with_bounds_check
-from cuvil_tir.transform.outline import outline_parallel
+from cuvil_tir.transform.pipeline import cpu_pipeline
 
 from ..cstyle import CPrinter
-from ..llvm import LLVM, llvm_pipeline, vectorize_for_host
-from ..llvm.engine import resolve_cpu
 from ..runtime import DATA_OFFSET, Module
+from ..runtime.host import host_cpu, host_features, host_machine
 from ..cstyle.compiler import compile_shared, compiler_identity, library_bytes, openmp_supported
-from .runtime import CRuntimeModule, wrapper_c
+from ..cstyle.runtime import CRuntimeModule, wrapper_c
 
 
 class CTargetPrinter(CPrinter):
@@ -66,8 +65,8 @@ class CTargetPrinter(CPrinter):
 
 
 def c_pipeline() -> list:
-    """The llvm target's pipeline without its vectorizer (the C compiler vectorizes)
-    and without outlining (OpenMP runs ``parallel`` loops in place).
+    """The CPU pipeline without a vectorizer (the C compiler vectorizes) and without
+    outlining (OpenMP runs ``parallel`` loops in place).
 
     Example::
 
@@ -77,8 +76,7 @@ def c_pipeline() -> list:
          'flatten_buffers', 'loop_partition', 'simplify', 'unroll_loops', 'simplify',
          'verify']
     """
-    return [p for p in llvm_pipeline() if p is not vectorize_for_host and
-            p is not outline_parallel]
+    return cpu_pipeline(vectorize=None, outline=False)
 
 
 def _openmp(target) -> bool:
@@ -128,21 +126,15 @@ class CTargetKind(TargetKind):
         return Module(CRuntimeModule(program), program, target)
 
     def machine(self, target) -> Machine:
-        """This host's CPU (the C compiler targets it)."""
-        return LLVM.machine(_llvm_host())
+        """This host's CPU (the C compiler compiles for it)."""
+        return host_machine()
 
     def cache_identity(self, target) -> str:
         """What besides the IR decides the library: the compiler, OpenMP, the host
         CPU (``cflags`` may say ``-march=native``) and the numpy array layout the call
         wrapper reads."""
-        cpu, features = resolve_cpu(_llvm_host())
         return (f"cc={compiler_identity(target.options['cc'])};openmp={_openmp(target)};"
-                f"cpu={cpu};features={features};data_offset={DATA_OFFSET}")
-
-
-def _llvm_host():
-    """The llvm target of this host (its CPU name and features key the cache)."""
-    return Target("llvm")
+                f"cpu={host_cpu()};features={host_features()};data_offset={DATA_OFFSET}")
 
 
 C = register_target(CTargetKind())

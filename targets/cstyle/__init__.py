@@ -1,5 +1,7 @@
-"""The C family of backends: one printer base (:class:`CPrinter`) that the ``c``,
-CUDA C and accelerator C backends subclass, and the C helper functions it emits.
+"""The C family of backends, shared by them and below them: one printer base
+(:class:`CPrinter`) that the ``c``, CUDA C and accelerator C backends subclass, the C
+helper functions it emits, the system C compiler (:mod:`.compiler`) and the loading of
+a compiled C program (:mod:`.runtime`).
 
 Example::
 

@@ -1,4 +1,6 @@
-"""The system C compiler: C source -> a loaded shared library, cached per process.
+"""The system C compiler: C source -> a loaded shared library, cached per process (what
+every C-family backend compiles with: ``c``, the accelerator simulators, the CUDA host
+program).
 
 ``compile_shared(source, cc, cflags, openmp)`` writes the source into this process's
 temporary directory, runs ``cc <cflags> -std=c99 -fPIC -shared [-fopenmp]``

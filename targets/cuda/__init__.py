@@ -42,6 +42,7 @@ from cuvil_tir.transform.vectorize import vectorize_loops
 from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import For
 from cuvil_tir.thread_axes import ThreadAxis
+from cuvil_tir.visitor import Mutator
 
 from ..runtime import Module
 from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
@@ -115,7 +116,6 @@ def mark_shared_memory(func):
                                  k.thread_tag, ann)
     if not changed:
         return func
-    from cuvil_tir.visitor import Mutator
 
     class _Swap(Mutator):
         def visit_For(self, s):

@@ -40,14 +40,9 @@ from cuvil_tir.errors import TargetError
 from cuvil_tir.ir_module import calling_conv
 from cuvil_tir.target import (HOST_MEMORIES, Machine, Option, Program, TargetKind,
                               register_target)
-from cuvil_tir.transform import default_pipeline, flatten_buffers, simplify, verify
 from cuvil_tir.transform.bounds_check import with_bounds_check
-from cuvil_tir.transform.compact import compact_local_buffers
-from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
-from cuvil_tir.transform.loop_partition import loop_partition
-from cuvil_tir.transform.outline import outline_parallel
 from cuvil_tir.transform.pass_manager import PassContext
-from cuvil_tir.transform.unroll import unroll_loops
+from cuvil_tir.transform.pipeline import cpu_pipeline
 from cuvil_tir.transform.vectorize import vectorize_loops
 
 from ..runtime import DATA_OFFSET, Module
@@ -127,11 +122,9 @@ vectorize_for_host.pass_name = "vectorize_loops"
 
 
 def llvm_pipeline() -> list:
-    """The default pipeline after ``plan_buffer_allocation``, with
-    ``compact_local_buffers`` before ``flatten_buffers``, ``loop_partition`` before its
-    ``simplify``, ``vectorize_loops``, ``unroll_loops``, ``simplify`` after it, and
-    ``outline_parallel`` (parallel loops become the module's ``parallel_task``
-    functions) before the module is verified.
+    """The CPU pipeline (:func:`cuvil_tir.transform.pipeline.cpu_pipeline`) with
+    ``vectorize_loops`` at the target's vector width and the outlining of ``parallel``
+    loops into the module's ``parallel_task`` functions.
 
     Example::
 
@@ -141,18 +134,7 @@ def llvm_pipeline() -> list:
          'flatten_buffers', 'loop_partition', 'simplify', 'vectorize_loops',
          'unroll_loops', 'simplify', 'outline_parallel', 'verify']
     """
-    out = [plan_buffer_allocation]
-    for p in default_pipeline():
-        if p is flatten_buffers:
-            out.append(compact_local_buffers)
-        if p is simplify:
-            out.append(loop_partition)        # guard-free hot loops, tails for simplify
-        if p is verify:
-            out.append(outline_parallel)
-        out.append(p)
-        if p is simplify:
-            out.extend([vectorize_for_host, unroll_loops, simplify])
-    return out
+    return cpu_pipeline(vectorize_for_host, outline=True)
 
 
 class LLVMTargetKind(TargetKind):

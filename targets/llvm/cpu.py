@@ -34,7 +34,8 @@ from functools import lru_cache
 from cuvil_tir import dtype as D
 from cuvil_tir.errors import TargetError
 
-from .engine import host_cpu, host_features, resolve_cpu
+from ..runtime.host import cache_bytes, host_cores, host_cpu, host_features, vector_bits_of
+from .engine import resolve_cpu
 
 #: 64-bit x86 CPU names LLVM 14-20 accepts (for suggestions; the probe decides)
 KNOWN_X86_64 = (
@@ -123,41 +124,6 @@ def _arch() -> str:
     return os.uname().machine if hasattr(os, "uname") else "this"
 
 
-def _host_vector_bits(features: str) -> int:
-    feats = features.split(",")
-    if "+avx512f" in feats:
-        return 512
-    return 256 if "+avx" in feats else 128
-
-
-def _cache_bytes(level: str, default: int) -> int:
-    """The host's cache of ``level`` ('1d' or '2') from sysfs, else ``default``."""
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    try:
-        for entry in sorted(os.listdir(base)):
-            path = os.path.join(base, entry)
-            with open(os.path.join(path, "level")) as f:
-                lvl = f.read().strip()
-            with open(os.path.join(path, "type")) as f:
-                kind = f.read().strip()
-            if (level == "1d" and lvl == "1" and kind == "Data") or \
-                    (level == "2" and lvl == "2"):
-                with open(os.path.join(path, "size")) as f:
-                    text = f.read().strip().upper()
-                mult = {"K": 1024, "M": 1 << 20}.get(text[-1:], 1)
-                return int(text.rstrip("KM")) * mult
-    except (OSError, ValueError):
-        pass
-    return default
-
-
-def _host_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def check_cpu(target) -> tuple:
     """``resolve_cpu(target)`` after making sure LLVM accepts it (see the module doc).
 
@@ -189,14 +155,14 @@ def cpu_info(target) -> CPUInfo:
     cpu, features = check_cpu(target)
     mcpu = target.options.get("mcpu", "native") or "native"
     if mcpu in ("native", "host") and not target.options.get("mattr"):
-        bits = _host_vector_bits(features or host_features())
+        bits = vector_bits_of(features or host_features())
         cpu = cpu or host_cpu()
     else:
         bits = _probe(cpu, features)
     opts = target.options
-    cores = int(opts.get("num_cores") or 0) or _host_cores()
-    l1 = int(opts.get("l1d_kb") or 0) * 1024 or _cache_bytes("1d", 32 << 10)
-    l2 = int(opts.get("l2_kb") or 0) * 1024 or _cache_bytes("2", 1 << 20)
+    cores = int(opts.get("num_cores") or 0) or host_cores()
+    l1 = int(opts.get("l1d_kb") or 0) * 1024 or cache_bytes("1d", 32 << 10)
+    l2 = int(opts.get("l2_kb") or 0) * 1024 or cache_bytes("2", 1 << 20)
     regs = 32 if bits == 512 else 16
     feats = tuple(f for f in features.split(",") if f)
     return CPUInfo(cpu, feats, bits, regs, l1, l2, cores)

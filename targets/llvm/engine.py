@@ -1,16 +1,13 @@
-"""llvmlite plumbing: host CPU, target machines, the optimiser, MCJIT.
+"""llvmlite plumbing: target machines, the optimiser, object code, MCJIT.
 
-Layered as numba's ``codegen.py``: codegen (``targets.llvm.codegen``, IR text), library
-(:class:`Library`: one compiled LLVM module -- source, optimised IR, assembly and
-object code on demand) and engine (:class:`JITEngine`: ONE long-lived MCJIT engine per
-process and machine description -- CPU, features, optimisation level -- into which
-every library of that machine is added).  A library's symbols get a suffix unique in
-its engine, so every build may call its entry ``main``; the module leaves the engine
-when the library is collected.  Object code (:meth:`Library.object_code`) is emitted
-from the optimised IR with the original names, and a library loaded from object code
-gets an engine of its own (the same object may be loaded twice).  LLVM itself is
-initialised once per process, and libm is loaded once so MCJIT resolves ``tanhf``,
-``erff`` … by symbol.
+Layered as numba's ``codegen.py``: codegen (``targets.llvm.codegen``, IR text),
+compilation (:func:`compile_object`: the IR optimised and compiled to relocatable
+object code, what the ``llvm`` kind's Program holds) and loading (:class:`Library`:
+one object linked into an MCJIT engine of its own, so every build may call its entry
+``main`` and a program from the compile cache loads without compiling).  The
+optimised IR and the assembly are shown on demand.  LLVM itself is initialised once
+per process (:mod:`targets.runtime.host`), and libm is loaded once so MCJIT resolves
+``tanhf``, ``erff`` … by symbol.
 
 Example::
 
@@ -21,58 +18,22 @@ Example::
 
 from __future__ import annotations
 
-import ctypes.util
 import re
 import threading
-import weakref
-from functools import lru_cache
 
 import llvmlite.binding as llvm
 
 from cuvil_tir.errors import CodegenError, TargetError
 
+from ..runtime.host import host_cpu, host_features, init_llvm
+from . import threadpool
+
 _LOCK = threading.Lock()
-
-
-@lru_cache(maxsize=None)
-def _init() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    for name in ("m", "c"):
-        path = ctypes.util.find_library(name)
-        if path:
-            llvm.load_library_permanently(path)
-
-
-def host_cpu() -> str:
-    """The host CPU name as LLVM knows it (``znver3`` …).
-
-    Example::
-
-        >>> isinstance(host_cpu(), str)
-        True
-    """
-    _init()
-    return llvm.get_host_cpu_name()
-
-
-@lru_cache(maxsize=None)
-def host_features() -> str:
-    """The host's enabled CPU features, ``+avx2,+fma,…`` (disabled ones left out).
-
-    Example::
-
-        >>> "+" in host_features() or host_features() == ""
-        True
-    """
-    _init()
-    feats = llvm.get_host_cpu_features()
-    return ",".join(f"+{k}" for k, on in sorted(feats.items()) if on)
 
 
 def process_triple() -> str:
     """The triple of this process (``x86_64-unknown-linux-gnu`` …)."""
-    _init()
+    init_llvm()
     return llvm.get_process_triple()
 
 
@@ -102,7 +63,7 @@ def target_machine(cpu: str, features: str, opt_level: int = 3):
         >>> target_machine(host_cpu(), host_features()).triple != ""
         True
     """
-    _init()
+    init_llvm()
     try:
         tgt = llvm.Target.from_triple(process_triple())
         return tgt.create_target_machine(cpu=cpu, features=features,
@@ -132,7 +93,7 @@ def unresolved(names) -> list:
         >>> unresolved(["memcpy", "cuvil_no_such_function"])
         ['cuvil_no_such_function']
     """
-    _init()
+    init_llvm()
     return sorted({n for n in names if not llvm.address_of_symbol(n)})
 
 
@@ -156,93 +117,12 @@ def check_externs(names) -> None:
             "that provides it")
 
 
-def _declared(mod) -> list:
-    # the external functions a module still calls after optimisation
-    return [f.name for f in mod.functions
-            if f.is_declaration and not f.name.startswith("llvm.")]
-
-
 #: ``declare <type> @name(`` in LLVM IR text (a quoted name keeps its quotes out)
 _DECLARE = re.compile(r'^declare [^@]*@(?:"([^"]+)"|([\w.$]+))\(', re.M)
 
 
 def _numbered(source: str) -> str:
     return "\n".join(f"{k + 1:4d} {line}" for k, line in enumerate(source.splitlines()))
-
-
-class JITEngine:
-    """One long-lived MCJIT engine for one machine description; libraries are added
-    to it.  Use :func:`jit_engine` (one per description per process).
-
-    Example::
-
-        >>> jit_engine(host_cpu(), host_features(), 3) is jit_engine(host_cpu(), host_features(), 3)
-        True
-    """
-
-    def __init__(self, cpu: str, features: str, opt_level: int):
-        _init()
-        self.tm = target_machine(cpu, features, opt_level)
-        empty = llvm.parse_assembly("")
-        empty.triple = self.tm.triple
-        self._engine = llvm.create_mcjit_compiler(empty, self.tm)
-        self._count = 0
-        self.modules = 0
-        self._pending: list = []  # modules whose removal waits for the lock
-
-    def add(self, mod) -> str:
-        """Rename ``mod``'s definitions with a fresh suffix, compile it into the engine
-        and return the suffix (the caller holds ``_LOCK``)."""
-        self._count += 1
-        suffix = f".cuvil{self._count}"
-        for value in list(mod.functions) + list(mod.global_variables):
-            if not value.is_declaration and not value.name.startswith("llvm."):
-                value.name = value.name + suffix
-        self._drain()
-        self._engine.add_module(mod)
-        self._engine.finalize_object()
-        self.modules += 1
-        return suffix
-
-    def remove(self, mod) -> None:
-        """Take ``mod`` out of the engine (its library was collected).
-
-        This runs from a garbage-collection finalizer, which can fire in a thread that
-        already holds ``_LOCK`` (in the middle of a build): blocking there would hang
-        that thread for ever.  So the removal is only queued unless the lock is free
-        now; whoever takes the lock next finishes it.
-        """
-        self._pending.append(mod)
-        if _LOCK.acquire(blocking=False):
-            try:
-                self._drain()
-            finally:
-                _LOCK.release()
-
-    def _drain(self) -> None:
-        """Remove the queued modules (the caller holds ``_LOCK``)."""
-        while self._pending:
-            self._engine.remove_module(self._pending.pop())
-            self.modules -= 1
-
-    def address(self, name: str) -> int:
-        """The address of ``name`` (already suffixed), 0 when absent."""
-        with _LOCK:
-            self._drain()
-            return self._engine.get_function_address(name)
-
-
-_ENGINES: dict = {}
-
-
-def jit_engine(cpu: str, features: str, opt_level: int) -> JITEngine:
-    """The process's engine for this machine description, created on first use
-    (the caller may hold ``_LOCK``: creation does not take it)."""
-    key = (cpu, features, max(0, min(3, opt_level)))
-    eng = _ENGINES.get(key)
-    if eng is None:
-        eng = _ENGINES[key] = JITEngine(*key)
-    return eng
 
 
 def _optimized(source: str, cpu: str, features: str, opt_level: int):
@@ -272,83 +152,53 @@ def compile_object(source: str, cpu: str, features: str = "",
         >>> "ret i32 1" in ir, obj[:4]
         (True, b'\\x7fELF')
     """
-    _init()
+    init_llvm()
     with _LOCK:
         mod, tm = _optimized(source, cpu, features, opt_level)
         return str(mod), tm.emit_object(mod)
 
 
 class Library:
-    """One LLVM module compiled for the host, added to the long-lived engine of its
-    machine description (:func:`jit_engine`).
+    """Machine code of one LLVM module, linked into an MCJIT engine of its own.
 
-    ``source`` is the LLVM IR text; it is verified, optimised with the new pass
-    manager at ``opt_level`` and compiled.  ``optimized_ir`` and ``assembly()`` show
-    the results.  ``emit_object=True``: the machine code is emitted as an object
-    (:meth:`object_code`, for the compile cache) and that object is what runs, in an
-    engine of its own; ``object_code=`` links code compiled earlier
-    (:func:`compile_object`), ``optimized_ir=`` its optimised IR when known.
+    ``source`` is the LLVM IR text; it is verified, optimised with the new pass manager
+    at ``opt_level`` and compiled (:func:`compile_object`), unless ``object_code``
+    compiled earlier is given (then ``optimized_ir`` is its optimised IR when known).
+    ``optimized()`` and ``assembly()`` show the results.
 
     Example::
 
         >>> lib = Library("define i32 @one() {\\n  ret i32 1\\n}\\n", cpu=host_cpu())
-        >>> "ret i32 1" in lib.optimized_ir
-        True
+        >>> "ret i32 1" in lib.optimized(), lib.address("one") != 0
+        (True, True)
     """
 
     def __init__(self, source: str, cpu: str, features: str = "", opt_level: int = 3,
-                 object_code: bytes | None = None, emit_object: bool = False,
-                 optimized_ir: str | None = None):
+                 object_code: bytes | None = None, optimized_ir: str | None = None):
         self.source = source
         self.cpu, self.features, self.opt_level = cpu, features, opt_level
-        self._asm = None
-        if object_code is None and emit_object:
-            # whoever stores the object code runs that machine code: generated once,
-            # not once for the JIT and again for the object
+        if object_code is None:
             optimized_ir, object_code = compile_object(source, cpu, features, opt_level)
-        if object_code is not None:
-            self._load_object(object_code)
-            self.optimized_ir = optimized_ir
-            return
-        with _LOCK:  # LLVM contexts are not safe for concurrent use
-            mod, tm = _optimized(source, cpu, features, opt_level)
-            self.optimized_ir = str(mod)      # before the engine renames its symbols
-            from . import threadpool  # registers the runtime's symbols with LLVM
-            if threadpool.uses_runtime(source):
-                threadpool.ensure_loaded()
-            check_externs(_declared(mod))
-            self._jit = jit_engine(cpu, features, opt_level)
-            self._suffix = self._jit.add(mod)
-            self._module = mod
-            self._tm = tm
-            self._object = None
-        fin = weakref.finalize(self, self._jit.remove, mod)
-        fin.atexit = False  # at exit the engine goes with the process
-
-    def _load_object(self, data: bytes) -> None:
-        """Machine code compiled earlier (see :meth:`object_code`), linked into a fresh
-        engine: no parsing, optimising or code generation."""
-        _init()
+        self.optimized_ir = optimized_ir
+        self._asm = None
+        init_llvm()
         with _LOCK:
-            tm = target_machine(self.cpu, self.features, self.opt_level)
+            tm = target_machine(cpu, features, opt_level)
             empty = llvm.parse_assembly("")
             empty.triple = tm.triple
             self._engine = llvm.create_mcjit_compiler(empty, tm)
-            from . import threadpool
-            if threadpool.uses_runtime(data):
+            if threadpool.uses_runtime(object_code):
                 threadpool.ensure_loaded()
             # the source's declarations that the machine code still calls (the
             # optimiser may have removed a call, e.g. an allocation it elided)
-            check_externs(n for n in (a or b for a, b in _DECLARE.findall(self.source))
-                          if not n.startswith("llvm.") and n.encode() in data)
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+            check_externs(n for n in (a or b for a, b in _DECLARE.findall(source))
+                          if not n.startswith("llvm.") and n.encode() in object_code)
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
             self._engine.finalize_object()
-            self._module, self._tm, self._object = empty, tm, data
-            self._jit, self._suffix = None, ""
-        self.optimized_ir = None
+        self._object = object_code
 
     def object_code(self) -> bytes:
-        """The module's relocatable machine code (an ELF object), computed once.
+        """The module's relocatable machine code (an ELF object on Linux).
 
         Example::
 
@@ -357,41 +207,28 @@ class Library:
             >>> again.address("one") != 0
             True
         """
-        if self._object is None:
-            with _LOCK:
-                mod = llvm.parse_assembly(self.optimized_ir)
-                self._object = self._tm.emit_object(mod)
         return self._object
 
-    def _recompile(self) -> None:
-        """A library loaded from object code has no IR: rebuild it from the source
-        (only when someone asks for the optimised IR or the assembly)."""
-        self.optimized_ir = Library(self.source, self.cpu, self.features,
-                                    self.opt_level).optimized_ir
-
     def optimized(self) -> str:
-        """The optimised LLVM IR (recompiled from the source for a cached library)."""
+        """The optimised LLVM IR (compiled again from the source when the object came
+        without it)."""
         if self.optimized_ir is None:
-            self._recompile()
+            self.optimized_ir = compile_object(self.source, self.cpu, self.features,
+                                               self.opt_level)[0]
         return self.optimized_ir
 
     def address(self, symbol: str) -> int:
         """The address of a compiled function (nonzero), or ``CodegenError``."""
-        if self._jit is not None:
-            addr = self._jit.address(symbol + self._suffix)
-        else:
-            addr = self._engine.get_function_address(symbol)
+        addr = self._engine.get_function_address(symbol)
         if not addr:
             raise CodegenError(f"llvm: symbol {symbol!r} not found in the compiled module")
         return addr
 
     def assembly(self) -> str:
         """Host assembly of the optimised module (computed once, on demand)."""
-        if self.optimized_ir is None:
-            self._recompile()
         if self._asm is None:
+            text = self.optimized()
             with _LOCK:
-                mod = llvm.parse_assembly(self.optimized_ir)
                 tm = target_machine(self.cpu, self.features, self.opt_level)
-                self._asm = tm.emit_assembly(mod)
+                self._asm = tm.emit_assembly(llvm.parse_assembly(text))
         return self._asm

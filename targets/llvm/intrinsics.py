@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from cuvil_tir import dtype as D
 from cuvil_tir.errors import CodegenError
+from cuvil_tir.expr import Broadcast, IntImm, Ramp
 
 from .builder import IRBuilder
-from .types import reg_type, splat
+from .types import reg_type, scalar_const, splat
 
 _ZERO_F = "0x0000000000000000"
 
@@ -263,7 +264,6 @@ def bitwise_not(b: IRBuilder, x: str, dt: str) -> str:
         >>> bitwise_not(b, "%x", "int8"), b.lines[0]
         ('%t0', '  %t0 = xor i8 %x, -1')
     """
-    from .types import scalar_const
     return b.op(f"xor {reg_type(dt)} {x}, {splat(scalar_const(-1, dt), dt)}")
 
 
@@ -282,7 +282,6 @@ def shift(b: IRBuilder, left: bool, x: str, y: str, dt: str, amount=None) -> str
         >>> b.lines[0]
         '  %t0 = lshr i8 %x, 4'
     """
-    from cuvil_tir.expr import Broadcast, IntImm, Ramp
     t = reg_type(dt)
     inst = "shl" if left else "ashr" if D.is_int(dt) else "lshr"
     bits = D.bits(D.element(dt))

@@ -73,12 +73,15 @@ from __future__ import annotations
 import atexit
 import ctypes
 import ctypes.util
+import hashlib
 import os
 import threading
 
+import llvmlite
 import llvmlite.binding as llvm
 
 from cuvil_tir.errors import TargetError
+from cuvil_tir.target import cache
 
 from .threadpool_ir import MAX_THREADS, pool_ir
 from .workspace_ir import DECLARATIONS as _WORKSPACE, workspace_ir
@@ -172,9 +175,6 @@ def _compiled_engine(ir: str):
     """An MCJIT engine holding the pool's machine code: from the compile cache when
     an earlier process stored it (compiling the pool costs ~0.2 s a process), else
     compiled here and stored."""
-    import hashlib
-    import llvmlite
-    from cuvil_tir.target import cache
     machine = _target_machine()
     key = hashlib.sha256("\0".join(("cuvil-threadpool", ir, machine.triple,
                                      llvm.get_host_cpu_name(), llvm.get_host_cpu_features()

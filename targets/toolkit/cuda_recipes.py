@@ -15,6 +15,9 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir.analysis import tree
+from targets.cuda.tensorcore import wmma_name
+
 
 def elementwise(sch, block: str, threads: int = 256) -> None:
     """Fuse all loops of ``block``, split by ``threads``, bind blocks and threads.
@@ -149,7 +152,6 @@ def conv2d(sch, threads: int = 64, pad_block: str = "pad", block: str = "conv") 
 
 
 def _block_node(sch, rv):
-    from cuvil_tir.analysis import tree
     return tree.get(sch.func, tree.find_block(sch.func, rv.name)).block
 
 
@@ -172,7 +174,6 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
         >>> gemm_tensorcore.__name__
         'gemm_tensorcore'
     """
-    from targets.cuda.tensorcore import wmma_name
     blk = sch.get_block(block)
     wz, wy = bm // 16, bn // 16
     warps = [("threadIdx.z", wz), ("threadIdx.y", wy), ("threadIdx.x", 32)]

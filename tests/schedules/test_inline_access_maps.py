@@ -83,10 +83,26 @@ def g(A: T.Buffer((2, 4, 4), "float32"), C: T.Buffer((4, 8), "float32")):
     verify_trace_roundtrip(sch, f)
 
 
-def test_reverse_compute_inline_refuses_a_fused_sum_whose_variable_is_also_outside():
+def test_reverse_compute_inline_through_a_modulo_that_never_wraps():
+    # (i * 4 + j) % 16 is i * 4 + j over the domain (i < 4, j < 4): the map is
+    # injective, and the inlined producer writes only where the consumer loads
     A = T.placeholder((16, 4), name="A")
     B = T.compute((16, 4), lambda i, j: A[i, j] * 2.0, name="B")
     C = T.compute((4, 4), lambda i, j: B[(i * 4 + j) % 16, i], name="C")
+    f = T.create_prim_func([A, C])
+    sch = S.Schedule(f)
+    sch.reverse_compute_inline(sch.get_block("C"))
+    a = np.arange(64, dtype="float32").reshape(16, 4)
+    out = run(sch, [a, np.zeros((4, 4), "float32")])
+    want = [[a[i * 4 + j, i] * 2 for j in range(4)] for i in range(4)]
+    np.testing.assert_array_equal(out[1], np.array(want, "float32"))
+    verify_trace_roundtrip(sch, f)
+
+
+def test_reverse_compute_inline_refuses_a_fused_sum_whose_variable_is_also_outside():
+    A = T.placeholder((16, 8), name="A")
+    B = T.compute((16, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    C = T.compute((8, 4), lambda i, j: B[(i * 4 + j) % 16, i], name="C")
     f = T.create_prim_func([A, C])
     sch = S.Schedule(f)
     blk = sch.get_block("C")

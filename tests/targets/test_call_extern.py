@@ -115,5 +115,5 @@ def test_llvm_object_path_checks_only_the_calls_the_machine_code_keeps():
     from targets.llvm.engine import Library, host_cpu
     source = ("declare i32 @cuvil_test_undefined_fn()\n"
               "define i32 @f() {\n  ret i32 1\n}\n")
-    lib = Library(source, cpu=host_cpu(), emit_object=True)
+    lib = Library(source, cpu=host_cpu())
     assert lib.address("f") != 0

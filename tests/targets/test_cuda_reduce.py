@@ -102,3 +102,29 @@ def rows(A: T.Buffer((4, 64), "float32"), B: T.Buffer((4,), "float32")):
     a, out = rand((4, 64)), np.zeros(4, "float32")
     T.interpret(low, a, out, check_races=True)
     np.testing.assert_allclose(out, a.sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_cross_thread_max_of_minus_infinity_is_minus_infinity():
+    # the per-thread partials start at max's identity, -inf (a finite lowest value
+    # made a row of -inf reduce to -3.4e38)
+    mod, low = CASES[("max", 128)]
+    a, out = np.full((3, 256), -np.inf, "float32"), np.zeros(3, "float32")
+    T.interpret(low, a, out, check_races=True)
+    assert np.all(out == -np.inf)
+
+
+def test_cross_thread_reduction_of_a_block_without_a_combiner_is_refused():
+    f = T.parse('''
+@T.prim_func
+def rows(A: T.Buffer((4, 64), "float32"), B: T.Buffer((4,), "float32")):
+    for i in T.thread_binding(4, thread="blockIdx.x"):
+        for k in T.thread_binding(64, thread="threadIdx.x"):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] - A[vi, vk]
+''')
+    with pytest.raises(T.LoweringError, match=r"cross-thread reduction over k "
+                       r"\(threadIdx.x\): block 'B' has no recognised combiner"):
+        T.lower(f, "cuda")

@@ -73,29 +73,3 @@ def test_every_build_runs_its_programs_object_code_even_without_the_cache(monkey
     arrays = w2.make_inputs(np.random.default_rng(3))
     m2(*arrays)
     w2.check(arrays)
-
-
-def test_a_library_collected_while_the_engine_lock_is_held_does_not_hang():
-    # A garbage-collection finalizer can run in a thread that is in the middle of a
-    # build (holding the engine lock); its removal must be queued, not wait for ever.
-    import gc
-    import threading
-
-    from targets.llvm import engine
-
-    lib = engine.Library("define i32 @one() {\n  ret i32 1\n}\n", cpu=engine.host_cpu())
-    jit, before = lib._jit, lib._jit.modules
-    done = threading.Event()
-
-    def collect_under_lock():
-        nonlocal lib
-        with engine._LOCK:
-            lib = None
-            gc.collect()
-        done.set()
-
-    worker = threading.Thread(target=collect_under_lock, daemon=True)
-    worker.start()
-    assert done.wait(10), "the finalizer blocked on the engine lock"
-    jit.address("nothing")                     # the next user of the lock drains the queue
-    assert jit.modules == before - 1 and not jit._pending

@@ -4,9 +4,9 @@
 one to one: each result of such a map is ``sum(p_k * stride_k)`` over some of the
 indices, ``stride_k`` the product of the extents of the indices after ``p_k``.  Its
 inverse is ``p_k = r // stride_k % extent_k`` (the first index without ``%``; an index of
-extent 1 is 0).  :mod:`cuvil_tir.analysis.index_map` handles constant coefficients
+extent 1 is 0); the order of the indices is read from their coefficients.  :mod:`cuvil_tir.analysis.index_map` handles constant coefficients
 (``i // 4, i % 4``); this covers the symbolic ones TensorIR's dynamic-shape layouts
-use.  Each result is checked equal to the row-major linearization it claims to be, so a
+use (:func:`cuvil_tir.analysis.map_inverse.inverse` tries both).  Each result is checked equal to the row-major linearization it claims to be, so a
 map that is not one (``y * n + w`` with ``w < 2 * n``) is not inverted.
 
 Example::
@@ -21,10 +21,10 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir import arith
-from cuvil_tir.expr import IntImm, const
-from cuvil_tir.stmt import Range
-from cuvil_tir.visitor import used_vars
+from .. import arith
+from ..expr import IntImm, const
+from ..stmt import Range
+from ..visitor import substitute, used_vars
 
 
 def linear_inverse(old_shape, params, exprs, idx, ana=None):
@@ -44,6 +44,7 @@ def linear_inverse(old_shape, params, exprs, idx, ana=None):
             return None                   # an index in two results
         for p in mine:
             owner[id(p)] = k
+        mine = _row_major(x, mine, extent, ana) or mine
         strides, acc = [], const(1, x.dtype)
         for p in reversed(mine):
             strides.append(acc)
@@ -68,6 +69,25 @@ def linear_inverse(old_shape, params, exprs, idx, ana=None):
     for p in params:
         inv.setdefault(p, const(0, p.dtype))
     return inv
+
+
+def _row_major(x, mine, extent, ana):
+    """``mine`` outermost first as ``x`` numbers them (the index whose coefficient is 1
+    innermost, then the one whose coefficient is that index's extent …); None when the
+    coefficients do not say."""
+    zero = {p: const(0, p.dtype) for p in mine}
+    base = substitute(x, zero)
+    coef = {id(p): ana.simplify(substitute(x, {**zero, p: const(1, p.dtype)}) - base)
+            for p in mine}
+    order, stride, left = [], const(1, x.dtype), list(mine)
+    while left:
+        p = next((p for p in left if ana.can_prove(coef[id(p)] == stride)), None)
+        if p is None:
+            return None
+        order.append(p)
+        left.remove(p)
+        stride = ana.simplify(stride * extent[id(p)])
+    return order[::-1]
 
 
 def _one(e) -> bool:

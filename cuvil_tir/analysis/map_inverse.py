@@ -1,18 +1,22 @@
-"""The inverse of a block's access map, as the inlining primitives need it.
+"""The inverse of an index map: the one solver the schedule primitives and the
+backends use.
 
-``compute_inline`` substitutes a producer's value at each load, so it needs the
-producer's block variables from the stored element; ``reverse_compute_inline`` needs
-the consumer's block variables from the element it loads.  Both are the inverse of an
-injective quasi-affine map (:func:`cuvil_tir.analysis.index_map.inverse`), widened here
-by the two forms TensorIR's iter maps also accept:
+Given block variables (each over its domain) and the indices an access computes from
+them, :func:`inverse` gives each variable as an expression of the index values, valid
+at every point of the domain.  It tries, in order:
 
-- a unit block variable (extent 1) need not appear: it is its domain's minimum;
-- indices may divide one *fused* sum of several variables (``f // 128, f % 128`` with
-  ``f = (vi * 32 + vj) * 8 + vk``): the sum is inverted as a fresh variable first
-  (its values form one interval), then split into its variables' digits.
+- the injective quasi-affine maps of :func:`cuvil_tir.analysis.index_map.inverse`
+  (digits ``c * ((v % m) // d)`` forming a mixed radix: ``v // 4, v % 4``);
+- the two forms TensorIR's iter maps also accept: a unit block variable (extent 1)
+  need not appear (it is its domain's minimum), and indices may divide one *fused* sum
+  of several variables (``f // 128, f % 128`` with ``f = (vi * 32 + vj) * 8 + vk``:
+  the sum is inverted as a fresh variable first, its values forming one interval, then
+  split into its variables' digits);
+- the row-major linearizations with symbolic extents of
+  :func:`cuvil_tir.analysis.linear_maps.linear_inverse` (``y * n + w``).
 
 Anything else not injective (``B[vi * 16 + vj, vi * 16 + vj]``: ``vk`` is not
-determined) raises :class:`NotInvertible` with the reason.
+determined) raises :class:`NotInvertible` with the first solver's reason.
 
 Example::
 
@@ -28,12 +32,14 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.analysis import index_map
-from cuvil_tir.analysis.index_map import NotInvertible
-from cuvil_tir.analysis.regions import bounds, simplify, tree_same
-from cuvil_tir.expr import FloorDiv, FloorMod, IntImm, Var
-from cuvil_tir.stmt import IterVar, Range
-from cuvil_tir.visitor import Mutator, post_order_visit, substitute, used_vars
+from ..arith import Analyzer
+from ..expr import FloorDiv, FloorMod, IntImm, Var
+from ..stmt import IterVar, Range
+from ..visitor import Mutator, post_order_visit, substitute, used_vars
+from . import index_map
+from .index_map import NotInvertible
+from .linear_maps import linear_inverse
+from .regions import bounds, simplify, tree_same
 
 
 def index_vars(indices) -> list:
@@ -52,10 +58,23 @@ def index_vars(indices) -> list:
 _PLACEHOLDERS: dict = {}
 
 
-def inverse(iter_vars, indices) -> dict:
-    """``{block var: expression over index_vars(indices)}`` with ``indices`` at those
-    expressions equal to the placeholders, for every point of the block's domain."""
-    xs = index_vars(indices)
+def inverse(iter_vars, indices, values=None) -> dict:
+    """``{block var: expression over values}`` with ``indices`` at those expressions
+    equal to ``values`` (default: the placeholders ``index_vars(indices)``), for every
+    point of the block's domain; :class:`NotInvertible` when Cuvil cannot invert it
+    (then it may not be one-to-one).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.stmt import IterVar, Range
+        >>> n, y, w = T.size_var("n"), T.var("y"), T.var("w")
+        >>> ivs = [IterVar(y, Range.from_extent(32)), IterVar(w, Range.from_extent(n))]
+        >>> inv = inverse(ivs, [y * n + w], [T.var("r")])
+        >>> str(inv[y]), str(inv[w])
+        ('r // n', 'r % n')
+    """
+    xs = index_vars(indices) if values is None else list(values)
     unit = {iv.var: iv.dom.min for iv in iter_vars
             if isinstance(simplify(iv.dom.extent), IntImm)
             and simplify(iv.dom.extent).value == 1}
@@ -63,10 +82,45 @@ def inverse(iter_vars, indices) -> dict:
     if unit:
         indices = [simplify(substitute(e, unit)) for e in indices]
     try:
-        found = index_map.inverse(rest, indices, xs)
+        found = _digits_or_fused(rest, indices, xs)
     except NotInvertible as why:
-        found = _through_fused_sums(rest, indices, xs, why)
+        found = _simplified(rest, indices, xs)
+        if found is None:
+            # symbolic strides (x * n + y): a row-major linearization, or nothing
+            found = _linear(rest, indices, xs)
+        if found is None:
+            raise why from None
     return {**found, **unit}
+
+
+def _digits_or_fused(ivs, indices, xs) -> dict:
+    try:
+        return index_map.inverse(ivs, indices, xs)
+    except NotInvertible as why:
+        return _through_fused_sums(ivs, indices, xs, why)
+
+
+def _simplified(ivs, indices, xs):
+    """The inverse of the indices simplified over the domain, where a digit that never
+    varies is a constant (``v // 2`` with ``v < 2`` is 0); None if that does not help."""
+    ana = Analyzer(index_no_overflow=True)
+    for iv in ivs:
+        ana.bind(iv.var, iv.dom)
+    simpler = [ana.simplify(e) for e in indices]
+    if all(tree_same(a, b) for a, b in zip(simpler, indices)):
+        return None
+    try:
+        return _digits_or_fused(ivs, simpler, xs)
+    except NotInvertible:
+        return None
+
+
+def _linear(ivs, indices, xs):
+    if any(not isinstance(simplify(iv.dom.min), IntImm) or simplify(iv.dom.min).value
+           for iv in ivs):
+        return None                     # a row-major numbering starts every index at 0
+    return linear_inverse([iv.dom.extent for iv in ivs], [iv.var for iv in ivs],
+                          list(indices), list(xs))
 
 
 def at(inv: dict, indices) -> dict:

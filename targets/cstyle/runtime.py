@@ -1,10 +1,12 @@
-"""A ``Program`` of the ``c`` kind -> a callable native function.
+"""A ``Program`` of the C family (``c``, an accelerator's simulator) -> a callable
+native function.
 
 The generated entry has the native CPU ABI (:mod:`targets.runtime.native`): data
 pointers, scalars, then one ``int64_t`` per symbolic size; it returns 0 or a status.
-The codegen appends a C wrapper ``<entry>__cuvil_py`` that reads each array's data
-pointer from the numpy array object, compiles the whole into a shared library (the
-program's ``so`` binary); loading opens that library, once per content.
+The kind's codegen appends a C wrapper ``<entry>__cuvil_py`` (:func:`wrapper_c`) that
+reads each array's data pointer from the numpy array object, and compiles the whole
+into a shared library (:mod:`targets.cstyle.compiler`; the program's ``so`` binary);
+loading opens that library, once per content.
 
 Example::
 
