@@ -14,9 +14,10 @@ block.  The loop of extent ``N`` becomes
                 for l in T.vectorized(v):                    # v lanes per thread
                     copy(((o * Y + ty) * X + tx) * v + l)    # guarded when it overshoots
 
-with ``X`` and ``Y`` the extents of the ``threadIdx.x``/``threadIdx.y`` loops around
-the copy (``X = 32`` in a kernel whose tensor-core blocks say ``warp_execution``:
-one warp).  ``v`` falls back to 1 when it does not divide ``N`` or the copy moves
+(a loop of symbolic extent is left as it is, as TVM's postprocessor leaves it), with
+``X`` and ``Y`` the extents of the ``threadIdx.x``/``threadIdx.y`` loops around the
+copy (``X = 32`` in a kernel whose tensor-core blocks say ``warp_execution``: one
+warp).  ``v`` falls back to 1 when it does not divide ``N`` or the copy moves
 values wider than 4 bytes.  The new loops are bound to the same axes as the loops
 around them (the same hardware indices; see
 :func:`~cuvil_tir.transform.gpu_threads.normalize_thread_bindings`).  Runs on
@@ -152,10 +153,11 @@ class _Fetch(Mutator):
 
     def spread(self, loop, blocks):
         if not isinstance(loop.extent, IntImm) or loop.kind != "serial":
-            raise LoweringError(f"meta_schedule.cooperative_fetch: the loop "
-                                f"{loop.loop_var.name} above block "
-                                f"'{blocks[0].block.name}' must be a serial loop of "
-                                "constant extent (one fused loop)")
+            # as TVM's postprocessor: a copy loop of symbolic extent stays as it is,
+            # every thread running it
+            return For(loop.loop_var, loop.min, loop.extent, loop.kind,
+                       _Unannotate(blocks).visit(loop.body), loop.thread_tag,
+                       loop.annotations)
         n = loop.extent.value
         lanes = int(dict(blocks[0].block.annotations)[COOPERATIVE_FETCH])
         if lanes < 1 or n % lanes or any(_widest_bytes(b.block) > 4 for b in blocks):
@@ -172,7 +174,8 @@ class _Fetch(Mutator):
         index = index * IntImm(x, dt) + tx
         if lanes > 1:
             index = index * IntImm(lanes, dt) + ln
-        body = _Unannotate(blocks).visit(substitute(loop.body, {loop.loop_var: index}))
+        # annotations off first: substitute rebuilds the blocks it rewrites
+        body = substitute(_Unannotate(blocks).visit(loop.body), {loop.loop_var: index})
         if n % per:
             body = IfThenElse(LT(index, IntImm(n, dt)), body)
         zero = IntImm(0, dt)

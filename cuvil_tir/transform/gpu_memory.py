@@ -7,7 +7,8 @@ so each is moved into the one kernel that uses it, at the innermost statement th
 holds all its accesses, and shrunk to the box those accesses cover there:
 
 * ``shared``: the box is taken over all threads of the block (``threadIdx`` variables
-  are relaxed to their ranges); ``blockIdx`` variables are fixed;
+  are relaxed to their ranges, also where the allocation lands inside the thread
+  loops); ``blockIdx`` variables are fixed;
 * ``local``: ``threadIdx`` and ``blockIdx`` variables are fixed (each thread has its
   own copy), so the box is what one thread touches.
 
@@ -199,13 +200,11 @@ def _place(func, buf, body):
                             f": use a global buffer to pass data between kernels:\n"
                             + to_text(func))
     kernel = users[0]
+    # a shared buffer too sits at the innermost statement holding its accesses, inside
+    # thread loops if need be (as TVM places it): its box is relaxed over the threads
+    # of the block (one copy per block however deep the allocation), and inside a
+    # serial loop whose iterations each use their own tile it is that one tile
     loops, lca = _descend(kernel, buf)
-    if buf.scope == "shared":
-        # one copy per block: allocated above the first threadIdx loop
-        for k, lp in enumerate(loops):
-            if lp.thread_tag is not None and lp.thread_tag.startswith("threadIdx"):
-                loops, lca = loops[:k], lp
-                break
     try:
         shape, dims, inner = _plan(buf, kernel, loops, lca)
         new = Buffer(tuple(IntImm(n, "int32") for n in shape), buf.dtype, buf.name,
