@@ -3,7 +3,13 @@
 The stages, each a bucket when it fails:
 
 - ``build``: ``targets.build(f, Target("cuda", arch="sm_80"))`` (lowering, outlining,
-  barriers, CUDA C); a coded Cuvil error is ``build``, a plain Python error ``crash``;
+  barriers, CUDA C; ``sm_90a`` alone when the kernel needs more shared memory than
+  sm_80 has); a coded Cuvil error is ``build``, a plain Python error ``crash``.  Two
+  refusals are right and counted apart: ``too_big``, more shared memory than sm_90
+  has (a MetaSchedule sketch whose tiles no GPU can hold: MetaSchedule's
+  ``VerifyGPUCode`` rejects such a candidate), and ``invalid``, an out-of-bounds
+  access that the function's serial meaning, built with bounds checks, makes too
+  (TVM does not check bounds);
 - ``compile``: ``nvcc -ptx`` of the CUDA C for ``sm_80`` and ``sm_90a``, warnings as
   errors;
 - ``compute``: the reference is the scheduled function itself with TensorIR's serial
@@ -15,8 +21,13 @@ The stages, each a bucket when it fails:
   (:func:`~cuvil_tir.transform.gpu_emulate.emulate_gpu`: numbers, not races).  A
   race is ``race``, another error ``interp``, different numbers ``wrong``.
 
-Inputs are random (floats normal, integers in ``[0, 4)``), symbolic sizes are 16, and
-every argument array is compared after the run.
+Inputs are random: floats are small integers (in ``[-3, 3]``: a sum or product of
+them is exact in any order, so a reduction reordered across threads must give the very
+same number and any difference is a defect, not rounding), except in a function with
+an integer array (argmax's index: ties would let a reordered reduction pick another
+index as rightly), where they are normal; integers are in ``[0, 4)``.  Symbolic sizes
+are 16, and every argument array is compared after the run (exactly for integers,
+within a tolerance for floats: exp, division and square roots still round).
 
 Example::
 
@@ -35,6 +46,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -42,7 +54,7 @@ import numpy as np
 import cuvil_tir as T
 from cuvil_tir.arith import simplify
 from cuvil_tir.buffer import Buffer
-from cuvil_tir.errors import CuvilError, RaceError
+from cuvil_tir.errors import BoundsCheckError, CuvilError, LoweringError, RaceError
 from cuvil_tir.expr import IntImm, Var
 from cuvil_tir.stmt import BufferStore, For, Stmt
 from cuvil_tir.transform.gpu_emulate import emulate_gpu, in_global_memory
@@ -52,6 +64,9 @@ from .postproc import rewrite_unbound_blocks
 
 #: the architectures every kernel must compile for without a warning
 ARCHS = ("sm_80", "sm_90a")
+#: the architecture with the most shared memory per block (227 KB)
+BIGGEST = "sm_90a"
+_SHARED_CAPACITY = re.compile(r"needs \d+ bytes of shared memory; \w+ offers")
 #: the value of every symbolic size
 SIZE = 16
 #: the most stores a lowered function may execute for the interpreter to run it (and
@@ -90,13 +105,15 @@ def arguments(func, seed: int = 0) -> list:
             for v in used_vars(p.shape):
                 env.setdefault(id(v), SIZE)
     out = []
+    ties = any(isinstance(p, Buffer) and not p.dtype.startswith(("float", "bfloat"))
+               for p in func.params)
     for p in func.params:
         if isinstance(p, Var):
             out.append(env.get(id(p), SIZE))
             continue
         shape = tuple(_value(d, env, func) for d in p.shape)
         if p.dtype.startswith(("float", "bfloat")):
-            data = rng.standard_normal(shape)
+            data = rng.standard_normal(shape) if ties else rng.integers(-3, 4, shape)
             out.append(data.astype(np.float32 if p.dtype == "bfloat16" else p.dtype))
         elif p.dtype == "bool":
             out.append(rng.integers(0, 2, shape).astype(bool))
@@ -182,10 +199,17 @@ def check(func, archs=ARCHS, seed: int = 0, complete: bool = False) -> dict:
     try:
         if complete:
             func = rewrite_unbound_blocks(func)
-        mod = targets.build(func, targets.Target("cuda", arch="sm_80"))
+        try:
+            mod = targets.build(func, targets.Target("cuda", arch="sm_80"))
+        except LoweringError as err:
+            if not _SHARED_CAPACITY.search(str(err)):
+                raise
+            # more shared memory than sm_80 has: the largest (sm_90's) may hold it
+            mod = targets.build(func, targets.Target("cuda", arch=BIGGEST))
+            archs = tuple(a for a in archs if a == BIGGEST)
         source = mod.get_source("cuda")
     except CuvilError as err:
-        return done("build", _reason(err))
+        return done(_refused(func, err), _reason(err))
     except Exception as err:  # noqa: BLE001 - a plain error inside Cuvil is a crash
         return done("crash", _reason(err))
     for arch in archs:
@@ -226,6 +250,23 @@ def check(func, archs=ARCHS, seed: int = 0, complete: bool = False) -> dict:
             return done("wrong", f"{p.name}: {bad} of {e.size} elements differ (largest "
                                  f"difference {worst:.3g})")
     return done("passed")
+
+
+def _refused(func, err) -> str:
+    """The bucket of a build refusal: ``too_big`` (more shared memory than any GPU has,
+    on the sm_90 build), ``invalid`` (the function as written accesses outside its
+    buffers: its serial meaning, built with bounds checks, fails the same way), or
+    ``build``."""
+    if _SHARED_CAPACITY.search(str(err)):
+        return "too_big"
+    if "out-of-bounds" in str(err):
+        args = arguments(func)
+        try:
+            reference(func, args)
+        except (BoundsCheckError, LoweringError) as ref_err:
+            if "out-of-bounds" in str(ref_err):
+                return "invalid"
+    return "build"
 
 
 def _tolerance(func) -> float:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from .runner import BUCKETS, PASSING
 
-_SHORT = {"passed": "pass", "refused_as_tvm": "refused-as-TVM", "wrong": "WRONG",
+_SHORT = {"passed": "pass", "refused_as_tvm": "refused-as-TVM", "too_big": "too-big",
+          "invalid": "invalid", "wrong": "WRONG",
           "race": "race", "parse": "parse", "build": "build", "compile": "nvcc",
           "interp": "interp", "reference": "ref", "crash": "crash", "timeout": "timeout",
           "not_reached": "not-reached"}
@@ -33,7 +34,11 @@ def render(summary: dict, per_case: bool = True) -> str:
     t = summary["total"]
     lines += ["", f"Pass rate: {t['passed_all']} of {t['cases']} scheduled GPU functions "
               f"({t['pass_rate']}%): {t['passed']} compute right, {t['refused_as_tvm']} "
-              "refused as TVM refuses them (" + ", ".join(PASSING) + ").",
+              f"refused as TVM refuses them, {t['too_big']} refused for needing more "
+              f"shared memory than any GPU has, {t['invalid']} refused for accessing "
+              "outside their buffers as written (" + ", ".join(PASSING) + ").",
+              f"Computing right: {t['passed']} of {t['cases'] - t['refused_as_tvm']} "
+              "functions TVM accepts.",
               f"Not counted: {t['outputs']} functions that are TVM passes' expected "
               "outputs (lowered TIR, not schedules)."]
     if summary.get("seconds") is not None:

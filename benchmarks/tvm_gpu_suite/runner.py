@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 BUCKETS = {
     "passed": "parses, builds, compiles (sm_80, sm_90a, no warning) and computes right",
     "refused_as_tvm": "a function TVM's test expects refused, refused with a coded error",
+    "too_big": "refused: needs more shared memory than any GPU has (sm_90: 227 KB), "
+               "as MetaSchedule's VerifyGPUCode refuses the candidate",
+    "invalid": "refused: the function as written accesses outside its buffers (its "
+               "serial meaning fails the bounds check too; TVM does not check)",
     "wrong": "WRONG: builds and runs, different numbers from the function's meaning",
     "race": "a race found by the interpreter's GPU semantics",
     "parse": "TVMScript Cuvil does not read",
@@ -42,13 +47,14 @@ BUCKETS = {
     "not_reached": "the definition never ran (its test or factory failed before it)",
 }
 #: buckets that count as passing
-PASSING = ("passed", "refused_as_tvm")
+PASSING = ("passed", "refused_as_tvm", "too_big", "invalid")
 
 
 def run(files: dict, jobs: int = 2, seconds: float = 900, archs=("sm_80", "sm_90a"),
         python: str | None = None, keep: str | None = None) -> dict:
     """Run the test ``files`` (``{name: source}``); returns :func:`tally`'s summary with
-    the per-case records (``"cases"``) and the wall time."""
+    the per-case records (``"cases"``) and the wall time.  The work directory (test
+    files, logs, per-file results) is removed unless ``keep`` names it."""
     start = time.time()
     work = keep or tempfile.mkdtemp(prefix="tvm-gpu-suite-")
     os.makedirs(work, exist_ok=True)
@@ -83,7 +89,9 @@ def run(files: dict, jobs: int = 2, seconds: float = 900, archs=("sm_80", "sm_90
                 records.extend(json.loads(line) for line in f if line.strip())
     summary = tally(records)
     summary["seconds"] = round(time.time() - start, 1)
-    summary["workdir"] = work
+    summary["workdir"] = keep
+    if keep is None:
+        shutil.rmtree(work, ignore_errors=True)
     return summary
 
 

@@ -10,7 +10,10 @@ holds all its accesses, and shrunk to the box those accesses cover there:
   are relaxed to their ranges, also where the allocation lands inside the thread
   loops); ``blockIdx`` variables are fixed;
 * ``local``: ``threadIdx`` and ``blockIdx`` variables are fixed (each thread has its
-  own copy), so the box is what one thread touches.
+  own copy), so the box is what one thread touches;
+* a ``vthread`` loop (a serial loop by then, annotated ``virtual_thread``) is a
+  thread: relaxed for ``shared``, and each of its iterations has its own ``local``
+  tile.
 
 Serial loops enclosing all accesses must separate their iterations (each iteration
 its own box), as in :mod:`.compact`.  When no box can be proven the buffer keeps its
@@ -28,8 +31,8 @@ Example::
     ...     T.BufferStore(S, A[bx * 16 + tx], (bx * 16 + tx,)), "threadIdx.x"), "blockIdx.x")
     >>> f = plan_gpu_memory(T.PrimFunc([A], T.Allocate(S, body)))
     >>> print(T.to_text(f.body.body))
-    with T.allocate((16,), "float32", scope="shared") as S:
-        for tx in T.thread_binding(16, thread="threadIdx.x"):
+    for tx in T.thread_binding(16, thread="threadIdx.x"):
+        with T.allocate((16,), "float32", scope="shared") as S:
             S[tx] = A[bx * 16 + tx]
 """
 
@@ -42,12 +45,12 @@ from ..expr import BufferLoad, IntImm
 from ..function import PrimFunc
 from ..printer import to_text
 from ..stmt import Allocate, Range
-from ..visitor import Mutator
+from ..visitor import Mutator, used_vars
 from ..arith.affine import Affine, Key, is_index_dtype
 from ..expr import Var
 from .compact import _Collect, _descend, _Rebase, _Replace, _Skip, _touches, _uses_any
 from ..ops.gpu import tiles_of
-from .gpu_threads import is_thread_loop, kernels, thread_loops
+from .gpu_threads import VIRTUAL, is_thread_loop, kernels, thread_loops
 
 GPU_SCOPES = ("shared", "local")
 
@@ -137,7 +140,26 @@ def _bound(ana, e, conds):
 
 
 def _plan(buf, kernel, loops, lca) -> tuple:
-    """``(shape, dims, inner ids)`` of ``buf`` compacted at ``lca``, or ``_Skip``."""
+    """``(shape, dims, inner ids)`` of ``buf`` compacted at ``lca``, or ``_Skip``.
+
+    When the accesses disagree on a term of an enclosing serial (or ``vthread``) loop's
+    variable (a copy that every iteration of a virtual thread repeats, read by each at
+    its own offset), that variable is relaxed too: the box covers all its iterations."""
+    relaxed: set = set()
+    while True:
+        try:
+            return _plan_once(buf, kernel, loops, lca, relaxed)
+        except _Relax as more:
+            relaxed |= more.ids
+
+
+class _Relax(Exception):
+    def __init__(self, ids):
+        super().__init__()
+        self.ids = ids
+
+
+def _plan_once(buf, kernel, loops, lca, relaxed) -> tuple:
     col = _Guarded(buf)
     col.visit(lca)
     ana = Analyzer(index_no_overflow=True)
@@ -148,11 +170,19 @@ def _plan(buf, kernel, loops, lca) -> tuple:
         if buf.scope == "shared" and lp.thread_tag.startswith("threadIdx"):
             inner_ids.add(id(lp.loop_var))
         ana.bind(lp.loop_var, Range(lp.min, lp.extent))
+    inner_ids |= relaxed
+    virtual = [lp for lp in loops if dict(lp.annotations).get(VIRTUAL)]
+    for lp in virtual:
+        # virtual threads share the block's shared memory, and each has its own tile of
+        # a local buffer (their iterations are independent: no proof needed)
+        if buf.scope == "shared":
+            inner_ids.add(id(lp.loop_var))
     for lp in loops:
         ana.bind(lp.loop_var, Range(lp.min, lp.extent))
     for v, r in col.ranges.items():
         ana.bind(v, r)
-    serial = [lp for lp in loops if not is_thread_loop(lp)]
+    serial = [lp for lp in loops if not is_thread_loop(lp) and lp not in virtual
+              and id(lp.loop_var) not in relaxed]
     by_loop = {id(lp.loop_var): lp for lp in serial}
     seen, shape, dims = set(), [], []
     for d in range(len(buf.shape)):
@@ -160,7 +190,7 @@ def _plan(buf, kernel, loops, lca) -> tuple:
         outer0 = parts[0][0]
         key0 = {k: c for k, (_, c) in outer0.items()}
         if any({k: c for k, (_, c) in o.items()} != key0 for o, _ in parts):
-            raise _Skip("accesses disagree on the part outside the tile")
+            _relax_or_skip(parts, by_loop)
         lo = hi = None
         for (_, inner), conds in zip(parts, col.conds):
             a, b = _bound(ana, inner.to_expr(), conds)
@@ -187,6 +217,23 @@ def _plan(buf, kernel, loops, lca) -> tuple:
                                                  and lp.extent.value == 1):
             raise _Skip(f"loop '{lp.loop_var.name}' reuses the same elements")
     return tuple(shape), dims, inner_ids
+
+
+def _relax_or_skip(parts, by_loop):
+    """Raise ``_Relax`` with the serial loops whose variables make the accesses'
+    outer parts differ, or ``_Skip`` when another variable does."""
+    terms = [{k: c for k, (_, c) in o.items()} for o, _ in parts]
+    common = set.intersection(*[set(t.items()) for t in terms])
+    ids = set()
+    for o, _ in parts:
+        for k, (atom, c) in o.items():
+            if (k, c) in common:
+                continue
+            used = [id(v) for v in used_vars(atom)]
+            if not used or any(u not in by_loop for u in used):
+                raise _Skip("accesses disagree on the part outside the tile")
+            ids.update(used)
+    raise _Relax(ids)
 
 
 def _place(func, buf, body):

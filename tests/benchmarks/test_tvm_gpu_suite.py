@@ -1,6 +1,7 @@
 """The TVM GPU-suite runner on a tiny TVM-style test file written here: a function
 that computes right, one TVM's test expects refused, a pass output, an unreadable one,
-a factory's functions and one never reached; the command line on a checkout."""
+a factory's functions and one never reached, one reading outside its buffers and one
+needing more shared memory than any GPU has (both rightly refused); the command line on a checkout."""
 
 import textwrap
 
@@ -52,6 +53,29 @@ SYNTHETIC = textwrap.dedent('''
             T.no_such_builtin(A)
 
 
+    @T.prim_func
+    def out_of_bounds(A: T.Buffer((16,), "float32"), C: T.Buffer((16, 1), "float32")):
+        for tx in T.thread_binding(16, thread="threadIdx.x"):
+            for i in range(2):
+                with T.block():
+                    C[tx, i] = A[tx]
+
+
+    @T.prim_func
+    def over_shared(A: T.Buffer((65536,), "float32"), B: T.Buffer((65536,), "float32")):
+        S = T.alloc_buffer((65536,), scope="shared")
+        for bx in T.thread_binding(1, thread="blockIdx.x"):
+            for tx in T.thread_binding(1024, thread="threadIdx.x"):
+                for i in range(64):
+                    with T.block("S"):
+                        v = T.axis.spatial(65536, i * 1024 + tx)
+                        S[v] = A[v]
+                for i in range(64):
+                    with T.block("B"):
+                        v = T.axis.spatial(65536, i * 1024 + tx)
+                        B[v] = S[65535 - v]
+
+
     def gen(n):
         @T.prim_func
         def scaled(A: T.Buffer((n,), "float32")):
@@ -84,6 +108,7 @@ def test_definitions_and_roles():
     roles = {d.key: d.role for d in definitions(SYNTHETIC)}
     assert roles == {"add": "input", "lowered_add": "output",
                      "too_many_threads": "error", "unreadable": "input",
+                     "out_of_bounds": "input", "over_shared": "input",
                      "gen/scaled": "input", "test_never_reached/late": "input"}
 
 
@@ -92,12 +117,14 @@ def test_runner_buckets_each_case(tmp_path):
                   keep=str(tmp_path / "work"))
     got = {c["case"]: c["bucket"] for c in summary["cases"]}
     assert got == {"add": "passed", "too_many_threads": "refused_as_tvm",
-                   "unreadable": "parse", "gen/scaled[8]": "passed",
+                   "unreadable": "parse", "out_of_bounds": "invalid",
+                   "over_shared": "too_big", "gen/scaled[8]": "passed",
                    "gen/scaled[16]": "passed", "test_never_reached/late": "not_reached"}
     total = summary["total"]
-    assert (total["cases"], total["passed_all"], total["outputs"]) == (6, 4, 1)
+    assert (total["cases"], total["passed_all"], total["outputs"]) == (8, 6, 1)
     text = render(summary)
-    assert "Pass rate: 4 of 6 scheduled GPU functions (66.7%)" in text
+    assert "Pass rate: 6 of 8 scheduled GPU functions (75.0%)" in text
+    assert "Computing right: 3 of 7 functions TVM accepts." in text
     assert "## WRONG cases (0)" in text
 
 

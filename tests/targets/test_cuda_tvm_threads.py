@@ -134,3 +134,50 @@ def test_lowered_tir_with_launch_thread_builds_without_warnings_and_computes():
     a, e = rand((4, 4)), np.zeros((4, 4), "float32")
     T.interpret(mod.lowered, a, e, check_races=True)
     np.testing.assert_array_equal(e, a.reshape(-1)[::-1].reshape(4, 4))
+
+
+# the tile copy does not depend on the virtual thread (every one repeats it); each
+# virtual thread reads its own rows and accumulates into its own local tile
+VTHREAD = '''
+@T.prim_func
+def vt(A: T.Buffer((32, 16), "float32"), B: T.Buffer((16, 32), "float32"),
+       C: T.Buffer((32, 32), "float32")):
+    C_local = T.alloc_buffer((32, 32), scope="local")
+    A_shared = T.alloc_buffer((32, 16), scope="shared")
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for v in T.thread_binding(2, thread="vthread.x"):
+            for tx in T.thread_binding(8, thread="threadIdx.x"):
+                for f in T.serial(32):
+                    with T.block("A_shared"):
+                        v0 = T.axis.spatial(32, bx * 16 + (f * 8 + tx) // 16)
+                        v1 = T.axis.spatial(16, (f * 8 + tx) % 16)
+                        A_shared[v0, v1] = A[v0, v1]
+                for j, k in T.grid(32, 16):
+                    with T.block("C"):
+                        vi = T.axis.spatial(32, bx * 16 + v * 8 + tx)
+                        vj = T.axis.spatial(32, j)
+                        vk = T.axis.reduce(16, k)
+                        with T.init():
+                            C_local[vi, vj] = T.float32(0)
+                        C_local[vi, vj] = C_local[vi, vj] + A_shared[vi, vk] * B[vk, vj]
+                for j in range(32):
+                    with T.block("C_local"):
+                        vi = T.axis.spatial(32, bx * 16 + v * 8 + tx)
+                        vj = T.axis.spatial(32, j)
+                        C[vi, vj] = C_local[vi, vj]
+'''
+
+
+def test_vthread_tiles_shared_over_virtual_threads_local_per_virtual_thread():
+    f = T.parse(VTHREAD)
+    mod = targets.build(f, targets.Target("cuda"), name="vt")
+    compile_all([mod])
+    low = T.to_text(mod.lowered)
+    # shared: the block's 16 rows (was the whole 32 x 16: the copy and the reads
+    # disagreed on the virtual thread's term); local: one virtual thread's row
+    assert 'T.allocate((256,), "float32", scope="shared")' in low
+    assert 'T.allocate((32,), "float32", scope="local")' in low
+    a, b = rand((32, 16)), rand((16, 32), seed=1)
+    c = np.full((32, 32), np.nan, "float32")
+    T.interpret(mod.lowered, a, b, c, check_races=True)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
