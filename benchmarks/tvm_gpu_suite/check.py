@@ -5,11 +5,10 @@ The stages, each a bucket when it fails:
 - ``build``: ``targets.build(f, Target("cuda", arch="sm_80"))`` (lowering, outlining,
   barriers, CUDA C; ``sm_90a`` alone when the kernel needs more shared memory than
   sm_80 has); a coded Cuvil error is ``build``, a plain Python error ``crash``.  Two
-  refusals are right and counted apart: ``too_big``, more shared memory than sm_90
-  has (a MetaSchedule sketch whose tiles no GPU can hold: MetaSchedule's
-  ``VerifyGPUCode`` rejects such a candidate), and ``invalid``, an out-of-bounds
-  access that the function's serial meaning, built with bounds checks, makes too
-  (TVM does not check bounds);
+  refusals are counted apart: ``too_big``, more shared memory than sm_90 has as
+  Cuvil sizes the tiles (MetaSchedule's ``VerifyGPUCode`` rejects such a candidate),
+  and ``invalid``, an out-of-bounds access that the function's serial meaning, built
+  with bounds checks, makes too (TVM does not check bounds: a right refusal);
 - ``compile``: ``nvcc -ptx`` of the CUDA C for ``sm_80`` and ``sm_90a``, warnings as
   errors;
 - ``compute``: the reference is the scheduled function itself with TensorIR's serial

@@ -161,6 +161,10 @@ class _Kernel:
                    self.blk.bind(_Strip().visit(s), t))
 
     def run(self, s):
+        if isinstance(s, For) and is_thread_loop(s) and \
+                thread_axis(s.thread_tag).level == "grid":
+            # the blocks, one after the other (also when no statement is collective)
+            return For(s.loop_var, s.min, s.extent, "serial", self.run(s.body))
         if not _collective(s):
             return self.per_thread(s)
         if is_barrier(s):
@@ -169,8 +173,6 @@ class _Kernel:
             return seq(*[self.run(c) for c in s.seq])
         if isinstance(s, For):
             if is_thread_loop(s):
-                if thread_axis(s.thread_tag).level == "grid":
-                    return For(s.loop_var, s.min, s.extent, "serial", self.run(s.body))
                 return self.run(s.body)
             return For(s.loop_var, self.blk.at_thread0(s.min),
                        self.blk.at_thread0(s.extent), "serial", self.run(s.body))

@@ -15,9 +15,9 @@ holds all its accesses, and shrunk to the box those accesses cover there:
   thread: relaxed for ``shared``, and each of its iterations has its own ``local``
   tile.
 
-Serial loops enclosing all accesses must separate their iterations (each iteration
-its own box), as in :mod:`.compact`.  When no box can be proven the buffer keeps its
-shape (it must then be constant).  Runs after ``normalize_thread_bindings`` (one
+Serial loops enclosing all accesses either separate their iterations (each iteration
+its own box, as in :mod:`.compact`) or are relaxed (one box for all iterations).  When
+no box can be proven the buffer keeps its shape (it must then be constant).  Runs after ``normalize_thread_bindings`` (one
 variable per thread axis) and before ``flatten_buffers``.
 
 Example::
@@ -142,9 +142,11 @@ def _bound(ana, e, conds):
 def _plan(buf, kernel, loops, lca) -> tuple:
     """``(shape, dims, inner ids)`` of ``buf`` compacted at ``lca``, or ``_Skip``.
 
-    When the accesses disagree on a term of an enclosing serial (or ``vthread``) loop's
-    variable (a copy that every iteration of a virtual thread repeats, read by each at
-    its own offset), that variable is relaxed too: the box covers all its iterations."""
+    An enclosing serial loop is relaxed too (the box covers all its iterations, so an
+    element has one place in all of them) when the accesses disagree on a term of its
+    variable (a copy that every iteration repeats, read by each at its own offset), a
+    term mixes its iterations (``rh // 2``), or its iterations' tiles may overlap
+    (the windows of a convolution's reduction loop)."""
     relaxed: set = set()
     while True:
         try:
@@ -204,12 +206,15 @@ def _plan_once(buf, kernel, loops, lca, relaxed) -> tuple:
             loop = by_loop.get(id(var)) if isinstance(var, Var) else None
             if loop is None:
                 if not isinstance(var, Var) and _uses_any(var, serial_ids):
-                    raise _Skip(f"the index term {var} mixes loop iterations")
+                    # a term mixing iterations (rh // 2): one tile for all of them
+                    raise _Relax({id(v) for v in used_vars(var) if id(v) in by_loop})
                 continue
-            if not isinstance(loop.extent, IntImm) or c < step:
-                raise _Skip("iterations of the enclosing loops may share elements")
+            if not isinstance(loop.extent, IntImm) or abs(c) < step:
+                # iterations may share elements (overlapping windows): one tile for
+                # all of them, so an element keeps its place from one to the next
+                raise _Relax({id(var)})
             seen.add(id(var))
-            step = c * loop.extent.value
+            step = abs(c) * loop.extent.value
         shape.append(extent)
         dims.append((outer0, lo))
     for lp in serial:

@@ -111,3 +111,60 @@ def test_shared_tile_under_thread_loops_is_one_iteration_of_its_loop():
     want = np.full((32, 32), np.nan, "float32")
     T.interpret(_serial(f), a, b, want)
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+
+
+# a 4-wide window sum: each iteration of r0 copies a 17-element window, and the windows
+# of r0 = 0 and 1 overlap (one tile for both, so an element keeps its place; 34 is the
+# bound of the guarded copy, f * 16 + tx < 17, taken loop by loop)
+WINDOW = '''
+@T.prim_func
+def win(A: T.Buffer((67,), "float32"), B: T.Buffer((64,), "float32")):
+    S = T.alloc_buffer((67,), scope="shared")
+    for bx in T.thread_binding(4, thread="blockIdx.x"):
+        for tx in T.thread_binding(16, thread="threadIdx.x"):
+            for r0 in range(2):
+                for f in range(2):
+                    with T.block("S"):
+                        v = T.axis.spatial(67, bx * 16 + r0 * 2 + f * 16 + tx)
+                        T.where(f * 16 + tx < 17)
+                        S[v] = A[v]
+                for r1 in range(2):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, bx * 16 + tx)
+                        vr = T.axis.reduce(4, r0 * 2 + r1)
+                        with T.init():
+                            B[vi] = T.float32(0)
+                        B[vi] = B[vi] + S[vi + vr]
+'''
+
+# iterations in reverse order (a negative coefficient): still one 16-element tile each
+REVERSED = '''
+@T.prim_func
+def rev(A: T.Buffer((32,), "float32"), B: T.Buffer((32,), "float32")):
+    S = T.alloc_buffer((32,), scope="shared")
+    for bx in T.thread_binding(1, thread="blockIdx.x"):
+        for tx in T.thread_binding(16, thread="threadIdx.x"):
+            for r0 in range(2):
+                with T.block("S"):
+                    v = T.axis.spatial(32, (1 - r0) * 16 + tx)
+                    S[v] = A[v]
+                with T.block("B"):
+                    v = T.axis.spatial(32, (1 - r0) * 16 + tx)
+                    B[v] = S[v] * T.float32(2)
+'''
+
+
+@pytest.mark.parametrize("text, size, ref", [
+    (WINDOW, 34, lambda a: sum(a[r:r + 64] for r in range(4))),
+    (REVERSED, 16, lambda a: a * 2),
+])
+def test_shared_tiles_of_overlapping_and_reversed_iterations(text, size, ref):
+    f = T.parse(text)
+    mod = targets.build(f, targets.Target("cuda"), name=f.name)
+    compile_all([mod])
+    # both were the whole buffer (iterations "may share elements")
+    assert f'T.allocate(({size},), "float32", scope="shared")' in T.to_text(mod.lowered)
+    a = rand((int(f.params[0].shape[0]),))
+    b = np.full((int(f.params[1].shape[0]),), np.nan, "float32")
+    T.interpret(mod.lowered, a, b, check_races=True)
+    np.testing.assert_allclose(b, ref(a), rtol=1e-5, atol=1e-5)

@@ -83,3 +83,21 @@ def test_in_global_memory_keeps_global_buffers():
     A = T.decl_buffer((4,), "float32", "A")
     store = T.BufferStore(A, T.float32(0), (T.const(0),))
     assert in_global_memory(store) is store
+
+
+def test_kernel_without_barriers_runs_its_blocks_serially():
+    # regression: with no collective statement the whole kernel ran per thread and its
+    # blockIdx loop reached the llvm build
+    f = T.parse('''
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for bx in T.thread_binding(4, thread="blockIdx.x"):
+        for tx in T.thread_binding(16, thread="threadIdx.x"):
+            with T.block("B"):
+                v = T.axis.spatial(64, bx * 16 + tx)
+                B[v] = A[v] * T.float32(3)
+''')
+    run = _emulated(targets.build(f, targets.Target("cuda")).lowered)
+    a, b = rand((64,)), np.zeros(64, "float32")
+    run(a, b)
+    np.testing.assert_array_equal(b, a * 3)
