@@ -313,16 +313,18 @@ class _Lower(Mutator):
                 cond = c if cond is None else cond & c
         stmts.append(back if cond is None else IfThenElse(cond, back))
         out = seq(*stmts)
+        # the scratch buffers live inside the thread loops, where all their uses are:
+        # a local one is each thread's own, a shared one the block's (already inside
+        # every kernel, whatever host loops enclose it)
+        for b in reversed(new_bufs):
+            out = Allocate(b, out)
         for lp in reversed(bound + extra):
             out = For(lp.loop_var, lp.min, lp.extent, "thread_binding", out,
                       lp.thread_tag, lp.annotations)
-        self.allocate(new_bufs)
         for b in red.buffers:
             self.results[id(b)] = bound
         return out
 
-    def allocate(self, bufs) -> None:
-        (self.blocks[-1] if self.blocks else self.top).extend(bufs)
 
     # thread broadcast ------------------------------------------------------------------
     def broadcast_axes(self, br) -> list:

@@ -56,9 +56,6 @@ from ..visitor import Mutator, post_order_visit, substitute, used_vars
 from .outline import outline_device
 from .pass_manager import PassContext
 
-#: the annotation a ``vthread`` loop keeps when it becomes a serial loop (its axis)
-VIRTUAL = "virtual_thread"
-
 
 def is_thread_loop(s) -> bool:
     """A loop bound to a launched thread axis (``blockIdx``/``threadIdx``, not
@@ -256,10 +253,8 @@ class _Normalize(Mutator):
 
     def visit_For(self, loop):
         if loop.kind == "thread_binding" and not thread_axis(loop.thread_tag).launched:
-            # the axis stays as an annotation: its iterations are independent threads
-            # (plan_gpu_memory gives each its own local tile, shares shared ones)
             return For(loop.loop_var, loop.min, loop.extent, "serial", self.visit(loop.body),
-                       None, tuple(loop.annotations) + ((VIRTUAL, loop.thread_tag),))
+                       None, loop.annotations)
         if not is_thread_loop(loop):
             return self.generic_visit(loop)
         tag = loop.thread_tag
@@ -504,6 +499,6 @@ def launch_guard(launch, dims: dict):
     return IfThenElse(cond, body)
 
 
-__all__ = ["VIRTUAL", "declared_limits", "grid_roots", "host_children", "is_thread_loop", "kernels", "launch_dims",
+__all__ = ["declared_limits", "grid_roots", "host_children", "is_thread_loop", "kernels", "launch_dims",
            "launch_shape", "normalize_thread_bindings", "split_host_device", "thread_loops",
            "thread_vars"]

@@ -173,8 +173,8 @@ def test_vthread_tiles_shared_over_virtual_threads_local_per_virtual_thread():
     mod = targets.build(f, targets.Target("cuda"), name="vt")
     compile_all([mod])
     low = T.to_text(mod.lowered)
-    # shared: the block's 16 rows (was the whole 32 x 16: the copy and the reads
-    # disagreed on the virtual thread's term); local: one virtual thread's row
+    # shared: the block's 16 rows (the virtual threads share it); local: one virtual
+    # thread's row
     assert 'T.allocate((256,), "float32", scope="shared")' in low
     assert 'T.allocate((32,), "float32", scope="local")' in low
     a, b = rand((32, 16)), rand((16, 32), seed=1)
