@@ -181,3 +181,37 @@ def test_vthread_tiles_shared_over_virtual_threads_local_per_virtual_thread():
     c = np.full((32, 32), np.nan, "float32")
     T.interpret(mod.lowered, a, b, c, check_races=True)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+# TVMScript as TVM's pipeline tests write it: a block under the thread loop allocates
+# the shared buffer that all threads of the block fill and read
+SHARED_IN_THREAD_BLOCK = '''
+@T.prim_func
+def inner(A: T.Buffer((16, 4), "float32"), C: T.Buffer((16, 4), "float32")):
+    for tx in T.thread_binding(16, thread="threadIdx.x"):
+        for i in range(4):
+            with T.block():
+                T.reads(A[tx, i])
+                T.writes(C[tx, i])
+                B = T.alloc_buffer((16, 1), scope="shared")
+                with T.block():
+                    T.reads(A[tx, i])
+                    T.writes(B[tx, 0])
+                    B[tx, 0] = A[tx, i] * T.float32(2)
+                with T.block():
+                    T.reads(B[tx, 0])
+                    T.writes(C[tx, i])
+                    C[tx, i] = B[tx, 0] + T.float32(1)
+'''
+
+
+def test_shared_buffer_allocated_under_the_thread_loop_covers_every_thread():
+    # regression: the planner sized it for one thread (B[0] shared by all 16: a race)
+    mod = targets.build(T.parse(SHARED_IN_THREAD_BLOCK), targets.Target("cuda"),
+                        name="inner")
+    compile_all([mod])
+    assert 'T.allocate((16,), "float32", scope="shared")' in T.to_text(mod.lowered)
+    a = rand((16, 4))
+    c = np.full((16, 4), np.nan, "float32")
+    T.interpret(mod.lowered, a, c, check_races=True)
+    np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
