@@ -21,6 +21,7 @@ from typing import Any
 from . import dtype as D
 from .errors import DTypeError
 from .node import Node, node, same
+from .ops.bitwise import make
 
 
 class Expr(Node):
@@ -557,7 +558,6 @@ from .expr_build import (_convert, _unify, as_expr, binary, cast, const,  # noqa
 
 
 def _bitwise(op, *args):
-    from .ops.bitwise import make
     return make(op, *args)
 
 

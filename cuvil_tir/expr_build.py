@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import math
+import numpy as np
 
 from . import dtype as D
 from .errors import DivisionByZeroError, DTypeError
@@ -117,7 +118,6 @@ def as_expr(value, like: str | None = None) -> Expr:
 
 
 def _is_np_scalar(v) -> bool:
-    import numpy as np
     return isinstance(v, np.generic)
 
 

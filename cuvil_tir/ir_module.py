@@ -29,7 +29,7 @@ from . import dtype as D
 from .errors import CodegenError, DTypeError, LoweringError
 from .expr import Call, IntImm, StringImm, as_expr
 from .function import PrimFunc
-from .node import Node, node
+from .node import Node, node, same
 from .op import call_args
 from .stmt import BufferRegion, _annotations
 
@@ -384,7 +384,6 @@ def is_whole(region: BufferRegion) -> bool:
         >>> is_whole(T.BufferRegion.full(T.decl_buffer((4,), "float32", "A")))
         True
     """
-    from .node import same
     full = BufferRegion.full(region.buffer)
     return same(full.region, region.region)
 

@@ -28,6 +28,7 @@ from .printer_expr import (INTRIN_ARITY, ExprPrinter, _is_true, float_text,  # n
 from .stmt import (Allocate, AssertStmt, Block, BlockRealize, BufferStore, Evaluate, For,
                    IfThenElse, LetStmt, SeqStmt, Stmt)
 from .visitor import Visitor
+from .node import same
 
 #: loop kinds and the ``T.`` function that prints each
 LOOP_FUNCS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectorized",
@@ -283,7 +284,6 @@ def _dt_arg(dt: str) -> str:
 
 
 def _same(a, b) -> bool:
-    from .node import same
     return same(a, b)
 
 

@@ -18,7 +18,7 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.expr import IntImm, Var, And, Not, Or, EQ, GE, GT, LE, LT, NE
 from cuvil_tir.stmt import Block, BlockRealize, For, IfThenElse, LetStmt, SeqStmt, Allocate
 from cuvil_tir.visitor import Visitor
 
@@ -99,8 +99,6 @@ def non_affine_block(stmt, loop_vars=None):
         >>> non_affine_block(f.body.block.body) is None
         True
     """
-    from cuvil_tir.expr import And, Not, Or
-    from cuvil_tir.expr import EQ, GE, GT, LE, LT, NE
 
     def affine_pred(c):
         if isinstance(c, IntImm):

@@ -46,6 +46,8 @@ from cuvil_tir.visitor import substitute, used_vars
 from .analysis import total_iterations
 from .errors import DebugCheckError, ScheduleError, schedule_error
 from .shrink import shrink
+from .schedule import Schedule
+from .trace import decode, flatten
 
 MAX_ITERATIONS = 20_000
 """Block instances the interpreter runs for one check, at most."""
@@ -162,7 +164,6 @@ class _Twin:
     """The unscheduled function made small, scheduled along by the same trace."""
 
     def __init__(self, origin, trace_insts):
-        from .schedule import Schedule
         small, why = shrink(origin, MAX_ITERATIONS)
         if small is None:
             raise _NoCheck(why)
@@ -174,7 +175,6 @@ class _Twin:
         self.advance(trace_insts)
 
     def advance(self, insts) -> None:
-        from .trace import decode, flatten
         for inst in insts:
             k = self.applied
             args = [decode(a, self.values, k) for a in inst.inputs]

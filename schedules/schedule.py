@@ -41,6 +41,7 @@ from .handles import BlockRV, LoopRV, home_free
 from .primitive import PRIMITIVES, Renamed, install_methods
 from .sampling import Sampled
 from .trace import Instruction, Trace, encode, flatten
+from .analysis import block_path, loop_path
 
 
 def _key(rv):
@@ -453,7 +454,6 @@ class Schedule:
             >>> sch.get(ii).extent.value, sch.get("B").name
             (4, 'B')
         """
-        from .analysis import block_path, loop_path
         self._check_not_removed("get", [handle])
         if isinstance(handle, (BlockRV, str)):
             rv = BlockRV(handle) if isinstance(handle, str) else handle

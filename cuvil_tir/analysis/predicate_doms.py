@@ -29,6 +29,7 @@ from ..errors import ScheduleError
 from ..expr import GE, GT, LE, LT, IntImm, const
 from ..op import conjuncts
 from ..stmt import Range
+from .regions import bounds
 
 
 def _below_zero(cond):
@@ -59,7 +60,6 @@ def tighten(doms: dict, predicate) -> dict:
         >>> tighten({i: Range.from_extent(8)}, i * 3 < 7)[i].extent.value
         3
     """
-    from .regions import bounds
     out = dict(doms)
     if predicate is None or (isinstance(predicate, IntImm) and predicate.value):
         return out

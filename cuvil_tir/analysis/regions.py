@@ -28,11 +28,13 @@ from ..errors import ScheduleError
 from ..expr import Expr, IntImm, Var, const
 from ..function import PrimFunc
 from ..op import maximum, minimum
-from ..stmt import Block, BlockRealize, BufferRegion, Range
+from ..stmt import Block, BlockRealize, BufferRegion, Range, Stmt
 from ..visitor import substitute, used_vars
 
-from .. import thread_axes
+from .. import thread_axes, arith
 from . import tree
+from ..dtype import int_range
+from ..node import same, field_names
 
 
 # arithmetic ---------------------------------------------------------------------------
@@ -46,7 +48,6 @@ def simplify(e: Expr) -> Expr:
         >>> simplify(T.const(2) + 3).value
         5
     """
-    from .. import arith
     return arith.simplify(e)
 
 
@@ -62,7 +63,6 @@ def bounds(e: Expr, doms: dict) -> tuple:
         >>> (lo.value, hi.value)
         (1, 7)
     """
-    from .. import arith
     lo, hi = arith.bound_of(e, doms)
     if lo is None or hi is None:
         raise ScheduleError(f"region analysis: cannot bound the index {e} over the loops "
@@ -189,7 +189,6 @@ def relax(region: BufferRegion, doms: dict) -> BufferRegion:
 
 
 def _dtype_extreme(e) -> bool:
-    from ..dtype import int_range
     return isinstance(e, IntImm) and e.value in int_range(e.dtype)
 
 
@@ -237,7 +236,6 @@ def tree_same(a, b) -> bool:
         >>> tree_same(T.const(1), T.const(1))
         True
     """
-    from ..node import same
     return same(a, b)
 
 
@@ -391,8 +389,6 @@ def child_blocks(func: PrimFunc, scope_path: tuple) -> list:
 
 
 def _children(path, node):
-    from ..node import field_names
-    from ..stmt import Stmt
     for f in field_names(type(node)):
         v = getattr(node, f)
         if isinstance(v, Stmt):
@@ -517,7 +513,6 @@ def uses_loop(e, loops) -> bool:
         >>> uses_loop(T.const(1), [])
         False
     """
-    from ..visitor import used_vars
     ids = {id(f.loop_var) for _, f in loops}
     return any(id(v) in ids for v in used_vars(e))
 

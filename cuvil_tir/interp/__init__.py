@@ -34,6 +34,7 @@ from .args import SizeBinder, buffer_array, scalar_value
 from .exprs import Frame
 from .gpu import GpuStmtCompiler, has_thread_loops
 from .stmts import StmtCompiler
+from ..transform.inline import inline_launches
 
 
 @deep_if_nested
@@ -60,7 +61,6 @@ def interpret(func, *arrays, check_races: bool = False) -> None:
     """
     if isinstance(func, IRModule):
         # a module runs its entry; a parallel launch runs as the loop it came from
-        from ..transform.inline import inline_launches
         func = inline_launches(func)
     if not isinstance(func, PrimFunc):
         raise DTypeError(f"interpret: expected a PrimFunc or an IRModule, found "

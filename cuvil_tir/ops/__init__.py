@@ -47,8 +47,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from fractions import Fraction
 
 from ..errors import CuvilError
+from .. import dtype as D
 
 #: the effects an op may have, from least to most constraining
 EFFECTS = ("pure", "reads", "writes", "barrier", "opaque")
@@ -284,7 +286,6 @@ def _expand_rsqrt(x):
 
 def _one(x):
     from ..expr import Broadcast, FloatImm
-    from .. import dtype as D
     one = FloatImm(1.0, D.element(x.dtype))
     return one if D.lanes(x.dtype) == 1 else Broadcast(one, D.lanes(x.dtype))
 
@@ -292,7 +293,6 @@ def _one(x):
 def _fold_fma(dt, args):
     # folded only when a * b + c is exact in float64: then no double rounding can make
     # the folded constant differ from the target's one-rounding fma
-    from fractions import Fraction
     from ..arith.fold import float_value, make_float
     from ..expr import FloatImm
     if len(args) != 3 or not all(isinstance(a, FloatImm) for a in args):
@@ -316,7 +316,6 @@ def _string_arg(call, k: int, missing: str) -> str:
 
 
 def _abs_int(dt):
-    from .. import dtype as D
     return lambda x: D.wrap_int(abs(int(x)), D.element(dt))
 
 

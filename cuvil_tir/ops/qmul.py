@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from ..errors import DTypeError
 from . import OpDef, register_op
+from .bitwise import make
 
 QMUL = "q_multiply_shift"
 
@@ -118,7 +119,6 @@ def expand_per_axis(x, y, ls, rs, q, lshift, rshift):
         'int32'
     """
     from ..expr import Cast, IntImm
-    from .bitwise import make
     wide = Cast("int64", x)
     if _const(lshift):
         wide = make("shift_left", wide, Cast("int64", ls))

@@ -23,6 +23,7 @@ import types
 from dataclasses import dataclass, field
 
 from lark import Token, Tree
+import cuvil_tir
 
 from .. import dtype as D
 from .. import script
@@ -35,6 +36,8 @@ from ..op import call_extern
 from .tvm_calls import TVM_FUNCS, Pointer, float_literal_promotes, tvm_builtin
 from ..printer import INTRIN_ARITY
 from ..stmt import BufferRegion, Range
+from ..arith import simplify
+from ..node import same
 
 
 class Namespace:
@@ -218,7 +221,6 @@ class ExprEvaluator:
                     "sblock_attr": "block_attr"}.get(name, name)   # newer TVM's spellings
             if name in BUILTINS:
                 return Builtin(name)
-            import cuvil_tir
             for mod in (script, cuvil_tir):
                 if hasattr(mod, name):
                     return getattr(mod, name)
@@ -490,13 +492,11 @@ def span(lo, hi) -> Range:
         return Range(lo, IntImm(hi.value - lo.value, lo.dtype))
     if isinstance(hi, Add) and _same(hi.a, lo):
         return Range(lo, hi.b)
-    from ..arith import simplify   # a constant extent reads as one: vi - 1:vi + 2 is 3
     ext = simplify(Sub(hi, lo))
     return Range(lo, ext if isinstance(ext, IntImm) else Sub(hi, lo))
 
 
 def _same(a, b) -> bool:
-    from ..node import same
     return same(a, b)
 
 

@@ -49,6 +49,7 @@ from ..thread_axes import thread_axis
 from ..visitor import Mutator, substitute
 from .outline import outline_device
 from .pass_manager import PassContext
+from ..ir_module import as_module, calling_conv
 
 
 def is_thread_loop(s) -> bool:
@@ -324,7 +325,6 @@ def split_host_device(mod):
         ...     print(str(err).split(",")[0])
         [CVL-E104] this statement of main runs on the host
     """
-    from ..ir_module import as_module, calling_conv
     mod = as_module(mod)
     for f in mod.functions:
         if calling_conv(f) == "host":

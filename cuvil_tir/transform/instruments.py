@@ -24,6 +24,9 @@ import os
 import re
 import sys
 import time
+from .pass_manager import PassContext, env_instruments
+from ..errors import LoweringError
+from .verify import verify_well_formed
 
 
 class PassInstrument:
@@ -219,7 +222,6 @@ def report_failure(func, name: str, error: BaseException) -> None:
 
         >>> report_failure("IR", "codegen", ValueError("x"))   # nothing asked for a dump
     """
-    from .pass_manager import PassContext, env_instruments
     found = (PassContext.current().all_instruments() if PassContext.active()
              else env_instruments(os.environ))
     for ins in found:
@@ -237,8 +239,6 @@ class VerifyEach(PassInstrument):
     """
 
     def run_after_pass(self, func, name):
-        from ..errors import LoweringError
-        from .verify import verify_well_formed
         try:
             verify_well_formed(func)
         except LoweringError as err:

@@ -44,6 +44,7 @@ from ..ir_module import IRModule, calling_conv
 from ..printer import to_text
 from ..stmt import Range
 from ..visitor import Visitor, substitute, used_vars
+from .inline import inline_launches
 
 
 class _Verify(Visitor):
@@ -318,7 +319,6 @@ def verify_well_formed(func) -> None:
         >>> verify_well_formed(T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")]))
     """
     if isinstance(func, IRModule):
-        from .inline import inline_launches
         for f in func.functions:
             if calling_conv(f) == "host":
                 _Verify(inline_launches(func, f)).run()

@@ -17,12 +17,12 @@ Example::
 """
 
 from __future__ import annotations
+from cuvil_tir.analysis import tree
 
 from ..errors import BlockLocationError, fail
 
 
 def _names(stmt) -> set:
-    from cuvil_tir.analysis import tree
     return {b.block.name for b in tree.blocks_under(stmt)}
 
 

@@ -38,6 +38,7 @@ from ..primitive import BLOCK, INT, LOOP, Renamed, primitive
 from .init_placement import init_guard, reach_blocker
 from .rfactor_checks import check_rfactor_block, check_slots_visited
 from .rfactor_nest import check_hoistable, place_shared
+from ..block_flags import pipeline_blocker
 
 
 class NotReductionError(ScheduleError):
@@ -427,7 +428,6 @@ def _check_stage_pipeline(func, bpath, prim):
     """TensorIR's rfactor needs the block's scope to be a stage pipeline: the rfactor
     block and the write-back are two stages, which a scope whose consumers are not
     covered by their producers (or that overwrites what it read) does not order."""
-    from ..block_flags import pipeline_blocker     # block_flags imports this package
     scope = tree.enclosing_block(func, bpath)
     why = pipeline_blocker(func, scope)
     if why is not None:

@@ -35,7 +35,7 @@ from ..schedule import Schedule
 from ..trace import Trace
 from .cost_model import CostModel
 from .features import features
-from .space import run_with_decisions
+from .space import run_with_decisions, prune
 
 #: the share of each batch picked at random from the pool instead of by the model
 EPSILON = 0.25
@@ -230,7 +230,6 @@ class Search:
             >>> Search(f, lambda sch: None, "llvm").propose(1, seen)
             []
         """
-        from .space import prune
         parents = self.population()
         want = n if not self.guided or not self.model.trained else \
             max(n * self.pool_factor, 8)
