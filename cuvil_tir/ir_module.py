@@ -234,11 +234,6 @@ class IRModule(Node):
             attrs["entry"] = funcs[self.names.index(entry)].name
         return IRModule(funcs, attrs)
 
-    def script(self) -> str:
-        """The text form (same as ``str(mod)``)."""
-        from .printer import to_text
-        return to_text(self)
-
 
 def as_module(ir) -> IRModule:
     """``ir`` as a module: a module unchanged, a PrimFunc as :meth:`IRModule.from_func`.

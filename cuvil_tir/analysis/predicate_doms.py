@@ -29,7 +29,7 @@ from ..errors import ScheduleError
 from ..expr import GE, GT, LE, LT, IntImm, const
 from ..op import conjuncts
 from ..stmt import Range
-from .regions import bounds
+from .index_bounds import bounds
 
 
 def _below_zero(cond):

@@ -37,8 +37,8 @@ from ..visitor import Visitor
 from .calls import BuiltinCalls
 from .tvmscript import TVM_ASSIGN, TVMScriptMixin
 from .tvm_calls import tvm_store_value
-from .evaluate import (LOOP_KINDS, Builtin, ExprEvaluator, Spec, is_builtin as _is, point_range,
-                       span, to_expr)
+from .evaluate import LOOP_KINDS, ExprEvaluator, point_range, span
+from .values import Builtin, Spec, is_builtin as _is, to_expr
 from ..te.create_prim_func import access_regions
 
 

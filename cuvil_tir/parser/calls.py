@@ -22,7 +22,7 @@ from ..errors import CuvilError
 from ..expr import (Broadcast, Call, Cast, Div, Expr, FloorDiv, FloorMod, Max, Min, Mod,
                     Ramp, Select)
 from ..printer import INTRIN_ARITY
-from .evaluate import Spec, to_expr, unify
+from .values import Spec, to_expr, unify
 from ..ops.qmul import q_multiply_shift, q_multiply_shift_per_axis
 from ..ops.bitwise import make
 

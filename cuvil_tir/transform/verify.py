@@ -40,6 +40,7 @@ from ..buffer import Buffer
 from ..errors import LoweringError
 from ..expr import And, CmpOp, Expr, IntImm, Not, Ramp, Broadcast, Var
 from ..function import PrimFunc
+from .instruments import PassInstrument
 from ..ir_module import IRModule, calling_conv
 from ..printer import to_text
 from ..stmt import Range
@@ -345,3 +346,20 @@ def verify(func):
 
 
 verify.pass_kind = "any"
+
+
+class VerifyEach(PassInstrument):
+    """Run :func:`~cuvil_tir.transform.verify.verify_well_formed` after every pass; a
+    failure names the pass that produced the ill-formed IR.
+
+    Example::
+
+        >>> isinstance(VerifyEach(), PassInstrument)
+        True
+    """
+
+    def run_after_pass(self, func, name):
+        try:
+            verify_well_formed(func)
+        except LoweringError as err:
+            raise LoweringError(f"after pass '{name}': {err.message}") from err
