@@ -42,6 +42,7 @@ from .primitive import PRIMITIVES, Renamed, install_methods
 from .sampling import Sampled
 from .trace import Instruction, Trace, encode, flatten
 from .analysis import block_path, loop_path
+from .debug import DebugChecker
 
 
 def _key(rv):
@@ -318,9 +319,8 @@ class Schedule:
                 self._rng.setstate(rng_state)
             raise
         if self.debug and new_func is not old:
-            from .debug import DebugChecker
             if self._checker is None:
-                self._checker = DebugChecker(self._origin)
+                self._checker = DebugChecker(self._origin, type(self))
             start = len(self._rvs)
             made = [k for k, rv in enumerate(rv for rv in flatten(result)
                                              if isinstance(rv, (BlockRV, LoopRV, Sampled)))]

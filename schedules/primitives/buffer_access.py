@@ -43,7 +43,7 @@ from cuvil_tir.interp.exprs import ExprCompiler, Frame
 from ..analysis import block_path
 from ..errors import AnnotationError, fail
 from ..primitive import BLOCK, INDEX, Kind, Mismatch, primitive
-from .compute_location import with_fields
+from .nests import with_fields
 
 PRIM = "annotate_buffer_access"
 _ENUMERATE_LIMIT = 1 << 18     # domain points the coverage check may evaluate

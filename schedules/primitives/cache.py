@@ -49,7 +49,7 @@ from ..errors import CacheStageError, fail
 from cuvil_tir.analysis.regions import (accessed_region, loop_doms, needed_region, provably_le,
                                         readers, scope_doms, simplify, writers, child_blocks)
 from cuvil_tir.op import conjuncts
-from .compute_location import block_names, make_nest, subtrees, with_fields
+from .nests import block_names, make_nest, subtrees, with_fields
 from ..block_scope import DepKind, scope_dependences
 from ..region_cover import region_covered
 

@@ -47,7 +47,7 @@ from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_pa
                                         region_of, simplify, tree_same, union, bound_region, relax)
 from cuvil_tir.arith import Analyzer
 from .block_predicates import predicate_conditions
-from .compute_location import Relocate, exclusive_nest, nest_loops, with_fields
+from .nests import Relocate, exclusive_nest, nest_loops, with_fields
 
 
 def _store_of(func, blk, prim, role):

@@ -14,8 +14,8 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.analysis import tree
-from ..analysis import (block_path, child_blocks, consumers, loop_nest, producers,
-                        stmt_path)
+from ..analysis import block_path, child_blocks, loop_nest, stmt_path
+from ..block_scope import consumers, producers
 from ..errors import ScheduleArgumentError, WorkOnError, schedule_error
 from ..handles import BlockRV, LoopRV
 from ..primitive import BLOCK, BLOCKS, BLOCK_OR_LOOP, LOOPS, STR, primitive
