@@ -1,8 +1,9 @@
 """Block and loop queries shared by the schedule primitives.
 
 Resolving handles to paths (with errors naming the primitive), the child blocks of a
-block or loop, producers and consumers among sibling blocks (by the buffers in their
-``reads``/``writes``), whether a loop carries a reduction, and the loop nest of a block.
+block or loop, whether a loop carries a reduction, and the loop nest of a block
+(producers and consumers among sibling blocks are dependence queries:
+:mod:`schedules.block_scope`).
 
 Example::
 
@@ -12,8 +13,9 @@ Example::
     >>> B = T.compute((4,), lambda i: A[i] * 2.0, name="B")
     >>> C = T.compute((4,), lambda i: B[i] + 1.0, name="C")
     >>> f = T.create_prim_func([A, C])
-    >>> [b.block.name for b in producers(f, block_path(f, BlockRV("C"), "get_producers"))]
-    ['B']
+    >>> scope = tree.enclosing_block(f, block_path(f, BlockRV("C"), "get_block"))
+    >>> [b.block.name for b in child_blocks(tree.get(f, scope))]
+    ['B', 'C']
 """
 
 from __future__ import annotations

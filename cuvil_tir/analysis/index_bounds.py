@@ -36,6 +36,7 @@ def bounds(e: Expr, doms: dict) -> tuple:
     Example::
 
         >>> import cuvil_tir as T
+        >>> from cuvil_tir.stmt import Range
         >>> i = T.var("i")
         >>> lo, hi = bounds(i * 2 + 1, {i: Range.from_extent(4)})
         >>> (lo.value, hi.value)
