@@ -35,6 +35,7 @@ from .exprs import Frame
 from .gpu import GpuStmtCompiler, has_thread_loops
 from .stmts import StmtCompiler
 from ..transform.inline import inline_launches
+from ..transform.empty_reductions import write_empty_reductions
 
 
 @deep_if_nested
@@ -66,6 +67,8 @@ def interpret(func, *arrays, check_races: bool = False) -> None:
         raise DTypeError(f"interpret: expected a PrimFunc or an IRModule, found "
                          f"{type(func).__name__}; build one with T.create_prim_func or "
                          "@T.prim_func")
+    # the reference runs what every target lowers: an empty reduction writes its identity
+    func = write_empty_reductions(func)
     params = func.params
     if len(arrays) != len(params):
         names = ", ".join(p.name for p in params)
