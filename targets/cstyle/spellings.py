@@ -61,6 +61,11 @@ def _default(op):
         return ops.Unsupported(
             f"{op.name} runs across the threads of a GPU {op.collective} together; plain "
             "C has no threads to run it with: build for a GPU target such as 'cuda'")
+    if op.lanes_reference is not None:   # a CPU's dot-product instruction (ops.dot)
+        return ops.Unsupported(
+            f"{op.name} adds products of several lanes of its arguments into each "
+            "result lane, which the C family's lane-by-lane code does not write: build "
+            "for the 'llvm' target with a CPU that has the instruction (mcpu=...)")
     return _libm(op)
 
 
