@@ -39,7 +39,8 @@ from cuvil_tir.expr import LE, LT, BufferLoad, FloatImm, IntImm, const
 from cuvil_tir.op import (call_extern, conjuncts, if_then_else, maximum as max_,
                           minimum as min_)
 from cuvil_tir.stmt import BufferRegion, BufferStore, Evaluate, For, IfThenElse, Range
-from cuvil_tir.visitor import Mutator, substitute, used_vars
+from cuvil_tir.visitor import Mutator, substitute, used_vars, post_order_visit
+from cuvil_tir.arith.affine import linear_form as linear, from_linear_form as from_linear
 
 from .errors import AccelLoweringError
 
@@ -57,7 +58,6 @@ def row_strides(buf) -> list:
 
 def _dim_of(indices, var):
     """The one dimension whose index uses ``var`` with coefficient 1, else None."""
-    from cuvil_tir.arith.affine import linear_form as linear
     hit = None
     for d, e in enumerate(indices):
         if id(var) in {id(v) for v in used_vars(e)}:
@@ -98,7 +98,6 @@ def _is_zero(e) -> bool:
 def _valid(guard, row, col, rows, cols, where):
     """``(valid rows, valid columns)`` of a tile under ``guard`` (conjunction of
     upper bounds ``affine < n`` on the row or column loop, or of outer conditions)."""
-    from cuvil_tir.arith.affine import from_linear_form as from_linear, linear_form as linear
     vr, vc = const(rows, "int32"), const(cols, "int32")
     for c in conjuncts(guard):
         lin = None
@@ -282,7 +281,6 @@ def check_no_host_access(func, scopes, names) -> None:
         >>> import cuvil_tir as T
         >>> check_no_host_access(T.PrimFunc([], T.Evaluate(T.const(0))), {"npu.inp"}, [])
     """
-    from cuvil_tir.visitor import post_order_visit
 
     bad = []
 
