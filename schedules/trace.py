@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+import cuvil_tir.expr as E
 
 from .errors import TraceError, schedule_error
 from .trace_values import (decode, decode_expr, decode_index_map, encode,  # noqa: F401
@@ -409,6 +410,23 @@ def _numbered(insts: tuple) -> tuple:
     return tuple(out)
 
 
+def _py_index_map(d) -> str:
+    """An encoded index map as a lambda that replays when pasted (``S`` is the
+    ``schedules`` package, for an axis separator; ``T`` ``cuvil_tir``, for ``T.min``).
+
+    Example::
+
+        >>> _py_index_map(encode_index_map(lambda i, j: (j // 4, i, j % 4)))
+        'lambda i, j: (j // 4, i, j % 4)'
+    """
+    stand = [E.Var(n, d.get("dtype", "int32")) for n in d["params"]]
+    parts = ["S.AXIS_SEPARATOR" if isinstance(r, dict) and r.get("axis_separator")
+             else str(decode_expr(r, stand)) for r in d["results"]]
+    body = f"({', '.join(parts)}{',' if len(parts) == 1 else ''})" if d["tuple"] \
+        else parts[0]
+    return f"lambda {', '.join(d['params'])}: {body}"
+
+
 def _py(v, names) -> str:
     if isinstance(v, dict) and "block" in v and len(v) == 1:
         return repr(v["block"])
@@ -421,7 +439,7 @@ def _py(v, names) -> str:
         sym = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}[op]
         return f"({_py(a, names)} {sym} {_py(b, names)})"
     if isinstance(v, dict) and "index_map" in v:
-        return "lambda " + ", ".join(v["index_map"]["params"]) + ": ..."
+        return _py_index_map(v["index_map"])
     if isinstance(v, dict) and "dict" in v:    # a recorded dict argument (annotate)
         return "{" + ", ".join(f"{k!r}: {_py(x, names)}" for k, x in v["dict"].items()) + "}"
     return repr(v)

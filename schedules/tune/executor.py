@@ -344,7 +344,8 @@ def _outcome(kind, seconds, error, info, t0) -> dict:
 
 def local_executor(max_workers: int | None = None):
     """The default executor: a local process pool of ``max_workers`` slots (default:
-    half the cores, at least one, since candidates are timed one at a time per host).
+    one per core).  Candidates build in parallel, one per slot; their timing holds a
+    per-host lock (:func:`.measure.timing_lock`), so two are never timed at once.
 
     Example::
 
@@ -352,7 +353,7 @@ def local_executor(max_workers: int | None = None):
         ...     ex.submit(abs, -2).result()
         2
     """
-    n = max_workers or max(1, (os.cpu_count() or 2) // 2)
+    n = max_workers or max(1, os.cpu_count() or 1)
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     return ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_follow_parent,
                                initargs=(os.getpid(),))
