@@ -39,6 +39,7 @@ from ..node import same
 from ..op import max_value, maximum, min_value, minimum
 from ..stmt import Block, BufferStore, For, LetStmt, SeqStmt
 from ..visitor import Mutator, post_order_visit, substitute, used_vars
+from . import tree
 
 #: the combiners, with the expression node each one is
 COMBINERS = {"sum": Add, "prod": Mul, "max": Max, "min": Min}
@@ -192,7 +193,6 @@ def reduction_block(loop: For):
         >>> reduction_block(i_loop), reduction_block(i_loop.body)
         (None, 'S')
     """
-    from . import tree
     for br in tree.blocks_under(loop.body):
         for iv, value in zip(br.block.iter_vars, br.iter_values):
             if iv.kind == "reduce" and any(v is loop.loop_var for v in used_vars(value)):

@@ -32,14 +32,15 @@ from ..function import PrimFunc
 from ..printer import contains_block
 from ..script import ScalarType
 from ..stmt import (Allocate, AssertStmt, Block, BlockRealize, BufferStore, Evaluate, For,
-                    IfThenElse, IterVar, LetStmt, Range, SeqStmt, seq)
+                    IfThenElse, IterVar, LetStmt, Range, SeqStmt, seq, BufferRegion)
 from ..visitor import Visitor
 from .calls import BuiltinCalls
 from .tvmscript import TVM_ASSIGN, TVMScriptMixin
 from .tvm_lowered import SCOPE_ALIASES, TVMLoweredMixin
 from .tvm_calls import tvm_store_value
-from .evaluate import (LOOP_KINDS, Builtin, ExprEvaluator, Spec, is_builtin as _is, point_range,
-                       span, to_expr)
+from .evaluate import LOOP_KINDS, ExprEvaluator, point_range, span
+from .values import Builtin, Spec, is_builtin as _is, to_expr
+from ..te.create_prim_func import access_regions
 
 
 class _BlockCtx:
@@ -515,7 +516,6 @@ def _target_names(t):
 
 
 def _region(x):
-    from ..stmt import BufferRegion
     if isinstance(x, BufferRegion):
         return x
     if isinstance(x, BufferLoad):
@@ -550,7 +550,6 @@ def _infer(blk: Block) -> tuple:
     if _has_loops_or_blocks(blk.body) or (blk.init is not None and
                                           _has_loops_or_blocks(blk.init)):
         return infer_block_regions(blk)
-    from ..te.create_prim_func import access_regions
     writes = tuple(access_regions(tuple(_stores((blk.body, blk.init)))))
     written = [w.buffer for w in writes] if blk.init is not None else []
     local = list(blk.alloc_buffers)

@@ -23,7 +23,9 @@ from .. import expr as E
 from ..expr import (Broadcast, Call, Cast, Div, Expr, FloorDiv, FloorMod, Max, Min, Mod,
                     Ramp, Select)
 from ..printer import INTRIN_ARITY
-from .evaluate import NODE_CONSTRUCTORS, Spec, to_expr, unify
+from .values import NODE_CONSTRUCTORS, Spec, to_expr, unify
+from ..ops.qmul import q_multiply_shift, q_multiply_shift_per_axis
+from ..ops.bitwise import make
 
 
 class BuiltinCalls:
@@ -111,15 +113,12 @@ class BuiltinCalls:
                                tuple(to_expr(v, "int32") for v in values), kind))
 
     def b_q_multiply_shift(self, x, y, q, s, dtype="int32"):
-        from ..ops.qmul import q_multiply_shift
         return q_multiply_shift(x, y, q, s, dtype)
 
     def b_q_multiply_shift_per_axis(self, x, y, ls, rs, q, lshift, rshift, dtype="int32"):
-        from ..ops.qmul import q_multiply_shift_per_axis
         return q_multiply_shift_per_axis(x, y, ls, rs, q, lshift, rshift, dtype)
 
     def bitwise(self, op: str, args, dtype=None) -> Call:
-        from ..ops.bitwise import make
         call = make(op, *(to_expr(a) if isinstance(a, (Expr, bool)) else a for a in args))
         if dtype is not None and D.canonical(dtype) != call.dtype:
             raise CuvilError(f"T.{op}(..., dtype={dtype!r}): the operands are "

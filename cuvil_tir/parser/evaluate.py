@@ -20,21 +20,25 @@ import ast
 import difflib
 import functools
 import types
-from dataclasses import dataclass, field
 
 from lark import Token, Tree
+import cuvil_tir
 
 from .. import dtype as D
 from .. import script
 from ..buffer import Buffer
 from ..errors import CuvilError, ParseError
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Cast,
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, Cast,
                     Div, Expr, FloorDiv, FloorMod, IntImm, Let, Mul, Not, Or,
-                    StringImm, Sub, Var, as_expr, const)
+                    Sub, Var)
 from ..op import call_extern
-from .tvm_calls import TVM_FUNCS, Pointer, float_literal_promotes, tvm_builtin
+from .tvm_calls import TVM_FUNCS, float_literal_promotes, tvm_builtin
+from .values import (NODE_CONSTRUCTORS, Builtin, Pointer, Spec, is_builtin, is_py_scalar,
+                     to_expr, unify)
 from ..printer import INTRIN_ARITY
 from ..stmt import BufferRegion, Range
+from ..arith import simplify
+from ..node import same
 
 
 class Namespace:
@@ -46,9 +50,6 @@ class Namespace:
 
 NAMESPACE = Namespace()
 
-#: TVMScript's expression-node constructors the text form reads (``T.Add(x, 0)``)
-NODE_CONSTRUCTORS = ("Add", "Sub", "Mul", "FloorDiv", "FloorMod", "EQ", "NE", "LT", "LE",
-                     "GT", "GE", "And", "Or")
 #: ``T.<name>`` interpreted by the parser rather than called
 BUILTINS = {"Buffer", "alloc_buffer", "allocate", "block", "axis", "reads", "writes",
             "init", "where", "block_attr", "func_attr", "evaluate", "call_intrin",
@@ -65,27 +66,6 @@ LOOP_KINDS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectori
               "unroll": "unrolled", "thread_binding": "thread_binding"}
 
 
-@dataclass(frozen=True)
-class Builtin:
-    """A ``T.<name>`` function that only the parser gives a meaning to."""
-
-    name: str
-
-
-@dataclass
-class Spec:
-    """What a statement-level builtin call evaluated to: ``kind`` and its arguments."""
-
-    kind: str
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-
-
-def is_builtin(v, name: str) -> bool:
-    """True when ``v`` is the marker of ``T.<name>``."""
-    return isinstance(v, Builtin) and v.name == name
-
-
 _is = is_builtin
 
 _CMP = {"<": LT, "<=": LE, ">": GT, ">=": GE, "==": EQ, "!=": NE}
@@ -94,37 +74,6 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
        "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
        ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
-
-
-def is_py_scalar(v) -> bool:
-    """True for Python (not IR) numbers and bools."""
-    return isinstance(v, (bool, int, float)) and not isinstance(v, Expr)
-
-
-def to_expr(v, like: str | None = None) -> Expr:
-    """An IR expression from a parser value (a literal takes the dtype ``like``)."""
-    if isinstance(v, Expr):
-        return v
-    if isinstance(v, Pointer):
-        return v.call
-    if isinstance(v, str):
-        return StringImm(v)
-    if isinstance(v, Spec) and v.kind in ("var", "size_var"):
-        raise CuvilError("bind T.var/T.size_var to a name first, e.g. n = T.size_var('n')")
-    if is_py_scalar(v) and like is not None and D.lanes(like) > 1:
-        return Broadcast(as_expr(v, D.element(like)), D.lanes(like))
-    if is_py_scalar(v) and like is not None and D.is_bool(like) and not isinstance(v, bool):
-        return const(v)
-    return as_expr(v, like)
-
-
-def unify(a, b) -> tuple[Expr, Expr]:
-    """Two operands as expressions; a literal takes the other side's dtype."""
-    if isinstance(a, Expr) and not isinstance(b, Expr):
-        return a, to_expr(b, a.dtype)
-    if isinstance(b, Expr) and not isinstance(a, Expr):
-        return to_expr(a, b.dtype), b
-    return to_expr(a), to_expr(b)
 
 
 def pos(t) -> tuple[int, int]:
@@ -222,7 +171,6 @@ class ExprEvaluator:
                     "sblock_attr": "block_attr"}.get(name, name)   # newer TVM's spellings
             if name in BUILTINS:
                 return Builtin(name)
-            import cuvil_tir
             for mod in (script, cuvil_tir):
                 if hasattr(mod, name):
                     return getattr(mod, name)
@@ -516,13 +464,11 @@ def span(lo, hi) -> Range:
         return Range(lo, IntImm(hi.value - lo.value, lo.dtype))
     if isinstance(hi, Add) and _same(hi.a, lo):
         return Range(lo, hi.b)
-    from ..arith import simplify   # a constant extent reads as one: vi - 1:vi + 2 is 3
     ext = simplify(Sub(hi, lo))
     return Range(lo, ext if isinstance(ext, IntImm) else Sub(hi, lo))
 
 
 def _same(a, b) -> bool:
-    from ..node import same
     return same(a, b)
 
 

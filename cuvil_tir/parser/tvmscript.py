@@ -45,7 +45,8 @@ from ..errors import CuvilError
 from ..expr import Expr, IntImm, Var
 from ..stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, For, Range,
                     seq)
-from .evaluate import Spec, make_access, to_expr
+from .evaluate import make_access
+from .values import Spec, to_expr
 from ..ops.elem_offset import elem_offset
 from .buffer_alias import alias_of
 from .tvm_calls import make_pointer

@@ -47,6 +47,7 @@ Example::
 
 from __future__ import annotations
 
+from .. import dtype as D
 from ..errors import LoweringError
 from ..expr import IntImm, LT, Var
 from ..function import PrimFunc
@@ -88,7 +89,6 @@ def _widest_bytes(block) -> int:
     def look(n):
         dt = getattr(n, "dtype", None)
         if isinstance(dt, str) and dt not in ("handle", "bool"):
-            from .. import dtype as D
             widest[0] = max(widest[0], D.bits(dt) * D.lanes(dt) // 8)
     post_order_visit(block.body, look)
     return widest[0]

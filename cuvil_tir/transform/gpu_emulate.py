@@ -43,6 +43,7 @@ Example::
 
 from __future__ import annotations
 
+from .. import expr as expr_module
 from ..buffer import Buffer
 from ..errors import LoweringError
 from ..expr import Broadcast, BufferLoad, FloorDiv, FloorMod, IntImm, Var
@@ -235,8 +236,7 @@ class _Kernel:
 
 
 def _node(name):
-    from .. import expr
-    return getattr(expr, name)
+    return getattr(expr_module, name)
 
 
 #: the IR node of each warp combiner

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from ..analysis.reducer import NotAReduction, reducer_of
 from ..errors import LoweringError
-from ..expr import EQ, IntImm, Var, const
+from ..expr import EQ, And, IntImm, Var, const
 from ..function import PrimFunc
 from ..printer import to_text
 from ..stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate,
@@ -369,7 +369,6 @@ def _last_block(stmt):
 
 def _spatial_predicate(pred, loop_ids):
     """The conjuncts of a block predicate that use no reduction loop."""
-    from ..expr import And
     if _is_true(pred):
         return None
     parts = []

@@ -55,6 +55,7 @@ from ..thread_axes import launch_index, thread_axis
 from ..visitor import Mutator, post_order_visit, substitute, used_vars
 from .outline import outline_device
 from .pass_manager import PassContext
+from ..ir_module import as_module, calling_conv
 
 
 def is_thread_loop(s) -> bool:
@@ -455,7 +456,6 @@ def split_host_device(mod):
         ...     print(str(err).split(",")[0])
         [CVL-E104] this statement of main runs on the host
     """
-    from ..ir_module import as_module, calling_conv
     mod = as_module(mod)
     for f in mod.functions:
         if calling_conv(f) == "host":

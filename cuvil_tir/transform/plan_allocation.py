@@ -59,6 +59,7 @@ Example::
 """
 
 from __future__ import annotations
+import dataclasses
 
 from ..analysis.regions import provably_le, simplify, union
 from ..errors import LoweringError
@@ -70,6 +71,7 @@ from ..visitor import Mutator, post_order_visit, substitute, used_vars
 from .buffer_privacy import accesses, count, disjoint, doms_of, private, relax_guarded
 from .memory_table import memory_table, spec_of
 from .retarget import Retarget, handed_to_call
+from ..arith import Analyzer, bound_of
 
 __all__ = ["Retarget", "plan_buffer_allocation"]
 
@@ -151,7 +153,6 @@ class _Box:
         of the thread stand-ins, or None."""
         if self.shape is None:
             return None
-        from ..arith import Analyzer, bound_of
         doms = {**doms_above, **self.ranges}
         ana = Analyzer(index_no_overflow=True)
         for v, r in doms.items():
@@ -196,7 +197,6 @@ def _within(sized, full, doms):
     the extent's arithmetic wraps, of a negative size.  (A box
     may reach past the buffer's end, at a boundary tile whose accesses are guarded: its
     accesses are relative to its corner, so only its size matters.)"""
-    from ..arith import Analyzer
     ana = Analyzer(index_no_overflow=True)
     for v, r in doms.items():
         ana.bind(v, r)
@@ -243,7 +243,6 @@ class _Planner(Mutator):
             self.doms = saved
 
     def visit_Block(self, blk):
-        import dataclasses
         new = self.generic_visit(blk)
         keep, body = [], new.body
         for buf in new.alloc_buffers:
