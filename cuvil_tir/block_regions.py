@@ -405,6 +405,44 @@ def _inside_through_body(a: Access, declared, ana) -> bool:
     return True
 
 
+def widen_block_regions(block: Block) -> Block:
+    """``block`` with its declared ``reads``/``writes`` grown to cover what its body
+    accesses (each buffer's box is the hull of the declared region and the accesses;
+    a dimension with no provable hull is the buffer's whole extent).
+
+    How a function written for TVM is read (TVM does not check the declarations):
+    the widened regions keep the contract the schedule primitives rely on.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((8,), "float32", "A")
+        >>> B = T.decl_buffer((8,), "float32", "B")
+        >>> v = T.var("vi")
+        >>> blk = T.Block("B", (T.IterVar(v, T.Range.from_extent(7), "spatial"),),
+        ...               (T.BufferRegion(A, (T.Range(v, T.const(1)),)),),
+        ...               (T.BufferRegion(B, (T.Range(v, T.const(1)),)),),
+        ...               T.BufferStore(B, A[v + 1], (v,)))
+        >>> [str(r) for r in widen_block_regions(blk).reads]
+        ['A[vi:vi + 2]']
+    """
+    ana = _analyzer(block)
+    acc = block_accesses(block)
+
+    def declared(regions, write):
+        return [Access(r.buffer, tuple((x.min, ana.simplify(x.min + x.extent - 1))
+                                       for x in r.region), write, False, to_text(r))
+                for r in regions]
+
+    writes = _merge(declared(block.writes, True) + [a for a in acc if a.write], ana)
+    written = {id(w.buffer) for w in writes}
+    loads = [a for a in acc if not a.write and
+             not (block.init is not None and id(a.buffer) in written)]
+    reads = _merge(declared(block.reads, False) + loads, ana)
+    return Block(block.name, block.iter_vars, reads, writes, block.body, block.init,
+                 block.alloc_buffers, block.annotations)
+
+
 def _declared(block: Block, a: Access):
     # a load of a buffer the block writes may be covered by its write region
     # (the update of a reduction reads its own output)
@@ -446,4 +484,4 @@ def verify_block_regions(func: PrimFunc) -> PrimFunc:
 
 
 __all__ = ["Access", "block_accesses", "infer_block_regions", "check_block_regions",
-           "verify_block_regions"]
+           "verify_block_regions", "widen_block_regions"]

@@ -41,10 +41,12 @@ from ..errors import LoweringError
 from ..expr import GT, LT, GE, LE, And, CmpOp, Expr, IntImm, Max, Not, Ramp, \
     Broadcast, Var
 from ..function import PrimFunc
+from .instruments import PassInstrument
 from ..ir_module import IRModule, calling_conv
 from ..printer import to_text
 from ..stmt import Range
 from ..visitor import Visitor, substitute, used_vars
+from .inline import inline_launches
 
 
 class _Verify(Visitor):
@@ -340,7 +342,6 @@ def verify_well_formed(func) -> None:
         >>> verify_well_formed(T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")]))
     """
     if isinstance(func, IRModule):
-        from .inline import inline_launches
         for f in func.functions:
             if calling_conv(f) == "host":
                 _Verify(inline_launches(func, f)).run()
@@ -367,3 +368,20 @@ def verify(func):
 
 
 verify.pass_kind = "any"
+
+
+class VerifyEach(PassInstrument):
+    """Run :func:`~cuvil_tir.transform.verify.verify_well_formed` after every pass; a
+    failure names the pass that produced the ill-formed IR.
+
+    Example::
+
+        >>> isinstance(VerifyEach(), PassInstrument)
+        True
+    """
+
+    def run_after_pass(self, func, name):
+        try:
+            verify_well_formed(func)
+        except LoweringError as err:
+            raise LoweringError(f"after pass '{name}': {err.message}") from err

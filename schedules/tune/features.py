@@ -37,6 +37,7 @@ from cuvil_tir.expr import Add, BufferLoad, Call, Div, FloorDiv, FloorMod, Max, 
 from cuvil_tir.stmt import Block, BlockRealize, For
 from cuvil_tir.target import SCALAR_MACHINE, Machine
 from cuvil_tir.visitor import post_order_visit
+from .space import machine_of
 
 #: inner loop levels whose footprints are described
 LEVELS = 6
@@ -271,7 +272,6 @@ def features(func_or_sch, machine=None) -> list:
     if machine is None:
         machine = SCALAR_MACHINE
     elif not isinstance(machine, Machine):
-        from .space import machine_of
         machine = machine_of(machine)
     cores = max(1, machine.cores)
     nests: list = []

@@ -38,6 +38,8 @@ import cuvil_tir as T
 from cuvil_tir import dtype as D
 from cuvil_tir.target import as_target, build, cache, get_target_kind, list_targets
 from cuvil_tir.target import register_target
+from ..trace import Trace
+from .space import run_with_decisions
 
 FAILURE_KINDS = ("replay", "build", "run", "timeout", "crash", "wrong")
 """Kinds of failed candidates, as counted in ``TuneResult.failures``."""
@@ -49,7 +51,6 @@ REPEAT = 5
 
 
 def _rebuild(func, payload):
-    from ..trace import Trace
     space = None
     if payload.get("space") is not None:
         try:
@@ -57,7 +58,6 @@ def _rebuild(func, payload):
         except Exception:  # noqa: BLE001 - not importable here: replay the trace instead
             space = None
     if space is not None:
-        from .space import run_with_decisions
         return run_with_decisions(space, func, [d for _, d in payload["decisions"]])
     return Trace.from_json(payload["trace"]).apply(func)
 

@@ -37,7 +37,10 @@ from __future__ import annotations
 
 from cuvil_tir import dtype as D
 from cuvil_tir.errors import CuvilError
-from cuvil_tir.target import SCALAR_MACHINE, as_target
+from cuvil_tir.target import SCALAR_MACHINE, as_target, TargetKind
+from cuvil_tir.analysis import tree
+from cuvil_tir.stmt import BlockRealize, Block, For
+from cuvil_tir.visitor import post_order_visit
 
 from .autotensorize import matches
 from .errors import TuneError
@@ -77,7 +80,6 @@ def rule_for(target) -> str:
 
 
 def _base_tuning_space():
-    from cuvil_tir.target import TargetKind
     return TargetKind.tuning_space
 
 
@@ -189,7 +191,6 @@ def gpu_space(func, target):
 
 def _gpu_reduction(sch, name, grid, thread, most) -> None:
     """Grid / thread / register tiling of one reduction block (module doc)."""
-    from cuvil_tir.analysis import tree
     node = tree.get(sch.func, tree.find_block(sch.func, name))
     kinds = [iv.kind for iv in node.block.iter_vars]
     block = sch.get_block(name)
@@ -251,13 +252,10 @@ def _under(sch, block, loop) -> bool:
 
 
 def _extent(sch, loop) -> int:
-    from cuvil_tir.analysis import tree
     return tree.get(sch.func, tree.find_loop(sch.func, loop.var)).extent.value
 
 
 def _block_names(sch) -> list:
-    from cuvil_tir.analysis import tree
-    from cuvil_tir.stmt import BlockRealize
     return [s.block.name for _, s in tree.walk(sch.func)
             if isinstance(s, BlockRealize) and s.block.name != "root"]
 
@@ -278,8 +276,6 @@ def gpu_prune(func, target):
         >>> import cuvil_tir as T
         >>> gpu_prune(T.create_prim_func([T.placeholder((4,), name="A")]), "cuda")
     """
-    from cuvil_tir.stmt import Block, For
-    from cuvil_tir.visitor import post_order_visit
     t = as_target(target)
     _, _, most, shared = _limits(t)
     tags = {tag for tag, level, _ in _axes(t.kind_obj) if level == "thread"}

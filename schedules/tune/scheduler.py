@@ -30,6 +30,7 @@ from .database import Database, workload_key
 from .errors import TuneError
 from .networks import load_tasks
 from .report import format_seconds
+from .tuner import Session
 
 #: the weight of the backward (observed) part of a task's gradient (Ansor's alpha)
 ALPHA = 0.2
@@ -121,7 +122,6 @@ class TaskScheduler:
             self.tasks[i].weight, curves[i], self.round_trials))
 
     def _session(self, i):
-        from .tuner import Session
         if i not in self.sessions:
             self.sessions[i] = Session(self.tasks[i].func, None, self.target, self.db,
                                        self.executor, timeout_s=self.timeout_s,

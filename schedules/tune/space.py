@@ -29,6 +29,7 @@ Example::
 """
 
 from __future__ import annotations
+import inspect
 
 from cuvil_tir import dtype as D
 from cuvil_tir.errors import CuvilError
@@ -39,6 +40,8 @@ from cuvil_tir.target import Machine, as_target
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.reducer import has_reduce_axes
+from ..schedule import Schedule
+from ..errors import ScheduleArgumentError
 
 from .autotensorize import tensorized
 
@@ -182,7 +185,6 @@ def run_with_decisions(space, func, decisions, seed=None):
         >>> run_with_decisions(space, f, [[2, 4]]).trace.decisions
         {2: [2, 4]}
     """
-    from ..schedule import Schedule
     queue = [d for _, d in sorted(decisions.items())] if isinstance(decisions, dict) \
         else list(decisions)
 
@@ -204,7 +206,6 @@ def _fitting(sample, *args, decision):
     """``sample(*args, decision=decision)``, or a fresh draw when the decision does not
     fit: an earlier decision changed what this one chooses from (a register tile sets
     the extent that the next tiling divides)."""
-    from ..errors import ScheduleArgumentError
     try:
         return sample(*args, decision=decision)
     except ScheduleArgumentError:
@@ -491,7 +492,6 @@ def _pack(sch, cache, dim, tile) -> None:
 
 
 def _signature(rank: int):
-    import inspect
     return inspect.Signature([inspect.Parameter(f"i{n}", inspect.Parameter.POSITIONAL_OR_KEYWORD)
                               for n in range(rank)])
 

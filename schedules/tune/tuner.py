@@ -48,6 +48,7 @@ from .search import Search, decisions_key, decisions_of
 from .rules import check_sizes, gpu_prune, rule_for, space_for
 from .space import machine_of, prune
 from .transfer import FEATURES_VERSION, describe, nearest_rows
+from .report import format_seconds
 
 #: how many of the best candidates are measured again before the winner is declared
 REMEASURE = 3
@@ -87,7 +88,6 @@ class TuneResult:
             2 trials, no candidate succeeded; 0 pruned before building
               build: 2, e.g. CodegenError: no
         """
-        from .report import format_seconds
         best = "no candidate succeeded" if self.best_schedule is None else \
             f"best {format_seconds(self.best_seconds)}"
         lines = [f"{self.trials} trials, {best}; {self.pruned} pruned before building"]
