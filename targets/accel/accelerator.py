@@ -38,6 +38,7 @@ from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Evaluate
 from cuvil_tir.target import Memory as HostMemory
 from cuvil_tir.target import Option, Program, TargetKind
 from cuvil_tir.tensor_intrin import TensorIntrin
+from cuvil_tir.thread_axes import register_thread_axis
 from cuvil_tir.transform import (PassContext, flatten_buffers, lower_blocks, simplify, verify,
                                  plan_buffer_allocation)
 from cuvil_tir.transform.bank_plan import Unit, memory_map_text, place
@@ -54,6 +55,7 @@ from .runtime import AccelModule, SimulatorModule, compile_simulator
 from .tokens import accesses, insert_tokens
 from .intrinsic_calls import check_no_host_access, intrinsic_calls
 from .copy_nest import row_strides
+from .cores import Cores, bind_cores, check_placement, core_memory_maps
 from .transfer import dma_transfers
 
 
@@ -85,9 +87,19 @@ class Accelerator(TargetKind):
     cost_unit = "seconds"
 
     def __init__(self, name, memories, dma, intrinsics=(), doc: str = "",
-                 clock_mhz=1000, moves=()):
+                 clock_mhz=1000, moves=(), cores=None):
         memories, intrinsics, moves = list(memories), list(intrinsics), list(moves)
         check_description(name, memories, dma, intrinsics, moves)
+        if cores is not None:
+            if not isinstance(cores, Cores):
+                raise DescriptionError(f"Accelerator {name!r}: cores must be a Cores(...), "
+                                       f"found {cores!r}")
+            cores.check(f"Accelerator {name!r}", [m.scope for m in memories])
+            # the core axis joins the IR's vocabulary now, so sch.bind can name it
+            # before the kind is registered
+            self.axes = (cores.thread_axis(),)
+            register_thread_axis(self.axes[0])
+        self.cores = cores
         if isinstance(clock_mhz, bool) or not isinstance(clock_mhz, (int, float)) or \
                 not clock_mhz > 0:
             raise DescriptionError(f"Accelerator {name!r}: clock_mhz must be a positive "
@@ -134,6 +146,12 @@ class Accelerator(TargetKind):
         """The lowering pipeline of this accelerator (module doc)."""
         acc = self
 
+        def accel_cores(f):
+            return bind_cores(f, acc)
+
+        def accel_placement(f):
+            return check_placement(f, acc)
+
         def accel_pipeline(f):
             # the engines run ahead of the program (tokens order them): the stages
             # overlap without moving statements, so only the tiles' versions are made
@@ -153,7 +171,8 @@ class Accelerator(TargetKind):
         def accel_allocate(f):
             return allocate(f, acc)
 
-        return [plan_buffer_allocation, lower_blocks, accel_pipeline,
+        return [accel_cores, plan_buffer_allocation, lower_blocks, accel_placement,
+                accel_pipeline,
                 hoist_static_allocations, simplify, accel_dma, accel_intrinsics, accel_tokens,
                 accel_allocate, flatten_buffers, simplify, verify]
 
@@ -183,6 +202,7 @@ class Accelerator(TargetKind):
                 "memories": [dataclasses.asdict(m) for m in self.memories],
                 "dma": self.dma.describe(), "clock_mhz": self.clock_mhz,
                 "moves": [mv.describe() for mv in self.moves],
+                "cores": self.cores.describe() if self.cores is not None else None,
                 "intrinsics": its}
 
     def measure(self, module, args, min_repeat_seconds: float = 0.0) -> tuple:
@@ -320,7 +340,11 @@ def allocate(func, acc):
                               b.scope, b.align)
     body = substitute(func.body, {}, rebuf) if rebuf else func.body
     plan = {s: [u.as_data() for u in us] for s, us in plans.items()}
-    text = memory_map_text(specs, plans, warns)
+    if acc.cores is not None:
+        text = core_memory_maps(acc, memory_map_text, specs, plans, warns,
+                                func.attr("accel.cores", 1))
+    else:
+        text = memory_map_text(specs, plans, warns)
     out = func if body is func.body else func.with_body(body)
     return out.with_attr("accel.plan", json.dumps(plan)).with_attr("accel.memory_map", text)
 

@@ -27,6 +27,7 @@ from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify
 from cuvil_tir.visitor import substitute
 
 from ..cstyle import CPrinter
+from .cores import cores_c, cores_header, link_of
 
 MAX_TOKENS = 4096
 TRACE_MAX = 1 << 16     # events kept for the timeline; later ones are only counted
@@ -100,6 +101,7 @@ def header(acc) -> str:
               "/* dependency tokens: wait for the latest signal of a token */",
               f"int32_t {h}_wait(int32_t engine, int32_t token);",
               f"int32_t {h}_signal(int32_t engine, int32_t token);"]
+    lines += cores_header(acc)
     for mv in acc.moves:
         for op in (None,) + mv.ops:
             what = (f"applying {op.name}, {op.in_dtype} -> {op.out_dtype}, rows x n elements"
@@ -167,8 +169,9 @@ def _store_op(acc, op) -> str:
         cvl_op_{op.name}((uint8_t *)src + (int64_t)r * src_stride,
                          (uint8_t *)dst + (int64_t)r * dst_stride, cols);
     int64_t beats = ((int64_t)cols * {max(src_item, dst_item)} + {w - 1}) / {w};
-    cvl_issue({up}_STORE, {event_names(acc).index("dma_store_" + op.name)},
-              {acc.dma.latency_cycles} + rows * beats, lo, hi, 1);
+    cvl_issue_l({up}_STORE, {event_names(acc).index("dma_store_" + op.name)},
+                {acc.dma.latency_cycles} + rows * beats, lo, hi, 1, {link_of(acc, "global")},
+                (int64_t)rows * cols * {dst_item});
     cvl_sim_stats.bytes_out += (int64_t)rows * cols * {dst_item};
     return 0;
 }}"""
@@ -193,8 +196,9 @@ def _move(acc, mv, op) -> str:
     for (int32_t r = 0; r < rows; ++r)
         {row}
     int64_t beats = ((int64_t)n * {max(si, di)} + {w - 1}) / {w};
-    cvl_issue({up}_{mv.engine.upper()}, {event_names(acc).index(name)},
-              {mv.latency_cycles} + (rows > 0 ? rows : 0) * beats, lo, hi, 2);
+    cvl_issue_l({up}_{mv.engine.upper()}, {event_names(acc).index(name)},
+                {mv.latency_cycles} + (rows > 0 ? rows : 0) * beats, lo, hi, 2,
+                {link_of(acc, mv.src, mv.dst)}, (int64_t)(rows > 0 ? rows : 0) * n * {max(si, di)});
     return 0;
 }}"""
 
@@ -227,12 +231,14 @@ def simulator_c(acc) -> str:
            "int64_t cvl_trace_n;",
            f"static int64_t cvl_clock[{ne}], cvl_ready[{ne}], cvl_tok[{MAX_TOKENS}];",
            f"static int64_t cvl_bs[{nbanks}][{ne}], cvl_be[{nbanks}][{ne}];",
+           cores_c(acc, nbanks, MAX_TOKENS),
            f"""void cvl_sim_reset(void) {{
     memset(&cvl_sim_stats, 0, sizeof cvl_sim_stats);
     memset(cvl_clock, 0, sizeof cvl_clock); memset(cvl_ready, 0, sizeof cvl_ready);
     memset(cvl_tok, 0, sizeof cvl_tok); memset(cvl_bs, 0, sizeof cvl_bs);
     memset(cvl_be, 0, sizeof cvl_be);
     cvl_trace_n = 0;
+    cvl_cores_reset();
 }}
 uint8_t *{h}_scratch(int32_t mem) {{ return cvl_mems[mem]; }}
 /* banks [*lo, *hi] of the bytes [p, p + n) when they are in a scratchpad */
@@ -249,8 +255,10 @@ static int cvl_banks(const void *p, int64_t n, int *lo, int *hi) {{
     }}
     return 0;
 }}
-/* issue one instruction of cost c on engine e touching the given bank ranges */
-static void cvl_issue(int e, int what, int64_t c, const int *lo, const int *hi, int nr) {{
+/* issue one instruction of cost c on engine e touching the given bank ranges and
+   moving n bytes over shared link l (-1: none), which it holds for n / bandwidth */
+static void cvl_issue_l(int e, int what, int64_t c, const int *lo, const int *hi, int nr,
+                        int l, int64_t n) {{
     int64_t t = cvl_clock[e] > cvl_ready[e] ? cvl_clock[e] : cvl_ready[e];
     for (int again = 1; again;) {{
         again = 0;
@@ -263,17 +271,28 @@ static void cvl_issue(int e, int what, int64_t c, const int *lo, const int *hi, 
                         again = 1;
                     }}
     }}
+    if (l >= 0 && n > 0) {{
+        int64_t dur = (n + cvl_link_bw[l] - 1) / cvl_link_bw[l];
+        int64_t s = cvl_link_slot(l, t, dur);
+        cvl_link_stalls += s - t;
+        t = s;
+        if (dur > c) c = dur;
+    }}
     for (int r = 0; r < nr; ++r)
         for (int b = lo[r]; b <= hi[r]; ++b) {{ cvl_bs[b][e] = t; cvl_be[b][e] = t + c; }}
     if (cvl_trace_n < {TRACE_MAX}) {{
         int64_t *ev = cvl_trace[cvl_trace_n];
-        ev[0] = e; ev[1] = what; ev[2] = t; ev[3] = c;
+        ev[0] = e + (int64_t)cvl_core * {ne}; ev[1] = what; ev[2] = t; ev[3] = c;
     }}
     ++cvl_trace_n;
     cvl_clock[e] = t + c;
     cvl_sim_stats.busy[e] += c;
+    cvl_busy_core[cvl_core * {ne} + e] += c;
     cvl_sim_stats.calls[e] += 1;
     if (t + c > cvl_sim_stats.cycles) cvl_sim_stats.cycles = t + c;
+}}
+static void cvl_issue(int e, int what, int64_t c, const int *lo, const int *hi, int nr) {{
+    cvl_issue_l(e, what, c, lo, hi, nr, -1, 0);
 }}
 int32_t {h}_wait(int32_t engine, int32_t token) {{
     if (token < 0 || token >= {MAX_TOKENS}) {{ cvl_sim_stats.error = 2; return 0; }}
@@ -307,7 +326,8 @@ static int32_t cvl_dma(int e, int what, void *dst, const void *src, int32_t rows
         if (n < row_bytes) memset(d + n, 0, (size_t)(row_bytes - n));
     }}
     int64_t beats = ((int64_t)row_bytes + {dma.width_bytes - 1}) / {dma.width_bytes};
-    cvl_issue(e, what, {dma.latency_cycles} + rows * beats, lo, hi, 1);
+    cvl_issue_l(e, what, {dma.latency_cycles} + rows * beats, lo, hi, 1,
+                src ? {link_of(acc, "global")} : -1, (int64_t)rows * row_bytes);
     if (e == {up}_LOAD) cvl_sim_stats.bytes_in += (int64_t)vr * vb;
     else cvl_sim_stats.bytes_out += (int64_t)vr * vb;
     return 0;
@@ -340,7 +360,8 @@ int32_t {h}_dma_load_t(void *dst, const void *src, int32_t rows, int32_t cols,
                    (size_t)item);
     /* it reads cols source rows of rows elements */
     int64_t beats = ((int64_t)rows * item + {dma.width_bytes - 1}) / {dma.width_bytes};
-    cvl_issue({up}_LOAD, 4, {dma.latency_cycles} + cols * beats, lo, hi, 1);
+    cvl_issue_l({up}_LOAD, 4, {dma.latency_cycles} + cols * beats, lo, hi, 1,
+                {link_of(acc, "global")}, (int64_t)rows * cols * item);
     cvl_sim_stats.bytes_in += (int64_t)rows * cols * item;
     return 0;
 }}

@@ -4,15 +4,22 @@ and the call's timeline (``trace()``: Chrome trace JSON, one row per engine, one
 per instruction; open it in Perfetto or chrome://tracing).
 
 Stalls by cause: ``bank_conflict_stalls`` (cycles an instruction waited for a bank
-another engine held) and ``dependency_stalls`` (per engine, cycles it sat idle
+another engine held), ``dependency_stalls`` (per engine, cycles it sat idle
 waiting for a token another engine had not yet signalled: its data was not ready, or
-its buffer not yet free).
+its buffer not yet free) and ``bandwidth_stalls`` (cycles transfers waited for a
+shared link, host memory or a shared L2, that other transfers held).
+
+On a device with several cores (:mod:`~targets.accel.cores`) ``engine_busy`` sums
+the cores, ``core_busy`` has each core's, ``cores_used`` counts the cores that ran
+anything and ``utilisation`` is over those cores (busy cycles over ``cycles`` times
+``cores_used``); the trace has one process per core, one thread per engine.
 
 Example::
 
     >>> sorted(STAT_KEYS)  # doctest: +NORMALIZE_WHITESPACE
-    ['bank_conflict_stalls', 'cycles', 'dependency_stalls', 'dma_bytes_in',
-     'dma_bytes_out', 'engine_busy', 'peak_bytes', 'utilisation']
+    ['bandwidth_stalls', 'bank_conflict_stalls', 'core_busy', 'cores_used', 'cycles',
+     'dependency_stalls', 'dma_bytes_in', 'dma_bytes_out', 'engine_busy', 'peak_bytes',
+     'utilisation']
 """
 
 from __future__ import annotations
@@ -29,10 +36,12 @@ from ..cstyle.runtime import CRuntimeModule, wrapper_c
 from ..cstyle import CPrinter
 from ..runtime import DATA_OFFSET, Module
 from cuvil_tir.transform.bank_plan import Unit, peak
+from .cores import core_section
 from .hal import TRACE_MAX, event_names, header, simulator_c
 
 STAT_KEYS = ("cycles", "engine_busy", "utilisation", "dma_bytes_in", "dma_bytes_out",
-             "bank_conflict_stalls", "dependency_stalls", "peak_bytes")
+             "bank_conflict_stalls", "dependency_stalls", "peak_bytes", "bandwidth_stalls",
+             "core_busy", "cores_used")
 
 
 def _peak_bytes(acc, plan: dict) -> dict:
@@ -103,6 +112,10 @@ class SimulatorModule(CRuntimeModule):
         self._stats = Stats.in_dll(self.library, "cvl_sim_stats")
         self._events = (ctypes.c_int64 * 4 * TRACE_MAX).in_dll(self.library, "cvl_trace")
         self._nevents = ctypes.c_int64.in_dll(self.library, "cvl_trace_n")
+        self._ncores = acc.cores.count if acc.cores is not None else 1
+        self._core_busy = (ctypes.c_int64 * (self._ncores * ne)).in_dll(self.library,
+                                                                       "cvl_busy_core")
+        self._link_stalls = ctypes.c_int64.in_dll(self.library, "cvl_link_stalls")
         raw = self.raw
 
         def run(*args):
@@ -115,18 +128,25 @@ class SimulatorModule(CRuntimeModule):
     def _collect(self):
         s = self._stats
         if s.error:
-            raise TargetError(f"simulator of {self.acc.name!r}: "
-                              + ("an access ran past the end of a scratchpad memory"
-                                 if s.error == 1 else "a token id is out of range"))
+            raise TargetError(f"simulator of {self.acc.name!r}: " + {
+                1: "an access ran past the end of a scratchpad memory",
+                2: "a token id is out of range"}.get(int(s.error), "a core index is out of "
+                                                     "range"))
         busy = {e: int(s.busy[k]) for k, e in enumerate(self.acc.engines)}
-        total = max(int(s.cycles), 1)
+        ne = len(self.acc.engines)
+        per_core = {c: {e: int(self._core_busy[c * ne + k])
+                        for k, e in enumerate(self.acc.engines)}
+                    for c in range(self._ncores)}
+        per_core = {c: b for c, b in per_core.items() if any(b.values())} or {0: per_core[0]}
+        total = max(int(s.cycles), 1) * len(per_core)
         self.stats = {
             "cycles": int(s.cycles), "engine_busy": busy,
             "utilisation": {e: busy[e] / total for e in self.acc.engines[2:]},
             "dma_bytes_in": int(s.bytes_in), "dma_bytes_out": int(s.bytes_out),
             "bank_conflict_stalls": int(s.stalls),
             "dependency_stalls": {e: int(s.waits[k]) for k, e in enumerate(self.acc.engines)},
-            "peak_bytes": dict(self._peak)}
+            "peak_bytes": dict(self._peak), "bandwidth_stalls": int(self._link_stalls.value),
+            "core_busy": per_core, "cores_used": len(per_core)}
 
     def trace(self) -> dict:
         """The last call's timeline as a Chrome trace (``{"traceEvents": [...]}``):
@@ -136,9 +156,13 @@ class SimulatorModule(CRuntimeModule):
         n = int(self._nevents.value)
         ev = np.ctypeslib.as_array(self._events)[:min(n, TRACE_MAX)]
         names, us = event_names(self.acc), 1.0 / self.acc.clock_mhz
-        out = [{"ph": "M", "name": "thread_name", "pid": 0, "tid": k, "args": {"name": e}}
-               for k, e in enumerate(self.acc.engines)]
-        out += [{"ph": "X", "name": names[int(w)], "pid": 0, "tid": int(e),
+        ne = len(self.acc.engines)
+        cores = sorted({int(e) // ne for e, _, _, _ in ev} | {0})
+        out = [{"ph": "M", "name": "process_name", "pid": c, "args": {"name": f"core {c}"}}
+               for c in cores if self.acc.cores is not None]
+        out += [{"ph": "M", "name": "thread_name", "pid": c, "tid": k, "args": {"name": e}}
+                for c in cores for k, e in enumerate(self.acc.engines)]
+        out += [{"ph": "X", "name": names[int(w)], "pid": int(e) // ne, "tid": int(e) % ne,
                  "ts": int(t) * us, "dur": int(c) * us, "args": {"cycles": int(c)}}
                 for e, w, t, c in ev]
         return {"traceEvents": out, "displayTimeUnit": "ns",
@@ -146,9 +170,11 @@ class SimulatorModule(CRuntimeModule):
                               "cycles": self.stats.get("cycles"),
                               "dropped": max(0, n - TRACE_MAX)}}
 
-    def memory_map(self) -> str:
-        """Per memory and bank: each buffer, its offset, size, lifetime and engines."""
-        return self._map
+    def memory_map(self, core=None) -> str:
+        """Per memory and bank: each buffer, its offset, size, lifetime and engines (on
+        a multi-core device: the shared memories, then each core's; ``core``: that
+        core's section only)."""
+        return self._map if core is None else core_section(self._map, core)
 
     def get_source(self, fmt: str | None = None) -> str:
         """``"c"`` the kernel, ``"h"`` the HAL header, ``"sim"`` the simulator HAL."""
@@ -170,9 +196,10 @@ class AccelModule(Module):
         """The last call's counters (``STAT_KEYS``)."""
         return self.runtime.stats
 
-    def memory_map(self) -> str:
-        """Per memory and bank: each buffer, its offset, size, lifetime and engines."""
-        return self.runtime.memory_map()
+    def memory_map(self, core=None) -> str:
+        """Per memory and bank: each buffer, its offset, size, lifetime and engines
+        (``core``: one core's section on a multi-core device)."""
+        return self.runtime.memory_map(core)
 
     def trace(self) -> dict:
         """The last call's timeline as Chrome trace JSON data (see the module doc)."""
