@@ -37,9 +37,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.expr import BufferLoad, IntImm
 from cuvil_tir.op import call_extern
-from cuvil_tir.stmt import BlockRealize, Evaluate, For, SeqStmt
+from cuvil_tir.stmt import BlockRealize, BufferStore, Evaluate, For, SeqStmt
 from cuvil_tir.thread_axes import ThreadAxis
 from cuvil_tir.visitor import Mutator, post_order_visit
 
@@ -186,7 +186,8 @@ def _check_divisible(acc, loop) -> None:
     var, found = loop.loop_var, []
 
     def look(n):
-        if isinstance(n, BlockRealize) and not _true(n.predicate):
+        if isinstance(n, BlockRealize) and not _true(n.predicate) and \
+                not _host_copy(acc, n.block.body):
             used = []
             post_order_visit(n.predicate, lambda e: used.append(e) if e is var else None)
             if used:
@@ -200,6 +201,15 @@ def _check_divisible(acc, loop) -> None:
             f"'{var.name}' (the last core's tile is partial); pad the dimension to a "
             "multiple of the cores times the tile (pad_einsum) or split by a factor that "
             "divides it")
+
+
+def _host_copy(acc, body) -> bool:
+    """Whether ``body`` copies between host memory and the device (a DMA transfer,
+    which moves only the valid part of an edge tile)."""
+    load = getattr(body, "value", None)
+    if not isinstance(body, BufferStore) or not isinstance(load, BufferLoad):
+        return False
+    return (body.buffer.scope in acc.scopes) != (load.buffer.scope in acc.scopes)
 
 
 def _true(e) -> bool:
@@ -237,7 +247,7 @@ def check_placement(func, acc):
         return func
     loops = []
     post_order_visit(func.body, lambda n: loops.append(n) if isinstance(n, For) and
-                     CORE_LOOP in (n.annotations or {}) else None)
+                     CORE_LOOP in dict(n.annotations or ()) else None)
     if not loops:
         return func
     inside = set()

@@ -1,0 +1,216 @@
+"""Several cores: the Ascend-like NPU (4 cores, L1 -> L0A/L0B -> cube -> L0C -> vector
+-> UB, a shared L2) end to end on the simulator, bit-exact against numpy; ``bind`` to
+the core axis and its refusals; the per-core memory map; cores running together in
+the cycle model, sharing the links to DDR and L2."""
+
+import numpy as np
+import pytest
+
+from cuvil_tir.thread_axes import thread_axis
+import schedules as S
+import targets
+from targets.accel import AccelLoweringError, DescriptionError
+from targets.accel.cores import Cores, core_section
+from targets.accel.examples.ascend_like import ascend
+from targets.toolkit.npu.gemm import gemm
+from targets.toolkit.npu.multicore import ASCEND, schedule_gemm_cores
+
+targets.register_target(ascend, replace=True)
+
+
+def _ints(rng, shape, lo=-128, hi=128, dtype="int8"):
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+def _run_gemm(n, m, k, **kw):
+    mod = targets.build(schedule_gemm_cores(gemm(n, m, k), **kw), "ascend-like", name="g")
+    rng = np.random.default_rng(n + m + k)
+    a, b = _ints(rng, (n, k)), _ints(rng, (k, m))
+    c = np.zeros((n, m), "int32")
+    mod(a, b, c)
+    np.testing.assert_array_equal(c, a.astype("int32") @ b.astype("int32"))
+    return mod
+
+
+@pytest.mark.parametrize("n,m,k,cores,double", [(64, 64, 64, 4, True),
+                                                (128, 64, 96, 2, False),
+                                                (100, 72, 40, 4, True),
+                                                (17, 33, 50, 3, True)])
+def test_gemm_bit_exact_on_the_cores(n, m, k, cores, double):
+    mod = _run_gemm(n, m, k, cores=cores, double=double)
+    assert mod.stats["cores_used"] == cores
+    src = mod.get_source("c")
+    for call in ("ascend_like_fork()", "ascend_like_core(", "ascend_like_join()",
+                 "ascend_like_move_asc_l2_asc_l1(", "ascend_like_move_asc_l1_asc_l0a(",
+                 "ascend_like_move_asc_l0c_asc_ub(", "ascend_like_mmad_16x16x16("):
+        assert call in src
+
+
+def test_each_core_runs_its_own_engines():
+    mod = _run_gemm(128, 128, 128, cores=4)
+    busy = mod.stats["core_busy"]
+    assert sorted(busy) == [0, 1, 2, 3]
+    assert len({b["cube"] for b in busy.values()}) == 1 and busy[0]["cube"] > 0
+    assert sum(b["cube"] for b in busy.values()) == mod.stats["engine_busy"]["cube"]
+    # the cores overlap: the run is far shorter than their work one after another
+    assert mod.stats["cycles"] < 2 * busy[0]["cube"]
+    trace = mod.trace()
+    procs = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["name"] == "process_name"}
+    assert procs == {c: f"core {c}" for c in range(4)}
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    for c in range(4):
+        mine = [e for e in slices if e["pid"] == c and e["name"] == "mmad_16x16x16"]
+        assert sum(e["args"]["cycles"] for e in mine) == busy[c]["cube"]
+
+
+def test_speed_up_is_monotone_in_the_cores():
+    cycles = [_run_gemm(256, 256, 256, cores=c).stats["cycles"] for c in (1, 2, 4)]
+    assert cycles[0] > cycles[1] > cycles[2]
+    assert cycles[0] / cycles[2] > 3.0
+
+
+def test_shared_links_make_cores_wait_for_each_other():
+    one = _run_gemm(128, 512, 64, cores=1, tile=(32, 128, 64)).stats
+    four = _run_gemm(128, 512, 64, cores=4, tile=(32, 128, 64)).stats
+    assert one["bandwidth_stalls"] == 0 < four["bandwidth_stalls"]
+
+
+def test_memory_map_per_core():
+    mod = _run_gemm(64, 64, 64, cores=2)
+    text = mod.memory_map()
+    assert text.startswith("shared (4 cores read them):\nasc.l2:")
+    assert "core 0:" in text and "core 1:" in text and "core 2:" not in text
+    one = mod.memory_map(core=1)
+    assert "core 1:\nasc.l1:" in one and "core 0:" not in one and "B_asc.l2 " in one
+    assert one.count("A_asc.l1_asc.l0a[0]") == 1
+    with pytest.raises(AccelLoweringError, match=r"expected one of the cores this "
+                       r"function runs on, \[0, 1\]; found 3"):
+        mod.memory_map(core=3)
+    assert core_section(text, 0).count("asc.l1:") == 1
+
+
+# bind and its refusals -------------------------------------------------------------------
+
+
+
+def _build(sch):
+    return targets.build(sch, "ascend-like", name="g")
+
+
+def test_bind_too_many_cores():
+    sch = S.Schedule(gemm(64))
+    blk = sch.get_block("C")
+    sch.bind(sch.get_loops(blk)[0], "asc.core")
+    with pytest.raises(AccelLoweringError, match=r"loop 'i' \(extent 64\) is bound to "
+                       r"'asc.core', but the device has 4 cores: too many cores; split it "
+                       r"\(sch.split\(loop, \[4, None\]\)\) and bind the outer loop"):
+        _build(sch)
+
+
+def test_bind_wrong_axis():
+    sch = S.Schedule(gemm(64))
+    sch.bind(sch.get_loops(sch.get_block("C"))[0], "blockIdx.x")
+    with pytest.raises(AccelLoweringError, match=r"is bound to 'blockIdx.x', which is not "
+                       r"an axis of this device: its core axis is 'asc.core' \(4 cores\); "
+                       r"bind tile loops to 'asc.core'"):
+        _build(sch)
+
+
+def test_bind_non_divisible():
+    sch = S.Schedule(gemm(30))
+    blk = sch.get_block("C")
+    c, _ = sch.split(sch.get_loops(blk)[0], [4, None])
+    sch.bind(c, "asc.core")
+    with pytest.raises(AccelLoweringError, match=r"bound to 'asc.core' does not divide its "
+                       r"dimension: block 'C' is guarded by a predicate on 'i_0'.*pad the "
+                       r"dimension"):
+        _build(sch)
+
+
+def test_parallel_points_to_bind():
+    sch = S.Schedule(gemm(64))
+    sch.parallel(sch.get_loops(sch.get_block("C"))[0])
+    with pytest.raises(AccelLoweringError, match=r"is parallel, but a core's memories are "
+                       r"its own.*distribute the tiles with sch.bind\(loop, 'asc.core'\)"):
+        _build(sch)
+
+
+def test_nested_bind_refused():
+    sch = S.Schedule(gemm(16))
+    i, j, _ = sch.get_loops(sch.get_block("C"))
+    io, _ = sch.split(i, [4, None])
+    jo, _ = sch.split(j, [4, None])
+    sch.bind(io, "asc.core")
+    sch.bind(jo, "asc.core")
+    with pytest.raises(AccelLoweringError, match="inside another loop bound to it"):
+        _build(sch)
+
+
+def test_per_core_buffer_above_the_bound_loop_refused():
+    sch = S.Schedule(gemm(64))
+    blk = sch.get_block("C")
+    sch.cache_read(blk, 1, "asc.l1")        # B in L1 at the root: core 0's L1 only
+    c, _ = sch.split(sch.get_loops(blk)[0], [4, None])
+    sch.bind(c, "asc.core")
+    with pytest.raises(AccelLoweringError, match=r"buffer 'B_asc.l1' of per-core memory "
+                       r"'asc.l1' is staged above the loop bound to 'asc.core'.*stage it "
+                       r"under the bound loop \(compute_at\) or in a shared memory "
+                       r"\(asc.l2\)"):
+        _build(sch)
+
+
+def test_shared_buffer_inside_the_bound_loop_refused():
+    sch = S.Schedule(gemm(64))
+    blk = sch.get_block("C")
+    a = sch.cache_read(blk, 0, "asc.l2")
+    c, _ = sch.split(sch.get_loops(blk)[0], [4, None])
+    sch.compute_at(a, c)
+    sch.bind(c, "asc.core")
+    with pytest.raises(AccelLoweringError, match=r"buffer 'A_asc.l2' of shared memory "
+                       r"'asc.l2' is staged inside the loop bound to 'asc.core': every core "
+                       r"would write the one copy"):
+        _build(sch)
+
+
+def test_single_core_device_refuses_bind():
+    from targets.accel.examples.toy_npu import toy_npu
+    targets.register_target(toy_npu, replace=True)
+    sch = S.Schedule(gemm(64))
+    sch.bind(sch.get_loops(sch.get_block("C"))[0], "asc.core")
+    with pytest.raises(AccelLoweringError, match=r"it has one core \(nothing to bind\); "
+                       r"remove the bind"):
+        targets.build(sch, "toy-npu", name="g")
+
+
+# the description -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(count=0), r"Cores: count must be a positive int, found 0"),
+    (dict(count=2, axis="core"), r"Cores: axis must be a dotted name such as 'npu.core'"),
+    (dict(count=2, bandwidth={"global": 0}), r"bandwidth\['global'\] must be a positive int"),
+    (dict(count=2, bandwidth=[1]), r"bandwidth must be a dict"),
+])
+def test_cores_description_errors(kw, message):
+    with pytest.raises(DescriptionError, match=message):
+        Cores(**kw)
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(shared=("asc.l3",)), r"Cores.shared names memory 'asc.l3', which is not one of "
+                               r"its memories"),
+    (dict(shared=("asc.l2",), bandwidth={"asc.l1": 8}),
+     r"Cores.bandwidth names 'asc.l1'; name 'global' \(host memory\) or a shared memory "
+     r"\(asc.l2\)"),
+])
+def test_cores_checked_against_the_memories(kw, message):
+    with pytest.raises(DescriptionError, match=message):
+        Cores(4, axis="asc.core", **kw).check("Accelerator 'x'", list(ASCEND))
+
+
+def test_core_axis_is_a_target_axis():
+    assert [(a.tag, a.level, a.limit) for a in ascend.axes] == [("asc.core", "grid", 4)]
+    assert ascend.describe(targets.Target("ascend-like"))["cores"] == {
+        "count": 4, "axis": "asc.core", "shared": ["asc.l2"],
+        "bandwidth": [("asc.l2", 256), ("global", 128)]}
+    assert thread_axis("asc.core").level == "grid"
