@@ -18,7 +18,7 @@ Example::
 
 import schedules as S
 
-from targets.toolkit.npu.gemm import whole_tile
+from targets.toolkit.npu.gemm import tile_gemm_loops, whole_tile
 
 #: the Ascend-like levels: (L2, L1, L0A, L0B, L0C, UB)
 ASCEND = ("asc.l2", "asc.l1", "asc.l0a", "asc.l0b", "asc.l0c", "asc.ub")
@@ -73,15 +73,8 @@ def schedule_gemm_cores(func, cores=4, tile=(128, 128, 64), t=16, axis="asc.core
     blk = sch.get_block("C")
     pad = [cores * ti, tj, tk] if n_pad != n or m % tj or k % tk else None
     a_l1, b_l2, b_l1, a_l0, b_l0, c_ub, c_l0 = _stage_gemm(sch, blk, levels, pad)
-    i, j, r = sch.get_loops(blk)
-    ic, i0 = sch.split(i, [cores, None])
-    io, i1 = sch.split(i0, [None, ti])
-    i2, ii = sch.split(i1, [None, t])
-    jo, j1 = sch.split(j, [None, tj])
-    j2, ji = sch.split(j1, [None, t])
-    ko, k1 = sch.split(r, [None, tk])
-    k2, ki = sch.split(k1, [None, t])
-    sch.reorder(ic, io, jo, ko, i2, j2, k2, ii, ji, ki)
+    jo, ko, ii = tile_gemm_loops(sch, blk, (ti, tj, tk), t)
+    ic, _ = sch.split(sch.get_loops(blk)[0], [cores, None])    # a strip per core
     for copy in (a_l0, b_l0, a_l1, b_l1):         # consumers first: each under ko
         sch.compute_at(copy, ko)
     sch.reverse_compute_at(c_l0, jo)
