@@ -339,7 +339,7 @@ static int64_t cvl_link_slot(int l, int64_t t, int64_t dur) {{
 }}"""]
     if cores is not None:
         out.append(f"""static int64_t cvl_c_clock[{nc}][{ne}], cvl_c_ready[{nc}][{ne}];
-static int64_t cvl_c_tok[{nc}][{ntokens}], cvl_f_tok[{ntokens}];
+static int64_t cvl_c_tok[{nc}][{ntokens}], cvl_f_tok[{ntokens}], cvl_f_clock[{ne}];
 static int64_t cvl_c_bs[{nc}][{nbanks}][{ne}], cvl_c_be[{nc}][{nbanks}][{ne}];
 static int cvl_entered[{nc}];
 static void cvl_save(int c) {{
@@ -365,6 +365,8 @@ static void cvl_cores_reset(void) {{
 /* what was issued so far (on core 0) is what every core starts from */
 int32_t {h}_fork(void) {{
     memcpy(cvl_f_tok, cvl_tok, sizeof cvl_tok);
+    for (int e = 0; e < {ne}; ++e)
+        cvl_f_clock[e] = cvl_clock[e] > cvl_ready[e] ? cvl_clock[e] : cvl_ready[e];
     memset(cvl_entered, 0, sizeof cvl_entered);
     return 0;
 }}
@@ -373,9 +375,15 @@ int32_t {h}_core(int32_t c) {{
     cvl_save(cvl_core);
     cvl_core = c;
     cvl_restore(c);
-    if (!cvl_entered[c]) {{          /* the tokens signalled before the fork */
+    if (!cvl_entered[c]) {{
+        /* the tokens signalled before the fork; and an engine's queue is in order:
+           what the program issued on it before the loop (on core 0) comes first,
+           so no token orders the two (a tile loaded into L2 and moved out of it by
+           the same engine) */
         for (int k = 0; k < {ntokens}; ++k)
             if (cvl_f_tok[k] > cvl_tok[k]) cvl_tok[k] = cvl_f_tok[k];
+        for (int e = 0; e < {ne}; ++e)
+            if (cvl_f_clock[e] > cvl_ready[e]) cvl_ready[e] = cvl_f_clock[e];
         cvl_entered[c] = 1;
     }}
     return 0;

@@ -89,6 +89,17 @@ def schedule_fused_readout(func, tile_i=64, tile_j=64, tile_k=64, t=16,
     return sch
 
 
+def tensorize_epilogue(sch, epilogue, t=16):
+    """Tensorize each element-wise block ``(name, intrinsic)`` of ``epilogue`` in
+    ``t`` x ``t`` tiles of its last two loops."""
+    for name, intrin in epilogue:
+        x, y = sch.get_loops(sch.get_block(name))[-2:]
+        xo, xi = sch.split(x, [None, t])
+        yo, yi = sch.split(y, [None, t])
+        sch.reorder(xo, yo, xi, yi)
+        sch.tensorize(xi, intrin)
+
+
 EPILOGUE = (("D", "toy.bias_add_16x16_i32"), ("R", "toy.relu_16x16_i32"),
             ("Q", "toy.requant_16x16_i8"))
 
@@ -116,12 +127,7 @@ def schedule_fused(func, tile_i=32, tile_j=64, tile_k=64, t=16, acc="npu.acc",
     sch.reverse_compute_at(out, jo)
     # staged after the move: its consumer must already sit under the tile loop
     sch.compute_at(sch.cache_read(sch.get_block(epilogue[0][0]), 1, acc), jo)
-    for name, intrin in epilogue:
-        x, y = sch.get_loops(sch.get_block(name))[-2:]
-        xo, xi = sch.split(x, [None, t])
-        yo, yi = sch.split(y, [None, t])
-        sch.reorder(xo, yo, xi, yi)
-        sch.tensorize(xi, intrin)
+    tensorize_epilogue(sch, epilogue, t)
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(ii, gemm)
     sch.tensorize(sch.get_loops(init)[-2], zero)

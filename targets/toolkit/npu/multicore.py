@@ -18,6 +18,7 @@ Example::
 
 import schedules as S
 
+from targets.toolkit.npu.fused import tensorize_epilogue
 from targets.toolkit.npu.gemm import tile_gemm_loops, whole_tile
 
 #: the Ascend-like levels: (L2, L1, L0A, L0B, L0C, UB)
@@ -89,4 +90,93 @@ def schedule_gemm_cores(func, cores=4, tile=(128, 128, 64), t=16, axis="asc.core
     return sch
 
 
-__all__ = ["ASCEND", "core_rows", "schedule_gemm_cores"]
+def schedule_conv2d_cores(func, cores=4, t=16, axis="asc.core", gemm="asc.mmad_16x16x16_i8",
+                          levels=ASCEND, double=True):
+    """The int8 conv2d of :mod:`targets.toolkit.npu.conv2d` on ``cores`` cores: output
+    rows spread over the cores (padded to a multiple of them), the weights loaded into
+    the shared L2 once and from there into each core's L1 and L0B once, each output
+    row's input rows staged through L1 and L0A, its accumulators zero-filled in L0C and
+    read out through UB; with ``double`` the rows run as a pipeline (load row y + 3 |
+    move y + 2 | compute y + 1 | read out y)."""
+    l2, l1, l0a, l0b, l0c, ub = levels
+    sch = S.Schedule(func)
+    blk = sch.get_block("O")
+    a_l1 = sch.cache_read(blk, 0, l1)
+    sch.cache_read(blk, 1, l2)
+    o_ub = sch.cache_write(blk, 0, ub)
+    sch.pad_einsum(blk, [1, cores, t, t, 1, 1, t])
+    w_l1 = sch.cache_read(blk, 1, l1)
+    a_l0 = sch.cache_read(blk, 0, l0a)
+    w_l0 = sch.cache_read(blk, 1, l0b)
+    o_l0 = sch.cache_write(blk, 0, l0c)
+    _, y, x, oc, rh, rw, rc = sch.get_loops(blk)
+    yc, yi = sch.split(y, [cores, None])
+    xo, xi = sch.split(x, [None, t])
+    oo, oi = sch.split(oc, [None, t])
+    co, ci = sch.split(rc, [None, t])
+    sch.reorder(yc, yi, xo, oo, rh, rw, co, xi, oi, ci)
+    for copy, at in ((a_l0, yi), (a_l1, yi), (w_l0, yc), (w_l1, yc)):
+        sch.compute_at(copy, at)
+    sch.reverse_compute_at(o_l0, yi)
+    sch.reverse_compute_at(o_ub, yi)
+    init = sch.decompose_reduction(blk, xo)
+    sch.tensorize(xi, gemm)
+    whole_tile(sch, init)
+    sch.bind(yc, axis)
+    if double:
+        sch.annotate(yi, "software_pipeline_stage", [0, 1, 2, 2, 3, 4])
+    return sch
+
+
+#: the fused epilogue on the Ascend-like vector unit
+ASCEND_EPILOGUE = (("D", "asc.bias_add_16x16_i32"), ("R", "asc.relu_16x16_i32"),
+                   ("Q", "asc.requant_16x16_i8"))
+
+
+def schedule_fused_cores(func, cores=4, tile=(128, 128, 64), t=16, axis="asc.core",
+                         gemm="asc.mmad_16x16x16_i8", levels=ASCEND,
+                         epilogue=ASCEND_EPILOGUE, double=True):
+    """:func:`targets.toolkit.npu.fused.fused_gemm` on ``cores`` cores: the GEMM as in
+    :func:`schedule_gemm_cores` accumulating in L0C; per output tile the vector unit
+    moves it to UB and runs the epilogue there (bias staged into UB by the DMA), and
+    only the int8 result goes back to host memory (sizes must be multiples of the
+    tiles)."""
+    l2, l1, l0a, l0b, l0c, ub = levels
+    sch = S.Schedule(func)
+    (n, k), (_, m) = (tuple(int(d.value) for d in p.shape) for p in sch.func.params[:2])
+    ti, _ = core_rows(n, cores, tile[0], t)
+    tj, tk = min(tile[1], m), min(tile[2], k)
+    blk = sch.get_block("C")
+    a_l1 = sch.cache_read(blk, 0, l1)
+    sch.cache_read(blk, 1, l2)
+    b_l1 = sch.cache_read(blk, 1, l1)
+    a_l0 = sch.cache_read(blk, 0, l0a)
+    b_l0 = sch.cache_read(blk, 1, l0b)
+    sch.set_scope(blk, 0, l0c)
+    c_ub = sch.cache_read(sch.get_block(epilogue[0][0]), 0, ub)
+    for name, _ in epilogue[:-1]:
+        sch.set_scope(sch.get_block(name), 0, ub)
+    out = sch.cache_write(sch.get_block(epilogue[-1][0]), 0, ub)
+    jo, ko, ii = tile_gemm_loops(sch, blk, (ti, tj, tk), t)
+    ic, _ = sch.split(sch.get_loops(blk)[0], [cores, None])
+    for copy in (a_l0, b_l0, a_l1, b_l1):
+        sch.compute_at(copy, ko)
+    sch.reverse_compute_at(c_ub, jo)
+    for name, _ in epilogue:
+        sch.reverse_compute_at(sch.get_block(name), jo)
+    sch.reverse_compute_at(out, jo)
+    # staged after the move: its consumer must already sit under the tile loop
+    sch.compute_at(sch.cache_read(sch.get_block(epilogue[0][0]), 1, ub), jo)
+    tensorize_epilogue(sch, epilogue, t)
+    init = sch.decompose_reduction(blk, ko)
+    sch.tensorize(ii, gemm)
+    whole_tile(sch, init)
+    sch.bind(ic, axis)
+    if double:      # the tiles two deep; the epilogue of a tile while the next computes
+        sch.annotate(ko, "software_pipeline_stage", [0, 1, 0, 1, 2])
+        sch.annotate(jo, "software_pipeline_stage", [0, 0] + [1] * (len(epilogue) + 3))
+    return sch
+
+
+__all__ = ["ASCEND", "ASCEND_EPILOGUE", "core_rows", "schedule_conv2d_cores",
+           "schedule_fused_cores", "schedule_gemm_cores"]

@@ -12,8 +12,11 @@ import targets
 from targets.accel import AccelLoweringError, DescriptionError
 from targets.accel.cores import Cores, core_section
 from targets.accel.examples.ascend_like import ascend
+from targets.toolkit.npu.conv2d import conv2d
+from targets.toolkit.npu.fused import fused_gemm
 from targets.toolkit.npu.gemm import gemm
-from targets.toolkit.npu.multicore import ASCEND, schedule_gemm_cores
+from targets.toolkit.npu.multicore import (ASCEND, schedule_conv2d_cores, schedule_fused_cores,
+                                           schedule_gemm_cores)
 
 targets.register_target(ascend, replace=True)
 
@@ -46,6 +49,68 @@ def test_gemm_bit_exact_on_the_cores(n, m, k, cores, double):
         assert call in src
 
 
+@pytest.mark.parametrize("h,c,k,cores,double", [(10, 16, 16, 4, True), (9, 8, 24, 2, False),
+                                                (12, 32, 16, 3, True)])
+def test_int8_conv2d_bit_exact_on_the_cores(h, c, k, cores, double):
+    mod = targets.build(schedule_conv2d_cores(conv2d(1, h, h, c, k), cores=cores,
+                                              double=double), "ascend-like", name="conv")
+    rng = np.random.default_rng(h + c + k)
+    x, w = _ints(rng, (1, h, h, c)), _ints(rng, (3, 3, c, k))
+    y = np.zeros((1, h - 2, h - 2, k), "int32")
+    mod(x, w, y)
+    o = h - 2
+    want = sum(np.einsum("nyxc,ck->nyxk", x[:, r:r + o, s:s + o].astype("int32"),
+                         w[r, s].astype("int32")) for r in range(3) for s in range(3))
+    np.testing.assert_array_equal(y, want)
+    assert mod.stats["cores_used"] == cores
+    # the weights go to the shared L2 once, then to each core's L1 and L0B
+    assert "ascend_like_move_asc_l2_asc_l1(" in mod.get_source("c")
+    assert mod.stats["dma_bytes_in"] < 2 * (x.nbytes + w.nbytes)
+
+
+def test_contiguous_row_blocks_are_one_transfer():
+    """The filter's 3 x 3 taps of c rows are contiguous in host memory and in L2: one
+    DMA of 9c rows (one latency), not nine."""
+    mod = targets.build(schedule_conv2d_cores(conv2d(1, 10, 10, 16, 16), cores=4),
+                        "ascend-like", name="conv")
+    src = mod.get_source("c")
+    assert "ascend_like_dma_load(&W_asc_l2[0], &W[0], 144, 16, 16, 16);" in src
+    rng = np.random.default_rng(0)
+    mod(_ints(rng, (1, 10, 10, 16)), _ints(rng, (3, 3, 16, 16)),
+        np.zeros((1, 8, 8, 16), "int32"))
+    # the filter enters the shared L2 before the bound loop, on core 0's load engine,
+    # and every core's same engine then moves it on to its L1: the engine's queue is
+    # in order, so no core starts that move before the filter has arrived
+    slices = [e for e in mod.trace()["traceEvents"] if e["ph"] == "X"]
+    l2_load = min((e for e in slices if e["name"] == "dma_load"), key=lambda e: e["ts"])
+    assert l2_load["pid"] == 0
+    for c in range(4):
+        first = min(e["ts"] for e in slices if e["pid"] == c and e["name"] ==
+                    "move_asc_l2_asc_l1")
+        assert first >= l2_load["ts"] + l2_load["dur"] - 1e-9
+    assert "ascend_like_move_asc_l2_asc_l1(&W_asc_l2_asc_l1[0], &W_asc_l2[0], 144, 16" in src
+
+
+@pytest.mark.parametrize("n,m,k,cores,double", [(64, 64, 64, 4, True), (128, 64, 32, 2, False)])
+def test_fused_gemm_bias_relu_requant_bit_exact_on_the_cores(n, m, k, cores, double):
+    mod = targets.build(schedule_fused_cores(fused_gemm(n, m, k), cores=cores, double=double),
+                        "ascend-like", name="fused")
+    rng = np.random.default_rng(n + m + k)
+    a, b = _ints(rng, (n, k)), _ints(rng, (k, m))
+    bias = _ints(rng, (m,), -60000, 60000, "int32")
+    q = np.zeros((n, m), "int8")
+    mod(a, b, bias, q)
+    acc = np.maximum(a.astype("int32") @ b.astype("int32") + bias, 0)
+    want = np.clip(acc >> 8, -128, 127).astype("int8")
+    assert (want == 127).any() and (want == 0).any()
+    np.testing.assert_array_equal(q, want)
+    src = mod.get_source("c")
+    for call in ("ascend_like_bias_add_16x16(", "ascend_like_relu_16x16(",
+                 "ascend_like_requant_16x16(", "ascend_like_move_asc_l0c_asc_ub("):
+        assert call in src
+    assert mod.stats["dma_bytes_out"] == q.nbytes      # only the int8 result leaves
+
+
 def test_each_core_runs_its_own_engines():
     mod = _run_gemm(128, 128, 128, cores=4)
     busy = mod.stats["core_busy"]
@@ -55,10 +120,10 @@ def test_each_core_runs_its_own_engines():
     # the cores overlap: the run is far shorter than their work one after another
     assert mod.stats["cycles"] < 2 * busy[0]["cube"]
     trace = mod.trace()
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     procs = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
              if e["name"] == "process_name"}
     assert procs == {c: f"core {c}" for c in range(4)}
-    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     for c in range(4):
         mine = [e for e in slices if e["pid"] == c and e["name"] == "mmad_16x16x16"]
         assert sum(e["args"]["cycles"] for e in mine) == busy[c]["cube"]
