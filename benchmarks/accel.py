@@ -1,5 +1,7 @@
 """The example NPUs' workloads on the built-in simulator: single versus double
-buffering, per NPU (the toy NPU, the Gemmini-like NPU).
+buffering, per NPU (the toy NPU, the Gemmini-like NPU); then the Ascend-like NPU's
+(4 cores, a shared L2) on all its cores, and GEMM 512^3 on 1, 2 and 4 cores (the
+speed-up; ``--quick``: 128^3).
 
 For int8 GEMM 256^3 and 512^3, a GEMM whose sizes are not multiples of 16 (padded
 tiles), an int8 conv2d 3x3 and a fused GEMM + bias + ReLU + requantize: simulated
@@ -26,6 +28,9 @@ from targets.toolkit.npu.conv2d import conv2d, schedule_conv2d
 from targets.toolkit.npu.fused import (fused_gemm, fused_gemm_bias_init, schedule_fused,
                                        schedule_fused_readout)
 from targets.toolkit.npu.gemm import gemm, schedule_gemm
+from targets.toolkit.npu.multicore import (schedule_conv2d_cores, schedule_fused_cores,
+                                           schedule_gemm_cores)
+from targets.accel.examples.ascend_like import ascend
 from targets.accel.examples.gemmini_like import gemmini
 from targets.accel.examples.toy_npu import toy_npu
 
@@ -65,7 +70,8 @@ def run(npu: str, label: str, double: bool, sch, args, check, repeat: int) -> di
             "stalls": s["bank_conflict_stalls"], "waits": s["dependency_stalls"][unit],
             "dma_in": s["dma_bytes_in"],
             "dma_out": s["dma_bytes_out"], "min_in": sum(a.nbytes for a in ins),
-            "min_out": out.nbytes, "compile_s": compile_s, "sim_s": statistics.median(walls)}
+            "min_out": out.nbytes, "compile_s": compile_s, "sim_s": statistics.median(walls),
+            "cores": s["cores_used"], "bw_stalls": s["bandwidth_stalls"]}
 
 
 def gemm_rows(npu, n, m, k, repeat):
@@ -109,6 +115,81 @@ def fused_rows(npu, n, repeat):
                 [a, b, bias, np.zeros((n, n), "int8")], check, repeat) for d in (False, True)]
 
 
+def _gemm_case(n, m, k):
+    rng = np.random.default_rng(0)
+    a, b = _ints(rng, (n, k), "int8"), _ints(rng, (k, m), "int8")
+    return [a, b, np.zeros((n, m), "int32")], \
+        lambda a, b, c: np.array_equal(c, a.astype("int32") @ b.astype("int32"))
+
+
+def cores_rows(quick: bool, repeat: int) -> list:
+    """The Ascend-like NPU (4 cores, shared L2): every workload double-buffered on all
+    cores, then GEMM on 1, 2 and 4 cores (``speedup``: cycles on 1 core over these)."""
+    targets.register_target(ascend, replace=True)
+    NPUS["ascend-like"] = {"unit": "cube"}
+    big = 128 if quick else 512
+    rows = []
+    for n, m, k in [(big, big, big)] + ([(136, 72, 40)] if quick else [(256, 256, 256),
+                                                                        (256, 200, 130)]):
+        args, check = _gemm_case(n, m, k)
+        label = f"gemm {n}" if n == m == k else f"gemm {n}x{m}x{k}"
+        rows.append(run("ascend-like", label, True, schedule_gemm_cores(gemm(n, m, k)), args,
+                        check, repeat))
+    for conv in ([(18, 8, 24)] if quick else [(34, 32, 64), (18, 8, 24), (66, 64, 64)]):
+        h, c, k = conv
+        rng = np.random.default_rng(1)
+        x, w = _ints(rng, (1, h, h, c), "int8"), _ints(rng, (3, 3, c, k), "int8")
+        rows.append(run("ascend-like", f"conv {h}x{h} {c}->{k}", True,
+                        schedule_conv2d_cores(conv2d(1, h, h, c, k)),
+                        [x, w, np.zeros((1, h - 2, h - 2, k), "int32")],
+                        lambda x, w, y: np.array_equal(y, _conv_ref(x, w)), repeat))
+    n = 128 if quick else 512
+    rng = np.random.default_rng(2)
+    a, b = _ints(rng, (n, n), "int8"), _ints(rng, (n, n), "int8")
+    bias = _ints(rng, (n,), "int32", -60000, 60000)
+    rows.append(run("ascend-like", f"fused {n}", True, schedule_fused_cores(fused_gemm(n, n, n)),
+                    [a, b, bias, np.zeros((n, n), "int8")], _fused_ok, repeat))
+    one = None
+    for cores in (1, 2, 4):
+        args, check = _gemm_case(big, big, big)
+        r = run("ascend-like", f"gemm {big} speed-up", True,
+                schedule_gemm_cores(gemm(big), cores=cores), args, check, repeat)
+        one = one or r["cycles"]
+        r["speedup"] = one / r["cycles"]
+        rows.append(r)
+    return rows
+
+
+def _conv_ref(x, w):
+    o = x.shape[1] - 2
+    return sum(np.einsum("nyxc,ck->nyxk", x[:, r:r + o, s:s + o].astype("int32"),
+                         w[r, s].astype("int32")) for r in range(3) for s in range(3))
+
+
+def _fused_ok(a, b, bias, q):
+    acc = np.maximum(a.astype("int32") @ b.astype("int32") + bias, 0)
+    return np.array_equal(q, np.clip(acc >> 8, -128, 127).astype("int8"))
+
+
+def print_cores(rows) -> list:
+    """Print the multi-core rows (cores used, shared-link stalls, speed-up); returns
+    them."""
+    print(f"\n{'npu':>12} {'workload':>18} {'cores':>5} {'cycles':>9} {'mat%':>6} "
+          f"{'bank':>6} {'wait':>7} {'link':>7} {'dma in/min':>17} {'dma out/min':>17} "
+          f"{'compile s':>9} {'sim s':>7} {'speed-up':>8}")
+    for r in rows:
+        sp = f"{r['speedup']:.2f}x" if "speedup" in r else ""
+        print(f"{r['npu']:>12} {r['label']:>18} {r['cores']:>5} {r['cycles']:>9} "
+              f"{100 * r['gemm_util']:>6.1f} {r['stalls']:>6} {r['waits']:>7} "
+              f"{r['bw_stalls']:>7} {r['dma_in']:>8}/{r['min_in']:<8} "
+              f"{r['dma_out']:>8}/{r['min_out']:<8} {r['compile_s']:>9.2f} "
+              f"{r['sim_s']:>7.3f} {sp:>8}")
+    print("ascend-like: double-buffered, tiles bound to its cores; mat%: cube busy over "
+          "cycles x cores used; wait: cube cycles waiting on a token (all cores); link: "
+          "cycles transfers waited for the shared DDR/L2 links")
+    return rows
+
+
 def main(argv=None) -> list:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[256, 512])
@@ -137,7 +218,7 @@ def main(argv=None) -> list:
     print("mat%: matrix-unit utilisation; stalls by cause: bank = bank-conflict cycles, "
           "wait = cycles the matrix unit waited on a token (data not loaded, or its "
           "output tile not yet stored)")
-    return rows
+    return rows + print_cores(cores_rows(args.quick, args.repeat))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ from benchmarks.accel import main
 
 
 def test_accel_benchmark_quick_runs_every_row_bit_exact(capsys):
-    rows = main(["--quick"])
+    every = main(["--quick"])
+    rows = [r for r in every if r["npu"] != "ascend-like"]
     # every workload single and double buffered on each example NPU; each row checked
     # against numpy
     assert len(rows) == 20 and {r["buffering"] for r in rows} == {"single", "double"}
@@ -14,3 +15,9 @@ def test_accel_benchmark_quick_runs_every_row_bit_exact(capsys):
         assert single["dma_out"] == single["min_out"]
         assert single["gemm_util"] < double["gemm_util"] <= 1.0
     assert "conv 34x34 32->64" in capsys.readouterr().out
+    # the multi-core NPU: every workload on 4 cores, then GEMM on 1, 2, 4 cores
+    cores = [r for r in every if r["npu"] == "ascend-like"]
+    assert [r["cores"] for r in cores] == [4, 4, 4, 4, 1, 2, 4]
+    speed = [r["speedup"] for r in cores if "speedup" in r]
+    assert speed[0] == 1.0 < speed[1] < speed[2]
+    assert all(r["dma_out"] == r["min_out"] for r in cores)

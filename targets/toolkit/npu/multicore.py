@@ -61,12 +61,15 @@ def _stage_gemm(sch, blk, levels, pad):
 
 
 def schedule_gemm_cores(func, cores=4, tile=(128, 128, 64), t=16, axis="asc.core",
-                        gemm="asc.mmad_16x16x16_i8", levels=ASCEND, double=True):
+                        gemm="asc.mmad_16x16x16_i8", levels=ASCEND, double=True,
+                        strip_bytes=128 << 10):
     """GEMM ``C = A @ B`` on ``cores`` cores: the rows split into one strip per core
     (bound to ``axis``), each strip tiled ``tile`` (rows, columns, reduction) and the
     tiles of ``t`` tensorized; B goes to the shared L2 once (above the bound loop),
     every tile through L1 and L0, the accumulators zero-filled by the DMA and read out
-    through UB.  Sizes that do not divide are padded (``pad_einsum``)."""
+    through UB; a row tile's whole strip of A (up to ``strip_bytes``) is loaded into L1
+    once, so A is read from DDR once.  Sizes that do not divide are padded
+    (``pad_einsum``)."""
     sch = func if isinstance(func, S.Schedule) else S.Schedule(func)
     (n, k), (_, m) = (tuple(int(d.value) for d in p.shape) for p in sch.func.params[:2])
     ti, n_pad = core_rows(n, cores, tile[0], t)
@@ -76,8 +79,11 @@ def schedule_gemm_cores(func, cores=4, tile=(128, 128, 64), t=16, axis="asc.core
     a_l1, b_l2, b_l1, a_l0, b_l0, c_ub, c_l0 = _stage_gemm(sch, blk, levels, pad)
     jo, ko, ii = tile_gemm_loops(sch, blk, (ti, tj, tk), t)
     ic, _ = sch.split(sch.get_loops(blk)[0], [cores, None])    # a strip per core
-    for copy in (a_l0, b_l0, a_l1, b_l1):         # consumers first: each under ko
+    for copy in (a_l0, b_l0, b_l1):               # consumers first: each under ko
         sch.compute_at(copy, ko)
+    # A's whole row strip once per row tile when it fits: each byte of A read once
+    strip = ti * _ceil(k, tk) * tk <= strip_bytes
+    sch.compute_at(a_l1, sch.get_loops(blk)[1] if strip else ko)
     sch.reverse_compute_at(c_l0, jo)
     sch.reverse_compute_at(c_ub, jo)
     init = sch.decompose_reduction(blk, ko)
@@ -85,7 +91,8 @@ def schedule_gemm_cores(func, cores=4, tile=(128, 128, 64), t=16, axis="asc.core
     whole_tile(sch, init)
     sch.bind(ic, axis)
     if double:      # every tile of the k loop two deep; the read-out a step behind
-        sch.annotate(ko, "software_pipeline_stage", [0, 1, 0, 1, 2])
+        sch.annotate(ko, "software_pipeline_stage", [1, 0, 1, 2] if strip else
+                     [0, 1, 0, 1, 2])
         sch.annotate(jo, "software_pipeline_stage", [0, 0, 1, 1])
     return sch
 
@@ -133,7 +140,7 @@ ASCEND_EPILOGUE = (("D", "asc.bias_add_16x16_i32"), ("R", "asc.relu_16x16_i32"),
                    ("Q", "asc.requant_16x16_i8"))
 
 
-def schedule_fused_cores(func, cores=4, tile=(128, 128, 64), t=16, axis="asc.core",
+def schedule_fused_cores(func, cores=4, tile=(64, 128, 64), t=16, axis="asc.core",
                          gemm="asc.mmad_16x16x16_i8", levels=ASCEND,
                          epilogue=ASCEND_EPILOGUE, double=True):
     """:func:`targets.toolkit.npu.fused.fused_gemm` on ``cores`` cores: the GEMM as in

@@ -111,6 +111,13 @@ def test_fused_gemm_bias_relu_requant_bit_exact_on_the_cores(n, m, k, cores, dou
     assert mod.stats["dma_bytes_out"] == q.nbytes      # only the int8 result leaves
 
 
+def test_gemm_reads_a_once_when_its_strip_fits():
+    whole = _run_gemm(128, 256, 128, cores=2).stats
+    tiles = _run_gemm(128, 256, 128, cores=2, strip_bytes=0).stats   # A per k tile
+    a, b = 128 * 128, 128 * 256
+    assert whole["dma_bytes_in"] == a + b < tiles["dma_bytes_in"] == 2 * a + b
+
+
 def test_each_core_runs_its_own_engines():
     mod = _run_gemm(128, 128, 128, cores=4)
     busy = mod.stats["core_busy"]
