@@ -11,8 +11,9 @@ Example::
 """
 
 from .accelerator import Accelerator
+from .cores import Cores
 from .description import DMA, DMAOp, Intrinsic, Memory, Move
 from .errors import AccelLoweringError, AllocationError, DescriptionError
 
-__all__ = ["AccelLoweringError", "Accelerator", "AllocationError", "DMA", "DMAOp",
+__all__ = ["AccelLoweringError", "Accelerator", "AllocationError", "Cores", "DMA", "DMAOp",
            "DescriptionError", "Intrinsic", "Memory", "Move"]

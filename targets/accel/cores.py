@@ -20,10 +20,11 @@ above it (one copy that every core reads) -- :func:`check_placement` says which 
 not.  ``parallel`` is refused: a core's memories are its own, so tiles go to cores
 with ``bind``.
 
-The simulator runs the cores one after another on the host (the data is exact: no
-core reads another's per-core memory) while the cycle model gives each its own
-clocks, tokens and banks, and one calendar per shared link that every core's
-transfers reserve time on (:func:`cores_c`).
+The simulator runs the cores one after another on the host, each with its own copy
+of the per-core memories (swapped in when the program switches to it, so a core
+that read what another staged would compute garbage, as on the device), while the
+cycle model gives each its own clocks, tokens and banks, and one calendar per shared
+link that every core's transfers reserve time on (:func:`cores_c`).
 
 Example::
 
@@ -338,7 +339,14 @@ static int64_t cvl_link_slot(int l, int64_t t, int64_t dur) {{
     return s;
 }}"""]
     if cores is not None:
-        out.append(f"""static int64_t cvl_c_clock[{nc}][{ne}], cvl_c_ready[{nc}][{ne}];
+        # each core's own copy of its per-core memories, swapped in with its state
+        own = [(k, m.capacity_bytes) for k, m in enumerate(acc.memories_only)
+               if not cores.is_shared(m.scope)]
+        decl = "\n".join(f"static uint8_t cvl_c_mem{k}[{nc}][{cap}];" for k, cap in own)
+        save = "\n".join(f"    memcpy(cvl_c_mem{k}[c], cvl_mem{k}, {cap});" for k, cap in own)
+        load = "\n".join(f"    memcpy(cvl_mem{k}, cvl_c_mem{k}[c], {cap});" for k, cap in own)
+        out.append(f"""{decl}
+static int64_t cvl_c_clock[{nc}][{ne}], cvl_c_ready[{nc}][{ne}];
 static int64_t cvl_c_tok[{nc}][{ntokens}], cvl_f_tok[{ntokens}], cvl_f_clock[{ne}];
 static int64_t cvl_c_bs[{nc}][{nbanks}][{ne}], cvl_c_be[{nc}][{nbanks}][{ne}];
 static int cvl_entered[{nc}];
@@ -347,12 +355,14 @@ static void cvl_save(int c) {{
     memcpy(cvl_c_ready[c], cvl_ready, sizeof cvl_ready);
     memcpy(cvl_c_tok[c], cvl_tok, sizeof cvl_tok);
     memcpy(cvl_c_bs[c], cvl_bs, sizeof cvl_bs); memcpy(cvl_c_be[c], cvl_be, sizeof cvl_be);
+{save}
 }}
 static void cvl_restore(int c) {{
     memcpy(cvl_clock, cvl_c_clock[c], sizeof cvl_clock);
     memcpy(cvl_ready, cvl_c_ready[c], sizeof cvl_ready);
     memcpy(cvl_tok, cvl_c_tok[c], sizeof cvl_tok);
     memcpy(cvl_bs, cvl_c_bs[c], sizeof cvl_bs); memcpy(cvl_be, cvl_c_be[c], sizeof cvl_be);
+{load}
 }}
 static void cvl_cores_reset(void) {{
     cvl_core = 0;

@@ -39,8 +39,7 @@ from __future__ import annotations
 
 import cuvil_tir as T
 
-from targets.accel import DMA, Accelerator, Intrinsic, Memory, Move
-from targets.accel.cores import Cores
+from targets.accel import DMA, Accelerator, Cores, Intrinsic, Memory, Move
 from targets.accel.examples.toy_npu import elementwise_desc, gemm_desc, requant
 
 TILE = 16

@@ -286,3 +286,24 @@ def test_core_axis_is_a_target_axis():
         "count": 4, "axis": "asc.core", "shared": ["asc.l2"],
         "bandwidth": [("asc.l2", 256), ("global", 128)]}
     assert thread_axis("asc.core").level == "grid"
+
+
+def test_each_core_has_its_own_per_core_memories():
+    """The simulator swaps a core's per-core memories in with its state: what core 0
+    wrote into its L1 is not in core 1's; the shared L2 is one for all."""
+    import ctypes
+    mod = _run_gemm(64, 64, 64, cores=2)
+    lib = mod.runtime.library
+    lib.ascend_like_scratch.restype = ctypes.POINTER(ctypes.c_uint8)
+    l1, l2 = (ascend.memories_only.index(ascend.scopes[s]) for s in ("asc.l1", "asc.l2"))
+    lib.cvl_sim_reset()
+    lib.ascend_like_fork()
+    seen = []
+    for core, value in ((0, 7), (1, 9), (0, None), (1, None)):
+        lib.ascend_like_core(core)
+        mine, shared = lib.ascend_like_scratch(l1), lib.ascend_like_scratch(l2)
+        if value is not None:
+            mine[0], shared[0] = value, value
+        seen.append((mine[0], shared[0]))
+    lib.ascend_like_join()
+    assert seen == [(7, 7), (9, 9), (7, 9), (9, 9)]
