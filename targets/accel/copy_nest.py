@@ -179,4 +179,52 @@ def transposed_loops(nest):
     return None
 
 
-__all__ = ["CopyNest", "copy_nest", "dim_of", "row_strides", "transposed_loops", "valid_part"]
+def continues(nest, row, sides) -> tuple:
+    """The loops around ``row`` that, in both buffers, step exactly past the rows the
+    loops inside them cover (a copy of contiguous row blocks: input rows of a conv, a
+    filter's taps), outermost first: with ``row`` they are one transfer of more rows,
+    paying the latency once.  None for guarded or padded copies (their valid part is
+    per row block).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from targets.accel.copy_nest import copy_nest
+        >>> S = T.decl_buffer((3, 4, 16), "int8", "S", scope="npu.inp")
+        >>> G = T.decl_buffer((8, 4, 16), "int8", "G")
+        >>> a, r, c = T.var("a"), T.var("r"), T.var("c")
+        >>> nest = copy_nest(T.For(a, T.const(0), T.const(3), "serial", T.For(r, T.const(0),
+        ...     T.const(4), "serial", T.For(c, T.const(0), T.const(16), "serial",
+        ...     T.BufferStore(S, G[a + 2, r, c], (a, r, c))))), [])
+        >>> [f.loop_var.name for f in continues(nest, nest.loops[1],
+        ...                                      [(S, nest.store.indices), (G, nest.load.indices)])]
+        ['a']
+    """
+    if row is None or nest.guard is not None or nest.padded:
+        return ()
+    out, rows = [], row.extent.value
+    for outer in nest.loops[-3::-1]:
+        if not (isinstance(outer.extent, IntImm) and isinstance(outer.min, IntImm)):
+            break
+        ok = True
+        for buf, idx in sides:
+            od, rd = dim_of(idx, outer.loop_var), dim_of(idx, row.loop_var)
+            ok = ok and od is not None and rd is not None and od != rd and \
+                row_strides(buf)[od] == row_strides(buf)[rd] * rows
+        if not ok:
+            break
+        out.insert(0, outer)
+        rows *= outer.extent.value
+    return tuple(out)
+
+
+def extent(loops) -> int:
+    """The product of the constant extents of ``loops``."""
+    n = 1
+    for f in loops:
+        n *= f.extent.value
+    return n
+
+
+__all__ = ["CopyNest", "continues", "copy_nest", "dim_of", "extent", "row_strides",
+           "transposed_loops", "valid_part"]

@@ -46,7 +46,8 @@ from cuvil_tir.stmt import BufferRegion, Evaluate, For, Range
 from cuvil_tir.visitor import Mutator, substitute
 
 from .errors import AccelLoweringError
-from .copy_nest import copy_nest, dim_of, row_strides, transposed_loops, valid_part
+from .copy_nest import (continues, copy_nest, dim_of, extent, row_strides, transposed_loops,
+                        valid_part)
 
 
 class _ToDMA(Mutator):
@@ -121,8 +122,8 @@ class _ToDMA(Mutator):
                                      "move copies whole tiles")
         inner, col, row = self._inner(nest.loops, where)
         rows, cols = (row.extent.value if row is not None else 1), col.extent.value
-        outer = _continues(nest, row, ((dst, st.indices), (src, ld.indices)))
-        inner, rows = outer + tuple(inner), rows * _extent(outer)
+        outer = continues(nest, row, ((dst, st.indices), (src, ld.indices)))
+        inner, rows = outer + tuple(inner), rows * extent(outer)
         strides = []
         for buf, idx in ((dst, st.indices), (src, ld.indices)):
             cd = dim_of(idx, col.loop_var)
@@ -227,8 +228,8 @@ class _ToDMA(Mutator):
             dims[id(buf)] = rd
         rows = row.extent.value if row is not None else 1
         cols = col.extent.value
-        outer = _continues(nest, row, ((dst, st.indices), (src, ld.indices)))
-        inner, rows = outer + tuple(inner), rows * _extent(outer)
+        outer = continues(nest, row, ((dst, st.indices), (src, ld.indices)))
+        inner, rows = outer + tuple(inner), rows * extent(outer)
         strides = {}
         for buf in (dst, src):
             rd = dims[id(buf)]
@@ -273,52 +274,6 @@ class _ToDMA(Mutator):
                 f"accelerator '{self.acc.name}' cannot pad; describe it with "
                 "DMA(..., padding=True) if the hardware zero-fills, or use sizes that "
                 "are multiples of the tile")
-
-
-def _continues(nest, row, sides) -> tuple:
-    """The loops around ``row`` that, in both buffers, step exactly past the rows the
-    loops inside them cover (a copy of contiguous row blocks: input rows of a conv, a
-    filter's taps), outermost first: with ``row`` they are one transfer of more rows,
-    paying the latency once.  None for guarded or padded copies (their valid part is
-    per row block).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> from targets.accel.copy_nest import copy_nest
-        >>> S = T.decl_buffer((3, 4, 16), "int8", "S", scope="npu.inp")
-        >>> G = T.decl_buffer((8, 4, 16), "int8", "G")
-        >>> a, r, c = T.var("a"), T.var("r"), T.var("c")
-        >>> nest = copy_nest(T.For(a, T.const(0), T.const(3), "serial", T.For(r, T.const(0),
-        ...     T.const(4), "serial", T.For(c, T.const(0), T.const(16), "serial",
-        ...     T.BufferStore(S, G[a + 2, r, c], (a, r, c))))), [])
-        >>> [f.loop_var.name for f in _continues(nest, nest.loops[1],
-        ...                                      [(S, nest.store.indices), (G, nest.load.indices)])]
-        ['a']
-    """
-    if row is None or nest.guard is not None or nest.padded:
-        return ()
-    out, rows = [], row.extent.value
-    for outer in nest.loops[-3::-1]:
-        if not (isinstance(outer.extent, IntImm) and isinstance(outer.min, IntImm)):
-            break
-        ok = True
-        for buf, idx in sides:
-            od, rd = dim_of(idx, outer.loop_var), dim_of(idx, row.loop_var)
-            ok = ok and od is not None and rd is not None and od != rd and \
-                row_strides(buf)[od] == row_strides(buf)[rd] * rows
-        if not ok:
-            break
-        out.insert(0, outer)
-        rows *= outer.extent.value
-    return tuple(out)
-
-
-def _extent(loops) -> int:
-    n = 1
-    for f in loops:
-        n *= f.extent.value
-    return n
 
 
 def _region(buf, idx, inner, col):
