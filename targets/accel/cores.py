@@ -255,21 +255,24 @@ def check_placement(func, acc):
     for lp in loops:
         post_order_visit(lp.body, lambda n: inside.add(id(n.buffer))
                          if type(n).__name__ == "Allocate" else None)
-    used = set()
+    used, written = set(), set()
     for lp in loops:
         post_order_visit(lp.body, lambda n: used.add(n.buffer.name)
                          if hasattr(n, "buffer") and hasattr(n, "indices") else None)
+        post_order_visit(lp.body, lambda n: written.add(n.buffer.name)
+                         if isinstance(n, BufferStore) else None)
 
     def look(n):
         if type(n).__name__ != "Allocate" or n.buffer.scope not in acc.scopes:
             return
         b, shared = n.buffer, cores.is_shared(n.buffer.scope)
-        if shared and id(b) in inside:
+        if shared and (id(b) in inside or b.name in written):
             raise AccelLoweringError(
                 f"accelerator '{acc.name}': buffer '{b.name}' of shared memory "
-                f"'{b.scope}' is staged inside the loop bound to {cores.axis!r}: every core "
-                "would write the one copy; stage it above the bound loop (one copy every "
-                "core reads) or in a per-core memory")
+                f"'{b.scope}' is {'staged' if id(b) in inside else 'written'} inside the "
+                f"loop bound to {cores.axis!r}: every core would write the one copy; stage "
+                "it above the bound loop (one copy every core reads) or in a per-core "
+                "memory")
         if not shared and id(b) not in inside and b.name in used:
             raise AccelLoweringError(
                 f"accelerator '{acc.name}': buffer '{b.name}' of per-core memory "

@@ -307,3 +307,16 @@ def test_each_core_has_its_own_per_core_memories():
         seen.append((mine[0], shared[0]))
     lib.ascend_like_join()
     assert seen == [(7, 7), (9, 9), (7, 9), (9, 9)]
+
+
+def test_shared_buffer_written_by_the_cores_refused():
+    """The result accumulated in the shared L2 by every core: one copy, four writers."""
+    sch = S.Schedule(gemm(64))
+    blk = sch.get_block("C")
+    sch.cache_write(blk, 0, "asc.l2")
+    c, _ = sch.split(sch.get_loops(blk)[0], [4, None])
+    sch.bind(c, "asc.core")
+    with pytest.raises(AccelLoweringError, match=r"buffer 'C_asc.l2' of shared memory "
+                       r"'asc.l2' is written inside the loop bound to 'asc.core': every "
+                       r"core would write the one copy"):
+        _build(sch)
