@@ -315,18 +315,17 @@ static int cvl_cal_n[{nl}];
 /* the earliest s >= t at which link l is free for dur cycles; reserves it */
 static int64_t cvl_link_slot(int l, int64_t t, int64_t dur) {{
     int64_t (*cal)[2] = cvl_cal[l];
+    if (cvl_cal_n[l] == {CAL_MAX}) {{  /* full: close the earliest gap (conservative) */
+        cal[0][1] = cal[1][1];
+        memmove(cal[1], cal[2], sizeof cal[0] * (size_t)({CAL_MAX} - 2));
+        --cvl_cal_n[l];
+    }}
     int n = cvl_cal_n[l], lo = 0, hi = n;
     while (lo < hi) {{ int mid = (lo + hi) / 2; if (cal[mid][1] <= t) lo = mid + 1; else hi = mid; }}
     int k = lo;
     int64_t s = t;
     while (k < n && cal[k][0] < s + dur) {{ if (cal[k][1] > s) s = cal[k][1]; ++k; }}
     if (dur <= 0) return s;
-    if (n == {CAL_MAX}) {{          /* full: close the earliest gap (conservative) */
-        cal[0][1] = cal[1][1];
-        memmove(cal[1], cal[2], sizeof cal[0] * (size_t)(n - 2));
-        n = --cvl_cal_n[l];
-        if (k > 1) --k; else k = 1;
-    }}
     int merge_lo = k > 0 && cal[k - 1][1] == s, merge_hi = k < n && cal[k][0] == s + dur;
     if (merge_lo && merge_hi) {{
         cal[k - 1][1] = cal[k][1];
