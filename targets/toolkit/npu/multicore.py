@@ -60,6 +60,16 @@ def _stage_gemm(sch, blk, levels, pad):
     return a_l1, b_l2, b_l1, a_l0, b_l0, c_ub, c_l0
 
 
+def _finish(sch, blk, init_at, tile, gemm, core_loop, axis):
+    """Zero the accumulators with one DMA fill per tile (initialisation above
+    ``init_at``), tensorize ``tile`` with ``gemm`` and bind ``core_loop`` to the
+    cores."""
+    init = sch.decompose_reduction(blk, init_at)
+    sch.tensorize(tile, gemm)
+    whole_tile(sch, init)
+    sch.bind(core_loop, axis)
+
+
 def schedule_gemm_cores(func, cores=4, tile=(128, 128, 64), t=16, axis="asc.core",
                         gemm="asc.mmad_16x16x16_i8", levels=ASCEND, double=True,
                         strip_bytes=128 << 10):
@@ -86,10 +96,7 @@ def schedule_gemm_cores(func, cores=4, tile=(128, 128, 64), t=16, axis="asc.core
     sch.compute_at(a_l1, sch.get_loops(blk)[1] if strip else ko)
     sch.reverse_compute_at(c_l0, jo)
     sch.reverse_compute_at(c_ub, jo)
-    init = sch.decompose_reduction(blk, ko)
-    sch.tensorize(ii, gemm)
-    whole_tile(sch, init)
-    sch.bind(ic, axis)
+    _finish(sch, blk, ko, ii, gemm, ic, axis)
     if double:      # every tile of the k loop two deep; the read-out a step behind
         sch.annotate(ko, "software_pipeline_stage", [1, 0, 1, 2] if strip else
                      [0, 1, 0, 1, 2])
@@ -126,10 +133,7 @@ def schedule_conv2d_cores(func, cores=4, t=16, axis="asc.core", gemm="asc.mmad_1
         sch.compute_at(copy, at)
     sch.reverse_compute_at(o_l0, yi)
     sch.reverse_compute_at(o_ub, yi)
-    init = sch.decompose_reduction(blk, xo)
-    sch.tensorize(xi, gemm)
-    whole_tile(sch, init)
-    sch.bind(yc, axis)
+    _finish(sch, blk, xo, xi, gemm, yc, axis)
     if double:
         sch.annotate(yi, "software_pipeline_stage", [0, 1, 2, 2, 3, 4])
     return sch
@@ -175,10 +179,7 @@ def schedule_fused_cores(func, cores=4, tile=(64, 128, 64), t=16, axis="asc.core
     # staged after the move: its consumer must already sit under the tile loop
     sch.compute_at(sch.cache_read(sch.get_block(epilogue[0][0]), 1, ub), jo)
     tensorize_epilogue(sch, epilogue, t)
-    init = sch.decompose_reduction(blk, ko)
-    sch.tensorize(ii, gemm)
-    whole_tile(sch, init)
-    sch.bind(ic, axis)
+    _finish(sch, blk, ko, ii, gemm, ic, axis)
     if double:      # the tiles two deep; the epilogue of a tile while the next computes
         sch.annotate(ko, "software_pipeline_stage", [0, 1, 0, 1, 2])
         sch.annotate(jo, "software_pipeline_stage", [0, 0] + [1] * (len(epilogue) + 3))
