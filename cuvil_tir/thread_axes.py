@@ -19,7 +19,7 @@ Example::
 
     >>> thread_axis("threadIdx.y").level, thread_axis("threadIdx.y").dim
     ('thread', 1)
-    >>> tags("grid")
+    >>> tags("grid")[:3]      # then any axes targets registered (an NPU's cores)
     ('blockIdx.x', 'blockIdx.y', 'blockIdx.z')
 """
 
