@@ -2,7 +2,8 @@
 
 The child (forked by the warm server of :mod:`.executor`, in its own session and
 process group, with ``CUVIL_TUNE_CHILD=1``) rebuilds the candidate from text: ``T.parse``
-of the function and either the user's space replayed with the candidate's decisions
+of the scheduled function when the tuner sent it (``scheduled``), else of the function
+with either the user's space replayed with the candidate's decisions
 (when the space pickles by reference, so user code in the space runs here too) or
 ``Trace.from_json(...).apply``.  It builds the candidate and the untuned function,
 reports ``"built"`` (the parent then starts the run deadline), runs both on the same
@@ -51,6 +52,11 @@ REPEAT = 5
 
 
 def _rebuild(func, payload):
+    if payload.get("scheduled"):  # the tuner's own scheduled function, as text
+        try:
+            return T.parse(payload["scheduled"])
+        except Exception:  # noqa: BLE001 - text that does not parse: replay instead
+            pass
     space = None
     if payload.get("space") is not None:
         try:
