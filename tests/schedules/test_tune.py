@@ -189,3 +189,8 @@ def test_a_generated_space_sends_its_scheduled_text_and_a_pickled_space_does_not
         ex = Recorder()
         _Run(f, space, "llvm", None, ex, 10, 2).launch([("k", [], "{}", "scheduled")])
         assert ex.payloads[0]["scheduled"] == text
+
+
+def test_warming_up_a_target_that_cannot_build_raises_nothing():
+    from schedules.tune.measure import warm_up
+    assert warm_up("no-such-target-kind") is None  # the candidates report the failure
