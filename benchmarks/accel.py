@@ -4,7 +4,8 @@ buffering, per NPU (the toy NPU, the Gemmini-like NPU).
 For int8 GEMM 256^3 and 512^3, a GEMM whose sizes are not multiples of 16 (padded
 tiles), an int8 conv2d 3x3 and a fused GEMM + bias + ReLU + requantize: simulated
 cycles, matrix-unit utilisation, stalls by cause (bank conflicts; the matrix unit's
-cycles waiting on a token, its data not yet loaded or its output not yet stored),
+cycles waiting to pop a token, its data not yet loaded or its output not yet stored;
+cycles any engine waited to push into a full queue),
 DMA bytes against the minimum the data sizes require (each input read once, each
 output written once), compile time and simulator wall time (median of repeats).
 
@@ -63,6 +64,7 @@ def run(npu: str, label: str, double: bool, sch, args, check, repeat: int) -> di
     return {"npu": npu, "label": label, "buffering": "double" if double else "single",
             "cycles": s["cycles"], "gemm_util": s["utilisation"][unit],
             "stalls": s["bank_conflict_stalls"], "waits": s["dependency_stalls"][unit],
+            "qfull": sum(s["queue_full_stalls"].values()),
             "dma_in": s["dma_bytes_in"],
             "dma_out": s["dma_bytes_out"], "min_in": sum(a.nbytes for a in ins),
             "min_out": out.nbytes, "compile_s": compile_s, "sim_s": statistics.median(walls)}
@@ -127,16 +129,17 @@ def main(argv=None) -> list:
         rows += conv_rows(npu, 18, 8, 24, args.repeat)
         rows += fused_rows(npu, 128 if args.quick else 256, args.repeat)
     print(f"{'npu':>12} {'workload':>18} {'buffer':>7} {'cycles':>9} {'mat%':>6} "
-          f"{'bank':>6} {'wait':>7} {'dma in/min':>17} {'dma out/min':>17} "
+          f"{'bank':>6} {'wait':>7} {'qfull':>6} {'dma in/min':>17} {'dma out/min':>17} "
           f"{'compile s':>9} {'sim s':>7}")
     for r in rows:
         print(f"{r['npu']:>12} {r['label']:>18} {r['buffering']:>7} {r['cycles']:>9} "
-              f"{100 * r['gemm_util']:>6.1f} {r['stalls']:>6} {r['waits']:>7} "
+              f"{100 * r['gemm_util']:>6.1f} {r['stalls']:>6} {r['waits']:>7} {r['qfull']:>6} "
               f"{r['dma_in']:>8}/{r['min_in']:<8} {r['dma_out']:>8}/{r['min_out']:<8} "
               f"{r['compile_s']:>9.2f} {r['sim_s']:>7.3f}")
     print("mat%: matrix-unit utilisation; stalls by cause: bank = bank-conflict cycles, "
-          "wait = cycles the matrix unit waited on a token (data not loaded, or its "
-          "output tile not yet stored)")
+          "wait = cycles the matrix unit waited to pop a token (data not loaded, or its "
+          "output tile not yet stored), qfull = cycles engines waited to push into a "
+          "full queue")
     return rows
 
 

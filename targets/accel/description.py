@@ -274,6 +274,99 @@ class Move:
                 "ops": [op.describe() for op in self.ops]}
 
 
+MAX_QUEUE_DEPTH = 64
+MAX_QUEUE_IDS = 16
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A hardware queue of synchronisation tokens from engine ``src`` to engine ``dst``
+    (VTA's push/pop dependence queues, Ascend's ``set_flag``/``wait_flag``): ``src``
+    pushes a token when it is done with something ``dst`` waits for, ``dst`` pops it
+    before going on.  It has ``ids`` independent channels (event ids), each holding at
+    most ``depth`` tokens; a push into a full channel stalls ``src`` until ``dst`` pops.
+    The compiler proves at build time that no program needs more than ``depth`` tokens
+    in a channel (a double-buffered tile needs 2), otherwise the engines could block
+    each other and the build fails with CVL-E175.
+
+    Example::
+
+        >>> Queue("load", "gemm", depth=2).channels
+        8
+        >>> Queue("load", "load", depth=2)
+        Traceback (most recent call last):
+          ...
+        targets.accel.errors.DescriptionError: [CVL-E170] Queue load -> load: src and dst must be two different engines
+    """
+
+    src: str
+    dst: str
+    depth: int
+    ids: int = 8
+
+    def __post_init__(self):
+        owner = f"Queue {self.src} -> {self.dst}"
+        for what in ("src", "dst"):
+            v = getattr(self, what)
+            if not isinstance(v, str) or not v.isidentifier():
+                raise DescriptionError(f"{owner}: {what} must be an engine name (a C "
+                                       f"identifier such as 'load' or 'gemm'), found {v!r}")
+        if self.src == self.dst:
+            raise DescriptionError(f"{owner}: src and dst must be two different engines")
+        for what, top in (("depth", MAX_QUEUE_DEPTH), ("ids", MAX_QUEUE_IDS)):
+            v = getattr(self, what)
+            _positive_int(owner, what, v)
+            if v > top:
+                raise DescriptionError(f"{owner}: {what}={v} is more than the simulator "
+                                       f"models ({top}); use at most {top}")
+
+    @property
+    def channels(self) -> int:
+        """Independent channels (event ids) of the queue."""
+        return self.ids
+
+    def describe(self) -> dict:
+        """The queue as data for a build's key."""
+        return {"src": self.src, "dst": self.dst, "depth": self.depth, "ids": self.ids}
+
+
+def queue_table(name: str, engines, queues, default_depth) -> dict:
+    """``{(src, dst): Queue}`` for every ordered pair of ``engines``: the declared
+    ``queues``, the others of depth ``default_depth``.
+
+    Example::
+
+        >>> qs = queue_table("n", ("load", "gemm"), [Queue("load", "gemm", 1)], 2)
+        >>> qs["load", "gemm"].depth, qs["gemm", "load"].depth
+        (1, 2)
+        >>> queue_table("n", ("load", "gemm"), [Queue("load", "mac", 1)], 2)
+        Traceback (most recent call last):
+          ...
+        targets.accel.errors.DescriptionError: [CVL-E170] Accelerator 'n': Queue load -> mac names engine 'mac', which it does not have (its engines: load, gemm); name one of them
+    """
+    owner = f"Accelerator {name!r}"
+    queues = list(queues)
+    for q in queues:
+        if not isinstance(q, Queue):
+            raise DescriptionError(f"{owner}: queues must be Queue objects, found {q!r}")
+        for end in (q.src, q.dst):
+            if end not in engines:
+                raise DescriptionError(
+                    f"{owner}: Queue {q.src} -> {q.dst} names engine {end!r}, which it "
+                    f"does not have (its engines: {', '.join(engines)}); name one of them")
+    pairs = [(q.src, q.dst) for q in queues]
+    dup = sorted({p for p in pairs if pairs.count(p) > 1})
+    if dup:
+        raise DescriptionError(f"{owner}: queue(s) {dup} declared twice")
+    _positive_int(owner, "queue_depth", default_depth)
+    out = {(q.src, q.dst): q for q in queues}
+    for s in engines:
+        for d in engines:
+            if s != d and (s, d) not in out:
+                out[s, d] = Queue(s, d, min(default_depth, MAX_QUEUE_DEPTH))
+    return out
+
+
 @dataclass(frozen=True)
 class Intrinsic:
     """One instruction of a compute unit.
@@ -419,4 +512,5 @@ def check_description(name, memories, dma, intrinsics, moves=()) -> None:
                     f"more than memory {scope!r} holds ({mem.capacity_bytes} bytes)")
 
 
-__all__ = ["DMA", "DMAOp", "Intrinsic", "Memory", "Move", "check_description"]
+__all__ = ["DMA", "DMAOp", "Intrinsic", "Memory", "Move", "Queue", "check_description",
+           "queue_table"]

@@ -2,10 +2,11 @@
 description, so the C the device would run is the C the simulator runs.
 
 The header ``<hal>_hal.h`` declares one enum of engines, the scratchpad base of each
-memory, the two DMA calls, ``wait``/``signal`` on dependency tokens, and one function
-per intrinsic.  The simulator (:func:`simulator_c`) implements them: data moves for
-real (so results are exact), and a cycle model keeps one clock per engine, honours
-the tokens, charges each call its described cost, and stalls an access to a bank that
+memory, the two DMA calls, ``push``/``pop`` on the queues between engines, and one
+function per intrinsic.  The simulator (:func:`simulator_c`) implements them: data
+moves for real (so results are exact), and a cycle model keeps one clock per engine,
+holds a pop until its token was pushed and a push while its queue is full, charges
+each call its described cost, and stalls an access to a bank that
 another engine holds during those cycles.  Each intrinsic's function is the desc
 itself printed as C (with strided operands), so it cannot drift from tensorize.
 
@@ -27,8 +28,8 @@ from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify
 from cuvil_tir.visitor import substitute
 
 from ..cstyle import CPrinter
+from .queue_hal import queue_ops, queue_state
 
-MAX_TOKENS = 4096
 TRACE_MAX = 1 << 16     # events kept for the timeline; later ones are only counted
 
 
@@ -96,10 +97,14 @@ def header(acc) -> str:
                   f"{op.out_dtype}; rows x cols elements, strides in bytes */",
                   f"int32_t {h}_dma_store_{op.name}(void *dst, const void *src, int32_t rows, "
                   "int32_t cols, int32_t dst_stride, int32_t src_stride);"]
+    declared = [q for q in acc.queues.values() if q.depth != acc.queues_default]
     lines += [
-              "/* dependency tokens: wait for the latest signal of a token */",
-              f"int32_t {h}_wait(int32_t engine, int32_t token);",
-              f"int32_t {h}_signal(int32_t engine, int32_t token);"]
+              "/* queues between engines: src pushes a token on channel id, dst pops it;",
+              "   a push into a full channel waits, a pop waits for its token */"]
+    lines += [f"/*   {q.src} -> {q.dst}: depth {q.depth}, {q.ids} channels */" for q in declared]
+    lines += [f"/*   every other pair: depth {acc.queues_default} */",
+              f"int32_t {h}_push(int32_t src, int32_t dst, int32_t id);",
+              f"int32_t {h}_pop(int32_t src, int32_t dst, int32_t id);"]
     for mv in acc.moves:
         for op in (None,) + mv.ops:
             what = (f"applying {op.name}, {op.in_dtype} -> {op.out_dtype}, rows x n elements"
@@ -220,17 +225,19 @@ def simulator_c(acc) -> str:
            f"static uint8_t *const cvl_mems[{nm}] = {{{mem_ptrs}}};",
            f"static const int64_t cvl_geom[{nm}][3] = {{{table}}};",
            "typedef struct { int64_t cycles, stalls, bytes_in, bytes_out, error;"
-           f" int64_t busy[{ne}]; int64_t calls[{ne}]; int64_t waits[{ne}]; }} cvl_stats_t;",
+           f" int64_t busy[{ne}]; int64_t calls[{ne}]; int64_t waits[{ne}];"
+           f" int64_t qfull[{ne}]; }} cvl_stats_t;",
            "cvl_stats_t cvl_sim_stats;",
            "/* the timeline: one event per instruction (engine, what, start, cycles) */",
            f"int64_t cvl_trace[{TRACE_MAX}][4];",
            "int64_t cvl_trace_n;",
-           f"static int64_t cvl_clock[{ne}], cvl_ready[{ne}], cvl_tok[{MAX_TOKENS}];",
+           f"static int64_t cvl_clock[{ne}], cvl_ready[{ne}];",
+           queue_state(acc),
            f"static int64_t cvl_bs[{nbanks}][{ne}], cvl_be[{nbanks}][{ne}];",
            f"""void cvl_sim_reset(void) {{
     memset(&cvl_sim_stats, 0, sizeof cvl_sim_stats);
     memset(cvl_clock, 0, sizeof cvl_clock); memset(cvl_ready, 0, sizeof cvl_ready);
-    memset(cvl_tok, 0, sizeof cvl_tok); memset(cvl_bs, 0, sizeof cvl_bs);
+    cvl_queue_reset(); memset(cvl_bs, 0, sizeof cvl_bs);
     memset(cvl_be, 0, sizeof cvl_be);
     cvl_trace_n = 0;
 }}
@@ -275,19 +282,7 @@ static void cvl_issue(int e, int what, int64_t c, const int *lo, const int *hi, 
     cvl_sim_stats.calls[e] += 1;
     if (t + c > cvl_sim_stats.cycles) cvl_sim_stats.cycles = t + c;
 }}
-int32_t {h}_wait(int32_t engine, int32_t token) {{
-    if (token < 0 || token >= {MAX_TOKENS}) {{ cvl_sim_stats.error = 2; return 0; }}
-    int64_t free_at = cvl_clock[engine] > cvl_ready[engine] ? cvl_clock[engine]
-                                                             : cvl_ready[engine];
-    if (cvl_tok[token] > free_at) cvl_sim_stats.waits[engine] += cvl_tok[token] - free_at;
-    if (cvl_tok[token] > cvl_ready[engine]) cvl_ready[engine] = cvl_tok[token];
-    return 0;
-}}
-int32_t {h}_signal(int32_t engine, int32_t token) {{
-    if (token < 0 || token >= {MAX_TOKENS}) {{ cvl_sim_stats.error = 2; return 0; }}
-    cvl_tok[token] = cvl_clock[engine];
-    return 0;
-}}
+{queue_ops(acc)}
 /* copy the valid vr x vb part of a rows x row_bytes tile; zero the rest when pad */
 static int32_t cvl_dma(int e, int what, void *dst, const void *src, int32_t rows, int32_t row_bytes,
                        int32_t vr, int32_t vb, int pad, int32_t ds, int32_t ss) {{

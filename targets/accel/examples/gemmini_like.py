@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import cuvil_tir as T
 
-from targets.accel import DMA, Accelerator, DMAOp, Intrinsic, Memory, Move
+from targets.accel import DMA, Accelerator, DMAOp, Intrinsic, Memory, Move, Queue
 from targets.accel.examples.toy_npu import gemm_desc, requant
 
 DIM = 16
@@ -61,6 +61,9 @@ gemmini = Accelerator(
     # never leaves the chip
     moves=[Move(ACC, SPAD, engine="store", width_bits=128, latency_cycles=8,
                 ops=[RELU_REQUANT])],
+    # VTA-style dependence queues between the load, matrix and store engines
+    queues=[Queue(s, d, depth=2) for s, d in (("load", "matrix"), ("matrix", "load"),
+                                              ("matrix", "store"), ("store", "matrix"))],
     clock_mhz=1000,
     intrinsics=[
         Intrinsic("gemmini.matmul_16x16x16_i8", gemm_desc(scopes=(SPAD, SPAD, ACC)),
