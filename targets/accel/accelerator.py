@@ -114,7 +114,8 @@ class Accelerator(TargetKind):
         self.queues = queue_table(name, self.engines, queues, queue_depth)
         self.queues_default = queue_depth
         self.engine_of = {f"{self.hal}_dma_{n}": "load"
-                          for n in ("load", "load_pad", "fill", "load_t")}
+                          for n in ("load", "load_pad", "fill", "load_t", "load_im2col",
+                                    "load_3d", "load_pad_3d")}
         self.engine_of.update({f"{self.hal}_dma_store{n}": "store"
                                for n in [""] + [f"_{op.name}" for op in dma.store_ops]})
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
@@ -224,7 +225,8 @@ class Accelerator(TargetKind):
         header, sim, so = compile_simulator(self, func, kernel, target)
         return Program(self.name, func.name, sources={"c": kernel, "h": header, "sim": sim},
                        binaries={"so": so}, functions={func.name: "host"}, memory=plan,
-                       meta={"memory_map": func.attr("accel.memory_map", "")},
+                       meta={"memory_map": func.attr("accel.memory_map", ""),
+                             "queues": func.attr("accel.queues", "[]")},
                        lowered=module)
 
     def load(self, program, target) -> Module:

@@ -166,7 +166,14 @@ class DMA:
     - ``transpose``: a load may transpose a tile (``dst[r, c] = src[c, r]``,
       ``<hal>_dma_load_t``: weights stored row-major for ``A @ B.T``);
     - ``store_ops``: :class:`DMAOp` element-wise operations a store applies on the way
-      out, converting the dtype (activation and requantization on read-out).
+      out, converting the dtype (activation and requantization on read-out);
+    - ``im2col``: a load may gather a conv2d's patch matrix, each row the ``kh`` runs of
+      ``kw*C`` contiguous NHWC bytes of one output pixel's window
+      (``<hal>_dma_load_im2col``, :mod:`~targets.accel.im2col`);
+    - ``dims``: dimensions one command moves, 2 or 3: with 3 a loop of 2-D loads is
+      one command paying the latency once (``<hal>_dma_load[_pad]_3d``: a conv's filter
+      taps, the blocks of a fractal ``zN`` or ``NC1HWC0`` layout;
+      :mod:`~targets.accel.dma_blocks`).
 
     Example::
 
@@ -182,9 +189,14 @@ class DMA:
     broadcast: bool = False
     store_ops: tuple = ()
     transpose: bool = False
+    im2col: bool = False
+    dims: int = 2
 
     def __post_init__(self):
         _positive_int("DMA", "width_bits", self.width_bits)
+        if self.dims not in (2, 3) or isinstance(self.dims, bool):
+            raise DescriptionError(f"DMA: dims must be 2 or 3 (the dimensions one command "
+                                   f"moves), found {self.dims!r}")
         if not isinstance(self.latency_cycles, int) or self.latency_cycles < 0:
             raise DescriptionError(f"DMA: latency_cycles must be an int >= 0, found "
                                    f"{self.latency_cycles!r}")
@@ -214,7 +226,7 @@ class DMA:
         """
         return {"width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
                 "padding": self.padding, "broadcast": self.broadcast,
-                "transpose": self.transpose,
+                "transpose": self.transpose, "im2col": self.im2col, "dims": self.dims,
                 "store_ops": [op.describe() for op in self.store_ops]}
 
 

@@ -48,7 +48,8 @@ import json
 from cuvil_tir.expr import IntImm, Var
 from cuvil_tir.op import call_extern
 from cuvil_tir.transform import PassContext
-from cuvil_tir.stmt import Evaluate, For, IfThenElse, SeqStmt
+from cuvil_tir.arith.affine import linear_form
+from cuvil_tir.stmt import BufferRegion, Evaluate, For, IfThenElse, SeqStmt
 from cuvil_tir.transform.software_pipeline import VERSIONS
 from cuvil_tir.visitor import post_order_visit
 
@@ -66,6 +67,7 @@ class _Site:
     engine: str
     uses: list          # [(buffer name, writes, slot expr or None)]
     path: tuple         # steps from the body: ("seq", node, k) | ("for", node) | ...
+    regions: dict = dataclasses.field(default_factory=dict)   # buffer -> [regions]
 
 
 def _sites(body, acc, versions) -> list:
@@ -80,9 +82,17 @@ def _sites(body, acc, versions) -> list:
         elif isinstance(s, Evaluate):
             name = getattr(s.value, "op", None) == "call_extern" and s.value.args[0].value
             if name in acc.engine_of:
+                regions = {}
+                # an intrinsic's regions are its whole operands; a DMA's or a move's
+                # name only a tile's first row, so they never prove tiles apart
+                exact = name not in acc.move_of and acc.engine_of[name] not in ("load",
+                                                                                 "store")
+                for r in s.value.args[2:]:
+                    if isinstance(r, BufferRegion) and exact:
+                        regions.setdefault(r.buffer.name, []).append(r)
                 out.append(_Site(acc.engine_of[name], [(b.name, w, sl) for b, w, sl in
                                                        accesses(s.value, acc, versions)],
-                                 path + (("leaf", s),)))
+                                 path + (("leaf", s),), regions))
         elif hasattr(s, "body") and not isinstance(s, IfThenElse):
             walk(s.body, path + (("one", s),))
         else:   # an if (or anything else) is one step: its instructions share it
@@ -110,6 +120,25 @@ def _mentions(expr, var) -> bool:
     return bool(found)
 
 
+def _apart(rp, rq, var) -> bool:
+    """Whether regions ``rp`` and ``rq`` (of one buffer) never overlap in two different
+    iterations of the loop of ``var``: along some dimension both start at the same
+    ``s * var + rest`` and neither is wider than ``|s|`` (the tiles of an output row
+    that a loop walks through)."""
+    for dp, dq in zip(rp.region, rq.region):
+        fp, fq = linear_form(dp.min), linear_form(dq.min)
+        if fp is None or fq is None or not isinstance(dp.extent, IntImm) or \
+                not isinstance(dq.extent, IntImm):
+            continue
+        terms_p = {k: c for k, (_, c) in fp[0].items() if c}
+        terms_q = {k: c for k, (_, c) in fq[0].items() if c}
+        s = terms_p.get(id(var), 0)
+        if s and terms_p == terms_q and fp[1] == fq[1] and \
+                abs(s) >= max(dp.extent.value, dq.extent.value):
+            return True
+    return False
+
+
 @dataclasses.dataclass
 class _Stream:
     """One channel's placements: pushes after, pops before children of ``seq``."""
@@ -119,6 +148,7 @@ class _Stream:
     pairs: dict          # consumer child -> producer child
     buffers: set
     distance: int = 0    # 0: within one iteration; d: carried d iterations by ``loop``
+    apart: bool = False  # the carrying loop's iterations touch disjoint tiles
     prefix: tuple = ()   # the steps down to the carrying loop
     slot_vars: list = dataclasses.field(default_factory=list)   # loops naming a copy
     versions: int = 0    # the fewest copies of its buffers (0: none versioned)
@@ -160,9 +190,11 @@ def _add(rules, p, q, buf, sp, sq, versions):
         d = 1
         if buf in versions and (_mentions(sp, loop.loop_var) or _mentions(sq, loop.loop_var)):
             d = versions[buf]
-        st = rules.setdefault(("carried", id(seq), p.engine, q.engine, d, id(loop)),
-                              _Stream(p.engine, q.engine, seq, {}, set(), d,
-                                      p.path[:loops[-1] + 1]))
+        apart = bool(p.regions.get(buf)) and bool(q.regions.get(buf)) and all(
+            _apart(rp, rq, loop.loop_var) for rp in p.regions[buf] for rq in q.regions[buf])
+        st = rules.setdefault(("carried", id(seq), p.engine, q.engine, d, id(loop), apart),
+                              _Stream(p.engine, q.engine, seq, {}, set(), distance=d,
+                                      prefix=p.path[:loops[-1] + 1], apart=apart))
     st.pairs[b] = max(st.pairs.get(b, a), a)
     st.buffers.add(buf)
     for e in (sp, sq):
@@ -262,7 +294,9 @@ class _Placement:
         loop, d = st.prefix[-1][1], st.distance
         outer = [x[1] for x in reversed(st.prefix[:-1]) if x[0] == "for"]
         chain, rest = [loop], list(outer)
-        if d == 1 or _extent(loop) % d == 0:
+        if st.apart and not rest:     # one run of the loop, its iterations disjoint
+            return
+        if (d == 1 or _extent(loop) % d == 0) and not st.apart:
             while rest and not _named(rest[0].loop_var, st.slot_vars):
                 chain.append(rest.pop(0))
         depth = acc.queues[st.src, st.dst].depth
@@ -270,19 +304,22 @@ class _Placement:
         _, n = _linear(chain)
         key, c1 = id(st.seq), min(c, n)
         ops = self.op
-        ch = channel()
         if not rest:                # one channel counts every iteration of the program
+            ch = channel()
             self.at(self.after, (key, a), [ops(acc, st.src, st.dst, ch, True)])
             self.at(self.before, (key, b),
                     self.guard(chain, c, n, [ops(acc, st.src, st.dst, ch, False)]))
             self.at(self.tail, id(chain[-1]),
                     [ops(acc, st.src, st.dst, ch, False) for _ in range(c1)])
             return
-        # within one run of the chain: iteration t waits for t - c
-        self.at(self.after, (key, a),
-                self.guard(chain, 0, n - c, [ops(acc, st.src, st.dst, ch, True)]))
-        self.at(self.before, (key, b),
-                self.guard(chain, c, n, [ops(acc, st.src, st.dst, ch, False)]))
+        # within one run of the chain: iteration t waits for t - c (unless they touch
+        # disjoint tiles)
+        if not st.apart:
+            ch = channel()
+            self.at(self.after, (key, a),
+                    self.guard(chain, 0, n - c, [ops(acc, st.src, st.dst, ch, True)]))
+            self.at(self.before, (key, b),
+                    self.guard(chain, c, n, [ops(acc, st.src, st.dst, ch, False)]))
         # across runs: the last c1 iterations' tokens, popped before the run that
         # reuses their copies (D runs later when an outer loop turns the copies)
         cross = channel()

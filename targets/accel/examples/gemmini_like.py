@@ -56,6 +56,8 @@ gemmini = Accelerator(
               Memory(ACC, banks=2, bank_bytes=32 << 10, width_bits=32 * DIM,
                      doc="int32 accumulators: the array adds into them")],
     dma=DMA(width_bits=128, latency_cycles=32, padding=True, broadcast=True, transpose=True,
+            im2col=True,     # Gemmini's im2col unit: a conv's patches gathered on the way in
+            dims=3,          # a loop of 2-D moves in one command (mvin with a block count)
             store_ops=[DMAOp("requant", requant, "int32", "int8"), RELU_REQUANT]),
     # the accumulator read out into the scratchpad, activated: the next layer's input
     # never leaves the chip

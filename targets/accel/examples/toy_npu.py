@@ -101,7 +101,7 @@ toy_npu = Accelerator(
                      doc="int8 weights"),
               Memory("npu.acc", banks=8, bank_bytes=8 << 10, width_bits=512,
                      doc="int32 accumulators (and the vector unit's operands)")],
-    dma=DMA(width_bits=512, latency_cycles=64, padding=True),
+    dma=DMA(width_bits=512, latency_cycles=64, padding=True, dims=3),
     # token queues between the engines: two deep, enough for double buffering
     queues=[Queue("load", "gemm", depth=2), Queue("gemm", "load", depth=2),
             Queue("gemm", "store", depth=2), Queue("store", "gemm", depth=2)],
