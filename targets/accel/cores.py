@@ -11,10 +11,10 @@ four cores loading at once wait for each other).
 Scheduling uses the primitives users know: ``sch.bind(loop, "asc.core")`` runs
 iteration ``c`` of ``loop`` on core ``c`` (at most ``count`` iterations: split the
 loop first).  The lowering (:func:`bind_cores`) turns the bound loop into
-``<hal>_fork(); for (c...) { <hal>_core(c); ... } <hal>_join();``: each core starts
-from what was issued before the loop (a tile loaded into the shared L2 above it is
-waited for by every core's token), its engines keep their own timelines, and the join
-is a barrier where the results meet.  A buffer of a per-core memory must be staged
+``<hal>_fork(); for (c...) { <hal>_core(c); ... } <hal>_join();``: the cores start
+once what was issued before the loop is done (the fork: a tile loaded into the shared
+L2 above it is there for all of them), each core's engines keep their own timelines
+and queues, and the join is a barrier where the results meet.  A buffer of a per-core memory must be staged
 under the bound loop (each core loads its own copy); a buffer of a shared memory
 above it (one copy that every core reads) -- :func:`check_placement` says which when
 not.  ``parallel`` is refused: a core's memories are its own, so tiles go to cores
@@ -23,7 +23,7 @@ with ``bind``.
 The simulator runs the cores one after another on the host, each with its own copy
 of the per-core memories (swapped in when the program switches to it, so a core
 that read what another staged would compute garbage, as on the device), while the
-cycle model gives each its own clocks, tokens and banks, and one calendar per shared
+cycle model gives each its own clocks, queues and banks, and one calendar per shared
 link that every core's transfers reserve time on (:func:`cores_c`).
 
 Example::
@@ -45,6 +45,7 @@ from cuvil_tir.thread_axes import ThreadAxis
 from cuvil_tir.visitor import Mutator, post_order_visit
 
 from .errors import AccelLoweringError, DescriptionError
+from .queue_hal import queue_geometry
 
 CORE_LOOP = "accel.core_loop"           # annotation of the loop bound to the cores
 CAL_MAX = 1 << 15                       # busy intervals kept per link calendar
@@ -296,10 +297,11 @@ def cores_header(acc) -> list:
             f"int32_t {h}_join(void);"]
 
 
-def cores_c(acc, nbanks: int, ntokens: int) -> str:
+def cores_c(acc, nbanks: int) -> str:
     """The simulator's cores and links: per-core state swapped in on ``core(c)`` (the
-    engines' clocks, the tokens, the banks), the fork and join, and the link calendars
-    (:func:`link_wait`).  Always emitted: a single-core device has one core, no links."""
+    engines' clocks, the banks, the per-core memories), the fork and join, and one
+    busy calendar per shared link.  Always emitted: a single-core device has one core
+    and no links."""
     h, ne = acc.hal, len(acc.engines)
     cores = acc.cores
     nc = cores.count if cores is not None else 1
@@ -347,60 +349,69 @@ static int64_t cvl_link_slot(int l, int64_t t, int64_t dur) {{
         decl = "\n".join(f"static uint8_t cvl_c_mem{k}[{nc}][{cap}];" for k, cap in own)
         save = "\n".join(f"    memcpy(cvl_c_mem{k}[c], cvl_mem{k}, {cap});" for k, cap in own)
         load = "\n".join(f"    memcpy(cvl_mem{k}, cvl_c_mem{k}[c], {cap});" for k, cap in own)
+        nq, ring = queue_geometry(acc)
         out.append(f"""{decl}
 static int64_t cvl_c_clock[{nc}][{ne}], cvl_c_ready[{nc}][{ne}];
-static int64_t cvl_c_tok[{nc}][{ntokens}], cvl_f_tok[{ntokens}], cvl_f_clock[{ne}];
 static int64_t cvl_c_bs[{nc}][{nbanks}][{ne}], cvl_c_be[{nc}][{nbanks}][{ne}];
+static int64_t cvl_f_time, cvl_f_pushes[{nq}], cvl_f_pops[{nq}];
 static int cvl_entered[{nc}];
 static void cvl_save(int c) {{
     memcpy(cvl_c_clock[c], cvl_clock, sizeof cvl_clock);
     memcpy(cvl_c_ready[c], cvl_ready, sizeof cvl_ready);
-    memcpy(cvl_c_tok[c], cvl_tok, sizeof cvl_tok);
     memcpy(cvl_c_bs[c], cvl_bs, sizeof cvl_bs); memcpy(cvl_c_be[c], cvl_be, sizeof cvl_be);
 {save}
 }}
 static void cvl_restore(int c) {{
     memcpy(cvl_clock, cvl_c_clock[c], sizeof cvl_clock);
     memcpy(cvl_ready, cvl_c_ready[c], sizeof cvl_ready);
-    memcpy(cvl_tok, cvl_c_tok[c], sizeof cvl_tok);
     memcpy(cvl_bs, cvl_c_bs[c], sizeof cvl_bs); memcpy(cvl_be, cvl_c_be[c], sizeof cvl_be);
 {load}
 }}
 static void cvl_cores_reset(void) {{
     cvl_core = 0;
     memset(cvl_c_clock, 0, sizeof cvl_c_clock); memset(cvl_c_ready, 0, sizeof cvl_c_ready);
-    memset(cvl_c_tok, 0, sizeof cvl_c_tok); memset(cvl_c_bs, 0, sizeof cvl_c_bs);
-    memset(cvl_c_be, 0, sizeof cvl_c_be); memset(cvl_entered, 0, sizeof cvl_entered);
+    memset(cvl_c_bs, 0, sizeof cvl_c_bs); memset(cvl_c_be, 0, sizeof cvl_c_be);
+    memset(cvl_entered, 0, sizeof cvl_entered);
     memset(cvl_cal_n, 0, sizeof cvl_cal_n); memset(cvl_busy_core, 0, sizeof cvl_busy_core);
     cvl_link_stalls = 0;
 }}
-/* what was issued so far (on core 0) is what every core starts from */
+/* the cores start when what the program issued before the loop (on core 0's engines)
+   is done: a tile loaded into the shared L2 there is there for all of them */
 int32_t {h}_fork(void) {{
-    memcpy(cvl_f_tok, cvl_tok, sizeof cvl_tok);
-    for (int e = 0; e < {ne}; ++e)
-        cvl_f_clock[e] = cvl_clock[e] > cvl_ready[e] ? cvl_clock[e] : cvl_ready[e];
+    cvl_f_time = 0;
+    for (int e = 0; e < {ne}; ++e) {{
+        if (cvl_clock[e] > cvl_f_time) cvl_f_time = cvl_clock[e];
+        if (cvl_ready[e] > cvl_f_time) cvl_f_time = cvl_ready[e];
+    }}
+    memcpy(cvl_f_pushes, cvl_qpushes, sizeof cvl_qpushes);
+    memcpy(cvl_f_pops, cvl_qpops, sizeof cvl_qpops);
     memset(cvl_entered, 0, sizeof cvl_entered);
     return 0;
 }}
+/* The queues keep host order across the loop (the build proved their depths in that
+   order), but a token another core pushed or popped since the fork is on that core's
+   engines, not this one's: it holds nothing here. */
 int32_t {h}_core(int32_t c) {{
-    if (c < 0 || c >= {nc}) {{ cvl_sim_stats.error = 3; return 0; }}
+    if (c < 0 || c >= {nc}) {{ cvl_sim_stats.error = 4; return 0; }}
     cvl_save(cvl_core);
     cvl_core = c;
     cvl_restore(c);
     if (!cvl_entered[c]) {{
-        /* the tokens signalled before the fork; and an engine's queue is in order:
-           what the program issued on it before the loop (on core 0) comes first,
-           so no token orders the two (a tile loaded into L2 and moved out of it by
-           the same engine) */
-        for (int k = 0; k < {ntokens}; ++k)
-            if (cvl_f_tok[k] > cvl_tok[k]) cvl_tok[k] = cvl_f_tok[k];
         for (int e = 0; e < {ne}; ++e)
-            if (cvl_f_clock[e] > cvl_ready[e]) cvl_ready[e] = cvl_f_clock[e];
+            if (cvl_f_time > cvl_ready[e]) cvl_ready[e] = cvl_f_time;
         cvl_entered[c] = 1;
+    }}
+    for (int q = 0; q < {nq}; ++q) {{
+        for (int64_t n = cvl_f_pushes[q]; n < cvl_qpushes[q]; ++n)
+            if (n >= cvl_qpushes[q] - {ring}) cvl_qtok[q][n % {ring}] = 0;
+        for (int64_t n = cvl_f_pops[q]; n < cvl_qpops[q]; ++n)
+            if (n >= cvl_qpops[q] - {ring}) cvl_qpop[q][n % {ring}] = 0;
+        cvl_f_pushes[q] = cvl_qpushes[q];
+        cvl_f_pops[q] = cvl_qpops[q];
     }}
     return 0;
 }}
-/* the barrier: every core's engines wait for the last of all; tokens merge */
+/* the barrier: every core's engines wait for the last of all */
 int32_t {h}_join(void) {{
     int64_t t = 0;
     cvl_save(cvl_core);
@@ -411,9 +422,6 @@ int32_t {h}_join(void) {{
         }}
     for (int c = 0; c < {nc}; ++c)
         for (int e = 0; e < {ne}; ++e) cvl_c_ready[c][e] = t;
-    for (int c = 1; c < {nc}; ++c)
-        for (int k = 0; k < {ntokens}; ++k)
-            if (cvl_c_tok[c][k] > cvl_c_tok[0][k]) cvl_c_tok[0][k] = cvl_c_tok[c][k];
     cvl_core = 0;
     cvl_restore(0);
     return 0;

@@ -4,9 +4,10 @@ and the call's timeline (``trace()``: Chrome trace JSON, one row per engine, one
 per instruction; open it in Perfetto or chrome://tracing).
 
 Stalls by cause: ``bank_conflict_stalls`` (cycles an instruction waited for a bank
-another engine held), ``dependency_stalls`` (per engine, cycles it sat idle
-waiting for a token another engine had not yet signalled: its data was not ready, or
-its buffer not yet free) and ``bandwidth_stalls`` (cycles transfers waited for a
+another engine held), ``dependency_stalls`` (per engine, cycles it sat idle waiting
+to pop a token another engine had not yet pushed: its data was not ready, or its
+buffer not yet free), ``queue_full_stalls`` (per engine, cycles it waited to push
+a token into a full queue) and ``bandwidth_stalls`` (cycles transfers waited for a
 shared link, host memory or a shared L2, that other transfers held).
 
 On a device with several cores (:mod:`~targets.accel.cores`) ``engine_busy`` sums
@@ -19,7 +20,7 @@ Example::
     >>> sorted(STAT_KEYS)  # doctest: +NORMALIZE_WHITESPACE
     ['bandwidth_stalls', 'bank_conflict_stalls', 'core_busy', 'cores_used', 'cycles',
      'dependency_stalls', 'dma_bytes_in', 'dma_bytes_out', 'engine_busy', 'peak_bytes',
-     'utilisation']
+     'queue_full_stalls', 'utilisation']
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from .cores import core_section
 from .hal import TRACE_MAX, event_names, header, simulator_c
 
 STAT_KEYS = ("cycles", "engine_busy", "utilisation", "dma_bytes_in", "dma_bytes_out",
-             "bank_conflict_stalls", "dependency_stalls", "peak_bytes", "bandwidth_stalls",
-             "core_busy", "cores_used")
+             "bank_conflict_stalls", "dependency_stalls", "queue_full_stalls", "peak_bytes",
+             "bandwidth_stalls", "core_busy", "cores_used")
 
 
 def _peak_bytes(acc, plan: dict) -> dict:
@@ -107,7 +108,7 @@ class SimulatorModule(CRuntimeModule):
         class Stats(ctypes.Structure):
             _fields_ = [(k, ctypes.c_int64) for k in
                         ("cycles", "stalls", "bytes_in", "bytes_out", "error")] + \
-                       [(k, ctypes.c_int64 * ne) for k in ("busy", "calls", "waits")]
+                       [(k, ctypes.c_int64 * ne) for k in ("busy", "calls", "waits", "qfull")]
 
         self._stats = Stats.in_dll(self.library, "cvl_sim_stats")
         self._events = (ctypes.c_int64 * 4 * TRACE_MAX).in_dll(self.library, "cvl_trace")
@@ -130,8 +131,9 @@ class SimulatorModule(CRuntimeModule):
         if s.error:
             raise TargetError(f"simulator of {self.acc.name!r}: " + {
                 1: "an access ran past the end of a scratchpad memory",
-                2: "a token id is out of range"}.get(int(s.error), "a core index is out of "
-                                                     "range"))
+                3: "a queue was used out of order (a pop before its push, a push into "
+                   "a full queue, or a channel that does not exist)",
+                4: "a core index is out of range"}.get(int(s.error), f"error {int(s.error)}"))
         busy = {e: int(s.busy[k]) for k, e in enumerate(self.acc.engines)}
         ne = len(self.acc.engines)
         per_core = {c: {e: int(self._core_busy[c * ne + k])
@@ -145,6 +147,7 @@ class SimulatorModule(CRuntimeModule):
             "dma_bytes_in": int(s.bytes_in), "dma_bytes_out": int(s.bytes_out),
             "bank_conflict_stalls": int(s.stalls),
             "dependency_stalls": {e: int(s.waits[k]) for k, e in enumerate(self.acc.engines)},
+            "queue_full_stalls": {e: int(s.qfull[k]) for k, e in enumerate(self.acc.engines)},
             "peak_bytes": dict(self._peak), "bandwidth_stalls": int(self._link_stalls.value),
             "core_busy": per_core, "cores_used": len(per_core)}
 

@@ -145,7 +145,7 @@ def test_speed_up_is_monotone_in_the_cores():
 def test_shared_links_make_cores_wait_for_each_other():
     one = _run_gemm(128, 512, 64, cores=1, tile=(32, 128, 64)).stats
     four = _run_gemm(128, 512, 64, cores=4, tile=(32, 128, 64)).stats
-    assert one["bandwidth_stalls"] == 0 < four["bandwidth_stalls"]
+    assert four["bandwidth_stalls"] > 4 * one["bandwidth_stalls"]
 
 
 def test_memory_map_per_core():
