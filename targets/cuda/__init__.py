@@ -2,7 +2,10 @@
 through cupy; checked everywhere through the interpreter's GPU semantics.
 
 ``Target("cuda", arch="sm_90")``: ``arch`` picks the architecture of ``--emit ptx``
-and the shared-memory capacity (the runtime compiles for the GPU it finds).
+and the shared-memory capacity (the runtime compiles with NVRTC for the GPU it
+finds); an architecture-specific target (``sm_90a``: ``wgmma``, ``setmaxnreg``) is
+compiled by ``nvcc`` at build time and its cubin kept in the program (and so in the
+compile cache).
 Memories: ``global``, ``shared`` (per block), ``local`` (per thread).
 
 Lowering (:func:`cuda_pipeline`): blocks to loops, one variable and launch extent per
@@ -45,6 +48,7 @@ from ..runtime import Module
 from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
 from .double_buffer import inject_double_buffer
 from .reduction import lower_cross_thread_reduction
+from .nvcc import needs_nvcc, nvcc_available, nvcc_compile
 from .runtime import CudaRuntime
 from .tensorcore import wmma_leading_dims
 
@@ -167,9 +171,16 @@ class CudaKind(TargetKind):
         """Every ``device_kernel`` function of the lowered module as CUDA C, the host
         function as C (compiled at the first call), the launches as data."""
         cuda = codegen_cuda(module, target)
+        arch = target.options.get("arch", "sm_80")
+        binaries = {}
+        if needs_nvcc(arch) and nvcc_available() and cuda.kernels:
+            # NVRTC through cupy compiles for the plain architecture: the build keeps
+            # nvcc's machine code, so the compile cache holds it too
+            binaries["cubin"] = nvcc_compile(cuda.text, arch, "cubin")
         return Program(self.name, module.entry.name,
                        sources={"cuda": cuda.text, "host": cuda.host_c,
                                 "host_ir": to_text(cuda.host)},
+                       binaries=binaries,
                        functions={f.name: calling_conv(f) for f in module.functions},
                        launch={"kernels": {k: {"dyn_shared": info.dyn_shared}
                                            for k, info in cuda.kernels.items()},
@@ -179,16 +190,17 @@ class CudaKind(TargetKind):
                        lowered=module)
 
     def load(self, program, target) -> Module:
-        """A module that compiles the kernels with NVRTC and the host program with the
-        C compiler at its first call; its launch table is read from the lowered
-        module."""
+        """A module that compiles the kernels with NVRTC (or loads the cubin nvcc made
+        for an ``sm_90a``-style architecture) and the host program with the C compiler
+        at its first call; its launch table is read from the lowered module."""
         lowered = program.lowered_module
         if program.from_cache:
             # the text form gives each thread loop its own variable; the code generator
             # wants the one variable per thread tag the lowering made
             lowered = lowered.map_functions(normalize_thread_bindings)
         cuda = codegen_cuda(lowered, target)
-        return Module(CudaRuntime(cuda, target, program.signature), program, target)
+        return Module(CudaRuntime(cuda, target, program.signature,
+                                  program.binaries.get("cubin")), program, target)
 
 
 CUDA = register_target(CudaKind())
