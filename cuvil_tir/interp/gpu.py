@@ -41,6 +41,7 @@ import numpy as np
 from ..errors import LoweringError, RaceError
 from ..expr import Call
 from ..ops import get_op
+from ..ops.async_copy import asynchronous
 from ..ops.gpu import collective, tiles_of, warp_combiner
 from ..printer import to_text
 from ..stmt import Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt
@@ -48,6 +49,7 @@ from ..transform.gpu_sync import is_barrier
 from ..thread_axes import thread_axis
 from ..transform.gpu_threads import is_thread_loop, launch_shape, thread_loops
 from ..visitor import post_order_visit
+from .async_copy import AsyncCopies, compile_async
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
 from .scalar import binary_op
@@ -80,6 +82,7 @@ class _Block:
         self.cur = 0
         self.logs: dict = {}
         self.warp_vals: list = []
+        self.copies = AsyncCopies()      # asynchronous copies in flight
 
     def start(self, block: tuple, dims: tuple):
         self.block = block
@@ -87,6 +90,7 @@ class _Block:
         self.threads = [t[::-1] for t in self.threads]
         self.ctxs = [{} for _ in self.threads]
         self.logs = {}
+        self.copies.reset()
         self.set_thread(0)
 
     def set_thread(self, t: int):
@@ -189,6 +193,9 @@ class GpuStmtCompiler(StmtCompiler):
         return bound
 
     def _s_Evaluate(self, s):
+        role = asynchronous(s.value)
+        if role is not None:
+            return compile_async(self, s.value, role, self.g.copies, self.g)
         if is_barrier(s):
             return lambda: None       # outside a kernel, or in un-lowered IR
         return super()._s_Evaluate(s)
@@ -215,6 +222,16 @@ class GpuStmtCompiler(StmtCompiler):
         buf, g = node.buffer, self.g
         text = self.stmt_text[-1] if self.stmt_text else to_text(node)
         lanes = max(ix.lanes for ix in node.indices) if node.indices else 1
+        slot, bufs, kind = self.buffer(buf, node), self.frame.bufs, \
+            "writes" if write else "reads"
+
+        def in_flight(addrs):
+            # an asynchronous copy's destination may not be touched before it lands
+            arr = bufs[slot]
+            for a in addrs:
+                flat = a if not isinstance(a, tuple) else int(
+                    np.ravel_multi_index(a, arr.shape))
+                g.copies.check(arr, flat, g.thread, kind, text, g.threads)
 
         def addr():
             vals = [f() for f in fs]
@@ -225,13 +242,19 @@ class GpuStmtCompiler(StmtCompiler):
 
         if write:
             def store():
+                addrs = addr()
+                if g.copies.inflight:
+                    in_flight(addrs)
                 inner()
-                for a in addr():
+                for a in addrs:
                     g.log(buf, a, True, text)
             return store
 
         def load():
-            for a in addr():
+            addrs = addr()
+            if g.copies.inflight:
+                in_flight(addrs)
+            for a in addrs:
                 g.log(buf, a, False, text)
             return inner()
         return load

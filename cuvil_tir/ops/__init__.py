@@ -24,6 +24,8 @@ An :class:`OpDef` says, for one op, everything the rest of Cuvil needs to know:
   shuffle, a tensor-core step), or None; ``tiles``: for an op on matrix tiles,
   ``tiles(args)`` gives each tile it touches (:class:`cuvil_tir.ops.gpu.Tile`), and
   ``reference(t)`` its computation on them (:mod:`cuvil_tir.ops.gpu`);
+* ``asynchronous``: the op's role in asynchronous copies (``"copy"``, ``"commit"``,
+  ``"wait"``: :mod:`cuvil_tir.ops.async_copy`), or None;
 
 How each backend writes each op is the per-backend table of
 :mod:`cuvil_tir.ops.spelling`, filled by the backends from their own folders.  The
@@ -56,6 +58,8 @@ EFFECTS = ("pure", "reads", "writes", "barrier", "opaque")
 COLLECTIVES = (None, "block", "warp")
 #: the dtype rules an op's operands follow
 OPERAND_RULES = ("float", "number", "select", "any")
+#: the roles of asynchronous copies (:mod:`cuvil_tir.ops.async_copy`)
+ASYNC_ROLES = (None, "copy", "commit", "wait")
 
 
 @dataclass(frozen=True)
@@ -83,8 +87,12 @@ class OpDef:
     effect_of: Callable | None = None
     collective: str | None = None
     tiles: Callable | None = None
+    asynchronous: str | None = None
 
     def __post_init__(self):
+        if self.asynchronous not in ASYNC_ROLES:
+            raise CuvilError(f"op {self.name!r}: asynchronous must be one of "
+                             f"{ASYNC_ROLES}, found {self.asynchronous!r}")
         if self.collective not in COLLECTIVES:
             raise CuvilError(f"op {self.name!r}: collective must be one of "
                              f"{COLLECTIVES}, found {self.collective!r}")
@@ -401,3 +409,5 @@ from .spelling import (EXPAND, Unsupported, find_spelling, register_backend,  # 
                        unregister_backend)
 # the GPU ops: a block barrier, warp reductions (cuvil_tir.ops.gpu)
 from . import gpu as _gpu  # noqa: E402,F401
+# asynchronous copies and their waits (cuvil_tir.ops.async_copy)
+from . import async_copy as _async_copy  # noqa: E402,F401

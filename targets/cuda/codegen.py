@@ -55,6 +55,7 @@ from ..cstyle import CPrinter
 from .host import print_host
 from .intrinsics import PREAMBLE
 from .tensorcore import WMMA_OP, wmma_text
+from .asynccopy import SPELLINGS as ASYNC_SPELLINGS
 
 STATIC_SHARED_LIMIT = 48 * 1024
 
@@ -370,6 +371,7 @@ ops.register_spellings("cuda", {
     "tvm_storage_sync": "__syncthreads()",
     "warp_sum": _warp_reduction, "warp_max": _warp_reduction, "warp_min": _warp_reduction,
     WMMA_OP: KernelPrinter.wmma,
+    **ASYNC_SPELLINGS,
 })
 
 
