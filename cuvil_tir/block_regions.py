@@ -40,6 +40,7 @@ from .function import PrimFunc
 from .printer import to_text
 from .stmt import Block, BufferRegion, Range
 from .visitor import Visitor, substitute
+from .analysis.predicate_doms import tighten
 
 
 @dataclass
@@ -62,14 +63,30 @@ class _Collect(Visitor):
         self.local: set[int] = set()
         self.out: list[Access] = []
 
-    def relax(self, buf, ranges, write, text, clip=False):
+    def relax(self, buf, ranges, write, text, clip=False, also=None):
+        """Record the access of ``ranges`` of ``buf`` relaxed over the loops; ``also``:
+        other ranges, relaxed over other loops, that bound it too (the tighter of the
+        two is kept per dimension)."""
+        dims = self._dims(buf, ranges, clip, self.loops)
+        if also is not None:
+            other = self._dims(buf, also[0], clip, also[1])
+            dims = [a if b is None else b if a is None else
+                    (self._pick(a[0], b[0], True), self._pick(a[1], b[1], False))
+                    for a, b in zip(dims, other)]
+        self.out.append(Access(buf, tuple(dims), write, self.guards > 0, text))
+
+    def _pick(self, a, b, lower: bool):
+        """The tighter of two bounds where provably so, else ``a``."""
+        return b if self.ana.can_prove(b >= a if lower else b <= a) else a
+
+    def _dims(self, buf, ranges, clip, loops):
         dims = []
         for d, r in enumerate(ranges):
             try:
                 last = r.min + r.extent - 1
-                if self.loops:
-                    lo, _ = bound_of(r.min, self.loops, self.ana)
-                    _, hi = bound_of(last, self.loops, self.ana)
+                if loops:
+                    lo, _ = bound_of(r.min, loops, self.ana)
+                    _, hi = bound_of(last, loops, self.ana)
                 else:
                     lo, hi = r.min, last
                 if clip and lo.dtype == buf.shape[d].dtype:
@@ -80,7 +97,7 @@ class _Collect(Visitor):
                 dims.append((self.ana.simplify(lo), self.ana.simplify(hi)))
             except Exception:        # noqa: BLE001 - an index we cannot bound: unknown
                 dims.append(None)
-        self.out.append(Access(buf, tuple(dims), write, self.guards > 0, text))
+        return dims
 
     def ranges(self, indices):
         out = []
@@ -149,17 +166,22 @@ class _Collect(Visitor):
         # domains, which the predicate keeps them in, bound the regions instead
         predicated = not (isinstance(br.predicate, IntImm) and br.predicate.value)
         doms = {iv.var: iv.dom for iv in blk.iter_vars} if predicated else {}
+        # ... and the loops the predicate cuts bound the bound regions too (T.where(i_1
+        # < 3) under a loop of 4: three instances run)
+        cut = tighten(dict(self.loops), br.predicate) if predicated else None
+        cut = cut if cut is not None and any(
+            cut[v] is not r for v, r in self.loops.items()) else None
         self.loops.update(doms)
         try:
             for regions, write in ((blk.reads, False), (blk.writes, True)):
                 for r in regions:
                     if id(r.buffer) in self.local:
                         continue
-                    rs = list(r.region) if predicated else [
-                        Range(substitute(x.min, vmap), substitute(x.extent, vmap))
-                        for x in r.region]
+                    bound = [Range(substitute(x.min, vmap), substitute(x.extent, vmap))
+                             for x in r.region]
+                    rs = list(r.region) if predicated else bound
                     self.relax(r.buffer, rs, write, f"{to_text(r)} (block '{blk.name}')",
-                               clip=True)
+                               clip=True, also=(bound, cut) if cut is not None else None)
         finally:
             for v in doms:
                 del self.loops[v]

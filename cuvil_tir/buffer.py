@@ -147,6 +147,26 @@ class Buffer(Node):
         return n * D.itemsize(self.dtype)
 
 
+def const_elements(dims) -> int | None:
+    """The number of elements of a box of extents ``dims`` when all are constants,
+    else None.
+
+    Example::
+
+        >>> from cuvil_tir.expr import IntImm, Var
+        >>> const_elements((IntImm(2, "int32"), IntImm(3, "int32")))
+        6
+        >>> const_elements((IntImm(2, "int32"), Var("n"))) is None
+        True
+    """
+    n = 1
+    for d in dims:
+        if not isinstance(d, IntImm):
+            return None
+        n *= d.value
+    return n
+
+
 def check_axis_separators(seps, ndim: int, where: str) -> tuple:
     """``seps`` as a tuple of ints, each in ``[1, ndim - 1]`` and increasing (a group of
     logical axes is never empty); refused (``ShapeError``) otherwise.

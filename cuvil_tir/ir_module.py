@@ -61,6 +61,8 @@ def calling_conv(func: PrimFunc) -> str:
 @node
 class IRModule(Node):
     """Named PrimFuncs (unique ``global_symbol`` names, in order) plus attributes.
+    ``functions`` may also be a dict ``{name: func}`` (TVM's spelling), which names
+    each function.
 
     Example::
 
@@ -69,13 +71,19 @@ class IRModule(Node):
         >>> mod = T.IRModule((f,), {"entry": "f"})
         >>> mod["f"] is mod.entry
         True
+        >>> T.IRModule({"g": f}).names
+        ('g',)
     """
 
     functions: tuple
     attrs: tuple = ()
 
     def __post_init__(self):
-        object.__setattr__(self, "functions", tuple(self.functions))
+        funcs = self.functions
+        if isinstance(funcs, dict):
+            funcs = [f.with_attr("global_symbol", name) if isinstance(f, PrimFunc) and
+                     f.name != name else f for name, f in funcs.items()]
+        object.__setattr__(self, "functions", tuple(funcs))
         object.__setattr__(self, "attrs", _annotations(self.attrs))
         names = set()
         for f in self.functions:

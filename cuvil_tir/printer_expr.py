@@ -252,6 +252,12 @@ class ExprPrinter:
                 return self.call("T." + e.op, *args)
         return self.call("T.call_intrin", json.dumps(e.dtype), json.dumps(e.op), *args)
 
+    def elem_offset(self, e: Call) -> str | None:
+        """TVMScript's ``A.elem_offset`` (the ``elem_offset`` op of buffer ``A``)."""
+        if len(e.args) == 1 and isinstance(e.args[0], StringImm):
+            return f"{e.args[0].value}.elem_offset"
+        return None
+
     def device_launch(self, e: Call) -> str | None:
         """``T.device_launch("k", {"blockIdx.x": g, ...}, A, n)``."""
         if len(e.args) < 2 or not isinstance(e.args[1], IntImm):
@@ -362,5 +368,6 @@ ops.register_backend("tir")
 ops.register_spellings("tir", {"call_extern": ExprPrinter.call_extern,
                                "access_ptr": ExprPrinter.access_ptr,
                                "assume": ExprPrinter.assume,
+                               "elem_offset": ExprPrinter.elem_offset,
                                "parallel_launch": ExprPrinter.parallel_launch,
                                "device_launch": ExprPrinter.device_launch})

@@ -107,9 +107,10 @@ class TensorIntrin:
         return intrin
 
     @classmethod
-    def get(cls, name: str) -> "TensorIntrin":
-        """The intrinsic ``name``; ``UnknownTensorIntrinError`` (a ``ScheduleError`` and a
-        ``ValueError``) listing the known ones if absent.
+    def get(cls, name: str, allow_missing: bool = False) -> "TensorIntrin | None":
+        """The intrinsic ``name``.  If absent: None with ``allow_missing=True`` (TVM's
+        option, to probe for an intrinsic), else ``UnknownTensorIntrinError`` (a
+        ``ScheduleError`` and a ``ValueError``) listing the known ones.
 
         Example::
 
@@ -118,13 +119,22 @@ class TensorIntrin:
             ... except ValueError as err:
             ...     print(err.code)
             CVL-E103
+            >>> TensorIntrin.get("example.missing", allow_missing=True) is None
+            True
         """
+        if not isinstance(allow_missing, bool):
+            raise schedule_error(ScheduleArgumentError, "TensorIntrin.get",
+                                 f"allow_missing: expected True or False, found "
+                                 f"{allow_missing!r}")
         intrin = cls._REGISTRY.get(name)
         if intrin is None:
+            if allow_missing:
+                return None
             raise schedule_error(UnknownTensorIntrinError, "tensorize",
                                  f"no tensor intrinsic named {name!r}; registered: "
                                  f"{sorted(cls._REGISTRY)} (declare one with "
-                                 "S.TensorIntrin.register(name, desc, impl))")
+                                 "S.TensorIntrin.register(name, desc, impl), or probe "
+                                 "with TensorIntrin.get(name, allow_missing=True))")
         return intrin
 
     @classmethod

@@ -211,7 +211,7 @@ def block_scope(func_or_sch, block="root") -> BlockScope:
         >>> sch = S.Schedule(matmul(4, 4, 4))
         >>> _ = sch.decompose_reduction("C", sch.get_loops("C")[2])
         >>> [str(d) for d in block_scope(sch).deps]
-        ['C_init -RAW-> C', 'C_init -WAW-> C']
+        ['C_init -RAW-> C_update', 'C_init -WAW-> C_update']
     """
     func = func_of(func_or_sch, "block_scope")
     return scope_dependences(func, block_of(func, block, "block_scope"))

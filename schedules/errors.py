@@ -41,6 +41,18 @@ class FactorError(ScheduleArgumentError):
     """
 
 
+class WorkOnError(ScheduleArgumentError, ValueError):
+    """A schedule of a module does not know which function is meant: none was chosen
+    with ``work_on``, the name is not one of the module's, or one primitive was given
+    handles of two functions.  A ``ValueError`` too, as TVM raises.
+
+    Example::
+
+        >>> issubclass(WorkOnError, ValueError)
+        True
+    """
+
+
 class LoopNestError(ScheduleError):
     """Loops are not adjacent / perfectly nested / in a single chain as required.
 

@@ -9,6 +9,10 @@ longer resolves, and using it raises ``ScheduleError``.
 for the results of instructions in a trace built by hand (see
 :class:`schedules.Trace`), compared by identity.  No schedule accepts them.
 
+A schedule of a module with several functions (see ``Schedule.work_on``) sets a
+handle's ``func`` to the name of the function it points into, so that ``B`` of one
+function and ``B`` of another are different handles; otherwise ``func`` is None.
+
 Example::
 
     >>> import cuvil_tir as T
@@ -32,21 +36,25 @@ class BlockRV:
         True
     """
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "func")
 
-    def __init__(self, name: str | None = None):
+    def __init__(self, name: str | None = None, func: str | None = None):
         self.name = name
+        self.func = func
 
     def __eq__(self, other):
         if self.name is None:
             return other is self
-        return isinstance(other, BlockRV) and other.name == self.name
+        return isinstance(other, BlockRV) and other.name == self.name and \
+            other.func == self.func
 
     def __hash__(self):
-        return id(self) if self.name is None else hash(("BlockRV", self.name))
+        return id(self) if self.name is None else hash(("BlockRV", self.name, self.func))
 
     def __repr__(self):
-        return "BlockRV()" if self.name is None else f"BlockRV({self.name!r})"
+        if self.name is None:
+            return "BlockRV()"
+        return f"BlockRV({self.name!r}" + (f", func={self.func!r})" if self.func else ")")
 
 
 class LoopRV:
@@ -61,18 +69,42 @@ class LoopRV:
         (True, False)
     """
 
-    __slots__ = ("var",)
+    __slots__ = ("var", "func")
 
-    def __init__(self, var: Var | None = None):
+    def __init__(self, var: Var | None = None, func: str | None = None):
         self.var = var
+        self.func = func
 
     def __eq__(self, other):
         if self.var is None:
             return other is self
-        return isinstance(other, LoopRV) and other.var is self.var
+        return isinstance(other, LoopRV) and other.var is self.var and \
+            other.func == self.func
 
     def __hash__(self):
         return id(self) if self.var is None else id(self.var)
 
     def __repr__(self):
-        return "LoopRV()" if self.var is None else f"LoopRV({self.var.name})"
+        if self.var is None:
+            return "LoopRV()"
+        return f"LoopRV({self.var.name}" + (f", func={self.func!r})" if self.func else ")")
+
+
+def home_free(value):
+    """``value`` with every handle in it replaced by one without ``func`` (what a
+    primitive, which sees one function, is given).
+
+    Example::
+
+        >>> home_free([BlockRV("B", func="f"), 3])
+        [BlockRV('B'), 3]
+    """
+    if isinstance(value, BlockRV) and value.func is not None:
+        return BlockRV(value.name)
+    if isinstance(value, LoopRV) and value.func is not None:
+        return LoopRV(value.var)
+    if isinstance(value, (list, tuple)):
+        return type(value)(home_free(v) for v in value)
+    if isinstance(value, dict):
+        return {k: home_free(v) for k, v in value.items()}
+    return value

@@ -290,6 +290,10 @@ class Spec:
         fixed = [p for p in self.params if not p[2]]
         variadic = next((p for p in self.params if p[2]), None)
         kwargs = dict(kwargs)
+        args = list(args)
+        # a required parameter given by name is recorded by position, as if so written
+        while len(args) < len(fixed) and fixed[len(args)][0] in kwargs:
+            args.append(kwargs.pop(fixed[len(args)][0]))
         if variadic is None and len(args) > len(fixed):
             # optional parameters given by position are recorded by name (as attrs)
             names = [n for n in self.options if n not in {p[0] for p in fixed}]
@@ -341,6 +345,25 @@ class Spec:
         return self.returns.prefix
 
 
+class Renamed:
+    """What a primitive that renames blocks returns as its result: the ``result`` it
+    gives the caller and ``renames``, ``{old block name: new name}``.  The Schedule
+    keeps every rename, so that a handle (or a name) of the block from before still
+    finds it; the registered function gives direct callers ``result`` alone.
+
+    Example::
+
+        >>> r = Renamed(BlockRV("C_init"), {"C": "C_update"})
+        >>> r.result, r.renames
+        (BlockRV('C_init'), {'C': 'C_update'})
+    """
+
+    __slots__ = ("result", "renames")
+
+    def __init__(self, result, renames: dict):
+        self.result, self.renames = result, dict(renames)
+
+
 def primitive(name: str, /, returns: Kind = NONE, sampler: bool = False, mutate=None,
               error=ScheduleArgumentError, pure: bool = False, **kinds):
     """Register ``fn`` as the primitive ``name`` with the kinds of its arguments.
@@ -369,7 +392,8 @@ def primitive(name: str, /, returns: Kind = NONE, sampler: bool = False, mutate=
                 args, kwargs = spec.check(list(args), kwargs)
                 return fn(func, rng, *args, decision=decision, **kwargs)
             args, kwargs = spec.check(list(args), kwargs)
-            return fn(func, *args, **kwargs)
+            new_func, result = fn(func, *args, **kwargs)
+            return new_func, result.result if isinstance(result, Renamed) else result
 
         checked.spec = spec
         checked.raw = fn
@@ -393,7 +417,9 @@ def make_method(name: str):
     spec = fn.spec
 
     def method(self, *args, **kwargs):
-        return self._apply(name, *args, **kwargs)
+        # not _apply(name, ...): a primitive's own option may be called "name"
+        # (get_block(name="B"))
+        return self._run(name, list(args), kwargs)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = fn.__doc__

@@ -189,7 +189,8 @@ CATALOGUE = [
         r"argument 1, 'loop' to unroll: expected a loop handle \(from sch.get_loops\), "
         r"found BlockRV\('C'\) \(BlockRV\): a block; pass one of sch.get_loops\(block\)"),
     Mistake("a schedule for a non-function", lambda: S.Schedule("C = A @ B"), SC,
-            "CVL-E103", r"expected a PrimFunc \(e.g. from T.create_prim_func\), got str"),
+            "CVL-E103", r"expected a PrimFunc \(e.g. from T.create_prim_func\) or an "
+            r"IRModule, got str"),
     # -- the text form -------------------------------------------------------------------
     Mistake("syntax error", lambda: T.parse("def f(:\n"), PE, "CVL-E108",
             r"<text>:1:7: invalid syntax: unexpected ':'"),

@@ -101,6 +101,26 @@ def iter_map(realize: BlockRealize) -> dict:
     return {iv.var: val for iv, val in zip(realize.block.iter_vars, realize.iter_values)}
 
 
+def accessed_region(block: Block, buffer) -> BufferRegion | None:
+    """The bounding box of what ``block`` declares it reads and writes of ``buffer``
+    (over its iter vars), or None.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> blk = tree.get(f, tree.find_block(f, "B")).block
+        >>> str(accessed_region(blk, f.params[0]))
+        'A[v_i]'
+    """
+    out = None
+    for r in block.reads + block.writes:
+        if r.buffer is buffer:
+            out = union(out, r)
+    return out
+
+
 def region_of(regions, buffer):
     """The entry of ``regions`` (a block's reads or writes) for ``buffer``, or None.
 
@@ -192,10 +212,20 @@ def union(a: BufferRegion | None, b: BufferRegion) -> BufferRegion:
         if tree_same(ra.min, rb.min) and tree_same(ra.extent, rb.extent):
             out.append(ra)
             continue
-        lo = simplify(minimum(ra.min, rb.min))
-        hi = simplify(maximum(ra.min + ra.extent, rb.min + rb.extent))
+        lo = _pick(ra.min, rb.min, minimum, lambda d: d >= 0)
+        hi = _pick(simplify(ra.min + ra.extent), simplify(rb.min + rb.extent), maximum,
+                   lambda d: d <= 0)
         out.append(Range(lo, simplify(hi - lo)))
     return BufferRegion(a.buffer, tuple(out))
+
+
+def _pick(a, b, combine, a_wins):
+    """``a`` or ``b`` when their difference is a constant (``vi`` rather than
+    ``min(vi, vi + 1)``), else ``combine(a, b)``."""
+    d = simplify(b - a)
+    if isinstance(d, IntImm):
+        return a if a_wins(d.value) else b
+    return simplify(combine(a, b))
 
 
 def tree_same(a, b) -> bool:
@@ -296,13 +326,16 @@ def thread_relaxed_loops(func: PrimFunc, loop_path: tuple, scope: str) -> dict:
 
 
 def needed_region(func: PrimFunc, loop_path: tuple, buffer, block_paths,
-                  kind: str = "reads", relax_threads: bool = False) -> BufferRegion | None:
+                  kind: str = "reads", relax_threads: bool = False,
+                  by_predicate: bool = False) -> BufferRegion | None:
     """The region of ``buffer`` that the blocks at ``block_paths`` (all under the loop at
     ``loop_path``) read (``kind="reads"``) or write (``"writes"``) during one iteration
     of that loop: over the loop variables from ``loop_path`` up.  None when none of the
     blocks accesses ``buffer``.  With ``relax_threads``, the thread-bound loops at and
     above ``loop_path`` that share ``buffer`` (by its scope) are relaxed too: a
-    ``shared`` tile covers what all threads of the block need.
+    ``shared`` tile covers what all threads of the block need.  With ``by_predicate``,
+    each block's ``T.where`` cuts the loops it bounds (:mod:`.predicate_doms`): only
+    the instances that run count.
 
     Example::
 
@@ -322,6 +355,9 @@ def needed_region(func: PrimFunc, loop_path: tuple, buffer, block_paths,
         if reg is None:
             continue
         doms = {**threads, **loop_doms(inner_loops(func, loop_path, bp))}
+        if by_predicate:
+            from .predicate_doms import tighten
+            doms = tighten(doms, br.predicate)
         out = union(out, relax(bound_region(br, reg), doms))
     return out
 

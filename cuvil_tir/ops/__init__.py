@@ -397,12 +397,14 @@ __all__ = ["COLLECTIVES", "EFFECTS", "EXPAND", "OPERAND_RULES", "OpDef", "Unsupp
            "register_spellings", "spelling", "unregister_backend", "unregister_op"]
 
 # a pointer into a buffer (TVMScript's tvm_access_ptr), an assumption (T.assume),
-# TVM's fixed-point multiply (T.q_multiply_shift) and the bitwise integer ops
-# (T.shift_left ...); each registered by its module
+# TVM's fixed-point multiply (T.q_multiply_shift), the bitwise integer ops
+# (T.shift_left ...) and a buffer's element offset (A.elem_offset); each registered by
+# its module
 from . import access_ptr as _access_ptr  # noqa: E402,F401
 from . import assume as _assume  # noqa: E402,F401
 from . import qmul as _qmul  # noqa: E402,F401
 from . import bitwise as _bitwise  # noqa: E402,F401
+from . import elem_offset as _elem_offset  # noqa: E402,F401
 # how each backend writes each op: the table the backends fill from their own folders
 from .spelling import (EXPAND, Unsupported, find_spelling, register_backend,  # noqa: E402
                        register_spelling, register_spellings, spelling,

@@ -147,7 +147,7 @@ class Builder(TVMScriptMixin, BuiltinCalls, ExprEvaluator):
         if not isinstance(shape, (tuple, list)):
             shape = (shape,)
         kw = spec.kwargs
-        self.buffer_extras(kw, tree)
+        self.buffer_extras(kw, tree, name=name)
         strides = kw.get("strides") or ()
         return self.wrap(lambda: Buffer(tuple(to_expr(s, "int32") for s in shape),
                                         D.canonical(dtype), name,

@@ -20,7 +20,9 @@ A user migrating from TVM pastes what TVM printed; these read it into ordinary C
   constants before its first use (a block ``<name>_const`` at block level);
 * ``A.data``, ``A.elem_offset``, ``A.shape``, ``A.dtype``, ``A.strides`` and
   ``A.access_ptr(mask, offset=..., extent=...)`` (a buffer region, which is how Cuvil
-  passes memory to ``T.call_extern``).
+  passes memory to ``T.call_extern``); a declared buffer's ``A.elem_offset`` (and its
+  ``elem_offset=v`` variable) is the ``elem_offset`` op (:mod:`cuvil_tir.ops.elem_offset`):
+  0 where the function runs, the tile's offset in a tensor intrinsic's impl.
 
 Example::
 
@@ -44,6 +46,8 @@ from ..expr import Expr, IntImm, Var
 from ..stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, For, Range,
                     seq)
 from .evaluate import Spec, make_access, to_expr
+from ..ops.elem_offset import elem_offset
+from .buffer_alias import alias_of
 from .tvm_calls import make_pointer
 
 #: ``x = T.<kind>(...)`` statements this module builds
@@ -90,6 +94,9 @@ class BufferView:
     def full(self) -> BufferRegion:
         return BufferRegion(self.source, self.region)
 
+    def view_strides(self) -> tuple:
+        return self.source.default_strides()[self.lead:]
+
     def elem_offset(self) -> Expr:
         total = None
         for r, st in zip(self.region, self.source.default_strides()):
@@ -121,7 +128,7 @@ class TVMScriptMixin:
     """The Builder's TVMScript statements (see the module docstring)."""
 
     # buffers -------------------------------------------------------------------------------
-    def buffer_extras(self, kw: dict, tree, view_offset=None) -> None:
+    def buffer_extras(self, kw: dict, tree, view_offset=None, name=None) -> None:
         """Check TVMScript's buffer keywords; bind offset variables (see module doc)."""
         for key in ("offset_factor", "buffer_type", "axis_separators", "elem_offset",
                     "data"):
@@ -145,7 +152,10 @@ class TVMScriptMixin:
                     raise self.error(f"axis_separators: expected a list of ints such as "
                                      f"[1], found {v!r}", tree)
             elif key == "elem_offset":
-                offset = view_offset if view_offset is not None else IntImm(0, "int32")
+                # a declared buffer's offset variable is its elem_offset: 0 where the
+                # function runs, the tile's offset in a tensor intrinsic's impl
+                offset = view_offset if view_offset is not None else \
+                    elem_offset(name) if name else IntImm(0, "int32")
                 if isinstance(v, Var):
                     self.bind(v.name, offset)
                 elif v is not None and not (isinstance(v, (int, IntImm)) and int(v) == 0
@@ -169,10 +179,9 @@ class TVMScriptMixin:
         if name == "name":
             return base.name
         if name == "elem_offset":
-            return base.elem_offset() if view else IntImm(0, "int32")
+            return base.elem_offset() if view else elem_offset(base.name)
         if name == "strides":
-            return base.source.default_strides()[base.lead:] if view else \
-                base.default_strides()
+            return base.view_strides() if view else base.default_strides()
         if name == "data":
             return BufferRegion.full(base.source) if view else BufferRegion.full(base)
         if name == "access_ptr":
@@ -260,8 +269,14 @@ class TVMScriptMixin:
                                  "extents", t)
             self.bind(name, data, "buffer")
             return None
+        if isinstance(data, BufferRegion) and data == BufferRegion.full(data.buffer):
+            return self.alias_buffer(name, v, data.buffer, t)        # data=A.data
+        if isinstance(data, Var) and data.dtype == "handle":
+            return self.decl_over_handle(name, v, data, ctx, t)      # data=a (a handle)
         if data is not None:
-            raise self.error(f"{name}: data= must be the result of T.allocate_const", t)
+            raise self.error(f"{name}: data= must be a buffer's data (A.data), a handle "
+                             f"parameter or the result of T.allocate_const, found "
+                             f"{data!r}", t)
         if ctx is None:
             raise self.error("T.decl_buffer without data= allocates: put it directly "
                              "inside a block or the function body", t)
@@ -269,6 +284,34 @@ class TVMScriptMixin:
         ctx.allocs.append(buf)
         self.bind(name, buf, "buffer")
         return None
+
+    def alias_buffer(self, name, v: Spec, source, t):
+        """``name = T.decl_buffer(shape, dtype, data=A.data)``: an alias of ``A``'s
+        memory (see :mod:`.buffer_alias`)."""
+        args, kw = list(v.args), v.kwargs
+        shape = kw.get("shape", args[0] if args else None)
+        dtype = kw.get("dtype", args[1] if len(args) > 1 else "float32")
+        if shape is None:
+            raise self.error(f"{name}: T.decl_buffer needs a shape", t)
+        shape = shape if isinstance(shape, (tuple, list)) else (shape,)
+        extra = {k for k in set(kw) - {"shape", "dtype", "data", "scope", "align", "name",
+                                       "offset_factor", "elem_offset", "buffer_type"}
+                 if kw[k] not in (None, (), [])}
+        if extra:
+            raise self.error(f"{name}: an alias of {source.name}'s data takes no "
+                             f"{sorted(extra)} (it has {source.name}'s layout)", t)
+        view = self.wrap(lambda: alias_of(name, source, tuple(to_expr(s, "int32")
+                                                              for s in shape),
+                                          D.canonical(dtype)), t)
+        self.bind(name, view, "buffer")
+        return None
+
+    def decl_over_handle(self, name, v: Spec, handle, ctx, t):
+        """``name = T.decl_buffer(shape, dtype, data=a)`` of a handle parameter ``a``:
+        as ``T.match_buffer(a, shape, dtype)``, the parameter becomes the buffer."""
+        kw = {k: x for k, x in v.kwargs.items() if k != "data"}
+        return self.match_buffer(name, Spec("match_buffer", (handle,) + tuple(v.args), kw),
+                                 ctx, t)
 
     def const_buffer(self, name, v: Spec, t):
         args, kw = list(v.args), dict(v.kwargs)

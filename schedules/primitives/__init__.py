@@ -17,6 +17,7 @@ from . import inline
 from . import reduction
 from . import blockize
 from . import cache
+from . import cache_inplace
 from . import storage
 from . import tensorize
 from . import layout

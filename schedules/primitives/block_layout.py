@@ -31,6 +31,7 @@ import dataclasses
 from cuvil_tir.analysis import map_inverse as imap
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import simplify
+from cuvil_tir.buffer import const_elements
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.expr import IntImm, Var, const
 from cuvil_tir.stmt import BlockRealize, For, IterVar, Range
@@ -141,7 +142,7 @@ def transform_block_layout(func, block, index_map):
     shape = map_image([iv.dom.extent for iv in ivs], params, exprs,
                       f"the iteration domain of block {blk.name!r}", prim,
                       shape_vars_nonnegative(func))
-    old_n, new_n = _size([iv.dom.extent for iv in ivs]), _size(shape)
+    old_n, new_n = const_elements([iv.dom.extent for iv in ivs]), const_elements(shape)
     if old_n is not None and new_n is not None and old_n != new_n:
         raise schedule_error(LayoutError, prim, f"index_map maps the {old_n} iterations of "
                              f"block {blk.name!r} into a box of {new_n} "
@@ -194,15 +195,6 @@ def _simplified(region, ana):
     from cuvil_tir.stmt import BufferRegion
     return BufferRegion(region.buffer, tuple(Range(ana.simplify(r.min), ana.simplify(r.extent))
                                              for r in region.region))
-
-
-def _size(dims):
-    n = 1
-    for d in dims:
-        if not isinstance(d, IntImm):
-            return None
-        n *= d.value
-    return n
 
 
 __all__ = ["transform_block_layout"]

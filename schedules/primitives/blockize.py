@@ -267,6 +267,7 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
     pred = _inner_predicate(realize.predicate, inner_ids, outer_loops, unit_loops, outer_of,
                             prim, blk.name)
     inner = BlockRealize(tuple(inner_vals), pred, inner_blk)
+    idom = _cut_by_predicate(idom, shift, inner_ivs, inner_vals, pred)
     g = tree.replace(func, bpath, inner)
     outer_name = fresh_block_name(func, blk.name + "_o")
     outer_init = None
@@ -286,6 +287,30 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
     outer = BlockRealize(tuple(outer_vals), _outer_predicate(realize.predicate, inner_loops),
                          outer_blk)
     return tree.replace(g, lpath, outer), outer_name
+
+
+def _cut_by_predicate(idom, shift, inner_ivs, inner_vals, pred) -> dict:
+    """``idom`` with each inner variable bound to a loop of its own cut to the values
+    the inner block's ``T.where`` lets run (``T.where(i_1 < 3)`` under ``for i_1 in
+    range(4)``: 3): the outer block's regions cover only the instances that run, as its
+    parent's do."""
+    from cuvil_tir.analysis.predicate_doms import tighten
+    by_loop = {id(val): iv.var for iv, val in zip(inner_ivs, inner_vals)
+               if isinstance(val, Var) and id(iv.var) in idom and iv.var not in shift}
+    if not by_loop or (isinstance(pred, IntImm) and pred.value):
+        return idom
+    loops = {v: val for val in (inner_vals) if isinstance(val, Var) and id(val) in by_loop
+             for v in (by_loop[id(val)],)}
+    doms = {val: Range(const(0, val.dtype), const(idom[id(v)][1], val.dtype))
+            for v, val in loops.items() if isinstance(idom[id(v)][1], int)}
+    cut = tighten(doms, pred)
+    out = dict(idom)
+    for v, val in loops.items():
+        r = cut.get(val)
+        if r is not None and _const_int(r.min) == 0 and \
+                _const_int(r.extent) < idom[id(v)][1]:
+            out[id(v)] = (v, max(_const_int(r.extent), 1))
+    return out
 
 
 def _inner_predicate(pred, inner_ids, outer_loops, unit_loops, outer_of, prim, name):

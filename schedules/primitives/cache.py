@@ -46,8 +46,9 @@ from ..handles import BlockRV
 from ..analysis import block_path, fresh_name
 from ..primitive import BLOCK, SCOPE, Kind, Mismatch, primitive
 from ..errors import CacheStageError, fail
-from cuvil_tir.analysis.regions import (loop_doms, needed_region, provably_le, readers,
-                                        scope_doms, simplify, union, writers)
+from cuvil_tir.analysis.regions import (accessed_region, loop_doms, needed_region,
+                                        provably_le, readers,
+                                        scope_doms, simplify, writers)
 from .compute_location import block_names, make_nest, subtrees, with_fields
 
 
@@ -205,10 +206,7 @@ def _tile(func, scope_path, buf):
     if not scope_path:
         return None
     blk = tree.get(func, scope_path).block
-    tile = None
-    for r in blk.reads + blk.writes:
-        if r.buffer is buf:
-            tile = union(tile, r)
+    tile = accessed_region(blk, buf)
     if tile is None:
         return None
     own = {id(iv.var) for iv in blk.iter_vars}
@@ -236,7 +234,8 @@ def _check_produced(func, cpath, buf, rs, region, prim):
     """The readers ``rs`` under ``cpath`` need no more of ``buf`` than ``region`` (what
     its writer produces there)."""
     under = [p for p, _ in rs if p[:len(cpath)] == cpath]
-    need = needed_region(func, cpath, buf, under, "reads")
+    # both sides count the instances that run (each block's T.where cuts its loops)
+    need = needed_region(func, cpath, buf, under, "reads", by_predicate=True)
     for have, want in zip(region.region, need.region if need else ()):
         if not (provably_le(have.min, want.min) and provably_le(
                 simplify(want.min + want.extent), simplify(have.min + have.extent))):
@@ -247,11 +246,31 @@ def _check_produced(func, cpath, buf, rs, region, prim):
 
 def _writers_come_after(func, scope_path, wnames, rnames) -> bool:
     """Every writer runs after every chosen reader, in later statements of the scope's
-    body (no loop holds both, so no iteration of a writer precedes a reader)."""
+    body (no loop holds both, so no iteration of a writer precedes a reader; a loop of
+    one iteration holding both is looked into, as cache_inplace leaves one)."""
+    body = tree.get(func, scope_path).block.body
+    while True:
+        items = subtrees(body)
+        rpos = [k for k, s in enumerate(items) if block_names(s) & rnames]
+        wpos = [k for k, s in enumerate(items) if block_names(s) & wnames]
+        if not rpos or not wpos:
+            return False
+        if max(rpos) < min(wpos):
+            return True
+        both = items[rpos[0]]
+        if not (rpos == wpos == [rpos[0]] and isinstance(both, For) and
+                isinstance(both.extent, IntImm) and both.extent.value == 1):
+            return False
+        body = both.body
+
+
+def _readers_before(func, scope_path, wnames, rnames) -> set:
+    """The readers in ``rnames`` whose statement of the scope's body comes before the
+    first statement holding a writer."""
     items = subtrees(tree.get(func, scope_path).block.body)
-    rpos = [k for k, s in enumerate(items) if block_names(s) & rnames]
-    wpos = [k for k, s in enumerate(items) if block_names(s) & wnames]
-    return bool(rpos) and bool(wpos) and max(rpos) < min(wpos)
+    first = min((k for k, s in enumerate(items) if block_names(s) & wnames),
+                default=len(items))
+    return {n for s in items[:first] for n in block_names(s) & rnames}
 
 
 def _offsets_of_own(func, scope_path, tile) -> bool:
@@ -281,6 +300,10 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
         {b.block.name for _, b in rs} if is_read else set())
     rs_cache = [(p, b) for p, b in rs if b.block.name in cache_readers]
     rnames = cache_readers if is_read else {b.block.name for _, b in rs} - cache_readers
+    if not is_read:
+        # a reader in an earlier statement of the scope reads the buffer before the
+        # writer runs (an in-place pattern): it never sees the cache
+        rnames -= _readers_before(func, scope_path, wnames, rnames)
     rs = rs_cache if is_read else rs
     if is_read and _writers_come_after(func, scope_path, wnames, rnames):
         # an in-place pattern (read, then overwrite): the copy is of the buffer as the
@@ -300,7 +323,8 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     outer = {**around, **scope_doms(func, bpath), **loop_doms(outer_loops)}
     tile = _tile(func, scope_path, buf)
     if ws:
-        region = needed_region(func, cpath, buf, [ws[0][0]], "writes")
+        # what the writer's running instances write: its T.where cuts its loops
+        region = needed_region(func, cpath, buf, [ws[0][0]], "writes", by_predicate=True)
         region = region if tile is None else _within(region, tile)
     else:
         region = tile if tile is not None else BufferRegion.full(buf)
@@ -310,7 +334,8 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
         # the readers of the cache see it as the writer leaves it
         _, kpath = _locate(func, scope_path, wnames, cache_readers, prim)
         _check_produced(func, kpath, buf, rs_cache,
-                        needed_region(func, kpath, buf, [ws[0][0]], "writes"), prim)
+                        needed_region(func, kpath, buf, [ws[0][0]], "writes",
+                                      by_predicate=True), prim)
     blocks, bufs = _names(func)
     name = fresh_name(f"{buf.name}_{scope}", bufs | blocks)
     # inside a nested block the cache holds that block's tile, at offset tile.min

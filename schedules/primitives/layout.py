@@ -24,6 +24,8 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from cuvil_tir import arith
@@ -33,13 +35,18 @@ from cuvil_tir.errors import ShapeError
 from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, FloorDiv, FloorMod, IntImm,
                             Max, Min, Mul, Not, Or, Sub, Var, const)
+from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.regions import union
+from cuvil_tir.block_regions import infer_block_regions
 from cuvil_tir.stmt import BufferRegion, Range
 from cuvil_tir.visitor import Mutator, substitute
 
 from ..errors import schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
 from .layout_padding import inverse_of, pad_value_at, padding_predicate, write_padding
+from .entry_checks import entry_check, with_entry_check
 from .index_maps import AXIS_SEPARATOR, apply_index_map, bind_free_vars, function_vars
+from .split_maps import split_shape, symbolic_divisors
 from .buffer_ref import (block_buffer, is_allocated, is_param as _is_param, passed_to_calls,
                          swap_buffer)
 
@@ -114,6 +121,9 @@ def _new_shape(func, buf, params, exprs, assume_injective: bool):
     would overwrite each other."""
     what = f"buffer {buf.name!r}"
     shape = _enumerated_image(buf.shape, params, exprs, what)
+    if shape is not None:
+        return shape
+    shape = split_shape(buf.shape, params, exprs)     # i -> (i // n, i % n)
     if shape is not None:
         return shape
     if not assume_injective and inverse_of(buf.shape, params, exprs) is None:
@@ -216,7 +226,25 @@ class _Relayout(Mutator):
     def visit_Block(self, b):
         for iv in b.iter_vars:
             self._bind(iv.var, iv.dom)
-        return Mutator.generic_visit(self, b)
+        new = Mutator.generic_visit(self, b)
+        if new is b or not tree.blocks_under(new.body):
+            return new
+        # a region's image is a bounding box, bounded one way for this block's region
+        # and another for a nested block's (i % 3 over [0, 2) vs over [v - 1, v + 2)):
+        # the block's must still cover what its nested blocks declare
+        reads, writes = infer_block_regions(new)
+        return dataclasses.replace(new, reads=self._cover(new.reads, reads),
+                                   writes=self._cover(new.writes, writes))
+
+    def _cover(self, declared, inferred):
+        inner = {id(r.buffer): r for r in inferred if r.buffer is self.new}
+        return tuple(union(r, inner[id(r.buffer)]) if id(r.buffer) in inner and
+                     not self._inside(inner[id(r.buffer)], r) else r for r in declared)
+
+    def _inside(self, a, b) -> bool:
+        return all(self.ana.can_prove(y.min <= x.min) and
+                   self.ana.can_prove(x.min + x.extent <= y.min + y.extent)
+                   for x, y in zip(a.region, b.region))
 
     def _map(self, indices):
         for ix in indices:
@@ -370,7 +398,20 @@ def transform_layout(func, block, buffer_index: int, index_map,
                     _Relayout(buf, new_buf, params, exprs).visit(func.body))
     if padding and pad_at is not None:
         g = write_padding(func, g, buf, new_buf, params, exprs, pad_at, prim, blk)
-    return g, None
+    return _positive_divisors(func, g, buf, params, exprs, blk), None
+
+
+def _positive_divisors(func, g, buf, params, exprs, blk):
+    """``g`` with a check on entry that each symbolic divisor of the map is positive
+    (``i -> (i // n, i % n)`` is one-to-one for ``n > 0`` only), unless provable."""
+    ana = shape_vars_nonnegative(func)
+    for c in symbolic_divisors(params, exprs):
+        if not ana.can_prove(c > 0):
+            g = with_entry_check(g, entry_check(
+                func, c > 0, f"transform_layout of buffer {buf.name}: the index map "
+                f"divides by {c}, which must be positive; found {{}}", (c,),
+                "transform_layout", LayoutError, blk))
+    return g
 
 
 __all__ = ["transform_layout", "LayoutError", "ENUMERATE_LIMIT", "AXIS_SEPARATOR",

@@ -39,7 +39,7 @@ from cuvil_tir.analysis.linear_maps import linear_inverse
 from cuvil_tir.analysis.map_inverse import NotInvertible, inverse
 from cuvil_tir.block_regions import infer_block_regions
 from cuvil_tir.errors import CuvilError, ScheduleError
-from cuvil_tir.expr import (EQ, LE, NE, Add, BufferLoad, Expr, FloorDiv, FloorMod, IntImm, Not,
+from cuvil_tir.expr import (EQ, LE, NE, BufferLoad, Expr, IntImm, Not,
                             Or, Var, as_expr, const)
 from cuvil_tir.node import same
 from cuvil_tir.op import any as any_of, if_then_else
@@ -50,6 +50,7 @@ from cuvil_tir.visitor import Mutator, Visitor, substitute, used_vars
 
 from ..errors import ScheduleArgumentError, schedule_error
 from .index_maps import call_index_map, index_names
+from .split_maps import split_inverse, split_of
 from .reduction import insert_after, insert_before
 
 
@@ -140,8 +141,8 @@ def padding_predicate(old_shape, params, exprs, idx) -> Expr | None:
 
 def _split_predicate(old_shape, params, exprs, idx):
     """The padding condition when each result of the map is an index ``p``, a split
-    ``((p + o) // c, (p + o) % c)`` (constant ``o >= 0``, ``c > 0``) or a constant;
-    None for other maps."""
+    ``((p + o) // c, (p + o) % c)`` (constant ``o >= 0``; ``c`` a positive constant or
+    a symbolic divisor, see :mod:`.split_maps`) or a constant; None for other maps."""
     used: dict = {}
     conds = []
     for k, x in enumerate(exprs):
@@ -154,43 +155,23 @@ def _split_predicate(old_shape, params, exprs, idx):
         if len(outs) == 1 and exprs[outs[0]] is p:
             used[outs[0]] = p
             continue
-        split = _split_of(exprs, outs, p)
+        split = split_of(exprs, outs, p, params)
         if split is None:
             return None
         div, mod, c, o = split
         used[div] = used[mod] = p
         a, b = idx[div], idx[mod]
+        c = c if not isinstance(c, IntImm) else const(c.value, extent.dtype)
         if o == 0:
-            if not (isinstance(extent, IntImm) and extent.value % c == 0):
-                conds.append(EQ(a, extent // const(c, extent.dtype)) &
-                             LE(extent % const(c, extent.dtype), b))
+            if not (isinstance(extent, IntImm) and isinstance(c, IntImm) and
+                    extent.value % c.value == 0):
+                conds.append(EQ(a, extent // c) & LE(extent % c, b))
         else:
-            x = a * const(c, a.dtype) + b
+            x = a * c + b
             conds.append(Or(x < const(o, a.dtype), extent + const(o, a.dtype) <= x))
     if len(used) != len(exprs):
         return None
     return any_of(conds)
-
-
-def _split_of(exprs, outs, p):
-    """``(div_position, mod_position, c, o)`` when ``outs`` are ``(p + o) // c`` and
-    ``(p + o) % c``; else None."""
-    if len(outs) != 2:
-        return None
-    div = next((k for k in outs if isinstance(exprs[k], FloorDiv)), None)
-    mod = next((k for k in outs if isinstance(exprs[k], FloorMod)), None)
-    if div is None or mod is None:
-        return None
-    d, m = exprs[div], exprs[mod]
-    if not same(d.a, m.a) or not same(d.b, m.b) or not isinstance(d.b, IntImm) or \
-            d.b.value <= 0:
-        return None
-    base, o = d.a, 0
-    if isinstance(base, Add) and isinstance(base.b, IntImm):
-        base, o = base.a, base.b.value
-    if base is not p or o < 0:
-        return None
-    return div, mod, d.b.value, o
 
 
 def _inverse_predicate(old_shape, params, exprs, idx):
@@ -226,7 +207,8 @@ def inverse_of(old_shape, params, exprs, idx=None):
     try:
         return inverse(old, exprs, list(idx))
     except (NotInvertible, ScheduleError, ValueError):
-        return None
+        # symbolic divisors (i // n, i % n): a split, or nothing
+        return split_inverse(old_shape, params, exprs, list(idx))
 
 
 def _bound(idx, shape):
@@ -343,6 +325,11 @@ def _row_major_nest(func, buf):
         return None
     loop_paths, realize_path, k = first
     top, inner = loop_paths[0], loop_paths[-1]
+    if any(tree.get(func, outer).body is not tree.get(func, nxt)
+           for outer, nxt in zip(loop_paths, loop_paths[1:])):
+        # a loop of the nest holds something else too (a consumer computed at it):
+        # rebuilding the nest would drop it
+        return None
     for p, s in stores:
         if p[:len(inner)] != inner or not same(s.indices, stores[0][1].indices):
             return None

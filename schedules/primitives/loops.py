@@ -28,18 +28,20 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.arith import Analyzer
-from cuvil_tir.expr import IntImm, Var, const
+from cuvil_tir.expr import FloorMod, IntImm, Var, const
 from cuvil_tir.stmt import BlockRealize, For, IfThenElse, Range
-from cuvil_tir.visitor import Mutator, substitute
+from cuvil_tir.visitor import Mutator, substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import bounds
 from ..analysis import const_int, loop_path, stmt_path, uses_var
+from .entry_checks import entry_check, with_entry_check
+from .index_maps import function_vars
 from .reorder_legality import reorder_blocker
 from ..errors import (FactorError, LoopNestError, ScheduleArgumentError, ScheduleError,
                       schedule_error)
 from ..handles import LoopRV
-from ..primitive import BLOCK_OR_LOOP, FACTORS, LOOP, LOOPS, POS_INT, primitive
+from ..primitive import BLOCK_OR_LOOP, BOOL, FACTORS, LOOP, LOOPS, POS_INT, primitive
 
 
 def _loop(func, rv, name):
@@ -133,8 +135,8 @@ class _Guard(Mutator):
     visit_Evaluate = _leaf
 
 
-@primitive("split", loop=LOOP, factors=FACTORS, returns=LOOPS)
-def split(func, loop, factors):
+@primitive("split", loop=LOOP, factors=FACTORS, disable_predication=BOOL, returns=LOOPS)
+def split(func, loop, factors, disable_predication=False):
     """Split ``loop`` into ``len(factors)`` nested loops ``i_0, i_1, ...``.
 
     One factor may be ``None`` or ``-1`` (inferred: ``ceildiv(extent, others)``).  Factors
@@ -146,6 +148,17 @@ def split(func, loop, factors):
                 vi = T.axis.spatial(10, i)        vi = T.axis.spatial(10, i_0 * 4 + i_1)
                 ...                               T.where(i_0 * 4 + i_1 < 10)
 
+    ``disable_predication=True`` (TVM's option) adds no guard: the schedule's author
+    states that the factors divide the extent.  A constant extent they do not divide
+    is refused (``FactorError``: the unguarded loops would run past the block's
+    domain); for a symbolic extent the statement is checked at run time, once, by a
+    ``T.assert_`` at the top of the function, so a call that breaks it stops with
+    ``T.RuntimeCheckError`` instead of computing out of bounds::
+
+        for i in T.serial(n):             T.assert_(n % 4 == 0, "split of loop i ...", n)
+            ...                           for i_0, i_1 in T.grid((n + 3) // 4, 4):
+                                              vi = T.axis.spatial(n, i_0 * 4 + i_1)
+
     Example::
 
         >>> import cuvil_tir as T
@@ -155,6 +168,13 @@ def split(func, loop, factors):
         ...                                                 name="B")]))
         >>> sch.split(sch.get_loops(sch.get_block("B"))[0], [None, 4])
         [LoopRV(i_0), LoopRV(i_1)]
+        >>> n = T.size_var("n")
+        >>> X = T.placeholder((n,), name="X")
+        >>> sch = S.Schedule(T.create_prim_func([X, T.compute((n,), lambda i: X[i],
+        ...                                                 name="Y")]))
+        >>> _ = sch.split(sch.get_loops("Y")[0], [None, 4], disable_predication=True)
+        >>> print(sch.func.body.block.body.seq[0])
+        T.assert_(n % 4 == 0, "split of loop i with disable_predication=True: its extent n must be a multiple of 4; found {}", n)
     """
     path, node = _loop(func, loop, "split")
     _check_plain(node, "split", func)
@@ -209,13 +229,46 @@ def split(func, loop, factors):
     fused = _linear(new_vars, strides)
     value = fused if (isinstance(node.min, IntImm) and node.min.value == 0) else node.min + fused
     body = substitute(node.body, {node.loop_var: value})
-    if (total is None and not _always_inside(fused, new_vars, lengths, node.extent)) or \
-            (total is not None and total != extent):
+    guarded = (total is None and not _always_inside(fused, new_vars, lengths, node.extent)) \
+        or (total is not None and total != extent)
+    promise = None
+    if guarded and disable_predication:
+        promise = _divisibility_promise(func, node, known, total)
+    elif guarded:
         body = _Guard(_horner(new_vars, lengths) < node.extent).visit(body)
     for v, n in reversed(list(zip(new_vars, lengths))):
         body = For(v, const(0, dt), n if not isinstance(n, int) else const(n, dt),
                    "serial", body)
-    return tree.replace(func, path, body), [LoopRV(v) for v in new_vars]
+    new = tree.replace(func, path, body)
+    if promise is not None:
+        new = with_entry_check(new, promise)
+    return new, [LoopRV(v) for v in new_vars]
+
+
+def _divisibility_promise(func, node, known, total):
+    """The run-time check of ``split(..., disable_predication=True)`` over a symbolic
+    extent (see split); refuses what is sure to be wrong or cannot be checked once."""
+    name = node.loop_var.name
+    if total is not None:
+        raise schedule_error(FactorError, "split", f"disable_predication=True: the factors "
+                             f"multiply to {total} but loop {name} has extent "
+                             f"{const_int(node.extent)}; without the guard the last "
+                             f"{total - const_int(node.extent)} iterations would run past "
+                             "the block's domain. Give factors whose product is the "
+                             "extent, or leave disable_predication False", func, node)
+    level = {id(v) for v in function_vars(func).values()}
+    inner = [v.name for v in used_vars(node.extent) if id(v) not in level]
+    if inner:
+        raise schedule_error(FactorError, "split", f"disable_predication=True: the extent "
+                             f"{node.extent} of loop {name} depends on "
+                             f"{', '.join(inner)}, defined inside the function, so Cuvil "
+                             f"cannot check once that it is a multiple of {known}; leave "
+                             "disable_predication False (the guard keeps it correct)",
+                             func, node)
+    return entry_check(func, FloorMod(node.extent, const(known, node.extent.dtype)) == 0,
+                       f"split of loop {name} with disable_predication=True: its extent "
+                       f"{node.extent} must be a multiple of {known}; found {{}}",
+                       (node.extent,), "split", FactorError, node)
 
 
 @primitive("fuse", loops=LOOP, returns=LOOP)

@@ -47,7 +47,7 @@ from cuvil_tir.analysis.regions import simplify
 from ..errors import schedule_error
 from ..primitive import BLOCK, INT_LIST, primitive
 from cuvil_tir.arith.affine import linear_form
-from .pad_params import pad_params
+from .pad_params import _reads_output, pad_params
 from .reduction import resolve_block
 
 PRIM = "pad_einsum"
@@ -183,6 +183,17 @@ def _new_shapes(func, blk, old: dict, ext: dict) -> dict:
             terms = lin[0].items()
             if all(isinstance(ext[k], int) for k, _ in terms) and isinstance(shape[d], int):
                 top = lin[1] + sum(c * (ext[k] - 1) for k, (_, c) in terms) + 1
+                was = lin[1] + sum(c * (old[k] - 1) for k, (_, c) in terms) + 1
+                if top > was and was != shape[d]:
+                    # the padded iterations would reach the buffer's own elements past
+                    # the block's: read as padding (not zeros) or overwritten
+                    raise _fail(f"block {blk.name!r}: index {e} of {buf.name!r} reaches "
+                                f"{was} of the {shape[d]} elements along its dimension "
+                                f"{d}; padded, it would reach {min(top, shape[d])}, "
+                                f"elements of {buf.name!r} the block does not "
+                                f"{'write' if buf is blk.body.buffer else 'read'} now, "
+                                "which would stand in for padding. pad_einsum pads only "
+                                "an index that reaches the whole dimension", func, blk)
                 need[d] = max(need[d], top)
                 continue
             top = simplify(lin[1] + sum((c * (_expr(ext[k]) - 1) for k, (_, c) in terms),
@@ -247,6 +258,13 @@ def pad_einsum(func, block, padding):
                     "pad_einsum pads inputs with zeros, which leaves only such a sum "
                     "unchanged along a padded reduction", func, blk)
     grow = _new_shapes(func, blk, old, ext)
+    if store.buffer in grow and blk.init is None and _reads_output(blk, store.buffer) \
+            and not any(p is store.buffer for p in func.params):   # (pad_params says it)
+        # the init (decomposed, or an outer block's after blockize) covers the old
+        # shape only: the padded elements would accumulate onto nothing written
+        raise _fail(f"block {blk.name!r} updates {store.buffer.name!r} without an init: "
+                    "its padded elements would start uninitialised. Pad before "
+                    "decompose_reduction or blockize", func, blk)
     # a parameter's size is the caller's: the block works on a padded copy of it
     params = {b: grow.pop(b) for b in list(grow) if any(p is b for p in func.params)}
     written = {store.buffer}

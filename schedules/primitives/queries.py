@@ -16,14 +16,15 @@ from __future__ import annotations
 from cuvil_tir.analysis import tree
 from ..analysis import (block_path, child_blocks, consumers, loop_nest, producers,
                         stmt_path)
-from ..errors import ScheduleArgumentError, schedule_error
+from ..errors import ScheduleArgumentError, WorkOnError, schedule_error
 from ..handles import BlockRV, LoopRV
 from ..primitive import BLOCK, BLOCKS, BLOCK_OR_LOOP, LOOPS, STR, primitive
 
 
-@primitive("get_block", name=STR, returns=BLOCK, pure=True)
-def get_block(func, name):
-    """The handle of the block called ``name``.
+@primitive("get_block", name=STR, func_name=STR, returns=BLOCK, pure=True)
+def get_block(func, name, func_name=None):
+    """The handle of the block called ``name``; in a schedule of a module, of the
+    function ``func_name`` (default: the function worked on, see ``work_on``).
 
     Example::
 
@@ -31,10 +32,17 @@ def get_block(func, name):
         >>> import schedules as S
         >>> S.Schedule(T.create_prim_func([T.placeholder((2,), name="A")])).get_block("root")
         BlockRV('root')
+        >>> S.Schedule(T.create_prim_func([T.placeholder((2,), name="A")])).get_block(
+        ...     name="root", func_name="main")
+        BlockRV('root')
     """
     if not isinstance(name, str):
         raise schedule_error(ScheduleArgumentError, "get_block",
                              f"expected a block name (str), got {name!r}")
+    if func_name is not None and func_name != func.name:
+        # the Schedule hands each primitive the function its arguments name
+        raise schedule_error(WorkOnError, "get_block", f"asked for a block of function "
+                             f"{func_name!r} in function {func.name!r}")
     block = BlockRV(name)
     block_path(func, block, "get_block")
     return func, block

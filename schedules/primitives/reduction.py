@@ -13,7 +13,7 @@ Example::
     >>> f = matmul(4, 4, 4)
     >>> k = tree.get(f, tree.find_block(f, "C")[:-1])      # the k loop
     >>> g, init = decompose_reduction(f, BlockRV("C"), LoopRV(k.loop_var))
-    >>> init.name, tree.get(g, tree.find_block(g, "C")).block.init is None
+    >>> init.name, tree.get(g, tree.find_block(g, "C_update")).block.init is None
     ('C_init', True)
 """
 
@@ -31,9 +31,10 @@ from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.reducer import NotAReduction, combine, match_reducer
 from ..errors import (LoopNestError, ReductionLoopError, ScheduleArgumentError,
                       StagePipelineError, schedule_error)
-from ..analysis import block_path as resolve_block, fresh_block_name, loop_path as resolve_loop
+from ..analysis import (block_path as resolve_block, fresh_block_name, fresh_name,
+                        loop_path as resolve_loop)
 from ..handles import BlockRV
-from ..primitive import BLOCK, INT, LOOP, primitive
+from ..primitive import BLOCK, INT, LOOP, Renamed, primitive
 from .init_placement import init_guard, reach_blocker
 from .rfactor_checks import check_rfactor_block, check_slots_visited
 from .rfactor_nest import check_hoistable, place_shared
@@ -192,13 +193,16 @@ def reducer_of(blk: Block, prim: str, func=None):
 @primitive("decompose_reduction", block=BLOCK, loop=LOOP, returns=BLOCK)
 def decompose_reduction(func, block, loop):
     """Move the ``init`` of reduction ``block`` into its own block placed before
-    ``loop``; returns the init block.
+    ``loop``; returns the init block.  As in TensorIR the init block is named
+    ``C_init`` and the update ``C_update``; a handle or name of ``C`` from before
+    still finds the update (the schedule follows the rename).
 
     Before/after ``decompose_reduction(C, k)``::
 
         for k in T.serial(8):             C_init: C[i] = 0.0
-            with T.init(): C[i] = 0.0     for k in T.serial(8):
-            C[i] = C[i] + A[i, k]             C[i] = C[i] + A[i, k]
+            with T.block("C"):            for k in T.serial(8):
+                with T.init(): C[i] = 0.0     with T.block("C_update"):
+                C[i] = C[i] + A[i, k]             C[i] = C[i] + A[i, k]
 
     Example::
 
@@ -241,11 +245,14 @@ def decompose_reduction(func, block, loop):
                                  "(or reorder the reduction loops inward first)", func, l)
     name = fresh_block_name(func, blk.name + "_init")
     init_nest = make_init_nest(realize, [l for _, l in above[at:]], name, func=func)
-    update = Block(blk.name, blk.iter_vars, with_write_reads(blk), blk.writes, blk.body,
+    # TensorIR's names: the init block <name>_init, the update <name>_update
+    renamed = fresh_name(blk.name + "_update",
+                         {b.block.name for b in tree.blocks_under(func.body)} | {name})
+    update = Block(renamed, blk.iter_vars, with_write_reads(blk), blk.writes, blk.body,
                    None, blk.alloc_buffers, blk.annotations)
     g = tree.replace(func, bpath, BlockRealize(realize.iter_values, realize.predicate,
                                                update))
-    return insert_before(g, lpath, init_nest), BlockRV(name)
+    return insert_before(g, lpath, init_nest), Renamed(BlockRV(name), {blk.name: renamed})
 
 
 # -- rfactor ----------------------------------------------------------------------------

@@ -201,6 +201,15 @@ def _reindex(func, block, buf_of, scope_of, cache_map, name_of, is_read, prim):
     realize = tree.get(func, bpath)
     blk = realize.block
     buf = buf_of(blk)
+    inner = [b.block.name for b in tree.blocks_under(blk.body)
+             if any(r.buffer is buf for r in b.block.reads + b.block.writes)]
+    if inner:
+        # the accesses to redirect sit in blocks of their own, with regions over their
+        # own iterators: staging them is the inner block's reindex
+        raise schedule_error(CacheStageError, prim, f"block {blk.name!r} accesses "
+                             f"{buf.name!r} through the blocks {inner} inside it; "
+                             "reindex the innermost block that accesses it (before "
+                             "blockize)", func, blk)
     indices = _in_domain(blk, _one_access(func, blk, buf, prim))
     _check_everywhere(func, blk, buf, indices, is_read, prim)
     writes_it = any(w.buffer is buf for w in blk.writes)

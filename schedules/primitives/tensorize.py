@@ -25,10 +25,12 @@ from __future__ import annotations
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import ScheduleError
-from cuvil_tir.expr import Expr, FloatImm, IntImm, Ramp, Var, const
+from cuvil_tir.expr import Cast, Expr, FloatImm, IntImm, Ramp, Var, const
+from cuvil_tir.ops.access_ptr import access_ptr, access_ptr_parts, is_access_ptr
+from cuvil_tir.ops.elem_offset import elem_offset_name
 from cuvil_tir.node import Node, field_names, same
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, For, LetStmt, Range
-from cuvil_tir.visitor import Mutator, substitute, used_vars
+from cuvil_tir.visitor import Mutator, Visitor, substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from ..errors import ScheduleArgumentError, schedule_error
@@ -265,10 +267,45 @@ def _offset(off, idx):
 
 
 class _Rebind(Mutator):
-    """Point impl's parameter accesses at the matched regions."""
+    """Point impl's parameter accesses at the matched regions.
 
-    def __init__(self, binding: dict):
+    Two conventions for memory handed to a call: Cuvil's, where ``C.data`` (the
+    parameter's whole region) becomes the tile's region (a pointer to the tile), and
+    TVM's, for a parameter whose ``C.elem_offset`` the impl uses
+    (``T.tvm_mma_sync(C.data, C.elem_offset // 256, ...)``): ``C.data`` is then the
+    whole scheduled buffer and ``C.elem_offset`` the tile's flat offset in it, as TVM's
+    tensorize binds them.  An ``access_ptr`` of a parameter is, as in TVM, an address
+    in the scheduled buffer: its offset counts from the tile's start."""
+
+    def __init__(self, binding: dict, by_name: dict | None = None, whole=frozenset()):
         self.binding = binding   # id(impl param) -> (buffer, lead, offsets)
+        self.by_name = by_name or {}   # impl param name -> id(impl param)
+        self.whole = whole       # ids of the params bound in TVM's convention
+
+    def _start(self, pid, dtype):
+        """The flat offset of the tile of parameter ``pid`` in its scheduled buffer."""
+        buf, lead, offs = self.binding[pid]
+        idx = list(lead) + list(offs)
+        strides = buf.strides or buf.default_strides()
+        total = None
+        # the form of a matched view's offset (TVMScript's C_sub.elem_offset)
+        for i, st in zip(idx, strides[len(strides) - len(idx):]):
+            term = i * st
+            total = term if total is None else total + term
+        total = const(0, dtype) if total is None else total
+        return total if total.dtype == dtype else Cast(dtype, total)
+
+    def visit_Call(self, c):
+        name = elem_offset_name(c)
+        if name is not None and name in self.by_name:
+            return self._start(self.by_name[name], c.dtype)
+        if is_access_ptr(c) and id(c.args[0].buffer) in self.binding:
+            buf, off, ext, mask = access_ptr_parts(c)
+            off, ext = self.visit(off), self.visit(ext)
+            if id(buf) not in self.whole:     # TVM's: the offset already holds the start
+                off = _offset(self._start(id(buf), off.dtype), off)
+            return access_ptr(self.binding[id(buf)][0], off, ext, mask)
+        return self.generic_visit(c)
 
     def _idx(self, buf, indices):
         buf2, lead, offs = self.binding[id(buf)]
@@ -296,6 +333,8 @@ class _Rebind(Mutator):
         if id(r.buffer) not in self.binding:
             return r
         buf, lead, offs = self.binding[id(r.buffer)]
+        if id(r.buffer) in self.whole and _is_whole(r):
+            return BufferRegion.full(buf)
         one = [Range(e, const(1, e.dtype)) for e in lead]
         return BufferRegion(buf, tuple(one) + tuple(
             Range(_offset(o, rg.min), rg.extent) for o, rg in zip(offs, r.region)))
@@ -340,6 +379,9 @@ def instantiate(intrin: TensorIntrin, binding: dict) -> tuple:
     body = substitute(body, vmap, bmap)
     rebind = {id(ip): binding[id(dp)] for dp, ip in zip(intrin.desc.params, intrin.impl.params)
               if id(dp) in binding}
+    by_name = {ip.name: id(ip) for ip in intrin.impl.params if id(ip) in rebind}
+    # TVM's convention, per parameter: the impl reads its elem_offset
+    whole = frozenset(by_name[n] for n in _offsets_used(body) if n in by_name)
     for dp, ip in zip(intrin.desc.params, intrin.impl.params):
         if id(dp) not in binding and any(
                 isinstance(s, Node) and getattr(s, "buffer", None) is ip
@@ -348,7 +390,28 @@ def instantiate(intrin: TensorIntrin, binding: dict) -> tuple:
                                  f"intrinsic {intrin.name!r}: impl uses parameter "
                                  f"{ip.name!r} whose desc counterpart {dp.name!r} is "
                                  "never accessed, so it has no region to bind to")
-    return _Rebind(rebind).visit(body), tuple(bmap[b] for b in allocs)
+    return _Rebind(rebind, by_name, whole).visit(body), tuple(bmap[b] for b in allocs)
+
+
+def _offsets_used(body) -> set:
+    """The names of the buffers whose ``elem_offset`` ``body`` uses."""
+    names: set = set()
+
+    class _Find(Visitor):
+        def visit_Call(self, c):
+            name = elem_offset_name(c)
+            if name is not None:
+                names.add(name)
+            self.generic_visit(c)
+
+    _Find().visit(body)
+    return names
+
+
+def _is_whole(r: BufferRegion) -> bool:
+    """``r`` is its buffer's whole region (what ``A.data`` reads as)."""
+    return all(isinstance(d.min, IntImm) and d.min.value == 0 and same(d.extent, s)
+               for d, s in zip(r.region, r.buffer.shape))
 
 
 def _copy_buffer(b: Buffer) -> Buffer:

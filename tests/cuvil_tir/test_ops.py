@@ -29,7 +29,8 @@ def test_every_layer_lists_the_registry_ops():
     assert gpu == {"tvm_storage_sync", "warp_sum", "warp_max", "warp_min", "cuda.wmma_sync"}
     assert INTRIN_ARITY == {n: a for n, a in fixed.items() if n not in gpu}
     assert set(names) - set(fixed) == {"call_extern", "parallel_launch", "device_launch",
-                                       "access_ptr", "assume", "cuda.wmma_sync"}
+                                       "access_ptr", "assume", "elem_offset",
+                                       "cuda.wmma_sync"}
     for n in T.op.UNARY_FLOAT:
         assert callable(getattr(T, n)) and getattr(T, n)(T.var("x", "float32")).op == n
 
@@ -37,8 +38,8 @@ def test_every_layer_lists_the_registry_ops():
 # the math intrinsics (the integer bitwise ops have their own tests, test_bitwise.py)
 MATH = [n for n in ops.list_ops()
         if n not in ("if_then_else", "call_extern", "parallel_launch", "device_launch",
-                     "access_ptr",
-                     "assume", "q_multiply_shift", "q_multiply_shift_per_axis")
+                     "access_ptr", "assume", "elem_offset", "q_multiply_shift",
+                     "q_multiply_shift_per_axis")
         and n not in BITWISE and ops.get_op(n).collective is None]
 
 

@@ -53,10 +53,11 @@ def test_an_init_block_and_its_update_depend_twice():
     sch = S.Schedule(matmul(4, 4, 4))
     sch.decompose_reduction("C", sch.get_loops("C")[1])
     scope = S.block_scope(sch)
-    assert _deps(scope) == [("C_init", "RAW", "C", ("C",)), ("C_init", "WAW", "C", ("C",))]
+    assert _deps(scope) == [("C_init", "RAW", "C_update", ("C",)),
+                            ("C_init", "WAW", "C_update", ("C",))]
     assert all(d.kind in (DepKind.RAW, DepKind.WAW) for d in scope.deps_by_src("C_init"))
     # the update reads and writes C itself: no dependence on itself
-    assert scope.deps_by_src("C") == []
+    assert scope.deps_by_src("C_update") == []
 
 
 def test_the_scope_of_an_inner_block_holds_its_children_only():

@@ -135,7 +135,7 @@ def test_blockize_refuses_loop_over_two_blocks():
     i, j, k = sch.get_loops(c)
     sch.decompose_reduction(c, j)
     assert_refused(sch, lambda: sch.blockize(i),
-                   r"blockize: loop 'i' holds 2 blocks \['C_init', 'C'\]", LoopNestError)
+                   r"blockize: loop 'i' holds 2 blocks \['C_init', 'C_update'\]", LoopNestError)
 
 
 def test_blockize_refuses_undividable_binding():

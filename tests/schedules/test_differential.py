@@ -1,4 +1,5 @@
-"""Random differential test: random programs under random mixed schedules vs numpy.
+"""Random differential tests: random programs under random mixed schedules, checked
+against numpy (the hypothesis test) and against the unscheduled function (the fuzzer).
 
 Loop primitives, block primitives and the reduction/blockize/layout primitives are
 drawn in one sequence (their interactions are where the miscompiles of issue 11 §6
@@ -7,7 +8,19 @@ refused step must leave the schedule unchanged; whatever was accepted must compu
 what numpy computes with the reference interpreter (whose fresh buffers are poisoned,
 so a read of uninitialised memory cannot pass by luck), and one example in three is
 also compiled for the CPU.  Derandomized under the CI hypothesis profile.
+
+The fuzzer (``tests/schedules/fuzz``) draws what found the defects of issue 25: blockize
+under guards, decompose_reduction after compute_at or after fuse + a non-dividing split,
+reduce axes starting past 0, reversed and duplicated indices, cache stages inside
+blockized blocks, symbolic sizes, float16 and int8, transform_layout of intermediate
+buffers; every accepted schedule must run in the interpreter and the llvm build with the
+unscheduled function's results.  A plain run checks a few fixed cases (seconds); with
+``CUVIL_FUZZ_MINUTES=3`` (CI) it runs that long from a fresh seed, printed on failure
+with each failing case's reproducer (``CUVIL_FUZZ_SEED`` reruns a seed).
 """
+
+import os
+import secrets
 
 from dataclasses import dataclass
 from typing import Callable
@@ -20,6 +33,7 @@ import schedules as S
 from cuvil_tir.analysis import tree
 from tests.schedules.test_properties_blocks import _attempt
 from tests.schedules.test_properties_loops import apply_random
+from tests.schedules.fuzz.runner import run as fuzz
 from tests.schedules.testing import run, run_llvm
 
 
@@ -158,3 +172,18 @@ def test_random_mixed_schedules_agree_with_numpy(data, which, seed):
     # the parser's declared-region check does not yet honour T.where, see docs/errors.md)
     replayed = S.Trace.from_json(sch.trace.as_json()).apply(prog.func)
     assert T.structural_equal(replayed.func, sch.func)
+
+
+#: the plain run: these cases, from this seed (a few seconds)
+FUZZ_CASES, FUZZ_SEED = 8, 10
+
+
+def test_fuzzed_schedules_agree_with_the_unscheduled_function():
+    minutes = float(os.environ.get("CUVIL_FUZZ_MINUTES", "0") or 0)
+    seed = os.environ.get("CUVIL_FUZZ_SEED")
+    seed = int(seed) if seed else (secrets.randbits(32) if minutes else FUZZ_SEED)
+    st = fuzz(seed, cases=None if minutes else FUZZ_CASES,
+              seconds=minutes * 60 if minutes else None)
+    assert st.cases and st.accepted, st.report()
+    assert not st.failures, (f"fuzz seed {seed} (rerun: CUVIL_FUZZ_SEED={seed}; one case: "
+                             f"python -m benchmarks.fuzz --replay CASE)\n{st.report()}")

@@ -65,7 +65,7 @@ def test_compute_at_refuses_a_decomposed_reduction_update():
     sch.decompose_reduction(sch.get_block("A"), sch.get_loops(sch.get_block("A"))[0])
     a, i = sch.get_block("A"), sch.get_loops(sch.get_block("B"))[0]
     assert_refused(sch, lambda: sch.compute_at(a, i),
-                   r"compute_at: block 'A' is a reduction update without an init",
+                   r"compute_at: block 'A_update' is a reduction update without an init",
                    BlockLocationError)
 
 

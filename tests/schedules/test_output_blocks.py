@@ -19,7 +19,7 @@ def test_blocks_writing_parameters_in_program_order():
     sch = S.Schedule(chain())
     assert sch.get_output_blocks("root") == [S.BlockRV("C"), S.BlockRV("D")]
     sch.decompose_reduction("C", sch.get_loops("C")[1])
-    assert sch.get_output_blocks("root") == [S.BlockRV("C_init"), S.BlockRV("C"),
+    assert sch.get_output_blocks("root") == [S.BlockRV("C_init"), S.BlockRV("C_update"),
                                              S.BlockRV("D")]
 
 

@@ -62,5 +62,5 @@ def test_an_update_without_init_into_a_parameter_is_refused():
     c = sch.get_block("C")
     sch.decompose_reduction(c, sch.get_loops(c)[0])
     assert_refused(sch, lambda: sch.pad_einsum(c, [16, 16, 16]),
-                   r"pad_einsum: block 'C' updates the parameter 'C' without an init: its "
+                   r"pad_einsum: block 'C_update' updates the parameter 'C' without an init: its "
                    r"padded copy would start uninitialised", PadEinsumError)

@@ -51,14 +51,15 @@ def test_decompose_at_reduction_loop_values_and_structure():
     i, j, k = sch.get_loops(c)
     init = sch.decompose_reduction(c, k)
     assert init.name == "C_init"
-    assert block(sch, "C").init is None
+    assert sch.get(c).name == "C_update"         # TensorIR's name; the handle follows it
+    assert block(sch, "C_update").init is None
     ib = block(sch, "C_init")
     assert [iv.kind for iv in ib.iter_vars] == ["spatial", "spatial"]
     assert isinstance(ib.body, BufferStore) and ib.body.value.value == 0.0
     # the init sits in j, before the k loop; the update block now reads C
     assert loop_names(sch, "C_init") == ["i", "j"]
     assert loop_names(sch, "C") == ["i", "j", "k"]
-    assert [r.buffer.name for r in block(sch, "C").reads] == ["C", "A", "B"]
+    assert [r.buffer.name for r in block(sch, "C_update").reads] == ["C", "A", "B"]
     check_workload(sch, w)
     verify_trace_roundtrip(sch, w.func)
 
@@ -314,4 +315,4 @@ def test_rfactor_refuses_decomposed_block():
     sch2, c2, ko2, ki2 = split_k(workloads.matmul(4, 4, 8))
     sch2.decompose_reduction(c2, ko2)
     assert_refused(sch2, lambda: sch2.rfactor(ki2, 0),
-                   "rfactor: block 'C' is not a reduction block", NotReductionError)
+                   "rfactor: block 'C_update' is not a reduction block", NotReductionError)

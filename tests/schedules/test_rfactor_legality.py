@@ -125,7 +125,7 @@ def test_decompose_reduction_keeps_the_blocks_annotations_on_both_blocks():
     i, _ = sch.get_loops("B")
     init = sch.decompose_reduction("B", i)
     from cuvil_tir.analysis import tree
-    for name in (init.name, "B"):
+    for name in (init.name, "B_update"):
         blk = tree.get(sch.func, tree.find_block(sch.func, name)).block
         assert blk.annotations == (("pragma_unroll", 4),)
     a = np.random.default_rng(1).standard_normal((4, 8)).astype("float32")

@@ -116,8 +116,18 @@ def test_mismatch_binding_order_and_unknown_intrinsic():
                    r"no tensor intrinsic named 'cpu.nope'; registered: \[.*'cpu.gemm_4x8x4_f32'",
                    ScheduleArgumentError)
     # an unknown name is a wrong argument value: a ValueError too, as in TVM
-    with pytest.raises(ValueError, match=r"no tensor intrinsic named 'cpu.nope'"):
+    with pytest.raises(ValueError, match=r"no tensor intrinsic named 'cpu.nope'.*or "
+                       r"probe with TensorIntrin.get\(name, allow_missing=True\)"):
         S.TensorIntrin.get("cpu.nope")
+
+
+def test_get_allow_missing_probes_for_an_intrinsic():
+    assert S.TensorIntrin.get("cpu.nope", allow_missing=True) is None
+    assert S.TensorIntrin.get("cpu.gemm_4x8x4_f32", allow_missing=True).name == \
+        "cpu.gemm_4x8x4_f32"
+    with pytest.raises(ScheduleArgumentError, match="allow_missing: expected True or "
+                       "False, found 'yes'"):
+        S.TensorIntrin.get("cpu.nope", allow_missing="yes")
 
 
 def scale4():

@@ -32,9 +32,11 @@ def _tutorial(filename):
 
 
 def _nest(func, block):
-    """(extent, kind) of the non-unit loops above ``block``, outer to inner."""
+    """(extent, kind) of the non-unit loops above ``block`` (a reduction's update once
+    it is decomposed: TensorIR's ``<block>_update``), outer to inner."""
     from cuvil_tir.analysis import tree
-    path = tree.find_block(func, block)
+    names = {b.block.name for b in tree.blocks_under(func.body)}
+    path = tree.find_block(func, block if block in names else block + "_update")
     return [(lp.extent.value, lp.kind) for _, lp in tree.loops_above(func, path)
             if lp.extent.value > 1]
 

@@ -10,6 +10,8 @@ from ._gap import module_getattr
 
 # TVM's spelling of a one-function module (only in the shim's process)
 IRModule.from_expr = staticmethod(lambda func: IRModule.from_func(func))
+# a GlobalVar is its name here (Schedule.func_working_on gives the name)
+IRModule.get_global_var = lambda self, name: self[name].name
 
 
 def assert_structural_equal(lhs, rhs, map_free_vars: bool = False) -> None:

@@ -41,9 +41,7 @@ class TensorIntrin:
     def get(name, allow_missing=False):
         if name in TensorIntrin.unparsed:
             TensorIntrin.unparsed[name]._fail()
-        if allow_missing and not _known_intrin(name):
-            return None
-        return S.TensorIntrin.get(name)
+        return S.TensorIntrin.get(name, allow_missing=allow_missing)
 
 
 class MissingPrimitive(ShimGap):
@@ -51,7 +49,8 @@ class MissingPrimitive(ShimGap):
 
 
 def main_func(mod) -> PrimFunc:
-    """The PrimFunc a TVM test schedules: a function, or a module's ``main``."""
+    """The PrimFunc a TVM test schedules: a function, or a module's only or ``main``
+    function."""
     if isinstance(mod, Unparsed):
         mod._fail()
     if isinstance(mod, PrimFunc):
@@ -61,6 +60,13 @@ def main_func(mod) -> PrimFunc:
             return mod.functions[0]
         return mod["main"]
     raise ShimGap(f"Schedule of {type(mod).__name__}")
+
+
+def _scheduled(mod):
+    """What Cuvil schedules: a function, or a module of several (see work_on)."""
+    if isinstance(mod, IRModule) and len(mod.functions) > 1:
+        return mod
+    return main_func(mod)
 
 
 def _check_args(args):
@@ -81,7 +87,7 @@ class Schedule:
 
     def __init__(self, mod, *, seed=None, debug_mask="all", error_render_level="detail",
                  enable_check=True):
-        self._orig = main_func(mod)
+        self._orig = _scheduled(mod)
         self._sch = S.Schedule(self._orig, seed=seed if seed not in (None, -1) else None,
                                error_render=error_render_level)
 
@@ -94,9 +100,18 @@ class Schedule:
     # state -----------------------------------------------------------------------
     @property
     def mod(self) -> IRModule:
+        if isinstance(self._orig, IRModule):
+            mod = self._sch.mod
+            for f in mod.functions:
+                scheduled(f)
+            return mod
         mod = IRModule.from_func(self._sch.func.with_attr("global_symbol", "main"))
         scheduled(mod.functions[0])
         return mod
+
+    @property
+    def func_working_on(self):
+        return self._sch.func_working_on
 
     @property
     def func(self) -> PrimFunc:
@@ -114,7 +129,7 @@ class Schedule:
         self._sch.show()
 
     def work_on(self, func_name: str) -> None:
-        _gap_unless("work_on", "func_name", func_name, "main")
+        self._sch.work_on(func_name)
 
     def get(self, rv):
         """The Block or For node a handle names (or a sampled value)."""
@@ -139,7 +154,9 @@ class Schedule:
 
     # queries -----------------------------------------------------------------------
     def get_block(self, name: str, func_name=None):
-        return self._sch.get_block(name)
+        if func_name is None or not isinstance(self._orig, IRModule):
+            return self._sch.get_block(name)
+        return self._sch.get_block(name, func_name=func_name)
 
     def get_loops(self, block):
         return self._sch.get_loops(_block(block))
@@ -157,7 +174,10 @@ class Schedule:
     def split(self, loop, factors, preserve_unit_iters=True, disable_predication=False):
         _check_args([loop, factors])
         _gap_unless("split", "preserve_unit_iters", preserve_unit_iters, True)
-        return self._sch.split(loop, [_int_or_none(f) for f in factors])
+        factors = [_int_or_none(f) for f in factors]
+        if disable_predication:
+            return self._sch.split(loop, factors, disable_predication=True)
+        return self._sch.split(loop, factors)
 
     def fuse(self, *loops, preserve_unit_iters=True):
         _gap_unless("fuse", "preserve_unit_iters", preserve_unit_iters, True)
@@ -212,6 +232,11 @@ class Schedule:
             return self._sch.cache_write(block, idx, storage_scope)
         return self._sch.cache_write(block, idx, storage_scope,
                                      consumer_blocks=[_block(b) for b in consumer_blocks])
+
+    def cache_inplace(self, block, read_buffer_index, storage_scope):
+        block = _block(block)
+        idx = self._buffer_index(block, read_buffer_index, "read")
+        return self._sch.cache_inplace(block, idx, storage_scope)
 
     def set_scope(self, block, buffer_index, storage_scope):
         block = _block(block)

@@ -21,6 +21,14 @@ from ..._gap import ShimGap
 CachedFlags = S.BlockFlags
 
 
+class ScheduleDebugMask:
+    """TVM's debug-mask bits (Schedule(debug_mask=...)): Cuvil's schedules always keep
+    their IR and flags consistent, so the shim accepts and ignores the mask."""
+
+    VERIFY_SREF_TREE = 1
+    VERIFY_CACHED_FLAGS = 2
+
+
 class StmtSRef:
     """A handle and the schedule (or state) it belongs to."""
 

@@ -1,0 +1,49 @@
+"""The fuzzer's own checks report what they should (tests/schedules/fuzz)."""
+
+import numpy as np
+
+import cuvil_tir as T
+import schedules as S
+from tests.schedules.fuzz import check as fuzz_check
+from tests.schedules.fuzz.runner import run
+
+
+def _pair():
+    A = T.placeholder((4,), name="A")
+    f = T.create_prim_func([A, T.compute((4,), lambda i: A[i] + 1.0, name="B")])
+    g = T.create_prim_func([A, T.compute((4,), lambda i: A[i] + 2.0, name="B")])
+    return f, g
+
+
+def test_a_schedule_computing_something_else_is_reported():
+    f, g = _pair()
+    arrays = [np.arange(4, dtype="float32"), np.zeros(4, "float32")]
+    kind, why = fuzz_check.check(f, S.Schedule(g), arrays)
+    assert kind == "interpreter differs"
+    assert why.startswith("argument 1 differs at 4 of 4 elements")
+    assert fuzz_check.check(f, S.Schedule(f), arrays, ("llvm", {})) is None
+
+
+def test_an_exception_that_is_not_a_coded_error_is_a_crash(monkeypatch):
+    def broken(rng):
+        raise TypeError("boom")
+    monkeypatch.setattr(fuzz_check, "random_program", broken)
+    res = fuzz_check.run_case(3, build=False)
+    assert res.failure[0] == "crash" and res.failure[1].startswith("TypeError: boom")
+    assert "case 3: crash: TypeError: boom" in fuzz_check.reproducer(res)
+
+
+def test_failures_are_counted_and_reported(monkeypatch):
+    f, g = _pair()
+
+    def fake(seed, build=True):
+        res = fuzz_check.Result(seed, "fake", [("split", "ok", None)], func=f,
+                                sch=S.Schedule(g))
+        res.failure = ("interpreter differs", "argument 1 differs")
+        return res
+    monkeypatch.setattr("tests.schedules.fuzz.runner.run_case", fake)
+    st = run(seed=5, cases=2)
+    assert st.cases == 2 and st.accepted == 2 and len(st.failures) == 2
+    text = st.report()
+    assert "2 failure(s)" in text and "interpreter differs" in text
+    assert "replay: python -m benchmarks.fuzz --replay" in text
