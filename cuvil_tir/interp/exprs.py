@@ -282,6 +282,11 @@ def _reference_rule(op):
             f"{op.name} runs across the lanes of a {op.collective} together; the "
             "interpreter runs it only inside a kernel (under a loop bound to a thread "
             "axis), where every lane takes part", LoweringError)
+    if op.asynchronous is not None:
+        return ops.Unsupported(
+            f"{op.name} is an asynchronous copy: the interpreter runs it as a statement "
+            "of a kernel (cuvil_tir.interp.async_copy), under a loop bound to a thread "
+            "axis", LoweringError)
     # an op with reference semantics is computed by them: the interpreter's default
     if op.reference is not None or op.int_reference is not None:
         return ExprCompiler._reference

@@ -52,6 +52,7 @@ from ..visitor import post_order_visit
 from .async_copy import AsyncCopies, compile_async
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
+from .scalar import tile_storage, tile_values
 from .scalar import binary_op
 from .stmts import StmtCompiler
 
@@ -417,10 +418,12 @@ class GpuStmtCompiler(StmtCompiler):
                 for x in pos.ravel().tolist():
                     g.log(a.buffer, x, False, text)
             mats.append((arr, pos))
-        outs = spec.reference(None)(*(arr[pos] for arr, pos in mats))
+        # the reference computes on values (a bfloat16 tile is stored as its bits)
+        outs = spec.reference(None)(*(tile_values(arr[pos], a.buffer.dtype)
+                                      for (arr, pos), a in zip(mats, args)))
         written = [(m, t, a) for m, t, a in zip(mats, tiles, args) if t.writes]
         for ((arr, pos), t, a), value in zip(written, outs):
-            arr[pos] = value
+            arr[pos] = tile_storage(value, a.buffer.dtype)
             if g.check and a.buffer.scope == "shared":
                 for x in pos.ravel().tolist():
                     g.log(a.buffer, x, True, text)

@@ -264,6 +264,36 @@ def load_converter(dt: str):
     return None
 
 
+def tile_values(stored, dt: str):
+    """The values of an array of ``dt`` elements as stored (bfloat16 bits become
+    float32 values; other dtypes are their values already).
+
+    Example::
+
+        >>> tile_values(np.array([0x3F80, 0x4000], np.uint16), "bfloat16").tolist()
+        [1.0, 2.0]
+    """
+    if D.element(dt) == "bfloat16":
+        return _BF16_TO_F32[np.asarray(stored, np.uint16)]
+    return stored
+
+
+def tile_storage(values, dt: str):
+    """An array of values stored as ``dt`` elements (bfloat16: nearest, ties to even).
+
+    Example::
+
+        >>> [hex(x) for x in tile_storage(np.array([1.0, 2.0], np.float32), "bfloat16")]
+        ['0x3f80', '0x4000']
+    """
+    if D.element(dt) == "bfloat16":
+        u = np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
+        bits = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+        nan = np.isnan(np.asarray(values, np.float32))
+        return np.where(nan, (((u >> 16) & 0x8000) | 0x7FC0).astype(np.uint16), bits)
+    return values
+
+
 def store_converter(dt: str):
     """A function turning a value into what a storage array of ``dt`` holds.
 

@@ -1,8 +1,10 @@
-"""Tensor cores: fp16 GEMM fragments through ``nvcuda::wmma``, fp32 accumulation.
+"""Tensor cores: fp16 and bf16 GEMM fragments through ``nvcuda::wmma``, fp32
+accumulation.
 
-``cuda.wmma_16x16x{K}_f16f32`` (K = 16, 32, 64) is a tensor intrinsic for
-``tensorize``: its ``desc`` is ``C[0:16, 0:16] += float(A[0:16, 0:K]) @ float(B[0:K, 0:16])``
-(A, B float16, C float32), its ``impl`` one warp-wide call,
+``cuda.wmma_16x16x{K}_f16f32`` and ``cuda.wmma_16x16x{K}_bf16f32`` (K = 16, 32, 64)
+are tensor intrinsics for ``tensorize``: the ``desc`` is
+``C[0:16, 0:16] += float(A[0:16, 0:K]) @ float(B[0:K, 0:16])`` (A, B float16 or
+bfloat16 (sm_80+), C float32), the ``impl`` one warp-wide call,
 ``cuda.wmma_sync(A[0, 0], B[0, 0], C[0, 0], K)``: the 32 lanes of a warp load the C
 tile into an accumulator fragment, run ``K / 16`` ``mma_sync`` steps on fragments of
 A and B, and store C back.  The tiles may live in ``global`` or ``shared`` memory,
@@ -21,6 +23,8 @@ Example::
     >>> import schedules as S
     >>> "cuda.wmma_16x16x16_f16f32" in S.TensorIntrin.names()
     True
+    >>> wmma_name(32, "bfloat16")
+    'cuda.wmma_16x16x32_bf16f32'
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from cuvil_tir.tensor_intrin import TensorIntrin
 
 WMMA_OP = "cuda.wmma_sync"
 WMMA_DEPTHS = (16, 32, 64)
+#: the input dtypes of the tensor-core intrinsics and their names' spelling
+WMMA_INPUTS = {"float16": "f16", "bfloat16": "bf16"}
 
 
 def _wmma_tiles(args) -> tuple:
@@ -62,11 +68,11 @@ register_op(OpDef(WMMA_OP, -1, "any", effect="opaque", collective="warp",
                       "warp (nvcuda::wmma)"), replace=True)
 
 WMMA_HELPER = r"""#include <mma.h>
-template <int K> __device__ __forceinline__ void cvl_wmma_sync(
-    const half* a, const half* b, float* c, int lda, int ldb, int ldc) {
+template <int K, typename T> __device__ __forceinline__ void cvl_wmma_sync(
+    const T* a, const T* b, float* c, int lda, int ldb, int ldc) {
   using namespace nvcuda;
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;
-  wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> fb;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
   wmma::load_matrix_sync(fc, c, ldc, wmma::mem_row_major);
 #pragma unroll
@@ -80,14 +86,14 @@ template <int K> __device__ __forceinline__ void cvl_wmma_sync(
 """
 
 
-def _params(k: int):
-    return (Buffer((16, k), "float16", "A"), Buffer((k, 16), "float16", "B"),
+def _params(k: int, dtype: str):
+    return (Buffer((16, k), dtype, "A"), Buffer((k, 16), dtype, "B"),
             Buffer((16, 16), "float32", "C"))
 
 
-def wmma_intrin(k: int = 16) -> tuple:
-    """``(desc, impl)`` of the ``16 x 16 x k`` fp16 tensor-core GEMM (``k`` a
-    multiple of 16).
+def wmma_intrin(k: int = 16, dtype: str = "float16") -> tuple:
+    """``(desc, impl)`` of the ``16 x 16 x k`` tensor-core GEMM on ``dtype`` inputs
+    (float16 or bfloat16; ``k`` a multiple of 16).
 
     Example::
 
@@ -95,7 +101,7 @@ def wmma_intrin(k: int = 16) -> tuple:
         >>> [tuple(d.value for d in b.shape) for b in desc.params]
         [(16, 32), (32, 16), (16, 16)]
     """
-    A, B, C = _params(k)
+    A, B, C = _params(k, dtype)
     i, j, r = Var("i"), Var("j"), Var("k")
     vi, vj, vk = Var("vi"), Var("vj"), Var("vk")
 
@@ -114,29 +120,31 @@ def wmma_intrin(k: int = 16) -> tuple:
     body = BlockRealize((i, j, r), const(True), blk)
     for v, e in ((r, k), (j, 16), (i, 16)):
         body = For(v, const(0), const(e), "serial", body)
-    desc = PrimFunc((A, B, C), body, {"global_symbol": f"wmma_16x16x{k}_desc"})
-    A2, B2, C2 = _params(k)
+    tag = WMMA_INPUTS[dtype]
+    desc = PrimFunc((A, B, C), body, {"global_symbol": f"wmma_16x16x{k}_{tag}_desc"})
+    A2, B2, C2 = _params(k, dtype)
     z = const(0)
     call = Evaluate(Call("int32", WMMA_OP, (A2[z, z], B2[z, z], C2[z, z], const(k))))
     root = Block("root", (), (), (), call)
     impl = PrimFunc((A2, B2, C2), BlockRealize((), const(True), root),
-                    {"global_symbol": f"wmma_16x16x{k}_impl"})
+                    {"global_symbol": f"wmma_16x16x{k}_{tag}_impl"})
     return desc, impl
 
 
-def wmma_name(k: int) -> str:
-    """The registered name of the ``16 x 16 x k`` intrinsic.
+def wmma_name(k: int, dtype: str = "float16") -> str:
+    """The registered name of the ``16 x 16 x k`` intrinsic on ``dtype`` inputs.
 
     Example::
 
         >>> wmma_name(64)
         'cuda.wmma_16x16x64_f16f32'
     """
-    return f"cuda.wmma_16x16x{k}_f16f32"
+    return f"cuda.wmma_16x16x{k}_{WMMA_INPUTS[dtype]}f32"
 
 
 for _k in WMMA_DEPTHS:
-    TensorIntrin.register(wmma_name(_k), *wmma_intrin(_k), override=True)
+    for _dt in WMMA_INPUTS:
+        TensorIntrin.register(wmma_name(_k, _dt), *wmma_intrin(_k, _dt), override=True)
 
 
 def is_wmma(n) -> bool:
@@ -214,7 +222,8 @@ def wmma_text(printer, e) -> str:
     printer.use_helper("cvl_wmma_sync", WMMA_HELPER)
     a, b, c = (f"&{printer.access(x.buffer, x.indices)}" for x in e.args[:3])
     k, lda, ldb, ldc = (printer.bare(x) for x in e.args[3:])
-    return f"cvl_wmma_sync<{k}>({a}, {b}, {c}, {lda}, {ldb}, {ldc})"
+    elem = printer.mem_type(e.args[0].buffer.dtype)
+    return f"cvl_wmma_sync<{k}, {elem}>({a}, {b}, {c}, {lda}, {ldb}, {ldc})"
 
 
 __all__ = ["WMMA_OP", "is_wmma", "wmma_intrin", "wmma_leading_dims", "wmma_name",

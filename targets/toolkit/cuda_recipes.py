@@ -164,10 +164,11 @@ def _lanes(sch, loops, split):
 
 
 def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32) -> None:
-    """fp16 GEMM on tensor cores with fp32 accumulation: a ``bm x bn`` tile per
-    block, one 16 x 16 tile per warp (warps on threadIdx.z/y, lanes on threadIdx.x),
-    A and B slices of depth ``bk`` staged in ``shared`` memory, the C tile
-    accumulated in ``shared`` memory by ``cuda.wmma_16x16x{bk}_f16f32``.
+    """fp16 or bf16 GEMM on tensor cores with fp32 accumulation: a ``bm x bn`` tile
+    per block, one 16 x 16 tile per warp (warps on threadIdx.z/y, lanes on
+    threadIdx.x), A and B slices of depth ``bk`` staged in ``shared`` memory, the C
+    tile accumulated in ``shared`` memory by ``cuda.wmma_16x16x{bk}_{f16,bf16}f32``
+    (the inputs' dtype).
 
     Example::
 
@@ -175,6 +176,7 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
         'gemm_tensorcore'
     """
     blk = sch.get_block(block)
+    dtype = _block_node(sch, blk).reads[0].buffer.dtype
     wz, wy = bm // 16, bn // 16
     warps = [("threadIdx.z", wz), ("threadIdx.y", wy), ("threadIdx.x", 32)]
     i, j, k = sch.get_loops(blk)
@@ -195,7 +197,7 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
         _lanes(sch, sch.get_loops(sh)[-2:], warps)
     init = sch.decompose_reduction(blk, ko)
     _lanes(sch, sch.get_loops(init)[-2:], [("threadIdx.x", 32)])
-    sch.tensorize(ii, wmma_name(bk))
+    sch.tensorize(ii, wmma_name(bk, dtype))
 
 
 __all__ = ["conv2d", "elementwise", "gemm", "gemm_tensorcore", "row_reduce", "softmax"]

@@ -27,7 +27,9 @@ def test_every_layer_lists_the_registry_ops():
     fixed = {n: ops.get_op(n).arity for n in names if ops.get_op(n).arity >= 0}
     gpu = {n for n in names if ops.get_op(n).collective is not None}
     assert gpu == {"tvm_storage_sync", "warp_sum", "warp_max", "warp_min", "cuda.wmma_sync"}
-    assert INTRIN_ARITY == {n: a for n, a in fixed.items() if n not in gpu}
+    copies = {n for n in names if ops.get_op(n).asynchronous is not None}
+    assert copies == {"async_copy", "async_commit_group", "async_wait_group"}
+    assert INTRIN_ARITY == {n: a for n, a in fixed.items() if n not in gpu | copies}
     assert set(names) - set(fixed) == {"call_extern", "parallel_launch", "device_launch",
                                        "access_ptr", "assume", "elem_offset",
                                        "cuda.wmma_sync"}
@@ -40,7 +42,8 @@ MATH = [n for n in ops.list_ops()
         if n not in ("if_then_else", "call_extern", "parallel_launch", "device_launch",
                      "access_ptr", "assume", "elem_offset", "q_multiply_shift",
                      "q_multiply_shift_per_axis")
-        and n not in BITWISE and ops.get_op(n).collective is None]
+        and n not in BITWISE and ops.get_op(n).collective is None
+        and ops.get_op(n).asynchronous is None]
 
 
 #: the built-in backends' spelling tables (accelerator C writes ops from "c")
