@@ -484,6 +484,9 @@ def _float_limits(dtype: str) -> tuple[float, float]:
     if dtype == "bfloat16":
         hi = float(np.float32(3.3895313892515355e38))
         return -hi, hi
+    if D.is_float8(dtype):
+        from .float8 import largest
+        return -largest(dtype), largest(dtype)
     fi = np.finfo(np.dtype(dtype))
     return float(fi.min), float(fi.max)
 

@@ -26,6 +26,8 @@ import warnings
 
 import numpy as np
 
+from ..float8 import FORMATS as _FP8, round_to
+
 from .. import dtype as D
 from .. import ops
 from ..expr import Expr, FloatImm, IntImm
@@ -48,6 +50,10 @@ _FLOAT_OPS = {
     "FloorDiv": np.floor_divide, "FloorMod": np.mod, "Mod": np.fmod,
     "Min": np.minimum, "Max": np.maximum,
 }
+
+
+def is_float8(dt: str) -> bool:
+    return dt in _FP8
 
 
 def round_bf16(x: float) -> float:
@@ -76,6 +82,8 @@ def np_scalar(value: float, dt: str):
     """
     if dt == "bfloat16":
         return np.float32(round_bf16(value))
+    if is_float8(dt):
+        return round_to(value, dt)
     return np.dtype(dt).type(value)
 
 
@@ -91,6 +99,8 @@ def float_value(value: float, dt: str) -> float:
         warnings.simplefilter("ignore")
         if dt == "bfloat16":
             return round_bf16(value)
+        if is_float8(dt):
+            return float(round_to(value, dt))
         return float(np.dtype(dt).type(value))
 
 
@@ -196,5 +206,5 @@ def fold_call(dt: str, op: str, args: tuple) -> Expr | None:
     vals = [float_value(a.value, dt) for a in args]
     if spec.reference is None or spec.arity != len(vals):
         return None
-    t = np.float32 if dt == "bfloat16" else np.dtype(dt).type
+    t = np.float32 if dt == "bfloat16" or is_float8(dt) else np.dtype(dt).type
     return _float_op(spec.reference(t), dt, *vals)

@@ -163,7 +163,10 @@ class KernelPrinter(CPrinter):
     function_prefix = 'extern "C" __global__'
     status_type = "void"
     restrict = "__restrict__"
-    memory_types = {"float16": "half", "bfloat16": "__nv_bfloat16"}
+    memory_types = {"float16": "half", "bfloat16": "__nv_bfloat16",
+                    "float8_e4m3fn": "__nv_fp8_e4m3", "float8_e5m2": "__nv_fp8_e5m2"}
+    # fp8 values are computed in float, as float16 and bfloat16 are
+    scalar_types = {**CPrinter.scalar_types, "float8_e4m3fn": "float", "float8_e5m2": "float"}
     loop_pragmas = {"unrolled": "#pragma unroll", "vectorized": "#pragma unroll"}
     #: how CUDA C reads each thread axis (cuvil_tir.thread_axes)
     axis_spelling = {"blockIdx.x": "blockIdx.x", "blockIdx.y": "blockIdx.y",
@@ -301,8 +304,17 @@ class KernelPrinter(CPrinter):
         return aff.const % n == 0 and all(c % n == 0 for _, c in aff.terms)
 
     # ---- values -----------------------------------------------------------------------
+    def mem_type(self, dt: str) -> str:
+        if D.is_float8(dt):
+            self.use_helper("cuda_fp8", "#include <cuda_fp8.h>")
+        return super().mem_type(dt)
+
     def to_memory(self, text, vdt, mdt):
         e = D.element(mdt)
+        if D.is_float8(e):
+            # nearest, ties to even, saturating to the largest finite value (as the
+            # interpreter rounds: cuvil_tir.float8)
+            return f"{self.mem_type(e)}((float)({text}))"
         if e == "float16":
             return f"__float2half_rn({text})"
         if e == "bfloat16":
@@ -311,6 +323,8 @@ class KernelPrinter(CPrinter):
 
     def from_memory(self, text, mdt):
         e = D.element(mdt)
+        if D.is_float8(e):
+            return f"((float)({text}))"
         if e == "float16":
             return f"__half2float({text})"
         if e == "bfloat16":
@@ -319,7 +333,7 @@ class KernelPrinter(CPrinter):
 
     def round_value(self, text, dt):
         e = D.element(dt)
-        if e in ("float16", "bfloat16"):
+        if e in ("float16", "bfloat16") or D.is_float8(e):
             return self.from_memory(self.to_memory(text, dt, e), e)
         return super().round_value(text, dt)
 
