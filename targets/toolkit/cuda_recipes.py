@@ -35,12 +35,15 @@ def elementwise(sch, block: str, threads: int = 256) -> None:
 
 
 def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int = 4,
-         tn: int = 4, vector: int = 1, double_buffer: bool = False) -> None:
+         tn: int = 4, vector: int = 1, double_buffer: bool = False,
+         epilogue: str | None = None) -> None:
     """Shared-memory tiled GEMM: a ``bm x bn`` tile per thread block, ``tm x tn`` per
     thread accumulated in ``local`` registers, ``bk``-deep slices of A and B staged
     through ``shared`` memory by all threads together (``vector`` elements per thread
     and copy: 4 gives 16-byte loads); ``double_buffer`` keeps two stages of each
-    tile so the next slice is fetched before the current one is used.
+    tile so the next slice is fetched before the current one is used.  ``epilogue``:
+    the name of an elementwise block consuming C (bias, activation, cast), fused into
+    the write-back of the accumulators (:func:`fuse_epilogue`).
 
     Example::
 
@@ -82,6 +85,20 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
         sch.bind(t1, "threadIdx.y")
         sch.bind(t0, "threadIdx.x")
     sch.decompose_reduction(blk, ko)    # zero the accumulators once, before the k loop
+    fuse_epilogue(sch, epilogue)
+
+
+def fuse_epilogue(sch, epilogue: str | None) -> None:
+    """Fuse the elementwise block ``epilogue`` (a bias, an activation, a cast of the
+    GEMM's result) into the write-back of the accumulators: the GEMM's own output then
+    never reaches memory (``reverse_compute_inline``).
+
+    Example::
+
+        >>> fuse_epilogue(None, None)
+    """
+    if epilogue is not None:
+        sch.reverse_compute_inline(sch.get_block(epilogue))
 
 
 def row_reduce(sch, block: str, threads: int = 128) -> None:
@@ -163,12 +180,14 @@ def _lanes(sch, loops, split):
         sch.bind(loop, tag)
 
 
-def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32) -> None:
+def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32,
+                    epilogue: str | None = None) -> None:
     """fp16 or bf16 GEMM on tensor cores with fp32 accumulation: a ``bm x bn`` tile
     per block, one 16 x 16 tile per warp (warps on threadIdx.z/y, lanes on
     threadIdx.x), A and B slices of depth ``bk`` staged in ``shared`` memory, the C
     tile accumulated in ``shared`` memory by ``cuda.wmma_16x16x{bk}_{f16,bf16}f32``
-    (the inputs' dtype).
+    (the inputs' dtype); ``epilogue`` as for :func:`gemm` (fused into the write-back
+    of the C tile).
 
     Example::
 
@@ -198,6 +217,8 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
     init = sch.decompose_reduction(blk, ko)
     _lanes(sch, sch.get_loops(init)[-2:], [("threadIdx.x", 32)])
     sch.tensorize(ii, wmma_name(bk, dtype))
+    fuse_epilogue(sch, epilogue)
 
 
-__all__ = ["conv2d", "elementwise", "gemm", "gemm_tensorcore", "row_reduce", "softmax"]
+__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_tensorcore", "row_reduce",
+           "softmax"]

@@ -82,3 +82,42 @@ def test_sgemm_keeps_its_8x8_accumulators_in_registers(arch):
     code = sass(src, arch)["sgemm_big_kernel0"]
     assert "LDL" not in code and "STL" not in code     # nothing in local memory
     assert len(re.findall(r"\bFFMA\b", code)) >= 8 * 8 * 8     # the unrolled 8-deep slice
+
+
+def _gemm_with_epilogue(dtype, out_dtype):
+    m = n = 64
+    k = 64
+    A = T.placeholder((m, k), dtype, name="A")
+    B = T.placeholder((k, n), dtype, name="B")
+    bias = T.placeholder((n,), "float32", name="bias")
+    r = T.reduce_axis((0, k), name="k")
+    cast = (lambda x: x) if dtype == "float32" else (lambda x: x.astype("float32"))
+    C = T.compute((m, n), lambda i, j: T.sum(cast(A[i, r]) * cast(B[r, j]), axis=r), name="C")
+    D = T.compute((m, n), lambda i, j: T.max(C[i, j] + bias[j], T.float32(0)).astype(out_dtype),
+                  name="D")
+    return T.create_prim_func([A, B, bias, D])
+
+
+@pytest.mark.parametrize("dtype, out_dtype", [("float32", "float32"), ("float16", "float16")])
+def test_bias_relu_and_cast_are_fused_into_the_gemm(dtype, out_dtype):
+    sch = sch_for(_gemm_with_epilogue(dtype, out_dtype))
+    if dtype == "float32":
+        recipes.gemm(sch, bm=32, bn=32, bk=8, tm=4, tn=4, vector=4, double_buffer=True,
+                     epilogue="D")
+    else:
+        recipes.gemm_tensorcore(sch, bm=32, bn=32, bk=32, epilogue="D")
+    mod = targets.build(sch, "cuda", name=f"epilogue_{dtype}")
+    # C never reaches device memory: one kernel, and no temporary
+    assert mod.runtime.launch_plan()[0][0] == f"epilogue_{dtype}_kernel0"
+    assert not mod.runtime.record().allocs and len(mod.runtime.launch_plan()) == 1
+    a = rand((64, 64)).astype(dtype)
+    b = rand((64, 64), seed=1).astype(dtype)
+    bias = rand((64,), seed=2)
+    d = np.zeros((64, 64), out_dtype)
+    T.interpret(mod.lowered, a, b, bias, d, check_races=True)
+    ref = np.maximum(a.astype("float32") @ b.astype("float32") + bias, 0).astype(out_dtype)
+    np.testing.assert_allclose(d.astype("float32"), ref.astype("float32"), rtol=2e-3,
+                               atol=2e-3)
+    for arch in ARCHS:
+        usage = resource_usage(mod.get_source("cuda"), arch)
+        assert all(u["spill_stores"] == 0 for u in usage.values())
