@@ -114,8 +114,15 @@ def gemm_func(m, n, k, dtype):
 def gemm_variants(dtype, m, n, k) -> list:
     """``[(variant name, schedule-the-function)]`` for a GEMM, best first."""
     if dtype == "float32":
-        big = (m // 128) * (n // 128) >= 264 and m % 128 == 0 and n % 128 == 0
+        tiles = (m // 128) * (n // 128)
+        big = tiles >= 264 and m % 128 == 0 and n % 128 == 0
         out = []
+        if not big and tiles and k >= 8192 and m % 128 == 0 and n % 128 == 0:
+            splits = 2
+            while tiles * splits < 264 and splits < 8:
+                splits *= 2
+            out.append((f"simt 128x128 split-K {splits}", lambda sch: recipes.gemm_split_k(
+                sch, splits, bm=128, bn=128, bk=8, tm=8, tn=8, vector=4, double_buffer=True)))
         if big:
             out.append(("simt 128x128, 8x8 per thread, 2 stages", lambda sch: recipes.gemm(
                 sch, bm=128, bn=128, bk=8, tm=8, tn=8, vector=4, double_buffer=True)))

@@ -51,13 +51,18 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
         'gemm'
     """
     blk = sch.get_block(block)
-    i, j, k = sch.get_loops(blk)
+    loops = sch.get_loops(blk)
+    i, j, k = loops[0], loops[1], loops[-1]
     by, ty, ti = sch.split(i, [None, bm // tm, tm])
     bx, tx, tj = sch.split(j, [None, bn // tn, tn])
     ko, ki = sch.split(k, [None, bk])
     if double_buffer:
         sch.annotate(ko, "double_buffer", 1)
-    sch.reorder(by, bx, ko, ty, tx, ki, ti, tj)
+    if len(loops) == 4:             # a split-K slice (gemm_split_k): one per blockIdx.z
+        sch.reorder(loops[2], by, bx, ko, ty, tx, ki, ti, tj)
+        sch.bind(loops[2], "blockIdx.z")
+    else:
+        sch.reorder(by, bx, ko, ty, tx, ki, ti, tj)
     sch.bind(by, "blockIdx.y")
     sch.bind(bx, "blockIdx.x")
     sch.bind(ty, "threadIdx.y")
@@ -86,6 +91,30 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
         sch.bind(t0, "threadIdx.x")
     sch.decompose_reduction(blk, ko)    # zero the accumulators once, before the k loop
     fuse_epilogue(sch, epilogue)
+
+
+def gemm_split_k(sch, splits: int, block: str = "C", threads: int = 256, **tiles) -> None:
+    """GEMM with the reduction split ``splits`` ways (split-K, for shapes whose
+    ``M x N`` tiles are too few to fill the GPU while ``K`` is long): ``rfactor``
+    makes ``splits`` partial products, each a tiled GEMM (:func:`gemm`, ``tiles``)
+    over its share of ``K`` with the split on ``blockIdx.z``; a second kernel adds
+    them up, ``threads`` outputs per block.  The partials live in a ``global``
+    temporary the host program allocates.
+
+    Example::
+
+        >>> gemm_split_k.__name__
+        'gemm_split_k'
+    """
+    blk = sch.get_block(block)
+    k = sch.get_loops(blk)[-1]
+    ks, _ = sch.split(k, [splits, None])
+    rf = sch.rfactor(ks, 0)
+    gemm(sch, block=_block_node(sch, rf).name, **tiles)
+    i, j, kk = sch.get_loops(sch.get_block(block))
+    bo, tx = sch.split(sch.fuse(i, j), [None, threads])
+    sch.bind(bo, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
 
 
 def fuse_epilogue(sch, epilogue: str | None) -> None:
@@ -220,5 +249,5 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
     fuse_epilogue(sch, epilogue)
 
 
-__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_tensorcore", "row_reduce",
-           "softmax"]
+__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_split_k", "gemm_tensorcore",
+           "row_reduce", "softmax"]

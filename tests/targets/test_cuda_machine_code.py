@@ -121,3 +121,24 @@ def test_bias_relu_and_cast_are_fused_into_the_gemm(dtype, out_dtype):
     for arch in ARCHS:
         usage = resource_usage(mod.get_source("cuda"), arch)
         assert all(u["spill_stores"] == 0 for u in usage.values())
+
+
+def test_split_k_adds_partial_products_from_a_second_kernel():
+    m, n, k = 64, 64, 256
+    A = T.placeholder((m, k), name="A")
+    B = T.placeholder((k, n), name="B")
+    r = T.reduce_axis((0, k), name="k")
+    C = T.compute((m, n), lambda i, j: T.sum(A[i, r] * B[r, j], axis=r), name="C")
+    sch = sch_for(T.create_prim_func([A, B, C]))
+    recipes.gemm_split_k(sch, 4, bm=32, bn=32, bk=8, tm=4, tn=4, vector=4, double_buffer=True)
+    mod = targets.build(sch, "cuda", name="split_k")
+    assert mod.runtime.launch_plan() == [("split_k_kernel0", (2, 2, 4), (8, 8, 1), 0),
+                                         ("split_k_kernel1", (16, 1, 1), (256, 1, 1), 0)]
+    assert [size for _, size in mod.runtime.record().allocs] == [4 * 64 * 64 * 4]
+    a, b = rand((m, k)), rand((k, n), seed=1)
+    c = np.zeros((m, n), "float32")
+    T.interpret(mod.lowered, a, b, c, check_races=True)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    for arch in ARCHS:
+        assert all(u["spill_stores"] == 0
+                   for u in resource_usage(mod.get_source("cuda"), arch).values())
