@@ -1,13 +1,15 @@
 """The cost of run-time bounds checks: checked / unchecked time, same process, interleaved.
 
-Run:  python benchmarks/bounds_check.py [--repeat 15] [--threads N]
+Run:  python benchmarks/bounds_check.py [--repeat 15] [--quick] [--c]
 
-Each workload is built twice for the host, ``Target("llvm")`` and
-``Target("llvm", bounds_check=True)`` (and the same for ``c`` with ``--c``), both
-results are checked to be identical, and the two are timed alternately (``--repeat``
-rounds of ``mod.benchmark(number=...)``); the figure is the ratio of the medians.
-"checks" is the number of run-time checks left in the lowered code (accesses proven
-in bounds from the loop ranges get none).
+Each workload is built three times for the host: with no check at all (the pass's
+insertion switched off here, uncached), the default ``Target("llvm")`` (the cheap
+checks: once before a loop or once per call), and ``Target("llvm", bounds_check=True)``
+(every check); the same for ``c`` with ``--c``.  The results are checked to be
+identical, and the three are timed alternately (``--repeat`` rounds of
+``mod.benchmark(number=...)``); the figures are the ratios of the medians to the
+unchecked one.  "checks" counts the run-time checks left in the lowered code of the
+default and the full build (accesses proven in bounds from the loop ranges get none).
 
 Workloads:
 
@@ -27,6 +29,9 @@ Workloads:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import os
 import statistics
 
 import numpy as np
@@ -34,6 +39,7 @@ import numpy as np
 import cuvil_tir as T
 import schedules as S
 import targets
+import cuvil_tir.transform.bounds_check as bc
 from targets.runtime.checks import check_sites
 
 from run import _tutorial04  # benchmarks/ is on sys.path when run as a script
@@ -112,38 +118,65 @@ WORKLOADS = {"ew-static": ew_static, "ew-sym": ew_sym, "ew-2sizes": ew_2sizes,
              "gather": gather, "gemm-tuned": gemm_tuned, "gemm-2sizes": gemm_2sizes}
 
 
+@contextlib.contextmanager
+def no_checks():
+    """Builds inside insert no check at all (the baseline), and skip the compile
+    cache: their code must never be stored under the default build's key."""
+    saved, env = bc.insert_bounds_checks, os.environ.get("CUVIL_CACHE")
+    bc.insert_bounds_checks = lambda func, cheap_only=False: func
+    os.environ["CUVIL_CACHE"] = "0"
+    try:
+        yield
+    finally:
+        bc.insert_bounds_checks = saved
+        if env is None:
+            os.environ.pop("CUVIL_CACHE", None)
+        else:
+            os.environ["CUVIL_CACHE"] = env
+
+
 def compare(name, make, kind, repeat):
     func, args = make()
-    plain = targets.build(func, targets.Target(kind))
-    checked = targets.build(func, targets.Target(kind, bounds_check=True))
-    out_plain = [a.copy() for a in args]
-    out_checked = [a.copy() for a in args]
-    plain(*out_plain)
-    checked(*out_checked)
-    for x, y in zip(out_plain, out_checked):
-        np.testing.assert_array_equal(x, y)
-    number = max(1, int(0.05 / max(plain.benchmark(*args, repeat=1, number=1).median, 1e-6)))
-    tp, tc = [], []
+    with no_checks():
+        none = targets.build(func, targets.Target(kind))
+    default = targets.build(func, targets.Target(kind))
+    full = targets.build(func, targets.Target(kind, bounds_check=True))
+    mods = (none, default, full)
+    outs = [[a.copy() for a in args] for _ in mods]
+    for mod, out in zip(mods, outs):
+        mod(*out)
+    for other in outs[1:]:
+        for x, y in zip(outs[0], other):
+            np.testing.assert_array_equal(x, y)
+    number = max(1, int(0.05 / max(none.benchmark(*args, repeat=1, number=1).median, 1e-6)))
+    times = [[], [], []]
     for _ in range(repeat):
-        tp.append(plain.benchmark(*args, repeat=1, number=number).median)
-        tc.append(checked.benchmark(*args, repeat=1, number=number).median)
-    p, c = statistics.median(tp), statistics.median(tc)
-    n_checks = len(check_sites(checked.lowered))
-    print(f"{kind:4s} {name:12s} checks {n_checks:2d}   unchecked {p * 1e3:8.3f} ms   "
-          f"checked {c * 1e3:8.3f} ms   ratio {c / p:5.2f}")
-    return c / p
+        for mod, ts in zip(mods, times):
+            ts.append(mod.benchmark(*args, repeat=1, number=number).median)
+    t0, td, tf = (statistics.median(ts) for ts in times)
+    nd, nf = len(check_sites(default.lowered)), len(check_sites(full.lowered))
+    print(f"{kind:4s} {name:12s} checks {nd:2d}/{nf:2d}   none {t0 * 1e3:8.3f} ms   "
+          f"default {td / t0:5.3f}x   bounds_check=True {tf / t0:5.3f}x")
+    return td / t0, tf / t0
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--quick", action="store_true",
+                    help="3 rounds, small sizes (CI: does it run)")
     ap.add_argument("--c", action="store_true", help="also the c target")
     ap.add_argument("--only", default="", help="comma-separated workload names")
     args = ap.parse_args(argv)
     names = [w for w in WORKLOADS if not args.only or w in args.only.split(",")]
+    repeat = 3 if args.quick else args.repeat
     for kind in ["llvm"] + (["c"] if args.c else []):
         for name in names:
-            compare(name, WORKLOADS[name], kind, args.repeat)
+            make = WORKLOADS[name]
+            if args.quick:
+                make = functools.partial(make, 1 << 16) if "gemm" not in name else \
+                    functools.partial(make, 64)
+            compare(name, make, kind, repeat)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """The ``c`` target beside ``llvm`` on the same schedules: time per call and build time.
 
-Run:  python benchmarks/c_target.py [--repeat 7]
+Run:  python benchmarks/c_target.py [--repeat 7] [--quick]
+
+``--quick`` (what CI runs): small sizes, one round.
 
 Kernels: the elementwise ``exp(x) * y + z`` on 4M floats, a 512^3 GEMM (split 4x16 tile,
 ``k`` outside the tile, ``parallel`` outer loop: OpenMP in C, the native pool in llvm)
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -21,6 +24,11 @@ import numpy as np
 import cuvil_tir as T
 import schedules as S
 import targets
+
+try:
+    from benchmarks import bench_env
+except ImportError:          # run as a script: benchmarks/ is on sys.path
+    import bench_env
 
 
 def elementwise(n=1 << 22):
@@ -63,14 +71,21 @@ def softmax(m=1024, n=1024):
     return S.Schedule(T.create_prim_func([A, O])), [a, np.zeros((m, n), "float32")], ref
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true", help="small sizes, one round (CI)")
+    args = ap.parse_args(argv)
+    rc = bench_env.rerun_without_blas_overrides(__file__, argv)
+    if rc is not None:
+        return rc
+    repeat = 1 if args.quick else args.repeat
     print(f"{'kernel':<12} {'llvm ms':>9} {'c ms':>9} {'c/llvm':>7} {'build llvm s':>13} "
           f"{'build c s':>10}")
-    for name, make in (("elementwise", elementwise), ("gemm512", gemm), ("softmax", softmax)):
-        sch, arrays, ref = make()
+    sizes = {"elementwise": (1 << 16,), "gemm": (128,), "softmax": (128, 128)} \
+        if args.quick else {"elementwise": (), "gemm": (), "softmax": ()}
+    for name, make in (("elementwise", elementwise), ("gemm", gemm), ("softmax", softmax)):
+        sch, arrays, ref = make(*sizes[name])
         mods, builds = {}, {}
         for t in ("llvm", "c"):
             t0 = time.perf_counter()
@@ -80,13 +95,14 @@ def main():
             mods[t](*out)
             np.testing.assert_allclose(out[-1], ref(), rtol=1e-3, atol=1e-3)
         times = {"llvm": [], "c": []}
-        for _ in range(args.repeat):
+        for _ in range(repeat):
             for t in ("llvm", "c"):
                 times[t].append(mods[t].benchmark(*arrays, repeat=1, number=3).median)
         ml, mc = (statistics.median(times[t]) * 1e3 for t in ("llvm", "c"))
         print(f"{name:<12} {ml:9.2f} {mc:9.2f} {mc / ml:7.2f} {builds['llvm']:13.2f} "
               f"{builds['c']:10.2f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,7 +1,9 @@
 """The register-tiled GEMM recipe as TVM users write it, beside numpy.
 
 Run:  python benchmarks/gemm_recipe.py [--sizes 1024 1025 2048] [--repeat 5]
-                                       [--mcpu native] [--vectors 2]
+                                       [--mcpu native] [--vectors 2] [--quick]
+
+``--quick`` (what CI runs): one size, 97 (no tile divides it), one round.
 
 The recipe (the one TVM's CPU GEMM how-to and issue 10 compare): a ``6 x W`` tile of C
 with ``W`` = 2 vectors of the target's float32 lanes (6 x 16 with AVX2, 6 x 32 with
@@ -159,7 +161,13 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--mcpu", default="native")
     ap.add_argument("--vectors", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="size 97, one round (CI)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes, args.repeat = [97], 1
+    rc = _run_py().bench_env.rerun_without_blas_overrides(__file__, argv)
+    if rc is not None:
+        return rc
     run = _run_py()
     target = targets.Target("llvm", mcpu=args.mcpu)
     info = cpu_info(target)
@@ -167,7 +175,8 @@ def main(argv=None):
     print(f"target {info.name}: {info.vector_bits}-bit vectors, {info.vector_registers} "
           f"registers -> {ROWS}x{width} tile ({args.vectors} vectors of "
           f"{info.lanes('float32')} lanes)")
-    peak = run.measure_peak(args.repeat, target)["all threads"]
+    peak = run.measure_peak(args.repeat, target,
+                            reps=100_000 if args.quick else None)["all threads"]
     print(f"fp32 peak (run.py's {info.lanes('float32')}-lane FMA kernel, all threads): "
           f"{peak:.1f} GFLOP/s")
     print(f"{'size':>6s} {'cuvil GFLOP/s':>14s} {'numpy GFLOP/s':>14s} {'ratio':>6s} "

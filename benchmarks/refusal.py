@@ -6,7 +6,8 @@ refused ``compute_at`` (an output block, on a matmul + bias + relu of ``n``) whe
 message is left unread (the tuner's case) and when it is read (what every refusal cost
 when the IR was printed eagerly).
 
-Run: ``python benchmarks/refusal.py [n] [repeats]``
+Run: ``python benchmarks/refusal.py [n] [repeats]`` (``--quick``, what CI runs: n = 8,
+5 repeats)
 
 Example::
 
@@ -65,8 +66,9 @@ def measure(n: int = 64, repeats: int = 50) -> dict:
 
 
 if __name__ == "__main__":
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 64
-    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 50
+    quick = sys.argv[1:2] == ["--quick"]
+    n = 8 if quick else int(sys.argv[1]) if len(sys.argv) > 1 else 64
+    repeats = 5 if quick else int(sys.argv[2]) if len(sys.argv) > 2 else 50
     res = measure(n, repeats)
     print(f"refused compute_at (n={n}, median of {repeats}): message unread "
           f"{res['unread_us']:.1f} us, message read (eager IR) {res['read_us']:.1f} us, "

@@ -7,10 +7,11 @@ Workloads: fp32 GEMM 512^3, 1024^3 and 2048^3 on one thread and on all threads
 (N=1, C=K=64, 56x56, pad 1; numpy: im2col + matmul), the elementwise
 ``exp(x) * y + z`` on 16M floats (GB/s, beside numpy and a measured copy bandwidth),
 a row softmax (2048 x 1024), and an int4 dequantization (4M packed words: shifts,
-masks and a scale per group; GB/s beside a measured copy of the output's size).  The
-elementwise and softmax kernels are built with the opt-in fast-math
-flags ``afn`` (inline vector ``exp``, within 1 ulp) and, for the softmax reductions,
-``reassoc``; GEMM and conv use the default (``contract`` only).  Each figure is the
+masks and a scale per group; GB/s beside a measured copy of the output's size).  Every
+kernel is built with the default fast-math setting (``contract`` only): ``exp`` runs
+in vector registers within 1 ulp (``targets.llvm.vector_math``), and the softmax's
+max and sum loops opt in to reassociation one by one (annotation ``pragma_reassoc``),
+so LLVM keeps their partial results in vector lanes.  Each figure is the
 median of ``--repeat`` runs, ours and numpy's alternating so both see the same machine load;
 the spread is min..max.  Every kernel's result is checked against numpy first.
 Each timed call is preceded by a ``--settle`` pause (0.15 s): OpenBLAS's worker
@@ -23,10 +24,17 @@ on AVX2, 16 on AVX-512; one chain set per
 thread), so each GFLOP/s figure is also a fraction of peak; each kernel's build
 time; and the call overhead (argument checks + ctypes) of a one-element kernel.
 
-``OPENBLAS_CORETYPE`` / ``OPENBLAS_L2_SIZE``: where the environment sets them (older
-OpenBLAS builds need them on some processors), they slow a current numpy.  The
-benchmark then re-runs itself once in a subprocess with both unset -- that command
-alone -- and reports which BLAS numpy runs (via threadpoolctl when installed).
+The peak is measured for each thread count a row uses, with enough work per thread
+(tens of milliseconds) and back-to-back launches that every thread of the pool takes
+part; a multi-thread peak below 1.3x the one-thread peak is reported (a busy machine)
+and the rows that use it show their fraction of peak with a ``?``.  A comparison whose
+interleaved repeats spread by more than :data:`NOISY` of their median (ours or numpy's)
+is flagged ``noisy`` in place of its ratio: on a loaded machine a ratio is no result.
+
+``OPENBLAS_CORETYPE`` / ``OPENBLAS_L2_SIZE``: where the environment sets them, they slow
+a current numpy; the benchmark re-runs itself without them (``bench_env``).  It reports
+which BLAS and which kernel numpy runs (through threadpoolctl: ``pip install
+'cuvil[bench]'``).
 """
 
 from __future__ import annotations
@@ -48,8 +56,16 @@ import schedules as S
 import targets
 from cuvil_tir import Allocate, BufferStore, For, PrimFunc, seq
 
+try:
+    from benchmarks import bench_env
+except ImportError:          # run as a script: benchmarks/ is on sys.path
+    import bench_env
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-_BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+#: a comparison whose (max - min) / median exceeds this, on either side, is noisy
+NOISY = 0.25
+#: a multi-thread peak below this multiple of the one-thread peak is suspect
+SCALING = 1.3
 
 
 def _tutorial04():
@@ -131,24 +147,31 @@ def peak_kernel(threads: int, lanes_per_vec: int, chains: int = 12, reps: int = 
     return PrimFunc([X, O], body, {"global_symbol": "peak"}), flops
 
 
-def measure_peak(repeat, target=None):
-    """fp32 peak of ``target`` in GFLOP/s, from FMA chains as wide as its vectors."""
-    from targets.llvm import cpu_info
+def measure_peak(repeat, target=None, reps=None):
+    """fp32 peak of ``target`` in GFLOP/s on one thread and on all the pool's threads,
+    from FMA chains as wide as its vectors; ``"scaling"``: the second over the first.
+
+    Each thread's share lasts tens of milliseconds and each sample is three launches
+    back to back: a worker still asleep when a short launch starts would see the
+    caller take its share (the pool lets idle threads' blocks be stolen), and the
+    "all threads" peak would be the one-thread figure.
+    """
+    from targets.llvm import cpu_info, threadpool
     target = target or targets.Target("llvm")
     info = cpu_info(target)
     w = info.lanes("float32")
     # a chain per spare register keeps every FMA port busy (latency x throughput)
     chains = max(4, min(12, info.vector_registers - 4))
-    out = {"lanes": w}
-    for label, threads in (("1 thread", 1), ("all threads", os.cpu_count() or 1)):
-        func, flops = peak_kernel(threads, w, chains)
+    reps = reps or 4_000_000
+    out = {"lanes": w, "threads": threadpool.get_num_threads()}
+    for label, threads in (("1 thread", 1), ("all threads", out["threads"])):
+        func, flops = peak_kernel(threads, w, chains, reps=reps)
         mod, _ = timed_build(func, f"peak{threads}", target)
         x, o = np.full(w, 0.999, "float32"), np.zeros(threads * chains * w, "float32")
-        ts = []
-        for _ in range(repeat):
-            time.sleep(SETTLE_S)
-            ts.append(mod.benchmark(x, o, repeat=1, number=1).median)
-        out[label] = flops / min(ts) / 1e9
+        mod(x, o)
+        best = min(mod.benchmark(x, o, repeat=1, number=3).median for _ in range(repeat))
+        out[label] = flops / best / 1e9
+    out["scaling"] = out["all threads"] / out["1 thread"]
     return out
 
 
@@ -293,8 +316,7 @@ def elementwise_schedule(n):
 
 
 def bench_elementwise(n, repeat, rng):
-    # afn (opt-in): exp runs inline in vector registers (targets.llvm.vector_math)
-    target = targets.Target("llvm", fast_math="contract,afn")
+    target = targets.Target("llvm")     # exp in vector registers (vector_math)
     mod, build_s = timed_build(elementwise_schedule(n), "exp_mul_add", target)
     x, y, z = (rng.standard_normal(n).astype("float32") for _ in range(3))
     o = np.empty(n, "float32")
@@ -364,13 +386,14 @@ def softmax_schedule(rows, cols):
         sch.compute_at(sch.get_block(name), i)
     for name in ("E", "Y"):
         sch.vectorize(sch.get_loops(sch.get_block(name))[-1])
+    for name in ("M", "S"):     # the reductions may reorder: partial results in lanes
+        sch.annotate(sch.get_loops(sch.get_block(name))[-1], "pragma_reassoc", 1)
     sch.parallel(i)
     return sch
 
 
 def bench_softmax(rows, cols, repeat, rng):
-    # opt-in flags: reassoc lets LLVM vectorize the max and sum reductions, afn the exp
-    target = targets.Target("llvm", fast_math="contract,reassoc,afn")
+    target = targets.Target("llvm")
     mod, build_s = timed_build(softmax_schedule(rows, cols), "softmax", target)
     x = rng.standard_normal((rows, cols)).astype("float32")
     y = np.empty_like(x)
@@ -397,18 +420,24 @@ def call_overhead(repeat):
 # report ------------------------------------------------------------------------------------
 
 def blas_info() -> str:
+    """The BLAS numpy calls and the kernel it picked for this CPU (threadpoolctl's
+    ``architecture``: ``Haswell``, ``SkylakeX``, ``Zen`` ...), and its threads.
+
+    >>> isinstance(blas_info(), str)
+    True
+    """
     try:
         from threadpoolctl import threadpool_info
-        libs = [f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')} "
-                f"x{i.get('num_threads')}" for i in threadpool_info()
-                if i.get("user_api") == "blas"]
-        return "; ".join(libs) or "no BLAS found"
     except ImportError:
         cfg = np.show_config(mode="dicts") if "mode" in np.show_config.__code__.co_varnames \
             else {}
         blas = cfg.get("Build Dependencies", {}).get("blas", {}) if cfg else {}
-        return (f"{blas.get('name', '?')} {blas.get('version', '')} (threadpoolctl not "
-                "installed: kernel type unknown)")
+        return (f"{blas.get('name', '?')} {blas.get('version', '')} (kernel unknown: "
+                "pip install 'cuvil[bench]' for threadpoolctl)")
+    libs = [f"{i.get('internal_api')} {i.get('version')}, kernel "
+            f"{i.get('architecture') or '?'}, {i.get('num_threads')} threads"
+            for i in threadpool_info() if i.get("user_api") == "blas"]
+    return "; ".join(libs) or "no BLAS found"
 
 
 _CACHE_CHILD = """
@@ -439,35 +468,64 @@ def measure_cache_build():
     return times[0], times[1], size
 
 
+def spread(stats) -> float:
+    """``(max - min) / median`` of a :func:`_stats` result.
+
+    >>> spread({"median": 2.0, "min": 1.5, "max": 2.5, "n": 3})
+    0.5
+    """
+    return (stats["max"] - stats["min"]) / stats["median"]
+
+
 def report(results, peak, overhead, info, cache=None):
     print(f"numpy {np.__version__}, BLAS: {info}")
+    threads = peak["threads"]
     print(f"fp32 peak (our {peak['lanes']}-lane FMA kernel): "
           f"{peak['1 thread']:.1f} GFLOP/s on 1 thread, "
-          f"{peak['all threads']:.1f} GFLOP/s on {os.cpu_count()} threads")
+          f"{peak['all threads']:.1f} GFLOP/s on {threads} threads "
+          f"({peak['scaling']:.2f}x)")
+    doubtful = threads > 1 and peak["scaling"] < SCALING
+    if doubtful:
+        print(f"  the {threads}-thread peak is only {peak['scaling']:.2f}x the one-thread "
+              "peak: other processes use the cores (or they share FMA units); the "
+              "peak% of multi-thread rows is marked ?")
     print(f"call overhead (1-element kernel, checks + ctypes): {overhead * 1e6:.2f} us")
     if cache is not None:
         cold, warm, size = cache
         print(f"build of tutorial 04's GEMM 1024^3 in a new process: {cold * 1e3:.0f} ms "
               f"cold, {warm * 1e3:.1f} ms from the compile cache ({cold / warm:.0f}x; "
               f"entry {size / 1e3:.0f} kB)")
-    print(f"{'workload':36s} {'cuvil':>16s} {'numpy':>16s} {'ratio':>6s} {'peak%':>6s} "
-          f"{'spread (ours)':>20s} {'build':>7s}")
+    print(f"{'workload':36s} {'cuvil':>16s} {'numpy':>16s} {'ratio':>6s} {'peak%':>7s} "
+          f"{'spread ours/numpy':>18s} {'build':>7s}")
+    noisy = []
     for r in results:
         o, n = r["ours"]["median"], r["numpy"]["median"]
         if "flops" in r:
             unit, ours, theirs = "GFLOP/s", r["flops"] / o / 1e9, r["flops"] / n / 1e9
-            ref = peak["1 thread"] if r.get("threads") == 1 else peak["all threads"]
-            frac = f"{100 * ours / ref:5.1f}%"
+            one = r.get("threads") == 1
+            ref = peak["1 thread"] if one else peak["all threads"]
+            # a fraction above 100% means the peak measurement was disturbed
+            frac = f"{100 * ours / ref:5.1f}%" + \
+                ("?" if (doubtful and not one) or ours > ref else "")
         else:
             unit, ours, theirs = "GB/s", r["bytes"] / o / 1e9, r["bytes"] / n / 1e9
             frac = "-"
-        r.update(ours_rate=ours, numpy_rate=theirs, unit=unit, ratio=n / o)
-        spread = f"{r['ours']['min'] * 1e3:.2f}..{r['ours']['max'] * 1e3:.2f} ms"
+        wide = max(spread(r["ours"]), spread(r["numpy"]))
+        r.update(ours_rate=ours, numpy_rate=theirs, unit=unit, ratio=n / o,
+                 noisy=wide > NOISY)
+        ratio = "noisy" if r["noisy"] else f"{n / o:6.2f}"
+        if r["noisy"]:
+            noisy.append(r["name"])
+        spreads = f"{100 * spread(r['ours']):4.0f}% /{100 * spread(r['numpy']):4.0f}%"
         print(f"{r['name']:36s} {ours:8.1f} {unit:7s} {theirs:8.1f} {unit:7s} "
-              f"{n / o:6.2f} {frac:>6s} {spread:>20s} {r['build_s']:6.2f}s")
+              f"{ratio:>6s} {frac:>7s} {spreads:>18s} {r['build_s']:6.2f}s")
         if "copy_gbs" in r:
             print(f"{'':36s} copy bandwidth (numpy copyto): {r['copy_gbs']:.1f} GB/s; ours "
                   f"is {100 * ours / r['copy_gbs']:.0f}% of it")
+    if noisy:
+        print(f"noisy: {len(noisy)} comparison(s) whose repeats spread by more than "
+              f"{100 * NOISY:.0f}% of their median ({', '.join(noisy)}): no ratio is shown "
+              "for them; run again on an idle machine, or with more --repeat")
 
 
 def main(argv=None):
@@ -479,17 +537,15 @@ def main(argv=None):
     ap.add_argument("--settle", type=float, default=SETTLE_S,
                     help="seconds of idle before each timed call (default %(default)s)")
     args = ap.parse_args(argv)
-    if any(v in os.environ for v in _BLAS_VARS) and "CUVIL_BENCH_CHILD" not in os.environ:
-        env = {k: v for k, v in os.environ.items() if k not in _BLAS_VARS}
-        env["CUVIL_BENCH_CHILD"] = "1"
-        print(f"(re-running with {' and '.join(_BLAS_VARS)} unset for this command)")
-        return subprocess.call([sys.executable, __file__] + sys.argv[1:], env=env)
+    rc = bench_env.rerun_without_blas_overrides(__file__, argv)
+    if rc is not None:
+        return rc
     repeat = args.repeat or (3 if args.quick else 7)
     globals()["SETTLE_S"] = args.settle
     rng = np.random.default_rng(0)
-    peak = measure_peak(repeat)
+    peak = measure_peak(repeat, reps=1_000_000 if args.quick else None)
     results = []
-    threads = sorted({1, os.cpu_count() or 1})
+    threads = sorted({1, peak["threads"]})
     for n in [512] + ([] if args.quick else [1024, 2048]):
         results.extend(bench_gemm(n, threads, repeat, rng))
     results.append(bench_conv(repeat, rng))
@@ -501,7 +557,8 @@ def main(argv=None):
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(
             {"peak_gflops": peak, "call_overhead_s": overhead, "results": results,
-             "numpy": np.__version__, "cpu_count": os.cpu_count()}, indent=2))
+             "numpy": np.__version__, "cpu_count": os.cpu_count(), "blas": blas_info()},
+            indent=2))
         print(f"wrote {args.json}")
     return 0
 

@@ -154,6 +154,10 @@ def main(argv=None):
                    help="some of: gemm1024 gemm2048 conv int8 (quick: gemm256 gemm512 "
                    "conv int8)")
     opts = p.parse_args(argv)
+    from run import bench_env                      # benchmarks/run.py, next to this file
+    rc = bench_env.rerun_without_blas_overrides(__file__, argv)
+    if rc is not None:
+        return rc
     opts.trials = opts.trials or (24 if opts.quick else 500)
     opts.db = opts.db or tempfile.mkdtemp(prefix="cuvil-bench-tune-")
     os.makedirs(opts.db, exist_ok=True)
@@ -229,4 +233,4 @@ def report(rows, sizes):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -11,7 +11,9 @@ It also reports how well the cost model ranks: trained on half of the distinct
 measured candidates (features of their lowered IR), Spearman's rank correlation of its
 predictions with the measured times of the other half.
 
-    python benchmarks/tune_search.py [--n 256] [--trials 48] [--seeds 3]
+    python benchmarks/tune_search.py [--n 256] [--trials 48] [--seeds 3] [--quick]
+
+``--quick`` (what CI runs): a 64^3 GEMM, 6 trials, one seed.
 """
 
 from __future__ import annotations
@@ -61,7 +63,10 @@ def main(argv=None):
     ap.add_argument("--target", default="llvm")
     ap.add_argument("--save", default=None,
                     help="a JSON file the histories are written to after every search")
+    ap.add_argument("--quick", action="store_true", help="64^3, 6 trials, 1 seed (CI)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.n, args.trials, args.seeds = 64, 6, 1
     f = gemm(args.n)
     runs = {}
     t0 = time.perf_counter()

@@ -16,7 +16,8 @@ __version__ = "0.1.0"
 from . import dtype
 from .errors import (ArgumentError, CodegenError, CuvilError, DivisionByZeroError, DTypeError,
                      LoweringError, ParseError, ScheduleError, ShapeError, TargetError)
-from .errors import BoundsCheckError, DivergentBarrierError, RaceError, RuntimeCheckError
+from .errors import (BoundsCheckError, DivergentBarrierError, HostFeatureError, NestingError,
+                     RaceError, RuntimeCheckError)
 from .node import Node, same
 from .expr import (Add, And, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp, Div,
                    EQ, Expr, FloatImm, FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let,

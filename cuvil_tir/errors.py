@@ -349,6 +349,44 @@ class BoundsCheckError(RuntimeCheckError):
 ALL_ERRORS = ALL_ERRORS + (RuntimeCheckError, BoundsCheckError)
 
 
+class HostFeatureError(TargetError):
+    """A module built for another CPU (``mcpu``/``mattr``) was asked to run on a host
+    that lacks CPU features its code may use; running it would stop the process with
+    SIGILL.  Building and reading its code stay allowed.  ``missing`` lists the
+    features (LLVM's names, ``avx512fp16``).
+
+    Example::
+
+        >>> HostFeatureError("this host lacks +avx512fp16", ("avx512fp16",)).code
+        'CVL-E240'
+    """
+
+    code = "CVL-E240"
+
+    def __init__(self, message: str, missing=()):
+        self.missing = tuple(missing)
+        super().__init__(message)
+
+
+ALL_ERRORS = ALL_ERRORS + (HostFeatureError,)
+
+
+class NestingError(LoweringError):
+    """IR nested deeper than Cuvil can walk, even on the big stack of its retry
+    (:mod:`cuvil_tir.deep`): thousands of levels of one expression.
+
+    Example::
+
+        >>> NestingError("nested deeper than 120000 frames").code
+        'CVL-E250'
+    """
+
+    code = "CVL-E250"
+
+
+ALL_ERRORS = ALL_ERRORS + (NestingError,)
+
+
 def check_error(kind: str, message: str, values=()) -> RuntimeCheckError:
     """The error a failed ``AssertStmt`` of ``kind`` raises.
 

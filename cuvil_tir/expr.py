@@ -33,7 +33,13 @@ class Expr(Node):
         'float32'
     """
 
-    __slots__ = ()
+    #: the dtype of a node whose dtype is derived from an operand, computed once at
+    #: construction (a chain of n additions then costs n steps to build, not n**2/2,
+    #: and reading it never recurses down the chain); not a field
+    __slots__ = ("_dt",)
+
+    def _cache_dtype(self, dtype: str) -> None:
+        object.__setattr__(self, "_dt", dtype)
 
     # arithmetic -----------------------------------------------------------------
     def __add__(self, o): return binary(Add, self, o)
@@ -269,10 +275,18 @@ class BinaryOp(Expr):
         if self.a.dtype != self.b.dtype:
             raise DTypeError(f"{type(self).__name__}: operands must have one dtype, "
                              f"found {self.a.dtype} and {self.b.dtype}")
+        self._cache_dtype(self._result(self.a.dtype))
+
+    @staticmethod
+    def _result(operand: str) -> str:
+        return operand
 
     @property
     def dtype(self) -> str:
-        return self.a.dtype
+        try:
+            return self._dt
+        except AttributeError:      # unpickled or copied: the cache is not a field
+            return self._result(self.a.dtype)
 
 
 def _binop(name: str, symbol: str):
@@ -305,9 +319,9 @@ class CmpOp(BinaryOp):
 
     __slots__ = ()
 
-    @property
-    def dtype(self) -> str:
-        return D.with_lanes("bool", self.a.lanes)
+    @staticmethod
+    def _result(operand: str) -> str:
+        return D.with_lanes("bool", D.lanes(operand))
 
 
 def _cmpop(name: str, symbol: str, bool_fn=None):
@@ -370,10 +384,14 @@ class Not(Expr):
     def __post_init__(self):
         if not D.is_bool(self.a.dtype):
             raise DTypeError(f"Not: expected a bool operand, found {self.a.dtype}")
+        self._cache_dtype(self.a.dtype)
 
     @property
     def dtype(self) -> str:
-        return self.a.dtype
+        try:
+            return self._dt
+        except AttributeError:
+            return self.a.dtype
 
     __hash__ = Node.__hash__
 
@@ -398,10 +416,14 @@ class Select(Expr):
         if self.true_value.dtype != self.false_value.dtype:
             raise DTypeError(f"Select: branches must have one dtype, found "
                              f"{self.true_value.dtype} and {self.false_value.dtype}")
+        self._cache_dtype(self.true_value.dtype)
 
     @property
     def dtype(self) -> str:
-        return self.true_value.dtype
+        try:
+            return self._dt
+        except AttributeError:
+            return self.true_value.dtype
 
     __hash__ = Node.__hash__
 
@@ -516,9 +538,15 @@ class Let(Expr):
     value: Expr
     body: Expr
 
+    def __post_init__(self):
+        self._cache_dtype(self.body.dtype)
+
     @property
     def dtype(self) -> str:
-        return self.body.dtype
+        try:
+            return self._dt
+        except AttributeError:
+            return self.body.dtype
 
     __hash__ = Node.__hash__
 

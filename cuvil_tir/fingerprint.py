@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 
 from .buffer import Buffer
+from .deep import deep_ok
 from .errors import CuvilError
 from .expr import Var
 from .node import Node, field_names
@@ -125,6 +126,7 @@ class _Serializer:
                              "annotations must hold plain values to be fingerprinted")
 
 
+@deep_ok
 def fingerprint(func_or_module) -> str:
     """A hex SHA-256 digest of ``func_or_module`` (a PrimFunc, an IRModule, or any IR
     node), invariant under renaming of variables and buffers and identical across

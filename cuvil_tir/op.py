@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 
 from . import dtype as D
 from . import ops
@@ -140,7 +141,10 @@ def call_extern(dtype, name: str, *args, effect: str = "opaque") -> Call:
     form, or a :class:`~cuvil_tir.stmt.BufferRegion`: passed as a pointer to the
     region's first element) or whole buffers (a pointer to the buffer).  ``effect`` is
     one of :data:`cuvil_tir.ops.EFFECTS`: ``"opaque"`` (the default: it may read and
-    write anything it is given), ``"pure"``, ``"reads"``, ``"writes"``, ``"barrier"``.
+    write anything it is given), ``"pure"``, ``"reads"``, ``"writes"``, ``"barrier"``;
+    or ``"writes:K,L"``: it writes only its arguments at positions K, L (0-based,
+    regions or buffers) and only reads the others (a copy ``dma(dst, src)`` is
+    ``"writes:0"``), which lets a caller pass a read-only array for the others.
     Use it as a statement with ``T.evaluate(...)``.  Stored as
     ``Call(dtype, "call_extern", (StringImm(name), StringImm(effect), *args))``.
 
@@ -156,12 +160,50 @@ def call_extern(dtype, name: str, *args, effect: str = "opaque") -> Call:
     if not isinstance(name, str) or not name.isidentifier():
         raise DTypeError(f"T.call_extern: the function name must be an identifier, "
                          f"found {name!r}")
+    vals = call_args(f"T.call_extern({name!r})", args)
     if effect not in ops.EFFECTS:
-        raise DTypeError(f"T.call_extern({name!r}): effect must be one of "
-                         f"{', '.join(ops.EFFECTS)}, found {effect!r}")
+        _written_positions(name, effect, vals)
     return Call(D.canonical(dtype), "call_extern", (StringImm(name), StringImm(effect),
-                                                     *call_args(f"T.call_extern({name!r})",
-                                                                args)))
+                                                     *vals))
+
+
+def _written_positions(name: str, effect: str, args) -> set:
+    """The argument positions of effect ``"writes:K,L"``, each naming a region."""
+    from .stmt import BufferRegion
+    m = re.fullmatch(r"writes:(\d+(?:,\d+)*)", effect) if isinstance(effect, str) else None
+    if m is None:
+        raise DTypeError(f"T.call_extern({name!r}): effect must be one of "
+                         f"{', '.join(ops.EFFECTS)} or 'writes:K,L' (the positions of "
+                         f"the arguments it writes), found {effect!r}")
+    pos = {int(k) for k in m.group(1).split(",")}
+    for k in sorted(pos):
+        if k >= len(args) or not isinstance(args[k], BufferRegion):
+            raise DTypeError(f"T.call_extern({name!r}): effect {effect!r} says argument "
+                             f"{k} is written, but it is not a buffer or region (the "
+                             f"call has {len(args)} arguments)")
+    return pos
+
+
+def extern_writes(call):
+    """The arguments a ``T.call_extern`` may write, by position among its arguments:
+    ``None`` for every memory argument (``"opaque"``, ``"writes"``, ``"barrier"``), an
+    empty set for ``"pure"``/``"reads"``, the listed ones for ``"writes:K,L"``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A, B = T.decl_buffer((4,), "int8", "A"), T.decl_buffer((4,), "int8", "B")
+        >>> sorted(extern_writes(T.call_extern("int32", "dma", A, B, effect="writes:0")))
+        [0]
+        >>> extern_writes(T.call_extern("int32", "f", A)) is None
+        True
+    """
+    effect = call.args[1].value
+    if effect in ("pure", "reads"):
+        return set()
+    if effect in ops.EFFECTS:
+        return None
+    return _written_positions(call.args[0].value, effect, call.args[2:])
 
 
 def call_args(who: str, args) -> list:

@@ -19,6 +19,7 @@ import json
 import keyword
 
 from .buffer import Buffer
+from .deep import deep_ok
 from .expr import Expr, SizeVar, Var
 from .function import PrimFunc
 from .ir_module import IRModule
@@ -34,6 +35,7 @@ LOOP_FUNCS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectori
 _INDENT = "    "
 
 
+@deep_ok
 def to_text(node, highlight=None) -> str:
     """The text form of ``node`` (a PrimFunc, statement, expression, buffer, …).
 

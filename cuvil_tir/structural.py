@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 from .buffer import Buffer
+from .deep import deep_ok
 from .expr import Var
 from .node import Node, field_names
 
@@ -97,6 +98,7 @@ class _Equal:
         return x == y
 
 
+@deep_ok
 def structural_equal(a, b) -> bool:
     """True when ``a`` and ``b`` are equal up to renaming of variables and buffers.
 

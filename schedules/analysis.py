@@ -305,10 +305,11 @@ def const_int(e):
     return e.value if isinstance(e, IntImm) else None
 
 
-def total_iterations(stmt):
+def total_iterations(stmt, extent=None):
     """How many block instances ``stmt`` runs (loop extents multiplied), or None.
 
-    None when some extent is not constant.
+    None when some extent is not constant (``extent(expr) -> int | None`` reads an
+    extent; default: its constant value).
 
     Example::
 
@@ -319,25 +320,25 @@ def total_iterations(stmt):
         33
     """
     if isinstance(stmt, BlockRealize):
-        inner = total_iterations(stmt.block.body)
-        init = total_iterations(stmt.block.init) if stmt.block.init is not None else 0
+        inner = total_iterations(stmt.block.body, extent)
+        init = total_iterations(stmt.block.init, extent) if stmt.block.init is not None else 0
         return None if inner is None or init is None else 1 + inner + init
     if isinstance(stmt, For):
-        n = const_int(stmt.extent)
-        inner = total_iterations(stmt.body)
+        n = (extent or const_int)(stmt.extent)
+        inner = total_iterations(stmt.body, extent)
         return None if n is None or inner is None else n * inner
     if isinstance(stmt, SeqStmt):
         total = 0
         for s in stmt.seq:
-            t = total_iterations(s)
+            t = total_iterations(s, extent)
             if t is None:
                 return None
             total += t
         return total
     if isinstance(stmt, (LetStmt, Allocate)):
-        return total_iterations(stmt.body)
+        return total_iterations(stmt.body, extent)
     if isinstance(stmt, IfThenElse):
-        a = total_iterations(stmt.then_case)
-        b = total_iterations(stmt.else_case) if stmt.else_case is not None else 0
+        a = total_iterations(stmt.then_case, extent)
+        b = total_iterations(stmt.else_case, extent) if stmt.else_case is not None else 0
         return None if a is None or b is None else max(a, b)
     return 0

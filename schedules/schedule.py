@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import random
 
+from cuvil_tir.deep import deep_ok
 from cuvil_tir.analysis import tree
 from cuvil_tir.block_regions import verify_block_regions
 from cuvil_tir.function import PrimFunc
@@ -69,6 +70,7 @@ class Schedule:
         True
     """
 
+    @deep_ok
     def __init__(self, func: PrimFunc | IRModule, debug: bool = False, seed=None,
                  error_render: str = "detail"):
         if not isinstance(func, (PrimFunc, IRModule)):
@@ -99,7 +101,8 @@ class Schedule:
         self._rvs: list = []          # every handle the trace produced (keeps ids alive)
         self._index: dict = {}        # _key(handle) -> trace index
         self._retired: dict = {}      # id(handle) -> handle removed by remove_rv (kept alive)
-        self._checker = None
+        self._checker = None          # debug mode's DebugChecker, made at the first step
+        self._origin = func           # the unscheduled function (debug mode's twin)
         self._renamed: dict = {}      # (function, old block name) -> its name now
 
     # state ------------------------------------------------------------------------------
@@ -244,7 +247,8 @@ class Schedule:
         new._rvs = list(self._rvs)
         new._index = dict(self._index)
         new._retired = dict(self._retired)
-        new._checker = self._checker
+        new._checker = self._checker.fork() if self._checker is not None else None
+        new._origin = self._origin
         new._renamed = dict(self._renamed)
         return new
 
@@ -258,12 +262,15 @@ class Schedule:
 
     # the one path every primitive takes --------------------------------------------------
 
+    @deep_ok
     def _apply(self, name: str, *args, **kwargs):
         return self._run(name, list(args), kwargs)
 
+    @deep_ok
     def _run(self, name: str, args: list, kwargs: dict):
         try:
-            return self._step(name, args, kwargs)
+            # copies: a retry on a big stack (deep_ok) sees the arguments as given
+            return self._step(name, list(args), dict(kwargs))
         except ScheduleError as err:
             condense(err, self.error_render, name)
             raise
@@ -310,8 +317,14 @@ class Schedule:
                 self._rng.setstate(rng_state)
             raise
         if self.debug and new_func is not old:
-            from .debug import check_step
-            self._checker = check_step(name, old, new_func, self._checker)
+            from .debug import DebugChecker
+            if self._checker is None:
+                self._checker = DebugChecker(self._origin)
+            start = len(self._rvs)
+            made = [k for k, rv in enumerate(rv for rv in flatten(result)
+                                             if isinstance(rv, (BlockRV, LoopRV, Sampled)))]
+            step = Instruction(name, inputs, attrs, [start + k for k in made], decision)
+            self._checker.check(name, old, new_func, self._trace.insts, step)
         outputs = []
         for rv in flatten(result):
             if isinstance(rv, (BlockRV, LoopRV)) and self._multi:

@@ -24,6 +24,7 @@ from contextlib import ExitStack
 import numpy as np
 
 from ..buffer import Buffer
+from ..deep import deep_if_nested
 from ..errors import DTypeError, ShapeError
 from ..expr import Var
 from ..function import PrimFunc
@@ -35,6 +36,7 @@ from .gpu import GpuStmtCompiler, has_thread_loops
 from .stmts import StmtCompiler
 
 
+@deep_if_nested
 def interpret(func, *arrays, check_races: bool = False) -> None:
     """Run ``func`` (a PrimFunc, or a module: its entry) on ``arrays`` (numpy arrays,
     Python numbers for scalar params).

@@ -24,6 +24,7 @@ import inspect
 import textwrap
 
 from ..errors import ParseError
+from ..deep import deep_ok
 from ..function import PrimFunc
 from .builder import Builder
 from .evaluate import NAMESPACE
@@ -31,6 +32,7 @@ from .grammar import parse_tree
 from .module import build_module, ir_module, module_attrs
 
 
+@deep_ok
 def parse(text: str, filename: str | None = None, *, env: dict | None = None,
           line_offset: int = 0, col_offset: int = 0):
     """Parse the text form of one function (what ``print(func)`` shows) into a

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 from ..buffer import Buffer
+from ..deep import deep_ok
 from ..errors import CodegenError, TargetError
 from ..ir_module import IRModule
 from ..transform.instruments import report_failure
@@ -98,6 +99,7 @@ def _entry(func_or_sch):
     return func.entry if isinstance(func, IRModule) else func
 
 
+@deep_ok
 def build(func_or_sch, target="llvm", name: str | None = None):
     """Compile a PrimFunc (or a Schedule's current function, or an IRModule: its
     entry and the functions it uses, such as ``T.lower``'s result) for ``target``;

@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+from ..deep import deep_ok
 from ..errors import LoweringError
 from ..function import PrimFunc
 from ..ir_module import IRModule, as_module
@@ -67,6 +68,7 @@ def as_func(func_or_sch, who: str = "lower", error=LoweringError):
                         f"with .func), found {type(func_or_sch).__name__}")
 
 
+@deep_ok
 def lower(func_or_sch, target=None) -> IRModule:
     """The module of ``func_or_sch`` after ``target``'s lowering passes (see
     :func:`get_pipeline`): its host entry, plus the functions the passes outlined

@@ -23,6 +23,7 @@ from cuvil_tir import dtype as D
 from cuvil_tir import ops
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.op import extern_writes
 from cuvil_tir.stmt import BufferRegion
 from cuvil_tir.visitor import Visitor, used_vars
 
@@ -73,9 +74,11 @@ class _Stores(Visitor):
 
     def visit_Call(self, c):
         # an extern call may write the regions it is given, unless it says otherwise
-        if ops.callee(c) is not None and ops.may_write(c):
-            for a in c.args[2:]:
-                if isinstance(a, BufferRegion):
+        # (pure, reads, or writes:K naming the ones it writes)
+        if ops.callee(c) is not None:
+            written = extern_writes(c)
+            for k, a in enumerate(c.args[2:]):
+                if isinstance(a, BufferRegion) and (written is None or k in written):
                     self.ids.add(id(a.buffer))
         self.generic_visit(c)
 

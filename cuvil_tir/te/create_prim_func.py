@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ..analysis.reducer import combine, identity
 from ..buffer import Buffer
+from ..deep import deep_ok
 from ..errors import ShapeError
 from ..expr import Expr, IntImm, Var, const, Add, Sub
 from ..op import if_then_else
@@ -149,6 +150,7 @@ def _stage_nest(t: Tensor, block_name: str) -> object:
     return stmt
 
 
+@deep_ok
 def create_prim_func(args, name: str = "main") -> PrimFunc:
     """A PrimFunc computing every stage needed by ``args`` (the argument order).
 

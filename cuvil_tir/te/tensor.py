@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from .. import dtype as D
 from ..buffer import Buffer
+from ..deep import deep_ok
 from ..errors import DTypeError, ShapeError
 from ..expr import Expr, Var, as_expr
 from ..stmt import IterVar, Range
@@ -183,6 +184,7 @@ def _axis_names(fcompute, n: int) -> list[str]:
     return ["i" if n == 1 else f"i{k}" for k in range(n)]
 
 
+@deep_ok
 def compute(shape, fcompute, name: str = "compute", attrs: dict | None = None) -> Tensor:
     """An output tensor ``out[idx] = fcompute(*idx)`` (any rank; may be a reduction).
 

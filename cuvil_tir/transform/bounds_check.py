@@ -1,9 +1,16 @@
 """``bounds_check``: a run-time check before every buffer access not proven in bounds.
 
-The pass runs first in a bounds-checked target's pipeline
-(``Target("llvm", bounds_check=True)``, the same for ``c``), on the unlowered
-function, so each check sees the N-d index, the buffer's own shape and the block it
-belongs to.  Before every statement, each buffer access in it (the store and every
+The pass runs first in the ``llvm`` and ``c`` pipelines, on the unlowered function, so
+each check sees the N-d index, the buffer's own shape and the block it belongs to.
+It has two modes:
+
+* by default, only the *cheap* checks: an access the analyzer cannot prove in bounds
+  whose check runs once before its loop (below: affine indices, no condition) or once
+  per call (an access in no loop).  ``A[i + 1]`` for ``i < n`` is caught before the
+  loop at no measurable cost; a static-shape kernel keeps no check at all;
+* with ``Target("llvm", bounds_check=True)`` (the same for ``c``), every access as
+  described below, data-dependent ones (``A[B[i]]``) and guarded ones included.
+  Before every statement, each buffer access in it (the store and every
 load, in block bodies, block inits and on internal/local buffers alike) becomes an
 :class:`~cuvil_tir.stmt.AssertStmt` of kind ``"bounds"``: every index in
 ``[0, extent)``, with a message naming the access (``read``/``write``), the buffer,
@@ -21,9 +28,8 @@ the run-time index, the shape, the block and the statement.
   unroll the inner loop.  Any other check stays before its statement (a
   ``vectorized`` loop holding one runs serially).
 
-Nothing else changes: outside a bounds-checked target the pass is not in the
-pipeline, and :func:`bounds_check` itself is the identity when the target in the
-``PassContext`` does not ask for checks.
+Nothing else changes: the pass is in no other target's pipeline, and
+:func:`bounds_check` is the identity when there is no target in the ``PassContext``.
 
 Example::
 
@@ -158,7 +164,9 @@ def _with_context(e, acc: _Access):
 
 
 class _Insert(Mutator):
-    def __init__(self):
+    def __init__(self, cheap_only: bool = False):
+        #: keep only the checks that run once per loop or per call (default builds)
+        self.cheap_only = cheap_only
         self.ana = Analyzer(index_no_overflow=True)
         self.vmap: dict = {}          # block iter var -> its value in loop variables
         self.block: str | None = None
@@ -306,6 +314,8 @@ class _Insert(Mutator):
         if hoist:
             frame[2].append(check)
             return None
+        if self.cheap_only and self.frames:
+            return None         # it would run every iteration: bounds_check=True only
         return check
 
     def _unproven(self, acc: _Access, indices) -> list:
@@ -372,9 +382,10 @@ def _affine_in(indices, var: Var) -> bool:
     return True
 
 
-def insert_bounds_checks(func: PrimFunc) -> PrimFunc:
+def insert_bounds_checks(func: PrimFunc, cheap_only: bool = False) -> PrimFunc:
     """``func`` with a bounds check before every access not proven in bounds (see
-    the module docstring).
+    the module docstring); ``cheap_only``: only those that run once before a loop or
+    once per call.
 
     Example::
 
@@ -384,13 +395,14 @@ def insert_bounds_checks(func: PrimFunc) -> PrimFunc:
         >>> insert_bounds_checks(f) is f      # every access provably in bounds
         True
     """
-    body = _Insert().visit(func.body)
+    body = _Insert(cheap_only).visit(func.body)
     return func if body is func.body else func.with_body(body)
 
 
 def bounds_check(func: PrimFunc) -> PrimFunc:
-    """The pass: :func:`insert_bounds_checks` when the target of the current
-    ``PassContext`` has ``bounds_check`` set, else ``func`` unchanged.
+    """The pass: every check when the target of the current ``PassContext`` has
+    ``bounds_check`` set, the cheap ones when it has a target that does not, nothing
+    without a target.
 
     Example::
 
@@ -399,9 +411,10 @@ def bounds_check(func: PrimFunc) -> PrimFunc:
         >>> bounds_check(f) is f
         True
     """
-    if not wants_bounds_check(PassContext.current().target):
-        return func
-    return insert_bounds_checks(func)
+    target = PassContext.current().target
+    if target is None or func.attr("calling_conv") not in (None, "host"):
+        return func          # an outlined task or a kernel: checked before outlining
+    return insert_bounds_checks(func, cheap_only=not wants_bounds_check(target))
 
 
 def wants_bounds_check(target) -> bool:
@@ -417,14 +430,14 @@ def wants_bounds_check(target) -> bool:
 
 
 def with_bounds_check(passes, target) -> list:
-    """``passes`` (a fresh list), led by :func:`bounds_check` when ``target`` asks
-    for checks: a target kind's ``pipeline(target)`` uses it.
+    """``passes`` (a fresh list) led by :func:`bounds_check`, which inserts every
+    check when ``target`` asks for them and the cheap ones otherwise: a target kind's
+    ``pipeline(target)`` uses it.
 
     Example::
 
         >>> from cuvil_tir.transform import default_pipeline, pass_name
         >>> [pass_name(p) for p in with_bounds_check(default_pipeline(), None)][0]
-        'lower_blocks'
+        'bounds_check'
     """
-    passes = list(passes)
-    return [bounds_check] + passes if wants_bounds_check(target) else passes
+    return [bounds_check] + list(passes)

@@ -232,4 +232,8 @@ def run_candidate(payload, emit) -> None:
         info["timing"] = how
         emit(("ok", seconds, info))
     except Exception as e:  # noqa: BLE001 - any candidate error is a recorded failure
+        # a host that cannot run the target's code (HostFeatureError) fails at run
+        # time, also when the untuned reference is what it refused
+        if getattr(e, "code", None) == "CVL-E240":
+            stage = "run"
         emit((stage, f"{type(e).__name__}: {e}", info))

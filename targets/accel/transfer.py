@@ -28,7 +28,7 @@ Example::
     ...        "serial", T.BufferStore(S, G[r, c], (r, c))))
     >>> f = dma_transfers(T.PrimFunc([G], T.Allocate(S, nest)), toy_npu)
     >>> print(T.to_text(f.body.body).strip())
-    T.evaluate(T.call_extern("int32", "toy_npu_dma_load", S[0:1, 0:16], G[0:1, 0:16], 4, 16, 16, 64))
+    T.evaluate(T.call_extern("int32", "toy_npu_dma_load", S[0:1, 0:16], G[0:1, 0:16], 4, 16, 16, 64, effect="writes:0"))
 """
 
 from __future__ import annotations
@@ -217,9 +217,11 @@ class _ToDMA(Mutator):
                     "are multiples of the tile")
             name += "_pad"
             moved = [rows, row_bytes] + moved
+        # a DMA writes its destination and only reads its source (a read-only
+        # input array is fine)
         call = call_extern("int32", name, region(dst, st.indices),
                            region(src, st.value.indices), *moved,
-                           strides[id(dst)], strides[id(src)])
+                           strides[id(dst)], strides[id(src)], effect="writes:0")
         body = Evaluate(call)
         for f in loops[:len(loops) - len(inner)][::-1]:
             body = For(f.loop_var, f.min, f.extent, f.kind, body, f.thread_tag, f.annotations)

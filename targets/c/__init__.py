@@ -4,8 +4,8 @@ Options: ``cc`` (the compiler command, default ``"cc"``), ``cflags`` (default
 ``"-O3"``; ``-std=c99 -fPIC -shared`` are always added), ``openmp`` (default
 ``True``: ``parallel`` loops become ``#pragma omp parallel for`` when the compiler
 supports ``-fopenmp``; without it, or with ``openmp=False``, they run serially),
-``bounds_check`` (default ``False``: as for ``llvm``, every access is checked at run
-time).
+``bounds_check`` (as for ``llvm``: by default only the checks that run once before a
+loop; ``True``: every access is checked at run time).
 
 Lowering (:func:`c_pipeline`): the llvm target's passes without the vectorizer --
 the C compiler vectorizes ``vectorized`` loops itself at ``-O3``.  Code is printed by

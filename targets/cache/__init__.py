@@ -9,16 +9,16 @@ Example::
 
     >>> import targets
     >>> sorted(targets.cache.info())
-    ['bytes', 'directory', 'enabled', 'entries', 'max_bytes']
+    ['bytes', 'directory', 'enabled', 'entries', 'max_bytes', 'state', 'why']
 """
 
 import sys
 
 from cuvil_tir.target.cache import (Store, cache_key, clear, code_identity, directory,
-                                    enabled, info, store)
+                                    enabled, info, state, store)
 
 # the module ``targets.cache.store`` stays importable under its old name
 sys.modules[__name__ + ".store"] = sys.modules["cuvil_tir.target.cache.store"]
 
 __all__ = ["Store", "cache_key", "clear", "code_identity", "directory", "enabled", "info",
-           "store"]
+           "state", "store"]

@@ -303,16 +303,21 @@ class CPrinter(CExpressions):
         end = self.bare(s.extent) if _is_zero(s.min) else f"{lo} + {self.expr(s.extent)}"
         outer = self.in_parallel, self.stop_label, self.stop_used, self.heap_mark
         self.in_parallel = outer[0] or s.kind == "parallel"
-        if pragma and s.kind == "parallel" and not nested:
+        # a task's loop owns the label its failed checks jump to; the loops inside
+        # it pass their uses of the label up to it
+        owns_label = bool(pragma) and s.kind == "parallel" and not nested
+        if owns_label:
             self.stop_label, self.stop_used = f"cvl_stop_{v}", False
             self.heap_mark = len(self.heap)
         try:
             self.scope(f"for ({t} {v} = {lo}; {v} < {end}; ++{v}) {{", s.body)
-            if self.stop_used and self.stop_label != outer[1]:
+            if self.stop_used and owns_label:
                 self.lines.insert(len(self.lines) - 1, "    " * (self.indent + 1) +
                                   f"{self.stop_label}: ;")
         finally:
+            used = self.stop_used and not owns_label
             self.in_parallel, self.stop_label, self.stop_used, self.heap_mark = outer
+            self.stop_used = self.stop_used or used
 
     def s_Allocate(self, s):
         self.print_allocate(s)

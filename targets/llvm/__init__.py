@@ -5,13 +5,16 @@ Options: ``mcpu`` (``"native"``: the host's CPU and features), ``mattr`` (featur
 (default ``"contract"``: ``fmul`` + ``fadd`` may fuse into ``fma``, one rounding
 instead of two, as every BLAS does; ``False`` for strict IEEE results; ``True`` for all
 flags; or LLVM flags such as ``"contract,reassoc"`` -- ``reassoc`` is opt-in: it lets
-LLVM reorder reductions, so sums change in the last bits and may vectorize; ``afn``
-is opt-in too: float32 vector ``exp`` runs inline (:mod:`targets.llvm.vector_math`,
-within 1 ulp) instead of one libm call per lane).
+LLVM reorder reductions, so sums change in the last bits and vectorize (one loop
+at a time: annotation ``pragma_reassoc``); ``afn`` is opt-in too: the looser grade of
+the vector ``exp``/``log``/``tanh``/``sigmoid``, which by default run in vector
+registers within 2 ulp (:mod:`targets.llvm.vector_math`), not one libm call per
+lane).
 
-``bounds_check`` (default ``False``): check every buffer access at run time; an
-access out of bounds raises ``T.BoundsCheckError`` before it happens (see
-:mod:`cuvil_tir.transform.bounds_check`).
+``bounds_check`` (default ``False``: only the cheap checks, each run once before its
+loop or once per call; ``True``: every buffer access not proven in bounds is checked
+at run time); an access out of bounds raises ``T.BoundsCheckError`` before it happens
+(see :mod:`cuvil_tir.transform.bounds_check`).
 
 Lowering: :func:`llvm_pipeline` -- the default pipeline plus local-buffer
 compaction, loop partitioning (guard-free main ranges of non-dividing splits), loop
@@ -36,7 +39,7 @@ from __future__ import annotations
 import llvmlite
 import llvmlite.binding as llvm
 
-from cuvil_tir.errors import TargetError
+from cuvil_tir.errors import HostFeatureError, TargetError
 from cuvil_tir.ir_module import calling_conv
 from cuvil_tir.target import (HOST_MEMORIES, Machine, Option, Program, TargetKind,
                               register_target)
@@ -47,8 +50,8 @@ from cuvil_tir.transform.vectorize import vectorize_loops
 
 from ..runtime import DATA_OFFSET, Module
 from .codegen import codegen_llvm
-from .cpu import CPUInfo, check_cpu, cpu_info
-from .engine import compile_object, host_features, process_triple, resolve_cpu
+from .cpu import CPUInfo, check_cpu, cpu_info, missing_host_features
+from .engine import compile_object, host_cpu, host_features, process_triple, resolve_cpu
 from .runtime import LLVMRuntimeModule, wrapper_ir
 
 _FM_FLAGS = ("nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast")
@@ -233,18 +236,23 @@ class LLVMTargetKind(TargetKind):
 
 
 def _guard_host(runtime, target):
-    """Code for wider vectors than this host has would die of SIGILL: such a module
-    still shows its sources, but calling it is a TargetError."""
-    bits = cpu_info(target).vector_bits
-    if bits > host_vector_bits():
-        name = target.options["mcpu"]
+    """Code that may use CPU features this host lacks would die of SIGILL: such a
+    module still builds and shows its sources, but calling it (or timing it) is a
+    HostFeatureError naming the missing features."""
+    missing = missing_host_features(target)
+    if missing:
+        opts = target.options
+        built = ", ".join(f"{k}={opts[k]!r}" for k in ("mcpu", "mattr") if opts.get(k))
+        names = ", ".join("+" + f for f in missing)
 
         def refuse(*args):
-            raise TargetError(f"llvm: this module was compiled for mcpu={name!r} "
-                              f"({bits}-bit vectors), which this host "
-                              f"({host_vector_bits()}-bit vectors) cannot run; read its "
-                              "code with get_source(), or build with mcpu='native' to "
-                              "run it here")
+            raise HostFeatureError(
+                f"llvm: this module was built for {built}, whose code may use CPU "
+                f"features this host ({host_cpu()}) lacks: {names}; running it would "
+                "stop the process with an illegal instruction (SIGILL). Read its code "
+                "with get_source(), run it on a machine with those features, or build "
+                "with mcpu='native' (or an mcpu/mattr this host has) to run it here",
+                missing)
         runtime.raw = refuse
     return runtime
 

@@ -53,7 +53,7 @@ from ..runtime.native import STATUS_ALLOC_FAILED, size_vars_of
 from . import intrinsics as I
 from .builder import IRBuilder
 from .checks import emit_assert, slot_definitions
-from .codegen_expr import NONTEMPORAL, ExprEmitter, _symbol
+from .codegen_expr import NONTEMPORAL, REASSOC, ExprEmitter, _symbol
 from .parallel import emit_launch, emit_task
 from .types import mem_type, reg_type
 from .workspace_ir import DECLARATIONS as WORKSPACE
@@ -245,12 +245,15 @@ class LLVMCodegen(ExprEmitter):
             raise CodegenError(f"llvm codegen: loop '{s.loop_var.name}' is bound to "
                                f"{s.thread_tag}; thread bindings need a GPU target "
                                "such as 'cuda'")
-        outer = self.nontemporal
-        self.nontemporal = outer or bool(dict(s.annotations).get(NONTEMPORAL, False))
+        outer, fm = self.nontemporal, self.fm
+        ann = dict(s.annotations)
+        self.nontemporal = outer or bool(ann.get(NONTEMPORAL, False))
+        if ann.get(REASSOC) and "reassoc" not in fm and "fast" not in fm:
+            self.fm = fm + "reassoc "
         try:
             self._for(s)
         finally:
-            self.nontemporal = outer
+            self.nontemporal, self.fm = outer, fm
 
     def _for(self, s):
         # a parallel loop still here is nested in a task (the outer one was outlined)

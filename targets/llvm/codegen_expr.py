@@ -21,7 +21,8 @@ import re
 from cuvil_tir import dtype as D
 from cuvil_tir import ops
 from cuvil_tir.errors import CodegenError
-from cuvil_tir.expr import IntImm, Ramp
+from cuvil_tir.expr import (Add, Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul,
+                            Ramp, Sub)
 from cuvil_tir.stmt import BufferRegion
 
 from . import intrinsics as I
@@ -32,6 +33,11 @@ from . import spellings  # noqa: F401 - registers the llvm spellings of the ops
 #: which skip the cache and the read-for-ownership of the destination line; worth it
 #: for large outputs written once and not read back soon (an elementwise kernel)
 NONTEMPORAL = "pragma_nontemporal"
+#: loop annotation: the float arithmetic inside the loop may be reassociated (the
+#: ``reassoc`` fast-math flag, for this loop only): LLVM then vectorizes a reduction
+#: over it, with partial sums in vector lanes; sums change in the last bits.  The
+#: user's opt-in for one loop, where ``fast_math="...,reassoc"`` opts in everywhere
+REASSOC = "pragma_reassoc"
 
 _FLOAT_OPS = {"Add": "fadd", "Sub": "fsub", "Mul": "fmul", "Div": "fdiv", "Mod": "frem"}
 _INT_OPS = {"Add": "add", "Sub": "sub", "Mul": "mul"}
@@ -41,6 +47,37 @@ _FCMP = {"EQ": "oeq", "NE": "une", "LT": "olt", "LE": "ole", "GT": "ogt", "GE": 
 
 def _symbol(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name) else f'"{name}"'
+
+
+_INDEX_OPS = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max)
+
+
+def index64(e):
+    """The int32 scalar index ``e`` computed in 64 bits: each int32 leaf is widened,
+    then the arithmetic runs in int64 (equal values: index arithmetic never
+    overflows, ``Analyzer(index_no_overflow=True)``).
+
+    Why: LLVM 22.1's loop vectorizer miscompiles the sign extension of a 32-bit
+    index that holds ``i % 2**k`` beside another access indexed by ``i % 2**k``
+    (issue 25, repro 19: the second access becomes a contiguous load); no
+    ``sext`` of index arithmetic, no such loop.  64-bit indices are also what
+    LLVM widens 32-bit ones to (IndVarSimplify), so the code is no slower.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> e = index64(i % 4 + i * 4)
+        >>> e.dtype, type(e.a.a).__name__
+        ('int64', 'Cast')
+    """
+    if e.dtype != "int32":
+        return e
+    if isinstance(e, IntImm):
+        return IntImm(e.value, "int64")
+    if isinstance(e, _INDEX_OPS):
+        return type(e)(index64(e.a), index64(e.b))
+    return Cast("int64", e)
 
 
 class ExprEmitter:
@@ -275,9 +312,11 @@ class ExprEmitter:
                       and last.stride.value == 1 and not buf.strides
                       and all(ix.lanes == 1 for ix in indices[:-1]))
         if contiguous:
-            flat = self._flat_index(buf, tuple(indices[:-1]) + (last.base,))
+            flat = index64(self._flat_index(buf, tuple(indices[:-1]) + (last.base,)))
             return self._gep(buf, base, self.expr(flat), flat.dtype), last.lanes
         flat = self._flat_index(buf, tuple(indices))
+        if flat.lanes == 1:
+            flat = index64(flat)
         v = self.expr(flat)
         n = flat.lanes
         if n == 1:

@@ -36,6 +36,7 @@ from cuvil_tir.errors import TargetError
 
 from ..runtime.host import cache_bytes, host_cores, host_cpu, host_features, vector_bits_of
 from .engine import resolve_cpu
+from .isa import features_in, missing_on_host, probe_ir
 
 #: 64-bit x86 CPU names LLVM 14-20 accepts (for suggestions; the probe decides)
 KNOWN_X86_64 = (
@@ -70,12 +71,16 @@ mod = llvm.parse_assembly(ir)
 mod.triple = tm.triple
 asm = tm.emit_assembly(mod)
 print("VECTOR", 512 if "zmm" in asm else 256 if "ymm" in asm else 128)
+isa = llvm.parse_assembly(sys.stdin.read())   # targets.llvm.isa's snippets
+isa.triple = tm.triple
+print(tm.emit_assembly(isa))
 '''
 
 
 @dataclass(frozen=True)
 class CPUInfo:
-    """The machine a target compiles for.
+    """The machine a target compiles for; ``isa``: the instruction-set features its
+    code may use (:mod:`targets.llvm.isa`; the host's for ``native``).
 
     Example::
 
@@ -90,6 +95,7 @@ class CPUInfo:
     l1d_bytes: int
     l2_bytes: int
     cores: int
+    isa: tuple = ()
 
     def lanes(self, dtype: str) -> int:
         """Elements of ``dtype`` in one vector register."""
@@ -97,11 +103,13 @@ class CPUInfo:
 
 
 @lru_cache(maxsize=None)
-def _probe(cpu: str, features: str) -> int:
-    """Vector bits LLVM uses for ``cpu``/``features``; TargetError if LLVM refuses them."""
+def _probe(cpu: str, features: str) -> tuple:
+    """``(vector bits, isa features)`` LLVM uses for ``cpu``/``features``; TargetError
+    if LLVM refuses them."""
     try:
         proc = subprocess.run([sys.executable, "-c", _PROBE, cpu, features],
-                              capture_output=True, text=True, timeout=120)
+                              input=probe_ir(), capture_output=True, text=True,
+                              timeout=120)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise TargetError(f"llvm: could not check CPU {cpu!r}: {err}") from None
     bad = [line.strip() for line in proc.stderr.splitlines()
@@ -116,7 +124,7 @@ def _probe(cpu: str, features: str) -> int:
                           f"{', '.join(KNOWN_X86_64)}")
     for line in proc.stdout.splitlines():
         if line.startswith("VECTOR "):
-            return int(line.split()[1])
+            return int(line.split()[1]), tuple(features_in(proc.stdout))
     raise TargetError(f"llvm: the CPU probe for {cpu!r} printed nothing: {proc.stderr[-300:]}")
 
 
@@ -157,12 +165,32 @@ def cpu_info(target) -> CPUInfo:
     if mcpu in ("native", "host") and not target.options.get("mattr"):
         bits = vector_bits_of(features or host_features())
         cpu = cpu or host_cpu()
+        isa = tuple(f[1:] for f in (features or host_features()).split(",")
+                    if f.startswith("+"))
     else:
-        bits = _probe(cpu, features)
+        bits, isa = _probe(cpu, features)
     opts = target.options
     cores = int(opts.get("num_cores") or 0) or host_cores()
     l1 = int(opts.get("l1d_kb") or 0) * 1024 or cache_bytes("1d", 32 << 10)
     l2 = int(opts.get("l2_kb") or 0) * 1024 or cache_bytes("2", 1 << 20)
     regs = 32 if bits == 512 else 16
     feats = tuple(f for f in features.split(",") if f)
-    return CPUInfo(cpu, feats, bits, regs, l1, l2, cores)
+    return CPUInfo(cpu, feats, bits, regs, l1, l2, cores, isa)
+
+
+def missing_host_features(target) -> list:
+    """The CPU features the code of ``target`` may use that this host lacks (empty for
+    ``native``, or when the host has them all): running that code would stop the
+    process with SIGILL.
+
+    Example::
+
+        >>> import targets
+        >>> missing_host_features(targets.Target("llvm"))
+        []
+    """
+    mcpu = target.options.get("mcpu", "native") or "native"
+    mattr = target.options.get("mattr", "") or ""
+    if mcpu in ("native", "host") and not mattr:
+        return []
+    return missing_on_host(cpu_info(target).isa, mattr, host_features())

@@ -21,7 +21,7 @@ from cuvil_tir import ops
 
 from . import intrinsics as I
 from .types import reg_type
-from .vector_math import vector_exp
+from .vector_math import vector_math
 
 # ops with an LLVM intrinsic of their own: llvm.<name>.<type>
 _INTRINSICS = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2",
@@ -40,11 +40,25 @@ def _libm(op):
     return lambda cg, e: I.libm_call(cg.b, op.libm, _args(cg, e), e.dtype)
 
 
-def _exp(cg, e):
-    if e.dtype.startswith("float32x") and ("afn" in cg.fm or "fast" in cg.fm):
-        # approximate functions allowed: inline vector exp, not N scalar expf calls
-        return vector_exp(cg.b, cg.expr(e.args[0]), D.lanes(e.dtype))
-    return I.math_call(cg.b, "exp", _args(cg, e), e.dtype)
+def _vector_math(name, scalar):
+    """``name`` of a float32 (float16, bfloat16) vector in vector registers
+    (:mod:`targets.llvm.vector_math`; ``afn``: the looser grade); any other dtype
+    as ``scalar(cg, e)`` writes it."""
+    def spell(cg, e):
+        if e.lanes > 1 and D.element(e.dtype) in ("float32", "float16", "bfloat16"):
+            x = I.widen(cg.b, cg.expr(e.args[0]), e.dtype)
+            r = vector_math(cg.b, name, x, e.lanes, fast="afn" in cg.fm or "fast" in cg.fm)
+            return I.narrow(cg.b, r, e.dtype)
+        return scalar(cg, e)
+    return spell
+
+
+def _intrinsic(name):
+    return lambda cg, e: I.math_call(cg.b, name, _args(cg, e), e.dtype)
+
+
+def _expanded(cg, e):
+    return cg.expr(ops.get_op(e.op).expand(*e.args))     # sigmoid: 1 / (1 + exp(-x))
 
 
 def _abs(cg, e):
@@ -83,7 +97,10 @@ def _default(op):
 ops.register_backend("llvm", default=_default)
 ops.register_spellings("llvm", {
     **_INTRINSICS,
-    "exp": _exp,
+    "exp": _vector_math("exp", _intrinsic("exp")),
+    "log": _vector_math("log", _intrinsic("log")),
+    "tanh": _vector_math("tanh", _libm(ops.get_op("tanh"))),
+    "sigmoid": _vector_math("sigmoid", _expanded),
     "abs": _abs,
     "if_then_else": lambda cg, e: cg._if_then_else(*e.args, dt=e.dtype),
     "call_extern": lambda cg, e: cg._call_extern(e),

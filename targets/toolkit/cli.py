@@ -305,7 +305,7 @@ def cmd_cache(args) -> int:
         print(f"removed {targets.cache.clear()} entries")
         return 0
     info = targets.cache.info()
-    state = "on" if info["enabled"] else "off (CUVIL_CACHE=0)"
+    state = info["state"] + (f" ({info['why']})" if info["why"] else "")
     print(f"directory: {info['directory']}\nstate:     {state}\n"
           f"entries:   {info['entries']}\nsize:      {info['bytes'] / 1e6:.2f} MB of "
           f"{info['max_bytes'] / 1e6:.0f} MB (CUVIL_CACHE_MAX_BYTES)")

@@ -214,3 +214,18 @@ def test_spelling_table_errors():
         ops.register_spelling("c", "if_then_else", "x", replace=False)
     with pytest.raises(CuvilError, match="cannot be its own parent"):
         ops.register_backend("loop", parent="loop")
+
+
+def test_call_extern_names_the_arguments_it_writes():
+    from cuvil_tir.op import extern_writes
+    A, B = T.decl_buffer((4,), "int8", "A"), T.decl_buffer((4,), "int8", "B")
+    c = T.call_extern("int32", "dma", A, B, 4, effect="writes:0")
+    assert extern_writes(c) == {0}
+    f = T.PrimFunc([A, B], T.Evaluate(c))
+    assert T.structural_equal(T.parse(str(f)), f)
+    with pytest.raises(T.DTypeError, match=r"effect 'writes:2' says argument 2 is "
+                       r"written, but it is not a buffer or region \(the call has 3 "):
+        T.call_extern("int32", "dma", A, B, 4, effect="writes:2")
+    with pytest.raises(T.DTypeError, match=r"effect must be one of pure, reads, writes, "
+                       r"barrier, opaque or 'writes:K,L' .*found 'writes:'"):
+        T.call_extern("int32", "dma", A, B, effect="writes:")

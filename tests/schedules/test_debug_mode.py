@@ -1,5 +1,7 @@
 """Debug mode: every primitive is checked against the reference interpreter."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -81,11 +83,59 @@ def test_without_debug_the_broken_primitive_goes_through(broken):
     np.testing.assert_array_equal(out[1], a * 3)
 
 
-def test_debug_mode_skips_interpreting_large_functions(broken):
+def test_a_large_function_is_checked_on_a_smaller_twin(broken):
+    """Issue 25: above MAX_ITERATIONS block instances debug mode used to skip its
+    check silently; now the same steps run on the function with smaller extents."""
     f = scale(MAX_ITERATIONS + 8)
     sch = S.Schedule(f, debug=True)
-    sch._apply(broken, sch.get_block("B"))
-    assert sch.func is not f and len(sch.trace) == 2
+    outer, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], [None, 16])
+    sch.parallel(outer)
+    blk = sch.get_block("B")
+    assert_refused(sch, lambda: sch._apply(broken, blk), r"test_broken_scale: changed the "
+                   r"results: buffer B differs from before the primitive in \d+ of 10004 "
+                   r"elements", DebugCheckError)
+
+
+def test_symbolic_sizes_are_bound_to_small_values(broken):
+    n = T.size_var("n")
+    A = T.placeholder((n,), name="A")
+    f = T.create_prim_func([A, T.compute((n,), lambda i: A[i] * 2.0, name="B")])
+    sch = S.Schedule(f, debug=True)
+    sch.split(sch.get_loops(sch.get_block("B"))[0], [None, 4])
+    blk = sch.get_block("B")
+    assert_refused(sch, lambda: sch._apply(broken, blk), r"test_broken_scale: changed the "
+                   r"results: buffer B differs from before the primitive in \d+ of 13 "
+                   r"elements", DebugCheckError)
+
+
+def test_a_step_that_cannot_be_checked_warns_once(broken):
+    f = scale(1 << 16)
+    sch = S.Schedule(f, debug=True)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    tiles = sch.sample_perfect_tile(i, n=2)          # a product of 65536 exactly
+    with pytest.warns(UserWarning, match=r"Schedule\(debug=True\): split and the steps "
+                      r"after it are checked by the IR verifier only, not by the "
+                      r"interpreter: sample_perfect_tile does not apply to the smaller "
+                      r"function"):
+        outer, inner = sch.split(i, tiles)          # the twin's loop is 16384 long
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # once per schedule
+        sch.vectorize(inner)
+        sch._apply(broken, sch.get_block("B"))      # unchecked: only the verifier runs
+
+
+def test_a_legal_schedule_of_a_large_function_passes_quietly():
+    w = workloads.matmul_bias_relu(128, 128, 128)
+    sch = S.Schedule(w.func, debug=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        i, j, k = sch.get_loops(sch.get_block("C"))
+        io, ii = sch.split(i, [None, 8])
+        jo, ji = sch.split(j, [None, 16])
+        sch.reorder(io, jo, k, ii, ji)
+        sch.vectorize(ji)
+        sch.parallel(io)
+    assert sch._checker.twin not in (None, False)
 
 
 def test_random_inputs_match_parameter_dtypes():
@@ -96,5 +146,6 @@ def test_random_inputs_match_parameter_dtypes():
     assert arrays[0].min() >= -8 and arrays[0].max() < 8
     n = T.size_var("n")
     X = T.placeholder((n,), name="X")
-    assert random_inputs(T.create_prim_func([X, T.compute((n,), lambda i: X[i],
-                                                          name="Y")]), 0) is None
+    g = T.create_prim_func([X, T.compute((n,), lambda i: X[i], name="Y")])
+    assert random_inputs(g, 0) is None
+    assert [a.shape for a in random_inputs(g, 0, {id(n): 5})] == [(5,), (5,)]

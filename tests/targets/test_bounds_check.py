@@ -41,12 +41,24 @@ def test_symbolic_read_past_the_end_raises(kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_unchecked_build_has_no_checks(kind):
+def test_default_build_keeps_only_the_checks_run_once_per_loop(kind):
+    """Issue 25 F1: ``A[i + 1]`` for ``i < n`` read past the end silently unless
+    bounds_check=True.  By default the checks that run once before their loop stay;
+    data-dependent ones (``A[idx[i]]``, one per iteration) are bounds_check=True's."""
     f = _shifted()
     plain = T.lower(f, targets.Target(kind))
-    checked = T.lower(f, _target(kind))
-    assert "T.assert_" not in str(plain) and "T.assert_" in str(checked)
     assert T.structural_equal(plain, T.lower(f, kind))
+    assert str(plain).count("T.assert_") == 2                      # both before the loop
+    assert str(plain).index("T.assert_") < str(plain).index("for i in")
+    mod = targets.build(f, kind)
+    b = np.zeros(6, "float32")
+    with pytest.raises(T.BoundsCheckError, match=r'read of A\[6\] \(shape \(6,\)\) in '
+                       r'block "B": B\[v_i\] = A\[v_i \+ 1\] - A\[v_i\]'):
+        mod(np.arange(6, dtype="float32"), b)
+    assert not b.any()                                             # nothing ran
+    gather = _gather().func
+    assert "T.assert_" not in str(T.lower(gather, targets.Target(kind)))
+    assert "T.assert_" in str(T.lower(gather, _target(kind)))
 
 
 def test_build_key_differs_only_when_on():
@@ -192,6 +204,22 @@ def test_parallel_loop_failure_reaches_the_caller(kind):
     assert big[256:].tolist() == [-7.0] * 4
 
 
+@pytest.mark.parametrize("openmp", [True, False])
+def test_c_split_parallel_loop_keeps_its_checks_label(openmp):
+    """A check inside the serial loop of a split parallel loop jumps to the task's
+    stop label: the task loop defines it (issue 25, c_bounds_parallel_goto)."""
+    sch = S.Schedule(_shifted())
+    o, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], [None, 16])
+    sch.parallel(o)
+    mod = targets.build(sch, _target("c", openmp=openmp))
+    for n in (64, 40):
+        b = np.full(n, -7.0, "float32")
+        with pytest.raises(T.BoundsCheckError,
+                           match=rf"read of A\[{n}\] \(shape \({n},\)\)"):
+            mod(np.arange(n, dtype="float32"), b)
+        assert b[-1] == -7.0
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_in_bounds_results_are_identical(kind):
     n, m = T.size_var("n"), T.size_var("m")
@@ -230,12 +258,12 @@ def test_local_buffer_accesses_are_checked():
 def test_checked_and_unchecked_builds_never_share_a_cache_entry(tmp_path, monkeypatch):
     monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("CUVIL_CACHE", "1")
-    f = _shifted()
-    a, b = np.arange(5, dtype="float32"), np.zeros(5, "float32")
-    targets.build(f, "llvm")(a, b)             # unchecked, now cached
+    f = _gather().func
+    a, idx, b = np.arange(5, dtype="float32"), np.array([0, 9], "int32"), np.zeros(2, "float32")
+    targets.build(f, "llvm")                   # with the cheap checks only, now cached
     checked = targets.build(f, _target("llvm"))
     assert not checked.from_cache
     again = targets.build(f, _target("llvm"))
     assert again.from_cache
-    with pytest.raises(T.BoundsCheckError, match=r"A\[5\]"):
-        again(a, b)                            # messages come with the cached code
+    with pytest.raises(T.BoundsCheckError, match=r"A\[9\]"):
+        again(a, idx, b)                       # messages come with the cached code

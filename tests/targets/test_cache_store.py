@@ -38,6 +38,37 @@ def test_corrupt_or_truncated_entry_is_a_miss_and_removed(tmp_path, damage):
     assert s.get(KEY) == {"obj": b"y"}
 
 
+OTHER = "fedcba9876543210" * 4
+
+
+@pytest.mark.parametrize("how", ["swapped", "foreign", "key-edited", "version-1"])
+def test_an_intact_entry_of_another_key_is_a_miss_never_loaded(tmp_path, how):
+    """Issue 25 F4: after two entries were swapped on disk, each kernel ran the other's
+    code.  An entry carries its key (covered by the checksum) and is checked on read."""
+    s = Store(tmp_path)
+    s.put(KEY, {"obj": b"mine"})
+    s.put(OTHER, {"obj": b"theirs"})
+    path, other = s.path(KEY), s.path(OTHER)
+    mine, theirs = open(path, "rb").read(), open(other, "rb").read()
+    if how == "swapped":
+        open(path, "wb").write(theirs)
+        open(other, "wb").write(mine)
+    elif how == "foreign":          # copied in from another cache folder
+        open(path, "wb").write(theirs)
+    elif how == "key-edited":       # the header's key changed to match: checksum fails
+        open(path, "wb").write(theirs.replace(OTHER.encode(), KEY.encode(), 1))
+    else:                           # an entry of the old format, with no key
+        head, _, payload = mine.partition(b"\n")
+        magic, _, digest, size = head.split(b" ")
+        open(path, "wb").write(b"CUVIL-CACHE-1 %s %s\n" % (digest, size) + payload)
+    assert s.get(KEY) is None and not os.path.exists(path)
+    if how == "swapped":
+        assert s.get(OTHER) is None and not os.path.exists(other)
+    s.put(KEY, {"obj": b"mine"})
+    assert s.get(KEY) == {"obj": b"mine"}
+    assert open(s.path(KEY), "rb").read().startswith(MAGIC + b" " + KEY.encode() + b" ")
+
+
 def test_least_recently_used_entries_are_evicted_first(tmp_path):
     s = Store(tmp_path, max_bytes=3 * 1200)
     keys = [f"{k:064x}" for k in range(3)]

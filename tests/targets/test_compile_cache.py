@@ -2,9 +2,11 @@
 corrupt entries rebuilt, many processes at once."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -119,6 +121,25 @@ def test_corrupt_or_truncated_entry_is_rebuilt(cache_dir, damage):
     assert targets.build(_func()).from_cache
 
 
+def test_two_swapped_entries_are_rebuilt_not_run(cache_dir):
+    """Issue 25 F4: each of two kernels found the other's (intact) entry under its key
+    and ran its machine code (a segfault, or 16 of 2**20 outputs written)."""
+    small, big = _func(n=16), _func(n=1 << 12)
+    targets.build(small)
+    (first,) = [os.path.join(d, n) for d, _, names in os.walk(cache_dir) for n in names]
+    targets.build(big)
+    (second,) = [os.path.join(d, n) for d, _, names in os.walk(cache_dir) for n in names
+                 if os.path.join(d, n) != first]
+    a, b = open(first, "rb").read(), open(second, "rb").read()
+    open(first, "wb").write(b)
+    open(second, "wb").write(a)
+    for f, n in ((small, 16), (big, 1 << 12)):
+        mod = targets.build(f)
+        assert not mod.from_cache
+        _check(mod, n=n)
+        assert targets.build(f).from_cache
+
+
 def test_cache_off(cache_dir, monkeypatch):
     monkeypatch.setenv("CUVIL_CACHE", "0")
     targets.build(_func())
@@ -134,6 +155,52 @@ def test_info_and_clear(cache_dir):
     assert info["directory"] == str(cache_dir)
     assert targets.cache.clear() == 2
     assert targets.cache.info()["entries"] == 0
+
+
+@pytest.mark.parametrize("setting, why", [
+    ("file", r"the cache folder .* is a file, not a folder; set CUVIL_CACHE_DIR to a "
+             r"folder"),
+    ("under-file", r"the cache folder .*/sub is under .*, which is a file, not a folder"),
+    ("max=-5", r"CUVIL_CACHE_MAX_BYTES='-5' is not a positive whole number of bytes; "
+               r"set it to one \(e.g. 1073741824 for 1 GiB\) or unset it"),
+    ("max=lots", r"CUVIL_CACHE_MAX_BYTES='lots' is not a positive whole number"),
+])
+def test_a_cache_that_cannot_work_says_off_and_why_and_warns_once(
+        tmp_path, monkeypatch, capsys, setting, why):
+    """Issue 25: these turned caching off silently while ``cuvil cache info`` said
+    "state: on" (and a bad CUVIL_CACHE_MAX_BYTES evicted every entry)."""
+    from targets.toolkit.cli import main
+    monkeypatch.setattr("cuvil_tir.target.cache._warned", set())
+    monkeypatch.delenv("CUVIL_CACHE", raising=False)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder")
+    folder = {"file": blocker, "under-file": blocker / "sub"}.get(setting, tmp_path / "c")
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(folder))
+    if setting.startswith("max="):
+        monkeypatch.setenv("CUVIL_CACHE_MAX_BYTES", setting[4:])
+    info = targets.cache.info()
+    assert (info["state"], info["enabled"]) == ("off", False)
+    assert re.fullmatch(why + ".*", info["why"])
+    with pytest.warns(UserWarning, match="compile cache off: " + why):
+        mod = targets.build(_func())
+    _check(mod)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")             # once: the second build is quiet
+        assert not targets.build(_func()).from_cache
+    assert main(["cache", "info"]) == 0
+    assert re.search(r"state: +off \(" + why, capsys.readouterr().out)
+
+
+def test_cache_info_says_on_and_off_by_the_switch(cache_dir, monkeypatch, capsys):
+    from targets.toolkit.cli import main
+    main(["cache", "info"])
+    assert re.search(r"state: +on\n", capsys.readouterr().out)
+    monkeypatch.setenv("CUVIL_CACHE", "off")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")             # the user's own choice: no warning
+        assert not targets.build(_func()).from_cache
+    main(["cache", "info"])
+    assert re.search(r"state: +off \(CUVIL_CACHE=off\)", capsys.readouterr().out)
 
 
 _WORKER = textwrap.dedent("""

@@ -1,5 +1,6 @@
 """The llvm target sizes code for the CPU it names, never silently for the host."""
 
+import re
 import subprocess
 import sys
 
@@ -51,16 +52,69 @@ def test_vectorizer_width_comes_from_the_target(mcpu, lanes):
         assert '"prefer-vector-width"="512"' in ll
 
 
-def test_a_module_for_wider_vectors_than_the_host_is_refused_not_crashed():
-    mod = targets.build(_vectorized(), targets.Target("llvm", mcpu="skylake-avx512"))
-    a, b = np.arange(64, dtype="float32"), np.zeros(64, "float32")
-    if host_vector_bits() < 512:
-        with pytest.raises(targets.TargetError, match=r"compiled for mcpu='skylake-avx512' "
-                                                      r"\(512-bit vectors\), which this host"):
-            mod(a, b)
-    else:
-        mod(a, b)
-        np.testing.assert_array_equal(b, a * 2 + 1)
+#: what a Haswell and a Zen 4 host report (the host is faked: the tests are the same
+#: on any machine)
+HASWELL = "+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe,+popcnt,+sse4.1,+sse4.2,+ssse3"
+ZEN4 = HASWELL + (",+avx512bf16,+avx512bitalg,+avx512bw,+avx512cd,+avx512dq,+avx512f,"
+                  "+avx512vbmi,+avx512vbmi2,+avx512vl,+avx512vnni,+avx512vpopcntdq,+gfni")
+
+
+def _fp16():
+    sch = S.Schedule(T.create_prim_func(_fp16_tensors()))
+    o, v = sch.split(sch.get_loops(sch.get_block("C"))[0], [None, 32])
+    sch.vectorize(v)
+    return sch
+
+
+@pytest.mark.parametrize("host, target, missing", [
+    (HASWELL, dict(mcpu="skylake-avx512"),
+     "+avx512bw, +avx512cd, +avx512dq, +avx512f, +avx512vl"),
+    (ZEN4, dict(mcpu="sapphirerapids"), "+avx512fp16, +avxvnni"),
+    (ZEN4, dict(mcpu="znver4", mattr="+avx512fp16"), "+avx512fp16"),
+])
+def test_running_code_for_features_the_host_lacks_is_refused_not_crashed(
+        monkeypatch, host, target, missing):
+    """Issue 25 F3: building and emitting for another CPU stay allowed; calling or
+    timing the module refuses, naming the missing features (before: SIGILL)."""
+    monkeypatch.setattr("targets.llvm.cpu.host_features", lambda: host)
+    mod = targets.build(_fp16(), targets.Target("llvm", **target))
+    assert "vfmadd" in mod.get_source("asm") or "vaddps" in mod.get_source("asm")
+    a, c = np.ones(64, "float16"), np.zeros(64, "float16")
+    for run in (lambda: mod(a, c), lambda: mod.benchmark(a, c)):
+        with pytest.raises(T.HostFeatureError, match=r"built for mcpu=.*whose code may use "
+                           rf"CPU features this host \(\w+\) lacks: {re.escape(missing)};"
+                           r" running it would stop the process .*SIGILL") as err:
+            run()
+        assert err.value.code == "CVL-E240"
+        assert ["+" + f for f in err.value.missing] == missing.split(", ")
+    assert not c.any()
+
+
+def test_code_for_features_the_host_has_runs(monkeypatch):
+    monkeypatch.setattr("targets.llvm.cpu.host_features", lambda: ZEN4)
+    mod = targets.build(_fp16(), targets.Target("llvm", mcpu="haswell"))
+    a, c = np.full(64, 2, "float16"), np.zeros(64, "float16")
+    mod(a, c)
+    assert (c == 6).all()
+
+
+def test_the_tuner_records_a_refused_candidate_as_a_run_failure(monkeypatch):
+    from schedules.tune.measure import run_candidate
+    monkeypatch.setattr("targets.llvm.cpu.host_features", lambda: HASWELL)
+    sch = _fp16()
+    out = []
+    run_candidate({"func": str(T.create_prim_func(_fp16_tensors())),
+                   "trace": sch.trace.as_json(), "decisions": [],
+                   "target": "llvm -mcpu=skylake-avx512", "min_repeat_ms": 1}, out.append)
+    kind, message, _ = out[-1]
+    assert kind == "run"
+    assert re.match(r"HostFeatureError: \[CVL-E240\] llvm: this module was built for "
+                    r"mcpu='skylake-avx512'.*lacks: \+avx512bw", message)
+
+
+def _fp16_tensors(n=64):
+    A = T.placeholder((n,), "float16", name="A")
+    return [A, T.compute((n,), lambda i: A[i] * A[i] + A[i], name="C")]
 
 
 @pytest.mark.parametrize("mcpu, match", [

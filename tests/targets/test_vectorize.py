@@ -354,33 +354,6 @@ def test_tutorial_gemm_schedule_end_to_end(shape):
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
-def test_inline_vector_exp_under_afn_is_within_2_ulp():
-    n = 4096
-    A = T.decl_buffer((n,), "float32", "A")
-    B = T.decl_buffer((n,), "float32", "B")
-    i = T.var("i")
-    body = For(i, _c(0), _c(n), "vectorized", BufferStore(B, T.exp(A[i]), (i,)))
-    mod = _build([A, B], body, fast_math="contract,afn")
-    assert "@llvm.exp" not in mod.get_source("ll")
-    assert "expf" not in mod.get_source("asm")
-    a = np.concatenate([np.linspace(-104, 89, n - 8, dtype="float32"),
-                        np.array([np.nan, np.inf, -np.inf, 88.72, 89.5, -87.5, -103.9, 0],
-                                 "float32")])
-    b = np.zeros(n, "float32")
-    with np.errstate(over="ignore"):
-        mod(a, b)
-        ref = np.exp(a.astype("float64"))
-    f32 = np.finfo("float32")
-    finite = (ref >= f32.tiny) & (ref <= float(f32.max))
-    ulp = np.spacing(ref[finite].astype("float32")).astype("float64")
-    err = np.abs(b[finite] - ref[finite]) / ulp
-    assert err.max() <= 2.0, err.max()
-    assert np.isnan(b[n - 8]) and b[n - 7] == np.inf and b[n - 6] == 0.0
-    assert b[n - 4] == np.inf                                     # overflow
-    sub = (ref > 0) & (ref < f32.tiny)           # subnormal results
-    np.testing.assert_allclose(b[sub], ref[sub], rtol=1e-3, atol=2e-45)
-
-
 @settings(max_examples=12)
 @given(extent=st.integers(1, 40), stride=st.integers(-2, 3), offset=st.integers(0, 3),
        lo=st.integers(0, 5))

@@ -129,7 +129,7 @@ def test_index_arithmetic_is_nsw_and_data_arithmetic_wraps():
     sch = S.Schedule(T.create_prim_func([A, B]))
     mod = targets.build(sch, "llvm")
     ir = mod.get_source("ll")
-    assert "mul nsw i32" in ir or "shl nsw i32" in ir
+    assert "mul nsw i64" in ir or "shl nsw i64" in ir      # indices: 64 bits (index64)
     data_adds = [line for line in ir.splitlines() if " add " in line and ", 1\n" not in line
                  and "nsw" not in line]
     assert data_adds, "the element + 1 carries no nsw"

@@ -1,8 +1,9 @@
 """A crash-safe, multi-process, size-bounded store of build artefacts on disk.
 
-Each entry is one file ``<dir>/<key[:2]>/<key>.cvl`` holding a header line (magic,
-SHA-256 and length of the payload) and the payload: a small JSON table of named byte
-blobs followed by the blobs.  No pickle: loading an entry runs no code.
+Each entry is one file ``<dir>/<key[:2]>/<key>.cvl`` holding a header line (magic, the
+entry's own key, the SHA-256 of key and payload, the payload's length) and the payload: a
+small JSON table of named byte blobs followed by the blobs.  No pickle: loading an entry
+runs no code.
 
 Why these rules (the bugs of other compilers' caches):
 
@@ -12,6 +13,10 @@ Why these rules (the bugs of other compilers' caches):
   (temp names start with ``.tmp-`` and never end in ``.cvl``);
 * **verified on read**: a wrong magic, length or checksum (a torn disk write, a
   truncated copy, a stray edit) is a miss; the bad file is removed and rebuilt;
+* **carries its key**: an intact entry found under another key's name (files swapped
+  or copied by hand, a foreign cache folder, a bug in a writer) is a miss too: the key
+  in its header, covered by the checksum, must be the one asked for -- otherwise one
+  kernel would run another's machine code;
 * **safe under many processes**: two processes that build the same key both publish
   complete, identical entries; the last rename wins and readers are never hurt;
 * **bounded**: after each publish, when the entries exceed ``max_bytes`` the least
@@ -37,7 +42,8 @@ import re
 import tempfile
 import time
 
-MAGIC = b"CUVIL-CACHE-1"
+#: version 2: the header carries the entry's key (version 1 entries are misses)
+MAGIC = b"CUVIL-CACHE-2"
 _KEY = re.compile(r"[0-9a-f]{16,128}")
 #: temporary files older than this are a dead writer's leftovers and are removed
 STALE_TEMP_SECONDS = 3600.0
@@ -111,7 +117,7 @@ class Store:
                 data = f.read()
         except OSError:
             return None
-        blobs = _verified(data)
+        blobs = _verified(data, key)
         if blobs is None:
             _remove(path)
             return None
@@ -129,8 +135,8 @@ class Store:
         """
         path = self.path(key)
         payload = encode(blobs)
-        head = b"%s %s %d\n" % (MAGIC, hashlib.sha256(payload).hexdigest().encode(),
-                                len(payload))
+        head = b"%s %s %s %d\n" % (MAGIC, key.encode(), _digest(key, payload),
+                                   len(payload))
         folder = os.path.dirname(path)
         try:
             os.makedirs(folder, exist_ok=True)
@@ -204,16 +210,21 @@ class Store:
                 "bytes": sum(size for _, size, _ in entries), "max_bytes": self.max_bytes}
 
 
-def _verified(data: bytes):
+def _digest(key: str, payload: bytes) -> bytes:
+    return hashlib.sha256(key.encode() + b"\n" + payload).hexdigest().encode()
+
+
+def _verified(data: bytes, key: str):
+    """The blobs of an entry file's bytes when it is whole and is the entry of ``key``."""
     head, nl, payload = data.partition(b"\n")
     parts = head.split(b" ")
-    if not nl or len(parts) != 3 or parts[0] != MAGIC:
+    if not nl or len(parts) != 4 or parts[0] != MAGIC or parts[1] != key.encode():
         return None
     try:
-        size = int(parts[2])
+        size = int(parts[3])
     except ValueError:
         return None
-    if size != len(payload) or hashlib.sha256(payload).hexdigest().encode() != parts[1]:
+    if size != len(payload) or _digest(key, payload) != parts[2]:
         return None
     try:
         return decode(payload)

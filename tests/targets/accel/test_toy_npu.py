@@ -53,6 +53,23 @@ def test_gemm_256_exact_and_double_buffering_keeps_unit_busy(gemm256):
     assert d["peak_bytes"]["npu.acc"] == 2 * 64 * 64 * 4
 
 
+def test_inputs_are_read_only_and_may_share_one_array(gemm256):
+    """A DMA only reads its source: the module writes C alone (issue 25,
+    C_accel_inputs_marked_written)."""
+    mod = gemm256[0]
+    assert [(p.name, p.writes) for p in mod.signature.params] == \
+        [("A", False), ("B", False), ("C", True)]
+    x = np.arange(256 * 256, dtype="int64").reshape(256, 256).astype("int8")
+    x.setflags(write=False)
+    c = np.zeros((256, 256), "int32")
+    mod(x, x, c)                          # read-only, and one array for both inputs
+    np.testing.assert_array_equal(c, x.astype("int32") @ x.astype("int32"))
+    c.setflags(write=False)
+    with pytest.raises(targets.ArgumentError, match=r"argument 2 'C': the function "
+                       r"writes to C but the array is read-only"):
+        mod(x, x, c)
+
+
 def test_rectangular_gemm_with_a_single_tile(gemm256):
     f = gemm(32, 48, 80)
     mod = targets.build(schedule_gemm(f, tile=16), "toy-npu")
