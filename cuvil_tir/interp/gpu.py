@@ -42,7 +42,7 @@ from ..errors import LoweringError, RaceError
 from ..expr import Call
 from ..ops import get_op
 from ..ops.async_copy import asynchronous
-from ..ops.gpu import collective, tiles_of, warp_combiner
+from ..ops.gpu import collective, per_warp, tiles_of, warp_combiner
 from ..printer import to_text
 from ..stmt import Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt
 from ..transform.gpu_sync import is_barrier
@@ -149,7 +149,8 @@ def _collective(s) -> bool:
 
     def look(n):
         if (isinstance(n, Call) and collective(n) is not None) or (
-                isinstance(n, Allocate) and n.buffer.scope == "shared"):
+                isinstance(n, Allocate) and (n.buffer.scope == "shared"
+                                             or per_warp(n.buffer.scope))):
             hit.append(1)
     post_order_visit(s, look)
     return bool(hit)
@@ -517,6 +518,15 @@ class GpuStmtCompiler(StmtCompiler):
             body = self.coll(s.body)
         if buf.scope == "local":
             return self._per_thread_slot(("b", k), lambda t: new_array(buf, shape()), body)
+        if per_warp(buf.scope):
+            # the 32 lanes of a warp (consecutive linear thread ids) share one array
+            warps: dict = {}
+
+            def of_warp(t):
+                if t % 32 == 0:         # a new run of the block: fresh arrays
+                    warps[t // 32] = new_array(buf, shape())
+                return warps[t // 32]
+            return self._per_thread_slot(("b", k), of_warp, body)
         bufs = self.frame.bufs
 
         def alloc():

@@ -9,7 +9,10 @@ holds all its accesses, and shrunk to the box those accesses cover there:
 * ``shared``: the box is taken over all threads of the block (``threadIdx`` variables
   are relaxed to their ranges); ``blockIdx`` variables are fixed;
 * ``local``: ``threadIdx`` and ``blockIdx`` variables are fixed (each thread has its
-  own copy), so the box is what one thread touches.
+  own copy), so the box is what one thread touches;
+* a per-warp scope (``wmma.accumulator``: :func:`~cuvil_tir.ops.gpu.per_warp`):
+  ``threadIdx.x`` (the lanes) is relaxed, the other variables fixed: the box is what
+  one warp touches.
 
 Serial loops enclosing all accesses must separate their iterations (each iteration
 its own box), as in :mod:`.compact`.  When no box can be proven the buffer keeps its
@@ -45,7 +48,7 @@ from ..visitor import Mutator
 from ..arith.affine import Affine, Key, is_index_dtype
 from ..expr import Var
 from .compact import _Collect, _descend, _Rebase, _Replace, _Skip, _touches, _uses_any
-from ..ops.gpu import tiles_of
+from ..ops.gpu import per_warp, tiles_of
 from .gpu_threads import is_thread_loop, kernels, thread_loops
 
 GPU_SCOPES = ("shared", "local")
@@ -57,7 +60,7 @@ class _Strip(Mutator):
 
     def visit_Allocate(self, a):
         body = self.visit(a.body)
-        if a.buffer.scope in GPU_SCOPES:
+        if a.buffer.scope in GPU_SCOPES or per_warp(a.buffer.scope):
             self.allocs.append(a.buffer)
             return body
         return a if body is a.body else Allocate(a.buffer, body)
@@ -144,7 +147,8 @@ def _plan(buf, kernel, loops, lca) -> tuple:
     tloops = thread_loops(kernel)
     for lp in tloops:
         inner_ids.discard(id(lp.loop_var))
-        if buf.scope == "shared" and lp.thread_tag.startswith("threadIdx"):
+        if (buf.scope == "shared" and lp.thread_tag.startswith("threadIdx")) or (
+                per_warp(buf.scope) and lp.thread_tag == "threadIdx.x"):
             inner_ids.add(id(lp.loop_var))
         ana.bind(lp.loop_var, Range(lp.min, lp.extent))
     for lp in loops:
@@ -229,7 +233,7 @@ def _outside(body, kernel) -> list:
 
 
 def plan_gpu_memory(func: PrimFunc) -> PrimFunc:
-    """Move and size every ``shared``/``local`` buffer (module docstring).
+    """Move and size every ``shared``/``local``/per-warp buffer (module docstring).
 
     Example::
 

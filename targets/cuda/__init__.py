@@ -158,7 +158,9 @@ class CudaKind(TargetKind):
     memories = (Memory("global", None, "device memory (parameters, temporaries)"),
                 Memory("shared", SHARED_CAPACITY[8], "per thread block, on chip", banks=32,
                        width_bits=32),
-                Memory("local", None, "per thread: registers"))
+                Memory("local", None, "per thread: registers"),
+                Memory("wmma.accumulator", None,
+                       "per warp: tensor-core accumulator fragments in registers"))
     calling_conventions = ("host", "device_kernel")
     op_spellings = "cuda"
     passes = cuda_pipeline()

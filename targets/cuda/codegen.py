@@ -55,6 +55,7 @@ from ..cstyle import CPrinter
 from .host import print_host
 from .intrinsics import PREAMBLE
 from .tensorcore import WMMA_OP, wmma_text
+from .fragments import ACC_SCOPE, FILL_OP, STORE_OP, declare_fragments, fill_text, store_text
 from .asynccopy import SPELLINGS as ASYNC_SPELLINGS
 
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -246,10 +247,12 @@ class KernelPrinter(CPrinter):
             self.emit(f"__shared__ __align__(32) {t} {name}[{n}];")
         elif buf.scope == "local":
             self.emit(f"__align__(16) {t} {name}[{n}];")
+        elif buf.scope == ACC_SCOPE:
+            declare_fragments(self, buf, name, n)
         else:
             raise CodegenError(f"cuda codegen: buffer {buf.name} in scope {buf.scope!r} "
-                               "is allocated inside a kernel; only 'shared' and 'local' "
-                               "buffers can be")
+                               "is allocated inside a kernel; only 'shared', 'local' and "
+                               f"'{ACC_SCOPE}' buffers can be")
         self.print_stmt(s.body)
 
     def s_Evaluate(self, s):
@@ -362,6 +365,12 @@ class KernelPrinter(CPrinter):
         lo, _ = self.ana.const_int_bound(e)
         return isinstance(lo, int) and lo > 0
 
+    def access(self, buf, indices) -> str:
+        if buf.scope == ACC_SCOPE:      # wmma_leading_dims refused these already
+            raise CodegenError(f"cuda codegen: {buf.name} is a tensor-core fragment "
+                               f"({ACC_SCOPE}); only the tensor-core ops reach it")
+        return super().access(buf, indices)
+
     def wmma(self, e) -> str:
         """A tensor-core step; its global tiles need 32-byte aligned pointers."""
         for x in e.args[:3]:
@@ -384,7 +393,7 @@ ops.register_spellings("cuda", {
     # the GPU ops of the registry (cuvil_tir.ops.gpu) and CUDA's tensor-core step
     "tvm_storage_sync": "__syncthreads()",
     "warp_sum": _warp_reduction, "warp_max": _warp_reduction, "warp_min": _warp_reduction,
-    WMMA_OP: KernelPrinter.wmma,
+    WMMA_OP: KernelPrinter.wmma, FILL_OP: fill_text, STORE_OP: store_text,
     **ASYNC_SPELLINGS,
 })
 

@@ -42,6 +42,8 @@ from cuvil_tir.transform.gpu_threads import kernels, launch_dims
 from cuvil_tir.visitor import Mutator, post_order_visit
 from cuvil_tir.tensor_intrin import TensorIntrin
 
+from .fragments import ACC_SCOPE, FILL_OP, STORE_OP, check_fragments, fragment_ref
+
 WMMA_OP = "cuda.wmma_sync"
 WMMA_DEPTHS = (16, 32, 64)
 #: the input dtypes of the tensor-core intrinsics and their names' spelling
@@ -82,6 +84,23 @@ template <int K, typename T> __device__ __forceinline__ void cvl_wmma_sync(
     wmma::mma_sync(fc, fa, fb, fc);
   }
   wmma::store_matrix_sync(c, fc, ldc, wmma::mem_row_major);
+}
+"""
+
+
+WMMA_MMA_HELPER = r"""template <int K, typename T> __device__ __forceinline__ void cvl_wmma_mma(
+    const T* a, const T* b,
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>& c,
+    int lda, int ldb) {
+  using namespace nvcuda;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
+#pragma unroll
+  for (int k = 0; k < K; k += 16) {
+    wmma::load_matrix_sync(fa, a + k, lda);
+    wmma::load_matrix_sync(fb, b + k * ldb, ldb);
+    wmma::mma_sync(c, fa, fb, c);
+  }
 }
 """
 
@@ -158,31 +177,41 @@ def is_wmma(n) -> bool:
     return isinstance(n, Call) and n.op == WMMA_OP
 
 
+_MEMORY = ("global", "shared")
+#: per tensor-core op: its arguments before the leading dimensions are appended, and
+#: the scopes each tile argument may be in
+_TILE_ARGS = {WMMA_OP: (4, (_MEMORY, _MEMORY, _MEMORY + (ACC_SCOPE,))),
+              FILL_OP: (1, ((ACC_SCOPE,),)),
+              STORE_OP: (2, ((ACC_SCOPE,), _MEMORY))}
+
+
 class _LeadingDims(Mutator):
     def __init__(self, func):
         self.func = func
 
     def visit_Call(self, e):
         e = self.generic_visit(e)
-        if not is_wmma(e) or len(e.args) != 4:
+        n, scopes = _TILE_ARGS.get(getattr(e, "op", None), (None, ()))
+        if len(e.args) != n:
             return e
         lds = []
-        for a in e.args[:3]:
+        for a, ok in zip(e.args, scopes):
             if not (isinstance(a, BufferLoad) and len(a.buffer.shape) == 2
                     and isinstance(a.buffer.shape[1], IntImm)
                     and a.buffer.shape[1].value % 16 == 0
-                    and a.buffer.scope in ("global", "shared")):
+                    and a.buffer.scope in ok):
                 raise LoweringError(
-                    f"tensor-core call {to_text(e)}: each tile must be a 2-D global or "
-                    "shared buffer whose rows have a constant length, a multiple of 16; "
-                    f"found {to_text(a)} (stage the tiles with cache_read/cache_write)")
+                    f"tensor-core call {to_text(e)}: each tile must be a 2-D buffer in "
+                    f"{' or '.join(ok)} whose rows have a constant length, a multiple of "
+                    f"16; found {to_text(a)} (stage the tiles with cache_read/cache_write)")
             lds.append(IntImm(a.buffer.shape[1].value, "int32"))
         return Call(e.dtype, e.op, tuple(e.args) + tuple(lds))
 
 
 def _wmma_calls(s) -> list:
     out = []
-    post_order_visit(s, lambda n: out.append(n) if is_wmma(n) else None)
+    post_order_visit(s, lambda n: out.append(n) if getattr(n, "op", None) in _TILE_ARGS
+                     else None)
     return out
 
 
@@ -197,6 +226,7 @@ def wmma_leading_dims(func):
         >>> wmma_leading_dims(f) is f
         True
     """
+    check_fragments(func)
     body = _LeadingDims(func).visit(func.body)
     if body is func.body:
         return func
@@ -219,11 +249,18 @@ def wmma_text(printer, e) -> str:
         >>> wmma_text.__name__
         'wmma_text'
     """
-    printer.use_helper("cvl_wmma_sync", WMMA_HELPER)
-    a, b, c = (f"&{printer.access(x.buffer, x.indices)}" for x in e.args[:3])
-    k, lda, ldb, ldc = (printer.bare(x) for x in e.args[3:])
+    a, b = (f"&{printer.access(x.buffer, x.indices)}" for x in e.args[:2])
+    k, lda, ldb = (printer.bare(x) for x in e.args[3:6])
     elem = printer.mem_type(e.args[0].buffer.dtype)
-    return f"cvl_wmma_sync<{k}, {elem}>({a}, {b}, {c}, {lda}, {ldb}, {ldc})"
+    if e.args[2].buffer.scope == ACC_SCOPE:
+        # the accumulator stays in its fragment: no load or store of C
+        printer.use_helper("cuda_mma_h", "#include <mma.h>")
+        printer.use_helper("cvl_wmma_mma", WMMA_MMA_HELPER)
+        frag = fragment_ref(printer, e.args[2], e.args[6])
+        return f"cvl_wmma_mma<{k}, {elem}>({a}, {b}, {frag}, {lda}, {ldb})"
+    printer.use_helper("cvl_wmma_sync", WMMA_HELPER)
+    c = f"&{printer.access(e.args[2].buffer, e.args[2].indices)}"
+    return f"cvl_wmma_sync<{k}, {elem}>({a}, {b}, {c}, {lda}, {ldb}, {printer.bare(e.args[6])})"
 
 
 __all__ = ["WMMA_OP", "is_wmma", "wmma_intrin", "wmma_leading_dims", "wmma_name",

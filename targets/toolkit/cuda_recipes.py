@@ -16,6 +16,8 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.analysis import tree
+from schedules.errors import ScheduleArgumentError
+from targets.cuda.fragments import ACC_SCOPE, FILL_INTRIN, STORE_INTRIN
 from targets.cuda.tensorcore import wmma_name
 
 
@@ -210,41 +212,83 @@ def _lanes(sch, loops, split):
 
 
 def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32,
-                    epilogue: str | None = None) -> None:
+                    epilogue: str | None = None, warp_m: int = 16, warp_n: int = 16,
+                    accumulator: str = "registers", vector: int = 1) -> None:
     """fp16 or bf16 GEMM on tensor cores with fp32 accumulation: a ``bm x bn`` tile
-    per block, one 16 x 16 tile per warp (warps on threadIdx.z/y, lanes on
-    threadIdx.x), A and B slices of depth ``bk`` staged in ``shared`` memory, the C
-    tile accumulated in ``shared`` memory by ``cuda.wmma_16x16x{bk}_{f16,bf16}f32``
-    (the inputs' dtype); ``epilogue`` as for :func:`gemm` (fused into the write-back
-    of the C tile).
+    per block, a ``warp_m x warp_n`` tile per warp (multiples of 16: warps on
+    threadIdx.z/y, lanes on threadIdx.x), A and B slices of depth ``bk`` staged in
+    ``shared`` memory, each 16 x 16 tile computed by
+    ``cuda.wmma_16x16x{bk}_{f16,bf16}f32`` (the inputs' dtype).  ``accumulator``:
+    ``"registers"`` keeps the warp's C tiles in ``wmma.accumulator`` fragments for the
+    whole K loop (zeroed by ``cuda.wmma_fill_16x16_f32``, stored once by
+    ``cuda.wmma_store_16x16_f32``; :mod:`targets.cuda.fragments`), ``"shared"``
+    accumulates in shared memory (each K slice loads and stores the C tile).
+    ``epilogue`` as for :func:`gemm`, applied as the C tile leaves through shared
+    memory.  ``vector``: elements per thread and copy into shared memory (8: 16-byte
+    loads of float16/bfloat16).
 
     Example::
 
         >>> gemm_tensorcore.__name__
         'gemm_tensorcore'
     """
+    if accumulator not in ("registers", "shared"):
+        raise ScheduleArgumentError(f"gemm_tensorcore: accumulator must be 'registers' or "
+                                    f"'shared', found {accumulator!r}")
+    if accumulator == "shared":
+        warp_m = warp_n = 16
+    for name, v, tile in (("warp_m", warp_m, bm), ("warp_n", warp_n, bn)):
+        if v % 16 or tile % v:
+            raise ScheduleArgumentError(f"gemm_tensorcore: {name}={v} must be a multiple "
+                                        f"of 16 dividing the block tile {tile}")
     blk = sch.get_block(block)
     dtype = _block_node(sch, blk).reads[0].buffer.dtype
-    wz, wy = bm // 16, bn // 16
+    wz, wy, fm, fn = bm // warp_m, bn // warp_n, warp_m // 16, warp_n // 16
     warps = [("threadIdx.z", wz), ("threadIdx.y", wy), ("threadIdx.x", 32)]
     i, j, k = sch.get_loops(blk)
-    by, ty, ii = sch.split(i, [None, wz, 16])
-    bx, tx, jj = sch.split(j, [None, wy, 16])
+    by, ty, io, ii = sch.split(i, [None, wz, fm, 16])
+    bx, tx, jo, jj = sch.split(j, [None, wy, fn, 16])
     ko, ki = sch.split(k, [None, bk])
-    sch.reorder(by, bx, ko, ty, tx, ii, jj, ki)
+    sch.reorder(by, bx, ko, ty, tx, io, jo, ii, jj, ki)
     sch.bind(by, "blockIdx.y")
     sch.bind(bx, "blockIdx.x")
     sch.bind(ty, "threadIdx.z")
     sch.bind(tx, "threadIdx.y")
-    cw = sch.cache_write(blk, 0, "shared")
-    sch.reverse_compute_at(cw, bx)
-    _lanes(sch, sch.get_loops(cw)[-2:], warps)
+    staged = accumulator == "shared" or epilogue is not None
+    out = sch.cache_write(blk, 0, "shared") if staged else None
+    acc = sch.cache_write(blk, 0, ACC_SCOPE) if accumulator == "registers" else None
+    for cache in (acc, out):
+        if cache is not None:
+            sch.reverse_compute_at(cache, bx)
+    if out is not None:
+        _lanes(sch, sch.get_loops(out)[-2:], warps)
     for idx in (0, 1):
         sh = sch.cache_read(blk, idx, "shared")
         sch.compute_at(sh, ko)
-        _lanes(sch, sch.get_loops(sh)[-2:], warps)
+        ax0, ax1 = sch.get_loops(sh)[-2:]
+        if vector > 1:
+            ax1, vec = sch.split(ax1, [None, vector])
+            sch.vectorize(vec)
+        _lanes(sch, [ax0, ax1], warps)
     init = sch.decompose_reduction(blk, ko)
-    _lanes(sch, sch.get_loops(init)[-2:], [("threadIdx.x", 32)])
+    if acc is None:
+        _lanes(sch, sch.get_loops(init)[-2:], [("threadIdx.x", 32)])
+    else:
+        for loop in sch.get_loops(init)[-4:-2]:
+            sch.unroll(loop)
+        sch.tensorize(sch.get_loops(init)[-2], FILL_INTRIN)
+        r0, r1 = sch.get_loops(acc)[-2:]
+        wa, fa, ra = sch.split(r0, [wz, fm, 16])
+        wb, fb, rb = sch.split(r1, [wy, fn, 16])
+        sch.reorder(wa, wb, fa, fb, ra, rb)
+        sch.bind(wa, "threadIdx.z")
+        sch.bind(wb, "threadIdx.y")
+        sch.unroll(fa)
+        sch.unroll(fb)
+        sch.tensorize(ra, STORE_INTRIN)
+    # the warp's fragments are indexed by constants once their loops are unrolled
+    sch.unroll(io)
+    sch.unroll(jo)
     sch.tensorize(ii, wmma_name(bk, dtype))
     fuse_epilogue(sch, epilogue)
 

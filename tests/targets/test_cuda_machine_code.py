@@ -52,7 +52,7 @@ def _bf16(x):
 
 def test_bf16_tensor_core_gemm_matches_numpy():
     src = BF16.get_source("cuda")
-    assert "cvl_wmma_sync<32, __nv_bfloat16>(&A_shared[" in src
+    assert "cvl_wmma_mma<32, __nv_bfloat16>(&A_shared[" in src
     a, b = _bf16(rand((32, 64))), _bf16(rand((64, 32), seed=1))
     c = np.zeros((32, 32), "float32")
     T.interpret(BF16.lowered, a, b, c, check_races=True)
