@@ -8,8 +8,10 @@ bfloat16 (sm_80+), C float32), the ``impl`` one warp-wide call,
 ``cuda.wmma_sync(A[0, 0], B[0, 0], C[0, 0], K)``: the 32 lanes of a warp load the C
 tile into an accumulator fragment, run ``K / 16`` ``mma_sync`` steps on fragments of
 A and B, and store C back.  The tiles may live in ``global`` or ``shared`` memory,
-row-major, with leading dimensions that are multiples of 16 elements and 32-byte
-aligned tiles (so shared tiles are declared ``__align__(32)``).
+row-major, with row strides of a multiple of 16 bytes (padded by ``storage_align``
+where the schedule asks) and 32-byte aligned tiles (so shared tiles are declared
+``__align__(32)``); C may also be a ``wmma.accumulator`` fragment
+(:mod:`.fragments`).
 
 Within a kernel, the warp is the 32 lanes of ``threadIdx.x`` (a kernel using the
 intrinsic must bind ``threadIdx.x`` with extent 32, e.g. for its copies into shared
@@ -29,16 +31,18 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.expr import BufferLoad, Call, IntImm, Var, const
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.ops import OpDef, register_op
-from cuvil_tir.ops.gpu import Tile
+from cuvil_tir.ops.gpu import Tile, per_warp
 from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
                             IterVar, Range)
 from cuvil_tir.transform.gpu_threads import kernels, launch_dims
+from cuvil_tir.transform.storage_align import ALIGN_KEY, aligned_strides
 from cuvil_tir.visitor import Mutator, post_order_visit
 from cuvil_tir.tensor_intrin import TensorIntrin
 
@@ -188,6 +192,22 @@ _TILE_ARGS = {WMMA_OP: (4, (_MEMORY, _MEMORY, _MEMORY + (ACC_SCOPE,))),
 class _LeadingDims(Mutator):
     def __init__(self, func):
         self.func = func
+        # storage_align pads the rows of a staged tile (against bank conflicts): the
+        # leading dimension is the padded row stride flatten_buffers will give it
+        self.aligns: dict = {}
+        for name, ndim, axis, factor, offset in func.attr(ALIGN_KEY) or ():
+            if ndim == 2:
+                self.aligns.setdefault(name, {})[axis] = (factor, offset)
+
+    def row_stride(self, a) -> int | None:
+        buf = a.buffer if isinstance(a, BufferLoad) else None
+        if buf is None or len(buf.shape) != 2 or not all(isinstance(d, IntImm)
+                                                         for d in buf.shape):
+            return None
+        ld = aligned_strides([d.value for d in buf.shape], self.aligns.get(buf.name, {}))[0]
+        # wmma's rule: a row stride of a multiple of 16 bytes (fragments: whole tiles)
+        unit = 16 if per_warp(buf.scope) else 128 // D.bits(buf.dtype)
+        return ld if ld % unit == 0 else None
 
     def visit_Call(self, e):
         e = self.generic_visit(e)
@@ -196,15 +216,14 @@ class _LeadingDims(Mutator):
             return e
         lds = []
         for a, ok in zip(e.args, scopes):
-            if not (isinstance(a, BufferLoad) and len(a.buffer.shape) == 2
-                    and isinstance(a.buffer.shape[1], IntImm)
-                    and a.buffer.shape[1].value % 16 == 0
-                    and a.buffer.scope in ok):
+            ld = self.row_stride(a)
+            if ld is None or a.buffer.scope not in ok:
                 raise LoweringError(
                     f"tensor-core call {to_text(e)}: each tile must be a 2-D buffer in "
-                    f"{' or '.join(ok)} whose rows have a constant length, a multiple of "
-                    f"16; found {to_text(a)} (stage the tiles with cache_read/cache_write)")
-            lds.append(IntImm(a.buffer.shape[1].value, "int32"))
+                    f"{' or '.join(ok)} of constant shape whose row stride is a multiple "
+                    f"of 16 bytes (of 16 elements for a fragment); found {to_text(a)} "
+                    "(stage the tiles with cache_read/cache_write)")
+            lds.append(IntImm(ld, "int32"))
         return Call(e.dtype, e.op, tuple(e.args) + tuple(lds))
 
 

@@ -213,7 +213,7 @@ def _lanes(sch, loops, split):
 
 def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32,
                     epilogue: str | None = None, warp_m: int = 16, warp_n: int = 16,
-                    accumulator: str = "registers", vector: int = 1) -> None:
+                    accumulator: str = "registers", vector: int = 1, pad: int = 8) -> None:
     """fp16 or bf16 GEMM on tensor cores with fp32 accumulation: a ``bm x bn`` tile
     per block, a ``warp_m x warp_n`` tile per warp (multiples of 16: warps on
     threadIdx.z/y, lanes on threadIdx.x), A and B slices of depth ``bk`` staged in
@@ -225,7 +225,9 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
     accumulates in shared memory (each K slice loads and stores the C tile).
     ``epilogue`` as for :func:`gemm`, applied as the C tile leaves through shared
     memory.  ``vector``: elements per thread and copy into shared memory (8: 16-byte
-    loads of float16/bfloat16).
+    loads of float16/bfloat16).  ``pad``: elements added to each staged row of A and B
+    (``storage_align``; 8 makes the rows of a fragment load fall in different
+    shared-memory banks).
 
     Example::
 
@@ -266,6 +268,9 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
         sh = sch.cache_read(blk, idx, "shared")
         sch.compute_at(sh, ko)
         ax0, ax1 = sch.get_loops(sh)[-2:]
+        if pad:
+            row = bk if idx == 0 else bn
+            sch.storage_align(sh, 0, 0, row, pad)
         if vector > 1:
             ax1, vec = sch.split(ax1, [None, vector])
             sch.vectorize(vec)

@@ -93,6 +93,24 @@ def test_register_accumulators_need_no_local_memory(arch):
     assert "STS.128" in sass(WARP_TILES.get_source("cuda"), arch)["frag_f16_kernel0"]
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_staged_rows_are_padded_against_bank_conflicts(arch):
+    # A_shared 64 x (32 + 8), B_shared 32 x (64 + 8) halves: the fragment loads use the
+    # padded strides
+    src = WARP_TILES.get_source("cuda")
+    assert re.search(r"cvl_wmma_mma<32, half>\(&A_shared\[[^;]*, 40, 72\)", src)
+    usage = resource_usage(src, arch)["frag_f16_kernel0"]
+    assert usage["shared"] == (64 * 40 + 32 * 72) * 2
+
+
+def test_a_row_stride_wmma_cannot_load_is_refused():
+    sch = S.Schedule(_func(128, 128, 32))
+    recipes.gemm_tensorcore(sch, bm=64, bn=64, bk=32, pad=4)
+    with pytest.raises(LoweringError, match=r"row stride is a multiple of 16 bytes .*"
+                                            r"found A_shared"):
+        T.lower(sch, "cuda")
+
+
 def test_big_warp_tiles_fit_in_registers_for_sm80():
     mod = _build("frag_big", m=256, n=256, k=64, bm=128, bn=128, bk=32, warp_m=32,
                  warp_n=64, vector=8)
