@@ -35,10 +35,10 @@ import math
 from .. import dtype as D
 from .. import ops
 from ..expr import (EQ, NE, Add, CmpOp, And, Broadcast, BufferLoad, Call, Cast,
-                    Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Min, Mul, Not, Ramp,
+                    Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Min, Mod, Mul, Not, Ramp,
                     Select, Sub, Var)
 from ..node import same
-from ..visitor import Mutator, substitute
+from ..visitor import Mutator, post_order_visit, substitute
 from . import interval as I
 from .affine import Affine, Key, is_index_dtype
 from .compare_form import negate, normal_compare
@@ -419,7 +419,14 @@ class Simplifier(Mutator):
 
     def visit_Select(self, e):
         c = self.visit(e.condition)
-        t, f = self._arms(c, e.true_value, e.false_value)
+        if _const(c) or not (_speculation_unsafe(e.true_value) or
+                             _speculation_unsafe(e.false_value)):
+            t, f = self._arms(c, e.true_value, e.false_value)
+        else:
+            # a Select evaluates both arms whatever ``c`` is: an arm's load (or
+            # division) simplified under ``c``, a guard dropped or an index rewritten,
+            # would run out of bounds where ``c`` fails
+            t, f = self.visit(e.true_value), self.visit(e.false_value)
         if t is None or f is None:
             return f if t is None else t
         if same(t, f):
@@ -475,6 +482,22 @@ class Simplifier(Mutator):
     def visit_BufferLoad(self, e):
         idx = self.visit_tuple(e.indices)
         return e if idx is e.indices else BufferLoad(e.buffer, idx)
+
+
+def _speculation_unsafe(e) -> bool:
+    """Whether evaluating ``e`` where it is not needed may fault: it loads from memory
+    (a buffer, a guarded ``T.if_then_else``) or divides by a non-constant integer."""
+    found = []
+
+    def visit(n):
+        if isinstance(n, BufferLoad) or (isinstance(n, Call) and ops.branches(n)
+                                         is not None):
+            found.append(n)
+        elif isinstance(n, (Div, Mod, FloorDiv, FloorMod)) and D.is_integer(n.dtype) \
+                and not isinstance(n.b, IntImm):
+            found.append(n)
+    post_order_visit(e, visit)
+    return bool(found)
 
 
 def _join_divmod(aff: Affine) -> Affine:

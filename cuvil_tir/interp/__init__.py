@@ -66,6 +66,9 @@ def interpret(func, *arrays, check_races: bool = False) -> None:
         raise DTypeError(f"interpret: expected a PrimFunc or an IRModule, found "
                          f"{type(func).__name__}; build one with T.create_prim_func or "
                          "@T.prim_func")
+    # the reference runs what every target lowers: an empty reduction writes its identity
+    from ..transform.empty_reductions import write_empty_reductions
+    func = write_empty_reductions(func)
     params = func.params
     if len(arrays) != len(params):
         names = ", ".join(p.name for p in params)

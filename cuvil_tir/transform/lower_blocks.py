@@ -6,7 +6,9 @@
   min)``, before the body; the condition is simplified with the enclosing loop
   bounds, so when the reduction loops are gone the init is unconditional;
 * ``alloc_buffers`` become ``Allocate(buffer, …)`` around the block's body (the root
-  block's at the top of the function body).
+  block's at the top of the function body);
+* first, a reduction whose range may be empty at run time gets its identity written
+  where the range is empty (:mod:`.empty_reductions`).
 
 Example::
 
@@ -30,6 +32,7 @@ from ..function import PrimFunc
 from ..op import all as all_of
 from ..stmt import Allocate, Block, IfThenElse, Range, seq
 from ..visitor import Mutator, substitute
+from .empty_reductions import write_empty_reductions
 from .storage_align import record_storage_align
 
 
@@ -88,6 +91,7 @@ def lower_blocks(func: PrimFunc) -> PrimFunc:
         'For'
     """
     func = record_storage_align(func)   # block alignments outlive the blocks
+    func = write_empty_reductions(func)
     return func.with_body(_LowerBlocks().visit(func.body))
 
 

@@ -61,6 +61,7 @@ from cuvil_tir.analysis.regions import (bounds, child_blocks, encloses, is_compl
                                         simplify)
 from cuvil_tir.analysis import index_map
 from cuvil_tir.arith import Analyzer
+from cuvil_tir.arith.affine import Affine
 from cuvil_tir.errors import ScheduleError
 
 
@@ -272,6 +273,19 @@ def _block_domain(block: Block, pairs, outer: dict, prim: str) -> list:
         idx, box = [], []
         for pdim, rdim in zip(provided.region, required.region):
             over = simplify(pdim.extent - 1)      # an access wider than one element
+            if prim == "reverse_compute_at" and not used_vars(pdim.min) and not \
+                    _covered_always(pdim, rdim, outer):
+                # no iteration variable to solve for: the block would run in every
+                # iteration, reading what later ones have not produced yet
+                raise fail(BlockLocationError, prim,
+                           f"block {block.name!r} reads {provided.buffer.name}"
+                           f"[{pdim.min}:{simplify(pdim.min + pdim.extent)}] (the union of "
+                           "its accesses, over no variable of its own), which one "
+                           "iteration of the loop does not produce whole (it produces "
+                           f"{required.buffer.name}[{rdim.min}:"
+                           f"{simplify(rdim.min + rdim.extent)}]); reverse_compute_at "
+                           "needs each read produced in the iteration that reads it. "
+                           "Use compute_at on the producer instead")
             if prim == "reverse_compute_at" and used_vars(pdim.min) and not (
                     isinstance(over, IntImm) and over.value == 0):
                 # a window spans what several iterations of the loop write: no single
@@ -307,6 +321,29 @@ def _block_domain(block: Block, pairs, outer: dict, prim: str) -> list:
         else:
             out.append((sp.lo, sp.extent))
     return out
+
+
+def _covered_always(pdim, rdim, outer) -> bool:
+    """Whether the range ``pdim`` (free of the block's variables) lies inside ``rdim``
+    (over the loops of ``outer``) in every iteration of those loops."""
+    _, start_hi = bounds(rdim.min, outer)
+    end_lo, _ = bounds(simplify(rdim.min + rdim.extent - 1), outer)
+    return provably_le(start_hi, pdim.min) and \
+        provably_le(simplify(pdim.min + pdim.extent - 1), end_lo)
+
+
+def _reduction_order_blocker(block: Block, doms: list, outer: dict):
+    """The first reduce iter var of ``block`` whose new range starts lower as a loop of
+    ``outer`` grows (``v_k = 1 - ax1``), or None: its init, which runs where it sits at
+    its minimum, would come last and drop the partial sums."""
+    for iv, dom in zip(block.iter_vars, doms):
+        if iv.kind != "reduce" or dom is None:
+            continue
+        for atom, c in Affine.of(simplify(dom[0])).terms:
+            if any(v in outer for v in used_vars(atom)) and not (
+                    isinstance(atom, Var) and c > 0):
+                return iv, dom[0]
+    return None
 
 
 def _show_accesses(pairs) -> str:
@@ -427,6 +464,14 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool, index: in
     doms = _block_domain(blk, pairs, outer, prim)
     guards = None
     if reverse:
+        backwards = _reduction_order_blocker(blk, doms, outer)
+        if backwards is not None:
+            iv, start = backwards
+            raise err(f"under loop {lname!r} the reduction of block {blk.name!r} would "
+                      f"run backwards: {iv.var.name} starts at {start}, lower as the loops "
+                      "above grow, so its init (run where it is at its minimum) would come "
+                      "last and drop the partial sums. Keep the block where it is, or make "
+                      "the producer's loop run in the order the reduction reads")
         _check_covered(func, blk, doms, outer, lname)
         guards = _in_boxes(blk, pairs)
     guards = _with_predicate(guards, blk, predicate_conditions(

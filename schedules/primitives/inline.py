@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from cuvil_tir.expr import Add, BufferLoad, FloatImm, IntImm
 from cuvil_tir.op import all as all_of, conjuncts
-from cuvil_tir.stmt import Block, BufferStore
+from cuvil_tir.stmt import Block, BlockRealize, BufferStore
 from cuvil_tir.te import access_regions
 from cuvil_tir.stmt import BufferRegion
 from cuvil_tir.visitor import Mutator, Visitor, post_order_visit, substitute
@@ -230,9 +230,7 @@ def compute_inline(func, block):
     if region_of(blk.reads, buf) is not None or _load_indices(st.value, buf):
         raise fail(InlineError, prim, f"block {blk.name!r} reads the buffer {buf.name!r} "
                    "it writes; it cannot be substituted into its readers", func)
-    scope = tree.enclosing_block(func, bpath)
-    others = [b.block.name for p, b in child_blocks(func, scope)
-              if p != bpath and region_of(b.block.writes, buf) is not None]
+    others = _elsewhere(func, buf, [bpath], "writes")
     if others:
         raise fail(InlineError, prim, f"buffer {buf.name!r} of block {blk.name!r} is also "
                    f"written by {others}; only a buffer with one writer can be inlined",
@@ -243,6 +241,18 @@ def compute_inline(func, block):
     # inverse(x) (a transposed layout stores at [v_j, v_i], a fused one at [v_i * 16 + v_j])
     body = _InlineLoads(buf, inv, st.value).visit(body)
     return func.with_body(body), None
+
+
+def _elsewhere(func, buf, paths, *kinds) -> list:
+    """The blocks anywhere in ``func`` whose ``kinds`` regions (``"reads"``,
+    ``"writes"``) name ``buf``, but for the blocks at ``paths`` and those around them
+    (which declare what they hold): loop_partition puts each part of a loop in a block
+    of its own, so a buffer's other users need not be in this scope."""
+    def around(p):
+        return any(p == q[:len(p)] for q in paths)
+    return [b.block.name for p, b in tree.walk(func)
+            if isinstance(b, BlockRealize) and not around(p)
+            and any(region_of(getattr(b.block, k), buf) is not None for k in kinds)]
 
 
 def _refuse_opaque_use(func, buf, prim):
@@ -509,6 +519,11 @@ def _reverse_inline(func, block, prim):
     if readers:
         raise fail(InlineError, prim, f"buffer {buf.name!r} is also read by {readers}; "
                    f"block {cons.name!r} must be its only consumer", func)
+    others = _elsewhere(func, buf, [ppath, cpath], "reads", "writes")
+    if others:
+        raise fail(InlineError, prim, f"buffer {buf.name!r} is also used by {others} "
+                   f"outside this scope; block {cons.name!r} must be its only consumer and "
+                   f"{prod.name!r} its only producer", func)
     load = _one_load(func, cons, buf, prim)
     inv = _inverse(func, cons, load, prim, f"block {cons.name!r} loads {buf.name}")
     # the consumer's variables for the element the producer stores at each iteration

@@ -28,6 +28,7 @@ from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For,
 from cuvil_tir.visitor import substitute, used_vars
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.init_placement import init_blocker, init_nest
 from cuvil_tir.analysis.reducer import NotAReduction, combine, match_reducer
 from ..errors import (LoopNestError, ReductionLoopError, ScheduleArgumentError,
                       StagePipelineError, schedule_error)
@@ -35,7 +36,6 @@ from ..analysis import (block_path as resolve_block, fresh_block_name, fresh_nam
                         loop_path as resolve_loop)
 from ..handles import BlockRV
 from ..primitive import BLOCK, INT, LOOP, Renamed, primitive
-from .init_placement import init_guard, reach_blocker
 from .rfactor_checks import check_rfactor_block, check_slots_visited
 from .rfactor_nest import check_hoistable, place_shared
 
@@ -95,12 +95,8 @@ def _var_ids(e) -> set:
 
 def make_init_nest(realize: BlockRealize, loops: list, name: str, suffix: str = "_init",
                    prim: str = "decompose_reduction", func=None):
-    """The init of ``realize``'s block as a block ``name`` under regenerated loops.
-
-    The init block iterates the spatial iter vars only; of ``loops`` (outer to inner)
-    it regenerates those its bindings (or kept predicate parts) use, with fresh loop
-    variables ``<loop>_init``.  Predicate parts naming only other loops are dropped
-    (:func:`~schedules.primitives.init_placement.init_guard`).  Raises
+    """The init of ``realize``'s block as a block ``name`` under regenerated loops
+    (:func:`cuvil_tir.analysis.init_placement.init_nest`).  Raises
     ``ReductionLoopError`` (for ``prim``) when ``loops`` may reach one instance of the
     block twice, or when a predicate part can be neither kept nor dropped.
 
@@ -114,43 +110,16 @@ def make_init_nest(realize: BlockRealize, loops: list, name: str, suffix: str = 
         >>> nest.loop_var.name, nest.body.loop_var.name
         ('i_init', 'j_init')
     """
-    blk = realize.block
-    why = reach_blocker(realize, loops)
-    guard = init_guard(realize, loops)
-    if why is None and isinstance(guard, str):
-        why = guard
+    why = init_blocker(realize, loops)
     if why is not None:
         names = [l.loop_var.name for l in loops]
         raise schedule_error(ReductionLoopError, prim,
-                             f"cannot run the init of block {blk.name!r} once ahead of "
-                             f"the loops {names}: {why}; "
+                             f"cannot run the init of block {realize.block.name!r} once "
+                             f"ahead of the loops {names}: {why}; "
                              + ("decompose at a loop nearer the block, or keep the init in "
                                 "it" if prim == "decompose_reduction" else
-                                "pick a loop nearer the block"), func, blk)
-    kept, needed = guard
-    spatial = [(iv, val) for iv, val in zip(blk.iter_vars, realize.iter_values)
-               if iv.kind != "reduce"]
-    lmap = {}
-    for l in loops:
-        if id(l.loop_var) in needed:
-            lmap[l.loop_var] = Var(l.loop_var.name + suffix, l.loop_var.dtype)
-    bmap = {}
-    ivs = []
-    for iv, _ in spatial:
-        nv = Var(iv.var.name, iv.var.dtype)
-        bmap[iv.var] = nv
-        ivs.append(IterVar(nv, iv.dom, iv.kind))
-    writes = tuple(substitute(w, bmap) for w in blk.writes)
-    body = substitute(blk.init, bmap)
-    # the init is part of the block: its annotations (pragmas, tuning hints) stay
-    init_blk = Block(name, tuple(ivs), (), writes, body, None, (), blk.annotations)
-    values = tuple(substitute(v, lmap) for _, v in spatial)
-    stmt = BlockRealize(values, all_of([substitute(c, lmap) for c in kept]), init_blk)
-    for l in reversed(loops):
-        if l.loop_var in lmap:
-            stmt = For(lmap[l.loop_var], l.min, l.extent, l.kind, stmt, l.thread_tag,
-                       l.annotations)
-    return stmt
+                                "pick a loop nearer the block"), func, realize.block)
+    return init_nest(realize, loops, name, suffix)
 
 
 def with_write_reads(blk: Block) -> tuple:
@@ -244,7 +213,7 @@ def decompose_reduction(func, block, loop):
                                  "would rerun inside the reduction; pick a loop above it "
                                  "(or reorder the reduction loops inward first)", func, l)
     name = fresh_block_name(func, blk.name + "_init")
-    init_nest = make_init_nest(realize, [l for _, l in above[at:]], name, func=func)
+    nest = make_init_nest(realize, [l for _, l in above[at:]], name, func=func)
     # TensorIR's names: the init block <name>_init, the update <name>_update
     renamed = fresh_name(blk.name + "_update",
                          {b.block.name for b in tree.blocks_under(func.body)} | {name})
@@ -252,7 +221,7 @@ def decompose_reduction(func, block, loop):
                    None, blk.alloc_buffers, blk.annotations)
     g = tree.replace(func, bpath, BlockRealize(realize.iter_values, realize.predicate,
                                                update))
-    return insert_before(g, lpath, init_nest), Renamed(BlockRV(name), {blk.name: renamed})
+    return insert_before(g, lpath, nest), Renamed(BlockRV(name), {blk.name: renamed})
 
 
 # -- rfactor ----------------------------------------------------------------------------

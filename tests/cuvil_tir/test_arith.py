@@ -467,3 +467,31 @@ def test_bound_of_division_by_a_size_var_is_sound(lo, ext, nv):
     for xv in range(lo, lo + ext):
         want = evaluate(x // n, {x: xv, n: nv})
         assert evaluate(blo, {n: nv}) <= want <= evaluate(bhi, {n: nv})
+
+
+def test_a_select_arm_keeps_the_guard_of_its_load():
+    # a Select evaluates both arms: under its condition (i >= 4) the inner guard (i >= 3)
+    # looks true, but dropping it would load X[i - 3] for i < 3 too (issue 25, repro 08)
+    X = T.decl_buffer((8,), "int32", "X")
+    ana = Analyzer()
+    ana.bind(i, T.Range.from_extent(8))
+    guarded = T.if_then_else(i >= 3, X[i - 3], T.const(0, "int32"))
+    e = Select(i >= 4, guarded, T.const(1, "int32"))
+    assert "T.if_then_else(3 <= i, X[i - 3], 0)" in T.to_text(ana.simplify(e))
+    # an arm that cannot fault is still simplified under the condition
+    pure = Select(i < 4, T.min(i, T.const(5)), T.const(0))
+    assert T.to_text(ana.simplify(pure)) == "T.Select(i < 4, i, 0)"
+
+
+def test_a_guarded_load_inside_a_select_builds_and_agrees():
+    import targets
+    X = T.placeholder((8,), "int32", name="X")
+    f = T.create_prim_func([X, T.compute((8,), lambda i: T.select(
+        i >= 4, T.if_then_else(i >= 3, X[i - 3], T.const(0, "int32")),
+        T.const(1, "int32")), name="Y")])
+    x = np.arange(8, dtype="int32")
+    want, got = np.zeros(8, "int32"), np.zeros(8, "int32")
+    T.interpret(f, x, want)
+    targets.build(f, "llvm")(x, got)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(want, [1, 1, 1, 1, 1, 2, 3, 4])

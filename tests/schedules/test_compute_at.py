@@ -4,13 +4,16 @@ Every numerical test runs the scheduled function with the reference interpreter 
 compares with the workload's numpy reference; every test replays its trace.
 """
 
+import numpy as np
 import pytest
 
+import cuvil_tir as T
 import schedules as S
 from cuvil_tir.analysis import tree
 from schedules.errors import BlockLocationError
 from tests import workloads
-from tests.schedules.testing import assert_refused, check_workload, verify_trace_roundtrip
+from tests.schedules.testing import (assert_refused, check_workload, run, run_llvm,
+                                     verify_trace_roundtrip)
 
 
 def loop_shape(sch, name):
@@ -237,3 +240,39 @@ def test_compute_at_handle_of_replaced_loop_is_refused():
     blk = sch.get_block("E")
     assert_refused(sch, lambda: sch.compute_at(blk, i),
                    r"compute_at: the loop 'i' is not in the function any more")
+
+
+def test_reverse_compute_at_refuses_reads_no_single_iteration_produces():
+    # B reads A[i] and A[3 - i]: its region A[0:4] names none of its variables, so it
+    # was placed whole in every iteration of A's loop, reading A[1..3] before they were
+    # written (issue 25, repro 13)
+    X = T.placeholder((4,), "int32", name="X")
+    A = T.compute((4,), lambda i: X[i] + 1, name="A")
+    f = T.create_prim_func([X, T.compute((4,), lambda i: A[i] + A[3 - i], name="B")])
+    sch = S.Schedule(f)
+    b, (ia,) = sch.get_block("B"), sch.get_loops(sch.get_block("A"))
+    assert_refused(sch, lambda: sch.reverse_compute_at(b, ia),
+                   r"reverse_compute_at: block 'B' reads A\[0:4\] \(the union of its "
+                   r"accesses, over no variable of its own\), which one iteration of the "
+                   r"loop does not produce whole \(it produces A\[i:i \+ 1\]\)",
+                   BlockLocationError)
+
+
+def test_reverse_compute_at_refuses_a_reduction_that_would_run_backwards():
+    # Y sums X_global[i, 1 - k] under the copy's inner loop: v_k = 1 - ax1 reached its
+    # minimum (and ran its init) last, wiping the partial sum (issue 25, repro 15)
+    X = T.placeholder((2, 2), "int32", name="X")
+    k = T.reduce_axis((0, 2), name="k")
+    f = T.create_prim_func([X, T.compute((2,), lambda i: T.sum(X[i, 1 - k], axis=k),
+                                         name="Y")])
+    sch = S.Schedule(f)
+    xg = sch.cache_read(sch.get_block("Y"), 0, "global")
+    y, loops = sch.get_block("Y"), sch.get_loops(xg)
+    assert_refused(sch, lambda: sch.reverse_compute_at(y, loops[1]),
+                   "reverse_compute_at: under loop 'ax1' the reduction of block 'Y' would "
+                   "run backwards: v_k starts at 1 - ax1", BlockLocationError)
+    # at the outer loop the whole reduction runs in one iteration, in order: right
+    sch.reverse_compute_at(y, loops[0])
+    x = np.array([[1, 2], [3, 4]], "int32")
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.full(2, -1, "int32")])[1], [3, 7])

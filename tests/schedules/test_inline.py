@@ -250,3 +250,28 @@ def f(A: T.Buffer((8, 8), "float32"), C: T.Buffer((7, 7), "float32")):
     c = np.zeros((7, 7), "float32")
     T.interpret(sch.func, a, c)
     np.testing.assert_array_equal(c, a[:7, :7] * 2 + 1)
+
+
+def _partitioned_chain():
+    """E computed at D's loop, then the loop split in three parts by loop_partition:
+    each part's E and D sit in a block of their own, all writing the one buffer E."""
+    w = workloads.elementwise_chain(6)
+    sch = S.Schedule(w.func)
+    sch.compute_at(sch.get_block("E"), sch.get_loops(sch.get_block("D"))[0])
+    sch.loop_partition(sch.get_loops(sch.get_block("E"))[0], [2, 1])
+    return w, sch
+
+
+def test_inlining_one_part_of_a_partitioned_buffer_is_refused():
+    # compute_inline of E_i0 looked for other writers in its own scope only and
+    # dropped E's allocation, which E_i1 and E_i2 still wrote (found by
+    # test_properties_blocks with a random seed)
+    w, sch = _partitioned_chain()
+    e0, d0 = sch.get_block("E_i0"), sch.get_block("D_i0")
+    assert_refused(sch, lambda: sch.compute_inline(e0),
+                   r"compute_inline: buffer 'E' of block 'E_i0' is also written by "
+                   r"\['E_i1_partition', 'E_i1', 'E_i2_partition', 'E_i2'\]", InlineError)
+    assert_refused(sch, lambda: sch.reverse_compute_inline(d0),
+                   r"reverse_compute_inline: buffer 'E' is also used by \['E_i1_partition', "
+                   r"'E_i1', 'D_i1', .*\] outside this scope", InlineError)
+    check_workload(sch, w)

@@ -1,4 +1,5 @@
-"""Where a reduction's ``T.init`` may run when it leaves its block.
+"""Where a reduction's ``T.init`` may run when it leaves its block, and the nest that
+runs it there.
 
 A reduction block runs its init when its reduce iter vars sit at their minimum, once
 per block instance.  ``decompose_reduction`` (and ``blockize``, for the outer block)
@@ -26,16 +27,19 @@ Example::
     >>> f = matmul(4, 4, 4)
     >>> path = tree.find_block(f, "C")
     >>> loops = [l for _, l in tree.loops_above(f, path)]
-    >>> reach_blocker(tree.get(f, path), loops) is None
+    >>> init_blocker(tree.get(f, path), loops) is None
     True
+    >>> init_nest(tree.get(f, path), loops, "C_init").loop_var.name
+    'i_init'
 """
 
 from __future__ import annotations
 
-from cuvil_tir.arith.affine import Affine, Key
-from cuvil_tir.expr import FloorDiv, FloorMod, IntImm, Var
-from cuvil_tir.op import conjuncts
-from cuvil_tir.visitor import used_vars
+from ..arith.affine import Affine, Key
+from ..expr import FloorDiv, FloorMod, IntImm, Var
+from ..op import all as all_of, conjuncts
+from ..stmt import Block, BlockRealize, For, IterVar
+from ..visitor import substitute, used_vars
 
 
 def _extent(loop):
@@ -175,4 +179,66 @@ def init_guard(realize, loops):
     return kept, needed
 
 
-__all__ = ["reach_blocker", "init_guard"]
+def init_blocker(realize, loops) -> str | None:
+    """Why the init of ``realize``'s block cannot run once ahead of ``loops`` (a
+    sentence: :func:`reach_blocker`, or a ``T.where`` part :func:`init_guard` can
+    neither keep nor drop), or None.
+
+    Example::
+
+        >>> from cuvil_tir.analysis import tree
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
+        >>> init_blocker(tree.get(f, tree.find_block(f, "C")), []) is None
+        True
+    """
+    why = reach_blocker(realize, loops)
+    guard = init_guard(realize, loops)
+    return why if why is not None else guard if isinstance(guard, str) else None
+
+
+def init_nest(realize, loops, name: str, suffix: str = "_init"):
+    """The init of ``realize``'s block as a block ``name`` under regenerated loops
+    (check :func:`init_blocker` first).
+
+    The init block iterates the spatial iter vars only; of ``loops`` (outer to inner)
+    it regenerates those its bindings (or kept predicate parts) use, with fresh loop
+    variables ``<loop><suffix>``.
+
+    Example::
+
+        >>> from cuvil_tir.analysis import tree
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
+        >>> path = tree.find_block(f, "C")
+        >>> nest = init_nest(tree.get(f, path), [l for _, l in tree.loops_above(f, path)],
+        ...                  "C_init")
+        >>> nest.loop_var.name, nest.body.loop_var.name, nest.body.body.block.name
+        ('i_init', 'j_init', 'C_init')
+    """
+    blk = realize.block
+    kept, needed = init_guard(realize, loops)
+    spatial = [(iv, val) for iv, val in zip(blk.iter_vars, realize.iter_values)
+               if iv.kind != "reduce"]
+    lmap = {l.loop_var: Var(l.loop_var.name + suffix, l.loop_var.dtype)
+            for l in loops if id(l.loop_var) in needed}
+    bmap = {}
+    ivs = []
+    for iv, _ in spatial:
+        nv = Var(iv.var.name, iv.var.dtype)
+        bmap[iv.var] = nv
+        ivs.append(IterVar(nv, iv.dom, iv.kind))
+    writes = tuple(substitute(w, bmap) for w in blk.writes)
+    body = substitute(blk.init, bmap)
+    # the init is part of the block: its annotations (pragmas, tuning hints) stay
+    init_blk = Block(name, tuple(ivs), (), writes, body, None, (), blk.annotations)
+    values = tuple(substitute(v, lmap) for _, v in spatial)
+    stmt = BlockRealize(values, all_of([substitute(c, lmap) for c in kept]), init_blk)
+    for l in reversed(loops):
+        if l.loop_var in lmap:
+            stmt = For(lmap[l.loop_var], l.min, l.extent, l.kind, stmt, l.thread_tag,
+                       l.annotations)
+    return stmt
+
+
+__all__ = ["reach_blocker", "init_guard", "init_blocker", "init_nest"]
