@@ -25,7 +25,7 @@ Example::
 
     >>> import targets
     >>> [m.scope for m in targets.get_target_kind("cuda").memories]
-    ['global', 'shared', 'local']
+    ['global', 'shared', 'local', 'wmma.accumulator']
 """
 
 from __future__ import annotations

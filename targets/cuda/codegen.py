@@ -55,6 +55,7 @@ from ..cstyle import CPrinter
 from .host import print_host
 from .intrinsics import PREAMBLE
 from .tensorcore import WMMA_OP, wmma_text
+from .mma_fp8 import FP8_OP, mma_fp8_text
 from .fragments import ACC_SCOPE, FILL_OP, STORE_OP, declare_fragments, fill_text, store_text
 from .asynccopy import SPELLINGS as ASYNC_SPELLINGS
 
@@ -378,6 +379,13 @@ class KernelPrinter(CPrinter):
                 self.alignment[x.buffer.name] = 32
         return wmma_text(self, e)
 
+    def mma_fp8(self, e) -> str:
+        """An fp8 tensor-core step; its global tiles are read in 4-byte words."""
+        for x in e.args[:3]:
+            if x.buffer.scope == "global":
+                self.alignment[x.buffer.name] = 16
+        return mma_fp8_text(self, e)
+
 
 def _warp_reduction(p, e) -> str:
     # the value is already of the dtype: no rounding back
@@ -394,6 +402,7 @@ ops.register_spellings("cuda", {
     "tvm_storage_sync": "__syncthreads()",
     "warp_sum": _warp_reduction, "warp_max": _warp_reduction, "warp_min": _warp_reduction,
     WMMA_OP: KernelPrinter.wmma, FILL_OP: fill_text, STORE_OP: store_text,
+    FP8_OP: KernelPrinter.mma_fp8,
     **ASYNC_SPELLINGS,
 })
 

@@ -31,6 +31,8 @@ Example::
 
 from __future__ import annotations
 
+import re
+
 from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import LoweringError
@@ -42,6 +44,7 @@ from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
                             IterVar, Range)
 from cuvil_tir.transform.gpu_threads import kernels, launch_dims
+from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.transform.storage_align import ALIGN_KEY, aligned_strides
 from cuvil_tir.visitor import Mutator, post_order_visit
 from cuvil_tir.tensor_intrin import TensorIntrin
@@ -124,6 +127,20 @@ def wmma_intrin(k: int = 16, dtype: str = "float16") -> tuple:
         >>> [tuple(d.value for d in b.shape) for b in desc.params]
         [(16, 32), (32, 16), (16, 16)]
     """
+    return tile_gemm_intrin(k, dtype, WMMA_OP, f"wmma_16x16x{k}_{WMMA_INPUTS[dtype]}")
+
+
+def tile_gemm_intrin(k: int, dtype: str, op: str, name: str) -> tuple:
+    """``(desc, impl)`` of ``C[0:16, 0:16] += float(A[0:16, 0:k]) @ float(B[0:k, 0:16])``
+    (A and B of ``dtype``, C float32) whose ``impl`` is the warp-wide call
+    ``op(A[0, 0], B[0, 0], C[0, 0], k)``; ``name`` prefixes the functions' symbols.
+
+    Example::
+
+        >>> desc, impl = tile_gemm_intrin(16, "float16", WMMA_OP, "t")
+        >>> impl.attr("global_symbol")
+        't_impl'
+    """
     A, B, C = _params(k, dtype)
     i, j, r = Var("i"), Var("j"), Var("k")
     vi, vj, vk = Var("vi"), Var("vj"), Var("vk")
@@ -143,14 +160,13 @@ def wmma_intrin(k: int = 16, dtype: str = "float16") -> tuple:
     body = BlockRealize((i, j, r), const(True), blk)
     for v, e in ((r, k), (j, 16), (i, 16)):
         body = For(v, const(0), const(e), "serial", body)
-    tag = WMMA_INPUTS[dtype]
-    desc = PrimFunc((A, B, C), body, {"global_symbol": f"wmma_16x16x{k}_{tag}_desc"})
+    desc = PrimFunc((A, B, C), body, {"global_symbol": f"{name}_desc"})
     A2, B2, C2 = _params(k, dtype)
     z = const(0)
-    call = Evaluate(Call("int32", WMMA_OP, (A2[z, z], B2[z, z], C2[z, z], const(k))))
+    call = Evaluate(Call("int32", op, (A2[z, z], B2[z, z], C2[z, z], const(k))))
     root = Block("root", (), (), (), call)
     impl = PrimFunc((A2, B2, C2), BlockRealize((), const(True), root),
-                    {"global_symbol": f"wmma_16x16x{k}_{tag}_impl"})
+                    {"global_symbol": f"{name}_impl"})
     return desc, impl
 
 
@@ -181,12 +197,28 @@ def is_wmma(n) -> bool:
     return isinstance(n, Call) and n.op == WMMA_OP
 
 
-_MEMORY = ("global", "shared")
+MEMORY = ("global", "shared")
 #: per tensor-core op: its arguments before the leading dimensions are appended, and
 #: the scopes each tile argument may be in
-_TILE_ARGS = {WMMA_OP: (4, (_MEMORY, _MEMORY, _MEMORY + (ACC_SCOPE,))),
+_TILE_ARGS = {WMMA_OP: (4, (MEMORY, MEMORY, MEMORY + (ACC_SCOPE,))),
               FILL_OP: (1, ((ACC_SCOPE,),)),
-              STORE_OP: (2, ((ACC_SCOPE,), _MEMORY))}
+              STORE_OP: (2, ((ACC_SCOPE,), MEMORY))}
+#: per tensor-core op: the oldest architecture that has it (sm_XY as XY)
+_MIN_ARCH: dict = {}
+
+
+def register_tile_op(op: str, nargs: int, scopes: tuple, min_arch: int | None = None):
+    """Declare the warp-wide tile op ``op`` to :func:`wmma_leading_dims`: its ``nargs``
+    arguments (the tiles first), the scopes each tile may be in, and the oldest
+    architecture (``89`` for sm_89) that runs it.
+
+    Example::
+
+        >>> register_tile_op(WMMA_OP, 4, _TILE_ARGS[WMMA_OP][1])
+    """
+    _TILE_ARGS[op] = (nargs, scopes)
+    if min_arch is not None:
+        _MIN_ARCH[op] = min_arch
 
 
 class _LeadingDims(Mutator):
@@ -249,6 +281,7 @@ def wmma_leading_dims(func):
     body = _LeadingDims(func).visit(func.body)
     if body is func.body:
         return func
+    _check_arch(func, body)
     for k in kernels(body):
         calls = _wmma_calls(k)
         lanes = launch_dims(k).get("threadIdx.x", IntImm(1, "int32"))
@@ -258,6 +291,18 @@ def wmma_leading_dims(func):
                                 "threadIdx.x: bind a loop of extent 32 to it (the copies "
                                 "into shared memory) and the warps to threadIdx.y/z")
     return func.with_body(body)
+
+
+def _check_arch(func, body) -> None:
+    target = PassContext.current().target
+    arch = str(target.options.get("arch", "sm_80")) if target is not None else "sm_80"
+    have = int(re.sub(r"\D", "", arch) or 0)
+    for call in _wmma_calls(body):
+        need = _MIN_ARCH.get(call.op)
+        if need is not None and have < need:
+            raise LoweringError(f"{func.name}: {call.op} needs sm_{need} or newer; the "
+                                f"target is {arch}: build for Target('cuda', "
+                                f"arch='sm_90')")
 
 
 def wmma_text(printer, e) -> str:
@@ -282,5 +327,5 @@ def wmma_text(printer, e) -> str:
     return f"cvl_wmma_sync<{k}, {elem}>({a}, {b}, {c}, {lda}, {ldb}, {printer.bare(e.args[6])})"
 
 
-__all__ = ["WMMA_OP", "is_wmma", "wmma_intrin", "wmma_leading_dims", "wmma_name",
-           "wmma_text"]
+__all__ = ["MEMORY", "WMMA_OP", "is_wmma", "register_tile_op", "tile_gemm_intrin",
+           "wmma_intrin", "wmma_leading_dims", "wmma_name", "wmma_text"]

@@ -16,8 +16,11 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.analysis import tree
+from cuvil_tir import dtype as D
+from cuvil_tir import float8 as F8
 from schedules.errors import ScheduleArgumentError
 from targets.cuda.fragments import ACC_SCOPE, FILL_INTRIN, STORE_INTRIN
+from targets.cuda.mma_fp8 import mma_name
 from targets.cuda.tensorcore import wmma_name
 
 
@@ -213,12 +216,14 @@ def _lanes(sch, loops, split):
 
 def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32,
                     epilogue: str | None = None, warp_m: int = 16, warp_n: int = 16,
-                    accumulator: str = "registers", vector: int = 1, pad: int = 8) -> None:
-    """fp16 or bf16 GEMM on tensor cores with fp32 accumulation: a ``bm x bn`` tile
+                    accumulator: str = "registers", vector: int = 1,
+                    pad: int | None = None) -> None:
+    """fp16, bf16 or fp8 GEMM on tensor cores with fp32 accumulation: a ``bm x bn`` tile
     per block, a ``warp_m x warp_n`` tile per warp (multiples of 16: warps on
     threadIdx.z/y, lanes on threadIdx.x), A and B slices of depth ``bk`` staged in
     ``shared`` memory, each 16 x 16 tile computed by
-    ``cuda.wmma_16x16x{bk}_{f16,bf16}f32`` (the inputs' dtype).  ``accumulator``:
+    ``cuda.wmma_16x16x{bk}_{f16,bf16}f32`` or, for fp8 (sm_89+, accumulated in
+    shared memory), ``cuda.mma_16x16x{bk}_{e4m3,e5m2}f32`` (the inputs' dtype).  ``accumulator``:
     ``"registers"`` keeps the warp's C tiles in ``wmma.accumulator`` fragments for the
     whole K loop (zeroed by ``cuda.wmma_fill_16x16_f32``, stored once by
     ``cuda.wmma_store_16x16_f32``; :mod:`targets.cuda.fragments`), ``"shared"``
@@ -226,8 +231,8 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
     ``epilogue`` as for :func:`gemm`, applied as the C tile leaves through shared
     memory.  ``vector``: elements per thread and copy into shared memory (8: 16-byte
     loads of float16/bfloat16).  ``pad``: elements added to each staged row of A and B
-    (``storage_align``; 8 makes the rows of a fragment load fall in different
-    shared-memory banks).
+    (``storage_align``; by default 16 bytes' worth, which makes the rows of a fragment
+    load fall in different shared-memory banks).
 
     Example::
 
@@ -245,6 +250,17 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
                                         f"of 16 dividing the block tile {tile}")
     blk = sch.get_block(block)
     dtype = _block_node(sch, blk).reads[0].buffer.dtype
+    if F8.is_float8(dtype):
+        if accumulator != "shared":
+            raise ScheduleArgumentError(f"gemm_tensorcore: {dtype} inputs accumulate in "
+                                        "shared memory (accumulator='shared'): "
+                                        "wmma.accumulator fragments take float16 and "
+                                        "bfloat16 steps only")
+        intrin = mma_name(bk, dtype)
+    else:
+        intrin = wmma_name(bk, dtype)
+    if pad is None:
+        pad = 128 // D.bits(dtype)
     wz, wy, fm, fn = bm // warp_m, bn // warp_n, warp_m // 16, warp_n // 16
     warps = [("threadIdx.z", wz), ("threadIdx.y", wy), ("threadIdx.x", 32)]
     i, j, k = sch.get_loops(blk)
@@ -294,7 +310,7 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
     # the warp's fragments are indexed by constants once their loops are unrolled
     sch.unroll(io)
     sch.unroll(jo)
-    sch.tensorize(ii, wmma_name(bk, dtype))
+    sch.tensorize(ii, intrin)
     fuse_epilogue(sch, epilogue)
 
 
