@@ -349,6 +349,22 @@ class BoundsCheckError(RuntimeCheckError):
 ALL_ERRORS = ALL_ERRORS + (RuntimeCheckError, BoundsCheckError)
 
 
+class AllocationError(CodegenError):
+    """No placement of a static memory's buffers satisfies its capacity and banks (the
+    memory planner's address step; an accelerator's scratchpads).
+
+    Example::
+
+        >>> AllocationError("x").code
+        'CVL-E171'
+    """
+
+    code = "CVL-E171"
+
+
+ALL_ERRORS = ALL_ERRORS + (AllocationError,)
+
+
 class HostFeatureError(TargetError):
     """A module built for another CPU (``mcpu``/``mattr``) was asked to run on a host
     that lacks CPU features its code may use; running it would stop the process with

@@ -42,7 +42,7 @@ def test_no_backend_imports_another(backend):
 
 #: backend modules that still take analyses from schedule primitives; the analyses move
 #: into cuvil_tir (issue 21 item 4), and this list only shrinks
-PENDING = {"targets.accel.stage", "targets.accel.transfer", "targets.cuda.reduction"}
+PENDING = {"targets.accel.transfer", "targets.cuda.reduction"}
 
 
 def test_only_the_top_layer_uses_schedules_and_backends_together():

@@ -12,8 +12,8 @@ The recipe is the one every hand-tuned BLAS follows (GotoBLAS / BLIS):
 2. **A register-blocked micro-kernel**: an MR x NR tile of C (6 x 16 on AVX2, 12 x 32
    on AVX-512: sized from the target's vector width and register count) lives in
    vector accumulators for the whole k loop.  ``set_scope(Cp, "local")`` plus
-   ``reverse_compute_at`` makes the tile a ``local`` buffer that the llvm target's
-   ``compact_local_buffers`` shrinks to MR x NR per tile; ``decompose_reduction``
+   ``reverse_compute_at`` makes the tile a ``local`` buffer that the memory planner
+   (``plan_buffer_allocation``) shrinks to MR x NR per tile; ``decompose_reduction``
    zeroes it before the k loop; ``unroll`` of the MR rows and ``vectorize`` of the NR
    columns (two full-width halves) turn it into registers and FMA instructions
    (``fmul`` + ``fadd`` contract into ``vfmadd231ps``: the llvm target's default

@@ -7,7 +7,9 @@ Run:  python tutorials/07_matmul_gpu.py
    accumulated in ``local`` registers (``cache_write(..., "local")``).
 2. **Stage through shared memory**: each 8-deep slice of A and B is copied into
    ``shared`` memory by all threads together, 16 bytes per copy (``vectorize``),
-   in two stages (``annotate(ko, "double_buffer", 1)``), then read by every thread.
+   in two stages (TVM's ``software_pipeline_stage`` on the slice loop, ``[0, 0, 1]``:
+   the copies of slice k + 1 run with the product of slice k), then read by every
+   thread.
 3. **Build** for ``Target("cuda")``: the lowering places and sizes the shared and
    local buffers, outlines the kernel into a ``device_kernel`` function launched by
    the host function (real IR: its grid and block are expressions) and inserts every

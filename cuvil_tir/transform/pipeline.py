@@ -15,13 +15,13 @@ Example::
 
 from __future__ import annotations
 
-from .compact import compact_local_buffers
 from .flatten_buffers import flatten_buffers
 from .loop_partition import loop_partition
 from .lower_blocks import lower_blocks
 from .outline import outline_parallel
 from .plan_allocation import plan_buffer_allocation
 from .simplify import simplify
+from .software_pipeline import inject_software_pipeline
 from .unroll import unroll_loops
 from .verify import verify
 
@@ -38,9 +38,10 @@ def default_pipeline() -> list:
 
 
 def cpu_pipeline(vectorize=None, outline: bool = True) -> list:
-    """The passes of a CPU backend: ``plan_buffer_allocation``, then the default
-    pipeline with ``compact_local_buffers`` before ``flatten_buffers``,
-    ``loop_partition`` before its ``simplify`` (guard-free hot loops, tails for
+    """The passes of a CPU backend: ``plan_buffer_allocation`` (the memory planner),
+    then the default pipeline with ``inject_software_pipeline`` after ``lower_blocks``
+    (multi-buffered stages, as on every target), ``loop_partition`` before its
+    ``simplify`` (guard-free hot loops, tails for
     ``simplify``), ``vectorize`` (a pass, or ``None`` when the backend's own compiler
     vectorizes), ``unroll_loops`` and ``simplify`` after it, and, when ``outline``,
     ``outline_parallel`` (parallel loops become the module's ``parallel_task``
@@ -50,19 +51,19 @@ def cpu_pipeline(vectorize=None, outline: bool = True) -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in cpu_pipeline(outline=False)]  # doctest: +NORMALIZE_WHITESPACE
-        ['plan_buffer_allocation', 'lower_blocks', 'compact_local_buffers',
+        ['plan_buffer_allocation', 'lower_blocks', 'inject_software_pipeline',
          'flatten_buffers', 'loop_partition', 'simplify', 'unroll_loops', 'simplify',
          'verify']
     """
     out = [plan_buffer_allocation]
     for p in default_pipeline():
-        if p is flatten_buffers:
-            out.append(compact_local_buffers)
         if p is simplify:
             out.append(loop_partition)
         if p is verify and outline:
             out.append(outline_parallel)
         out.append(p)
+        if p is lower_blocks:
+            out.append(inject_software_pipeline)
         if p is simplify:
             out.extend(([vectorize] if vectorize is not None else []) +
                        [unroll_loops, simplify])

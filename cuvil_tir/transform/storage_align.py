@@ -3,9 +3,8 @@
 ``storage_align(block, i, axis, factor, offset)`` (a schedule primitive) only records
 ``(i, axis, factor, offset)`` in the block annotation ``buffer_dim_align``, as TensorIR
 does.  The strides are chosen here, once the buffer has its final shape: allocation
-planning and compaction (``plan_buffer_allocation``, ``compact_local_buffers``,
-``plan_gpu_memory``) shrink a buffer to the tile a loop uses, and the alignment applies
-to that tile.  It is done in two steps, both called by existing passes so that every
+planning (``plan_buffer_allocation``, the memory planner of every target) shrinks a
+buffer to the tile a loop uses, and the alignment applies to that tile.  It is done in two steps, both called by existing passes so that every
 pipeline applies it:
 
 * :func:`record_storage_align` (called by ``lower_blocks``, which removes the blocks and

@@ -275,7 +275,7 @@ def _tile_reduction(sch, name, machine) -> set:
     # them would give the same order): on a GEMM, j0 i0 j1 i1 are GotoBLAS's blocks of
     # panels, blocks of rows, panels in a block, rows in a block.  Fusing the S0 loops
     # instead would index the accumulator through // and %, which
-    # compact_local_buffers cannot shrink to the register tile
+    # the memory planner cannot shrink to the register tile
     outer = [s_tiles[-1][0]] + [t[0] for t in s_tiles[:-1]]
     middle = [s_tiles[-1][1]] + [t[1] for t in s_tiles[:-1]]
     sch.reorder(*outer, *middle, *[t[0] for t in r_tiles], *[t[1] for t in r_tiles],

@@ -5,12 +5,14 @@ Constructing one validates the description and registers each intrinsic as an
 function on the operand regions), so tensorize legality, C emission and the simulator
 all read the same description.  ``targets.register_target(npu)`` makes it buildable.
 
-Lowering (:meth:`Accelerator.lower_passes`): blocks are lowered, scratchpad buffers
-shrunk to their tiles and double-buffered where annotated
-(:mod:`~targets.accel.stage`), staged copies become DMA calls and intrinsic calls are
-checked (:mod:`~targets.accel.transfer`), dependency tokens inserted
-(:mod:`~targets.accel.tokens`), banks and offsets assigned
-(:mod:`~targets.accel.alloc`), then buffers are flattened.
+Lowering (:meth:`Accelerator.lower_passes`): the memory planner shrinks scratchpad
+buffers to their tiles (as on every target), blocks are lowered, software pipelines
+multi-buffer their tiles where annotated (``software_pipeline_stage``), scratchpad
+allocations move to the top (static addresses), staged copies become DMA calls and
+intrinsic calls are checked (:mod:`~targets.accel.transfer`), dependency tokens inserted
+(:mod:`~targets.accel.tokens`), banks and offsets assigned by the memory planner's
+address step (:mod:`cuvil_tir.transform.bank_plan`, from each buffer's lifetime and the
+engines that touch it), then buffers are flattened.
 
 Example::
 
@@ -37,17 +39,17 @@ from cuvil_tir.target import Memory as HostMemory
 from cuvil_tir.target import Option, Program, TargetKind
 from cuvil_tir.tensor_intrin import TensorIntrin
 from cuvil_tir.transform import PassContext, flatten_buffers, lower_blocks, simplify, verify
+from cuvil_tir.transform.bank_plan import Unit, memory_map_text, place
+from cuvil_tir.transform.memory_table import memory_spec
 from cuvil_tir.visitor import post_order_visit, substitute
 
 from ..runtime import Module
-from .alloc import Unit, memory_map_text, place
 from .codegen import print_kernel
 from .description import check_description
 from .errors import DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
-from .stage import check_no_host_access, compact_scratchpad
 from .tokens import accesses, insert_tokens
-from .transfer import dma_transfers, intrinsic_calls, row_strides
+from .transfer import check_no_host_access, dma_transfers, intrinsic_calls, row_strides
 
 
 def _impl(acc, it) -> PrimFunc:
@@ -117,10 +119,15 @@ class Accelerator(TargetKind):
 
     def lower_passes(self) -> list:
         """The lowering pipeline of this accelerator (module doc)."""
+        from cuvil_tir.transform import plan_buffer_allocation
+        from cuvil_tir.transform.software_pipeline import inject_software_pipeline
+        from cuvil_tir.transform.static_memory import hoist_static_allocations
         acc = self
 
-        def accel_stage(f):
-            return compact_scratchpad(f, set(acc.scopes))
+        def accel_pipeline(f):
+            # the engines run ahead of the program (tokens order them): the stages
+            # overlap without moving statements, so only the tiles' versions are made
+            return inject_software_pipeline(f, reorder=False)
 
         def accel_dma(f):
             return dma_transfers(f, acc)
@@ -136,7 +143,8 @@ class Accelerator(TargetKind):
         def accel_allocate(f):
             return allocate(f, acc)
 
-        return [lower_blocks, accel_stage, accel_dma, accel_intrinsics, accel_tokens,
+        return [plan_buffer_allocation, lower_blocks, accel_pipeline,
+                hoist_static_allocations, accel_dma, accel_intrinsics, accel_tokens,
                 accel_allocate, flatten_buffers, simplify, verify]
 
     def pipeline(self, target) -> list:
@@ -204,7 +212,7 @@ class Accelerator(TargetKind):
         return AccelModule(SimulatorModule(self, program), program, target)
 
 
-def _steps(body, acc, double):
+def _steps(body, acc, versions):
     """``{buffer name: [(top step, engine, writes)]}`` and intrinsic operand groups."""
     while not hasattr(body, "seq") and hasattr(body, "buffer") and hasattr(body, "body"):
         body = body.body
@@ -221,7 +229,7 @@ def _steps(body, acc, double):
         post_order_visit(top, look)
         for call in found:
             e = acc.engine_of[call.args[0].value]
-            acc_list = accesses(call, acc, double)
+            acc_list = accesses(call, acc, versions)
             for buf, w, _ in acc_list:
                 uses.setdefault(buf.name, []).append((step, e, w))
             if e not in ("load", "store"):
@@ -231,8 +239,9 @@ def _steps(body, acc, double):
 
 def allocate(func, acc):
     """Assign (bank, offset) to every scratchpad buffer; the plan goes in attribute
-    ``accel.plan`` (JSON) and double-buffered tiles get their copy stride."""
-    double = set(func.attr("accel.double_buffered", ()))
+    ``accel.plan`` (JSON) and multi-buffered tiles get their version stride."""
+    from cuvil_tir.transform.software_pipeline import VERSIONS
+    versions = dict(func.attr(VERSIONS, ()))
     bufs = []
 
     def look(n):
@@ -240,20 +249,21 @@ def allocate(func, acc):
             bufs.append(n.buffer)
 
     post_order_visit(func.body, look)
-    uses, groups = _steps(func.body, acc, double)
+    uses, groups = _steps(func.body, acc, versions)
     target = PassContext.current().target
     pins = dict((target.options.get("pin_banks") if target is not None else None) or {})
     plans, warns, rebuf = {}, [], {}
-    for scope, mem in acc.scopes.items():
-        units = []
+    specs = [memory_spec(m.scope, m) for m in acc.memories_only]
+    for mem in specs:
+        scope, units = mem.scope, []
         for b in bufs:
             if b.scope != scope or b.name not in uses:
                 continue
             u = uses[b.name]
-            size = b.nbytes_const() // (2 if b.name in double else 1)
-            size = -(-size // mem.width_bytes) * mem.width_bytes
+            slots = versions.get(b.name, 1)
+            size = b.nbytes_const() // slots
             partners = set().union(*[g for g in groups if b.name in g]) - {b.name}
-            units.append(Unit(b.name, size, 2 if b.name in double else 1,
+            units.append(Unit(b.name, size, slots,
                               (min(s for s, _, _ in u), max(s for s, _, _ in u)),
                               {e for _, e, _ in u}, partners))
         plans[scope] = place(mem, units, pins)
@@ -265,7 +275,7 @@ def allocate(func, acc):
     for w in warns:
         warnings.warn(f"accelerator {acc.name}: {w}", stacklevel=2)
     for b in bufs:
-        if b.name in double:
+        if b.name in versions:
             u = next(u for u in plans[b.scope] if u.name == b.name)
             item = b.nbytes_const() // _numel(b)
             rs = row_strides(b)
@@ -274,9 +284,8 @@ def allocate(func, acc):
                               + tuple(IntImm(s, "int32") for s in rs[1:]),
                               b.scope, b.align)
     body = substitute(func.body, {}, rebuf) if rebuf else func.body
-    plan = {s: [[u.name, list(u.addrs), u.size, list(u.life), sorted(u.engines),
-                 list(u.conflicts)] for u in us] for s, us in plans.items()}
-    text = memory_map_text(acc.memories_only, plans, warns)
+    plan = {s: [u.as_data() for u in us] for s, us in plans.items()}
+    text = memory_map_text(specs, plans, warns)
     out = func if body is func.body else func.with_body(body)
     return out.with_attr("accel.plan", json.dumps(plan)).with_attr("accel.memory_map", text)
 

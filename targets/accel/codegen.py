@@ -34,8 +34,8 @@ class AccelPrinter(CPrinter):
         self.acc = acc
         self.addr = {}
         for k, m in enumerate(acc.memories_only):
-            for name, addrs, *_ in plan.get(m.scope, []):
-                self.addr[name] = (k, addrs[0])
+            for d in plan.get(m.scope, []):
+                self.addr[d["buffer"]] = (k, d["addresses"][0])
 
     def prelude(self) -> str:
         return f'#include "{self.acc.hal}_hal.h"\n'
@@ -55,8 +55,8 @@ class AccelPrinter(CPrinter):
 
 def print_kernel(acc, func, plan: dict) -> str:
     """The kernel's C source with its scratchpad buffers at the addresses of ``plan``
-    (``{scope: [[name, addresses, size, ...], ...]}``), the memory map as a leading
-    comment."""
+    (``{scope: [{"buffer": name, "addresses": [...], ...}, ...]}``, the program's
+    memory plan), the memory map as a leading comment."""
     text = AccelPrinter(acc, plan).print_function(func, func.name)
     mm = func.attr("accel.memory_map", "").replace("*/", "* /")
     return f"/* memory map\n{mm}\n*/\n{text}"

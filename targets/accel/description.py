@@ -43,7 +43,8 @@ class Memory(TargetMemory):
     """A banked on-chip memory: ``scope`` (what buffers name, with a dot:
     ``"npu.inp"``), ``banks`` of ``bank_bytes`` each, accessed ``width_bits`` at a time:
     an entry of the target's memory table (:class:`cuvil_tir.target.Memory`) whose
-    capacity is ``banks * bank_bytes`` and whose buffers start on an access boundary.
+    capacity is ``banks * bank_bytes``, whose buffers start on an access boundary and
+    sit at addresses planned at compile time (``instance="static"``).
 
     Example::
 
@@ -71,7 +72,8 @@ class Memory(TargetMemory):
                 f"{owner}: bank_bytes={bank_bytes} is not a multiple of the access "
                 f"width ({width_bits} bits = {width_bits // 8} bytes); use a bank "
                 f"size that is a multiple of {width_bits // 8}")
-        super().__init__(scope, banks * bank_bytes, doc, banks, width_bits, width_bits // 8)
+        super().__init__(scope, banks * bank_bytes, doc, banks, width_bits, width_bits // 8,
+                         "static")
 
 
 @dataclass(frozen=True)

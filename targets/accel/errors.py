@@ -3,7 +3,8 @@
 * :class:`DescriptionError` (CVL-E170): an :class:`~targets.accel.Accelerator`
   description is inconsistent (raised when it is constructed);
 * :class:`AllocationError` (CVL-E171): the scratchpad placement at build time failed
-  (capacity, banks, a pinned bank);
+  (capacity, banks, a pinned bank); raised by the memory planner's address step, so
+  it lives in :mod:`cuvil_tir.errors` and is the same class here;
 * :class:`AccelLoweringError` (CVL-E172): the scheduled function does not map onto the
   accelerator (an operand in the wrong memory, a DMA that does not fit, a copy the DMA
   cannot do).
@@ -16,7 +17,7 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.errors import CodegenError, LoweringError, TargetError
+from cuvil_tir.errors import AllocationError, LoweringError, TargetError
 
 
 class DescriptionError(TargetError):
@@ -29,18 +30,6 @@ class DescriptionError(TargetError):
     """
 
     code = "CVL-E170"
-
-
-class AllocationError(CodegenError):
-    """No placement of the scratchpad buffers satisfies capacity and banks.
-
-    Example::
-
-        >>> AllocationError("x").code
-        'CVL-E171'
-    """
-
-    code = "CVL-E171"
 
 
 class AccelLoweringError(LoweringError):

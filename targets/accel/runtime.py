@@ -18,7 +18,7 @@ from ..cstyle.compiler import compile_shared, library_bytes
 from ..cstyle.runtime import CRuntimeModule, wrapper_c
 from ..cstyle import CPrinter
 from ..runtime import DATA_OFFSET, Module
-from .alloc import Unit, _peak
+from cuvil_tir.transform.bank_plan import Unit, peak
 from .hal import header, simulator_c
 
 STAT_KEYS = ("cycles", "engine_busy", "utilisation", "dma_bytes_in", "dma_bytes_out",
@@ -28,9 +28,8 @@ STAT_KEYS = ("cycles", "engine_busy", "utilisation", "dma_bytes_in", "dma_bytes_
 def _peak_bytes(acc, plan: dict) -> dict:
     out = {}
     for m in acc.memories_only:
-        units = [Unit(n, size, len(addrs), tuple(life), set(eng))
-                 for n, addrs, size, life, eng, _ in plan.get(m.scope, [])]
-        out[m.scope] = _peak(units)[0]
+        units = [Unit.from_data(d) for d in plan.get(m.scope, [])]
+        out[m.scope] = peak(units)[0]
     return out
 
 

@@ -3,7 +3,7 @@
 The accelerator runs one instruction stream per engine (``load``, ``store``, and each
 compute unit); the host issues instructions in program order and the engines run
 ahead of each other unless a token holds them.  This pass makes every dependency
-explicit: for each scratchpad buffer (each copy of a double-buffered one) and each
+explicit: for each scratchpad buffer (each version of a multi-buffered one) and each
 pair of engines that touch it where at least one writes, the instruction waits for
 the token the other engine last signalled on that buffer copy, and signals its own
 when done::
@@ -14,7 +14,8 @@ when done::
 
 A wait is satisfied by the latest signal issued before it in program order (read
 after write and write after read alike), so the schedule, not luck, orders the
-engines; double buffering lets the DMA of tile k+1 wait only on tile k-1.
+engines; with N versions of a tile (``software_pipeline_stage``) the DMA of tile k+1
+waits only on the use of tile k+1-N.
 
 Example::
 
@@ -35,9 +36,10 @@ def engine_of_call(name: str, engines: dict):
     return engines.get(name)
 
 
-def accesses(call, acc, double=()) -> list:
+def accesses(call, acc, versions=()) -> list:
     """``[(buffer, writes, slot expr or None)]`` of the scratchpad buffers an
-    instruction touches (``slot``: which copy of a double-buffered buffer)."""
+    instruction touches (``slot``: which version of a multi-buffered tile; ``versions``
+    names those tiles)."""
     name = call.args[0].value
     regions = [a for a in call.args[2:] if isinstance(a, BufferRegion)]
     out = []
@@ -52,7 +54,7 @@ def accesses(call, acc, double=()) -> list:
     for r, w in pairs:
         if r.buffer.scope not in acc.scopes:
             continue
-        slot = r.region[0].min if r.buffer.name in double else None
+        slot = r.region[0].min if r.buffer.name in versions else None
         out.append((r.buffer, w, slot))
     return out
 
@@ -71,17 +73,18 @@ def _instructions(body, acc):
 
 def insert_tokens(func, acc):
     """Insert waits and signals around every accelerator instruction (module doc)."""
+    from cuvil_tir.transform.software_pipeline import VERSIONS
     insts = _instructions(func.body, acc)
-    double = set(func.attr("accel.double_buffered", ()))
+    versions = dict(func.attr(VERSIONS, ()))
     touch: dict = {}                           # buffer name -> {engine: writes?}
     for ev in insts:
         e = acc.engine_of[ev.value.args[0].value]
-        for buf, w, _ in accesses(ev.value, acc, double):
+        for buf, w, _ in accesses(ev.value, acc, versions):
             d = touch.setdefault(buf.name, {})
             d[e] = d.get(e, False) or w
     base, nxt = {}, 0
     for name, engines in touch.items():
-        slots = 2 if name in double else 1
+        slots = versions.get(name, 1)
         for e in engines:
             base[(name, e)] = nxt
             nxt += slots
@@ -104,7 +107,7 @@ def insert_tokens(func, acc):
             e = acc.engine_of[s.value.args[0].value]
             eid = IntImm(engine_id[e], "int32")
             before, after = [], []
-            for buf, _, slot in accesses(s.value, acc, double):
+            for buf, _, slot in accesses(s.value, acc, versions):
                 for f in syncs[(buf.name, e)]:
                     before.append(Evaluate(call_extern("int32", f"{hal}_wait", eid,
                                                        token(buf.name, f, slot))))

@@ -273,4 +273,33 @@ def intrinsic_calls(func, acc):
     return func if body is func.body else func.with_body(body)
 
 
-__all__ = ["dma_transfers", "intrinsic_calls", "row_strides"]
+def check_no_host_access(func, scopes, names) -> None:
+    """Raise when plain loads/stores still touch an accelerator memory: only DMA and
+    intrinsics can; ``names`` lists the intrinsics for the message.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> check_no_host_access(T.PrimFunc([], T.Evaluate(T.const(0))), {"npu.inp"}, [])
+    """
+    from cuvil_tir.visitor import post_order_visit
+
+    bad = []
+
+    def look(n):
+        if isinstance(n, (BufferLoad, BufferStore)) and n.buffer.scope in scopes and not bad:
+            bad.append(n)
+
+    post_order_visit(func.body, look)
+    if bad:
+        n = bad[0]
+        what = "written" if isinstance(n, BufferStore) else "read"
+        raise AccelLoweringError(
+            f"accelerator lowering: buffer '{n.buffer.name}' in memory "
+            f"'{n.buffer.scope}' is {what} element by element by the host; only the DMA "
+            "and the intrinsics can touch an accelerator memory. Tensorize that block "
+            f"with one of the intrinsics ({', '.join(names) or 'none'}) or stage it with "
+            "cache_read/cache_write so the copy becomes a DMA")
+
+
+__all__ = ["check_no_host_access", "dma_transfers", "intrinsic_calls", "row_strides"]

@@ -72,7 +72,7 @@ def c_pipeline() -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in c_pipeline()]  # doctest: +NORMALIZE_WHITESPACE
-        ['plan_buffer_allocation', 'lower_blocks', 'compact_local_buffers',
+        ['plan_buffer_allocation', 'lower_blocks', 'inject_software_pipeline',
          'flatten_buffers', 'loop_partition', 'simplify', 'unroll_loops', 'simplify',
          'verify']
     """

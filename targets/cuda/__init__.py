@@ -8,11 +8,12 @@ compiled by ``nvcc`` at build time and its cubin kept in the program (and so in 
 compile cache).
 Memories: ``global``, ``shared`` (per block), ``local`` (per thread).
 
-Lowering (:func:`cuda_pipeline`): blocks to loops, one variable and launch extent per
-thread axis with guards for smaller sibling loops, ``shared``/``local`` buffers
-placed and sized per block / per thread, flattening, simplification, vectorized
-loops of at most 16 bytes as vector code, the host/device split (each kernel outlined
-into a ``device_kernel`` function, the host launching it with its grid and block as
+Lowering (:func:`cuda_pipeline`): ``shared``/``local`` buffers placed and sized per
+block / per thread (the memory planner), blocks to loops, one variable and launch
+extent per thread axis with guards for smaller sibling loops, software pipelines
+(multi-buffered shared tiles), flattening, simplification, vectorized loops of at most
+16 bytes as vector code, the host/device split (each kernel outlined into a
+``device_kernel`` function, the host launching it with its grid and block as
 expressions), dynamic shared memory marked beyond 48 KB, barriers, verification.
 The kernels are printed as CUDA C, the host function as C compiled by the system C
 compiler (:mod:`targets.cuda.host`).
@@ -34,7 +35,8 @@ from cuvil_tir.errors import LoweringError
 from cuvil_tir.ir_module import calling_conv
 from cuvil_tir.target import Memory, Option, Program, TargetKind, register_target
 from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
-from cuvil_tir.transform.gpu_memory import plan_gpu_memory
+from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
+from cuvil_tir.transform.software_pipeline import inject_software_pipeline
 from cuvil_tir.transform.gpu_sync import insert_barriers
 from cuvil_tir.transform.gpu_threads import kernels, normalize_thread_bindings, split_host_device
 from cuvil_tir.transform.pass_manager import PassContext
@@ -46,7 +48,6 @@ from cuvil_tir.visitor import Mutator
 
 from ..runtime import Module
 from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
-from .double_buffer import inject_double_buffer
 from .reduction import lower_cross_thread_reduction
 from .nvcc import needs_nvcc, nvcc_available, nvcc_compile
 from .runtime import CudaRuntime
@@ -131,11 +132,12 @@ def cuda_pipeline() -> list:
     Example::
 
         >>> from cuvil_tir.transform import pass_name
-        >>> [pass_name(p) for p in cuda_pipeline()][:3]
-        ['lower_cross_thread_reduction', 'lower_blocks', 'normalize_thread_bindings']
+        >>> [pass_name(p) for p in cuda_pipeline()][:5]  # doctest: +NORMALIZE_WHITESPACE
+        ['lower_cross_thread_reduction', 'plan_buffer_allocation', 'lower_blocks',
+         'normalize_thread_bindings', 'inject_software_pipeline']
     """
-    return [lower_cross_thread_reduction, lower_blocks, normalize_thread_bindings,
-            plan_gpu_memory, inject_double_buffer, wmma_leading_dims, flatten_buffers,
+    return [lower_cross_thread_reduction, plan_buffer_allocation, lower_blocks,
+            normalize_thread_bindings, inject_software_pipeline, wmma_leading_dims, flatten_buffers,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
 
@@ -160,7 +162,8 @@ class CudaKind(TargetKind):
                        width_bits=32),
                 Memory("local", None, "per thread: registers"),
                 Memory("wmma.accumulator", None,
-                       "per warp: tensor-core accumulator fragments in registers"))
+                       "per warp: tensor-core accumulator fragments in registers",
+                       instance="warp"))
     calling_conventions = ("host", "device_kernel")
     op_spellings = "cuda"
     passes = cuda_pipeline()

@@ -133,9 +133,9 @@ def llvm_pipeline() -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in llvm_pipeline()]  # doctest: +NORMALIZE_WHITESPACE
-        ['plan_buffer_allocation', 'lower_blocks', 'compact_local_buffers',
-         'flatten_buffers', 'loop_partition', 'simplify', 'vectorize_loops',
-         'unroll_loops', 'simplify', 'outline_parallel', 'verify']
+        ['plan_buffer_allocation', 'lower_blocks', 'inject_software_pipeline',
+         'flatten_buffers', 'loop_partition', 'simplify', 'vectorize_loops', 'unroll_loops',
+         'simplify', 'outline_parallel', 'verify']
     """
     return cpu_pipeline(vectorize_for_host, outline=True)
 

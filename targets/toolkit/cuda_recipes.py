@@ -41,14 +41,15 @@ def elementwise(sch, block: str, threads: int = 256) -> None:
 
 def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int = 4,
          tn: int = 4, vector: int = 1, double_buffer: bool = False,
-         epilogue: str | None = None) -> None:
+         stages: int | None = None, epilogue: str | None = None) -> None:
     """Shared-memory tiled GEMM: a ``bm x bn`` tile per thread block, ``tm x tn`` per
     thread accumulated in ``local`` registers, ``bk``-deep slices of A and B staged
     through ``shared`` memory by all threads together (``vector`` elements per thread
     and copy: 4 gives 16-byte loads); ``double_buffer`` keeps two stages of each
-    tile so the next slice is fetched before the current one is used.  ``epilogue``:
-    the name of an elementwise block consuming C (bias, activation, cast), fused into
-    the write-back of the accumulators (:func:`fuse_epilogue`).
+    tile so the next slice is fetched before the current one is used (``stages=N``:
+    N tiles in flight), as TVM's ``software_pipeline_stage`` on the slice loop.
+    ``epilogue``: the name of an elementwise block consuming C (bias, activation,
+    cast), fused into the write-back of the accumulators (:func:`fuse_epilogue`).
 
     Example::
 
@@ -61,8 +62,6 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
     by, ty, ti = sch.split(i, [None, bm // tm, tm])
     bx, tx, tj = sch.split(j, [None, bn // tn, tn])
     ko, ki = sch.split(k, [None, bk])
-    if double_buffer:
-        sch.annotate(ko, "double_buffer", 1)
     if len(loops) == 4:             # a split-K slice (gemm_split_k): one per blockIdx.z
         sch.reorder(loops[2], by, bx, ko, ty, tx, ki, ti, tj)
         sch.bind(loops[2], "blockIdx.z")
@@ -94,6 +93,9 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
         _, t1, t0 = sch.split(fused, [None, bm // tm, bn // tn])
         sch.bind(t1, "threadIdx.y")
         sch.bind(t0, "threadIdx.x")
+    stages = stages or (2 if double_buffer else 1)
+    if stages > 1:                  # the two copies, then the product
+        sch.annotate(ko, "software_pipeline_stage", [0, 0, stages - 1])
     sch.decompose_reduction(blk, ko)    # zero the accumulators once, before the k loop
     fuse_epilogue(sch, epilogue)
 

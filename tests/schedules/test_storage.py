@@ -212,5 +212,9 @@ def test_storage_align_of_a_shared_cache_in_the_cuda_pipeline():
     sch.compute_at(a_shared, jo)
     sch.storage_align(a_shared, 0, 0, 32, 1)
     text = str(T.lower(sch.func, "cuda"))
-    assert "A_shared[i_0 * 520 + ax0 * 65 + ax1]" in text, text
+    # one block's 8 rows, each 65 floats apart (the memory planner keeps one tile per
+    # thread block and per step of the serial loop it is computed at)
+    assert "T.allocate((520,), \"float32\", scope=\"shared\")" in text, text
+    assert "A_shared[ax0 * 65 + ax1] = A[i_0 * 512 + ax0 * 64 + ax1]" in text, text
+    assert "A_shared[i_1 * 65 + k]" in text, text
     check_workload(sch, w, targets=())

@@ -291,37 +291,13 @@ def test_local_accumulators_become_registers_and_fma():
     assert "contract" not in plain.get_source("ll")
 
 
-# local-buffer compaction and the llvm pipeline end to end ----------------------------------------
-
-def test_compaction_exact_output_and_refusals():
-    from cuvil_tir.transform.compact import LocalCompactor, compact_local_buffers
-    L = T.decl_buffer((8, 4), "float32", "L", scope="local")
-    O = T.decl_buffer((8, 4), "float32", "O")
-    i, j, r = T.var("i"), T.var("j"), T.var("r")
-    tile = For(i, _c(0), _c(8), "serial", seq(
-        For(j, _c(0), _c(4), "serial", BufferStore(L, T.const(1.0), (i, j))),
-        For(j, _c(0), _c(4), "serial", BufferStore(O, L[i, j], (i, j)))))
-    out = compact_local_buffers(_func([O], Allocate(L, tile)))
-    assert _text(out.body) == (
-        'for i in T.serial(8):\n'
-        '    with T.allocate((1, 4), "float32", scope="local") as L:\n'
-        '        for j in T.serial(4):\n'
-        '            L[0, j] = T.float32(1)\n'
-        '        for j in T.serial(4):\n'
-        '            O[i, j] = L[0, j]')
-    # a loop that revisits the same elements keeps the buffer where it is
-    reuse = For(r, _c(0), _c(2), "serial", tile)
-    c = LocalCompactor()
-    f = _func([O], Allocate(L, reuse))
-    assert c.visit(f.body) is f.body
-    assert c.skipped == [("L", "loop 'r' reuses the same elements")]
-
+# the llvm pipeline end to end ----------------------------------------
 
 def test_llvm_pipeline_names():
     from cuvil_tir.transform import pass_name
     from targets.llvm import llvm_pipeline
     assert [pass_name(p) for p in llvm_pipeline()] == [
-        "plan_buffer_allocation", "lower_blocks", "compact_local_buffers", "flatten_buffers",
+        "plan_buffer_allocation", "lower_blocks", "inject_software_pipeline", "flatten_buffers",
         "loop_partition", "simplify", "vectorize_loops", "unroll_loops", "simplify",
         "outline_parallel", "verify"]
 

@@ -4,7 +4,8 @@ tile times 16 input channels times 16 output channels is one 16x16x16 call, the 
 input tile being the rows of the input the tap shifts to (an affine index map in the
 staging copy).  Channel counts and widths that are not multiples of 16 are padded with
 ``pad_einsum`` (the DMA zero-fills).  The weights are staged once; one output row's
-inputs are staged per output row (double-buffered on request), its accumulators
+inputs are staged per output row (double-buffered on request: a three-stage
+pipeline of loads, products and stores), its accumulators
 written back once.
 
 Example::
@@ -54,6 +55,6 @@ def schedule_conv2d(func, t=16, gemm="toy.gemm_16x16x16_i8", zero="toy.zero_16x1
     init = sch.decompose_reduction(blk, rh)
     sch.tensorize(xi, gemm)
     sch.tensorize(sch.get_loops(init)[-2], zero)
-    if double:
-        sch.annotate(y, "accel.double_buffer", 1)
+    if double:      # load row y + 2 | compute row y + 1 | store row y
+        sch.annotate(y, "software_pipeline_stage", [0, 1, 2])
     return sch

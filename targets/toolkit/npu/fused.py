@@ -74,6 +74,6 @@ def schedule_fused(func, tile_i=32, tile_j=64, tile_k=64, t=16, acc="npu.acc",
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(ii, gemm)
     sch.tensorize(sch.get_loops(init)[-2], zero)
-    if double:
-        sch.annotate(ko, "accel.double_buffer", 1)
+    if double:      # the copies of A and B, then the product: two tiles in flight
+        sch.annotate(ko, "software_pipeline_stage", [0, 0, 1])
     return sch

@@ -3,7 +3,9 @@ weight memories and C into the accumulator, pad the computation to whole tiles w
 size is not a multiple of the tile (``pad_einsum``: the DMA zero-fills the edge tiles
 on load and writes back only their valid part), tile, tensorize the inner 16x16x16
 (or ``t``) block and the accumulator's zeroing, and optionally double-buffer the
-staged tiles (``accel.double_buffer`` on the k-tile and output-tile loops).
+staged tiles (TVM's ``software_pipeline_stage`` on the k-tile loop, whose copies run a
+step ahead of the product, and on the output-tile loop, whose copy-out runs a step
+behind).
 
 Example::
 
@@ -81,6 +83,6 @@ def schedule_gemm(func, tile=64, t=16, gemm="toy.gemm_16x16x16_i8",
     if zero:
         sch.tensorize(sch.get_loops(init)[-2], zero)
     if double:
-        sch.annotate(ko, "accel.double_buffer", 1)
-        sch.annotate(jo, "accel.double_buffer", 1)
+        sch.annotate(ko, "software_pipeline_stage", [0, 0, 1])     # copy A, copy B | GEMM
+        sch.annotate(jo, "software_pipeline_stage", [0, 0, 1])     # zero, k loop | copy out
     return sch

@@ -96,18 +96,3 @@ def test_conv2d_batch_one_stages_only_the_rows_a_row_of_outputs_reads():
     line = next(x for x in mod.memory_map().splitlines() if "I_npu.inp" in x)
     assert "size   3264" in line                    # each copy: 3 rows x 34 x 32 int8
 
-
-def test_staging_reads_a_unit_loop_as_its_start():
-    import cuvil_tir as T
-    from targets.accel.stage import compact_scratchpad
-    L = T.decl_buffer((4, 64), "int8", "L", scope="npu.inp")
-    O = T.decl_buffer((4, 64), "int8", "O")
-    b, i, j = T.var("b"), T.var("i"), T.var("j")
-    copy = T.For(j, T.const(0), T.const(16), "serial",
-                 T.BufferStore(L, O[2, i * 16 + j], (T.const(2), i * 16 + j)))
-    use = T.For(j, T.const(0), T.const(16), "serial",
-                T.BufferStore(O, L[b, i * 16 + j], (b, i * 16 + j)))
-    body = T.Allocate(L, T.For(b, T.const(2), T.const(1), "serial", T.For(
-        i, T.const(0), T.const(4), "serial", T.seq(copy, use))))
-    f = compact_scratchpad(T.PrimFunc([O], body), {"npu.inp"})
-    assert [s.value for s in f.body.buffer.shape] == [1, 16]

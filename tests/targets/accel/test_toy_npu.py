@@ -11,7 +11,7 @@ import cuvil_tir as T
 import schedules as S
 import targets
 from targets.accel import AccelLoweringError, AllocationError, Memory
-from targets.accel.alloc import Unit, place
+from cuvil_tir.transform.bank_plan import Unit, place
 from targets.accel.examples.toy_npu import toy_npu
 from targets.accel.transfer import dma_transfers
 

@@ -1,20 +1,25 @@
-"""Bank-aware scratchpad allocation at compile time.
+"""Bank-aware address planning for static memories (the last step of the memory
+planner): each buffer of a banked memory gets its bank(s) and offset at compile time.
 
-Each buffer in an accelerator memory gets a lifetime (the top-level program steps that
-touch it) and the set of engines that touch it.  Two buffers live at the same time
-that are touched by different engines, the operands of one intrinsic, and the two
-copies of a double-buffered tile must sit in different banks, so that the engines
-never wait on each other for a bank.  Buffers are placed largest first; a buffer the
-user pins (``Target(..., pin_banks={"A_npu_inp": 2})``) keeps its bank.  When no
-conflict-free placement exists the least-conflicting one is taken and reported (in
-``mod.memory_map()`` and as a warning), never silently; when nothing fits the
-:class:`~targets.accel.errors.AllocationError` names the memory, its capacity, the
+The memory is read from the target's memory table (:mod:`.memory_table`: banks, bank
+size, access width).  Each buffer to place is a :class:`Unit`: its size, how many
+versions it has (a multi-buffered tile), its lifetime (the program steps that touch
+it) and the engines that touch it; the target says what those are (an accelerator:
+its DMA engines and compute units).  Two buffers live at the same time that are
+touched by different engines, the operands of one instruction (``partners``), and the
+versions of one tile must sit in different banks, so that the engines never wait on
+each other for a bank.  Sizes are whole accesses of the memory's width, offsets
+multiples of its alignment (and width).  Buffers are placed largest first; a pinned buffer
+(``Target(..., pin_banks={"A_npu.inp": 2})``) keeps its bank.  When no conflict-free
+placement exists the least-conflicting one is taken and reported (in the memory map
+and as a warning), never silently; when nothing fits the
+:class:`~cuvil_tir.errors.AllocationError` names the memory, its capacity, the
 buffers live at the peak with their sizes and the overflow.
 
 Example::
 
-    >>> from targets.accel import Memory
-    >>> m = Memory("npu.inp", banks=2, bank_bytes=1024, width_bits=128)
+    >>> from cuvil_tir.transform.memory_table import MemorySpec
+    >>> m = MemorySpec("npu.inp", "static", (), 2048, banks=2, bank_bytes=1024, width_bytes=16)
     >>> plan = place(m, [Unit("X", 512, 1, (0, 0), {"load"}), Unit("Y", 512, 1, (0, 0), {"gemm"})], {})
     >>> [(p.name, p.banks) for p in plan]
     [('X', (0,)), ('Y', (1,))]
@@ -25,13 +30,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .errors import AllocationError
+from ..errors import AllocationError
 
 
 @dataclass
 class Unit:
-    """A buffer to place: ``slots`` copies of ``size`` bytes, live over ``life``
-    (first, last step), touched by ``engines``; ``partners`` must avoid its banks."""
+    """A buffer to place: ``slots`` versions of ``size`` bytes, live over ``life``
+    (first, last step), touched by ``engines``; ``partners`` must avoid its banks.
+
+    Example::
+
+        >>> Unit("A", 64, 2, (0, 3), {"load", "gemm"}).slots
+        2
+    """
 
     name: str
     size: int
@@ -42,6 +53,34 @@ class Unit:
     addrs: tuple = ()
     banks: tuple = ()
     conflicts: tuple = ()
+
+    def as_data(self) -> dict:
+        """The placed unit as plain data (a program's memory plan, which the compile
+        cache stores): its buffer, the address of each version, its size in bytes, the
+        steps it lives over, the engines touching it and the buffers it conflicts with.
+
+        Example::
+
+            >>> Unit("A", 64, 1, (0, 3), {"load"}, addrs=(128,)).as_data()["addresses"]
+            [128]
+        """
+        return {"buffer": self.name, "addresses": list(self.addrs), "bytes": self.size,
+                "steps": list(self.life), "engines": sorted(self.engines),
+                "conflicts": list(self.conflicts)}
+
+    @staticmethod
+    def from_data(d: dict) -> "Unit":
+        """The unit :meth:`as_data` wrote.
+
+        Example::
+
+            >>> u = Unit("A", 64, 2, (0, 3), {"load"}, addrs=(0, 1024))
+            >>> Unit.from_data(u.as_data()) == u
+            True
+        """
+        return Unit(d["buffer"], d["bytes"], len(d["addresses"]), tuple(d["steps"]),
+                    set(d["engines"]), addrs=tuple(d["addresses"]),
+                    conflicts=tuple(d["conflicts"]))
 
 
 def _overlap(a, b) -> bool:
@@ -54,7 +93,14 @@ def _must_split(u, v) -> bool:
         any(e != f for e in u.engines for f in v.engines))
 
 
-def _peak(units):
+def peak(units) -> tuple:
+    """``(bytes, step, units live)`` at the step where the most bytes are live.
+
+    Example::
+
+        >>> peak([Unit("A", 64, 2, (0, 3), {"load"}), Unit("B", 32, 1, (3, 4), {"gemm"})])[0]
+        160
+    """
     steps = sorted({s for u in units for s in u.life})
     best = (0, -1, [])
     for s in steps:
@@ -78,7 +124,7 @@ def _candidates(mem, u, pins):
 
 def _fit(mem, u, k, step, banks, placed):
     """Lowest offset where ``u`` fits in every slot bank, and the conflicting units."""
-    w = mem.width_bytes
+    w = max(mem.align_bytes, mem.width_bytes)
     busy = []
     conflicts = set()
     for v in placed:
@@ -102,8 +148,18 @@ def _fit(mem, u, k, step, banks, placed):
 
 
 def place(mem, units, pins) -> list:
-    """Place ``units`` in memory ``mem`` (module doc); returns them with addresses."""
+    """Place ``units`` in memory ``mem`` (module doc); returns them with addresses,
+    each size rounded up to whole accesses of the memory's width.
+
+    Example::
+
+        >>> from cuvil_tir.transform.memory_table import MemorySpec
+        >>> m = MemorySpec("npu.x", "static", (), 1024, banks=1, bank_bytes=1024, width_bytes=64)
+        >>> [(u.name, u.size, u.addrs) for u in place(m, [Unit("A", 100, 1, (0, 0), {"load"})], {})]
+        [('A', 128, (0,))]
+    """
     for u in units:
+        u.size = -(-u.size // mem.width_bytes) * mem.width_bytes
         k = max(1, math.ceil(u.size / mem.bank_bytes))
         if k * u.slots > mem.banks:
             raise AllocationError(
@@ -128,7 +184,7 @@ def place(mem, units, pins) -> list:
             if not conflicts:
                 break
         if best is None:
-            total, _, live = _peak(units)
+            total, _, live = peak(units)
             over = total - mem.capacity_bytes
             listing = ", ".join(f"{v.name} ({v.size * v.slots} bytes)" for v in live)
             why = (f"overflows it by {over} bytes" if over > 0 else
@@ -146,13 +202,22 @@ def place(mem, units, pins) -> list:
 
 
 def memory_map_text(memories, plans, warnings) -> str:
-    """Per memory and bank: each buffer with its offset, size and lifetime."""
+    """Per memory and bank: each buffer with its offset, size and lifetime.
+
+    Example::
+
+        >>> from cuvil_tir.transform.memory_table import MemorySpec
+        >>> m = MemorySpec("npu.x", "static", (), 1024, banks=1, bank_bytes=1024, width_bytes=64)
+        >>> print(memory_map_text([m], {"npu.x": []}, []))
+        npu.x: 1 banks x 1024 bytes, 512-bit wide; peak 0 bytes
+          bank 0: (free)
+    """
     lines = []
     for m in memories:
         units = plans.get(m.scope, [])
-        used = _peak(units)[0]
+        used = peak(units)[0]
         lines.append(f"{m.scope}: {m.banks} banks x {m.bank_bytes} bytes, "
-                     f"{m.width_bits}-bit wide; peak {used} bytes")
+                     f"{m.width_bytes * 8}-bit wide; peak {used} bytes")
         for b in range(m.banks):
             here = []
             for u in units:
@@ -172,4 +237,4 @@ def memory_map_text(memories, plans, warnings) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Unit", "memory_map_text", "place"]
+__all__ = ["Unit", "memory_map_text", "peak", "place"]
