@@ -99,15 +99,27 @@ def interleaved(ours, theirs, repeat, settle=None):
         >>> s_ours["n"], s_np["n"]
         (3, 3)
     """
+    return tuple(interleaved_all([ours, theirs], repeat, settle))
+
+
+def interleaved_all(fns, repeat, settle=None):
+    """:func:`interleaved` for any number of functions: each called in turn,
+    ``repeat`` rounds; the statistics of each.
+
+    Example::
+
+        >>> [s["n"] for s in interleaved_all([lambda: None] * 3, 2, settle=0)]
+        [2, 2, 2]
+    """
     settle = SETTLE_S if settle is None else settle
-    a, b = [], []
+    times = [[] for _ in fns]
     for _ in range(repeat):
-        for fn, out in ((ours, a), (theirs, b)):
+        for fn, out in zip(fns, times):
             time.sleep(settle)
             t0 = time.perf_counter()
             fn()
             out.append(time.perf_counter() - t0)
-    return _stats(a), _stats(b)
+    return [_stats(t) for t in times]
 
 
 def timed_build(sch, name, target="llvm"):
@@ -118,18 +130,34 @@ def timed_build(sch, name, target="llvm"):
 
 # peak ------------------------------------------------------------------------------------
 
-def peak_kernel(threads: int, lanes_per_vec: int, chains: int = 12, reps: int = 400000):
-    """A lowered kernel: per thread, ``chains`` independent FMA chains of
-    ``lanes_per_vec`` floats (the target's widest vector: 8 on AVX2, 16 on AVX-512).
+#: per kind of peak kernel: (accumulator dtype, dtype of A's group and of B, elements
+#: per 32-bit lane and step); fp32 is an FMA, int8 a vpdpbusd, bf16 a vdpbf16ps
+PEAK_KINDS = {"fp32": ("float32", "float32", "float32", 1),
+              "int8": ("int32", "uint8", "int8", 4), "bf16": ("float32", "bfloat16",
+                                                             "bfloat16", 2)}
+
+
+def peak_kernel(threads: int, lanes_per_vec: int, chains: int = 12, reps: int = 400000,
+                kind: str = "fp32"):
+    """A lowered kernel: per thread, ``chains`` independent chains of ``lanes_per_vec``
+    32-bit lanes (the target's widest vector: 8 on AVX2, 16 on AVX-512) of FMAs
+    (``kind="fp32"``), or of ``vpdpbusd`` (``"int8"``: 4 multiply-adds per lane) or
+    ``vdpbf16ps`` (``"bf16"``: 2 per lane); returns it and the operations it does
+    (a multiply-add is 2).
 
     >>> func, flops = peak_kernel(1, 16, chains=2, reps=10)
     >>> func.params[1].shape[0].value, flops
     (32, 640.0)
+    >>> peak_kernel(1, 16, chains=2, reps=10, kind="int8")[1]
+    2560.0
     """
+    from cuvil_tir.expr import Ramp
+    from cuvil_tir.ops.dot import dpbf16ps, dpbusd
     w = lanes_per_vec
-    X = T.decl_buffer((w,), "float32", "X")
-    O = T.decl_buffer((threads * chains * w,), "float32", "O")
-    acc = T.decl_buffer((chains * w,), "float32", "acc", scope="local")
+    acc_t, a_t, b_t, per = PEAK_KINDS[kind]
+    X = T.decl_buffer((w * per,), b_t, "X")
+    O = T.decl_buffer((threads * chains * w,), acc_t, "O")
+    acc = T.decl_buffer((chains * w,), acc_t, "acc", scope="local")
     p, r = T.var("p"), T.var("r")
     v = [T.var(n) for n in ("c0", "l0", "c1", "l1", "c2", "l2")]
 
@@ -137,19 +165,33 @@ def peak_kernel(threads: int, lanes_per_vec: int, chains: int = 12, reps: int = 
         return For(c, T.const(0), T.const(chains), "unrolled",
                    For(l, T.const(0), T.const(w), "vectorized", store(c * w + l, l)))
 
+    def step(c):
+        vec = Ramp(c * w, T.const(1), w)
+        group = Ramp(T.const(0), T.const(1), per)
+        fn = dpbusd if kind == "int8" else dpbf16ps
+        a = T.cast(X[group], f"{a_t}x{per}")
+        return BufferStore(acc, fn(acc[vec], a, X[Ramp(T.const(0), T.const(1), w * per)]),
+                           (vec,))
+
+    if kind == "fp32":
+        update = lanes(v[2], v[3], lambda ix, l: BufferStore(
+            acc, T.fma(acc[ix], X[l], T.const(1e-7)), (ix,)))
+    else:
+        update = For(v[2], T.const(0), T.const(chains), "unrolled", step(v[2]))
     body = For(p, T.const(0), T.const(threads), "parallel", Allocate(acc, seq(
-        lanes(v[0], v[1], lambda ix, l: BufferStore(acc, X[l], (ix,))),
-        For(r, T.const(0), T.const(reps), "serial", lanes(v[2], v[3], lambda ix, l: BufferStore(
-            acc, T.fma(acc[ix], X[l], T.const(1e-7)), (ix,)))),
+        lanes(v[0], v[1], lambda ix, l: BufferStore(acc, T.cast(X[l], acc_t), (ix,))),
+        For(r, T.const(0), T.const(reps), "serial", update),
         lanes(v[4], v[5], lambda ix, l: BufferStore(
             O, acc[ix], (p * (chains * w) + ix,))))))
-    flops = 2.0 * threads * chains * w * reps
+    flops = 2.0 * threads * chains * w * per * reps
     return PrimFunc([X, O], body, {"global_symbol": "peak"}), flops
 
 
-def measure_peak(repeat, target=None, reps=None):
-    """fp32 peak of ``target`` in GFLOP/s on one thread and on all the pool's threads,
-    from FMA chains as wide as its vectors; ``"scaling"``: the second over the first.
+def measure_peak(repeat, target=None, reps=None, kind="fp32"):
+    """Peak of ``target`` in G operations/s (a multiply-add is 2) on one thread and on
+    all the pool's threads, from chains as wide as its vectors of FMAs
+    (``kind="fp32"``), ``vpdpbusd`` (``"int8"``) or ``vdpbf16ps`` (``"bf16"``)
+    (:func:`peak_kernel`); ``"scaling"``: the second over the first.
 
     Each thread's share lasts tens of milliseconds and each sample is three launches
     back to back: a worker still asleep when a short launch starts would see the
@@ -162,12 +204,15 @@ def measure_peak(repeat, target=None, reps=None):
     w = info.lanes("float32")
     # a chain per spare register keeps every FMA port busy (latency x throughput)
     chains = max(4, min(12, info.vector_registers - 4))
-    reps = reps or 4_000_000
+    acc_t, _, b_t, per = PEAK_KINDS[kind]
+    # the same operations per launch whatever the kind: a dot step does `per` of them
+    reps = (reps or 4_000_000) // per
     out = {"lanes": w, "threads": threadpool.get_num_threads()}
     for label, threads in (("1 thread", 1), ("all threads", out["threads"])):
-        func, flops = peak_kernel(threads, w, chains, reps=reps)
-        mod, _ = timed_build(func, f"peak{threads}", target)
-        x, o = np.full(w, 0.999, "float32"), np.zeros(threads * chains * w, "float32")
+        func, flops = peak_kernel(threads, w, chains, reps=reps, kind=kind)
+        mod, _ = timed_build(func, f"peak_{kind}{threads}", target)
+        x = np.ones(w * per, "uint16" if b_t == "bfloat16" else b_t)
+        o = np.zeros(threads * chains * w, acc_t)
         mod(x, o)
         best = min(mod.benchmark(x, o, repeat=1, number=3).median for _ in range(repeat))
         out[label] = flops / best / 1e9

@@ -2,7 +2,11 @@
 and an ``impl`` PrimFunc saying what to emit instead (TVM's ``TensorIntrin``).
 
 ``tensorize`` matches a loop nest against ``desc`` (up to renaming) and replaces it by
-``impl`` with impl's buffers bound to the matched regions.  Both functions take the
+``impl`` with impl's buffers bound to the matched regions.  An intrinsic that needs
+ISA extensions (``requires``: ``("avx512vnni",)``, or alternatives
+``(("avxvnni",), ("avx512vnni", "avx512vl"))``) is :meth:`TensorIntrin.available` only
+on targets whose machine (``machine(target).features``, from ``mcpu``/``mattr``)
+declares them; :meth:`TensorIntrin.check` says which one is missing.  Both functions take the
 same buffer parameters, in the same order, with the same shapes and dtypes.  ``desc``
 describes an *update* (``C = C + ...``): its blocks carry no init; the scheduled
 block's init (moved out by ``blockize``) is kept around the instruction.
@@ -31,7 +35,8 @@ from .function import PrimFunc
 from .stmt import BlockRealize
 
 from .analysis import tree
-from .errors import ScheduleArgumentError, UnknownTensorIntrinError, schedule_error
+from .errors import (ScheduleArgumentError, TargetError, UnknownTensorIntrinError,
+                     schedule_error)
 
 
 class TensorIntrin:
@@ -45,18 +50,21 @@ class TensorIntrin:
 
     _REGISTRY: dict = {}
 
-    def __init__(self, name: str, desc: PrimFunc, impl: PrimFunc):
+    def __init__(self, name: str, desc: PrimFunc, impl: PrimFunc, requires=()):
         self.name = name
         self.desc = desc
         self.impl = impl
+        self.requires = _alternatives(requires)
 
     def __repr__(self):
         return f"TensorIntrin({self.name!r})"
 
     @classmethod
     def register(cls, name: str, desc_func: PrimFunc, impl_func: PrimFunc,
-                 override: bool = False) -> "TensorIntrin":
+                 override: bool = False, requires=()) -> "TensorIntrin":
         """Declare the intrinsic ``name``; checks that desc and impl agree.
+        ``requires``: the ISA extensions a target must declare to use it (module
+        doc; :meth:`available`).
 
         Example::
 
@@ -102,9 +110,93 @@ class TensorIntrin:
                                      f"{name}: desc block {s.block.name!r} has an init; "
                                      "a desc describes the update C = C + ... only "
                                      "(the scheduled block keeps its own init)")
-        intrin = cls(name, desc_func, impl_func)
+        try:
+            _alternatives(requires)
+        except ValueError as err:
+            raise schedule_error(ScheduleArgumentError, where, f"{name}: {err}") from None
+        intrin = cls(name, desc_func, impl_func, requires)
         cls._REGISTRY[name] = intrin
         return intrin
+
+    def missing(self, target) -> str | None:
+        """None when ``target`` declares the ISA extensions this intrinsic
+        ``requires``, else which are missing, in words.
+
+        Example::
+
+            >>> TensorIntrin("x", None, None, requires=("avx512vnni",)).missing(
+            ...     "llvm -mcpu=haswell")
+            'needs avx512vnni; the target declares none of them'
+            >>> TensorIntrin("x", None, None).missing("llvm -mcpu=haswell") is None
+            True
+        """
+        from .target import as_target
+        t = as_target(target)
+        unspelled = _unspelled(self.impl, t.kind_obj.name)
+        if unspelled:
+            return (f"uses {', '.join(unspelled)}, which the {t.kind_obj.name} backend "
+                    "does not write")
+        if not self.requires:
+            return None
+        have = {f[1:] if f[:1] == "+" else f for f in t.kind_obj.machine(t).features
+                if f[:1] != "-"}
+        if any(set(alt) <= have for alt in self.requires):
+            return None
+        wanted = {x for alt in self.requires for x in alt}
+        found = sorted(wanted & have)
+        alts = ", or ".join(" with ".join(alt) for alt in self.requires)
+        return f"needs {alts}; the target declares " + \
+            (", ".join(found) if found else "none of them")
+
+    def available(self, target) -> bool:
+        """Whether ``target`` can use this intrinsic (:meth:`missing` is None).
+
+        Example::
+
+            >>> TensorIntrin("x", None, None, requires=("avx512vnni",)).available(
+            ...     "llvm -mcpu=znver4")
+            True
+        """
+        return self.missing(target) is None
+
+    def check(self, target) -> None:
+        """Raise a ``TargetError`` (``CVL-E106``) naming the missing ISA extension when
+        ``target`` cannot use this intrinsic.
+
+        Example::
+
+            >>> from cuvil_tir.errors import TargetError
+            >>> try:
+            ...     TensorIntrin("x86.demo", None, None, requires=("avx512bf16",)).check(
+            ...         "llvm -mcpu=icelake-server")
+            ... except TargetError as err:
+            ...     print(err.code)
+            CVL-E106
+        """
+        why = self.missing(target)
+        if why is not None:
+            from .target import as_target
+            raise TargetError(f"tensor intrinsic {self.name!r} {why} (target "
+                              f"{as_target(target)}); build for a CPU that has it "
+                              "(mcpu=... or mattr='+...' on llvm, -march=... or -m... "
+                              "in the c target's cflags)")
+
+    @classmethod
+    def available_names(cls, target) -> list:
+        """Names of the registered intrinsics ``target`` can use, sorted.
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> f = T.PrimFunc([T.decl_buffer((4,), "int8", "A")], T.Evaluate(T.const(0)))
+            >>> _ = TensorIntrin.register("example.vnni_only", f, f, override=True,
+            ...                           requires=("avx512vnni",))
+            >>> [n in TensorIntrin.available_names(f"llvm -mcpu={cpu}")
+            ...  for n, cpu in [("example.vnni_only", "haswell"),
+            ...                 ("example.vnni_only", "icelake-server")]]
+            [False, True]
+        """
+        return [n for n in sorted(cls._REGISTRY) if cls._REGISTRY[n].available(target)]
 
     @classmethod
     def get(cls, name: str, allow_missing: bool = False) -> "TensorIntrin | None":
@@ -147,5 +239,42 @@ class TensorIntrin:
             True
         """
         return sorted(cls._REGISTRY)
+
+def _unspelled(impl, backend: str) -> list:
+    """The registered ops ``impl`` calls that ``backend`` has no spelling for, sorted:
+    an intrinsic whose instruction the backend cannot write is not available there."""
+    from . import ops
+    from .expr import Call
+    from .ops.spelling import has_backend
+    from .visitor import post_order_visit
+    if not isinstance(impl, PrimFunc) or not has_backend(backend):
+        return []
+    found = set()
+
+    def look(n):
+        if isinstance(n, Call) and ops.has_op(n.op):
+            spell = ops.find_spelling(backend, n.op)
+            if spell is None or isinstance(spell, ops.Unsupported):
+                found.add(n.op)
+    post_order_visit(impl.body, look)
+    return sorted(found)
+
+
+def _alternatives(requires) -> tuple:
+    """``requires`` as a tuple of alternatives, each a tuple of extension names."""
+    if isinstance(requires, str):
+        requires = (requires,)
+    req = tuple(requires) if isinstance(requires, (tuple, list)) else None
+    if req is None:
+        pass
+    elif all(isinstance(x, str) for x in req):
+        return (req,) if req else ()
+    elif all(isinstance(alt, (tuple, list)) and alt and
+             all(isinstance(x, str) for x in alt) for alt in req):
+        return tuple(tuple(alt) for alt in req)
+    raise ValueError(f"requires must be extension names ('avx512vnni', ...) or a tuple of "
+                     f"alternatives (('avxvnni',), ('avx512vnni', 'avx512vl')), found "
+                     f"{requires!r}")
+
 
 __all__ = ["TensorIntrin"]

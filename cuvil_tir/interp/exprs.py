@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import numpy as np
+
 from .. import dtype as D
 from .. import ops
 from ..errors import LoweringError
@@ -219,6 +221,18 @@ class ExprCompiler:
             return lambda: fn(fa())
         return lambda: fn(*[f() for f in args])
 
+    def _lanes_reference(self, e):
+        """An op whose result lanes combine several argument lanes, computed on whole
+        vectors by its ``lanes_reference`` (the op registry)."""
+        fn = ops.get_op(e.op).lanes_reference
+        args = [self.expr(a) for a in e.args]
+        conv = S.to_dtype(e.dtype)
+
+        def run():
+            out = [conv(x) for x in np.asarray(fn(*[np.asarray(f()) for f in args])).tolist()]
+            return tuple(out) if e.lanes > 1 else out[0]
+        return run
+
     def _call_extern(self, e):
         raise LoweringError(f"interpreter: T.call_extern of '{e.args[0].value}' calls "
                             "a function of the target, which the interpreter does not "
@@ -287,6 +301,8 @@ def _reference_rule(op):
             f"{op.name} is an asynchronous copy: the interpreter runs it as a statement "
             "of a kernel (cuvil_tir.interp.async_copy), under a loop bound to a thread "
             "axis", LoweringError)
+    if op.lanes_reference is not None:
+        return ExprCompiler._lanes_reference
     # an op with reference semantics is computed by them: the interpreter's default
     if op.reference is not None or op.int_reference is not None:
         return ExprCompiler._reference

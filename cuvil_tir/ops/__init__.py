@@ -26,6 +26,10 @@ An :class:`OpDef` says, for one op, everything the rest of Cuvil needs to know:
   ``reference(t)`` its computation on them (:mod:`cuvil_tir.ops.gpu`);
 * ``asynchronous``: the op's role in asynchronous copies (``"copy"``, ``"commit"``,
   ``"wait"``: :mod:`cuvil_tir.ops.async_copy`), or None;
+* ``lanes_reference``: for an op whose result lanes each combine several lanes of its
+  arguments (a dot product of byte groups, :mod:`cuvil_tir.ops.dot`),
+  ``lanes_reference(*args)`` computes the whole result from its arguments as numpy
+  arrays of their lanes (the interpreter's semantics of the op);
 
 How each backend writes each op is the per-backend table of
 :mod:`cuvil_tir.ops.spelling`, filled by the backends from their own folders.  The
@@ -88,6 +92,7 @@ class OpDef:
     collective: str | None = None
     tiles: Callable | None = None
     asynchronous: str | None = None
+    lanes_reference: Callable | None = None
 
     def __post_init__(self):
         if self.asynchronous not in ASYNC_ROLES:
@@ -405,6 +410,7 @@ from . import assume as _assume  # noqa: E402,F401
 from . import qmul as _qmul  # noqa: E402,F401
 from . import bitwise as _bitwise  # noqa: E402,F401
 from . import elem_offset as _elem_offset  # noqa: E402,F401
+from . import dot as _dot  # noqa: E402,F401
 # how each backend writes each op: the table the backends fill from their own folders
 from .spelling import (EXPAND, Unsupported, find_spelling, register_backend,  # noqa: E402
                        register_spelling, register_spellings, spelling,

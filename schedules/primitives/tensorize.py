@@ -226,10 +226,13 @@ class _Matcher:
             mapped, b = self.norm(mapped), self.norm(b)
             la, lb = linear_form(mapped), linear_form(b)
             if la is None or lb is None:
-                if not same(mapped, b):
+                # a non-linear index (a packed layout's (o * 16 + i) // 4 against the
+                # desc's i // 4): the offset is what is left of the difference
+                off = const(0, b.dtype) if same(mapped, b) else self.norm(b - mapped)
+                if any(id(v) in self.inner for v in used_vars(off)):
                     raise self.fail(f"index mismatch on {qbuf.name!r}: desc has {a}, "
                                     f"found {b}")
-                offs.append(const(0, b.dtype))
+                offs.append(off)
                 continue
             terms = dict(lb[0])
             for k, (v, c) in la[0].items():

@@ -65,6 +65,11 @@ def _default(op):
         return ops.Unsupported(
             f"{op.name} is an asynchronous copy into a GPU's on-chip memory; plain C "
             "copies synchronously: build for a GPU target such as 'cuda'")
+    if op.lanes_reference is not None:   # a CPU's dot-product instruction (ops.dot)
+        return ops.Unsupported(
+            f"{op.name} adds products of several lanes of its arguments into each "
+            "result lane, which the C family's lane-by-lane code does not write: build "
+            "for the 'llvm' target with a CPU that has the instruction (mcpu=...)")
     return _libm(op)
 
 

@@ -53,6 +53,7 @@ from .codegen import codegen_llvm
 from .cpu import CPUInfo, check_cpu, cpu_info, missing_host_features
 from .engine import compile_object, host_cpu, host_features, process_triple, resolve_cpu
 from .runtime import LLVMRuntimeModule, wrapper_ir
+from . import x86_dot  # noqa: F401 - registers the dot-product ops' spellings
 
 _FM_FLAGS = ("nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast")
 
@@ -211,7 +212,11 @@ class LLVMTargetKind(TargetKind):
         """
         info = cpu_info(target)
         return Machine(info.vector_bits, info.vector_registers, info.l1d_bytes,
-                       info.l2_bytes, info.cores, info.name, tuple(info.features))
+                       info.l2_bytes, info.cores, info.name,
+                       # mattr's entries, then what the CPU has besides (tensor
+                       # intrinsics' requires read them)
+                       tuple(info.features) + tuple(f"+{f}" for f in info.isa
+                                                    if f"+{f}" not in info.features))
 
     def codegen(self, module, target) -> Program:
         """The lowered module as LLVM IR, compiled to object code for ``target``'s CPU."""

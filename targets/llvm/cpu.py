@@ -194,3 +194,20 @@ def missing_host_features(target) -> list:
     if mcpu in ("native", "host") and not mattr:
         return []
     return missing_on_host(cpu_info(target).isa, mattr, host_features())
+
+
+def isa_features(cpu: str, features: str) -> frozenset:
+    """The instruction-set features (LLVM's names, :mod:`targets.llvm.isa`) code for
+    the resolved ``cpu``/``features`` pair (:func:`resolve_cpu`) may use: the host's
+    own list for the host's pair, else LLVM's answer for that CPU (probed once).
+
+    Example::
+
+        >>> {"avx512vnni", "avx512bf16"} <= isa_features("znver4", "")
+        True
+        >>> "avx512vnni" in isa_features("znver4", "-avx512vnni")
+        False
+    """
+    if (cpu, features) == (host_cpu(), host_features()):
+        return frozenset(f[1:] for f in features.split(",") if f.startswith("+"))
+    return frozenset(_probe(cpu, features)[1])
