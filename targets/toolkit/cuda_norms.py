@@ -111,11 +111,15 @@ def _kernel(name: str, params: str, grid: str, threads: int, v: int, body: str,
     depth = 4 * (grid.count("\n") + 1)
     inner = (f"for tx in T.thread_binding({threads}, thread=\"threadIdx.x\"):\n"
              f"    with T.allocate(({v * VEC},), \"float32\", scope=\"local\") as x:\n"
-             f"        with T.allocate((2,), \"float32\", scope=\"local\") as acc:\n"
-             f"            with T.allocate((32,), \"float32\", scope=\"shared\") as part:\n")
+             f"        with T.allocate((2,), \"float32\", scope=\"local\") as acc:\n")
+    nest = 12
+    if "part[" in body:     # a kernel that reduces across warps (nvcc refuses unused ones)
+        inner += f"{' ' * nest}with T.allocate((32,), \"float32\", scope=\"shared\") as part:\n"
+        nest += 4
     if weights:
-        inner += "                with T.allocate((8,), \"float32\", scope=\"local\") as w:\n"
-    inner += _indent(body, 20 if weights else 16)
+        inner += f"{' ' * nest}with T.allocate((8,), \"float32\", scope=\"local\") as w:\n"
+        nest += 4
+    inner += _indent(body, nest)
     return f"def {name}({params}):\n{grid}" + _indent(inner, depth)
 
 

@@ -13,7 +13,7 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 import targets
-from targets.cuda.nvcc import resource_usage, sass
+from targets.cuda.nvcc import nvcc_ptx, resource_usage, sass
 from targets.toolkit import cuda_norms as N
 
 from .cuda_helpers import ARCHS
@@ -70,6 +70,18 @@ def test_long_rows_run_as_two_kernels_over_chunks():
     short = targets.build(N.softmax(4096, 4096), "cuda", name="sm_short")
     assert short.runtime.launch_plan() == [("sm_short_kernel0", (4096, 1, 1), (256, 1, 1), 0)]
     assert N.splits(16, 16384) and not N.splits(4096, 16384)
+
+
+def test_the_combining_kernel_declares_no_shared_partials():
+    # its reduction stays within one warp: an unused shared array made nvcc refuse the
+    # chunked kernels (the memory planner keeps what a function allocates)
+    for make in (N.softmax, N.layernorm, N.rmsnorm):
+        mod = targets.build(make(2, 2048, row_limit=512, chunk=256), "cuda",
+                            name=f"chunks_{make.__name__}")
+        src = mod.get_source("cuda")
+        assert src.count("__shared__") == 1, make.__name__         # kernel0's partials
+        for arch in ARCHS:
+            assert ".entry chunks_" in nvcc_ptx(src, arch)
 
 
 def test_a_removed_barrier_is_caught():
