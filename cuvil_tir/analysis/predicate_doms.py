@@ -6,7 +6,7 @@ A region relaxed over the loops a block sits under (a cache's copy, a blockized 
 block's regions) covers the instances that run; counting those the predicate excludes
 makes a copy read elements no store wrote and write them back over others, and makes
 an outer block declare more than its parent does.  :func:`tighten` reads each
-conjunct ``c * v + rest < 0`` (from ``<``, ``<=``, ``>``, ``>=``) with ``v`` a relaxed
+conjunct ``c * v + rest < 0`` (from ``<``, ``<=``, ``>``, ``>=``, ``==``) with ``v`` a relaxed
 variable of constant domain and ``rest`` bounded to a constant over the domains, and
 cuts ``v``'s range to where the conjunct can hold.  Anything else is left as it is: the
 result is never smaller than what runs.
@@ -26,9 +26,18 @@ from __future__ import annotations
 
 from ..arith.affine import Affine, is_index_dtype
 from ..errors import ScheduleError
-from ..expr import GE, GT, LE, LT, IntImm, const
+from ..expr import EQ, GE, GT, LE, LT, IntImm, const
 from ..op import conjuncts
 from ..stmt import Range
+
+
+def _bounds_of(predicate) -> list:
+    """The conjuncts of ``predicate``, an equality ``a == b`` as ``a <= b`` and
+    ``a >= b`` (a padding block's ``T.where(ax0 == 1)`` runs one row)."""
+    out = []
+    for c in conjuncts(predicate):
+        out += [LE(c.a, c.b), GE(c.a, c.b)] if isinstance(c, EQ) else [c]
+    return out
 
 
 def _below_zero(cond):
@@ -58,13 +67,16 @@ def tighten(doms: dict, predicate) -> dict:
         >>> i = T.var("i")
         >>> tighten({i: Range.from_extent(8)}, i * 3 < 7)[i].extent.value
         3
+        >>> r = tighten({i: Range.from_extent(8)}, i == 5)[i]
+        >>> r.min.value, r.extent.value
+        (5, 1)
     """
     from .regions import bounds
     out = dict(doms)
     if predicate is None or (isinstance(predicate, IntImm) and predicate.value):
         return out
     by_id = {id(v): v for v in out}
-    for cond in conjuncts(predicate):
+    for cond in _bounds_of(predicate):
         e = _below_zero(cond)
         if e is None or not is_index_dtype(e.dtype):
             continue

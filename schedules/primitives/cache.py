@@ -36,6 +36,8 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.expr import Add, Expr, IntImm, Var, const
+from cuvil_tir.node import same
+from cuvil_tir.op import conjuncts
 from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
                             SeqStmt, seq)
 from cuvil_tir.visitor import Mutator, substitute, used_vars
@@ -49,6 +51,7 @@ from ..errors import CacheStageError, fail
 from cuvil_tir.analysis.regions import (accessed_region, loop_doms, needed_region,
                                         provably_le, readers,
                                         scope_doms, simplify, writers)
+from .cache_elements import element_condition
 from .compute_location import block_names, make_nest, subtrees, with_fields
 
 
@@ -116,16 +119,19 @@ class _Stage(Mutator):
 
 
 def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off, tile_vars=False,
-                guard=()):
+                guard=(), keep=None, keep_dst=False):
     """The nest copying ``src[v - src_off]`` to ``dst[v - dst_off]`` for ``v`` over
     ``region`` of a buffer of ``shape``.
 
     With ``tile_vars`` (a cache of a nested block's tile, copied in that block's body)
     the block's variables run over the region itself, as TensorIR writes it:
     ``A_local[v0, v1] = A[i * 16 + v0, j * 16 + v1]``.  ``guard``: conditions on the
-    loops around the copy, under which alone it runs."""
+    loops around the copy, under which alone it runs; ``keep(index)``: conditions on
+    the index of ``src`` (of ``dst`` with ``keep_dst``) under which an element is
+    copied (None: every element)."""
     if tile_vars:
-        return _tile_copy(name, src, dst, region, src_off, dst_off, outer, guard)
+        return _tile_copy(name, src, dst, region, src_off, dst_off, outer, guard, keep,
+                          keep_dst)
     vs = [Var(f"v{d}", s.dtype) for d, s in enumerate(shape)]
     ivs = tuple(IterVar(v, Range(const(0, s.dtype), s), "spatial")
                 for v, s in zip(vs, shape))
@@ -135,8 +141,24 @@ def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off, tile_var
                                                      for i in at_src)),),
                 (BufferRegion(dst, tuple(Range(i, const(1, i.dtype)) for i in at_dst)),),
                 BufferStore(dst, src.load(list(at_src)), at_dst))
+
+    staged = at_dst if keep_dst else at_src
+
+    def guards(values):
+        vmap = dict(zip(vs, values))
+        return _unique(list(guard) + (keep([substitute(i, vmap) for i in staged])
+                                      if keep else []))
     return make_nest(blk, [(r.min, r.extent) for r in region.region], outer,
-                     clip=True, guards=lambda values: list(guard)), BlockRV(name)
+                     clip=True, guards=guards), BlockRV(name)
+
+
+def _unique(conds: list) -> list:
+    """``conds`` without repeats (a reader's guard often restates the buffer's bound)."""
+    out: list = []
+    for c in conds:
+        if not any(same(c, d) for d in out):
+            out.append(c)
+    return out
 
 
 def _start_plus(start, v):
@@ -144,7 +166,7 @@ def _start_plus(start, v):
     return v if isinstance(start, IntImm) and start.value == 0 else Add(start, v)
 
 
-def _tile_copy(name, src, dst, region, src_off, dst_off, outer, guard):
+def _tile_copy(name, src, dst, region, src_off, dst_off, outer, guard, keep, keep_dst):
     exts = [r.extent for r in region.region]
     vs = [Var(f"v{d}", e.dtype) for d, e in enumerate(exts)]
     ivs = tuple(IterVar(v, Range(const(0, e.dtype), e), "spatial") for v, e in zip(vs, exts))
@@ -166,7 +188,8 @@ def _tile_copy(name, src, dst, region, src_off, dst_off, outer, guard):
             for ix, n in zip(at, buf.shape):
                 ix = substitute(ix, vmap)
                 out += [ix >= const(0, ix.dtype), ix < n]
-        return out
+        staged = at_dst if keep_dst else at_src
+        return _unique(out + (keep([substitute(i, vmap) for i in staged]) if keep else []))
     return make_nest(blk, [None] * len(vs), outer, preserve_unit_loops=True,
                      guards=inside), BlockRV(name)
 
@@ -192,7 +215,6 @@ def _writer_guard(func, wpath, outer_loops) -> list:
     none): where they fail, the writer writes nothing in that iteration, so a copy of
     what it writes there would read (cache_read) or write back (cache_write) elements
     no store has written yet."""
-    from cuvil_tir.op import conjuncts
     around = {id(f.loop_var) for _, f in outer_loops}
     between = {id(f.loop_var) for _, f in tree.loops_above(func, wpath)} - around
     return [c for c in conjuncts(tree.get(func, wpath).predicate)
@@ -284,6 +306,27 @@ def _offsets_of_own(func, scope_path, tile) -> bool:
                for d in tile.region for v in used_vars(d.min))
 
 
+def _read_keep(func, cpath, buf, rs, prim):
+    """For a copy of ``buf`` that no writer in the scope fills (the outer level's cache
+    read in a nested block, an in-place read), the condition on an element that one
+    of the readers ``rs`` reads it (:mod:`.cache_readers`); None: copy every element
+    (a parameter's hold the caller's values; unguarded readers read their whole
+    region).  Refused when guarded readers read a part the copy cannot follow: the
+    rest was never written."""
+    if any(p is buf for p in func.params):
+        return None
+    keep = element_condition(func, cpath, buf, [p for p, _ in rs])
+    cut = [b.block.name for _, b in rs
+           if conjuncts(b.predicate) or next(iter(tree.blocks_under(b.block.body)), None)]
+    if keep is None and cut:
+        raise fail(CacheStageError, prim, f"no block in this scope writes {buf.name!r}, "
+                   f"and its readers {cut} read only part of it (under a T.where or in "
+                   "nested blocks) by indices the copy cannot follow: a copy of the "
+                   "whole region would read elements no store wrote; cache_read at the "
+                   "block that writes the buffer, or before blockize", func)
+    return keep
+
+
 def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     scope_path = tree.enclosing_block(func, bpath)
     ws = writers(func, scope_path, buf)
@@ -354,9 +397,13 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
         id(v) in own or id(v) in sizes
         for d in list(region.region) + list(tile.region) for v in used_vars(d.min))
     guard = _writer_guard(func, ws[0][0], outer_loops) if ws else []
+    # the elements the writer writes under the copy's place (its T.where may leave part
+    # of the region unwritten)
+    keep = element_condition(func, cpath, buf, [ws[0][0]], "writes") if ws else None
     if is_read:
+        keep = keep if ws else _read_keep(func, cpath, buf, rs, prim)
         nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off,
-                               tile_vars, guard)
+                               tile_vars, guard, keep)
         redirect = Retarget(buf, cache, off, writes=False)
         rewrite = {n: redirect.visit for n in rnames}
 
@@ -364,7 +411,7 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
             return next(k for k, s in enumerate(items) if block_names(s) & rnames)
     else:
         nest, rv = _copy_block(name, cache, buf, region, outer, buf.shape, off, zero,
-                               tile_vars, guard)
+                               tile_vars, guard, keep, keep_dst=True)
         retarget = Retarget(buf, cache, off, writes=True)
         rewrite = {n: retarget.visit for n in wnames}
         redirect = Retarget(buf, cache, off, writes=False)

@@ -48,6 +48,7 @@ from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_pa
                                         union)
 from cuvil_tir.arith import Analyzer
 from .block_predicates import predicate_conditions
+from .inline_reach import refuse_out_of_reach
 from .compute_location import Relocate, exclusive_nest, nest_loops, with_fields
 
 
@@ -235,6 +236,7 @@ def compute_inline(func, block):
         raise fail(InlineError, prim, f"buffer {buf.name!r} of block {blk.name!r} is also "
                    f"written by {others}; only a buffer with one writer can be inlined",
                    func)
+    refuse_out_of_reach(func, bpath, st.value, buf, prim)
     _, nest = exclusive_nest(func, bpath, prim)
     body = Relocate(remove=nest).visit(func.body)
     # each load B[x] reads the value the block stored at the block variables

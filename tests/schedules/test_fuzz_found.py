@@ -71,3 +71,164 @@ def test_padded_layout_keeps_a_partition_block_covering_its_nested_block():
     want = np.concatenate([[0], y[:-1]]) + np.concatenate([y[1:], [0]])
     for runner in (run, run_llvm):
         np.testing.assert_array_equal(runner(sch, [x, np.zeros(6, "int32")])[1], want)
+
+
+def _min_over_rows():
+    X = T.placeholder((7, 4), "int8", name="X")
+    k = T.reduce_axis((0, 4), name="k")
+    return T.create_prim_func([X, T.compute(
+        (7,), lambda i: T.min(X[i, k].astype("int32"), axis=k), name="Y")])
+
+
+def test_cache_read_at_a_second_blockized_level_copies_only_what_its_readers_read():
+    """Fuzz case 2765535898: the outer level's cache X_global_1 of a blockized block under
+    a non-dividing split (4 columns as 2 x 3) holds 3 columns of which the last tile
+    writes 1; a cache_read of it inside a second blockized block copied all 3 (the
+    interpreter refused the read of unwritten memory).  The copy now takes what the
+    guarded reader reads."""
+    f = _min_over_rows()
+    sch = S.Schedule(f)
+    b0 = sch.cache_read("Y", 0, "global")
+    sch.blockize(sch.split(sch.get_loops(b0)[1], [None, 3])[1])
+    sch.cache_read(b0, 0, "global")
+    sch.blockize(sch.split(sch.get_loops(b0)[0], [None, 3])[1])
+    copy = sch.cache_read(b0, 0, "global")
+    realize = T.analysis.tree.get(sch.func, T.analysis.tree.find_block(sch.func, copy.name))
+    assert str(realize.predicate) == "v1_o * 3 + ax1 < 4"      # the reader's guard
+    x = np.random.default_rng(3).integers(-100, 100, (7, 4)).astype("int8")
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.zeros(7, "int32")])[1],
+                                      x.astype("int32").min(1))
+    verify_trace_roundtrip(sch, f)
+
+
+_NESTED = '''
+@T.prim_func
+def main(X: T.Buffer((2, 6), "int32"), Y: T.Buffer((2, 6), "int32"),
+         Z: T.Buffer((2, 6), "int32")):
+    for i in T.serial(2):
+        with T.block("outer"):
+            vi = T.axis.remap("S", [i])
+            C = T.alloc_buffer((6,), "int32")
+            T.reads(X[vi, 0:6])
+            T.writes(Y[vi, 0:6], Z[vi, 0:6])
+            for j in T.serial(6):
+                with T.block("C"):
+                    vj = T.axis.remap("S", [j])
+                    T.where(j < 5)
+                    T.reads(X[vi, vj])
+                    T.writes(C[vj])
+                    C[vj] = X[vi, vj] * 2
+            for o in T.serial(1):
+                with T.block("inner"):
+                    vo = T.axis.remap("S", [o])
+                    T.reads(C[0:6])
+                    T.writes(Y[vi, 0:6], Z[vi, 0:6])
+                    for a in T.serial(6):
+                        with T.block("Y"):
+                            va = T.axis.remap("S", [a])
+                            T.where(a < 3)
+                            T.reads(C[va])
+                            T.writes(Y[vi, va])
+                            Y[vi, va] = C[va] + 1
+                    for b in T.serial(6):
+                        with T.block("Z"):
+                            vb = T.axis.remap("S", [b])
+                            T.where(b < 4)
+                            T.reads(C[ZREAD])
+                            T.writes(Z[vi, vb])
+                            Z[vi, vb] = C[ZREAD]
+'''
+
+
+def test_cache_read_of_a_buffer_written_outside_its_block_copies_what_each_reader_reads():
+    """Two guarded readers (C[a] for a < 3, C[4 - b] for b < 4) of a buffer written
+    (C[j] for j < 5) by a block outside theirs: the copy takes the union, C[0:5]."""
+    f = T.parse(_NESTED.replace("ZREAD", "4 - vb"))
+    sch = S.Schedule(f)
+    sch.cache_read("Y", 0, "local")
+    x = np.arange(12, dtype="int32").reshape(2, 6)
+    want_y = np.zeros((2, 6), "int32")
+    want_y[:, :3] = x[:, :3] * 2 + 1
+    want_z = np.zeros((2, 6), "int32")
+    want_z[:, :4] = x[:, 4:0:-1] * 2
+    for runner in (run, run_llvm):
+        out = runner(sch, [x, np.zeros((2, 6), "int32"), np.zeros((2, 6), "int32")])
+        np.testing.assert_array_equal(out[1], want_y)
+        np.testing.assert_array_equal(out[2], want_z)
+
+
+def test_cache_read_of_a_part_the_copy_cannot_follow_is_refused():
+    """C[b // 2] under b < 4 reads C[0:2]; no condition on an element says so, and a
+    copy of the whole tile would read C[5], which nothing wrote."""
+    from schedules.errors import CacheStageError
+    from tests.schedules.testing import assert_refused
+    sch = S.Schedule(T.parse(_NESTED.replace("ZREAD", "vb // 2")))
+    assert_refused(sch, lambda: sch.cache_read("Y", 0, "local"),
+                   r"cache_read: no block in this scope writes 'C', and its readers "
+                   r"\['Y', 'Z'\] read only part of it \(under a T.where or in nested "
+                   r"blocks\) by indices the copy cannot follow", CacheStageError)
+
+
+def test_cache_write_of_a_padding_block_guarded_by_an_equality_copies_back_its_element():
+    """Fuzz case 4036065169: the padding block of a padded layout runs under
+    T.where(ax0_1 == 1 and 1 <= ax1) (one element); a cache_write inside its blockized
+    block cut the copy back by the inequality alone and wrote back a whole column, over
+    an element of the sum (NaN where the cache was never written)."""
+    X = T.placeholder((3, 8), name="X")
+    k = T.reduce_axis((1, 8), name="k")
+    Y = T.compute((3,), lambda i: T.sum(X[i, k], axis=k), name="Y")
+    f = T.create_prim_func([X, T.compute((3,), lambda i: T.max(Y[i], 0.0), name="Z0")])
+    sch = S.Schedule(f)
+    init = sch.decompose_reduction("Y", sch.get_loops("Y")[0])
+    sch.transform_layout(init, 0, lambda i: (i // 2, i % 2), pad_value=0.0)
+    sch.blockize(sch.split(sch.get_loops("Y_pad")[0], [None, 2])[1])
+    sch.cache_write("Y_pad", 0, "local")
+    x = np.random.default_rng(4).integers(-3, 4, (3, 8)).astype("float32")
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.zeros(3, "float32")])[1],
+                                      np.maximum(x[:, 1:].sum(1), 0))
+    verify_trace_roundtrip(sch, f)
+
+
+def test_cache_write_of_a_guarded_copy_inside_a_blockized_block_copies_back_what_it_wrote():
+    """Fuzz case 4156386044: inside a blockized block, the cache_read copy of Y's tile
+    [v - 1, v + 2) is guarded to Y's rows; a cache_write of that copy wrote the whole
+    tile back from its own cache, rows the guarded copy never wrote included."""
+    X = T.placeholder((4, 2), "int8", name="X")
+    Y = T.compute((4, 2), lambda i, j: X[i, j], name="Y")
+    Z = T.compute((4, 2), lambda i, j: T.if_then_else(i >= 1, Y[i - 1, j], T.int8(0)) +
+                  T.if_then_else(i + 1 < 4, Y[i + 1, j], T.int8(0)), name="Z0")
+    f = T.create_prim_func([X, Z])
+    sch = S.Schedule(f)
+    sch.blockize(sch.split(sch.get_loops("Z0")[1], [None, 4])[1])
+    copy = sch.cache_read("Z0", 0, "local")
+    sch.cache_write(copy, 0, "global")
+    x = np.random.default_rng(5).integers(-9, 9, (4, 2)).astype("int8")
+    pad = np.pad(x, ((1, 1), (0, 0)))
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.zeros((4, 2), "int8")])[1],
+                                      pad[:-2] + pad[2:])
+    verify_trace_roundtrip(sch, f)
+
+
+def test_compute_inline_of_a_block_reading_a_cache_of_its_blockized_block_is_refused():
+    """Fuzz case 3099901935: Z0 reads Y_local, which its blockized outer block
+    allocates; inlined into Z1 (outside that block) the load named a buffer no block
+    around Z1 allocates, and the outer block's iterator."""
+    from schedules.errors import InlineError
+    from tests.schedules.testing import assert_refused
+    X = T.placeholder((7, 6), name="X")
+    Y = T.compute((7, 6), lambda i, j: X[i, j] * 2.0, name="Y")
+    Z0 = T.compute((7, 6), lambda i, j: Y[i, j] * 3.0, name="Z0")
+    f = T.create_prim_func([X, T.compute((7, 6), lambda i, j: Z0[i, j] + 1.0, name="Z1")])
+    sch = S.Schedule(f)
+    sch.blockize(sch.split(sch.get_loops("Z0")[0], [None, 3])[1])
+    sch.cache_read("Z0", 0, "local")
+    assert_refused(sch, lambda: sch.compute_inline("Z0"),
+                   r"compute_inline: block 'Z0' reads or names \['Y_local'\], which a block "
+                   r"around it allocates or binds, and its readers \['Z1'\] are not all "
+                   "inside that block", InlineError)
+    x = np.random.default_rng(6).standard_normal((7, 6)).astype("float32")
+    np.testing.assert_allclose(run(sch, [x, np.zeros((7, 6), "float32")])[1],
+                               x * 6 + 1, rtol=1e-6)

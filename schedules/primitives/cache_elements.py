@@ -1,0 +1,125 @@
+"""Which elements of a buffer some blocks read or write, as a condition on the element.
+
+A cache's copy covers a box: the region its writer writes, or the tile of a nested
+block.  Where the blocks carry a ``T.where`` (a non-dividing split, a padding block, a
+tile overhanging its buffer), part of the box is never written: a ``cache_read``
+copying it reads memory no store wrote, and a ``cache_write`` copies garbage back over
+the buffer.  :func:`element_condition` turns the blocks' regions and predicates into
+a condition on the element index, so a copy takes exactly the elements they access:
+what the writer wrote, or (a buffer no block in the scope writes: the outer level's
+cache read in a second blockized block) what the readers read.
+
+The condition exists when each block is a leaf whose declared region, over the loops
+between the copy and the block, indexes each dimension by one of those loops
+(``± loop + outer``), by loops already solved, by none, or as a range fixed outside;
+every loop its ``T.where`` names is one of the solved loops.  Then the block accesses
+element ``e`` iff each solved loop's value (from ``e``) lies in the loop's range and
+the predicate holds there.  Otherwise it is None.
+
+Example::
+
+    >>> import cuvil_tir as T
+    >>> from cuvil_tir.analysis import tree
+    >>> A = T.placeholder((8,), name="A")
+    >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])
+    >>> p = tree.find_block(f, "B")
+    >>> cond = element_condition(f, (), f.params[0], [p])
+    >>> [str(c) for c in cond([T.var("e")])]
+    ['0 <= e', 'e < 8']
+"""
+
+from __future__ import annotations
+
+from cuvil_tir.arith.affine import Affine, is_index_dtype
+from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.op import all as all_of, any as any_of, conjuncts
+from cuvil_tir.visitor import substitute, used_vars
+
+from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.regions import bound_region, inner_loops, region_of, simplify
+
+
+def _solve(index, inner: dict):
+    """``(loop var, sign, rest)`` when ``index`` is ``sign * loop + rest`` with ``rest``
+    free of ``inner`` loops; ``()`` when ``index`` names no inner loop; None
+    otherwise."""
+    if not is_index_dtype(index.dtype):
+        return None
+    ins = [(t, c) for t, c in Affine.of(index).terms
+           if any(id(v) in inner for v in used_vars(t))]
+    if not ins:
+        return ()
+    if len(ins) != 1 or not isinstance(ins[0][0], Var) or ins[0][1] not in (1, -1):
+        return None
+    t, c = ins[0]
+    return t, c, simplify(index - t * IntImm(c, index.dtype))
+
+
+def _accesses(func, cpath, buf, rpath, elems, kind):
+    """The conditions on ``elems`` (one placeholder per dimension) under which the
+    block at ``rpath`` accesses that element, or None (see the module docstring)."""
+    br = tree.get(func, rpath)
+    reg = region_of(getattr(br.block, kind), buf)
+    if reg is None or next(iter(tree.blocks_under(br.block.body)), None) is not None:
+        return None
+    reg = bound_region(br, reg)
+    inner = {id(l.loop_var): l for _, l in inner_loops(func, cpath, rpath)}
+    vmap: dict = {}
+    conds, later = [], []
+    for e, r in zip(elems, reg.region):
+        ext = simplify(r.extent)
+        found = _solve(r.min, inner)
+        if found == ():
+            conds += [r.min <= e, e < simplify(r.min + ext)]
+        elif found is None or not (isinstance(ext, IntImm) and ext.value == 1) or \
+                id(found[0]) in vmap:
+            later.append((e, r.min, ext))
+        else:
+            t, sign, rest = found
+            vmap[id(t)] = (t, simplify((e - rest) * IntImm(sign, e.dtype)))
+    # a dimension indexed by loops already solved (A[i, 3 - i]) is fixed by them
+    for e, index, ext in later:
+        if not (isinstance(ext, IntImm) and ext.value == 1):
+            return None
+        conds.append(e == index)
+    for t, v in vmap.values():
+        loop = inner[id(t)]
+        conds += [loop.min <= v, v < simplify(loop.min + loop.extent)]
+    conds += conjuncts(br.predicate)
+    # whatever names a loop left unsolved (a bound of a triangular loop included)
+    # holds for some of its values only: no exact condition
+    if any(id(v) in inner and id(v) not in vmap for c in conds for v in used_vars(c)):
+        return None
+    sub = dict(vmap.values())
+    return [simplify(substitute(c, sub)) for c in conds]
+
+
+def element_condition(func, cpath, buf, paths, kind: str = "reads"):
+    """A function from an element's index (a list of expressions, one per dimension)
+    to the conditions under which one of the blocks at ``paths`` reads it (``kind``
+    ``"reads"``) or writes it (``"writes"``), over the loops at and above ``cpath``
+    (where the copy goes); None when no exact condition is known.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.analysis import tree
+        >>> A = T.placeholder((4, 4), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i, 3 - i], name="B")])
+        >>> cond = element_condition(f, (), f.params[0], [tree.find_block(f, "B")])
+        >>> [str(c) for c in cond([T.var("r"), T.var("c")])]
+        ['c == 3 - r', '0 <= r', 'r < 4']
+    """
+    elems = [Var(f"e{d}", s.dtype) for d, s in enumerate(buf.shape)]
+    per = [_accesses(func, cpath, buf, p, elems, kind) for p in paths]
+    if not per or any(c is None for c in per):
+        return None
+
+    def at(index):
+        emap = dict(zip(elems, index))
+        out = [[simplify(substitute(c, emap)) for c in conds] for conds in per]
+        return out[0] if len(out) == 1 else [any_of(*[all_of(c) for c in out])]
+    return at
+
+
+__all__ = ["element_condition"]
