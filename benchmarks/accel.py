@@ -1,10 +1,12 @@
-"""Toy NPU workloads on the built-in simulator: single versus double buffering.
+"""The example NPUs' workloads on the built-in simulator: single versus double
+buffering, per NPU (the toy NPU, the Gemmini-like NPU).
 
 For int8 GEMM 256^3 and 512^3, a GEMM whose sizes are not multiples of 16 (padded
 tiles), an int8 conv2d 3x3 and a fused GEMM + bias + ReLU + requantize: simulated
-cycles, GEMM-unit utilisation, bank-conflict stalls, DMA bytes against the minimum the
-data sizes require (each input read once, each output written once), compile time and
-simulator wall time (median of repeats).
+cycles, matrix-unit utilisation, stalls by cause (bank conflicts; the matrix unit's
+cycles waiting on a token, its data not yet loaded or its output not yet stored),
+DMA bytes against the minimum the data sizes require (each input read once, each
+output written once), compile time and simulator wall time (median of repeats).
 
 Run: ``PYTHONPATH=. python benchmarks/accel.py [--sizes 256 512] [--repeat 5] [--quick]``;
 ``--quick`` (what CI runs) takes one small size of each workload and one repeat, the
@@ -21,19 +23,33 @@ import numpy as np
 
 import targets
 from targets.toolkit.npu.conv2d import conv2d, schedule_conv2d
-from targets.toolkit.npu.fused import fused_gemm, schedule_fused
+from targets.toolkit.npu.fused import (fused_gemm, fused_gemm_bias_init, schedule_fused,
+                                       schedule_fused_readout)
 from targets.toolkit.npu.gemm import gemm, schedule_gemm
+from targets.accel.examples.gemmini_like import gemmini
 from targets.accel.examples.toy_npu import toy_npu
+
+GEMMINI = dict(gemm="gemmini.matmul_16x16x16_i8", zero=None,
+               scopes=("gem.spad", "gem.spad", "gem.acc"))
+# per NPU: its matrix unit, and how each workload is scheduled on it
+NPUS = {
+    "toy-npu": {"unit": "gemm", "gemm": {}, "conv": {},
+                "fused": lambda n, d: schedule_fused(fused_gemm(n, n, n), double=d)},
+    "gemmini-like": {"unit": "matrix", "gemm": GEMMINI, "conv": GEMMINI,
+                     "fused": lambda n, d: schedule_fused_readout(
+                         fused_gemm_bias_init(n, n, n), double=d)},
+}
 
 
 def _ints(rng, shape, dtype, lo=-128, hi=128):
     return rng.integers(lo, hi, shape).astype(dtype)
 
 
-def run(label: str, double: bool, sch, args, check, repeat: int) -> dict:
-    """Build ``sch``, run it ``repeat`` times on ``args``, check, read the counters."""
+def run(npu: str, label: str, double: bool, sch, args, check, repeat: int) -> dict:
+    """Build ``sch`` for ``npu``, run it ``repeat`` times on ``args``, check, read the
+    counters."""
     t0 = time.perf_counter()
-    mod = targets.build(sch, "toy-npu", name=f"bench_{'db' if double else 'sb'}")
+    mod = targets.build(sch, npu, name=f"bench_{'db' if double else 'sb'}")
     compile_s = time.perf_counter() - t0
     walls = []
     for _ in range(repeat):
@@ -43,14 +59,16 @@ def run(label: str, double: bool, sch, args, check, repeat: int) -> dict:
     assert check(*args), f"{label}: the simulator result differs from numpy"
     s = mod.stats
     *ins, out = args
-    return {"label": label, "buffering": "double" if double else "single",
-            "cycles": s["cycles"], "gemm_util": s["utilisation"]["gemm"],
-            "stalls": s["bank_conflict_stalls"], "dma_in": s["dma_bytes_in"],
+    unit = NPUS[npu]["unit"]
+    return {"npu": npu, "label": label, "buffering": "double" if double else "single",
+            "cycles": s["cycles"], "gemm_util": s["utilisation"][unit],
+            "stalls": s["bank_conflict_stalls"], "waits": s["dependency_stalls"][unit],
+            "dma_in": s["dma_bytes_in"],
             "dma_out": s["dma_bytes_out"], "min_in": sum(a.nbytes for a in ins),
             "min_out": out.nbytes, "compile_s": compile_s, "sim_s": statistics.median(walls)}
 
 
-def gemm_rows(n, m, k, repeat):
+def gemm_rows(npu, n, m, k, repeat):
     rng = np.random.default_rng(0)
     a, b = _ints(rng, (n, k), "int8"), _ints(rng, (k, m), "int8")
 
@@ -58,11 +76,11 @@ def gemm_rows(n, m, k, repeat):
         return np.array_equal(c, a.astype("int32") @ b.astype("int32"))
 
     label = f"gemm {n}" if n == m == k else f"gemm {n}x{m}x{k}"
-    return [run(label, d, schedule_gemm(gemm(n, m, k), double=d),
+    return [run(npu, label, d, schedule_gemm(gemm(n, m, k), double=d, **NPUS[npu]["gemm"]),
                 [a, b, np.zeros((n, m), "int32")], check, repeat) for d in (False, True)]
 
 
-def conv_rows(h, c, k, repeat):
+def conv_rows(npu, h, c, k, repeat):
     rng = np.random.default_rng(1)
     x, w = _ints(rng, (1, h, h, c), "int8"), _ints(rng, (3, 3, c, k), "int8")
 
@@ -72,12 +90,13 @@ def conv_rows(h, c, k, repeat):
             "nyxc,ck->nyxk", x[:, r:r + o, s:s + o].astype("int32"), w[r, s].astype("int32"))
             for r in range(3) for s in range(3)))
 
-    return [run(f"conv {h}x{h} {c}->{k}", d, schedule_conv2d(conv2d(1, h, h, c, k), double=d),
+    return [run(npu, f"conv {h}x{h} {c}->{k}", d,
+                schedule_conv2d(conv2d(1, h, h, c, k), double=d, **NPUS[npu]["conv"]),
                 [x, w, np.zeros((1, h - 2, h - 2, k), "int32")], check, repeat)
             for d in (False, True)]
 
 
-def fused_rows(n, repeat):
+def fused_rows(npu, n, repeat):
     rng = np.random.default_rng(2)
     a, b = _ints(rng, (n, n), "int8"), _ints(rng, (n, n), "int8")
     bias = _ints(rng, (n,), "int32", -60000, 60000)
@@ -86,7 +105,7 @@ def fused_rows(n, repeat):
         acc = np.maximum(a.astype("int32") @ b.astype("int32") + bias, 0)
         return np.array_equal(q, np.clip(acc >> 8, -128, 127).astype("int8"))
 
-    return [run(f"fused {n}", d, schedule_fused(fused_gemm(n, n, n), double=d),
+    return [run(npu, f"fused {n}", d, NPUS[npu]["fused"](n, d),
                 [a, b, bias, np.zeros((n, n), "int8")], check, repeat) for d in (False, True)]
 
 
@@ -98,18 +117,26 @@ def main(argv=None) -> list:
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.repeat = [128], 1
-    targets.register_target(toy_npu, replace=True)
-    rows = [r for n in args.sizes for r in gemm_rows(n, n, n, args.repeat)]
-    rows += gemm_rows(*((136, 72, 40) if args.quick else (256, 200, 130)), args.repeat)
-    rows += conv_rows(34, 32, 64, args.repeat)
-    rows += conv_rows(18, 8, 24, args.repeat)
-    rows += fused_rows(128 if args.quick else 256, args.repeat)
-    print(f"{'workload':>18} {'buffer':>7} {'cycles':>9} {'gemm%':>6} {'stalls':>6} "
-          f"{'dma in/min':>17} {'dma out/min':>17} {'compile s':>9} {'sim s':>7}")
+    rows = []
+    for npu, acc in (("toy-npu", toy_npu), ("gemmini-like", gemmini)):
+        targets.register_target(acc, replace=True)
+        rows += [r for n in args.sizes for r in gemm_rows(npu, n, n, n, args.repeat)]
+        rows += gemm_rows(npu, *((136, 72, 40) if args.quick else (256, 200, 130)),
+                          args.repeat)
+        rows += conv_rows(npu, 34, 32, 64, args.repeat)
+        rows += conv_rows(npu, 18, 8, 24, args.repeat)
+        rows += fused_rows(npu, 128 if args.quick else 256, args.repeat)
+    print(f"{'npu':>12} {'workload':>18} {'buffer':>7} {'cycles':>9} {'mat%':>6} "
+          f"{'bank':>6} {'wait':>7} {'dma in/min':>17} {'dma out/min':>17} "
+          f"{'compile s':>9} {'sim s':>7}")
     for r in rows:
-        print(f"{r['label']:>18} {r['buffering']:>7} {r['cycles']:>9} "
-              f"{100 * r['gemm_util']:>6.1f} {r['stalls']:>6} {r['dma_in']:>8}/{r['min_in']:<8} "
-              f"{r['dma_out']:>8}/{r['min_out']:<8} {r['compile_s']:>9.2f} {r['sim_s']:>7.3f}")
+        print(f"{r['npu']:>12} {r['label']:>18} {r['buffering']:>7} {r['cycles']:>9} "
+              f"{100 * r['gemm_util']:>6.1f} {r['stalls']:>6} {r['waits']:>7} "
+              f"{r['dma_in']:>8}/{r['min_in']:<8} {r['dma_out']:>8}/{r['min_out']:<8} "
+              f"{r['compile_s']:>9.2f} {r['sim_s']:>7.3f}")
+    print("mat%: matrix-unit utilisation; stalls by cause: bank = bank-conflict cycles, "
+          "wait = cycles the matrix unit waited on a token (data not loaded, or its "
+          "output tile not yet stored)")
     return rows
 
 

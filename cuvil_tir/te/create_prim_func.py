@@ -135,8 +135,11 @@ def _stage_nest(t: Tensor, block_name: str) -> object:
             cond = substitute(body.condition, block_vars)
             src = if_then_else(cond, src, identity(body.combiner, src.dtype))
         value = combine(body.combiner, buf[out_idx], src)
-        init = BufferStore(buf, identity(body.combiner, buf.dtype), out_idx)
-        reads = access_regions(src)
+        start = identity(body.combiner, buf.dtype) if body.init is None else \
+            substitute(body.init, block_vars)
+        init = BufferStore(buf, start, out_idx)
+        # the init's reads (a bias) count as the block's (the dtypes agree: T.sum)
+        reads = access_regions(src if body.init is None else Add(src, start))
     else:
         value = substitute(body, block_vars)
         reads = access_regions(value)

@@ -37,6 +37,7 @@ class Reduce(Expr):
     source: Expr
     axis: tuple
     condition: Expr | None = None
+    init: Expr | None = None
 
     @property
     def dtype(self) -> str:
@@ -65,18 +66,23 @@ def _is_axis(x) -> bool:
                                       and all(isinstance(a, IterVar) for a in x))
 
 
-def _reduce(combiner: str, expr, axis, where=None) -> Reduce:
+def _reduce(combiner: str, expr, axis, where=None, init=None) -> Reduce:
     src = as_expr(expr)
     if D.is_bool(src.dtype):
         raise DTypeError(f"T.{combiner}: cannot reduce bool values; cast to an integer")
     cond = None if where is None else as_expr(where)
     if cond is not None and not D.is_bool(cond.dtype):
         raise DTypeError(f"T.{combiner}: 'where' must be bool, found {cond.dtype}")
-    return Reduce(combiner, src, _axes(axis), cond)
+    start = None if init is None else as_expr(init)
+    if start is not None and start.dtype != src.dtype:
+        raise DTypeError(f"T.{combiner}: init must have the reduced values' dtype "
+                         f"{src.dtype}, found {start.dtype}; cast it")
+    return Reduce(combiner, src, _axes(axis), cond, start)
 
 
-def sum(expr, axis, where=None) -> Reduce:  # noqa: A001 - the TVM name
-    """Sum of ``expr`` over ``axis`` (one reduce axis or a list).
+def sum(expr, axis, where=None, init=None) -> Reduce:  # noqa: A001 - the TVM name
+    """Sum of ``expr`` over ``axis`` (one reduce axis or a list), starting from
+    ``init`` (an expression over the output's indices, as TVM's ``init=``) instead of 0.
 
     Example::
 
@@ -84,8 +90,10 @@ def sum(expr, axis, where=None) -> Reduce:  # noqa: A001 - the TVM name
         >>> k = T.reduce_axis((0, 4), name="k")
         >>> T.sum(T.cast(k, "float32"), axis=[k]).combiner
         'sum'
+        >>> T.sum(k, axis=k, init=T.const(1, "int32")).init.value
+        1
     """
-    return _reduce("sum", expr, axis, where)
+    return _reduce("sum", expr, axis, where, init)
 
 
 def prod(expr, axis, where=None) -> Reduce:

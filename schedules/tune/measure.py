@@ -129,10 +129,19 @@ def _kind_name(target) -> str:
 
 
 def _ensure_kind(payload) -> None:
-    """Register the target's kind in this process when only the tuner had it."""
+    """Register the target's kind in this process when only the tuner had it: with the
+    tuner's import path (a vendor's file beside the user's script), and only when
+    importing its module did not register it already (the pattern the accelerator
+    docs describe: the module registers its device; registering it twice failed every
+    candidate)."""
+    for entry in payload.get("sys_path", ()):
+        if entry not in sys.path:
+            sys.path.append(entry)
     ref = payload.get("kind")
     if ref and _kind_name(payload["target"]) not in list_targets():
-        register_target(getattr(importlib.import_module(ref[0]), ref[1]))
+        kind = getattr(importlib.import_module(ref[0]), ref[1])
+        if _kind_name(payload["target"]) not in list_targets():
+            register_target(kind)
 
 
 def timing_lock():

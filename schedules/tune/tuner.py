@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import pickle
 import random
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -87,7 +88,8 @@ class _Run:
         self.records = db.records(self.workload) if db is not None else []
         self.base = {"func": str(func), "target": str(target),
                      "space": _picklable(space), "timeout_s": timeout_s,
-                     "min_repeat_ms": min_repeat_ms, "kind": kind_reference(target)}
+                     "min_repeat_ms": min_repeat_ms, "kind": kind_reference(target),
+                     "sys_path": [p for p in sys.path if isinstance(p, str)]}
         self.executor = executor
         self.failures: Counter = Counter()
         self.history: list = []

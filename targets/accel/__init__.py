@@ -11,8 +11,8 @@ Example::
 """
 
 from .accelerator import Accelerator
-from .description import DMA, Intrinsic, Memory
+from .description import DMA, DMAOp, Intrinsic, Memory, Move
 from .errors import AccelLoweringError, AllocationError, DescriptionError
 
-__all__ = ["AccelLoweringError", "Accelerator", "AllocationError", "DMA", "DescriptionError", "Intrinsic",
-           "Memory"]
+__all__ = ["AccelLoweringError", "Accelerator", "AllocationError", "DMA", "DMAOp",
+           "DescriptionError", "Intrinsic", "Memory", "Move"]

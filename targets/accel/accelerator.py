@@ -46,10 +46,12 @@ from cuvil_tir.visitor import post_order_visit, substitute
 from ..runtime import Module
 from .codegen import print_kernel
 from .description import check_description
-from .errors import DescriptionError
+from .errors import AllocationError, DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
 from .tokens import accesses, insert_tokens
-from .transfer import check_no_host_access, dma_transfers, intrinsic_calls, row_strides
+from .intrinsic_calls import check_no_host_access, intrinsic_calls
+from .copy_nest import row_strides
+from .transfer import dma_transfers
 
 
 def _impl(acc, it) -> PrimFunc:
@@ -80,9 +82,9 @@ class Accelerator(TargetKind):
     cost_unit = "seconds"
 
     def __init__(self, name, memories, dma, intrinsics=(), doc: str = "",
-                 clock_mhz=1000):
-        memories, intrinsics = list(memories), list(intrinsics)
-        check_description(name, memories, dma, intrinsics)
+                 clock_mhz=1000, moves=()):
+        memories, intrinsics, moves = list(memories), list(intrinsics), list(moves)
+        check_description(name, memories, dma, intrinsics, moves)
         if isinstance(clock_mhz, bool) or not isinstance(clock_mhz, (int, float)) or \
                 not clock_mhz > 0:
             raise DescriptionError(f"Accelerator {name!r}: clock_mhz must be a positive "
@@ -94,14 +96,22 @@ class Accelerator(TargetKind):
         self.scopes = {m.scope: m for m in memories}
         self.intrinsics = tuple(intrinsics)
         self.hal = name.replace("-", "_").lower()
+        self.moves = tuple(moves)
         units = []
-        for it in intrinsics:
-            if it.unit not in units:
-                units.append(it.unit)
+        for u in [it.unit for it in intrinsics] + [mv.engine for mv in moves]:
+            if u not in units and u not in ("load", "store"):
+                units.append(u)
         self.engines = ("load", "store", *units)
-        self.engine_of = {f"{self.hal}_dma_load": "load", f"{self.hal}_dma_load_pad": "load",
-                          f"{self.hal}_dma_store": "store"}
+        self.engine_of = {f"{self.hal}_dma_{n}": "load"
+                          for n in ("load", "load_pad", "fill", "load_t")}
+        self.engine_of.update({f"{self.hal}_dma_store{n}": "store"
+                               for n in [""] + [f"_{op.name}" for op in dma.store_ops]})
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
+        # each move's calls: {name: move}, plain and with each of its ops
+        self.move_of = {f"{self.hal}_{mv.c_name}{n}": mv for mv in moves
+                        for n in [""] + [f"_{op.name}" for op in mv.ops]}
+        self.engine_of.update({n: mv.engine for n, mv in self.move_of.items()})
+        _claim(name, intrinsics)
         for it in intrinsics:
             TensorIntrin.register(it.name, it.desc, _impl(self, it), override=True)
         self.passes = self.lower_passes()
@@ -144,7 +154,7 @@ class Accelerator(TargetKind):
             return allocate(f, acc)
 
         return [plan_buffer_allocation, lower_blocks, accel_pipeline,
-                hoist_static_allocations, accel_dma, accel_intrinsics, accel_tokens,
+                hoist_static_allocations, simplify, accel_dma, accel_intrinsics, accel_tokens,
                 accel_allocate, flatten_buffers, simplify, verify]
 
     def pipeline(self, target) -> list:
@@ -171,7 +181,8 @@ class Accelerator(TargetKind):
                for it in self.intrinsics]
         return {"kind": self.name, "options": dict(target.options),
                 "memories": [dataclasses.asdict(m) for m in self.memories],
-                "dma": dataclasses.asdict(self.dma), "clock_mhz": self.clock_mhz,
+                "dma": self.dma.describe(), "clock_mhz": self.clock_mhz,
+                "moves": [mv.describe() for mv in self.moves],
                 "intrinsics": its}
 
     def measure(self, module, args, min_repeat_seconds: float = 0.0) -> tuple:
@@ -210,6 +221,30 @@ class Accelerator(TargetKind):
     def load(self, program, target) -> Module:
         """The simulator library of ``program``, with ``stats`` and ``memory_map()``."""
         return AccelModule(SimulatorModule(self, program), program, target)
+
+
+_OWNER: dict = {}      # intrinsic name -> the accelerator that registered it
+
+
+def _claim(acc_name: str, intrinsics) -> None:
+    """Refuse an intrinsic name another accelerator (or a CPU intrinsic) already uses:
+    taking it over silently made the first device's schedules call the second's
+    functions (issue 23 defect 4).  The same accelerator built again (a module imported
+    twice, a tuning process) takes its own names back."""
+    for it in intrinsics:
+        owner = _OWNER.get(it.name)
+        if owner is None and it.name in TensorIntrin.names():
+            owner = "a TensorIntrin registered outside an accelerator"
+        elif owner is not None and owner != acc_name:
+            owner = f"accelerator {owner!r}"
+        else:
+            continue
+        raise DescriptionError(
+            f"Accelerator {acc_name!r}: intrinsic name {it.name!r} already belongs to "
+            f"{owner}; two devices' names must not meet: prefix yours (e.g. "
+            f"'{acc_name.split('-')[0]}.{it.name.split('.')[-1]}')")
+    for it in intrinsics:
+        _OWNER[it.name] = acc_name
 
 
 def _steps(body, acc, versions):
@@ -252,6 +287,7 @@ def allocate(func, acc):
     uses, groups = _steps(func.body, acc, versions)
     target = PassContext.current().target
     pins = dict((target.options.get("pin_banks") if target is not None else None) or {})
+    _check_pins(pins, bufs)
     plans, warns, rebuf = {}, [], {}
     specs = [memory_spec(m.scope, m) for m in acc.memories_only]
     for mem in specs:
@@ -288,6 +324,22 @@ def allocate(func, acc):
     text = memory_map_text(specs, plans, warns)
     out = func if body is func.body else func.with_body(body)
     return out.with_attr("accel.plan", json.dumps(plan)).with_attr("accel.memory_map", text)
+
+
+def _check_pins(pins: dict, bufs) -> None:
+    """Each pin names a buffer of an accelerator memory and gives an int bank (issue 23
+    defect 2: a pin naming nothing was ignored, a str bank a raw TypeError, a float
+    bank C the compiler rejected)."""
+    names = sorted({b.name for b in bufs})
+    for name, bank in pins.items():
+        if name not in names:
+            raise AllocationError(
+                f"option pin_banks names {name!r}, which is no buffer of an accelerator "
+                f"memory in this function (its buffers: {names}); use a name the memory "
+                "map shows")
+        if not isinstance(bank, int) or isinstance(bank, bool):
+            raise AllocationError(f"option pin_banks[{name!r}] must be an int (the first "
+                                  f"bank), found {bank!r} ({type(bank).__name__})")
 
 
 def _numel(b) -> int:

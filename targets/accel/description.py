@@ -23,7 +23,9 @@ import re
 from dataclasses import dataclass, field
 
 from cuvil_tir import dtype as D
+from cuvil_tir.errors import CuvilError
 from cuvil_tir.function import PrimFunc
+from cuvil_tir.transform.verify import verify
 from cuvil_tir.stmt import BufferStore
 from cuvil_tir.target import Memory as TargetMemory
 from cuvil_tir.visitor import post_order_visit
@@ -31,6 +33,18 @@ from cuvil_tir.visitor import post_order_visit
 from .errors import DescriptionError
 
 _SCOPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _distinct(owner: str, what: str, items, cls, key: str, noun: str) -> None:
+    """Every item a ``cls``, no ``key`` twice."""
+    for x in items:
+        if not isinstance(x, cls):
+            raise DescriptionError(f"{owner}: {what} must be {cls.__name__} objects, "
+                                   f"found {x!r}")
+    names = [getattr(x, key) for x in items]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DescriptionError(f"{owner}: {noun} {dup} declared twice")
 
 
 def _positive_int(owner: str, what: str, value) -> None:
@@ -77,11 +91,82 @@ class Memory(TargetMemory):
 
 
 @dataclass(frozen=True)
+class DMAOp:
+    """An element-wise operation a DMA store applies on the way out (a Gemmini-style
+    activation on read-out: scale, ReLU, requantize): ``fn`` maps one ``in_dtype``
+    element (a TIR expression) to one ``out_dtype`` element.  A staged copy-out whose
+    value is ``fn(load)`` becomes ``<hal>_dma_store_<name>``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> DMAOp("relu", lambda x: T.max(x, T.const(0, "int32")), "int32", "int32").name
+        'relu'
+        >>> DMAOp("bad", lambda x: x, "int32", "int8")
+        Traceback (most recent call last):
+          ...
+        targets.accel.errors.DescriptionError: [CVL-E170] DMAOp 'bad': fn turns an int32 element into int32, but out_dtype is int8; make fn return int8 (T.cast) or fix out_dtype
+    """
+
+    name: str
+    fn: object
+    in_dtype: str
+    out_dtype: str
+
+    def __post_init__(self):
+        owner = f"DMAOp {self.name!r}"
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise DescriptionError(f"DMAOp: name must be a C identifier, found {self.name!r}")
+        if not callable(self.fn):
+            raise DescriptionError(f"{owner}: fn must be a function of one TIR expression, "
+                                   f"found {self.fn!r}")
+        for what in ("in_dtype", "out_dtype"):
+            try:
+                D.canonical(getattr(self, what))
+            except Exception:
+                raise DescriptionError(f"{owner}: {what} must be a dtype such as 'int32', "
+                                       f"found {getattr(self, what)!r}") from None
+        got = getattr(self.apply(_Probe(self.in_dtype).load), "dtype", None)
+        if got != D.canonical(self.out_dtype):
+            raise DescriptionError(
+                f"{owner}: fn turns an {self.in_dtype} element into {got}, but out_dtype is "
+                f"{self.out_dtype}; make fn return {self.out_dtype} (T.cast) or fix out_dtype")
+
+    def apply(self, x):
+        """``fn(x)``: the value the DMA writes for the element ``x``."""
+        return self.fn(x)
+
+    def describe(self) -> list:
+        """``[name, in_dtype, out_dtype, what fn computes]`` for a build's key."""
+        from cuvil_tir.printer import to_text
+        return [self.name, self.in_dtype, self.out_dtype,
+                to_text(self.apply(_Probe(self.in_dtype).load))]
+
+
+class _Probe:
+    """A one-element buffer whose load stands for the element a DMAOp is given."""
+
+    def __init__(self, dtype):
+        from cuvil_tir.buffer import Buffer
+        from cuvil_tir.expr import IntImm
+        self.load = Buffer((1,), dtype, "x")[IntImm(0, "int32")]
+
+
+@dataclass(frozen=True)
 class DMA:
     """The DMA engine: 2-D strided copies moving at most ``width_bits`` per cycle after
-    a fixed ``latency_cycles``; ``padding`` says whether it can fill the rest of a tile
-    with zeros.  A load and a store queue run independently (engines ``load`` and
-    ``store``).
+    a fixed ``latency_cycles``.  A load and a store queue run independently (engines
+    ``load`` and ``store``).  Its modes:
+
+    - ``padding``: it zero-fills the rest of a tile past the edge of host memory, and
+      fills a whole tile with zeros (``<hal>_dma_fill``, Gemmini's move-in from the zero
+      address: an accumulator initialised without a compute instruction);
+    - ``broadcast``: a load may repeat one source row down the tile (source row stride
+      0: a bias preloaded into every row of an accumulator tile);
+    - ``transpose``: a load may transpose a tile (``dst[r, c] = src[c, r]``,
+      ``<hal>_dma_load_t``: weights stored row-major for ``A @ B.T``);
+    - ``store_ops``: :class:`DMAOp` element-wise operations a store applies on the way
+      out, converting the dtype (activation and requantization on read-out).
 
     Example::
 
@@ -94,6 +179,9 @@ class DMA:
     width_bits: int
     latency_cycles: int
     padding: bool = True
+    broadcast: bool = False
+    store_ops: tuple = ()
+    transpose: bool = False
 
     def __post_init__(self):
         _positive_int("DMA", "width_bits", self.width_bits)
@@ -103,6 +191,9 @@ class DMA:
         if self.width_bits % 8:
             raise DescriptionError(f"DMA: width_bits={self.width_bits} is not a whole "
                                    "number of bytes; use a multiple of 8")
+        ops = tuple(self.store_ops)
+        object.__setattr__(self, "store_ops", ops)
+        _distinct("DMA", "store_ops", ops, DMAOp, "name", "store op(s)")
 
     @property
     def width_bytes(self) -> int:
@@ -112,6 +203,75 @@ class DMA:
     def cycles(self, rows: int, row_bytes: int) -> int:
         """Cost of one copy: the latency, then each row in whole beats of the width."""
         return self.latency_cycles + rows * math.ceil(row_bytes / self.width_bytes)
+
+    def describe(self) -> dict:
+        """The DMA as data for a build's key (each store op by what it computes).
+
+        Example::
+
+            >>> DMA(64, 8).describe()["store_ops"]
+            []
+        """
+        return {"width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
+                "padding": self.padding, "broadcast": self.broadcast,
+                "transpose": self.transpose,
+                "store_ops": [op.describe() for op in self.store_ops]}
+
+
+@dataclass(frozen=True)
+class Move:
+    """An on-chip move from one accelerator memory to another (a level of the memory
+    hierarchy to the next: Gemmini's move-out from the accumulator to the scratchpad,
+    Ascend's L1 -> L0A), run by ``engine`` at ``width_bits`` per cycle after
+    ``latency_cycles``, optionally applying one of its ``ops`` (:class:`DMAOp`) on the
+    way.  A staged copy between ``src`` and ``dst`` becomes
+    ``<hal>_move_<src>_<dst>[_<op>](dst, src, rows, n, dst_stride, src_stride)``
+    (``n`` bytes per row, or elements with an op); a copy between two memories with
+    no Move is refused.  ``engine`` is ``"load"``, ``"store"``, a compute unit, or an
+    engine of its own (it then runs in parallel with the others).
+
+    Example::
+
+        >>> Move("npu.acc", "npu.acc", "store", 128)
+        Traceback (most recent call last):
+          ...
+        targets.accel.errors.DescriptionError: [CVL-E170] Move npu.acc -> npu.acc: src and dst must be two different memories
+    """
+
+    src: str
+    dst: str
+    engine: str
+    width_bits: int
+    latency_cycles: int = 0
+    ops: tuple = ()
+
+    def __post_init__(self):
+        owner = f"Move {self.src} -> {self.dst}"
+        if self.src == self.dst:
+            raise DescriptionError(f"{owner}: src and dst must be two different memories")
+        if not isinstance(self.engine, str) or not self.engine.isidentifier():
+            raise DescriptionError(f"{owner}: engine must be a C identifier, found "
+                                   f"{self.engine!r}")
+        _positive_int(owner, "width_bits", self.width_bits)
+        if self.width_bits % 8:
+            raise DescriptionError(f"{owner}: width_bits={self.width_bits} is not a whole "
+                                   "number of bytes; use a multiple of 8")
+        if not isinstance(self.latency_cycles, int) or self.latency_cycles < 0:
+            raise DescriptionError(f"{owner}: latency_cycles must be an int >= 0, found "
+                                   f"{self.latency_cycles!r}")
+        object.__setattr__(self, "ops", tuple(self.ops))
+        _distinct(owner, "ops", self.ops, DMAOp, "name", "op(s)")
+
+    @property
+    def c_name(self) -> str:
+        """``move_<src>_<dst>`` (dots as underscores)."""
+        return f"move_{self.src}_{self.dst}".replace(".", "_")
+
+    def describe(self) -> dict:
+        """The move as data for a build's key."""
+        return {"src": self.src, "dst": self.dst, "engine": self.engine,
+                "width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
+                "ops": [op.describe() for op in self.ops]}
 
 
 @dataclass(frozen=True)
@@ -172,6 +332,11 @@ class Intrinsic:
             if len(p.shape) not in (1, 2) or not all(hasattr(d, "value") for d in p.shape):
                 raise DescriptionError(f"{owner}: operand {p.name!r} must be a 1-D or 2-D "
                                        f"tile of constant shape, found {p.shape}")
+        try:        # the checks T.lower runs: what it computes must be valid IR
+            verify(self.desc)
+        except CuvilError as e:
+            raise DescriptionError(f"{owner}: desc is not valid IR ({e}); make the "
+                                   "operand shapes and the accesses agree") from None
         cost = self.cycles
         if not callable(cost) and (not isinstance(cost, int) or cost <= 0):
             raise DescriptionError(f"{owner}: cycles must be a positive int or a function "
@@ -198,7 +363,7 @@ class Intrinsic:
         return self.cycles(self.shapes()) if callable(self.cycles) else self.cycles
 
 
-def check_description(name, memories, dma, intrinsics) -> None:
+def check_description(name, memories, dma, intrinsics, moves=()) -> None:
     """The checks across parts of an accelerator (each part checks itself).
 
     Example::
@@ -214,13 +379,21 @@ def check_description(name, memories, dma, intrinsics) -> None:
                                f"starting with a letter, found {name!r}")
     if not memories:
         raise DescriptionError(f"{owner}: it needs at least one Memory")
-    for m in memories:
-        if not isinstance(m, Memory):
-            raise DescriptionError(f"{owner}: memories must be Memory objects, found {m!r}")
+    _distinct(owner, "memories", memories, Memory, "scope", "memory scope(s)")
     scopes = [m.scope for m in memories]
-    dup = sorted({s for s in scopes if scopes.count(s) > 1})
-    if dup:
-        raise DescriptionError(f"{owner}: memory scope(s) {dup} declared twice")
+    _distinct(owner, "moves", moves, Move, "c_name", "move(s)")
+    for mv in moves:
+        for end in (mv.src, mv.dst):
+            if end not in scopes:
+                raise DescriptionError(
+                    f"{owner}: Move {mv.src} -> {mv.dst} names memory {end!r}, which is "
+                    f"not one of its memories ({', '.join(scopes)})")
+    named = {}
+    for op in list(dma.store_ops if isinstance(dma, DMA) else ()) + \
+            [op for mv in moves for op in mv.ops]:
+        if named.setdefault(op.name, op) is not op:
+            raise DescriptionError(f"{owner}: two different ops are named {op.name!r}; "
+                                   "give each its own name (or share one DMAOp object)")
     if not isinstance(dma, DMA):
         raise DescriptionError(f"{owner}: dma must be a DMA(...), found {dma!r}")
     seen = set()
@@ -246,4 +419,4 @@ def check_description(name, memories, dma, intrinsics) -> None:
                     f"more than memory {scope!r} holds ({mem.capacity_bytes} bytes)")
 
 
-__all__ = ["DMA", "Intrinsic", "Memory", "check_description"]
+__all__ = ["DMA", "DMAOp", "Intrinsic", "Memory", "Move", "check_description"]

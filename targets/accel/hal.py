@@ -20,14 +20,40 @@ from __future__ import annotations
 
 from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
-from cuvil_tir.expr import Var
+from cuvil_tir.expr import IntImm, Var
 from cuvil_tir.function import PrimFunc
+from cuvil_tir.stmt import BufferStore, For
 from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify
 from cuvil_tir.visitor import substitute
 
 from ..cstyle import CPrinter
 
 MAX_TOKENS = 4096
+TRACE_MAX = 1 << 16     # events kept for the timeline; later ones are only counted
+
+
+def event_names(acc) -> list:
+    """The name of each kind of instruction in the simulator's timeline, by index.
+
+    Example::
+
+        >>> from targets.accel.examples.toy_npu import toy_npu
+        >>> event_names(toy_npu)[3:6]
+        ['dma_store', 'dma_load_t', 'gemm_16x16x16']
+    """
+    return (["dma_load", "dma_load_pad", "dma_fill", "dma_store", "dma_load_t"]
+            + [f"dma_store_{op.name}" for op in acc.dma.store_ops]
+            + [it.c_name for it in acc.intrinsics]
+            + [mv.c_name + n for mv in acc.moves for n in [""] + [f"_{o.name}" for o in mv.ops]])
+
+
+def all_ops(acc) -> list:
+    """Every element-wise op of the DMA and the moves, once each."""
+    out = []
+    for op in list(acc.dma.store_ops) + [op for mv in acc.moves for op in mv.ops]:
+        if all(o.name != op.name for o in out):
+            out.append(op)
+    return out
 
 
 def header(acc) -> str:
@@ -54,11 +80,35 @@ def header(acc) -> str:
                   "zero-filled */",
                   f"int32_t {h}_dma_load_pad(void *dst, const void *src, int32_t rows, "
                   "int32_t row_bytes, int32_t valid_rows, int32_t valid_row_bytes, "
-                  "int32_t dst_stride, int32_t src_stride);"]
+                  "int32_t dst_stride, int32_t src_stride);",
+                  "/* a rows x row_bytes tile of zeros */",
+                  f"int32_t {h}_dma_fill(void *dst, int32_t rows, int32_t row_bytes, "
+                  "int32_t dst_stride);"]
+    if acc.dma.broadcast:
+        lines.append("/* a load may repeat one source row down the tile: src_stride 0 */")
+    if acc.dma.transpose:
+        lines += ["/* a transposing load: dst[r][c] = src[c][r] for a rows x cols tile of "
+                  "item-byte elements; src_stride: bytes between source rows */",
+                  f"int32_t {h}_dma_load_t(void *dst, const void *src, int32_t rows, "
+                  "int32_t cols, int32_t item, int32_t dst_stride, int32_t src_stride);"]
+    for op in acc.dma.store_ops:
+        lines += [f"/* a store applying {op.name} to each element, {op.in_dtype} -> "
+                  f"{op.out_dtype}; rows x cols elements, strides in bytes */",
+                  f"int32_t {h}_dma_store_{op.name}(void *dst, const void *src, int32_t rows, "
+                  "int32_t cols, int32_t dst_stride, int32_t src_stride);"]
     lines += [
               "/* dependency tokens: wait for the latest signal of a token */",
               f"int32_t {h}_wait(int32_t engine, int32_t token);",
               f"int32_t {h}_signal(int32_t engine, int32_t token);"]
+    for mv in acc.moves:
+        for op in (None,) + mv.ops:
+            what = (f"applying {op.name}, {op.in_dtype} -> {op.out_dtype}, rows x n elements"
+                    if op else "rows x n bytes")
+            lines += [f"/* on-chip move {mv.src} -> {mv.dst} on engine {mv.engine}, {what}; "
+                      "strides in bytes */",
+                      f"int32_t {h}_{mv.c_name}{'_' + op.name if op else ''}(void *dst, "
+                      "const void *src, int32_t rows, int32_t n, int32_t dst_stride, "
+                      "int32_t src_stride);"]
     for it in acc.intrinsics:
         args = ", ".join([f"void *{p.name}" for p in it.desc.params] +
                          [f"int32_t {p.name}_stride" for p in it.desc.params])
@@ -79,14 +129,74 @@ def _intrinsic_body(acc, it, seen: set) -> str:
     body = substitute(it.desc.body, {}, bmap)
     f = PrimFunc(tuple(bmap[p] for p in it.desc.params) + tuple(strides), body,
                  {"global_symbol": f"cvl_sim_{it.c_name}"})
-    f = simplify(flatten_buffers(lower_blocks(f)))
+    return _c_function(simplify(flatten_buffers(lower_blocks(f))), f"cvl_sim_{it.c_name}",
+                       seen)
+
+
+def _c_function(f, name: str, seen: set) -> str:
+    """``f`` printed as a C function, each shared helper once across calls."""
     printer = CPrinter()
-    text = printer.print_function(f, f"cvl_sim_{it.c_name}")
+    text = printer.print_function(f, name)
     for key, helper in printer.helpers.items():   # one copy of each shared helper
         if key in seen:
             text = text.replace(helper.rstrip("\n"), "", 1)
         seen.add(key)
     return "\n".join(line for line in text.splitlines() if not line.startswith("#include"))
+
+
+def _op_body(op, seen: set) -> str:
+    """``cvl_op_<name>(X, Z, n)``: ``Z[i] = fn(X[i])`` over one row, as C."""
+    n, i = Var("n"), Var("i")
+    x, z = Buffer((n,), op.in_dtype, "X"), Buffer((n,), op.out_dtype, "Z")
+    body = For(i, IntImm(0, "int32"), n, "serial", BufferStore(z, op.apply(x[i]), (i,)))
+    f = simplify(PrimFunc((x, z, n), body, {"global_symbol": f"cvl_op_{op.name}"}))
+    return _c_function(f, f"cvl_op_{op.name}", seen)
+
+
+def _store_op(acc, op) -> str:
+    h, up, w = acc.hal, acc.hal.upper(), acc.dma.width_bytes
+    src_item, dst_item = D.itemsize(op.in_dtype), D.itemsize(op.out_dtype)
+    return f"""int32_t {h}_dma_store_{op.name}(void *dst, const void *src, int32_t rows,
+                     int32_t cols, int32_t dst_stride, int32_t src_stride) {{
+    int lo[1] = {{0}}, hi[1] = {{-1}};
+    if (rows < 0) rows = 0;
+    if (cols < 0) cols = 0;
+    if (rows > 0 && cols > 0)
+        cvl_banks(src, (int64_t)(rows - 1) * src_stride + (int64_t)cols * {src_item}, lo, hi);
+    for (int32_t r = 0; r < rows; ++r)
+        cvl_op_{op.name}((uint8_t *)src + (int64_t)r * src_stride,
+                         (uint8_t *)dst + (int64_t)r * dst_stride, cols);
+    int64_t beats = ((int64_t)cols * {max(src_item, dst_item)} + {w - 1}) / {w};
+    cvl_issue({up}_STORE, {event_names(acc).index("dma_store_" + op.name)},
+              {acc.dma.latency_cycles} + rows * beats, lo, hi, 1);
+    cvl_sim_stats.bytes_out += (int64_t)rows * cols * {dst_item};
+    return 0;
+}}"""
+
+
+def _move(acc, mv, op) -> str:
+    """The simulator's on-chip move ``mv`` (with ``op`` or a plain copy)."""
+    h, up, w = acc.hal, acc.hal.upper(), mv.width_bits // 8
+    name = mv.c_name + (f"_{op.name}" if op else "")
+    si, di = (D.itemsize(op.in_dtype), D.itemsize(op.out_dtype)) if op else (1, 1)
+    row = (f"cvl_op_{op.name}((uint8_t *)src + (int64_t)r * src_stride, (uint8_t *)dst + "
+           "(int64_t)r * dst_stride, n);" if op else
+           "memcpy((uint8_t *)dst + (int64_t)r * dst_stride, (const uint8_t *)src + "
+           "(int64_t)r * src_stride, (size_t)n);")
+    return f"""int32_t {h}_{name}(void *dst, const void *src, int32_t rows, int32_t n,
+                     int32_t dst_stride, int32_t src_stride) {{
+    int lo[2] = {{0, 0}}, hi[2] = {{-1, -1}};
+    if (rows > 0 && n > 0) {{
+        cvl_banks(dst, (int64_t)(rows - 1) * dst_stride + (int64_t)n * {di}, &lo[0], &hi[0]);
+        cvl_banks(src, (int64_t)(rows - 1) * src_stride + (int64_t)n * {si}, &lo[1], &hi[1]);
+    }}
+    for (int32_t r = 0; r < rows; ++r)
+        {row}
+    int64_t beats = ((int64_t)n * {max(si, di)} + {w - 1}) / {w};
+    cvl_issue({up}_{mv.engine.upper()}, {event_names(acc).index(name)},
+              {mv.latency_cycles} + (rows > 0 ? rows : 0) * beats, lo, hi, 2);
+    return 0;
+}}"""
 
 
 def _banks_table(acc) -> str:
@@ -110,8 +220,11 @@ def simulator_c(acc) -> str:
            f"static uint8_t *const cvl_mems[{nm}] = {{{mem_ptrs}}};",
            f"static const int64_t cvl_geom[{nm}][3] = {{{table}}};",
            "typedef struct { int64_t cycles, stalls, bytes_in, bytes_out, error;"
-           f" int64_t busy[{ne}]; int64_t calls[{ne}]; }} cvl_stats_t;",
+           f" int64_t busy[{ne}]; int64_t calls[{ne}]; int64_t waits[{ne}]; }} cvl_stats_t;",
            "cvl_stats_t cvl_sim_stats;",
+           "/* the timeline: one event per instruction (engine, what, start, cycles) */",
+           f"int64_t cvl_trace[{TRACE_MAX}][4];",
+           "int64_t cvl_trace_n;",
            f"static int64_t cvl_clock[{ne}], cvl_ready[{ne}], cvl_tok[{MAX_TOKENS}];",
            f"static int64_t cvl_bs[{nbanks}][{ne}], cvl_be[{nbanks}][{ne}];",
            f"""void cvl_sim_reset(void) {{
@@ -119,6 +232,7 @@ def simulator_c(acc) -> str:
     memset(cvl_clock, 0, sizeof cvl_clock); memset(cvl_ready, 0, sizeof cvl_ready);
     memset(cvl_tok, 0, sizeof cvl_tok); memset(cvl_bs, 0, sizeof cvl_bs);
     memset(cvl_be, 0, sizeof cvl_be);
+    cvl_trace_n = 0;
 }}
 uint8_t *{h}_scratch(int32_t mem) {{ return cvl_mems[mem]; }}
 /* banks [*lo, *hi] of the bytes [p, p + n) when they are in a scratchpad */
@@ -136,7 +250,7 @@ static int cvl_banks(const void *p, int64_t n, int *lo, int *hi) {{
     return 0;
 }}
 /* issue one instruction of cost c on engine e touching the given bank ranges */
-static void cvl_issue(int e, int64_t c, const int *lo, const int *hi, int nr) {{
+static void cvl_issue(int e, int what, int64_t c, const int *lo, const int *hi, int nr) {{
     int64_t t = cvl_clock[e] > cvl_ready[e] ? cvl_clock[e] : cvl_ready[e];
     for (int again = 1; again;) {{
         again = 0;
@@ -151,6 +265,11 @@ static void cvl_issue(int e, int64_t c, const int *lo, const int *hi, int nr) {{
     }}
     for (int r = 0; r < nr; ++r)
         for (int b = lo[r]; b <= hi[r]; ++b) {{ cvl_bs[b][e] = t; cvl_be[b][e] = t + c; }}
+    if (cvl_trace_n < {TRACE_MAX}) {{
+        int64_t *ev = cvl_trace[cvl_trace_n];
+        ev[0] = e; ev[1] = what; ev[2] = t; ev[3] = c;
+    }}
+    ++cvl_trace_n;
     cvl_clock[e] = t + c;
     cvl_sim_stats.busy[e] += c;
     cvl_sim_stats.calls[e] += 1;
@@ -158,6 +277,9 @@ static void cvl_issue(int e, int64_t c, const int *lo, const int *hi, int nr) {{
 }}
 int32_t {h}_wait(int32_t engine, int32_t token) {{
     if (token < 0 || token >= {MAX_TOKENS}) {{ cvl_sim_stats.error = 2; return 0; }}
+    int64_t free_at = cvl_clock[engine] > cvl_ready[engine] ? cvl_clock[engine]
+                                                             : cvl_ready[engine];
+    if (cvl_tok[token] > free_at) cvl_sim_stats.waits[engine] += cvl_tok[token] - free_at;
     if (cvl_tok[token] > cvl_ready[engine]) cvl_ready[engine] = cvl_tok[token];
     return 0;
 }}
@@ -167,7 +289,7 @@ int32_t {h}_signal(int32_t engine, int32_t token) {{
     return 0;
 }}
 /* copy the valid vr x vb part of a rows x row_bytes tile; zero the rest when pad */
-static int32_t cvl_dma(int e, void *dst, const void *src, int32_t rows, int32_t row_bytes,
+static int32_t cvl_dma(int e, int what, void *dst, const void *src, int32_t rows, int32_t row_bytes,
                        int32_t vr, int32_t vb, int pad, int32_t ds, int32_t ss) {{
     int lo[1] = {{0}}, hi[1] = {{-1}};
     if (vr < 0) vr = 0;
@@ -185,28 +307,51 @@ static int32_t cvl_dma(int e, void *dst, const void *src, int32_t rows, int32_t 
         if (n < row_bytes) memset(d + n, 0, (size_t)(row_bytes - n));
     }}
     int64_t beats = ((int64_t)row_bytes + {dma.width_bytes - 1}) / {dma.width_bytes};
-    cvl_issue(e, {dma.latency_cycles} + rows * beats, lo, hi, 1);
+    cvl_issue(e, what, {dma.latency_cycles} + rows * beats, lo, hi, 1);
     if (e == {up}_LOAD) cvl_sim_stats.bytes_in += (int64_t)vr * vb;
     else cvl_sim_stats.bytes_out += (int64_t)vr * vb;
     return 0;
 }}
 int32_t {h}_dma_load(void *dst, const void *src, int32_t rows, int32_t row_bytes,
                      int32_t dst_stride, int32_t src_stride) {{
-    return cvl_dma({up}_LOAD, dst, src, rows, row_bytes, rows, row_bytes, 0, dst_stride,
+    return cvl_dma({up}_LOAD, 0, dst, src, rows, row_bytes, rows, row_bytes, 0, dst_stride,
                    src_stride);
 }}
 int32_t {h}_dma_load_pad(void *dst, const void *src, int32_t rows, int32_t row_bytes,
                          int32_t valid_rows, int32_t valid_row_bytes, int32_t dst_stride,
                          int32_t src_stride) {{
-    return cvl_dma({up}_LOAD, dst, src, rows, row_bytes, valid_rows, valid_row_bytes, 1,
+    return cvl_dma({up}_LOAD, 1, dst, src, rows, row_bytes, valid_rows, valid_row_bytes, 1,
                    dst_stride, src_stride);
 }}
 int32_t {h}_dma_store(void *dst, const void *src, int32_t rows, int32_t row_bytes,
                       int32_t dst_stride, int32_t src_stride) {{
-    return cvl_dma({up}_STORE, dst, src, rows, row_bytes, rows, row_bytes, 0, dst_stride,
+    return cvl_dma({up}_STORE, 3, dst, src, rows, row_bytes, rows, row_bytes, 0, dst_stride,
                    src_stride);
+}}
+int32_t {h}_dma_load_t(void *dst, const void *src, int32_t rows, int32_t cols,
+                       int32_t item, int32_t dst_stride, int32_t src_stride) {{
+    int lo[1] = {{0}}, hi[1] = {{-1}};
+    if (rows <= 0 || cols <= 0) return 0;
+    cvl_banks(dst, (int64_t)(rows - 1) * dst_stride + (int64_t)cols * item, lo, hi);
+    for (int32_t r = 0; r < rows; ++r)
+        for (int32_t c = 0; c < cols; ++c)
+            memcpy((uint8_t *)dst + (int64_t)r * dst_stride + (int64_t)c * item,
+                   (const uint8_t *)src + (int64_t)c * src_stride + (int64_t)r * item,
+                   (size_t)item);
+    /* it reads cols source rows of rows elements */
+    int64_t beats = ((int64_t)rows * item + {dma.width_bytes - 1}) / {dma.width_bytes};
+    cvl_issue({up}_LOAD, 4, {dma.latency_cycles} + cols * beats, lo, hi, 1);
+    cvl_sim_stats.bytes_in += (int64_t)rows * cols * item;
+    return 0;
+}}
+int32_t {h}_dma_fill(void *dst, int32_t rows, int32_t row_bytes, int32_t dst_stride) {{
+    return cvl_dma({up}_LOAD, 2, dst, 0, rows, row_bytes, 0, 0, 1, dst_stride, 0);
 }}"""]
     seen: set = set()
+    names = event_names(acc)
+    out += [_op_body(op, seen) for op in all_ops(acc)]
+    out += [_store_op(acc, op) for op in acc.dma.store_ops]
+    out += [_move(acc, mv, op) for mv in acc.moves for op in (None,) + mv.ops]
     for it in acc.intrinsics:
         out.append(_intrinsic_body(acc, it, seen))
         ps = it.desc.params
@@ -224,10 +369,10 @@ int32_t {h}_dma_store(void *dst, const void *src, int32_t rows, int32_t row_byte
     int lo[{n}], hi[{n}];
     for (int r = 0; r < {n}; ++r) {{ lo[r] = 0; hi[r] = -1; }}
 {chr(10).join(spans)}
-    cvl_issue({up}_{it.unit.upper()}, {it.cost()}, lo, hi, {n});
+    cvl_issue({up}_{it.unit.upper()}, {names.index(it.c_name)}, {it.cost()}, lo, hi, {n});
     return cvl_sim_{it.c_name}({call});
 }}""")
     return "\n".join(out) + "\n"
 
 
-__all__ = ["header", "simulator_c"]
+__all__ = ["TRACE_MAX", "all_ops", "event_names", "header", "simulator_c"]

@@ -1,16 +1,26 @@
 """The built-in simulator: the generated kernel compiled with the system C compiler
-against the generated simulator HAL, loaded with ctypes; ``stats`` after each call.
+against the generated simulator HAL, loaded with ctypes; ``stats`` after each call,
+and the call's timeline (``trace()``: Chrome trace JSON, one row per engine, one slice
+per instruction; open it in Perfetto or chrome://tracing).
+
+Stalls by cause: ``bank_conflict_stalls`` (cycles an instruction waited for a bank
+another engine held) and ``dependency_stalls`` (per engine, cycles it sat idle
+waiting for a token another engine had not yet signalled: its data was not ready, or
+its buffer not yet free).
 
 Example::
 
     >>> sorted(STAT_KEYS)  # doctest: +NORMALIZE_WHITESPACE
-    ['bank_conflict_stalls', 'cycles', 'dma_bytes_in', 'dma_bytes_out', 'engine_busy',
-     'peak_bytes', 'utilisation']
+    ['bank_conflict_stalls', 'cycles', 'dependency_stalls', 'dma_bytes_in',
+     'dma_bytes_out', 'engine_busy', 'peak_bytes', 'utilisation']
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
+
+import numpy as np
 
 from cuvil_tir.errors import TargetError
 
@@ -19,10 +29,10 @@ from ..cstyle.runtime import CRuntimeModule, wrapper_c
 from ..cstyle import CPrinter
 from ..runtime import DATA_OFFSET, Module
 from cuvil_tir.transform.bank_plan import Unit, peak
-from .hal import header, simulator_c
+from .hal import TRACE_MAX, event_names, header, simulator_c
 
 STAT_KEYS = ("cycles", "engine_busy", "utilisation", "dma_bytes_in", "dma_bytes_out",
-             "bank_conflict_stalls", "peak_bytes")
+             "bank_conflict_stalls", "dependency_stalls", "peak_bytes")
 
 
 def _peak_bytes(acc, plan: dict) -> dict:
@@ -88,9 +98,11 @@ class SimulatorModule(CRuntimeModule):
         class Stats(ctypes.Structure):
             _fields_ = [(k, ctypes.c_int64) for k in
                         ("cycles", "stalls", "bytes_in", "bytes_out", "error")] + \
-                       [("busy", ctypes.c_int64 * ne), ("calls", ctypes.c_int64 * ne)]
+                       [(k, ctypes.c_int64 * ne) for k in ("busy", "calls", "waits")]
 
         self._stats = Stats.in_dll(self.library, "cvl_sim_stats")
+        self._events = (ctypes.c_int64 * 4 * TRACE_MAX).in_dll(self.library, "cvl_trace")
+        self._nevents = ctypes.c_int64.in_dll(self.library, "cvl_trace_n")
         raw = self.raw
 
         def run(*args):
@@ -112,7 +124,27 @@ class SimulatorModule(CRuntimeModule):
             "cycles": int(s.cycles), "engine_busy": busy,
             "utilisation": {e: busy[e] / total for e in self.acc.engines[2:]},
             "dma_bytes_in": int(s.bytes_in), "dma_bytes_out": int(s.bytes_out),
-            "bank_conflict_stalls": int(s.stalls), "peak_bytes": dict(self._peak)}
+            "bank_conflict_stalls": int(s.stalls),
+            "dependency_stalls": {e: int(s.waits[k]) for k, e in enumerate(self.acc.engines)},
+            "peak_bytes": dict(self._peak)}
+
+    def trace(self) -> dict:
+        """The last call's timeline as a Chrome trace (``{"traceEvents": [...]}``):
+        per engine a thread, per instruction a complete event; times in microseconds
+        at the accelerator's clock, cycles in each event's ``args``.  Only the first
+        ``TRACE_MAX`` instructions are kept (``otherData.dropped`` counts the rest)."""
+        n = int(self._nevents.value)
+        ev = np.ctypeslib.as_array(self._events)[:min(n, TRACE_MAX)]
+        names, us = event_names(self.acc), 1.0 / self.acc.clock_mhz
+        out = [{"ph": "M", "name": "thread_name", "pid": 0, "tid": k, "args": {"name": e}}
+               for k, e in enumerate(self.acc.engines)]
+        out += [{"ph": "X", "name": names[int(w)], "pid": 0, "tid": int(e),
+                 "ts": int(t) * us, "dur": int(c) * us, "args": {"cycles": int(c)}}
+                for e, w, t, c in ev]
+        return {"traceEvents": out, "displayTimeUnit": "ns",
+                "otherData": {"accelerator": self.acc.name, "clock_mhz": self.acc.clock_mhz,
+                              "cycles": self.stats.get("cycles"),
+                              "dropped": max(0, n - TRACE_MAX)}}
 
     def memory_map(self) -> str:
         """Per memory and bank: each buffer, its offset, size, lifetime and engines."""
@@ -141,6 +173,23 @@ class AccelModule(Module):
     def memory_map(self) -> str:
         """Per memory and bank: each buffer, its offset, size, lifetime and engines."""
         return self.runtime.memory_map()
+
+    def trace(self) -> dict:
+        """The last call's timeline as Chrome trace JSON data (see the module doc)."""
+        return self.runtime.trace()
+
+    def save_trace(self, path) -> str:
+        """Write :meth:`trace` to ``path`` (open it in https://ui.perfetto.dev); returns
+        the path.
+
+        Example::
+
+            >>> AccelModule.save_trace.__name__
+            'save_trace'
+        """
+        with open(path, "w") as f:
+            json.dump(self.trace(), f)
+        return str(path)
 
 
 __all__ = ["AccelModule", "STAT_KEYS", "SimulatorModule", "compile_simulator"]

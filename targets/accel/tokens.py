@@ -43,9 +43,12 @@ def accesses(call, acc, versions=()) -> list:
     name = call.args[0].value
     regions = [a for a in call.args[2:] if isinstance(a, BufferRegion)]
     out = []
-    if name in (f"{acc.hal}_dma_load", f"{acc.hal}_dma_load_pad"):
+    engine = acc.engine_of.get(name)
+    if name in acc.move_of:         # an on-chip move (dst, src, ...): both sides
+        pairs = [(regions[0], True), (regions[1], False)]
+    elif engine == "load":            # every DMA call is (dst, src, ...) or (dst, ...)
         pairs = [(regions[0], True)]
-    elif name == f"{acc.hal}_dma_store":
+    elif engine == "store":
         pairs = [(regions[1], False)]
     else:
         it = acc.intrinsic_of_call(name)

@@ -1,5 +1,6 @@
 """Copies between host memory and an accelerator memory become DMA transfers, and
-intrinsic calls get their operands checked and their row strides appended.
+copies between two accelerator memories the on-chip moves the description declares
+(intrinsic calls are checked in :mod:`~targets.accel.intrinsic_calls`).
 
 A staged copy (what ``cache_read``/``cache_write`` leave after lowering) is a loop nest
 ``for r: for c: dst[..., r', c'] = src[..., r'', c'']`` with one side in host memory
@@ -16,6 +17,11 @@ bytes only (computed at run time), and the zero-filling copy ``pad_einsum`` leav
 ``<hal>_dma_load_pad(dst, src, rows, row_bytes, valid_rows, valid_row_bytes,
 dst_stride, src_stride)``, which fills the rest of the tile with zeros, so the
 intrinsics always see whole tiles.  Only a DMA described with ``padding=True`` pads.
+The DMA's other modes (:mod:`~targets.accel.copy_nest`): a nest storing zeros is
+``<hal>_dma_fill(dst, rows, row_bytes, dst_stride)``; a load whose source does not
+move with the row loop repeats that row (``broadcast=True``, source stride 0); a
+store of ``op.fn(src[...])`` is ``<hal>_dma_store_<op>(dst, src, rows, cols,
+dst_stride, src_stride)`` (counts in elements: the dtypes differ).
 
 Example::
 
@@ -34,198 +40,250 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir import dtype as D
-from cuvil_tir import ops
-from cuvil_tir.expr import LE, LT, BufferLoad, FloatImm, IntImm, const
-from cuvil_tir.op import (call_extern, conjuncts, if_then_else, maximum as max_,
-                          minimum as min_)
-from cuvil_tir.stmt import BufferRegion, BufferStore, Evaluate, For, IfThenElse, Range
-from cuvil_tir.visitor import Mutator, substitute, used_vars
+from cuvil_tir.expr import IntImm
+from cuvil_tir.op import call_extern
+from cuvil_tir.stmt import BufferRegion, Evaluate, For, Range
+from cuvil_tir.visitor import Mutator, substitute
 
+from .copy_nest import copy_nest, dim_of, row_strides, transposed_loops, valid_part
 from .errors import AccelLoweringError
-
-
-def row_strides(buf) -> list:
-    """Element stride of each dimension (row-major, or the buffer's own strides)."""
-    if buf.strides:
-        return [int(s.value) for s in buf.strides]
-    out, acc = [], 1
-    for d in reversed(buf.shape):
-        out.append(acc)
-        acc *= int(d.value)
-    return out[::-1]
-
-
-def _dim_of(indices, var):
-    """The one dimension whose index uses ``var`` with coefficient 1, else None."""
-    from cuvil_tir.arith.affine import linear_form as linear
-    hit = None
-    for d, e in enumerate(indices):
-        if id(var) in {id(v) for v in used_vars(e)}:
-            lin = linear(e)
-            if hit is not None or lin is None or lin[0][id(var)][1] != 1:
-                return None
-            hit = d
-    return hit
-
-
-def _copy_nest(s):
-    """``(loops, store, guard, padded)`` of a copy nest, else None: ``guard`` is the
-    condition of an ``if`` around the store or of the ``if_then_else`` a padded load
-    (``padded``) takes its value from."""
-    loops, body = [], s
-    while isinstance(body, For):
-        loops.append(body)
-        body = body.body
-    guard, padded = None, False
-    if isinstance(body, IfThenElse) and body.else_case is None:
-        guard, body = body.condition, body.then_case
-    if not isinstance(body, BufferStore):
-        return None
-    v = body.value
-    if guard is None and ops.branches(v) is not None and \
-            isinstance(v.args[1], BufferLoad) and _is_zero(v.args[2]):
-        guard, padded = v.args[0], True
-        body = BufferStore(body.buffer, v.args[1], body.indices)
-    if not isinstance(body.value, BufferLoad):
-        return None
-    return loops, body, guard, padded
-
-
-def _is_zero(e) -> bool:
-    return isinstance(e, (IntImm, FloatImm)) and e.value == 0
-
-
-def _valid(guard, row, col, rows, cols, where):
-    """``(valid rows, valid columns)`` of a tile under ``guard`` (conjunction of
-    upper bounds ``affine < n`` on the row or column loop, or of outer conditions)."""
-    from cuvil_tir.arith.affine import from_linear_form as from_linear, linear_form as linear
-    vr, vc = const(rows, "int32"), const(cols, "int32")
-    for c in conjuncts(guard):
-        lin = None
-        if isinstance(c, (LT, LE)):
-            a, b = linear(c.a), linear(c.b)
-            if a is not None and b is not None:
-                terms = dict(a[0])
-                for k, (v, x) in b[0].items():
-                    terms[k] = (v, terms.get(k, (v, 0))[1] - x)
-                lin = ({k: t for k, t in terms.items() if t[1]},
-                       a[1] - b[1] - (1 if isinstance(c, LE) else 0))
-        inner = [] if lin is None else [(v, x) for v, x in lin[0].values()
-                                        if row is not None and v is row.loop_var
-                                        or v is col.loop_var]
-        if lin is None or len(inner) > 1 or (inner and inner[0][1] != 1):
-            raise AccelLoweringError(
-                f"DMA: {where} is guarded by {c}, which is not an upper bound "
-                "'row/column + offset < n' on one of the copy's two inner loops; the DMA "
-                "moves whole rectangles (pad the computation with pad_einsum)")
-        rest = {k: t for k, t in lin[0].items() if not inner or t[0] is not inner[0][0]}
-        bound = -from_linear(rest, lin[1], "int32") if rest or lin[1] else const(0, "int32")
-        if not inner:       # an outer condition: the whole tile or nothing
-            vr = if_then_else(c, vr, const(0, "int32"))
-        elif row is not None and inner[0][0] is row.loop_var:
-            vr = min_(vr, max_(bound - row.min, const(0, "int32")))
-        else:
-            vc = min_(vc, max_(bound - col.min, const(0, "int32")))
-    return vr, vc
 
 
 class _ToDMA(Mutator):
     def __init__(self, acc):
         self.acc = acc
         self.scopes = {m.scope: m for m in acc.memories_only}
+        self.ops = list(acc.dma.store_ops) + [op for mv in acc.moves for op in mv.ops
+                                              if op not in acc.dma.store_ops]
 
     def visit_For(self, s):
-        nest = _copy_nest(s)
+        nest = copy_nest(s, self.ops)
         if nest is None:
             return Mutator.generic_visit(self, s)
-        loops, st, guard, padded = nest
-        dst, src = st.buffer, st.value.buffer
-        dst_acc, src_acc = dst.scope in self.scopes, src.scope in self.scopes
+        dst_acc = nest.store.buffer.scope in self.scopes
+        if nest.fill:
+            return self.fill(nest) if dst_acc else Mutator.generic_visit(self, s)
+        src_acc = nest.load.buffer.scope in self.scopes
+        if dst_acc and src_acc:
+            return self.move(nest)
         if dst_acc == src_acc:
             return Mutator.generic_visit(self, s)
-        return self.transfer(loops, st, dst_acc, guard, padded)
+        if dst_acc and self.acc.dma.transpose and transposed_loops(nest):
+            return self.transposed(nest, *transposed_loops(nest))
+        return self.transfer(nest, dst_acc)
 
-    def transfer(self, loops, st, load: bool, guard=None, padded=False):
-        dst, src = st.buffer, st.value.buffer
-        side = dst if load else src
-        mem = self.scopes[side.scope]
-        inner = loops[-2:] if len(loops) >= 2 else loops[-1:]
-        where = f"the copy {src.name} -> {dst.name}"
-        if src.dtype != dst.dtype:
+    def transposed(self, nest, row, col):
+        """``dst[r, c] = src[c, r]``: ``<hal>_dma_load_t`` (whole tiles, one dtype)."""
+        st, ld, dst, src = nest.store, nest.load, nest.store.buffer, nest.load.buffer
+        where = f"the transposing copy {src.name} -> {dst.name}"
+        if nest.guard is not None or nest.padded or nest.op is not None:
+            raise AccelLoweringError(f"DMA: {where} is guarded, padded or applies an op; "
+                                     "a transposing load moves whole tiles as they are")
+        self._check_types(where, src, dst, None)
+        inner = self._inner(nest.loops, where)[0]
+        rd = dim_of(st.indices, row.loop_var)
+        item = D.itemsize(dst.dtype)
+        rows, cols = row.extent.value, col.extent.value
+        dst_stride = row_strides(dst)[rd] * item
+        src_stride = row_strides(src)[dim_of(ld.indices, col.loop_var)] * item
+        self._check_rows(self.scopes[dst.scope], where, cols * item, rows, dst_stride, item,
+                         dst.dtype)
+        first = [substitute(e, {f.loop_var: f.min for f in inner}) for e in ld.indices]
+        ext = [IntImm(1, "int32")] * (len(first) - 1) + [row.extent]
+        call = call_extern("int32", f"{self.acc.hal}_dma_load_t",
+                           _region(dst, st.indices, inner, col),
+                           BufferRegion(src, tuple(Range(m, e) for m, e in zip(first, ext))),
+                           rows, cols, item, dst_stride, src_stride, effect="writes:0")
+        return _outer(nest.loops, inner, Evaluate(call))
+
+    def move(self, nest):
+        """A copy between two accelerator memories: the :class:`Move` declared for
+        them (``<hal>_move_<src>_<dst>[_<op>]``), else refused."""
+        st, ld, op = nest.store, nest.load, nest.op
+        dst, src = st.buffer, ld.buffer
+        where = f"the move {src.name} ({src.scope}) -> {dst.name} ({dst.scope})"
+        mv = next((m for m in self.acc.moves if (m.src, m.dst) == (src.scope, dst.scope)),
+                  None)
+        if mv is None:
+            have = ", ".join(f"{m.src} -> {m.dst}" for m in self.acc.moves) or "none"
+            raise AccelLoweringError(
+                f"{where}: accelerator '{self.acc.name}' declares no move from "
+                f"'{src.scope}' to '{dst.scope}' (its moves: {have}); describe "
+                f"Move({src.scope!r}, {dst.scope!r}, engine=..., width_bits=...) if the "
+                "hardware has one, or stage the data through host memory")
+        if op is not None and op not in mv.ops:
+            raise AccelLoweringError(f"{where} applies {op.name!r}, which the move "
+                                     f"{mv.src} -> {mv.dst} does not (its ops: "
+                                     f"{[o.name for o in mv.ops]})")
+        self._check_types(where, src, dst, op)
+        if nest.guard is not None or nest.padded:
+            raise AccelLoweringError(f"{where} is guarded (a partial tile); an on-chip "
+                                     "move copies whole tiles")
+        inner, col, row = self._inner(nest.loops, where)
+        rows, cols = (row.extent.value if row is not None else 1), col.extent.value
+        strides = []
+        for buf, idx in ((dst, st.indices), (src, ld.indices)):
+            cd = dim_of(idx, col.loop_var)
+            rd = dim_of(idx, row.loop_var) if row is not None else None
+            if cd != len(buf.shape) - 1 or (row is not None and rd is None):
+                raise AccelLoweringError(
+                    f"{where} is not a 2-D strided move ({buf.name} is indexed "
+                    f"[{', '.join(map(str, idx))}]); reorder or transform the staged layout")
+            item = D.itemsize(buf.dtype)
+            strides.append((row_strides(buf)[rd] if rd is not None else 0) * item)
+            self._check_rows(self.scopes[buf.scope], where, cols * item, rows, strides[-1],
+                             item, buf.dtype)
+        name = f"{self.acc.hal}_{mv.c_name}" + (f"_{op.name}" if op is not None else "")
+        n = cols if op is not None else cols * D.itemsize(dst.dtype)
+        call = call_extern("int32", name, _region(dst, st.indices, inner, col),
+                           _region(src, ld.indices, inner, col), rows, n, *strides,
+                           effect="writes:0")
+        return _outer(nest.loops, inner, Evaluate(call))
+
+    def _check_types(self, where, src, dst, op):
+        if op is None and src.dtype != dst.dtype:
             raise AccelLoweringError(f"DMA: {where} converts {src.dtype} to {dst.dtype}; "
-                                     "a DMA copies bytes: stage the same dtype")
+                                     "a DMA copies bytes: stage the same dtype, or "
+                                     "describe a DMAOp that converts on the way out")
+        if op is not None and (src.dtype, dst.dtype) != (op.in_dtype, op.out_dtype):
+            raise AccelLoweringError(
+                f"DMA: {where} is {src.dtype} -> {dst.dtype}, but op {op.name!r} "
+                f"is {op.in_dtype} -> {op.out_dtype}")
+
+    def _inner(self, loops, where):
+        inner = loops[-2:] if len(loops) >= 2 else loops[-1:]
         for f in inner:
             if not (isinstance(f.extent, IntImm) and isinstance(f.min, IntImm)):
                 raise AccelLoweringError(f"DMA: {where} has loop {f.loop_var.name} of "
                                          f"non-constant extent {f.extent}; tile it so the "
                                          "staged copy has a fixed size")
-        col, row = inner[-1], (inner[0] if len(inner) == 2 else None)
+        return inner, inner[-1], (inner[0] if len(inner) == 2 else None)
+
+    def _check_rows(self, mem, where, row_bytes, rows, stride, item, dtype):
+        w = mem.width_bytes
+        if row_bytes % w or (rows > 1 and stride % w):
+            raise AccelLoweringError(
+                f"DMA: {where}: a row of {row_bytes} bytes (stride {stride} bytes) "
+                f"in memory '{mem.scope}' does not fit its access width of {w} bytes; make "
+                f"the staged tile's rows a multiple of {w // item} {dtype} elements")
+
+    def fill(self, nest):
+        """A tile of zeros written by the DMA (``<hal>_dma_fill``)."""
+        st, dst = nest.store, nest.store.buffer
+        where = f"the zero fill of {dst.name}"
+        if not self.acc.dma.padding:
+            raise AccelLoweringError(
+                f"DMA: {where}: the DMA of accelerator '{self.acc.name}' cannot write "
+                "zeros; describe it with DMA(..., padding=True) if the hardware "
+                "zero-fills, or tensorize the initialisation with a zero intrinsic")
+        inner, col, row = self._inner(nest.loops, where)
+        if dim_of(st.indices, col.loop_var) != len(dst.shape) - 1 or (
+                row is not None and dim_of(st.indices, row.loop_var) is None):
+            return Mutator.generic_visit(self, nest.loops[0])
+        item = D.itemsize(dst.dtype)
+        rows = row.extent.value if row is not None else 1
+        row_bytes = col.extent.value * item
+        rd = dim_of(st.indices, row.loop_var) if row is not None else None
+        stride = (row_strides(dst)[rd] if rd is not None else 0) * item
+        self._check_rows(self.scopes[dst.scope], where, row_bytes, rows, stride, item,
+                         dst.dtype)
+        call = call_extern("int32", f"{self.acc.hal}_dma_fill",
+                           _region(dst, st.indices, inner, col), rows, row_bytes, stride,
+                           effect="writes:0")
+        return _outer(nest.loops, inner, Evaluate(call))
+
+    def transfer(self, nest, load: bool):
+        st, ld, op = nest.store, nest.load, nest.op
+        dst, src = st.buffer, ld.buffer
+        side = dst if load else src
+        mem = self.scopes[side.scope]
+        where = f"the copy {src.name} -> {dst.name}"
+        if op is not None and op not in self.acc.dma.store_ops:
+            raise AccelLoweringError(f"DMA: {where} applies {op.name!r}, which only an "
+                                     "on-chip move does; add it to the DMA's store_ops")
+        if op is not None and load:
+            raise AccelLoweringError(
+                f"DMA: {where} applies {op.name!r} on the way in; the DMA applies its "
+                "store_ops on the way out only: compute it on the device")
+        self._check_types(where, src, dst, op)
+        inner, col, row = self._inner(nest.loops, where)
+        broadcast = load and self.acc.dma.broadcast
         dims = {}
-        for buf, idx in ((dst, st.indices), (src, st.value.indices)):
-            cd = _dim_of(idx, col.loop_var)
-            rd = _dim_of(idx, row.loop_var) if row is not None else None
-            if cd != len(buf.shape) - 1 or (row is not None and rd is None):
+        for buf, idx in ((dst, st.indices), (src, ld.indices)):
+            cd = dim_of(idx, col.loop_var)
+            rd = dim_of(idx, row.loop_var) if row is not None else None
+            if cd != len(buf.shape) - 1 or (row is not None and rd is None and
+                                             not (broadcast and buf is src)):
                 raise AccelLoweringError(
                     f"DMA: {where} is not a 2-D strided transfer (the innermost copy loop "
                     f"must run along the last dimension of both buffers, {buf.name} is "
                     f"indexed [{', '.join(map(str, idx))}]); reorder or transform the "
-                    "staged layout")
+                    "staged layout" +
+                    ("; a source row repeated down the tile needs DMA(broadcast=True)"
+                     if row is not None and rd is None and cd == len(buf.shape) - 1 and load
+                     else ""))
             dims[id(buf)] = rd
-        item = D.itemsize(dst.dtype)
         rows = row.extent.value if row is not None else 1
-        row_bytes = col.extent.value * item
+        cols = col.extent.value
         strides = {}
         for buf in (dst, src):
             rd = dims[id(buf)]
-            strides[id(buf)] = (row_strides(buf)[rd] if rd is not None else 0) * item
-        w = mem.width_bytes
-        side_stride = strides[id(side)]
-        if row_bytes % w or (rows > 1 and side_stride % w):
-            raise AccelLoweringError(
-                f"DMA: {where}: a row of {row_bytes} bytes (stride {side_stride} bytes) "
-                f"in memory '{mem.scope}' does not fit its access width of {w} bytes; make "
-                f"the staged tile's rows a multiple of {w // item} {dst.dtype} elements")
-        zero = {f.loop_var: f.min for f in inner}
-
-        def region(buf, idx):
-            first = [substitute(e, zero) for e in idx]
-            ext = [IntImm(1, "int32")] * len(idx)
-            ext[-1] = col.extent
-            return BufferRegion(buf, tuple(Range(m, e) for m, e in zip(first, ext)))
-
-        first = region(side, st.indices if load else st.value.indices)
+            strides[id(buf)] = (row_strides(buf)[rd] if rd is not None else 0) * \
+                D.itemsize(buf.dtype)
+        item = D.itemsize(side.dtype)
+        self._check_rows(mem, where, cols * item, rows, strides[id(side)], item, side.dtype)
+        first = _region(side, st.indices if load else ld.indices, inner, col)
         lead = first.region[-1].min
-        if isinstance(lead, IntImm) and (lead.value * item) % w:
+        if isinstance(lead, IntImm) and (lead.value * item) % mem.width_bytes:
             raise AccelLoweringError(
                 f"DMA: {where} starts {lead.value * item} bytes into a row of memory "
-                f"'{mem.scope}', not aligned to its access width of {w} bytes")
+                f"'{mem.scope}', not aligned to its access width of {mem.width_bytes} bytes")
         name = f"{self.acc.hal}_dma_{'load' if load else 'store'}"
-        moved = [rows, row_bytes]
-        if guard is not None:
-            vr, vc = _valid(guard, row, col, rows, col.extent.value, where)
-            moved = [vr, vc * item]
-        if padded:
-            if not load:
-                raise AccelLoweringError(f"DMA: {where} stores zeros past the edge of host "
-                                         "memory; only a load pads")
-            if not self.acc.dma.padding:
-                raise AccelLoweringError(
-                    f"DMA: {where} zero-fills the part of the tile past the edge of "
-                    f"'{src.name}' (a padded computation, pad_einsum), but the DMA of "
-                    f"accelerator '{self.acc.name}' cannot pad; describe it with "
-                    "DMA(..., padding=True) if the hardware zero-fills, or use sizes that "
-                    "are multiples of the tile")
+        # a plain copy counts bytes, a converting one elements (two dtypes)
+        unit = 1 if op is not None else D.itemsize(dst.dtype)
+        moved = [rows, cols * unit]
+        if nest.guard is not None:
+            vr, vc = valid_part(nest.guard, row, col, rows, cols, where)
+            moved = [vr, vc * unit]
+        if nest.padded:
+            self._check_pad(where, src, load)
             name += "_pad"
-            moved = [rows, row_bytes] + moved
+            moved = [rows, cols * unit] + moved
+        if op is not None:
+            name += f"_{op.name}"
         # a DMA writes its destination and only reads its source (a read-only
         # input array is fine)
-        call = call_extern("int32", name, region(dst, st.indices),
-                           region(src, st.value.indices), *moved,
+        call = call_extern("int32", name, _region(dst, st.indices, inner, col),
+                           _region(src, ld.indices, inner, col), *moved,
                            strides[id(dst)], strides[id(src)], effect="writes:0")
-        body = Evaluate(call)
-        for f in loops[:len(loops) - len(inner)][::-1]:
-            body = For(f.loop_var, f.min, f.extent, f.kind, body, f.thread_tag, f.annotations)
-        return body
+        return _outer(nest.loops, inner, Evaluate(call))
+
+    def _check_pad(self, where, src, load):
+        if not load:
+            raise AccelLoweringError(f"DMA: {where} stores zeros past the edge of host "
+                                     "memory; only a load pads")
+        if not self.acc.dma.padding:
+            raise AccelLoweringError(
+                f"DMA: {where} zero-fills the part of the tile past the edge of "
+                f"'{src.name}' (a padded computation, pad_einsum), but the DMA of "
+                f"accelerator '{self.acc.name}' cannot pad; describe it with "
+                "DMA(..., padding=True) if the hardware zero-fills, or use sizes that "
+                "are multiples of the tile")
+
+
+def _region(buf, idx, inner, col):
+    """The first row of the tile a copy touches in ``buf`` (its inner loops at 0)."""
+    first = [substitute(e, {f.loop_var: f.min for f in inner}) for e in idx]
+    ext = [IntImm(1, "int32")] * len(idx)
+    ext[-1] = col.extent
+    return BufferRegion(buf, tuple(Range(m, e) for m, e in zip(first, ext)))
+
+
+def _outer(loops, inner, body):
+    """``body`` under the copy's loops outside its two inner ones."""
+    for f in loops[:len(loops) - len(inner)][::-1]:
+        body = For(f.loop_var, f.min, f.extent, f.kind, body, f.thread_tag, f.annotations)
+    return body
 
 
 def dma_transfers(func, acc):
@@ -234,72 +292,4 @@ def dma_transfers(func, acc):
     return func if body is func.body else func.with_body(body)
 
 
-class _Intrinsics(Mutator):
-    def __init__(self, acc):
-        self.acc = acc
-        self.by_call = {acc.call_name(it): it for it in acc.intrinsics}
-
-    def visit_Call(self, e):
-        if ops.callee(e) not in self.by_call:
-            return Mutator.generic_visit(self, e)
-        it = self.by_call[ops.callee(e)]
-        regions = [a for a in e.args[2:] if isinstance(a, BufferRegion)]
-        if len(regions) != len(e.args) - 2:
-            return e   # already carries its strides
-        extra = []
-        for p, r in zip(it.desc.params, regions):
-            want = it.operands[p.name]
-            if r.buffer.scope != want:
-                raise AccelLoweringError(
-                    f"intrinsic '{it.name}': operand '{p.name}' must be in memory "
-                    f"'{want}', found buffer '{r.buffer.name}' in '{r.buffer.scope}'; "
-                    f"stage it with cache_read/cache_write(..., \"{want}\")")
-            align = it.align_bytes.get(p.name)
-            first = r.region[-1].min
-            item = D.itemsize(r.buffer.dtype)
-            if align and isinstance(first, IntImm) and (first.value * item) % align:
-                raise AccelLoweringError(
-                    f"intrinsic '{it.name}': operand '{p.name}' starts at byte "
-                    f"{first.value * item} of a row of '{r.buffer.name}', not aligned to "
-                    f"{align} bytes")
-            rs = row_strides(r.buffer)
-            extra.append(IntImm(rs[-2] if len(rs) > 1 else 0, "int32"))
-        return type(e)(e.dtype, e.op, tuple(e.args) + tuple(extra))
-
-
-def intrinsic_calls(func, acc):
-    """Check each intrinsic call's operand memories and alignment; append strides."""
-    body = _Intrinsics(acc).visit(func.body)
-    return func if body is func.body else func.with_body(body)
-
-
-def check_no_host_access(func, scopes, names) -> None:
-    """Raise when plain loads/stores still touch an accelerator memory: only DMA and
-    intrinsics can; ``names`` lists the intrinsics for the message.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> check_no_host_access(T.PrimFunc([], T.Evaluate(T.const(0))), {"npu.inp"}, [])
-    """
-    from cuvil_tir.visitor import post_order_visit
-
-    bad = []
-
-    def look(n):
-        if isinstance(n, (BufferLoad, BufferStore)) and n.buffer.scope in scopes and not bad:
-            bad.append(n)
-
-    post_order_visit(func.body, look)
-    if bad:
-        n = bad[0]
-        what = "written" if isinstance(n, BufferStore) else "read"
-        raise AccelLoweringError(
-            f"accelerator lowering: buffer '{n.buffer.name}' in memory "
-            f"'{n.buffer.scope}' is {what} element by element by the host; only the DMA "
-            "and the intrinsics can touch an accelerator memory. Tensorize that block "
-            f"with one of the intrinsics ({', '.join(names) or 'none'}) or stage it with "
-            "cache_read/cache_write so the copy becomes a DMA")
-
-
-__all__ = ["check_no_host_access", "dma_transfers", "intrinsic_calls", "row_strides"]
+__all__ = ["dma_transfers"]

@@ -208,3 +208,28 @@ def test_create_prim_func_errors():
         T.create_prim_func([C])
     with pytest.raises(T.ShapeError, match=r"arguments are tensors or T.var scalars, found 3"):
         T.create_prim_func([B, C, 3])
+
+
+def test_sum_init_starts_the_reduction_from_an_expression():
+    """``T.sum(..., init=bias[j])`` (TVM's init=): the block's init stores the bias, its
+    reads include it; the interpreter agrees with numpy (the Gemmini-like NPU's
+    tests build it)."""
+    A = T.placeholder((5, 3), "int32", name="A")
+    bias = T.placeholder((5,), "int32", name="bias")
+    k = T.reduce_axis((0, 3), name="k")
+    C = T.compute((5,), lambda i: T.sum(A[i, k], axis=k, init=bias[i]), name="C")
+    f = T.create_prim_func([A, bias, C])
+    assert "C[v_i] = bias[v_i]" in str(f) and "T.reads(A[v_i, v_k], bias[v_i])" in str(f)
+    a = np.arange(15, dtype="int32").reshape(5, 3)
+    b = np.arange(5, dtype="int32") * 100
+    c = np.zeros(5, "int32")
+    T.interpret(f, a, b, c)
+    np.testing.assert_array_equal(c, a.sum(1) + b)
+
+
+def test_sum_init_of_another_dtype_is_refused():
+    A = T.placeholder((4,), "int32", name="A")
+    k = T.reduce_axis((0, 4), name="k")
+    with pytest.raises(T.DTypeError, match=r"T.sum: init must have the reduced values' "
+                       r"dtype int32, found float32; cast it"):
+        T.sum(A[k], axis=k, init=T.const(1.0, "float32"))

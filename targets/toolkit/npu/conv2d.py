@@ -21,6 +21,8 @@ Example::
 import cuvil_tir as T
 import schedules as S
 
+from targets.toolkit.npu.gemm import whole_tile
+
 
 def conv2d(n, h, w, c, k, kh=3, kw=3, in_dtype="int8", acc_dtype="int32"):
     """``O[b, y, x, o] = sum I[b, y + r, x + s, ci] * W[r, s, ci, o]`` (valid padding,
@@ -52,9 +54,13 @@ def schedule_conv2d(func, t=16, gemm="toy.gemm_16x16x16_i8", zero="toy.zero_16x1
     sch.reorder(b, y, xo, oo, rh, rw, co, xi, oi, ci)
     sch.compute_at(a, y)
     sch.reverse_compute_at(o, y)
-    init = sch.decompose_reduction(blk, rh)
+    # the DMA zeroes a whole output row of accumulators at once (init above xo)
+    init = sch.decompose_reduction(blk, rh if zero else xo)
     sch.tensorize(xi, gemm)
-    sch.tensorize(sch.get_loops(init)[-2], zero)
+    if zero:
+        sch.tensorize(sch.get_loops(init)[-2], zero)
+    else:           # the DMA fills the output row's accumulators with zeros, at once
+        whole_tile(sch, init)
     if double:      # load row y + 2 | compute row y + 1 | store row y
-        sch.annotate(y, "software_pipeline_stage", [0, 1, 2])
+        sch.annotate(y, "software_pipeline_stage", [0, 1, 2] if zero else [0, 1, 1, 2])
     return sch

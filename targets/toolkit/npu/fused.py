@@ -19,7 +19,7 @@ Example::
 import cuvil_tir as T
 import schedules as S
 
-from targets.toolkit.npu.gemm import tile_gemm_loops
+from targets.toolkit.npu.gemm import tile_gemm_loops, whole_tile
 from targets.accel.examples.toy_npu import requant
 
 
@@ -36,6 +36,57 @@ def fused_gemm(n, m, k, requantize=requant):
     R = T.compute((n, m), lambda i, j: T.max(D[i, j], T.const(0, "int32")), name="R")
     Q = T.compute((n, m), lambda i, j: requantize(R[i, j]), name="Q")
     return T.create_prim_func([A, B, bias, Q])
+
+
+def fused_gemm_bias_init(n, m, k, requantize=requant):
+    """The same ``Q`` as :func:`fused_gemm`, written as a Gemmini-style device computes
+    it: the accumulator starts from the bias (``T.sum(..., init=bias[j])``) and ``Q``
+    is the ReLU and requantization of the accumulator, one element-wise step that a
+    DMA can apply on read-out.
+
+    Example::
+
+        >>> f = fused_gemm_bias_init(32, 32, 32)
+        >>> [p.name for p in f.params]
+        ['A', 'B', 'bias', 'Q']
+    """
+    A = T.placeholder((n, k), "int8", name="A")
+    B = T.placeholder((k, m), "int8", name="B")
+    bias = T.placeholder((m,), "int32", name="bias")
+    r = T.reduce_axis((0, k), name="k")
+    C = T.compute((n, m), lambda i, j: T.sum(T.cast(A[i, r], "int32") *
+                                             T.cast(B[r, j], "int32"), axis=r,
+                                             init=bias[j]), name="C")
+    Q = T.compute((n, m), lambda i, j: requantize(T.max(C[i, j], T.const(0, "int32"))),
+                  name="Q")
+    return T.create_prim_func([A, B, bias, Q])
+
+
+def schedule_fused_readout(func, tile_i=64, tile_j=64, tile_k=64, t=16,
+                           scopes=("gem.spad", "gem.spad", "gem.acc"),
+                           gemm="gemmini.matmul_16x16x16_i8", double=False):
+    """:func:`fused_gemm_bias_init` on a device without a vector unit: A and B staged,
+    C kept in the accumulator (``scopes[2]``), its initialisation a DMA load of the
+    bias broadcast down the tile's rows, the GEMM tensorized, and ``Q`` computed under
+    the output-tile loop, where it is the DMA's store with activation."""
+    (n, k), (_, m) = (tuple(int(d.value) for d in p.shape) for p in func.params[:2])
+    sch = S.Schedule(func)
+    blk = sch.get_block("C")
+    a = sch.cache_read(blk, 0, scopes[0])
+    b = sch.cache_read(blk, 1, scopes[1])
+    sch.set_scope(blk, 0, scopes[2])
+    jo, ko, ii = tile_gemm_loops(sch, blk, (min(tile_i, n), min(tile_j, m),
+                                            min(tile_k, k)), t)
+    sch.compute_at(a, ko)
+    sch.compute_at(b, ko)
+    sch.reverse_compute_at(sch.get_block("Q"), jo)
+    init = sch.decompose_reduction(blk, ko)
+    sch.tensorize(ii, gemm)
+    whole_tile(sch, init)
+    if double:      # loads a step ahead of the product; the read-out a step behind
+        sch.annotate(ko, "software_pipeline_stage", [0, 0, 1])
+        sch.annotate(jo, "software_pipeline_stage", [0, 0, 1])
+    return sch
 
 
 EPILOGUE = (("D", "toy.bias_add_16x16_i32"), ("R", "toy.relu_16x16_i32"),

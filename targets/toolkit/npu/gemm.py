@@ -58,6 +58,28 @@ def tile_gemm_loops(sch, blk, tiles, t):
     return jo, ko, ii
 
 
+def whole_tile(sch, init):
+    """Fuse the accumulator initialisation's ``i2 j2 ii ji`` loops back into the rows
+    and columns of its tile, so that a DMA fill (or a bias preload) is one transfer
+    of the whole tile instead of one per intrinsic tile.
+
+    Example::
+
+        >>> import schedules as S
+        >>> sch = S.Schedule(gemm(64))
+        >>> blk = sch.get_block("C")
+        >>> _ = tile_gemm_loops(sch, blk, (32, 32, 32), 16)
+        >>> init = sch.decompose_reduction(blk, sch.get_loops(blk)[2])
+        >>> whole_tile(sch, init)
+        >>> [int(sch.get(lp).extent) for lp in sch.get_loops(init)[2:]]
+        [32, 32]
+    """
+    i2, j2, ii, ji = sch.get_loops(init)[-4:]
+    sch.reorder(i2, ii, j2, ji)
+    sch.fuse(i2, ii)
+    sch.fuse(j2, ji)
+
+
 def schedule_gemm(func, tile=64, t=16, gemm="toy.gemm_16x16x16_i8",
                   zero="toy.zero_16x16_i32", scopes=("npu.inp", "npu.wgt", "npu.acc"),
                   double=False):
@@ -82,6 +104,8 @@ def schedule_gemm(func, tile=64, t=16, gemm="toy.gemm_16x16x16_i8",
     sch.tensorize(ii, gemm)
     if zero:
         sch.tensorize(sch.get_loops(init)[-2], zero)
+    else:
+        whole_tile(sch, init)
     if double:
         sch.annotate(ko, "software_pipeline_stage", [0, 0, 1])     # copy A, copy B | GEMM
         sch.annotate(jo, "software_pipeline_stage", [0, 0, 1])     # zero, k loop | copy out

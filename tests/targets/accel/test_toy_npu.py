@@ -114,9 +114,25 @@ def test_intrinsic_shape_mismatch_names_it():
 
 
 def test_untensorized_block_touching_scratchpad():
-    sch = schedule_gemm(gemm(64), zero=None)
-    with pytest.raises(AccelLoweringError, match="is written element by element by the host"):
+    sch = S.Schedule(gemm(16))
+    blk = sch.get_block("C")
+    for k, scope in enumerate(("npu.inp", "npu.wgt")):
+        sch.cache_read(blk, k, scope)
+    sch.cache_write(blk, 0, "npu.acc")
+    with pytest.raises(AccelLoweringError, match=r"is (read|written) element by element by "
+                                                 r"the host"):
         targets.build(sch, "toy-npu")
+
+
+def test_accumulator_zeroed_by_the_dma_without_a_zero_intrinsic():
+    """A DMA that pads also fills a tile with zeros (``<hal>_dma_fill``)."""
+    mod = targets.build(schedule_gemm(gemm(64), tile=32, zero=None), "toy-npu", name="g")
+    assert "toy_npu_dma_fill(" in mod.get_source("c")
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(-128, 128, (64, 64)).astype("int8") for _ in range(2))
+    c = np.full((64, 64), 7, "int32")
+    mod(a, b, c)
+    np.testing.assert_array_equal(c, a.astype("int32") @ b.astype("int32"))
 
 
 def test_tile_needing_more_banks_than_exist():
@@ -165,3 +181,31 @@ def test_pinned_bank_through_the_target():
     assert "A_npu.inp" in bank2
     got, want = _run(mod, 64)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("pins,message", [
+    ({"A_npu_inp": 1}, r"option pin_banks names 'A_npu_inp', which is no buffer of an "
+                       r"accelerator memory in this function \(its buffers: \['A_npu.inp', "
+                       r"'B_npu.wgt', 'C_npu.acc'\]\); use a name the memory map shows"),
+    ({"A_npu.inp": "1"}, r"option pin_banks\['A_npu.inp'\] must be an int \(the first "
+                         r"bank\), found '1' \(str\)"),
+    ({"A_npu.inp": 1.0}, r"must be an int \(the first bank\), found 1.0 \(float\)"),
+    ({"A_npu.inp": True}, r"found True \(bool\)"),
+])
+def test_pins_are_validated(pins, message):
+    """Issue 23 defect 2: a pin naming no buffer was ignored silently, a str bank raised
+    a raw TypeError, a float bank gave C the compiler rejected."""
+    with pytest.raises(AllocationError, match=message):
+        targets.build(schedule_gemm(gemm(64), tile=32), targets.Target("toy-npu", pin_banks=pins))
+
+
+@pytest.mark.parametrize("n,m,k", [(512, 32, 32), (128, 32, 64)])
+def test_a_tile_loop_of_one_iteration_still_shrinks_the_staged_buffers(n, m, k):
+    """Issue 23 defect 1: with a dimension equal to the tile, the staged A (B, C) kept
+    its whole shape (16 KiB of A for a 512x32x32 GEMM in 32-tiles: CVL-E171, 4 banks
+    of 2); each is one 32x32 tile."""
+    mod = targets.build(schedule_gemm(gemm(n, m, k), tile=32), "toy-npu", name="g")
+    sizes = {d["buffer"]: d["bytes"] for ds in mod.program.memory.values() for d in ds}
+    assert sizes == {"A_npu.inp": 1024, "B_npu.wgt": 1024, "C_npu.acc": 4096}
+    c, ref = _run(mod, n, m, k)
+    np.testing.assert_array_equal(c, ref)

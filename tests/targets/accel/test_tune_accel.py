@@ -35,3 +35,41 @@ def test_tune_picks_the_candidate_with_the_fewest_simulated_cycles(tmp_path):
     args = [np.ones((N, N), "int8"), np.ones((N, N), "int8"), np.zeros((N, N), "int32")]
     assert toy_npu.measure(mod, args)[0] == res.best_seconds
     assert mod.stats["cycles"] == cycles[0]
+
+
+VENDOR = '''
+import targets
+from targets.accel import DMA, Accelerator, Intrinsic, Memory
+from targets.accel.examples.toy_npu import gemm_desc
+
+S = ("vn.inp", "vn.wgt", "vn.acc")
+vendor = Accelerator("vendor-npu", [Memory(S[0], 4, 8192, 128), Memory(S[1], 4, 8192, 128),
+                                    Memory(S[2], 8, 8192, 512)], DMA(512, 64),
+                     [Intrinsic("vendor.gemm", gemm_desc(scopes=S), dict(zip("ABC", S)),
+                                "gemm", cycles=18)])
+targets.register_target(vendor)          # at import, as docs/accelerators.md shows
+'''
+
+
+def vendor_space(sch):
+    """Staged tile 32 or 64 on the vendor's device (module level: picklable)."""
+    tile = sch.sample_categorical([32, 64], [0.5, 0.5])
+    schedule_gemm(sch, tile=tile, gemm="vendor.gemm", zero=None,
+                  scopes=("vn.inp", "vn.wgt", "vn.acc"))
+
+
+def test_tune_a_device_whose_file_registers_it_beside_the_script(tmp_path, monkeypatch):
+    """Issue 23 defect 5: the measurement process imported the vendor's module (which
+    registers the device) and registered it again, and did not see the tuner's
+    sys.path: every candidate failed as 'replay'."""
+    (tmp_path / "vendor_npu_file.py").write_text(VENDOR)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import vendor_npu_file
+    try:
+        res = S.tune(gemm(64), space=vendor_space, target="vendor-npu", trials=2,
+                     database=str(tmp_path / "v.jsonl"), timeout_s=120, seed=0,
+                     progress=False)
+        assert len({s for _, s in res.history if s is not None}) == 2, res
+        assert res.best_seconds is not None
+    finally:
+        targets.unregister_target(vendor_npu_file.vendor.name)

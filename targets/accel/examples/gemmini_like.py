@@ -1,0 +1,74 @@
+"""A Gemmini-like NPU in one file: a 16x16 int8 systolic array that accumulates into an
+int32 accumulator memory, a scratchpad for its inputs and weights, and a DMA that does
+the rest (Gemmini's ``mvin``/``mvout``): it zero-fills or bias-preloads accumulator
+tiles, and applies the activation and requantization on the way out, so no vector
+unit is needed.
+
+What makes it Gemmini rather than the toy NPU, all of it data below:
+
+- **scratchpad + accumulator**: ``gem.spad`` (int8 rows of 16 bytes, 4 banks, holds A
+  and B tiles side by side) and ``gem.acc`` (int32 rows of 64 bytes, 2 banks);
+- **accumulate on write**: the array's result is added to the accumulator tile it
+  writes (the matmul intrinsic's desc is ``C += A @ B``; an accumulator tile starts as
+  zeros, ``<hal>_dma_fill``, or as the bias repeated down its rows, a broadcast load);
+- **activation on read-out**: the DMA's ``store_ops`` turn an int32 accumulator tile
+  into int8 on its way to host memory (``requant``, ``relu_requant``), and the
+  on-chip move from the accumulator to the scratchpad does the same (``Move``: one
+  layer's output becomes the next layer's input without leaving the chip).
+
+Costs: the array takes 16 cycles per 16x16x16 step plus 4 to fill and drain; the DMA
+moves 16 bytes per cycle after 32 cycles of latency (reading the int32 accumulator out
+counts its 4-byte elements); 1 GHz.
+
+Example::
+
+    >>> import targets
+    >>> from targets.accel.examples.gemmini_like import gemmini
+    >>> _ = targets.register_target(gemmini, replace=True)
+    >>> [m.scope for m in gemmini.memories_only], gemmini.engines
+    (['gem.spad', 'gem.acc'], ('load', 'store', 'matrix'))
+    >>> [op.name for op in gemmini.dma.store_ops]
+    ['requant', 'relu_requant']
+"""
+
+from __future__ import annotations
+
+import cuvil_tir as T
+
+from targets.accel import DMA, Accelerator, DMAOp, Intrinsic, Memory, Move
+from targets.accel.examples.toy_npu import gemm_desc, requant
+
+DIM = 16
+SPAD, ACC = "gem.spad", "gem.acc"
+
+
+def relu_requant(x):
+    """ReLU then requantize (the toy NPU's rule) of an int32 expression."""
+    return requant(T.max(x, T.const(0, "int32")))
+
+
+RELU_REQUANT = DMAOp("relu_requant", relu_requant, "int32", "int8")
+
+gemmini = Accelerator(
+    "gemmini-like",
+    memories=[Memory(SPAD, banks=4, bank_bytes=64 << 10, width_bits=8 * DIM,
+                     doc="int8 scratchpad: input and weight tiles, one 16-byte row each"),
+              Memory(ACC, banks=2, bank_bytes=32 << 10, width_bits=32 * DIM,
+                     doc="int32 accumulators: the array adds into them")],
+    dma=DMA(width_bits=128, latency_cycles=32, padding=True, broadcast=True, transpose=True,
+            store_ops=[DMAOp("requant", requant, "int32", "int8"), RELU_REQUANT]),
+    # the accumulator read out into the scratchpad, activated: the next layer's input
+    # never leaves the chip
+    moves=[Move(ACC, SPAD, engine="store", width_bits=128, latency_cycles=8,
+                ops=[RELU_REQUANT])],
+    clock_mhz=1000,
+    intrinsics=[
+        Intrinsic("gemmini.matmul_16x16x16_i8", gemm_desc(scopes=(SPAD, SPAD, ACC)),
+                  {"A": SPAD, "B": SPAD, "C": ACC}, "matmul",
+                  cycles=lambda s: s["A"][0] + 4, unit="matrix",
+                  align_bytes={"A": 16, "B": 16, "C": 64}),
+    ],
+    doc="Gemmini-like NPU: 16x16 int8 systolic array, scratchpad + accumulator, a DMA "
+        "with zero/bias preload and activation on read-out")
+
+__all__ = ["gemmini", "relu_requant"]
