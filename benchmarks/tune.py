@@ -1,34 +1,41 @@
-"""Tuning from the generated space, with no hand schedule: how close does it get?
+"""Tuning from the generated space, with no hand schedule, beside numpy (OpenBLAS).
 
-    python benchmarks/tune.py                   # the full run (each workload <= 500
-                                                #  trials and <= 20 minutes)
-    python benchmarks/tune.py --quick           # small sizes, 24 trials each (minutes)
-    python benchmarks/tune.py --only gemm1024 conv --trials 200 --minutes 10
-    python benchmarks/tune.py --db DIR          # keep the databases; run again to resume
+    python benchmarks/tune.py                 # the full suite (<= 200 trials per task)
+    python benchmarks/tune.py --quick         # small sizes, 8 trials each (CI)
+    python benchmarks/tune.py --only throughput gemm --dtypes float32 --trials 100
+    python benchmarks/tune.py --db DIR        # keep the databases; run again to resume
 
-Workloads (unscheduled definitions; ``S.tune(func, space=None, ...)`` generates the
-space for this machine's CPU):
+Sections (``--only``):
 
-* fp32 GEMM 1024^3 and 2048^3 — goal: at least 0.9x numpy's time ratio; also set
-  against tutorial 04's hand schedule on the same machine;
-* the 3x3 conv2d of ``benchmarks/run.py`` (64 -> 64 channels, 56x56, pad 1) — goal: at
-  least 2x numpy's im2col + matmul;
-* an int8 GEMM 1024^3 accumulating in int32, reported in operations per second beside
-  numpy's fp32 GEMM (numpy has no fast int8 matmul to compare with).
+* ``throughput`` -- candidates measured per second on a kernel under 1 ms (GEMM
+  128^3, random search, the default local pool: builds in parallel, timing serialised
+  per host), and the overhead per candidate (wall time per candidate per slot less its
+  timing); goals: >= 5 candidates/s on 2 cores, overhead < 0.2 s;
+* ``gemm`` -- 17 GEMM shapes (BERT-base layers at sequence 128, ResNet-50's 1x1
+  convolutions and classifier as GEMMs, square 512-4096, skinny M = 1..64) in the
+  ``--dtypes`` (fp32; int8 with int32 accumulation; bf16 with fp32 accumulation): tuned
+  time beside numpy's fp32 GEMM of the same shape (numpy has no fast int8 or bf16
+  GEMM), GFLOP/s, and for fp32 the share of the FMA peak.  Goals: fp32 geomean >= 1.0x
+  numpy and no shape below 0.8x; int8 >= 2.5x the fp32 operation rate on a CPU with
+  VNNI;
+* ``conv`` -- 8 ResNet-18 convolutions against numpy's im2col + matmul; goal >= 2x.
 
-For each: the trials measured, the tuning time, trials-to-90%-of-best (the first trial
-whose best-so-far speed is within 90% of the final best) and the best-so-far curve.
-The tuned kernel is checked against numpy, then timed interleaved with numpy in this
-process (median of ``--repeat``), after a pause that lets OpenBLAS's spinning threads
-settle (see benchmarks/README.md).  Numbers on a loaded machine are noisy: compare the
-ratios within one run.
+numpy runs with the kernel OpenBLAS picks for this CPU: when ``OPENBLAS_CORETYPE`` or
+``OPENBLAS_L2_SIZE`` is set (some machines pin an older kernel), the benchmark runs
+itself again with both unset, and prints the BLAS in use (threadpoolctl).  Each task's
+tuned kernel is checked against numpy and timed interleaved with it (the fastest of
+``--repeat`` calls each).  On a machine
+shared with other work the figures are noisy: the ratios within one run are what
+compare; the 1-minute load average is printed beside each figure.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import math
 import os
+import re
+import statistics
 import sys
 import tempfile
 import time
@@ -38,198 +45,257 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, ".."), HERE]
 
-import cuvil_tir as T  # noqa: E402
 import schedules as S  # noqa: E402
 import targets  # noqa: E402
+from run import bench_env, blas_info  # noqa: E402  (benchmarks/run.py)
 from schedules.tune.command import history_of  # noqa: E402
 from schedules.tune.database import workload_key  # noqa: E402
-from schedules.tune.measure import timing_lock  # noqa: E402
-from schedules.tune.report import (curve_text, format_seconds, progress_printer,  # noqa: E402
-                                   trials_to_fraction)
+from schedules.tune.executor import local_executor, slots  # noqa: E402
+from schedules.tune.measure import random_args, timing_lock  # noqa: E402
+from schedules.tune.networks import load_tasks, matmul  # noqa: E402
+from schedules.tune.report import format_seconds, trials_to_fraction  # noqa: E402
 
-
-def gemm(n, dtype="float32", acc="float32"):
-    A = T.placeholder((n, n), dtype, name="A")
-    B = T.placeholder((n, n), dtype, name="B")
-    k = T.reduce_axis((0, n), name="k")
-    if acc == dtype:
-        C = T.compute((n, n), lambda i, j: T.sum(A[i, k] * B[k, j], axis=k), name="C")
-    else:
-        C = T.compute((n, n), lambda i, j: T.sum(
-            A[i, k].astype(acc) * B[k, j].astype(acc), axis=k), name="C")
-    return T.create_prim_func([A, B, C])
-
-
-def _tutorial(filename):
-    path = os.path.join(HERE, "..", "tutorials", filename)
-    spec = importlib.util.spec_from_file_location(filename[:-3], path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-T06 = _tutorial("06_autotune.py")          # the conv2d definition and numpy's im2col
-conv2d, numpy_conv = T06.conv2d, T06.numpy_conv
-
-
-def interleaved(fns, repeat, settle):
-    """Median seconds of each of ``fns``, called in turn ``repeat`` times."""
-    times = [[] for _ in fns]
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
-            time.sleep(settle)
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return [float(np.median(t)) for t in times]
+# (name, M, N, K)
+GEMMS = [("bert.qkv", 128, 2304, 768), ("bert.attn_out", 128, 768, 768),
+         ("bert.ffn1", 128, 3072, 768), ("bert.ffn2", 128, 768, 3072),
+         ("r50.1x1a", 3136, 256, 64), ("r50.1x1b", 784, 512, 128),
+         ("r50.1x1c", 196, 1024, 256), ("r50.1x1d", 49, 2048, 512), ("r50.fc", 1, 1000, 2048),
+         ("sq512", 512, 512, 512), ("sq1024", 1024, 1024, 1024), ("sq2048", 2048, 2048, 2048),
+         ("sq4096", 4096, 4096, 4096), ("m1", 1, 1024, 1024), ("m4", 4, 1024, 1024),
+         ("m16", 16, 1024, 1024), ("m64", 64, 1024, 1024)]
+QUICK_GEMMS = [("sq64", 64, 64, 64), ("m4", 4, 256, 256)]
+CONV_NAMES = ["conv1", "layer1.3x3", "layer2.down3x3", "layer2.3x3", "layer3.down3x3",
+              "layer3.3x3", "layer4.3x3", "layer2.down1x1"]
+DTYPES = {"float32": ("float32", None), "int8": ("int8", "int32"),
+          "bfloat16": ("bfloat16", "float32")}
 
 
 def _load() -> str:
-    """The 1-minute load average (the machine may be shared: say so beside a figure)."""
     return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
 
 
-def tune_budget(func, target, db, trials, minutes, timeout_s, guided=True):
-    """Tune until ``trials`` records exist or ``minutes`` have passed, in one run (the
-    search keeps its population and model throughout; the last half minute is left for
-    the batch in flight and the re-measurement of the best).  Running it again on the
-    same database resumes: nothing is measured twice."""
-    workload = workload_key(func, target)
-    t0 = time.perf_counter()
-    have = len(history_of(S.Database(db).records(workload)))
-    pruned = 0
-    if trials > have:
-        res = S.tune(func, None, target=target, trials=trials - have, database=db,
-                     timeout_s=timeout_s, seed=have, progress=progress_printer(),
-                     guided=guided, max_seconds=max(1.0, minutes * 60 - 30))
-        pruned = res.pruned
-    records = S.Database(db).records(workload)
-    return history_of(records), time.perf_counter() - t0, pruned
+def fma_peak(machine):
+    """(FLOP/s, how it was estimated): cores x clock x 2 FMA pipes x fp32 lanes x 2, the
+    pipes 256 bits wide on AMD Zen (512-bit vectors issued in two halves) and as wide
+    as the vectors elsewhere; the clock from /proc/cpuinfo."""
+    mhz = None
+    try:
+        with open("/proc/cpuinfo") as fh:
+            found = re.findall(r"cpu MHz\s*:\s*([\d.]+)", fh.read())
+            mhz = max(float(x) for x in found) if found else None
+    except OSError:
+        pass
+    if not mhz:
+        return None, "clock unknown"
+    width = 256 if machine.name.startswith("znver") else machine.vector_bits
+    per_cycle = 2 * (width // 32) * 2
+    return machine.cores * mhz * 1e6 * per_cycle, (
+        f"{machine.cores} cores x {mhz / 1e3:.2f} GHz x 2 FMA pipes x {width // 32} fp32 "
+        "lanes x 2")
 
 
-def run_one(name, func, args, reference, target, opts, extra=None):
+def interleaved(fns, repeat, settle=0.15):
+    """The fastest of ``repeat`` calls of each of ``fns``, called in turn (on a shared
+    machine a slow call is one the scheduler interrupted; both sides get the same
+    treatment)."""
+    times = [[] for _ in fns]
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            time.sleep(settle)    # OpenBLAS's threads spin ~0.1 s after a call
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return [float(min(t)) for t in times]
+
+
+def tune_task(name, func, opts, target, executor):
+    """Tune until the task's database holds ``opts.trials`` records or its minutes pass
+    (a second run on the same --db resumes); returns (history, seconds spent)."""
     db = os.path.join(opts.db, f"{name}.jsonl")
-    print(f"== {name}: tuning (<= {opts.trials} trials, <= {opts.minutes} min), db {db}, "
-          f"load {_load()}", flush=True)
-    history, seconds, pruned = tune_budget(func, target, db, opts.trials, opts.minutes,
-                                           opts.timeout, guided=not opts.random)
+    key = workload_key(func, target)
+    have = len(history_of(S.Database(db).records(key)))
+    t0 = time.perf_counter()
+    if opts.trials > have:
+        S.tune(func, None, target=target, trials=opts.trials - have, database=db,
+               executor=executor, timeout_s=opts.timeout, seed=have, progress=False,
+               max_seconds=max(1.0, opts.minutes * 60), min_repeat_ms=opts.min_repeat_ms)
+    return history_of(S.Database(db).records(key)), time.perf_counter() - t0, db
+
+
+def as_float(a, dtype):
+    if dtype == "bfloat16":
+        return (a.astype("uint32") << 16).view("float32")
+    return a.astype("float32") if dtype != "float32" else a
+
+
+def gemm_row(label, m, n, k, dtype, opts, target, executor, peak):
+    elem, acc = DTYPES[dtype]
+    func = matmul(m, n, k, elem, acc)
+    hist, spent, db = tune_task(f"gemm-{label}-{dtype}", func, opts, target, executor)
     sch = S.apply_best(db, func, target)
     if sch is None:
-        print(f"   no candidate succeeded in {len(history)} trials")
+        print(f"  {label:14s} {dtype:8s} no candidate succeeded", flush=True)
         return None
+    a, b, c = random_args(func, 1)
     mod = targets.build(sch, target)
-    out = np.zeros_like(args[-1])
-    mod(*args[:-1], out)
-    want = reference()
-    np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3 * np.sqrt(args[0].shape[-1]))
-    fns = [lambda: mod(*args[:-1], out), reference] + [fn for _, fn in (extra or [])]
-    with timing_lock():  # another tuner on this host times its candidates meanwhile
-        times = interleaved(fns, opts.repeat, opts.settle)
-    row = {"name": name, "trials": len(history), "tune_s": seconds, "pruned": pruned,
-           "to90": trials_to_fraction(history, 0.9), "ours": times[0], "numpy": times[1],
-           "extra": {label: t for (label, _), t in zip(extra or [], times[2:])}}
-    print(curve_text(history, width=50, height=8))
-    print(f"   {row['trials']} trials in {seconds / 60:.1f} min ({pruned} pruned), 90% of "
-          f"best at trial {row['to90']}; tuned {format_seconds(times[0])}, numpy "
-          f"{format_seconds(times[1])} (numpy/ours {times[1] / times[0]:.2f}x); load "
-          f"{_load()}", flush=True)
-    return row
+    mod(a, b, c)
+    af, bf = as_float(a, elem), as_float(b, elem)
+    want = af @ bf if dtype != "int8" else a.astype("int32") @ b.astype("int32")
+    np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3 * math.sqrt(k))
+    x32 = np.random.default_rng(0).standard_normal((m, k)).astype("float32")
+    y32 = np.random.default_rng(1).standard_normal((k, n)).astype("float32")
+    with timing_lock():
+        ours, ref = interleaved([lambda: mod(a, b, c), lambda: x32 @ y32], opts.repeat)
+    flops = 2.0 * m * n * k
+    share = f"{flops / ours / peak:6.1%}" if peak and dtype == "float32" else "     -"
+    print(f"  {label:14s} {dtype:8s} {m:5d}x{n:5d}x{k:5d} {len(hist):4d} trials "
+          f"{spent / 60:5.1f} min  tuned {format_seconds(ours):>9s} "
+          f"{flops / ours / 1e9:7.1f} G/s  numpy fp32 {format_seconds(ref):>9s} "
+          f"{flops / ref / 1e9:7.1f} G/s  {ref / ours:5.2f}x  peak {share}  "
+          f"load {_load()}", flush=True)
+    return {"label": label, "dtype": dtype, "ratio": ref / ours, "rate": flops / ours}
+
+
+def numpy_conv(x, w, stride, pad):
+    """im2col + matmul, numpy's way to a convolution."""
+    c, h, wd = x.shape
+    k, _, r, s = w.shape
+    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - r) // stride + 1, (wd + 2 * pad - s) // stride + 1
+    cols = np.empty((c, r, s, oh, ow), x.dtype)
+    for i in range(r):
+        for j in range(s):
+            cols[:, i, j] = xp[:, i:i + stride * oh:stride, j:j + stride * ow:stride]
+    return (w.reshape(k, -1) @ cols.reshape(c * r * s, -1)).reshape(k, oh, ow)
+
+
+def conv_row(task, opts, target, executor):
+    a = task.args
+    hist, spent, db = tune_task(f"conv-{task.name}", task.func, opts, target, executor)
+    sch = S.apply_best(db, task.func, target)
+    if sch is None:
+        print(f"  {task.name:16s} no candidate succeeded", flush=True)
+        return None
+    x, w, y = random_args(task.func, 1)
+    mod = targets.build(sch, target)
+    mod(x, w, y)
+    want = numpy_conv(x, w, a.get("stride", 1), a.get("pad", 1))
+    np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3 * math.sqrt(w[0].size))
+    with timing_lock():
+        ours, ref = interleaved([lambda: mod(x, w, y), lambda: numpy_conv(
+            x, w, a.get("stride", 1), a.get("pad", 1))], opts.repeat)
+    print(f"  {task.name:16s} {len(hist):4d} trials {spent / 60:5.1f} min  tuned "
+          f"{format_seconds(ours):>9s}  numpy im2col {format_seconds(ref):>9s}  "
+          f"{ref / ours:5.2f}x  90% of best at trial {trials_to_fraction(hist, 0.9)}  "
+          f"load {_load()}", flush=True)
+    return {"name": task.name, "ratio": ref / ours}
+
+
+def throughput(opts, target, executor):
+    func = matmul(128, 128, 128)
+    n = 8 if opts.quick else 40
+    db = S.Database(os.path.join(opts.db, "throughput.jsonl"))
+    # warm the pool first: each slot's server imports Cuvil once, and the untuned
+    # reference outputs are computed once per machine; then the steady state is timed
+    S.tune(matmul(64, 64, 64), None, target=target, trials=slots(executor),
+           executor=executor, guided=False, progress=False, remeasure=0,
+           min_repeat_ms=opts.min_repeat_ms)
+    from schedules.tune.measure import reference_outputs
+    reference_outputs(func, target, 0)
+    t0 = time.perf_counter()
+    S.tune(func, None, target=target, trials=n, database=db, executor=executor,
+           timeout_s=opts.timeout, guided=False, progress=False, remeasure=0,
+           min_repeat_ms=opts.min_repeat_ms)
+    wall = time.perf_counter() - t0
+    recs = [r for r in db.records(workload_key(func, target)) if not r.get("remeasured")]
+    timing = statistics.mean(r.get("check_time_s") or 0.0 for r in recs)
+    build = statistics.mean(r.get("build_s") or 0.0 for r in recs)
+    width = slots(executor)
+    overhead = wall * width / len(recs) - timing
+    print(f"  GEMM 128^3, {len(recs)} candidates on {width} slots in {wall:.1f} s: "
+          f"{len(recs) / wall:.2f} candidates/s (goal >= 5); per candidate: build "
+          f"{build:.2f} s, check + timing {timing:.2f} s, overhead {overhead:.2f} s "
+          f"(goal < 0.2 s); load {_load()}", flush=True)
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="small sizes, 24 trials each")
-    p.add_argument("--trials", type=int, default=None, help="per workload (default 500)")
-    p.add_argument("--minutes", type=float, default=20.0, help="per workload")
-    p.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds one candidate may take (build + check + timing)")
+    p.add_argument("--quick", action="store_true", help="small sizes, 8 trials each")
+    p.add_argument("--trials", type=int, default=None, help="per task (default 200)")
+    p.add_argument("--minutes", type=float, default=10.0, help="per task")
+    p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--repeat", type=int, default=7)
-    p.add_argument("--settle", type=float, default=0.15)
-    p.add_argument("--random", action="store_true",
-                   help="random search instead of the model-guided evolution")
-    p.add_argument("--db", default=None, help="directory of the databases (kept)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="threads for ours and numpy's BLAS alike (default: both as they are)")
+    p.add_argument("--min-repeat-ms", type=float, default=50.0)
     p.add_argument("--only", nargs="*", default=None,
-                   help="some of: gemm1024 gemm2048 conv int8 (quick: gemm256 gemm512 "
-                   "conv int8)")
+                   choices=("throughput", "gemm", "conv"))
+    p.add_argument("--dtypes", nargs="*", default=list(DTYPES), help=" ".join(DTYPES))
+    p.add_argument("--shapes", nargs="*", default=None, help="GEMM labels to run")
+    p.add_argument("--db", default=None, help="directory of the databases (kept)")
     opts = p.parse_args(argv)
-    from run import bench_env                      # benchmarks/run.py, next to this file
     rc = bench_env.rerun_without_blas_overrides(__file__, argv)
     if rc is not None:
         return rc
-    opts.trials = opts.trials or (24 if opts.quick else 500)
+    opts.trials = opts.trials or (8 if opts.quick else 200)
+    if opts.quick:
+        opts.repeat, opts.min_repeat_ms = 3, 5.0
     opts.db = opts.db or tempfile.mkdtemp(prefix="cuvil-bench-tune-")
     os.makedirs(opts.db, exist_ok=True)
     target = targets.Target("llvm")
-    if opts.threads:
-        from run import _blas_thread_setter        # benchmarks/run.py, next to this file
-        from targets.llvm import threadpool
-        threadpool.set_num_threads(opts.threads)
-        setter = _blas_thread_setter()
-        if setter is not None:
-            setter(opts.threads)
-    from targets.llvm import cpu_info
-    info = cpu_info(target)
-    print(f"== {info.name}: {info.vector_bits}-bit vectors, {info.vector_registers} "
-          f"vector registers, {info.cores} cores; numpy {np.__version__}")
-    rng = np.random.default_rng(0)
-    sizes = (256, 512) if opts.quick else (1024, 2048)
-    cshape = (16, 16, 28, 28) if opts.quick else (64, 64, 56, 56)
-    rows, t04 = [], _tutorial("04_fast_matmul_cpu.py")
-    for n in sizes:
-        name = f"gemm{n}"
-        if opts.only and name not in opts.only:
-            continue
-        a = rng.standard_normal((n, n)).astype("float32")
-        b = rng.standard_normal((n, n)).astype("float32")
-        hand = targets.build(t04.gemm_schedule(n, n, n), target)
-        c = np.zeros((n, n), "float32")
-        rows.append(run_one(name, gemm(n), [a, b, c.copy()], lambda a=a, b=b: a @ b, target,
-                            opts, extra=[("tutorial 04", lambda h=hand, a=a, b=b, c=c:
-                                          h(a, b, c))]))
-    if not opts.only or "conv" in opts.only:
-        c_in, k_out, h, w = cshape
-        x = rng.standard_normal((c_in, h, w)).astype("float32")
-        wt = rng.standard_normal((k_out, c_in, 3, 3)).astype("float32")
-        rows.append(run_one("conv", conv2d(c_in, k_out, h, w),
-                            [x, wt, np.zeros((k_out, h, w), "float32")],
-                            lambda: numpy_conv(x, wt), target, opts))
-    if not opts.only or "int8" in opts.only:
-        n = sizes[0]
-        a8 = rng.integers(-128, 128, (n, n)).astype("int8")
-        b8 = rng.integers(-128, 128, (n, n)).astype("int8")
-        a32, b32 = a8.astype("int32"), b8.astype("int32")
-        af = rng.standard_normal((n, n)).astype("float32")
-        bf = rng.standard_normal((n, n)).astype("float32")
-        rows.append(run_one("int8", gemm(n, "int8", "int32"), [a8, b8,
-                            np.zeros((n, n), "int32")], lambda: a32 @ b32, target, opts,
-                            extra=[("numpy fp32", lambda: af @ bf)]))
-    report([r for r in rows if r is not None], sizes)
+    from schedules.tune.space import machine_of
+    machine = machine_of(target)
+    peak, how = fma_peak(machine)
+    print(f"== {machine.name}: {machine.vector_bits}-bit vectors, {machine.cores} cores; "
+          f"fp32 FMA peak {peak / 1e9 if peak else float('nan'):.0f} GFLOP/s ({how}); "
+          f"numpy {np.__version__} on {blas_info()}; load {_load()}", flush=True)
+    want = set(opts.only or ("throughput", "gemm", "conv"))
+    with local_executor() as ex:
+        if "throughput" in want:
+            print("== throughput")
+            throughput(opts, target, ex)
+        rows = []
+        if "gemm" in want:
+            print(f"== GEMM (<= {opts.trials} trials, <= {opts.minutes} min per task)")
+            for label, m, n, k in QUICK_GEMMS if opts.quick else GEMMS:
+                if opts.shapes and label not in opts.shapes:
+                    continue
+                for dtype in opts.dtypes:
+                    rows.append(gemm_row(label, m, n, k, dtype, opts, target, ex, peak))
+        convs = []
+        if "conv" in want:
+            print(f"== conv2d, ResNet-18 layers (<= {opts.trials} trials per task)")
+            tasks = {t.name: t for t in load_tasks("resnet18")}
+            if opts.quick:
+                tasks = {"small": load_tasks({"tasks": [{"name": "small", "op": "conv2d",
+                                                         "args": {"c": 16, "k": 16,
+                                                                  "h": 14, "w": 14}}]})[0]}
+            for name in tasks if opts.quick else CONV_NAMES:
+                convs.append(conv_row(tasks[name], opts, target, ex))
+    summary([r for r in rows if r], [c for c in convs if c])
+    return 0
 
 
-def report(rows, sizes):
-    goals = {f"gemm{sizes[0]}": 0.9, f"gemm{sizes[1]}": 0.9, "conv": 2.0}
-    print("\n== summary (numpy time / tuned time; above 1: the tuned kernel is faster)")
-    for r in rows:
-        ratio = r["numpy"] / r["ours"]
-        if r["name"] == "int8":
-            n = sizes[0]
-            ops = 2.0 * n ** 3
-            fp32 = r["extra"]["numpy fp32"]
-            print(f"   int8 GEMM {n}^3 (int32 acc): {ops / r['ours'] / 1e9:.1f} Gop/s tuned; "
-                  f"numpy fp32 GEMM {ops / fp32 / 1e9:.1f} GFLOP/s; numpy int32 matmul "
-                  f"{ops / r['numpy'] / 1e9:.1f} Gop/s; {r['trials']} trials, 90% at "
-                  f"{r['to90']}")
-            continue
-        goal = goals.get(r["name"])
-        met = "" if goal is None else (f"  goal {goal}x: " +
-                                       ("met" if ratio >= goal else f"missed by "
-                                        f"{(goal - ratio) / goal:.0%}"))
-        hand = r["extra"].get("tutorial 04")
-        vs_hand = "" if hand is None else f"; tuned/tutorial-04 speed {hand / r['ours']:.2f}x"
-        print(f"   {r['name']}: {ratio:.2f}x numpy{met}{vs_hand}; {r['trials']} trials in "
-              f"{r['tune_s'] / 60:.1f} min, 90% of best at trial {r['to90']}")
+def summary(rows, convs):
+    print("== summary")
+    fp32 = [r["ratio"] for r in rows if r["dtype"] == "float32"]
+    if fp32:
+        geo = math.exp(statistics.mean(math.log(x) for x in fp32))
+        worst = min(rows, key=lambda r: r["ratio"] if r["dtype"] == "float32" else 1e9)
+        print(f"  fp32 GEMM: geomean {geo:.2f}x numpy (goal >= 1.0), worst {worst['ratio']:.2f}x "
+              f"({worst['label']}; goal >= 0.8), {sum(x < 0.8 for x in fp32)} of {len(fp32)} "
+              "shapes below 0.8x")
+    rate = {(r["label"], r["dtype"]): r["rate"] for r in rows}
+    for dt in ("int8", "bfloat16"):
+        pairs = [rate[(lb, dt)] / rate[(lb, "float32")] for lb, d in rate
+                 if d == dt and (lb, "float32") in rate]
+        if pairs:
+            goal = " (goal >= 2.5x with VNNI)" if dt == "int8" else ""
+            print(f"  {dt} GEMM operation rate / our fp32 rate: geomean "
+                  f"{math.exp(statistics.mean(math.log(x) for x in pairs)):.2f}x{goal}")
+    if convs:
+        geo = math.exp(statistics.mean(math.log(c["ratio"]) for c in convs))
+        print(f"  conv2d: geomean {geo:.2f}x numpy im2col + matmul (goal >= 2x), worst "
+              f"{min(c['ratio'] for c in convs):.2f}x")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ A block without iterators that declares no regions (the root) is not checked.
 The check reports only what is provably wrong: a buffer accessed but not declared, or
 an access whose bound is provably outside the declared range.  Accesses under a
 condition (``if``, ``T.if_then_else``) are not bounded, since the guard may keep them
-inside.
+inside.  A nested block's declared region may be looser than what it accesses (a
+blockized block whose inner ``T.where`` cuts its tile): before it is reported outside
+its parent's, the accesses of its body are checked in its place.
 
 Example::
 
@@ -40,7 +42,7 @@ from .function import PrimFunc
 from .printer import to_text
 from .stmt import Block, BufferRegion, Range
 from .visitor import Visitor, substitute
-from .analysis.predicate_doms import tighten
+from .analysis.predicate_doms import _below_zero, _bounds_of, tighten
 
 
 @dataclass
@@ -53,6 +55,9 @@ class Access:
     write: bool
     guarded: bool
     text: str              # how the access reads in the source, for messages
+    # a nested block's declared region: the accesses of that block's body, which the
+    # region bounds (a callable giving them, relaxed as this one), else None
+    inner: object = None
 
 
 class _Collect(Visitor):
@@ -63,17 +68,53 @@ class _Collect(Visitor):
         self.local: set[int] = set()
         self.out: list[Access] = []
 
-    def relax(self, buf, ranges, write, text, clip=False, also=None):
+    def relax(self, buf, ranges, write, text, clip=False, also=None, cond=None,
+              inner=None):
         """Record the access of ``ranges`` of ``buf`` relaxed over the loops; ``also``:
-        other ranges, relaxed over other loops, that bound it too (the tighter of the
-        two is kept per dimension)."""
+        other ranges, relaxed over other loops, that bound it too, and ``cond``: other
+        ranges and a ``T.where`` that bounds them (the tighter is kept per side)."""
         dims = self._dims(buf, ranges, clip, self.loops)
         if also is not None:
-            other = self._dims(buf, also[0], clip, also[1])
-            dims = [a if b is None else b if a is None else
-                    (self._pick(a[0], b[0], True), self._pick(a[1], b[1], False))
-                    for a, b in zip(dims, other)]
-        self.out.append(Access(buf, tuple(dims), write, self.guards > 0, text))
+            dims = self._tighter(dims, self._dims(buf, also[0], clip, also[1]))
+        if cond is not None:
+            dims = self._tighter(dims, self._by_predicate(*cond))
+        self.out.append(Access(buf, tuple(dims), write, self.guards > 0, text, inner))
+
+    def _tighter(self, dims, other):
+        out = []
+        for a, b in zip(dims, other):
+            if a is None or b is None:
+                out.append(b if a is None and b is not None and None not in b else a)
+                continue
+            out.append(tuple(x if y is None else y if x is None else
+                             self._pick(x, y, lower) for x, y, lower in
+                             ((a[0], b[0], True), (a[1], b[1], False))))
+        return out
+
+    def _by_predicate(self, ranges, cond):
+        """Bounds of ``ranges`` (over the loops) from the conjuncts ``e < 0`` of a
+        ``T.where``: an index ``x`` with ``x - e`` bounded by ``u`` is at most ``u - 1``
+        (``T.where(vo * 2 + i < 3)`` keeps ``v * 3 + vo * 2 + i`` below ``v * 3 + 3``,
+        which bounding ``vo`` and ``i`` apart overshoots); ``x + e`` bounds it below."""
+        conds = [e for e in map(_below_zero, _bounds_of(cond)) if e is not None]
+        dims = []
+        for r in ranges:
+            lo = hi = None
+            for e in conds:
+                if e.dtype != r.min.dtype:
+                    continue
+                try:
+                    up = bound_of(self.ana.simplify(r.min + r.extent - 1 - e), self.loops,
+                                  self.ana)[1] - 1
+                    down = bound_of(self.ana.simplify(r.min + e), self.loops,
+                                    self.ana)[0] + 1
+                except Exception:    # noqa: BLE001 - a bound we cannot take: none
+                    continue
+                up, down = self.ana.simplify(up), self.ana.simplify(down)
+                hi = up if hi is None else self._pick(hi, up, False)
+                lo = down if lo is None else self._pick(lo, down, True)
+            dims.append(None if lo is None and hi is None else (lo, hi))
+        return dims
 
     def _pick(self, a, b, lower: bool):
         """The tighter of two bounds where provably so, else ``a``."""
@@ -172,6 +213,7 @@ class _Collect(Visitor):
         cut = cut if cut is not None and any(
             cut[v] is not r for v, r in self.loops.items()) else None
         self.loops.update(doms)
+        inner = self._inner(blk)
         try:
             for regions, write in ((blk.reads, False), (blk.writes, True)):
                 for r in regions:
@@ -181,10 +223,29 @@ class _Collect(Visitor):
                              for x in r.region]
                     rs = list(r.region) if predicated else bound
                     self.relax(r.buffer, rs, write, f"{to_text(r)} (block '{blk.name}')",
-                               clip=True, also=(bound, cut) if cut is not None else None)
+                               clip=True, also=(bound, cut) if cut is not None else None,
+                               cond=(bound, br.predicate) if predicated else None,
+                               inner=inner)
         finally:
             for v in doms:
                 del self.loops[v]
+
+    def _inner(self, blk):
+        """A callable giving the accesses of ``blk``'s body relaxed over the loops
+        here and ``blk``'s iterators over their domains (its check keeps them within
+        its declared regions)."""
+        loops = dict(self.loops)
+        loops.update((iv.var, iv.dom) for iv in blk.iter_vars)
+        guards, local = self.guards, set(self.local)
+
+        def accesses():
+            c = _Collect(self.ana)
+            c.loops, c.guards, c.local = dict(loops), guards, set(local)
+            if blk.init is not None:
+                c.visit(blk.init)
+            c.visit(blk.body)
+            return c.out
+        return accesses
 
 
 def block_accesses(block: Block) -> list[Access]:
@@ -309,19 +370,77 @@ def check_block_regions(block: Block) -> None:
                 f"block '{block.name}' {kind} {a.text} but its T.{kind}(...) does not name "
                 f"buffer '{a.buffer.name}'\n  fix: add {a.buffer.name}[...] to "
                 f"T.{kind}, or leave T.reads/T.writes out to have them inferred")
-        if a.guarded:
+        what = _outside_by(a, declared, ana)
+        if what is not None and not _inside_through_body(a, declared, ana):
+            _outside(block, a, kind, declared, *what)
+
+
+def _outside_by(a: Access, declared, ana):
+    """``(dimension, what)`` where ``a`` provably leaves ``declared``, else None."""
+    if a.guarded:
+        return None
+    for d, (b, r) in enumerate(zip(a.bounds, declared.region)):
+        if b is None:
             continue
-        for d, (b, r) in enumerate(zip(a.bounds, declared.region)):
-            if b is None:
-                continue
-            lo, hi = b
-            end = ana.simplify(r.min + r.extent - 1)
-            if lo.dtype == r.min.dtype and ana.can_prove(LT(lo, r.min)):
-                _outside(block, a, kind, declared, d, f"starts at {to_text(lo)}, before "
-                         f"the declared start {to_text(r.min)}")
-            if hi.dtype == end.dtype and ana.can_prove(GT(hi, end)):
-                _outside(block, a, kind, declared, d, f"reaches {to_text(hi)}, past the "
-                         f"declared end {to_text(end)}")
+        lo, hi = b
+        end = ana.simplify(r.min + r.extent - 1)
+        if lo is not None and lo.dtype == r.min.dtype and ana.can_prove(LT(lo, r.min)):
+            return d, (f"starts at {to_text(lo)}, before the declared start "
+                       f"{to_text(r.min)}")
+        if hi is not None and hi.dtype == end.dtype and ana.can_prove(GT(hi, end)):
+            return d, f"reaches {to_text(hi)}, past the declared end {to_text(end)}"
+    return None
+
+
+def _inside_through_body(a: Access, declared, ana) -> bool:
+    """Whether the accesses of the body of the nested block ``a`` comes from (its
+    declared region overshooting what the body accesses) all stay in ``declared``."""
+    if a.inner is None:
+        return False
+    for b in a.inner():
+        if b.buffer is a.buffer and b.write == a.write and \
+                _outside_by(b, declared, ana) is not None and \
+                not _inside_through_body(b, declared, ana):
+            return False
+    return True
+
+
+def widen_block_regions(block: Block) -> Block:
+    """``block`` with its declared ``reads``/``writes`` grown to cover what its body
+    accesses (each buffer's box is the hull of the declared region and the accesses;
+    a dimension with no provable hull is the buffer's whole extent).
+
+    How a function written for TVM is read (TVM does not check the declarations):
+    the widened regions keep the contract the schedule primitives rely on.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((8,), "float32", "A")
+        >>> B = T.decl_buffer((8,), "float32", "B")
+        >>> v = T.var("vi")
+        >>> blk = T.Block("B", (T.IterVar(v, T.Range.from_extent(7), "spatial"),),
+        ...               (T.BufferRegion(A, (T.Range(v, T.const(1)),)),),
+        ...               (T.BufferRegion(B, (T.Range(v, T.const(1)),)),),
+        ...               T.BufferStore(B, A[v + 1], (v,)))
+        >>> [str(r) for r in widen_block_regions(blk).reads]
+        ['A[vi:vi + 2]']
+    """
+    ana = _analyzer(block)
+    acc = block_accesses(block)
+
+    def declared(regions, write):
+        return [Access(r.buffer, tuple((x.min, ana.simplify(x.min + x.extent - 1))
+                                       for x in r.region), write, False, to_text(r))
+                for r in regions]
+
+    writes = _merge(declared(block.writes, True) + [a for a in acc if a.write], ana)
+    written = {id(w.buffer) for w in writes}
+    loads = [a for a in acc if not a.write and
+             not (block.init is not None and id(a.buffer) in written)]
+    reads = _merge(declared(block.reads, False) + loads, ana)
+    return Block(block.name, block.iter_vars, reads, writes, block.body, block.init,
+                 block.alloc_buffers, block.annotations)
 
 
 def _declared(block: Block, a: Access):
@@ -365,4 +484,4 @@ def verify_block_regions(func: PrimFunc) -> PrimFunc:
 
 
 __all__ = ["Access", "block_accesses", "infer_block_regions", "check_block_regions",
-           "verify_block_regions"]
+           "verify_block_regions", "widen_block_regions"]

@@ -23,6 +23,7 @@ from . import dtype as D
 from .errors import ShapeError
 from .expr import Expr, IntImm, BufferLoad, as_expr, const
 from .node import Node, node
+from .stmt import BufferRegion, Range
 
 
 @node
@@ -84,7 +85,6 @@ class Buffer(Node):
 
     def _region(self, indices):
         """``A[i:i + 16, 0:16]``: the region (for ``T.call_extern``), as in TVM."""
-        from .stmt import BufferRegion, Range
         ranges = []
         for d, ix in enumerate(indices):
             if not isinstance(ix, slice):

@@ -30,6 +30,7 @@ import sys
 import threading
 
 from .errors import NestingError
+from .node import Node
 
 #: the recursion limit while a deep retry runs (about 20 frames per level of nesting
 #: in the deepest passes: a few thousand levels)
@@ -79,7 +80,6 @@ def nesting_depth(root, stop: int | None = None) -> int:
         >>> nesting_depth(e) > 500, nesting_depth(e, stop=10)
         (True, 10)
     """
-    from .node import Node
     best, seen, todo = 0, set(), [(root, 1)]
     while todo:
         item, depth = todo.pop()

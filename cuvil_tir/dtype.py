@@ -24,11 +24,13 @@ Example::
 from __future__ import annotations
 
 import re
+import warnings
 from functools import lru_cache
 
 import numpy as np
 
 from .errors import DTypeError
+from .float8 import round_to
 
 _SCALARS = {
     "bool": ("bool", 1),
@@ -306,3 +308,35 @@ def promote(a: str, b: str, where: str = "binary operation") -> str:
     raise DTypeError(f"{where}: cannot combine {a} with {b}; Cuvil does not guess a "
                      f"common dtype. Cast one side explicitly, e.g. T.cast(x, '{a}') "
                      f"or x.astype('{b}')")
+
+def round_bf16(x: float) -> float:
+    """Round a float to the nearest bfloat16 value (ties to even), as float.
+
+    Example::
+
+        >>> round_bf16(1.00390625)
+        1.0
+    """
+    f = np.float32(x)
+    if np.isnan(f):
+        return float("nan")
+    bits = int(f.view(np.uint32))
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return float(np.uint32(bits).view(np.float32))
+
+
+def float_value(value: float, dt: str) -> float:
+    """``value`` rounded to the precision of float dtype ``dt``.
+
+    Example::
+
+        >>> float_value(0.1, "float32") == 0.1
+        False
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if dt == "bfloat16":
+            return round_bf16(value)
+        if is_float8(dt):
+            return float(round_to(value, dt))
+        return float(np.dtype(dt).type(value))

@@ -148,8 +148,8 @@ def render_ir(func, highlight=None) -> str:
         >>> "B" in render_ir(f)
         True
     """
-    from .printer import to_text
-    return to_text(func, highlight=highlight)
+    # any IR node writes itself (through the printer, which imports this module)
+    return func.script(highlight=highlight)
 
 
 def schedule_error(cls, primitive: str, reason: str, func=None, node=None):

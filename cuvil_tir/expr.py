@@ -89,17 +89,17 @@ class Expr(Node):
     def __rand__(self, o): return _and_or(And, "bitwise_and", o, self)
     def __or__(self, o): return _and_or(Or, "bitwise_or", self, o)
     def __ror__(self, o): return _and_or(Or, "bitwise_or", o, self)
-    def __xor__(self, o): return _bitwise("bitwise_xor", self, o)
-    def __rxor__(self, o): return _bitwise("bitwise_xor", o, self)
-    def __lshift__(self, o): return _bitwise("shift_left", self, o)
-    def __rlshift__(self, o): return _bitwise("shift_left", o, self)
-    def __rshift__(self, o): return _bitwise("shift_right", self, o)
-    def __rrshift__(self, o): return _bitwise("shift_right", o, self)
+    def __xor__(self, o): return bitwise("bitwise_xor", self, o)
+    def __rxor__(self, o): return bitwise("bitwise_xor", o, self)
+    def __lshift__(self, o): return bitwise("shift_left", self, o)
+    def __rlshift__(self, o): return bitwise("shift_left", o, self)
+    def __rshift__(self, o): return bitwise("shift_right", self, o)
+    def __rrshift__(self, o): return bitwise("shift_right", o, self)
 
     def __invert__(self):
         a = as_expr(self)
         if D.is_integer(a.dtype) and not D.is_bool(a.dtype):
-            return _bitwise("bitwise_not", a)
+            return bitwise("bitwise_not", a)
         if not D.is_bool(a.dtype):
             raise DTypeError(f"'~' expects a bool or integer expression, found {a.dtype}; "
                              "compare first, e.g. ~(x > 0)")
@@ -552,19 +552,14 @@ class Let(Expr):
 
 
 # the builders live in their own module; re-exported here, where every caller looks
-from .expr_build import (_convert, _unify, as_expr, binary, cast, const,  # noqa: E402,F401
-                         logical, zero_division, zero_like)
-
-
-def _bitwise(op, *args):
-    from .ops.bitwise import make
-    return make(op, *args)
+from .expr_build import (_convert, _unify, as_expr, binary, bitwise, cast,  # noqa: E402,F401
+                         const, logical, zero_division, zero_like)
 
 
 def _and_or(cls, op, a, b):
     """``&``/``|``: logical on bool operands, bitwise on integer ones (TVM's rule)."""
     if any(isinstance(x, Expr) and D.is_integer(x.dtype) and not D.is_bool(x.dtype)
            for x in (a, b)):
-        return _bitwise(op, a, b)
+        return bitwise(op, a, b)
     return logical(cls, a, b)
 

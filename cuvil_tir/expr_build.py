@@ -14,12 +14,14 @@ Example::
 from __future__ import annotations
 
 import math
+import numpy as np
 
 from . import dtype as D
 from .errors import DivisionByZeroError, DTypeError
-from .ops.intdiv import INT_DIVISIONS
-from .expr import (Add, And, Broadcast, Cast, CmpOp, Expr, FloatImm, IntImm, Or,  # noqa: F401
-                   Var)
+from .intdiv import INT_DIVISIONS
+from .dtype import float_value
+from .expr import (Add, And, Broadcast, Call, Cast, CmpOp, Expr, FloatImm, IntImm,  # noqa: F401
+                   Or, Var)
 
 
 def const(value, dtype: str | None = None) -> Expr:
@@ -117,7 +119,6 @@ def as_expr(value, like: str | None = None) -> Expr:
 
 
 def _is_np_scalar(v) -> bool:
-    import numpy as np
     return isinstance(v, np.generic)
 
 
@@ -246,3 +247,49 @@ def cast(value, dtype: str) -> Expr:
             v = int(v)
         return IntImm(v, dtype)
     return Cast(dtype, e)
+
+
+def make_float(value, dt: str) -> FloatImm:
+    """A FloatImm holding ``value`` rounded to ``dt``.
+
+    Example::
+
+        >>> make_float(1e10, "float16").value
+        inf
+    """
+    return FloatImm(float_value(float(value), dt), dt)
+
+
+#: the bitwise ops (TVM's names) and their arities
+BITWISE = {"bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "bitwise_not": 1,
+           "shift_left": 2, "shift_right": 2}
+
+
+def bitwise(op: str, *args) -> Expr:
+    """The ``Call`` of bitwise op ``op`` on ``args``, checked: integer operands of one
+    dtype (a Python int takes the other operand's dtype); the semantics are those of
+    :mod:`cuvil_tir.ops.bitwise` (where this builder is also ``make``).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> bitwise("bitwise_xor", T.var("u", "uint8"), 1).args[1].dtype
+        'uint8'
+    """
+    if len(args) != BITWISE[op]:
+        raise DTypeError(f"T.{op} takes {BITWISE[op]} operand(s), found {len(args)}")
+    ref = next((a for a in args if isinstance(a, Expr)), None)
+    dt = ref.dtype if ref is not None else "int32"
+    vals = tuple(as_expr(a, dt) for a in args)
+    for v in vals:
+        if D.is_bool(v.dtype):
+            raise DTypeError(f"T.{op} takes integer operands, found {v} of dtype bool; "
+                             "'&', '|' and '~' are logical only when every operand is "
+                             "bool: compare the integer first, e.g. (x > 0) & c")
+        if not D.is_integer(v.dtype):
+            raise DTypeError(f"T.{op} takes integer operands, found {v} of dtype "
+                             f"{v.dtype}; cast it first, e.g. T.Cast('int32', x)")
+    if len({v.dtype for v in vals}) > 1:
+        raise DTypeError(f"T.{op}: the operands have dtypes "
+                         f"{' and '.join(v.dtype for v in vals)}; cast one so they agree")
+    return Call(vals[0].dtype, op, vals)

@@ -86,8 +86,3 @@ class PrimFunc(Node):
     def buffer_map(self) -> dict:
         """``{name: buffer}`` of the buffer parameters (TVM's buffer_map, keyed by name)."""
         return {b.name: b for b in self.buffers}
-
-    def script(self) -> str:
-        """The text form (same as ``str(func)``)."""
-        from .printer import to_text
-        return to_text(self)

@@ -29,7 +29,7 @@ from . import dtype as D
 from .errors import CodegenError, DTypeError, LoweringError
 from .expr import Call, IntImm, StringImm, as_expr
 from .function import PrimFunc
-from .node import Node, node
+from .node import Node, node, same
 from .op import call_args
 from .stmt import BufferRegion, _annotations
 
@@ -234,11 +234,6 @@ class IRModule(Node):
             attrs["entry"] = funcs[self.names.index(entry)].name
         return IRModule(funcs, attrs)
 
-    def script(self) -> str:
-        """The text form (same as ``str(mod)``)."""
-        from .printer import to_text
-        return to_text(self)
-
 
 def as_module(ir) -> IRModule:
     """``ir`` as a module: a module unchanged, a PrimFunc as :meth:`IRModule.from_func`.
@@ -384,7 +379,6 @@ def is_whole(region: BufferRegion) -> bool:
         >>> is_whole(T.BufferRegion.full(T.decl_buffer((4,), "float32", "A")))
         True
     """
-    from .node import same
     full = BufferRegion.full(region.buffer)
     return same(full.region, region.region)
 

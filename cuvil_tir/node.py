@@ -19,6 +19,25 @@ import dataclasses
 from .errors import CuvilError, DTypeError, LoweringError
 
 
+#: the printer's ``to_text``: it imports every node class, so this module (below them
+#: all) cannot import it; :mod:`cuvil_tir.printer` registers it with
+#: :func:`set_text_form` when ``import cuvil_tir`` loads it, before any caller can
+#: hold a node
+_TEXT_FORM: list = []
+
+
+def set_text_form(to_text) -> None:
+    """Make ``to_text(node, highlight=None)`` the text form of every node (``str``,
+    ``repr``, :meth:`Node.script`); the printer calls it once.
+
+    Example::
+
+        >>> from cuvil_tir.printer import to_text
+        >>> set_text_form(to_text)
+    """
+    _TEXT_FORM[:] = [to_text]
+
+
 def node(cls):
     """Class decorator: a frozen, slotted dataclass without generated eq/hash.
 
@@ -88,9 +107,23 @@ class Node:
     def __hash__(self):
         return node_hash(self)
 
+    def script(self, highlight=None) -> str:
+        """The text form (``str(node)``); ``highlight``: a statement of this node whose
+        first line is underlined with ``^`` (for error messages).
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> (T.var("i") + 1).script()
+            'i + 1'
+        """
+        if _TEXT_FORM:
+            return _TEXT_FORM[0](self, highlight=highlight)
+        # only while cuvil_tir itself is being imported, before the printer is
+        return f"<{type(self).__name__}>"
+
     def __repr__(self) -> str:
-        from .printer import to_text  # printer imports node: import late
-        return to_text(self)
+        return self.script()
 
     def __str__(self) -> str:
         return self.__repr__()

@@ -15,14 +15,18 @@ Example::
 from __future__ import annotations
 
 import re
+import numpy as np
 
 from . import dtype as D
 from . import ops
 from .errors import DTypeError
 from .ops import intdiv
-from .expr import (Call, Expr, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min,
-                   Mod, Div, Not, Select, _unify, as_expr, binary, const,
-                   zero_division)
+from .expr import (Call, Expr, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Div, Not,
+                   Select, _unify, as_expr, binary, const, zero_division, StringImm, And, Var,
+                   SizeVar)
+from .stmt import BufferRegion
+from .buffer import Buffer
+from .ops.bitwise import make
 
 #: unary float intrinsics (from the op registry, :mod:`cuvil_tir.ops`)
 UNARY_FLOAT = tuple(n for n in ops.list_ops(operands="float") if ops.get_op(n).arity == 1)
@@ -156,7 +160,6 @@ def call_extern(dtype, name: str, *args, effect: str = "opaque") -> Call:
         >>> c.args[0].value, c.args[1].value, c.dtype
         ('npu_load', 'reads', 'int32')
     """
-    from .expr import StringImm
     if not isinstance(name, str) or not name.isidentifier():
         raise DTypeError(f"T.call_extern: the function name must be an identifier, "
                          f"found {name!r}")
@@ -169,7 +172,6 @@ def call_extern(dtype, name: str, *args, effect: str = "opaque") -> Call:
 
 def _written_positions(name: str, effect: str, args) -> set:
     """The argument positions of effect ``"writes:K,L"``, each naming a region."""
-    from .stmt import BufferRegion
     m = re.fullmatch(r"writes:(\d+(?:,\d+)*)", effect) if isinstance(effect, str) else None
     if m is None:
         raise DTypeError(f"T.call_extern({name!r}): effect must be one of "
@@ -217,9 +219,6 @@ def call_args(who: str, args) -> list:
         >>> [type(a).__name__ for a in call_args("f", [T.decl_buffer((2,), "int8", "A"), 3])]
         ['BufferRegion', 'IntImm']
     """
-    from .buffer import Buffer
-    from .expr import StringImm
-    from .stmt import BufferRegion
     vals = []
     for k, a in enumerate(args):
         if isinstance(a, Buffer):
@@ -291,7 +290,6 @@ def conjuncts(cond) -> list:
         >>> [str(c) for c in conjuncts(T.all(i > 0, i < 4))]
         ['i > 0', 'i < 4']
     """
-    from .expr import And
     if isinstance(cond, IntImm) and cond.value:
         return []
     if isinstance(cond, And):
@@ -308,7 +306,6 @@ def bitwise_and(x, y) -> Expr:
         >>> str(T.bitwise_and(T.var("x"), 15))
         'T.bitwise_and(x, 15)'
     """
-    from .ops.bitwise import make
     return make("bitwise_and", x, y)
 
 
@@ -321,7 +318,6 @@ def bitwise_or(x, y) -> Expr:
         >>> T.bitwise_or(T.var("u", "uint8"), 1).dtype
         'uint8'
     """
-    from .ops.bitwise import make
     return make("bitwise_or", x, y)
 
 
@@ -334,7 +330,6 @@ def bitwise_xor(x, y) -> Expr:
         >>> T.bitwise_xor(T.var("x"), T.var("y")).op
         'bitwise_xor'
     """
-    from .ops.bitwise import make
     return make("bitwise_xor", x, y)
 
 
@@ -347,7 +342,6 @@ def bitwise_not(x) -> Expr:
         >>> str(T.bitwise_not(T.var("x")))
         'T.bitwise_not(x)'
     """
-    from .ops.bitwise import make
     return make("bitwise_not", x)
 
 
@@ -361,7 +355,6 @@ def shift_left(x, y) -> Expr:
         >>> str(T.shift_left(T.var("x"), 4))
         'T.shift_left(x, 4)'
     """
-    from .ops.bitwise import make
     return make("shift_left", x, y)
 
 
@@ -375,7 +368,6 @@ def shift_right(x, y) -> Expr:
         >>> T.shift_right(T.var("w", "int8"), 4).dtype
         'int8'
     """
-    from .ops.bitwise import make
     return make("shift_right", x, y)
 
 
@@ -522,7 +514,6 @@ def max_value(dtype: str) -> Expr:
 
 
 def _float_limits(dtype: str) -> tuple[float, float]:
-    import numpy as np
     if dtype == "bfloat16":
         hi = float(np.float32(3.3895313892515355e38))
         return -hi, hi
@@ -552,7 +543,6 @@ def var(name: str = "v", dtype: str = "int32"):
         >>> var("n", "int64").dtype
         'int64'
     """
-    from .expr import Var
     return Var(name, dtype)
 
 
@@ -564,7 +554,6 @@ def size_var(name: str = "n", dtype: str = "int32"):
         >>> type(size_var("n")).__name__
         'SizeVar'
     """
-    from .expr import SizeVar
     return SizeVar(name, dtype)
 
 

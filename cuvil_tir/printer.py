@@ -28,6 +28,7 @@ from .printer_expr import (INTRIN_ARITY, ExprPrinter, _is_true, float_text,  # n
 from .stmt import (Allocate, AssertStmt, Block, BlockRealize, BufferStore, Evaluate, For,
                    IfThenElse, LetStmt, SeqStmt, Stmt)
 from .visitor import Visitor
+from .node import same, set_text_form
 
 #: loop kinds and the ``T.`` function that prints each
 LOOP_FUNCS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectorized",
@@ -196,7 +197,8 @@ class _Printer(ExprPrinter):
         self.suite(_flatten(s.body), indent + 1)
 
     def block(self, b: Block, indent: int, realize) -> None:
-        self.emit(indent, f"with T.block({json.dumps(b.name)}):", realize or b)
+        name = json.dumps(b.name) if b.name else ""
+        self.emit(indent, f"with T.block({name}):", realize or b)
         header = len(self.lines)
         i = indent + 1
         values = realize.iter_values if realize is not None else (None,) * len(b.iter_vars)
@@ -283,7 +285,6 @@ def _dt_arg(dt: str) -> str:
 
 
 def _same(a, b) -> bool:
-    from .node import same
     return same(a, b)
 
 
@@ -389,3 +390,7 @@ def free_vars(f: PrimFunc) -> list:
     v.visit(tuple(p for p in f.params if isinstance(p, Buffer)))
     v.visit(f.body)
     return [x for k, x in used.items() if k not in bound]
+
+
+# every node writes itself with this printer (str, repr, Node.script)
+set_text_form(to_text)

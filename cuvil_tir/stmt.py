@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 from typing import Any
+import string
 
 from . import dtype as D
 from .errors import DTypeError, LoweringError, ShapeError
@@ -418,7 +419,6 @@ class AssertStmt(Stmt):
     kind: str = "assert"
 
     def __post_init__(self):
-        import string
         object.__setattr__(self, "values", tuple(self.values))
         if not D.is_bool(self.condition.dtype) or D.lanes(self.condition.dtype) != 1:
             raise DTypeError(f"assert condition must be a scalar bool, found "

@@ -37,6 +37,11 @@ from .stmt import BlockRealize
 from .analysis import tree
 from .errors import (ScheduleArgumentError, TargetError, UnknownTensorIntrinError,
                      schedule_error)
+from . import ops
+from .expr import Call
+from .ops.spelling import has_backend
+from .visitor import post_order_visit
+from .target import as_target
 
 
 class TensorIntrin:
@@ -130,7 +135,6 @@ class TensorIntrin:
             >>> TensorIntrin("x", None, None).missing("llvm -mcpu=haswell") is None
             True
         """
-        from .target import as_target
         t = as_target(target)
         unspelled = _unspelled(self.impl, t.kind_obj.name)
         if unspelled:
@@ -175,7 +179,6 @@ class TensorIntrin:
         """
         why = self.missing(target)
         if why is not None:
-            from .target import as_target
             raise TargetError(f"tensor intrinsic {self.name!r} {why} (target "
                               f"{as_target(target)}); build for a CPU that has it "
                               "(mcpu=... or mattr='+...' on llvm, -march=... or -m... "
@@ -243,10 +246,6 @@ class TensorIntrin:
 def _unspelled(impl, backend: str) -> list:
     """The registered ops ``impl`` calls that ``backend`` has no spelling for, sorted:
     an intrinsic whose instruction the backend cannot write is not available there."""
-    from . import ops
-    from .expr import Call
-    from .ops.spelling import has_backend
-    from .visitor import post_order_visit
     if not isinstance(impl, PrimFunc) or not has_backend(backend):
         return []
     found = set()

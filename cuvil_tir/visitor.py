@@ -21,7 +21,7 @@ Example::
 from __future__ import annotations
 
 from .buffer import Buffer
-from .expr import Expr
+from .expr import Expr, as_expr
 from .node import Node, field_names
 
 _DISPATCH: dict[tuple[type, type], object] = {}
@@ -148,7 +148,6 @@ def substitute(n, vmap: dict, bmap: dict | None = None):
     """
     if not vmap and not bmap:
         return n
-    from .expr import as_expr
     vm = {k: (v if isinstance(v, Expr) else as_expr(v, k.dtype)) for k, v in vmap.items()}
     return _Substitute(vm, bmap or {}).visit(n)
 

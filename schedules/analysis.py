@@ -1,8 +1,9 @@
 """Block and loop queries shared by the schedule primitives.
 
 Resolving handles to paths (with errors naming the primitive), the child blocks of a
-block or loop, producers and consumers among sibling blocks (by the buffers in their
-``reads``/``writes``), whether a loop carries a reduction, and the loop nest of a block.
+block or loop, whether a loop carries a reduction, and the loop nest of a block
+(producers and consumers among sibling blocks are dependence queries:
+:mod:`schedules.block_scope`).
 
 Example::
 
@@ -12,13 +13,14 @@ Example::
     >>> B = T.compute((4,), lambda i: A[i] * 2.0, name="B")
     >>> C = T.compute((4,), lambda i: B[i] + 1.0, name="C")
     >>> f = T.create_prim_func([A, C])
-    >>> [b.block.name for b in producers(f, block_path(f, BlockRV("C"), "get_producers"))]
-    ['B']
+    >>> scope = tree.enclosing_block(f, block_path(f, BlockRV("C"), "get_block"))
+    >>> [b.block.name for b in child_blocks(tree.get(f, scope))]
+    ['B', 'C']
 """
 
 from __future__ import annotations
 
-from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.expr import IntImm, Var, And, Not, Or, EQ, GE, GT, LE, LT, NE
 from cuvil_tir.stmt import Block, BlockRealize, For, IfThenElse, LetStmt, SeqStmt, Allocate
 from cuvil_tir.visitor import Visitor
 
@@ -99,8 +101,6 @@ def non_affine_block(stmt, loop_vars=None):
         >>> non_affine_block(f.body.block.body) is None
         True
     """
-    from cuvil_tir.expr import And, Not, Or
-    from cuvil_tir.expr import EQ, GE, GT, LE, LT, NE
 
     def affine_pred(c):
         if isinstance(c, IntImm):
@@ -186,51 +186,6 @@ def _collect_blocks(stmt, out: list) -> None:
         _collect_blocks(stmt.then_case, out)
         if stmt.else_case is not None:
             _collect_blocks(stmt.else_case, out)
-
-
-def _related(func, path: tuple, end: str) -> list:
-    """The ``BlockRealize`` of the scope's children at the other ``end`` ("src" or
-    "dst") of a read-after-write dependence of the block at ``path``, in IR order."""
-    from .block_scope import DepKind, scope_dependences
-    if not path:
-        return []
-    scope_path = tree.enclosing_block(func, path)
-    name = tree.get(func, path).block.name
-    scope = scope_dependences(func, scope_path)
-    deps = scope.deps_by_dst(name) if end == "src" else scope.deps_by_src(name)
-    names = {getattr(d, end).name for d in deps if d.kind is DepKind.RAW}
-    return [b for b in child_blocks(tree.get(func, scope_path)) if b.block.name in names]
-
-
-def producers(func, path: tuple) -> list:
-    """The earlier sibling blocks writing a buffer the block at ``path`` reads (the
-    sources of its read-after-write dependences, :mod:`schedules.block_scope`), in IR
-    order.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> A = T.placeholder((4,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
-        >>> producers(f, tree.find_block(f, "B"))
-        []
-    """
-    return _related(func, path, "src")
-
-
-def consumers(func, path: tuple) -> list:
-    """The later sibling blocks reading a buffer the block at ``path`` writes (the
-    destinations of its read-after-write dependences), in IR order.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> A = T.placeholder((4,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
-        >>> consumers(f, tree.find_block(f, "B"))
-        []
-    """
-    return _related(func, path, "dst")
 
 
 def uses_var(node, var: Var) -> bool:

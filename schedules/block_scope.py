@@ -216,6 +216,49 @@ def block_scope(func_or_sch, block="root") -> BlockScope:
     func = func_of(func_or_sch, "block_scope")
     return scope_dependences(func, block_of(func, block, "block_scope"))
 
+def _related(func, path: tuple, end: str) -> list:
+    """The ``BlockRealize`` of the scope's children at the other ``end`` ("src" or
+    "dst") of a read-after-write dependence of the block at ``path``, in IR order."""
+    if not path:
+        return []
+    scope_path = tree.enclosing_block(func, path)
+    name = tree.get(func, path).block.name
+    scope = scope_dependences(func, scope_path)
+    deps = scope.deps_by_dst(name) if end == "src" else scope.deps_by_src(name)
+    names = {getattr(d, end).name for d in deps if d.kind is DepKind.RAW}
+    return [br for _, br in child_blocks(func, scope_path) if br.block.name in names]
+
+
+def producers(func, path: tuple) -> list:
+    """The earlier sibling blocks writing a buffer the block at ``path`` reads (the
+    sources of its read-after-write dependences, :mod:`schedules.block_scope`), in IR
+    order.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> producers(f, tree.find_block(f, "B"))
+        []
+    """
+    return _related(func, path, "src")
+
+
+def consumers(func, path: tuple) -> list:
+    """The later sibling blocks reading a buffer the block at ``path`` writes (the
+    destinations of its read-after-write dependences), in IR order.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> consumers(f, tree.find_block(f, "B"))
+        []
+    """
+    return _related(func, path, "dst")
+
 
 __all__ = ["DepKind", "Dependence", "BlockScope", "block_scope", "scope_dependences",
-           "func_of", "block_of"]
+           "func_of", "block_of", "producers", "consumers"]

@@ -46,6 +46,7 @@ from cuvil_tir.visitor import substitute, used_vars
 from .analysis import total_iterations
 from .errors import DebugCheckError, ScheduleError, schedule_error
 from .shrink import shrink
+from .trace import decode, flatten
 
 MAX_ITERATIONS = 20_000
 """Block instances the interpreter runs for one check, at most."""
@@ -161,12 +162,13 @@ def _check_pair(name, old, new, inputs, cached):
 class _Twin:
     """The unscheduled function made small, scheduled along by the same trace."""
 
-    def __init__(self, origin, trace_insts):
-        from .schedule import Schedule
+    def __init__(self, origin, trace_insts, new_schedule):
         small, why = shrink(origin, MAX_ITERATIONS)
         if small is None:
             raise _NoCheck(why)
-        self.sch = Schedule(small)
+        if new_schedule is None:
+            raise _NoCheck("no schedule class was given to replay the steps on a twin")
+        self.sch = new_schedule(small)
         self.values: dict = {}
         self.applied = 0
         self.last = None            # (func, outputs) of the twin's last check
@@ -174,7 +176,6 @@ class _Twin:
         self.advance(trace_insts)
 
     def advance(self, insts) -> None:
-        from .trace import decode, flatten
         for inst in insts:
             k = self.applied
             args = [decode(a, self.values, k) for a in inst.inputs]
@@ -205,10 +206,14 @@ class DebugChecker:
         >>> import cuvil_tir as T
         >>> f = T.create_prim_func([T.placeholder((2,), name="A")])
         >>> DebugChecker(f).check("noop", f, f)     # raises DebugCheckError on a mismatch
+
+    ``new_schedule`` makes the twin's schedule from a function: the schedule being
+    checked passes its own class (which imports this module).
     """
 
-    def __init__(self, origin):
+    def __init__(self, origin, new_schedule=None):
         self.origin = origin
+        self.new_schedule = new_schedule
         self.last = None
         self.sizes = None
         self.twin = None
@@ -216,7 +221,7 @@ class DebugChecker:
 
     def fork(self) -> "DebugChecker":
         """A checker for a copy of the schedule (the twin is rebuilt when needed)."""
-        new = DebugChecker(self.origin)
+        new = DebugChecker(self.origin, self.new_schedule)
         new.last, new.sizes, new.warned = self.last, self.sizes, self.warned
         return new
 
@@ -270,7 +275,7 @@ class DebugChecker:
             raise _NoCheck("the schedule works on a module of several functions, "
                            "which has no smaller twin")
         if self.twin is None:
-            self.twin = _Twin(self.origin, list(trace))
+            self.twin = _Twin(self.origin, list(trace), self.new_schedule)
         else:
             self.twin.advance(list(trace)[self.twin.applied:])
         twin = self.twin

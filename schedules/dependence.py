@@ -21,12 +21,13 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import IntImm
+from cuvil_tir.expr import IntImm, Add, FloorDiv, FloorMod, Mul, Var
 from cuvil_tir.stmt import BlockRealize
 
 from cuvil_tir.analysis import tree
-from cuvil_tir.analysis.regions import bound_region, loop_doms, relax, simplify
+from cuvil_tir.analysis.regions import bound_region, loop_doms, relax, simplify, tree_same
 from cuvil_tir.arith.affine import linear_form
+from cuvil_tir.visitor import used_vars
 
 
 def _accesses(func, lpath):
@@ -75,8 +76,6 @@ def _separated(w, a, var) -> bool:
 def _tile_term(e, var):
     """``(key, step)`` when ``e`` is ``X * step`` (plus nothing that uses ``var``) with
     ``X`` one of ``var``, ``var // m``, ``var % m``; else None."""
-    from cuvil_tir.expr import Add, FloorDiv, FloorMod, Mul, Var
-    from cuvil_tir.visitor import used_vars
     rest_ok = True
     if isinstance(e, Add):
         for main, rest in ((e.a, e.b), (e.b, e.a)):
@@ -124,7 +123,6 @@ def _own_element(br, w, a, var) -> bool:
     each once, all of them, and the loop drives one of them.  Spatial bindings map
     loop iterations one to one onto block instances (TensorIR's affine bindings), so
     different iterations own different elements."""
-    from cuvil_tir.analysis.regions import tree_same
     spatial = [iv.var for iv in br.block.iter_vars if iv.kind == "spatial"]
     if not all(tree_same(x.min, y.min) and isinstance(x.extent, IntImm) and
                x.extent.value == 1 for x, y in zip(w.region, a.region)):
@@ -134,7 +132,6 @@ def _own_element(br, w, a, var) -> bool:
     idx = [d.min for d in w.region]
     if sorted(id(e) for e in idx) != sorted(id(v) for v in spatial):
         return False
-    from cuvil_tir.visitor import used_vars
     return any(any(u is var for u in used_vars(val)) for iv, val in zip(br.block.iter_vars,
                                                         br.iter_values)
                if iv.kind == "spatial")

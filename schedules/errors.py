@@ -242,7 +242,27 @@ fail = schedule_error
 """The same builder under the short name the block primitives use."""
 
 
-__all__ = ["ScheduleError", "ScheduleArgumentError", "BlockNotFoundError", "FactorError", "LoopNestError",
+class LayoutError(ScheduleError):
+    """A buffer's layout cannot be transformed (a parameter, or a bad index map).
+
+    Example::
+
+        >>> LayoutError("transform_layout: A is a parameter").code
+        'CVL-E103'
+    """
+
+
+class NotReductionError(ScheduleError):
+    """The block is not a reduction block (no init, or no recognised combiner).
+
+    Example::
+
+        >>> NotReductionError("rfactor: block B is not a reduction").code
+        'CVL-E103'
+    """
+
+
+__all__ = ["LayoutError", "NotReductionError", "ScheduleError", "ScheduleArgumentError", "BlockNotFoundError", "FactorError", "LoopNestError",
            "ReductionLoopError", "LoopCarriedError", "NonConstantExtentError", "AnnotationError",
            "UnknownPrimitiveError", "DebugCheckError", "TraceError", "ForeignHandleError",
            "render_ir",

@@ -90,6 +90,26 @@ class LoopRV:
         return f"LoopRV({self.var.name}" + (f", func={self.func!r})" if self.func else ")")
 
 
+class LocationMark(LoopRV):
+    """A compute location that is not a loop: :data:`ROOT_MARK` or :data:`INLINE_MARK`
+    (what ``sample_compute_location`` draws; ``compute_at`` takes them as its loop).
+
+    Example::
+
+        >>> ROOT_MARK.var.name, isinstance(INLINE_MARK, LoopRV)
+        ('root', True)
+    """
+
+    __slots__ = ()
+
+
+ROOT_MARK = LocationMark(Var("root"))
+"""The location "where the block is now" (decision -1)."""
+
+INLINE_MARK = LocationMark(Var("inline"))
+"""The location "inlined into its consumers" (decision -2)."""
+
+
 def home_free(value):
     """``value`` with every handle in it replaced by one without ``func`` (what a
     primitive, which sees one function, is given).

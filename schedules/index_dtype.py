@@ -25,6 +25,7 @@ from cuvil_tir.expr import Var
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.stmt import BlockRealize, For, IterVar, Range
 from cuvil_tir.visitor import Mutator
+from cuvil_tir.analysis import tree
 
 from .primitives.index_maps import retype_index
 
@@ -41,7 +42,6 @@ def index_dtype(func_or_stmt) -> str | None:
         >>> index_dtype(matmul(4, 4, 4))
         'int32'
     """
-    from cuvil_tir.analysis import tree
     for _, s in tree.walk(func_or_stmt):
         if isinstance(s, For):
             return s.loop_var.dtype

@@ -39,6 +39,7 @@ from cuvil_tir.visitor import substitute
 from .errors import ScheduleArgumentError, schedule_error
 from .primitives.layout import LayoutError
 from .primitives.layout_padding import inverse_of
+from .primitives.index_maps import apply_index_map, index_names
 
 
 class IndexMap:
@@ -69,7 +70,6 @@ class IndexMap:
         """
         if isinstance(fn, IndexMap):
             return fn
-        from .primitives.index_maps import apply_index_map, index_names
         names = index_names(fn) if callable(fn) else None
         if names is None:
             raise schedule_error(ScheduleArgumentError, what, f"expected a function of "

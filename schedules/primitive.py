@@ -36,6 +36,7 @@ import functools
 import inspect
 
 from cuvil_tir.target import declared_scopes
+from cuvil_tir.expr import IntImm
 
 from .errors import FactorError, ScheduleArgumentError, schedule_error
 from .handles import BlockRV, LoopRV
@@ -72,12 +73,10 @@ class Kind:
 
 
 def _is_int(v) -> bool:
-    from cuvil_tir.expr import IntImm
     return isinstance(v, IntImm) or (isinstance(v, int) and not isinstance(v, bool))
 
 
 def _int(v) -> int:
-    from cuvil_tir.expr import IntImm
     return v.value if isinstance(v, IntImm) else v
 
 

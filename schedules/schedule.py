@@ -41,6 +41,8 @@ from .handles import BlockRV, LoopRV, home_free
 from .primitive import PRIMITIVES, Renamed, install_methods
 from .sampling import Sampled
 from .trace import Instruction, Trace, encode, flatten
+from .analysis import block_path, loop_path
+from .debug import DebugChecker
 
 
 def _key(rv):
@@ -317,9 +319,8 @@ class Schedule:
                 self._rng.setstate(rng_state)
             raise
         if self.debug and new_func is not old:
-            from .debug import DebugChecker
             if self._checker is None:
-                self._checker = DebugChecker(self._origin)
+                self._checker = DebugChecker(self._origin, type(self))
             start = len(self._rvs)
             made = [k for k, rv in enumerate(rv for rv in flatten(result)
                                              if isinstance(rv, (BlockRV, LoopRV, Sampled)))]
@@ -453,7 +454,6 @@ class Schedule:
             >>> sch.get(ii).extent.value, sch.get("B").name
             (4, 'B')
         """
-        from .analysis import block_path, loop_path
         self._check_not_removed("get", [handle])
         if isinstance(handle, (BlockRV, str)):
             rv = BlockRV(handle) if isinstance(handle, str) else handle

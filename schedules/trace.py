@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+import cuvil_tir.expr as E
 
 from .errors import TraceError, schedule_error
 from .trace_values import (decode, decode_expr, decode_index_map, encode,  # noqa: F401
                            encode_expr, encode_index_map, flatten, holds_handle, map_rvs)
+from .primitive import PRIMITIVES, SAMPLED
 
 FORMAT = "cuvil-trace"
 VERSION = 1
@@ -292,7 +294,6 @@ class Trace:
             b0 = sch.get_block('C')
             sch.compute_inline(b0)
         """
-        from .primitive import PRIMITIVES
         insts = list(self.before_postproc() if remove_postproc else self.insts)
         used: set = set()
         kept = []
@@ -347,7 +348,6 @@ class Trace:
             >>> t.mutate(random.Random(0)).decisions[0] in (0, 1)
             True
         """
-        from .primitive import PRIMITIVES
         candidates = [k for k in sorted(self.decisions)
                       if getattr(PRIMITIVES.get(self.insts[k].name), "spec", None) is not None
                       and PRIMITIVES[self.insts[k].name].spec.mutate is not None]
@@ -364,7 +364,6 @@ class Trace:
 
 
 def _returns(name: str):
-    from .primitive import PRIMITIVES, SAMPLED
     fn = PRIMITIVES.get(name)
     return fn.spec.returns if hasattr(fn, "spec") else SAMPLED
 
@@ -411,6 +410,23 @@ def _numbered(insts: tuple) -> tuple:
     return tuple(out)
 
 
+def _py_index_map(d) -> str:
+    """An encoded index map as a lambda that replays when pasted (``S`` is the
+    ``schedules`` package, for an axis separator; ``T`` ``cuvil_tir``, for ``T.min``).
+
+    Example::
+
+        >>> _py_index_map(encode_index_map(lambda i, j: (j // 4, i, j % 4)))
+        'lambda i, j: (j // 4, i, j % 4)'
+    """
+    stand = [E.Var(n, d.get("dtype", "int32")) for n in d["params"]]
+    parts = ["S.AXIS_SEPARATOR" if isinstance(r, dict) and r.get("axis_separator")
+             else str(decode_expr(r, stand)) for r in d["results"]]
+    body = f"({', '.join(parts)}{',' if len(parts) == 1 else ''})" if d["tuple"] \
+        else parts[0]
+    return f"lambda {', '.join(d['params'])}: {body}"
+
+
 def _py(v, names) -> str:
     if isinstance(v, dict) and "block" in v and len(v) == 1:
         return repr(v["block"])
@@ -423,7 +439,7 @@ def _py(v, names) -> str:
         sym = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}[op]
         return f"({_py(a, names)} {sym} {_py(b, names)})"
     if isinstance(v, dict) and "index_map" in v:
-        return "lambda " + ", ".join(v["index_map"]["params"]) + ": ..."
+        return _py_index_map(v["index_map"])
     if isinstance(v, dict) and "dict" in v:    # a recorded dict argument (annotate)
         return "{" + ", ".join(f"{k!r}: {_py(x, names)}" for k, x in v["dict"].items()) + "}"
     return repr(v)

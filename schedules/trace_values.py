@@ -22,6 +22,9 @@ from cuvil_tir.errors import DTypeError
 from cuvil_tir.node import Node, field_names
 
 from .errors import TraceError, schedule_error
+from .handles import BlockRV, LoopRV
+from .sampling import Sampled, derive
+from .primitives.index_maps import AXIS_SEPARATOR, call_index_map, index_names, retype_index
 
 
 def flatten(result) -> list:
@@ -52,8 +55,6 @@ def encode(value, index_of, where: str):
         >>> encode([None, 4], lambda rv: None, "split")
         [None, 4]
     """
-    from .handles import BlockRV, LoopRV
-    from .sampling import Sampled
     if isinstance(value, (BlockRV, LoopRV, Sampled)):
         idx = index_of(value)
         if idx is None:
@@ -118,11 +119,9 @@ def decode(value, values: dict, k: int):
                                      "produced")
             return values[value["rv"]]
         if "derived" in value:
-            from .sampling import derive
             op, a, b = value["derived"]
             return derive(op, decode(a, values, k), decode(b, values, k))
         if "block" in value:
-            from .handles import BlockRV
             return BlockRV(value["block"])
         if "dict" in value:
             return {key: decode(v, values, k) for key, v in value["dict"].items()}
@@ -201,7 +200,6 @@ def encode_index_map(fn) -> dict:
         >>> encode_index_map(lambda i, j: (j, i))["results"]
         [{'param': 1}, {'param': 0}]
     """
-    from .primitives.index_maps import AXIS_SEPARATOR, call_index_map, index_names
     names = index_names(fn)
     if names is None:
         raise schedule_error(TraceError, "trace", f"cannot inspect the index map {fn!r}; "
@@ -233,7 +231,6 @@ def decode_index_map(d):
         >>> [v.name for v in fn(a, b)]
         ['b', 'a']
     """
-    from .primitives.index_maps import AXIS_SEPARATOR, retype_index
 
     def index_map(*args):
         # rebuilt over stand-ins of the recorded dtype, then computed in the dtype of
@@ -284,7 +281,6 @@ def holds_handle(value) -> bool:
         >>> holds_handle([1, [BlockRV("C")]]), holds_handle({"rv": 0})
         (True, False)
     """
-    from .handles import BlockRV, LoopRV
     if isinstance(value, (BlockRV, LoopRV, E.Var)):
         return True
     if isinstance(value, (list, tuple)):

@@ -5,9 +5,12 @@ Run:  python tutorials/06_autotune.py
 
 Tutorial 04 wrote a fast GEMM schedule by hand, for one CPU.  Here nobody writes a
 schedule: ``S.tune(func, space=None, ...)`` generates the space of schedules from the
-function's blocks and the target's CPU (vector lanes and registers, caches, cores),
-prunes the candidates that cannot be good there, measures the others safely in child
-processes, and keeps every measurement in a database.  The budget is tiny so that
+function's blocks and what the target declares (for a CPU: vector lanes and registers,
+caches, cores, and the registered tensor intrinsics it can build; for a GPU: thread
+axes and shared memory), prunes the candidates that cannot be good there, lets a cost
+model (trained on this task and on the nearest tasks already in the database) choose
+what to measure, measures safely in child processes, and keeps every measurement in a
+database.  The budget is tiny so that
 the tutorial runs in CI in about a minute: a real run uses hundreds of trials (see
 ``benchmarks/tune.py`` and docs/autotuning.md).
 
@@ -17,7 +20,10 @@ What it shows:
 2. tuning with the live progress line (trials, best so far, failures, ETA);
 3. the best-so-far curve in the terminal (and as a PNG when matplotlib is there);
 4. ``S.apply_best(db, func, target)``: the winner, built and checked against numpy;
-5. resuming: the same call again measures nothing twice.
+   ``res.best_python()``: the winner as Python that replays when pasted;
+5. resuming: the same call again measures nothing twice;
+6. a network: a task list tuned with one budget by the gradient task scheduler
+   (``cuvil tune bert-base --trials 2000 --minutes 60`` does this for BERT-base).
 """
 
 import os
@@ -33,7 +39,9 @@ from schedules.tune.command import history_of
 from schedules.tune.database import workload_key
 from schedules.tune.report import PlotUnavailableError, curve_text, plot_curve, \
     trials_to_fraction
-from schedules.tune.space import generated_space, machine_of
+from schedules.tune.rules import rule_for, space_for
+from schedules.tune.scheduler import TaskScheduler
+from schedules.tune.space import machine_of
 
 TARGET = targets.Target("llvm")          # this machine: the space follows its CPU
 
@@ -81,8 +89,7 @@ def tune_and_check(db, name, func, args, reference, trials):
     print(f"== tuning {name}: {trials} trials (progress on stderr)")
     res = S.tune(func, space=None, target=TARGET, trials=trials, database=db,
                  timeout_s=60, seed=0, progress=True)
-    print(f"   measured {res.trials}, pruned {res.pruned} before building, "
-          f"failures {res.failures or 'none'}")
+    print("   " + res.report().replace("\n", "\n   "))
     # the database holds every record of this function on this target, in order
     history = history_of(S.Database(db).records(workload_key(func, TARGET)))
     print(curve_text(history, width=40, height=8))
@@ -104,6 +111,19 @@ def tune_and_check(db, name, func, args, reference, trials):
     return res, sch
 
 
+def show_best_python(res, func):
+    """The winner printed as Python, pasted back onto a fresh schedule: the same IR."""
+    code = res.best_python()
+    print("== the best GEMM schedule as Python (first lines):")
+    for line in code.splitlines()[:6]:
+        print("   " + line)
+    sch = S.Schedule(func)
+    exec(code, {"sch": sch, "S": S, "T": T})
+    assert T.structural_equal(sch.func, res.best_schedule.func)
+    print(f"   ... {len(code.splitlines())} lines; pasted onto S.Schedule(func) they "
+          "give the same schedule")
+
+
 if __name__ == "__main__":
     DB = os.path.join(tempfile.mkdtemp(prefix="cuvil-tune-"), "tune.jsonl")
     m = machine_of(TARGET)
@@ -112,16 +132,18 @@ if __name__ == "__main__":
           f"L1 {m.l1d_bytes >> 10} KiB, L2 {m.l2_bytes >> 10} KiB, {m.cores} cores")
     f = gemm(256)
     sch = S.Schedule(f, seed=3)
-    generated_space(f, m)(sch)
-    print("== one candidate of the generated GEMM space: its decisions")
+    space_for(f, TARGET)(sch)
+    print(f"== one candidate of the generated GEMM space (rules: {rule_for(TARGET)!r}, "
+          "from the target's declarations): its decisions")
     for k, d in sorted(sch.trace.decisions.items()):
         print(f"   instruction {k} ({sch.trace[k].name}): {d}")
 
     rng = np.random.default_rng(0)
     a = rng.standard_normal((256, 256)).astype("float32")
     b = rng.standard_normal((256, 256)).astype("float32")
-    tune_and_check(DB, "gemm256", f, [a, b, np.zeros((256, 256), "float32")], lambda: a @ b,
-                   trials=6)
+    res, _ = tune_and_check(DB, "gemm256", f, [a, b, np.zeros((256, 256), "float32")],
+                            lambda: a @ b, trials=6)
+    show_best_python(res, f)
 
     x = rng.standard_normal((16, 28, 28)).astype("float32")
     w = rng.standard_normal((32, 16, 3, 3)).astype("float32")
@@ -135,3 +157,13 @@ if __name__ == "__main__":
                    seed=0, progress=False)
     print(f"   {lines} records before; this call measured {again.trials} new candidate "
           f"(none twice); best recorded {again.best_seconds * 1e3:.3f} ms")
+
+    print("== a network: two tasks, one budget, the time going where it pays most")
+    net = {"name": "tiny", "tasks": [
+        {"name": "proj", "op": "matmul", "weight": 12, "args": {"m": 32, "n": 64, "k": 64}},
+        {"name": "softmax", "op": "softmax", "weight": 12, "args": {"rows": 32, "cols": 64}}]}
+    from schedules.tune.executor import local_executor
+    with local_executor() as ex:
+        ts = TaskScheduler(net, TARGET, DB + ".net", ex, round_trials=2, timeout_s=60)
+        ts.run(6)
+    print("   " + ts.report().replace("\n", "\n   "))

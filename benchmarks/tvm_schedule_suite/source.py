@@ -79,6 +79,40 @@ def read_tests(tvm: str, ref: str | None = None, only=None) -> dict:
     return files
 
 
+def read_files(tvm: str, paths, ref: str | None = None) -> dict:
+    """``{file name: source}`` of the files at ``paths`` (relative to a TVM source
+    tree) read from the checkout's work tree, or with ``ref`` (or from a git
+    directory without a work tree: ``v0.23.0``) from that commit; a missing file is
+    a :class:`SourceError`.
+
+    Example::
+
+        >>> read_files("/nonexistent", ["tests/python/x.py"])
+        Traceback (most recent call last):
+        ...
+        benchmarks.tvm_schedule_suite.source.SourceError: /nonexistent is not a directory: pass a TVM source checkout or git directory
+    """
+    if not os.path.isdir(tvm):
+        raise SourceError(f"{tvm} is not a directory: pass a TVM source checkout or git "
+                          "directory")
+    git_dir = _git_dir(tvm)
+    if ref is None and not all(os.path.isfile(os.path.join(tvm, p)) for p in paths):
+        if git_dir is None:
+            missing = next(p for p in paths if not os.path.isfile(os.path.join(tvm, p)))
+            raise SourceError(f"{os.path.join(tvm, missing)} does not exist and {tvm} is "
+                              "not a git directory")
+        ref = "v0.23.0"
+    files = {}
+    rev = _resolve(git_dir, ref) if ref is not None else None
+    for path in paths:
+        if rev is None:
+            with open(os.path.join(tvm, path)) as f:
+                files[os.path.basename(path)] = f.read()
+        else:
+            files[os.path.basename(path)] = _git(git_dir, "show", f"{rev}:{path}")
+    return files
+
+
 def _resolve(git_dir: str, ref: str) -> str:
     # a tag and a branch may share a name (mirrors have both): prefer the tag
     for candidate in (f"refs/tags/{ref}", ref):
@@ -110,4 +144,4 @@ def static_cases(source: str) -> int:
     return total
 
 
-__all__ = ["read_tests", "static_cases", "SourceError", "SUITE_DIR"]
+__all__ = ["read_files", "read_tests", "static_cases", "SourceError", "SUITE_DIR"]

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from math import gcd
 
 from ..arith import Analyzer, bound_of
-from ..arith.affine import Affine, is_index_dtype
+from ..arith.affine import Affine, is_index_dtype, Key
 from ..expr import Expr, FloorDiv, FloorMod, IntImm, Max, Min, Var
 from ..visitor import used_vars
+from ..node import same
 
 
 class NotInvertible(Exception):
@@ -123,7 +124,6 @@ def _collect(aff: Affine, ids: dict, out: list, rest: Affine, c: int = 1) -> Non
 
 
 def _key(e):
-    from ..arith.affine import Key
     return Key(e)
 
 
@@ -314,7 +314,6 @@ def _fuse_split_dims(ctx: _Ctx, idx: list, box: list) -> tuple:
     a fused index ``E = v1 * 8 + v4``, whose digits are not one variable's) into one
     index ``E`` whose box is ``[lo * c + lo', hi * c + hi']``: exact when the
     quotient's box is one value or the remainder's is all of ``[0, c - 1]``."""
-    from ..node import same
     for j, q in enumerate(idx):
         if not (isinstance(q, FloorDiv) and isinstance(q.b, IntImm) and q.b.value > 0):
             continue

@@ -29,6 +29,7 @@ from ..errors import ScheduleError
 from ..expr import EQ, GE, GT, LE, LT, IntImm, const
 from ..op import conjuncts
 from ..stmt import Range
+from .index_bounds import bounds
 
 
 def _bounds_of(predicate) -> list:
@@ -71,7 +72,6 @@ def tighten(doms: dict, predicate) -> dict:
         >>> r.min.value, r.extent.value
         (5, 1)
     """
-    from .regions import bounds
     out = dict(doms)
     if predicate is None or (isinstance(predicate, IntImm) and predicate.value):
         return out

@@ -24,64 +24,18 @@ Example::
 
 from __future__ import annotations
 
-from ..errors import ScheduleError
-from ..expr import Expr, IntImm, Var, const
+from ..expr import IntImm, Var, const
 from ..function import PrimFunc
 from ..op import maximum, minimum
-from ..stmt import Block, BlockRealize, BufferRegion, Range
+from ..stmt import Block, BlockRealize, BufferRegion, Range, Stmt
 from ..visitor import substitute, used_vars
 
 from .. import thread_axes
 from . import tree
-
-
-# arithmetic ---------------------------------------------------------------------------
-
-def simplify(e: Expr) -> Expr:
-    """``cuvil_tir.arith.simplify`` of ``e`` (imported late: arith is a peer module).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> simplify(T.const(2) + 3).value
-        5
-    """
-    from .. import arith
-    return arith.simplify(e)
-
-
-def bounds(e: Expr, doms: dict) -> tuple:
-    """Inclusive ``(lo, hi)`` of ``e`` when each variable of ``doms`` ranges over its
-    ``Range``; other variables stay symbolic.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> i = T.var("i")
-        >>> lo, hi = bounds(i * 2 + 1, {i: Range.from_extent(4)})
-        >>> (lo.value, hi.value)
-        (1, 7)
-    """
-    from .. import arith
-    lo, hi = arith.bound_of(e, doms)
-    if lo is None or hi is None:
-        raise ScheduleError(f"region analysis: cannot bound the index {e} over the loops "
-                            f"{[v.name for v in doms]}; use affine indices")
-    return (simplify(const(lo, e.dtype) if not isinstance(lo, Expr) else lo),
-            simplify(const(hi, e.dtype) if not isinstance(hi, Expr) else hi))
-
-
-def provably_le(a: Expr, b: Expr) -> bool:
-    """True when ``a <= b`` is known (both fold to constants, or they are the same).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> provably_le(T.const(1), T.const(3)), provably_le(T.var("i"), T.const(3))
-        (True, False)
-    """
-    d = simplify(b - a)
-    return isinstance(d, IntImm) and d.value >= 0
+from .index_bounds import bounds, provably_le, simplify
+from .predicate_doms import tighten
+from ..dtype import int_range
+from ..node import same, field_names
 
 
 # regions --------------------------------------------------------------------------------
@@ -189,7 +143,6 @@ def relax(region: BufferRegion, doms: dict) -> BufferRegion:
 
 
 def _dtype_extreme(e) -> bool:
-    from ..dtype import int_range
     return isinstance(e, IntImm) and e.value in int_range(e.dtype)
 
 
@@ -237,7 +190,6 @@ def tree_same(a, b) -> bool:
         >>> tree_same(T.const(1), T.const(1))
         True
     """
-    from ..node import same
     return same(a, b)
 
 
@@ -356,7 +308,6 @@ def needed_region(func: PrimFunc, loop_path: tuple, buffer, block_paths,
             continue
         doms = {**threads, **loop_doms(inner_loops(func, loop_path, bp))}
         if by_predicate:
-            from .predicate_doms import tighten
             doms = tighten(doms, br.predicate)
         out = union(out, relax(bound_region(br, reg), doms))
     return out
@@ -391,8 +342,6 @@ def child_blocks(func: PrimFunc, scope_path: tuple) -> list:
 
 
 def _children(path, node):
-    from ..node import field_names
-    from ..stmt import Stmt
     for f in field_names(type(node)):
         v = getattr(node, f)
         if isinstance(v, Stmt):
@@ -517,7 +466,6 @@ def uses_loop(e, loops) -> bool:
         >>> uses_loop(T.const(1), [])
         False
     """
-    from ..visitor import used_vars
     ids = {id(f.loop_var) for _, f in loops}
     return any(id(v) in ids for v in used_vars(e))
 

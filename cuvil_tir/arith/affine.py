@@ -20,8 +20,9 @@ Example::
 from __future__ import annotations
 
 from .. import dtype as D
-from ..expr import Add, Expr, IntImm, Mul, Sub, Var
+from ..expr import Add, Expr, IntImm, Mul, Sub, Var, Cast, FloorDiv, FloorMod
 from ..node import node_hash, same
+from ..visitor import used_vars
 
 
 class Key:
@@ -242,8 +243,6 @@ def quasi_affine(e: Expr, over=None) -> bool:
         >>> quasi_affine(n * i), quasi_affine(n * i, over={i})
         (False, True)
     """
-    from ..expr import Cast, FloorDiv, FloorMod
-    from ..visitor import used_vars
 
     def free(x) -> bool:
         return over is not None and not any(v in over for v in used_vars(x))

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from .. import dtype as D
 from .. import ops
-from ..expr import (Broadcast, Cast, Div, Expr, FloatImm, FloorDiv, FloorMod, IntImm,
-                    Max, Min, Mul, Ramp, Select, Var)
+from ..expr import (Broadcast, Cast, Div, Expr, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul,
+                    Ramp, Select, Var, Add, SizeVar)
 from ..node import same
 from ..op import max_value, min_value
 from ..visitor import used_vars
@@ -179,7 +179,6 @@ class _SymBound:
 def _nonneg_shape(e) -> bool:
     """Non-negative by construction from size vars and non-negative constants, when
     index arithmetic does not wrap (``(n + 9) // 10`` whose constant bound wraps)."""
-    from ..expr import Add, SizeVar
     if isinstance(e, IntImm):
         return e.value >= 0
     if isinstance(e, SizeVar):

@@ -26,12 +26,13 @@ import warnings
 
 import numpy as np
 
-from ..float8 import FORMATS as _FP8, round_to
-
 from .. import dtype as D
 from .. import ops
 from ..expr import Expr, FloatImm, IntImm
-from ..ops.intdiv import INT_DIVISIONS
+from ..expr_build import make_float
+from ..float8 import round_to
+from ..dtype import float_value, is_float8, round_bf16
+from ..intdiv import INT_DIVISIONS
 
 _INT_OPS = {
     "Add": lambda x, y: x + y,
@@ -52,26 +53,6 @@ _FLOAT_OPS = {
 }
 
 
-def is_float8(dt: str) -> bool:
-    return dt in _FP8
-
-
-def round_bf16(x: float) -> float:
-    """Round a float to the nearest bfloat16 value (ties to even), as float.
-
-    Example::
-
-        >>> round_bf16(1.00390625)
-        1.0
-    """
-    f = np.float32(x)
-    if np.isnan(f):
-        return float("nan")
-    bits = int(f.view(np.uint32))
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return float(np.uint32(bits).view(np.float32))
-
-
 def np_scalar(value: float, dt: str):
     """``value`` as a numpy scalar of float dtype ``dt`` (bfloat16 as float32 rounded).
 
@@ -85,34 +66,6 @@ def np_scalar(value: float, dt: str):
     if is_float8(dt):
         return round_to(value, dt)
     return np.dtype(dt).type(value)
-
-
-def float_value(value: float, dt: str) -> float:
-    """``value`` rounded to the precision of float dtype ``dt``.
-
-    Example::
-
-        >>> float_value(0.1, "float32") == 0.1
-        False
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if dt == "bfloat16":
-            return round_bf16(value)
-        if is_float8(dt):
-            return float(round_to(value, dt))
-        return float(np.dtype(dt).type(value))
-
-
-def make_float(value, dt: str) -> FloatImm:
-    """A FloatImm holding ``value`` rounded to ``dt``.
-
-    Example::
-
-        >>> make_float(1e10, "float16").value
-        inf
-    """
-    return FloatImm(float_value(float(value), dt), dt)
 
 
 def _float_op(fn, dt: str, *vals):

@@ -503,7 +503,6 @@ def _speculation_unsafe(e) -> bool:
 def _join_divmod(aff: Affine) -> Affine:
     """``k*c * (x // c) + k * (x % c)`` is ``k * x`` (floor division, any sign): the
     inverse of a fused index read back at its parts."""
-    from .affine import Key
     for t, kc in aff.terms:
         if not (isinstance(t, FloorDiv) and _const(t.b) and t.b.value > 0):
             continue
@@ -522,7 +521,6 @@ def _join_divmod(aff: Affine) -> Affine:
 def _join_symbolic_divmod(aff: Affine) -> Affine:
     """``k * (x // n * n) + k * (x % n)`` is ``k * x`` for a symbolic ``n`` too (floor
     division: ``x // n * n + x % n == x`` for every ``n != 0``)."""
-    from .affine import Key
     for t, k in aff.terms:
         if not isinstance(t, Mul):
             continue

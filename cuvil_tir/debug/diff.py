@@ -36,7 +36,10 @@ from ..errors import CuvilError, ShapeError
 from ..function import PrimFunc
 from ..stmt import Block
 from ..target import build
-from ..visitor import Mutator, Visitor
+from ..visitor import Mutator, Visitor, substitute, used_vars
+from ..interp import interpret
+from ..expr import IntImm, Var, const
+from ..arith import simplify
 
 @dataclass(frozen=True)
 class DiffRow:
@@ -169,7 +172,6 @@ def _as_func(x) -> PrimFunc:
 
 
 def _run_interpreter(func, arrays):
-    from ..interp import interpret
     interpret(func, *arrays)
 
 
@@ -242,7 +244,6 @@ def diff(func_or_sch, *arrays, target="llvm", reference=None, rtol: float = 1e-4
 
 def _size_binding(func, arrays):
     """Evaluate shape expressions of ``func`` from the shapes of ``arrays``."""
-    from ..expr import IntImm, Var
     env = {}
     for p, a in zip(func.params, arrays):
         if isinstance(p, Buffer) and isinstance(a, np.ndarray):
@@ -260,9 +261,6 @@ def _size_binding(func, arrays):
                 raise ShapeError(f"diff: the size {e.name} of an intermediate buffer is "
                                  "bound by no argument")
             return env[id(e)]
-        from ..arith import simplify
-        from ..expr import const
-        from ..visitor import substitute, used_vars
         vals = {v: const(int(env[id(v)]), v.dtype) for v in used_vars(e)}
         out = simplify(substitute(e, vals))
         if not isinstance(out, IntImm):

@@ -34,6 +34,8 @@ from .args import SizeBinder, buffer_array, scalar_value
 from .exprs import Frame
 from .gpu import GpuStmtCompiler, has_thread_loops
 from .stmts import StmtCompiler
+from ..transform.inline import inline_launches
+from ..transform.empty_reductions import write_empty_reductions
 
 
 @deep_if_nested
@@ -60,14 +62,12 @@ def interpret(func, *arrays, check_races: bool = False) -> None:
     """
     if isinstance(func, IRModule):
         # a module runs its entry; a parallel launch runs as the loop it came from
-        from ..transform.inline import inline_launches
         func = inline_launches(func)
     if not isinstance(func, PrimFunc):
         raise DTypeError(f"interpret: expected a PrimFunc or an IRModule, found "
                          f"{type(func).__name__}; build one with T.create_prim_func or "
                          "@T.prim_func")
     # the reference runs what every target lowers: an empty reduction writes its identity
-    from ..transform.empty_reductions import write_empty_reductions
     func = write_empty_reductions(func)
     params = func.params
     if len(arrays) != len(params):

@@ -31,6 +31,7 @@ from ..buffer import Buffer
 from ..errors import DTypeError, ShapeError
 from ..expr import IntImm, Var
 from . import scalar as S
+from ..visitor import used_vars
 
 
 def scalar_value(k: int, var: Var, value):
@@ -142,7 +143,6 @@ class SizeBinder:
 
     def finish(self) -> None:
         """Check (or solve) the dimensions that are expressions."""
-        from ..visitor import used_vars
         pending = list(self.deferred)
         while pending:
             rest = []

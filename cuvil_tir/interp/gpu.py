@@ -12,8 +12,13 @@ loops and conditions must then be the same for every thread (a divergent one is 
 With ``check_races=True`` every access of a ``shared`` buffer is logged per phase:
 when two different threads touch one address in one phase and at least one writes,
 :class:`~cuvil_tir.errors.RaceError` names the buffer, the address, both threads and
-both statements.  Threads run in a fixed order, so a race is reported whether or not
-it changed the result.
+both statements.  Global memory is logged over the whole launch (blocks are not
+ordered; threads of one block are, by a barrier): two threads storing *different*
+values at one address (a per-thread value, or an uninitialised one: NaN) without a
+barrier between them, or one thread reading what another wrote, is a race too.  Two
+threads storing the same value are not (redundant copies, as TVM's schedules make,
+land the same whichever is last).  Threads run in a fixed order, so a race is
+reported whether or not it changed the result.
 
 Example::
 
@@ -44,7 +49,7 @@ from ..ops import get_op
 from ..ops.async_copy import asynchronous
 from ..ops.gpu import collective, per_warp, tiles_of, warp_combiner
 from ..printer import to_text
-from ..stmt import Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt
+from ..stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt
 from ..transform.gpu_sync import is_barrier
 from ..thread_axes import thread_axis
 from ..transform.gpu_threads import is_thread_loop, launch_shape, thread_loops
@@ -82,6 +87,8 @@ class _Block:
         self.ctxs: list = []         # per thread: {("e"|"b", slot): value}
         self.cur = 0
         self.logs: dict = {}
+        self.glog: dict = {}         # global memory over the whole launch
+        self.phase = 0               # barriers passed by the current block
         self.warp_vals: list = []
         self.copies = AsyncCopies()      # asynchronous copies in flight
 
@@ -92,6 +99,7 @@ class _Block:
         self.ctxs = [{} for _ in self.threads]
         self.logs = {}
         self.copies.reset()
+        self.phase = 0
         self.set_thread(0)
 
     def set_thread(self, t: int):
@@ -102,26 +110,71 @@ class _Block:
         """The current thread's index along ``axis`` (a launched ThreadAxis)."""
         return (self.thread if axis.level == "thread" else self.block)[axis.dim]
 
-    def log(self, buf, addr, write: bool, stmt: str):
+    def log(self, buf, addr, write: bool, stmt: str, value=None):
+        """An access of shared memory in the current phase (see the module doc)."""
         entries = self.logs.setdefault(buf, {})
         t = self.cur
         e = entries.get(addr)
         if e is None:
-            entries[addr] = [t, stmt, None, None, None, None] if write else \
-                [None, None, t, stmt, None, None]
+            entries[addr] = [t, stmt, None, None, None, None, value] if write else \
+                [None, None, t, stmt, None, None, None]
             return
-        w, ws, r1, r1s, r2, r2s = e
-        if w is not None and w != t:
+        w, ws, r1, r1s, r2, r2s, wv = e
+        if w is not None and w != t and not (write and _same(wv, value)):
             self.race(buf, addr, (w, ws, "writes"), (t, stmt, "writes" if write else "reads"))
         if write:
             for r, rs in ((r1, r1s), (r2, r2s)):
                 if r is not None and r != t:
                     self.race(buf, addr, (r, rs, "reads"), (t, stmt, "writes"))
-            e[0], e[1] = t, stmt
+            e[0], e[1], e[6] = t, stmt, value
         elif r1 is None:
             e[2], e[3] = t, stmt
         elif r1 != t and r2 is None:
             e[4], e[5] = t, stmt
+
+    def log_global(self, buf, addr, write: bool, stmt: str, value=None):
+        """An access of global memory in this launch: accesses of two threads are
+        ordered only within one block, across a barrier."""
+        entries = self.glog.setdefault(buf, {})
+        me = (self.block, self.cur, self.phase)
+        e = entries.get(addr)
+        if e is None:
+            entries[addr] = [me, stmt, value, None, None] if write else \
+                [None, None, None, me, stmt]
+            return
+        w, ws, wv, r, rs = e
+        if w is not None and self.unordered(w, me) and not (write and _same(wv, value)):
+            self.global_race(buf, addr, (w, ws, "writes", wv),
+                             (me, stmt, "writes" if write else "reads", value))
+        if write:
+            if r is not None and self.unordered(r, me):
+                self.global_race(buf, addr, (r, rs, "reads", None),
+                                 (me, stmt, "writes", value))
+            e[0], e[1], e[2] = me, stmt, value
+        elif r is None or not self.unordered(r, me):
+            e[3], e[4] = me, stmt
+
+    @staticmethod
+    def unordered(a, b) -> bool:
+        """Two accesses ``(block, thread, phase)`` of different threads, in different
+        blocks or in one phase of one block."""
+        return (a[0], a[1]) != (b[0], b[1]) and (a[0] != b[0] or a[2] == b[2])
+
+    def global_race(self, buf, addr, first, second):
+        (k1, s1, how1, v1), (k2, s2, how2, v2) = first, second
+        th1, th2 = (k1[0], self.threads[k1[1]]), (k2[0], self.threads[k2[1]])
+        what = ""
+        if how1 == how2 == "writes":
+            what = (f" different values ({v1} and {v2}: a value each thread computes "
+                    "for itself, or one nothing initialised)")
+        raise RaceError(
+            f"data race on global buffer {buf.name} at address {addr}: thread {th1[1]} "
+            f"of block {th1[0]} {how1} it in `{s1}` and thread {th2[1]} of block "
+            f"{th2[0]} {how2}{' it' if not what else ''}{what} in `{s2}`, with no "
+            "__syncthreads() between them (threads of different blocks are never "
+            "ordered within a launch). Store from one thread (a predicate such as "
+            "threadIdx.x == 0), or give each thread its own addresses",
+            buffer=buf.name, address=addr, threads=(th1, th2), statements=(s1, s2))
 
     def race(self, buf, addr, first, second):
         (t1, s1, k1), (t2, s2, k2) = first, second
@@ -134,6 +187,16 @@ class _Block:
             "two statements (T.lower for a GPU target does: check the IR was lowered by "
             "it) or make each thread use its own addresses",
             buffer=buf.name, address=addr, threads=(th1, th2), statements=(s1, s2))
+
+
+def _same(a, b) -> bool:
+    """Whether two stored values are equal (NaN never is: an uninitialised value)."""
+    if a is None or b is None:
+        return False
+    try:
+        return bool(np.all(np.asarray(a) == np.asarray(b)))
+    except (TypeError, ValueError):
+        return False
 
 
 def _warp_calls(s) -> list:
@@ -170,6 +233,7 @@ class GpuStmtCompiler(StmtCompiler):
         super().__init__(frame)
         self.g = _Block(check_races)
         self.in_kernel = False
+        self.kernel_writes: set = set()
         self.stmt_text: list = []
 
     # statements compiled for one thread ----------------------------------------------
@@ -208,22 +272,29 @@ class GpuStmtCompiler(StmtCompiler):
         # races name whole statements, loads included
         self.stmt_text.append(to_text(s))
         try:
-            if s.buffer.scope != "shared":
+            if not self._checked(s.buffer):
                 return compile_store(self, s)
             return self._logged(s, compile_store(self, s), True)
         finally:
             self.stmt_text.pop()
 
     def _BufferLoad(self, e):
-        if not (self.g.check and e.buffer.scope == "shared"):
+        if not (self.g.check and self._checked(e.buffer)):
             return compile_load(self, e)
         return self._logged(e, compile_load(self, e), False)
+
+    def _checked(self, buf) -> bool:
+        """Shared memory, and global memory the kernel writes (what is only read
+        cannot race), are logged."""
+        return buf.scope == "shared" or (buf.scope == "global" and
+                                         id(buf) in self.kernel_writes)
 
     def _logged(self, node, inner, write):
         fs = [self.expr(ix) for ix in node.indices]
         buf, g = node.buffer, self.g
         text = self.stmt_text[-1] if self.stmt_text else to_text(node)
         lanes = max(ix.lanes for ix in node.indices) if node.indices else 1
+        log = g.log if buf.scope == "shared" else g.log_global
         slot, bufs, kind = self.buffer(buf, node), self.frame.bufs, \
             "writes" if write else "reads"
 
@@ -248,8 +319,9 @@ class GpuStmtCompiler(StmtCompiler):
                 if g.copies.inflight:
                     in_flight(addrs)
                 inner()
+                arr = bufs[slot]
                 for a in addrs:
-                    g.log(buf, a, True, text)
+                    log(buf, a, True, text, arr[a])
             return store
 
         def load():
@@ -257,7 +329,7 @@ class GpuStmtCompiler(StmtCompiler):
             if g.copies.inflight:
                 in_flight(addrs)
             for a in addrs:
-                g.log(buf, a, False, text)
+                log(buf, a, False, text)
             return inner()
         return load
 
@@ -266,19 +338,26 @@ class GpuStmtCompiler(StmtCompiler):
         dims = {}
         for lp in thread_loops(root):
             dims.setdefault(lp.thread_tag, []).append(self.expr(lp.extent))
+        writes = []
+        post_order_visit(root, lambda n: writes.append(n.buffer)
+                         if isinstance(n, BufferStore) else None)
+        self.kernel_writes = {id(b) for b in writes if b.scope == "global"}
         self.in_kernel = True
         try:
             body = self.coll(root)
         finally:
             self.in_kernel = False
+            self.kernel_writes = set()
         g = self.g
 
         def kernel():
             grid, block = launch_shape({t: max(as_index(f()) for f in fs)
                                         for t, fs in dims.items()})
+            g.glog = {}
             for bz, by, bx in itertools.product(*(range(n) for n in reversed(grid))):
                 g.start((bx, by, bz), block)
                 body()
+            g.glog = {}
         return kernel
 
     def coll(self, s):
@@ -290,6 +369,7 @@ class GpuStmtCompiler(StmtCompiler):
 
             def sync():
                 g.logs = {}
+                g.phase += 1
             return sync
         if isinstance(s, SeqStmt):
             fs = [self.coll(c) for c in s.seq]

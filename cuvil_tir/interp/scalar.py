@@ -32,7 +32,7 @@ from .. import dtype as D
 from .. import float8 as F8
 from .. import ops
 from ..errors import LoweringError
-from ..ops.intdiv import floordiv, floormod, truncdiv, truncmod
+from ..intdiv import floordiv, floormod, truncdiv, truncmod
 
 # bfloat16 bits -> float32 value, for every one of the 65536 bit patterns
 _BF16_TO_F32 = (np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)).view(np.float32)

@@ -34,7 +34,7 @@ An :class:`OpDef` says, for one op, everything the rest of Cuvil needs to know:
 How each backend writes each op is the per-backend table of
 :mod:`cuvil_tir.ops.spelling`, filled by the backends from their own folders.  The
 integer division and modulo semantics used by every layer are in
-:mod:`cuvil_tir.ops.intdiv`.  New ops (a target's intrinsics) register with
+:mod:`cuvil_tir.intdiv`.  New ops (a target's intrinsics) register with
 :func:`register_op`.
 
 Example::
@@ -53,8 +53,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from fractions import Fraction
 
 from ..errors import CuvilError
+from .. import dtype as D
+from ..expr import Call, Broadcast, FloatImm, StringImm
+from ..dtype import float_value
+from ..expr_build import make_float
 
 #: the effects an op may have, from least to most constraining
 EFFECTS = ("pure", "reads", "writes", "barrier", "opaque")
@@ -285,19 +290,15 @@ def _fma(t):
 
 
 def _expand_sigmoid(x):
-    from ..expr import Call
     one = _one(x)
     return one / (one + Call(x.dtype, "exp", (-x,)))
 
 
 def _expand_rsqrt(x):
-    from ..expr import Call
     return _one(x) / Call(x.dtype, "sqrt", (x,))
 
 
 def _one(x):
-    from ..expr import Broadcast, FloatImm
-    from .. import dtype as D
     one = FloatImm(1.0, D.element(x.dtype))
     return one if D.lanes(x.dtype) == 1 else Broadcast(one, D.lanes(x.dtype))
 
@@ -305,9 +306,6 @@ def _one(x):
 def _fold_fma(dt, args):
     # folded only when a * b + c is exact in float64: then no double rounding can make
     # the folded constant differ from the target's one-rounding fma
-    from fractions import Fraction
-    from ..arith.fold import float_value, make_float
-    from ..expr import FloatImm
     if len(args) != 3 or not all(isinstance(a, FloatImm) for a in args):
         return None
     vals = [float_value(a.value, dt) for a in args]
@@ -323,13 +321,11 @@ def _fold_fma(dt, args):
 def _string_arg(call, k: int, missing: str) -> str:
     # the k-th argument of a call that names something (an effect, a mask), or
     # ``missing`` for a malformed call
-    from ..expr import StringImm
     a = call.args[k] if len(call.args) > k else None
     return a.value if isinstance(a, StringImm) else missing
 
 
 def _abs_int(dt):
-    from .. import dtype as D
     return lambda x: D.wrap_int(abs(int(x)), D.element(dt))
 
 

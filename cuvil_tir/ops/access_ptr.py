@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from ..errors import DTypeError
 from . import OpDef, _string_arg, register_op
+from ..expr import Call, StringImm, as_expr
+from ..stmt import BufferRegion
 
 #: the op's name in ``Call.op``
 ACCESS_PTR = "access_ptr"
@@ -55,8 +57,6 @@ def access_ptr(buffer, offset, extent, mask: str = "rw"):
         >>> access_ptr(B, 0, 16, 3).args[3].value
         'rw'
     """
-    from ..expr import Call, StringImm, as_expr
-    from ..stmt import BufferRegion
     mask = MASKS.get(mask, mask) if isinstance(mask, int) else mask
     if mask not in MASKS.values():
         raise DTypeError(f"access_ptr of {buffer.name}: the access mask is 'r', 'w' or "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..errors import DTypeError
 from . import OpDef, register_op
+from ..expr import Call, as_expr
 
 #: the op's name in ``Call.op``
 ASSUME = "assume"
@@ -35,7 +36,6 @@ def assume(cond):
         >>> assume(T.const(True)).args[0].value
         1
     """
-    from ..expr import Call, as_expr
     cond = as_expr(cond, "bool") if isinstance(cond, bool) else as_expr(cond)
     if cond.dtype != "bool":
         raise DTypeError(f"T.assume: expected a bool condition, found {cond.dtype}; "

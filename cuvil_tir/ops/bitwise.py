@@ -26,12 +26,10 @@ Example::
 from __future__ import annotations
 
 from .. import dtype as D
-from ..errors import DTypeError
 from . import OpDef, register_op
+from ..expr_build import BITWISE
+from ..expr_build import bitwise as make
 
-#: the ops and their arities
-BITWISE = {"bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "bitwise_not": 1,
-           "shift_left": 2, "shift_right": 2}
 SHIFTS = ("shift_left", "shift_right")
 
 
@@ -100,35 +98,6 @@ def scalar(op: str, dt: str):
         (-128, 255)
     """
     return _REFERENCE[op](dt)
-
-
-def make(op: str, *args):
-    """The ``Call`` of bitwise op ``op`` on ``args``, checked (see the module docstring).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> make("bitwise_xor", T.var("u", "uint8"), 1).args[1].dtype
-        'uint8'
-    """
-    from ..expr import Call, Expr, as_expr
-    if len(args) != BITWISE[op]:
-        raise DTypeError(f"T.{op} takes {BITWISE[op]} operand(s), found {len(args)}")
-    ref = next((a for a in args if isinstance(a, Expr)), None)
-    dt = ref.dtype if ref is not None else "int32"
-    vals = tuple(as_expr(a, dt) for a in args)
-    for v in vals:
-        if D.is_bool(v.dtype):
-            raise DTypeError(f"T.{op} takes integer operands, found {v} of dtype bool; "
-                             "'&', '|' and '~' are logical only when every operand is "
-                             "bool: compare the integer first, e.g. (x > 0) & c")
-        if not D.is_integer(v.dtype):
-            raise DTypeError(f"T.{op} takes integer operands, found {v} of dtype "
-                             f"{v.dtype}; cast it first, e.g. T.Cast('int32', x)")
-    if len({v.dtype for v in vals}) > 1:
-        raise DTypeError(f"T.{op}: the operands have dtypes "
-                         f"{' and '.join(v.dtype for v in vals)}; cast one so they agree")
-    return Call(vals[0].dtype, op, vals)
 
 
 for _name, _arity in BITWISE.items():

@@ -52,6 +52,7 @@ import numpy as np
 from .. import dtype as D
 from ..errors import DTypeError
 from . import OpDef, register_op
+from ..expr import Call
 
 DPBUSD = "x86.dpbusd"
 DPBF16PS = "x86.dpbf16ps"
@@ -139,7 +140,6 @@ def dpbusd(acc, a, b):
         ...     print(err.code)
         CVL-E101
     """
-    from ..expr import Call
     _check("x86.dpbusd", acc, a, b, "int32", "uint8", "int8", 4)
     return Call(acc.dtype, DPBUSD, (acc, a, b))
 
@@ -156,7 +156,6 @@ def dpbf16ps(acc, a, b):
         >>> dpbf16ps(acc[Ramp(T.const(0), T.const(1), 16)], ab[Ramp(T.const(0), T.const(1), 2)], ab[Ramp(T.const(0), T.const(1), 32)]).dtype
         'float32x16'
     """
-    from ..expr import Call
     _check("x86.dpbf16ps", acc, a, b, "float32", "bfloat16", "bfloat16", 2)
     return Call(acc.dtype, DPBF16PS, (acc, a, b))
 

@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 from . import OpDef, register_op
+from ..expr import IntImm, Call, StringImm
 
 #: the op's name in ``Call.op``
 ELEM_OFFSET = "elem_offset"
@@ -36,7 +37,6 @@ def expand(name):
         >>> expand(StringImm("A")).value
         0
     """
-    from ..expr import IntImm
     return IntImm(0, "int32")
 
 
@@ -54,7 +54,6 @@ def elem_offset(buffer_name: str):
         >>> elem_offset("C").args[0].value
         'C'
     """
-    from ..expr import Call, StringImm
     return Call("int32", ELEM_OFFSET, (StringImm(buffer_name),))
 
 

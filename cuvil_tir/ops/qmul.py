@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from ..errors import DTypeError
 from . import OpDef, register_op
+from .bitwise import make
+from ..expr import IntImm, Cast, FloorDiv, Call, as_expr
 
 QMUL = "q_multiply_shift"
 
 
 def _const(e) -> int | None:
-    from ..expr import IntImm
     return int(e.value) if isinstance(e, IntImm) else None
 
 
@@ -48,7 +49,6 @@ def expand(x, y, q, s):
         >>> str(expand(T.var("x"), T.const(3), T.const(31), T.const(0)))
         'T.Cast("int32", (T.Cast("int64", x) * T.int64(3) + T.int64(1073741824)) // T.int64(2147483648))'
     """
-    from ..expr import Cast, FloorDiv, IntImm
     yv, qv, sv = _const(y), _const(q), _const(s)
     if yv == 1 << 30:
         if sv > 1:           # x << (s - 1) in 32 bits: a product that wraps
@@ -78,7 +78,6 @@ def q_multiply_shift(x, y, q, s, dtype: str = "int32"):
         >>> q_multiply_shift(T.var("x"), 1457846997, 31, 0).dtype
         'int32'
     """
-    from ..expr import Call, as_expr
     x = as_expr(x, "int32")
     y, q, s = (as_expr(v, "int32") for v in (y, q, s))
     if dtype != "int32" or x.dtype != "int32":
@@ -117,8 +116,6 @@ def expand_per_axis(x, y, ls, rs, q, lshift, rshift):
         >>> e.dtype
         'int32'
     """
-    from ..expr import Cast, IntImm
-    from .bitwise import make
     wide = Cast("int64", x)
     if _const(lshift):
         wide = make("shift_left", wide, Cast("int64", ls))
@@ -147,7 +144,6 @@ def q_multiply_shift_per_axis(x, y, ls, rs, q, is_lshift_required, is_rshift_req
         >>> c.op, len(c.args)
         ('q_multiply_shift_per_axis', 7)
     """
-    from ..expr import Call, IntImm, as_expr
     vals = [as_expr(v, "int32") for v in (x, y, ls, rs)]
     if dtype != "int32" or any(v.dtype != "int32" for v in vals):
         raise DTypeError(f"T.q_multiply_shift_per_axis: x, y, ls, rs and the result are "

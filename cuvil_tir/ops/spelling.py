@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import CodegenError, CuvilError
+from . import get_op
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,6 @@ def register_spelling(backend: str, op: str, spelling, replace: bool = True) -> 
         'fast_tanh({0})'
         >>> unregister_backend("doc-gpu")
     """
-    from . import get_op
     get_op(op)
     table = _table(backend, "register_spelling")
     if not replace and op in table.entries:
@@ -208,7 +208,6 @@ def find_spelling(backend: str, op: str):
         True
         >>> unregister_backend("doc-find")
     """
-    from . import get_op
     opdef = get_op(op)
     name, seen = backend, set()
     while name is not None and name not in seen:
@@ -239,7 +238,6 @@ def spelling(backend: str, op: str):
         doc-look codegen: exp: no exponential unit
         >>> unregister_backend("doc-look")
     """
-    from . import get_op
     label = _table(backend, "spelling").label
     try:
         opdef = get_op(op)

@@ -27,6 +27,7 @@ from ..buffer import Buffer, const_elements
 from ..errors import CuvilError
 from ..expr import BufferLoad, Expr, IntImm
 from ..stmt import BufferRegion, Range
+from ..arith import simplify
 
 
 class AliasView:
@@ -65,7 +66,6 @@ class AliasView:
         holding the slices."""
         if not any(isinstance(i, Range) for i in idx):
             return BufferLoad(self.source, tuple(self._unflat(self._flat(idx))))
-        from ..arith import simplify
         lo = simplify(self._flat([i.min if isinstance(i, Range) else i for i in idx]))
         hi = simplify(self._flat([i.min + i.extent - 1 if isinstance(i, Range) else i
                                   for i in idx]))

@@ -19,10 +19,13 @@ from __future__ import annotations
 from .. import dtype as D
 from .. import ops
 from ..errors import CuvilError
+from .. import expr as E
 from ..expr import (Broadcast, Call, Cast, Div, Expr, FloorDiv, FloorMod, Max, Min, Mod,
                     Ramp, Select)
 from ..printer import INTRIN_ARITY
-from .evaluate import Spec, to_expr, unify
+from .values import NODE_CONSTRUCTORS, Spec, to_expr, unify
+from ..ops.qmul import q_multiply_shift, q_multiply_shift_per_axis
+from ..ops.bitwise import make
 
 
 class BuiltinCalls:
@@ -110,15 +113,12 @@ class BuiltinCalls:
                                tuple(to_expr(v, "int32") for v in values), kind))
 
     def b_q_multiply_shift(self, x, y, q, s, dtype="int32"):
-        from ..ops.qmul import q_multiply_shift
         return q_multiply_shift(x, y, q, s, dtype)
 
     def b_q_multiply_shift_per_axis(self, x, y, ls, rs, q, lshift, rshift, dtype="int32"):
-        from ..ops.qmul import q_multiply_shift_per_axis
         return q_multiply_shift_per_axis(x, y, ls, rs, q, lshift, rshift, dtype)
 
     def bitwise(self, op: str, args, dtype=None) -> Call:
-        from ..ops.bitwise import make
         call = make(op, *(to_expr(a) if isinstance(a, (Expr, bool)) else a for a in args))
         if dtype is not None and D.canonical(dtype) != call.dtype:
             raise CuvilError(f"T.{op}(..., dtype={dtype!r}): the operands are "
@@ -157,13 +157,28 @@ class BuiltinCalls:
                              f"{vals[0].dtype}; cast it first")
         return Call(vals[0].dtype, op, tuple(vals))
 
+    def node(self, name: str, args) -> Expr:
+        """TVMScript's node constructors (``T.Add(a, b)``, ``T.Mul(0, 128)``): the node
+        itself, unfolded, its literal operands typed by the other side (``int32``
+        when both are literals)."""
+        if len(args) != 2:
+            raise CuvilError(f"T.{name} expects 2 operands, found {len(args)}")
+        a, b = unify(*args)
+        if a.dtype != b.dtype:
+            raise CuvilError(f"T.{name}: operands must have one dtype, found {a.dtype} "
+                             f"and {b.dtype}; cast one side")
+        return getattr(E, name)(a, b)
+
     def __getattr__(self, name: str):
         # T.exp(x), T.sqrt(x) ... share one builder
         if name.startswith("b_") and name[2:] in INTRIN_ARITY and \
                 not ops.get_op(name[2:]).conditional:
             op = name[2:]
             return lambda *args, dtype=None: self.intrinsic(op, args, dtype)
+        if name.startswith("b_") and name[2:] in NODE_CONSTRUCTORS:
+            return lambda *args: self.node(name[2:], args)
         raise AttributeError(name)
+
 
 
 __all__ = ["BuiltinCalls"]

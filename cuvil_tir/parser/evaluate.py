@@ -20,21 +20,25 @@ import ast
 import difflib
 import functools
 import types
-from dataclasses import dataclass, field
 
 from lark import Token, Tree
+import cuvil_tir
 
 from .. import dtype as D
 from .. import script
 from ..buffer import Buffer
 from ..errors import CuvilError, ParseError
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Cast,
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, Cast,
                     Div, Expr, FloorDiv, FloorMod, IntImm, Let, Mul, Not, Or,
-                    StringImm, Sub, Var, as_expr, const)
+                    Sub, Var)
 from ..op import call_extern
-from .tvm_calls import TVM_FUNCS, Pointer, float_literal_promotes, tvm_builtin
+from .tvm_calls import TVM_FUNCS, float_literal_promotes, tvm_builtin
+from .values import (NODE_CONSTRUCTORS, Builtin, Pointer, Spec, is_builtin, is_py_scalar,
+                     to_expr, unify)
 from ..printer import INTRIN_ARITY
 from ..stmt import BufferRegion, Range
+from ..arith import simplify
+from ..node import same
 
 
 class Namespace:
@@ -53,33 +57,13 @@ BUILTINS = {"Buffer", "alloc_buffer", "allocate", "block", "axis", "reads", "wri
             "LetStmt", "Let", "Cast", "Select", "Ramp", "Broadcast", "min", "max",
             "truncdiv", "truncmod", "floordiv", "floormod", "var", "size_var",
             "prim_func", "match_buffer", "decl_buffer", "buffer_decl", "allocate_const",
-            "likely", "let", "assert_", "launch_thread"} | set(INTRIN_ARITY)
+            "likely", "let", "assert_", "launch_thread", "env_thread"} | set(INTRIN_ARITY) | \
+    set(NODE_CONSTRUCTORS)
 AXIS_KINDS = ("spatial", "reduce", "scan", "opaque")
 #: TVMScript's short axis names
 AXIS_ALIASES = {"S": "spatial", "R": "reduce"}
 LOOP_KINDS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectorized",
               "unroll": "unrolled", "thread_binding": "thread_binding"}
-
-
-@dataclass(frozen=True)
-class Builtin:
-    """A ``T.<name>`` function that only the parser gives a meaning to."""
-
-    name: str
-
-
-@dataclass
-class Spec:
-    """What a statement-level builtin call evaluated to: ``kind`` and its arguments."""
-
-    kind: str
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-
-
-def is_builtin(v, name: str) -> bool:
-    """True when ``v`` is the marker of ``T.<name>``."""
-    return isinstance(v, Builtin) and v.name == name
 
 
 _is = is_builtin
@@ -90,37 +74,6 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
        "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
        ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
-
-
-def is_py_scalar(v) -> bool:
-    """True for Python (not IR) numbers and bools."""
-    return isinstance(v, (bool, int, float)) and not isinstance(v, Expr)
-
-
-def to_expr(v, like: str | None = None) -> Expr:
-    """An IR expression from a parser value (a literal takes the dtype ``like``)."""
-    if isinstance(v, Expr):
-        return v
-    if isinstance(v, Pointer):
-        return v.call
-    if isinstance(v, str):
-        return StringImm(v)
-    if isinstance(v, Spec) and v.kind in ("var", "size_var"):
-        raise CuvilError("bind T.var/T.size_var to a name first, e.g. n = T.size_var('n')")
-    if is_py_scalar(v) and like is not None and D.lanes(like) > 1:
-        return Broadcast(as_expr(v, D.element(like)), D.lanes(like))
-    if is_py_scalar(v) and like is not None and D.is_bool(like) and not isinstance(v, bool):
-        return const(v)
-    return as_expr(v, like)
-
-
-def unify(a, b) -> tuple[Expr, Expr]:
-    """Two operands as expressions; a literal takes the other side's dtype."""
-    if isinstance(a, Expr) and not isinstance(b, Expr):
-        return a, to_expr(b, a.dtype)
-    if isinstance(b, Expr) and not isinstance(a, Expr):
-        return to_expr(a, b.dtype), b
-    return to_expr(a), to_expr(b)
 
 
 def pos(t) -> tuple[int, int]:
@@ -218,7 +171,6 @@ class ExprEvaluator:
                     "sblock_attr": "block_attr"}.get(name, name)   # newer TVM's spellings
             if name in BUILTINS:
                 return Builtin(name)
-            import cuvil_tir
             for mod in (script, cuvil_tir):
                 if hasattr(mod, name):
                     return getattr(mod, name)
@@ -262,6 +214,28 @@ class ExprEvaluator:
 
     def e_string(self, t):
         return ast.literal_eval(str(t.children[0]))
+
+    def e_fstring(self, t):
+        """``f"wmma_{suffix}"``: each placeholder a name (or ``name.attr``) of the
+        function's scope, as Python evaluates it when the ``def`` runs."""
+        parts = []
+        for node in ast.parse(str(t.children[0]), mode="eval").body.values:
+            if isinstance(node, ast.Constant):
+                parts.append(str(node.value))
+                continue
+            chain, e = [], node.value
+            while isinstance(e, ast.Attribute):
+                chain.append(e.attr)
+                e = e.value
+            if not isinstance(e, ast.Name) or node.format_spec is not None:
+                raise self.error("an f-string placeholder must be a name, e.g. "
+                                 "f\"wmma_{suffix}\"", t)
+            value = self.lookup(e.id, t)
+            for attr in reversed(chain):
+                value = self.attribute(value, attr, t)
+            conv = {ord("r"): repr, ord("a"): ascii}.get(node.conversion, str)
+            parts.append(conv(value))
+        return "".join(parts)
 
     def e_none(self, t):
         return None
@@ -490,13 +464,11 @@ def span(lo, hi) -> Range:
         return Range(lo, IntImm(hi.value - lo.value, lo.dtype))
     if isinstance(hi, Add) and _same(hi.a, lo):
         return Range(lo, hi.b)
-    from ..arith import simplify   # a constant extent reads as one: vi - 1:vi + 2 is 3
     ext = simplify(Sub(hi, lo))
     return Range(lo, ext if isinstance(ext, IntImm) else Sub(hi, lo))
 
 
 def _same(a, b) -> bool:
-    from ..node import same
     return same(a, b)
 
 

@@ -110,8 +110,8 @@ def _describe(err: UnexpectedInput) -> str:
     raw = set(getattr(err, "expected", ()) or ())
     if {"NAME", "NUMBER", "STRING"} <= raw:
         # an operand was expected: say so instead of listing every token that starts one
-        raw -= {"NAME", "NUMBER", "STRING", "LPAR", "LSQB", "LBRACE", "MINUS", "PLUS",
-                "TILDE", "NONE", "TRUE", "FALSE", "NOT"}
+        raw -= {"NAME", "NUMBER", "STRING", "FSTRING", "LPAR", "LSQB", "LBRACE", "MINUS",
+                "PLUS", "TILDE", "NONE", "TRUE", "FALSE", "NOT"}
         raw.add("an expression")
     expected = sorted(_SPELL.get(t, t if t == "an expression" else
                                  _keyword(t)) for t in raw)

@@ -33,6 +33,7 @@ from ..op import call_extern
 from ..ops.access_ptr import MASKS, access_ptr
 from ..ops.assume import assume
 from ..stmt import BufferRegion, Range
+from .values import Pointer, to_expr, unify
 
 
 def tvm_builtin(name: str):
@@ -112,20 +113,6 @@ def _is_full(r: BufferRegion) -> bool:
                str(x.extent) == str(s) for x, s in zip(r.region, r.buffer.shape))
 
 
-@dataclass(frozen=True)
-class Pointer:
-    """What ``A.access_ptr(...)`` evaluates to: ``call`` (the ``access_ptr`` op) and,
-    when the elements form a box of the buffer, ``region`` (how a ``T.call_extern``
-    argument passes memory in Cuvil)."""
-
-    call: Expr
-    region: BufferRegion | None
-
-    def as_argument(self):
-        """The value a call receiving memory gets: the region when there is one."""
-        return self.region if self.region is not None else self.call
-
-
 def make_pointer(base, access_mask, offset, extent, view: bool) -> Pointer:
     """``base.access_ptr(access_mask, offset=offset, extent=extent)`` of a buffer or a
     view matched inside a block (see :mod:`.tvmscript`).
@@ -155,7 +142,6 @@ def make_pointer(base, access_mask, offset, extent, view: bool) -> Pointer:
 
 
 def _as_int(v) -> Expr:
-    from .evaluate import to_expr
     return to_expr(v, "int32")
 
 
@@ -186,7 +172,6 @@ def ceildiv(a, b):
         >>> str(ceildiv(T.var("n"), 1024))
         '(n + 1023) // 1024'
     """
-    from .evaluate import unify
     a, b = unify(a, b)
     if not (isinstance(b, IntImm) and b.value > 0):
         raise CuvilError(f"T.ceildiv: the divisor must be a positive integer constant, "

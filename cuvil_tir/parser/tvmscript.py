@@ -45,10 +45,12 @@ from ..errors import CuvilError
 from ..expr import Expr, IntImm, Var
 from ..stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, For, Range,
                     seq)
-from .evaluate import Spec, make_access, to_expr
+from .evaluate import make_access
+from .values import Spec, to_expr
 from ..ops.elem_offset import elem_offset
 from .buffer_alias import alias_of
 from .tvm_calls import make_pointer
+from .tvm_lowered import EnvThread
 
 #: ``x = T.<kind>(...)`` statements this module builds
 TVM_ASSIGN = ("match_buffer", "decl_buffer", "buffer_decl", "allocate_const")
@@ -259,24 +261,17 @@ class TVMScriptMixin:
 
     def decl_buffer(self, name, v: Spec, ctx, t, rhs):
         data = v.kwargs.get("data")
-        if isinstance(data, Buffer):         # the data of T.allocate_const: same buffer
-            shape = v.args[0] if v.args and v.args[0] is not None else v.kwargs.get("shape")
-            shape = shape if isinstance(shape, (tuple, list)) else (shape,)
-            if [str(to_expr(s, "int32")) for s in shape] != [str(s) for s in data.shape]:
-                raise self.error(f"{name}: declared with shape {tuple(shape)} over the "
-                                 f"constant {data.name} of shape "
-                                 f"{_dims(data.shape)}; declare it with the constant's "
-                                 "extents", t)
-            self.bind(name, data, "buffer")
-            return None
+        if isinstance(data, Buffer):
+            # the memory of T.allocate / T.allocate_const: that buffer, or an alias of it
+            return self.alias_buffer(name, v, data, t)
         if isinstance(data, BufferRegion) and data == BufferRegion.full(data.buffer):
             return self.alias_buffer(name, v, data.buffer, t)        # data=A.data
         if isinstance(data, Var) and data.dtype == "handle":
             return self.decl_over_handle(name, v, data, ctx, t)      # data=a (a handle)
         if data is not None:
             raise self.error(f"{name}: data= must be a buffer's data (A.data), a handle "
-                             f"parameter or the result of T.allocate_const, found "
-                             f"{data!r}", t)
+                             f"parameter or the result of T.allocate or T.allocate_const, "
+                             f"found {data!r}", t)
         if ctx is None:
             raise self.error("T.decl_buffer without data= allocates: put it directly "
                              "inside a block or the function body", t)
@@ -360,11 +355,14 @@ class TVMScriptMixin:
         args, kw = list(v.args), dict(v.kwargs)
         tag = kw.pop("thread", args.pop(0) if args else None)
         extent = kw.pop("extent", args.pop(0) if args else None)
+        env = tag if isinstance(tag, EnvThread) else None
+        tag = env.tag if env is not None else tag
         if not isinstance(tag, str) or extent is None or args or kw:
             raise self.error("T.launch_thread expects (thread tag, extent), e.g. "
-                             "T.launch_thread(\"threadIdx.x\", 128)", t)
+                             "T.launch_thread(\"threadIdx.x\", 128), or (a T.env_thread "
+                             "variable, extent)", t)
         ext = to_expr(extent, "int32")
-        var = Var(name, ext.dtype)
+        var = env.var if env is not None else Var(name, ext.dtype)
         body = make_body(var)
         return For(var, IntImm(0, ext.dtype), ext, "thread_binding", body, tag)
 

@@ -27,7 +27,7 @@ from ..buffer import Buffer
 from ..deep import deep_ok
 from ..errors import CodegenError, TargetError
 from ..ir_module import IRModule
-from ..transform.instruments import report_failure
+from ..transform.pass_manager import report_failure
 from ..transform.inline import inline_launches
 from ..visitor import Visitor
 from . import cache

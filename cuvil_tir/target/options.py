@@ -14,11 +14,12 @@ Example::
     >>> level.check("llvm", "opt_level", 7)
     Traceback (most recent call last):
       ...
-    cuvil_tir.errors.TargetError: [CVL-E106] Target 'llvm': option 'opt_level' expects an int from 0 to 3 (optimisation level), found 7
+    cuvil_tir.errors.TargetError: [CVL-E106] Target 'llvm': option 'opt_level' expects an int from 0 to 3 (optimisation level), found 7; fix: give a value as above, e.g. opt_level=3 (the default), or leave it out
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -47,7 +48,7 @@ class Option:
         >>> Option(True, bool).check("c", "openmp", "yes")
         Traceback (most recent call last):
           ...
-        cuvil_tir.errors.TargetError: [CVL-E106] Target 'c': option 'openmp' expects a bool (True or False), found 'yes'
+        cuvil_tir.errors.TargetError: [CVL-E106] Target 'c': option 'openmp' expects a bool (True or False), found 'yes'; fix: give a value as above, e.g. openmp=True (the default), or leave it out
     """
 
     default: object
@@ -105,6 +106,23 @@ class Option:
             text += " or None"
         return text + (f" ({self.doc})" if self.doc else "")
 
+    def fix(self, name: str) -> str:
+        """How to correct a wrong value, in words (the end of the error message).
+
+        Example::
+
+            >>> Option(3, int, min=0, max=3).fix("opt_level")
+            'fix: give a value as above, e.g. opt_level=3 (the default), or leave it out'
+            >>> Option(None, str, none_ok=True).fix("mcpu")
+            'fix: give a value as above, or leave mcpu out'
+        """
+        example = self.default if self.default is not None else \
+            (self.choices[0] if self.choices else None)
+        if example is None:
+            return f"fix: give a value as above, or leave {name} out"
+        what = " (the default)" if example == self.default else ""
+        return f"fix: give a value as above, e.g. {name}={example!r}{what}, or leave it out"
+
     def _type_ok(self, value) -> bool:
         types = self.types
         if not types:
@@ -121,7 +139,7 @@ class Option:
         def fail(found=None):
             found = f"{value!r}" if found is None else found
             raise TargetError(f"Target {kind!r}: option {name!r} expects "
-                              f"{self.expected()}, found {found}")
+                              f"{self.expected()}, found {found}; {self.fix(name)}")
         if value is None and (self.none_ok or self.default is None):
             return value
         if value is True and str in self.types and bool not in self.types:
@@ -152,12 +170,14 @@ def check_options(kind: str, declared: dict, given: dict) -> dict:
         >>> check_options("k", {"a": Option(1, int)}, {"c": 2})
         Traceback (most recent call last):
           ...
-        cuvil_tir.errors.TargetError: [CVL-E106] Target 'k': unknown option 'c'; known options: a
+        cuvil_tir.errors.TargetError: [CVL-E106] Target 'k': unknown option 'c'; known options: a; fix: remove it
     """
     for k in given:
         if k not in declared:
+            near = difflib.get_close_matches(k, list(declared), n=1)
+            fix = f"did you mean {near[0]!r}?" if near else "remove it"
             raise TargetError(f"Target {kind!r}: unknown option {k!r}; known options: "
-                              f"{', '.join(sorted(declared)) or '(none)'}")
+                              f"{', '.join(sorted(declared)) or '(none)'}; fix: {fix}")
     return {k: opt.check(kind, k, given[k]) if k in given else opt.default
             for k, opt in declared.items()}
 

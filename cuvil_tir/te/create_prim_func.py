@@ -24,12 +24,12 @@ from ..analysis.reducer import combine, identity
 from ..buffer import Buffer
 from ..deep import deep_ok
 from ..errors import ShapeError
-from ..expr import Expr, IntImm, Var, const, Add, Sub
+from ..expr import Expr, IntImm, Var, const, Add, Sub, SizeVar
 from ..op import if_then_else
 from ..function import PrimFunc
 from ..stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar, Range,
                     seq)
-from ..visitor import Visitor, substitute
+from ..visitor import Visitor, substitute, used_vars
 from .reduction import Reduce
 from .tensor import ComputeOp, PlaceholderOp, Tensor
 
@@ -207,8 +207,6 @@ def _check_sizes_bound(params, body, allocs) -> None:
     """Every size var the stages use must be bound by a parameter: a buffer parameter's
     shape (the caller's array gives its value) or a scalar parameter.  Otherwise the
     function has a size nothing can give a value, and would fail only when built."""
-    from ..expr import SizeVar
-    from ..visitor import used_vars
     bound = set()
     for p in params:
         for v in used_vars(p) if isinstance(p, Var) else \

@@ -19,6 +19,7 @@ from ..errors import DTypeError
 from ..expr import Expr, as_expr
 from ..node import Node, node
 from ..stmt import IterVar
+from ..op import maximum, minimum
 
 
 @node
@@ -122,7 +123,6 @@ def max(expr, axis=None, where=None):  # noqa: A001 - the TVM name
     if axis is None or not _is_axis(axis):
         if axis is None:
             raise DTypeError("T.max needs an axis= (a reduction) or a second operand")
-        from ..op import maximum
         return maximum(expr, axis)
     return _reduce("max", expr, axis, where)
 
@@ -140,6 +140,5 @@ def min(expr, axis=None, where=None):  # noqa: A001 - the TVM name
     if axis is None or not _is_axis(axis):
         if axis is None:
             raise DTypeError("T.min needs an axis= (a reduction) or a second operand")
-        from ..op import minimum
         return minimum(expr, axis)
     return _reduce("min", expr, axis, where)

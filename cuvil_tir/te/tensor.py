@@ -25,6 +25,7 @@ from ..errors import DTypeError, ShapeError
 from ..expr import Expr, Var, as_expr
 from ..stmt import IterVar, Range
 from .reduction import Reduce
+from ..visitor import Visitor
 
 # compute() records here which tensors its body reads
 _ACTIVE: list[dict] = []
@@ -224,7 +225,6 @@ def compute(shape, fcompute, name: str = "compute", attrs: dict | None = None) -
 
 
 def _check_reduce_position(body: Expr, name: str) -> None:
-    from ..visitor import Visitor
 
     class _Find(Visitor):
         def visit_Reduce(self, r):

@@ -15,14 +15,13 @@ Example::
 """
 
 from .flatten_buffers import flatten_buffers
-from .instruments import (DumpIR, DumpOnFail, PassInstrument, PassTiming, VerifyEach,
-                          report_failure)
+from .instruments import DumpIR, DumpOnFail, PassInstrument, PassTiming
 from .lower_blocks import lower_blocks
-from .pass_manager import PassContext, PassManager, pass_name
+from .pass_manager import PassContext, PassManager, pass_name, report_failure
 from .plan_allocation import plan_buffer_allocation
 from .pipeline import default_pipeline
 from .simplify import simplify
-from .verify import verify, verify_well_formed
+from .verify import VerifyEach, verify, verify_well_formed
 
 __all__ = ["DumpIR", "DumpOnFail", "PassContext", "PassInstrument", "PassManager", "PassTiming",
            "VerifyEach", "default_pipeline", "flatten_buffers", "lower_blocks", "pass_name",

@@ -61,6 +61,7 @@ from ..op import all as all_of
 from ..stmt import AssertStmt, IfThenElse, Range, seq
 from ..visitor import Mutator, post_order_visit, substitute, used_vars
 from .pass_manager import PassContext
+from ..printer import to_text
 
 #: longest statement text quoted in a message
 STATEMENT_CHARS = 100
@@ -71,7 +72,6 @@ def _i64(e):
 
 
 def _statement_text(s) -> str:
-    from ..printer import to_text
     text = " ".join(to_text(s).split())
     if len(text) > STATEMENT_CHARS:
         text = text[:STATEMENT_CHARS - 3] + "..."

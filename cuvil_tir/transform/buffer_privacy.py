@@ -35,13 +35,15 @@ Example::
 from __future__ import annotations
 
 from ..analysis.regions import bound_region, relax, simplify, union
-from ..arith.affine import is_index_dtype
-from ..expr import Broadcast, BufferLoad, Call, IntImm, Let, Ramp
-from ..node import Node, field_names
+from ..arith.affine import is_index_dtype, Affine, Key
+from ..expr import Broadcast, BufferLoad, Call, IntImm, Let, Ramp, Var, GE, GT, LE, LT, SizeVar
+from ..node import Node, field_names, same
 from ..ops.gpu import tiles_of
 from ..stmt import (Allocate, BlockRealize, BufferRegion, BufferStore, For, IfThenElse,
                     LetStmt, Range, SeqStmt)
 from ..visitor import post_order_visit, substitute, used_vars
+from ..arith import Analyzer
+from ..op import all as all_of, conjuncts
 
 
 def count(stmt, buf) -> int:
@@ -159,8 +161,6 @@ def relax_region(region, doms: dict) -> BufferRegion:
 
 
 def _relax_affine(r, doms):
-    from ..arith.affine import Affine, Key
-    from ..expr import Var
     if not any(v in doms for v in used_vars(r.min)):
         return r if not any(v in doms for v in used_vars(r.extent)) else None
     if not is_index_dtype(r.min.dtype) or any(v in doms for v in used_vars(r.extent)):
@@ -204,8 +204,6 @@ def relax_guarded(region, doms: dict, conds=()) -> BufferRegion:
     out = relax_region(region, doms)
     if not conds or not doms:
         return out
-    from ..arith import Analyzer
-    from ..op import all as all_of
     ana = Analyzer(index_no_overflow=True)
     for v, r in doms.items():
         ana.bind(v, r)
@@ -221,7 +219,6 @@ def relax_guarded(region, doms: dict, conds=()) -> BufferRegion:
 
 
 def _narrowed(d, doms, ana):
-    from ..arith.affine import Affine, Key
     ext = simplify(d.extent)
     if not is_index_dtype(d.min.dtype) or not isinstance(ext, IntImm):
         return None
@@ -265,7 +262,6 @@ def region_of(realize, regions, buf, doms):
 
 def _covers(have: BufferRegion, want: BufferRegion, doms=()) -> bool:
     """Whether ``want`` lies in ``have`` for all values of the loops ``doms``."""
-    from ..arith import Analyzer
     ana = Analyzer(index_no_overflow=True)
     for v, r in doms:
         ana.bind(v, r)
@@ -353,10 +349,6 @@ def _writes_all_it_declares(realize) -> bool:
     each iter value inside its domain (a boundary tile), like ``i_0 * 4 + i_1 < n``.
     Any other condition (a rolling buffer's ``i_0 < 1 or 5 <= ax0``) skips elements
     whose values an earlier iteration left in the buffer."""
-    from ..arith import Analyzer
-    from ..expr import GE, GT, LE, LT, SizeVar, Var
-    from ..op import conjuncts
-    from ..node import same
 
     def bounds_a_value(c):
         if not isinstance(c, (LT, LE, GT, GE)):

@@ -10,10 +10,15 @@ every loop bound to one axis stands for the same hardware index:
 * :func:`normalize_thread_bindings` gives all loops of an axis in a kernel one
   variable and one extent, the launch dimension (the largest of them); a loop with a
   smaller extent gets the guard ``if tx < extent`` (sibling loops bound to one axis
-  with different extents).  ``virtual`` axes (``vthread``) become serial loops.  An
-  axis bound twice in one nest, a symbolic extent of a ``thread`` axis, an extent over
-  the limit the target declares for its axis, or more threads per block than the
-  target allows is a ``LoweringError``.
+  with different extents).  ``virtual`` axes (``vthread``) become serial loops.  A
+  loop bound to an axis inside another loop bound to it (MetaSchedule's cooperative
+  fetching) is the same index: each thread runs its body once, for its own index
+  (allowed when the body does not read the outer index and can be repeated).  A
+  symbolic extent of a ``thread`` axis, an extent over the limit the target declares
+  for its axis, or more threads per block than the target allows is a
+  ``LoweringError``.
+* :func:`grid_roots` gives a kernel without a ``blockIdx`` loop one of extent 1 (its
+  one block, explicitly: per-block memory is then placed inside the kernel).
 * :func:`split_host_device` checks that nothing but host statements lies outside
   kernels and outlines each kernel into a ``device_kernel`` function of the module
   (``<func>_kernel<k>``, :func:`cuvil_tir.transform.outline.outline_device`),
@@ -40,15 +45,17 @@ from __future__ import annotations
 
 from .. import dtype as D
 from ..errors import LoweringError
-from ..expr import IntImm, LT, Max
+from ..expr import BufferLoad, Call, IntImm, LT, Max, StringImm, Var
 from ..function import PrimFunc
 from ..printer import to_text
-from ..stmt import (Allocate, AssertStmt, Block, BlockRealize, For, IfThenElse, LetStmt,
-                    SeqStmt)
-from ..thread_axes import thread_axis
-from ..visitor import Mutator, substitute
+from ..ops.gpu import SYNC_OP
+from ..stmt import (Allocate, AssertStmt, Block, BlockRealize, BufferStore, Evaluate, For,
+                    IfThenElse, LetStmt, SeqStmt, seq)
+from ..thread_axes import launch_index, thread_axis
+from ..visitor import Mutator, post_order_visit, substitute, used_vars
 from .outline import outline_device
 from .pass_manager import PassContext
+from ..ir_module import as_module, calling_conv
 
 
 def is_thread_loop(s) -> bool:
@@ -210,7 +217,7 @@ class _Normalize(Mutator):
             else:
                 self.extent[tag] = Max(old, loop.extent)
         self.check_limits()
-        self.active: set = set()
+        self.active: dict = {}      # tag -> extent of the enclosing loop bound to it
 
     def check(self, loop) -> None:
         tag = loop.thread_tag
@@ -252,20 +259,60 @@ class _Normalize(Mutator):
         if not is_thread_loop(loop):
             return self.generic_visit(loop)
         tag = loop.thread_tag
+        var, launch = self.var[tag], self.extent[tag]
         if tag in self.active:
-            raise LoweringError(f"loop {loop.loop_var.name} is bound to {tag} inside "
-                                f"another loop bound to {tag}; a thread axis can be bound "
-                                "once per loop nest:\n" + to_text(self.func, highlight=loop))
-        self.active.add(tag)
+            return self.nested(loop, var)
+        self.active[tag] = loop.extent
         try:
-            var, launch = self.var[tag], self.extent[tag]
             body = loop.body if loop.loop_var is var else substitute(loop.body, {loop.loop_var: var})
             body = self.visit(body)
         finally:
-            self.active.discard(tag)
+            del self.active[tag]
         if to_text(loop.extent) != to_text(launch):
             body = IfThenElse(LT(var, loop.extent), body)
         return For(var, loop.min, launch, "thread_binding", body, tag, loop.annotations)
+
+    def nested(self, loop, var):
+        """A loop bound to an axis inside another loop bound to it (cooperative
+        fetching: a copy under ``compute_at`` inside the thread loops, its loops bound
+        to them again): the same hardware index, so each thread runs the inner body
+        once, for its own index, where the loops as written run it once per outer
+        iteration.  That is the same only if the body does not read the outer index
+        and gives the same result when repeated."""
+        tag, outer = loop.thread_tag, self.active[loop.thread_tag]
+        why = None
+        if any(v is var for v in used_vars(loop.body)):
+            why = "its body reads the outer loop's index"
+        elif not _repeatable(loop.body):
+            why = "its body reads a buffer it writes, so running it once per thread " \
+                  "differs from running it once per iteration of the outer loop"
+        elif not (isinstance(loop.extent, IntImm) and isinstance(outer, IntImm)
+                  and loop.extent.value <= outer.value):
+            why = f"its extent {loop.extent} exceeds the outer loop's {outer}: threads " \
+                  "outside the outer loop would have to run it"
+        if why is not None:
+            raise LoweringError(f"loop {loop.loop_var.name} is bound to {tag} inside "
+                                f"another loop bound to {tag} (one hardware index for "
+                                f"both), but {why}:\n"
+                                + to_text(self.func, highlight=loop))
+        body = self.visit(substitute(loop.body, {loop.loop_var: var}))
+        if to_text(loop.extent) != to_text(outer):
+            body = IfThenElse(LT(var, loop.extent), body)
+        return body
+
+
+def _repeatable(stmt) -> bool:
+    """Whether running ``stmt`` twice leaves what running it once does: it reads no
+    buffer it writes."""
+    reads, writes = set(), set()
+
+    def look(n):
+        if isinstance(n, BufferLoad):
+            reads.add(id(n.buffer))
+        elif isinstance(n, BufferStore):
+            writes.add(id(n.buffer))
+    post_order_visit(stmt, look)
+    return not (reads & writes)
 
 
 class _PerKernel(Mutator):
@@ -289,6 +336,91 @@ def normalize_thread_bindings(func: PrimFunc) -> PrimFunc:
         True
     """
     body = _PerKernel(lambda k: _Normalize(func, k).visit(k)).visit(func.body)
+    return func if body is func.body else func.with_body(body)
+
+
+def _one_block_region(s) -> bool:
+    """Whether ``s`` launches kernels of one block each (thread loops, no grid loop)
+    through host statements that can run inside a kernel."""
+    found = {"thread": False, "other": False}
+
+    def look(n):
+        if is_thread_loop(n):
+            found["thread" if thread_axis(n.thread_tag).level == "thread" else "other"] = True
+        elif isinstance(n, AssertStmt) or (isinstance(n, Allocate)
+                                          and n.buffer.scope == "global"):
+            found["other"] = True
+    post_order_visit(s, look)
+    return found["thread"] and not found["other"]
+
+
+class _Synced(Mutator):
+    """Each kernel root followed by a barrier (a kernel's end orders its memory)."""
+
+    def visit_For(self, loop):
+        if is_thread_loop(loop):
+            return SeqStmt((loop, Evaluate(Call("int32", SYNC_OP, (StringImm("global"),)))))
+        return self.generic_visit(loop)
+
+
+def _grid_root(body):
+    tag = launch_index("grid", 0)
+    return For(Var(tag.replace(".", "_"), "int32"), IntImm(0, "int32"),
+               IntImm(1, "int32"), "thread_binding", body, tag)
+
+
+class _GridRoots(Mutator):
+    def visit_For(self, loop):
+        if not is_thread_loop(loop):
+            return self.generic_visit(loop)
+        if thread_axis(loop.thread_tag).level == "grid":
+            return loop
+        return _grid_root(loop)
+
+    def visit_SeqStmt(self, s):
+        # consecutive one-block launches become one kernel of one block: the same
+        # order, with a barrier where a launch ended (its shared memory lives on)
+        out, run = [], []
+
+        def flush():
+            if len(run) > 1:
+                out.append(_grid_root(seq(*[_Synced().visit(x) for x in run])))
+            else:
+                out.extend(self.visit(x) for x in run)
+            run.clear()
+        for c in s.seq:
+            if _one_block_region(c):
+                run.append(c)
+                continue
+            flush()
+            out.append(self.visit(c))
+        flush()
+        if all(a is b for a, b in zip(out, s.seq)) and len(out) == len(s.seq):
+            return s
+        return seq(*out)
+
+
+def grid_roots(func: PrimFunc) -> PrimFunc:
+    """Every kernel whose outermost bound loop is a ``thread`` axis gets a loop of
+    extent 1 bound to the first ``grid`` axis around it: a launch of one block, as
+    without it, with the block explicit (blocks of IR included).  Consecutive
+    statements that launch such kernels (through host loops) become one kernel of one
+    block, a barrier where each launch ended: the same order, and ``shared`` memory
+    one of them writes and the next reads (as TensorIR allows) lives on.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.decl_buffer((8,), "float32", "A")
+        >>> tx = T.var("tx")
+        >>> f = T.PrimFunc([A], T.For(tx, T.const(0), T.const(8), "thread_binding",
+        ...                           T.BufferStore(A, T.const(1.0), (tx,)), "threadIdx.x"))
+        >>> print(grid_roots(f).body)
+        for blockIdx_x in T.thread_binding(1, thread="blockIdx.x"):
+            for tx in T.thread_binding(8, thread="threadIdx.x"):
+                A[tx] = T.float32(1)
+    """
+    body = _GridRoots().visit(func.body)
     return func if body is func.body else func.with_body(body)
 
 
@@ -324,7 +456,6 @@ def split_host_device(mod):
         ...     print(str(err).split(",")[0])
         [CVL-E104] this statement of main runs on the host
     """
-    from ..ir_module import as_module, calling_conv
     mod = as_module(mod)
     for f in mod.functions:
         if calling_conv(f) == "host":
@@ -368,6 +499,6 @@ def launch_guard(launch, dims: dict):
     return IfThenElse(cond, body)
 
 
-__all__ = ["declared_limits", "host_children", "is_thread_loop", "kernels", "launch_dims",
+__all__ = ["declared_limits", "grid_roots", "host_children", "is_thread_loop", "kernels", "launch_dims",
            "launch_shape", "normalize_thread_bindings", "split_host_device", "thread_loops",
            "thread_vars"]

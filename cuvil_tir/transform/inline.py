@@ -32,6 +32,7 @@ from ..stmt import For
 from ..structural import structural_equal
 from ..visitor import Mutator, substitute
 from .outline import LOOP_ANNOTATIONS, rebind
+from .gpu_threads import launch_dims
 
 
 def inline_launches(mod, func: PrimFunc | None = None) -> PrimFunc:
@@ -149,7 +150,6 @@ def kernel_of(mod: IRModule, name: str, dims: dict, args, where: str) -> PrimFun
         ...     print(str(err).split(";")[0])
         [CVL-E104] main launches 'main' as a device kernel, but its calling_conv is 'host'
     """
-    from .gpu_threads import launch_dims
     kernel = _function(mod, name, "device_kernel", "device kernel", where)
     if len(kernel.params) != len(args):
         raise LoweringError(f"{where} launches device kernel {name!r} with {len(args)} "

@@ -2,9 +2,12 @@
 
 * :class:`PassTiming` — per-pass calls and total milliseconds, as a table;
 * :class:`DumpIR` — the text form before and after each pass, as numbered files;
-* :class:`VerifyEach` — the well-formedness verifier after each pass;
+* :class:`~cuvil_tir.transform.verify.VerifyEach` — the well-formedness verifier after
+  each pass (with the verifier, which the pass manager's passes use);
 * :class:`DumpOnFail` — when a pass (or a code generator) fails, the IR it was given
-  is written out and the error names the file (``CUVIL_DUMP_ON_FAIL=dir``).
+  is written out and the error names the file (``CUVIL_DUMP_ON_FAIL=dir``); code
+  generators report to it through
+  :func:`~cuvil_tir.transform.pass_manager.report_failure`.
 
 Example::
 
@@ -208,38 +211,3 @@ class DumpOnFail(PassInstrument):
             error._cuvil_dumped = True
         except AttributeError:
             pass
-
-
-def report_failure(func, name: str, error: BaseException) -> None:
-    """Tell the failure instruments of the current context (or of the environment,
-    outside any context) that ``name`` failed on ``func``; used by code generators,
-    which run after the pass manager.
-
-    Example::
-
-        >>> report_failure("IR", "codegen", ValueError("x"))   # nothing asked for a dump
-    """
-    from .pass_manager import PassContext, env_instruments
-    found = (PassContext.current().all_instruments() if PassContext.active()
-             else env_instruments(os.environ))
-    for ins in found:
-        ins.run_pass_failed(func, name, error)
-
-
-class VerifyEach(PassInstrument):
-    """Run :func:`~cuvil_tir.transform.verify.verify_well_formed` after every pass; a
-    failure names the pass that produced the ill-formed IR.
-
-    Example::
-
-        >>> isinstance(VerifyEach(), PassInstrument)
-        True
-    """
-
-    def run_after_pass(self, func, name):
-        from ..errors import LoweringError
-        from .verify import verify_well_formed
-        try:
-            verify_well_formed(func)
-        except LoweringError as err:
-            raise LoweringError(f"after pass '{name}': {err.message}") from err

@@ -53,6 +53,7 @@ from ..function import PrimFunc
 from ..op import conjuncts
 from ..stmt import Block, BufferStore, For, IfThenElse, LetStmt, Range, seq
 from ..visitor import Mutator, post_order_visit, substitute
+from .pass_manager import PassContext
 
 #: default limit on the stores a copied loop body may hold
 MAX_NODES = 4096
@@ -298,7 +299,6 @@ def loop_partition(func: PrimFunc) -> PrimFunc:
         >>> loop_partition(f) is f
         True
     """
-    from .pass_manager import PassContext
     limit = PassContext.current().config.get("loop_partition.max_nodes", MAX_NODES)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise LoweringError(f"PassContext config 'loop_partition.max_nodes': expected a "

@@ -31,6 +31,7 @@ import threading
 from ..errors import LoweringError
 from ..function import PrimFunc
 from ..ir_module import IRModule, as_module
+from .instruments import DumpIR, DumpOnFail, PrintTimingAfterLowering
 
 _STATE = threading.local()
 
@@ -185,7 +186,6 @@ def env_instruments(environ) -> list:
         >>> [type(i).__name__ for i in env_instruments({"CUVIL_PASS_TIMING": "1"})]
         ['PrintTimingAfterLowering']
     """
-    from .instruments import DumpIR, DumpOnFail, PrintTimingAfterLowering
     out = []
     if environ.get("CUVIL_PASS_TIMING", "") not in ("", "0"):
         out.append(PrintTimingAfterLowering())
@@ -196,6 +196,21 @@ def env_instruments(environ) -> list:
     if d:
         out.append(DumpOnFail(d))
     return out
+
+
+def report_failure(func, name: str, error: BaseException) -> None:
+    """Tell the failure instruments of the current context (or of the environment,
+    outside any context) that ``name`` failed on ``func``; used by code generators,
+    which run after the pass manager.
+
+    Example::
+
+        >>> report_failure("IR", "codegen", ValueError("x"))   # nothing asked for a dump
+    """
+    found = (PassContext.current().all_instruments() if PassContext.active()
+             else env_instruments(os.environ))
+    for ins in found:
+        ins.run_pass_failed(func, name, error)
 
 
 class PassManager:

@@ -20,8 +20,10 @@ vectorized or unrolled loop; a ``shared`` buffer is one per thread block, so it 
 not move into the ``threadIdx``/``vthread`` loops that share it; a ``local`` buffer
 is one per thread, so it moves into thread-bound and parallel loops.
 
-The box is relaxed over the loops inside the allocation, except the thread loops of
-the tags that do not share the memory: a ``local`` buffer's box is what one thread
+The box is relaxed over the loops inside the allocation, and over the thread loops
+around it whose threads share the memory (a block under ``threadIdx`` loops that
+allocates a ``shared`` buffer), except the thread loops of the tags that do not share
+the memory: a ``local`` buffer's box is what one thread
 touches, even when it is allocated above the thread loops of several nests (each
 access then uses its own nest's thread variable); a ``shared`` box covers every
 thread of the block.  A call handed a region of the buffer keeps the whole buffer,
@@ -57,6 +59,7 @@ Example::
 """
 
 from __future__ import annotations
+import dataclasses
 
 from ..analysis.regions import provably_le, simplify, union
 from ..errors import LoweringError
@@ -68,6 +71,7 @@ from ..visitor import Mutator, post_order_visit, substitute, used_vars
 from .buffer_privacy import accesses, count, disjoint, doms_of, private, relax_guarded
 from .memory_table import memory_table, spec_of
 from .retarget import Retarget, handed_to_call
+from ..arith import Analyzer, bound_of
 
 __all__ = ["Retarget", "plan_buffer_allocation"]
 
@@ -109,7 +113,7 @@ class _Box:
     the thread loops that keep one copy per thread; ``shape`` None when it cannot be
     sized."""
 
-    def __init__(self, node, buf, spec):
+    def __init__(self, node, buf, spec, shared_above=()):
         self.sites, self.ranges, self.shape, self.offset, self.unit = {}, {}, None, None, {}
         found = accesses(node, buf)
         if not found:
@@ -122,7 +126,7 @@ class _Box:
                 if spec.own_copy(lp):
                     subst[lp.loop_var] = self._site(lp)
                     tags.add(lp.thread_tag)
-            doms = {v: r for v, r in doms_of(path).items()
+            doms = {v: r for v, r in doms_of(list(shared_above) + list(path)).items()
                     if v not in subst and v not in kept}
             if subst:
                 region = BufferRegion(buf, tuple(Range(substitute(d.min, subst), d.extent)
@@ -149,7 +153,6 @@ class _Box:
         of the thread stand-ins, or None."""
         if self.shape is None:
             return None
-        from ..arith import Analyzer, bound_of
         doms = {**doms_above, **self.ranges}
         ana = Analyzer(index_no_overflow=True)
         for v, r in doms.items():
@@ -194,7 +197,6 @@ def _within(sized, full, doms):
     the extent's arithmetic wraps, of a negative size.  (A box
     may reach past the buffer's end, at a boundary tile whose accesses are guarded: its
     accesses are relative to its corner, so only its size matters.)"""
-    from ..arith import Analyzer
     ana = Analyzer(index_no_overflow=True)
     for v, r in doms.items():
         ana.bind(v, r)
@@ -241,7 +243,6 @@ class _Planner(Mutator):
             self.doms = saved
 
     def visit_Block(self, blk):
-        import dataclasses
         new = self.generic_visit(blk)
         keep, body = [], new.body
         for buf in new.alloc_buffers:
@@ -261,7 +262,11 @@ class _Planner(Mutator):
         entered, node = _descend(body, buf, spec, self.doms)
         doms = dict(self.doms)
         doms.update(doms_of(entered))
-        box = _Box(node, buf, spec)
+        # allocated inside thread loops whose threads share the memory (a block under
+        # threadIdx allocating a shared buffer): the box covers all their threads
+        shared_above = [lp for lp in self.loops
+                        if lp.kind == "thread_binding" and not spec.own_copy(lp)]
+        box = _Box(node, buf, spec, shared_above)
         sized = box.sized(doms)
         if sized is not None and not spec.rebase_regions and handed_to_call(node, buf):
             sized = None    # a call computes addresses from the whole buffer's layout

@@ -32,6 +32,7 @@ Example::
 """
 
 from __future__ import annotations
+import dataclasses
 
 from ..expr import IntImm, const
 from ..function import PrimFunc
@@ -128,7 +129,6 @@ class _Apply(Mutator):
         return Allocate(new, body)
 
     def visit_Block(self, blk):
-        import dataclasses
         for buf in blk.alloc_buffers:
             new = self._strided(buf)
             if new is not buf:
@@ -164,7 +164,6 @@ def apply_storage_align(func: PrimFunc) -> PrimFunc:
 
 def _annotate(func, block_name: str, entries) -> PrimFunc:
     """``func`` with ``entries`` as block ``block_name``'s alignment (doctests)."""
-    import dataclasses
 
     class _M(Mutator):
         def visit_Block(self, blk):

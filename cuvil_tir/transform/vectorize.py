@@ -52,6 +52,7 @@ from ..expr import (And, Broadcast, BufferLoad, Call, Cast, Expr, IntImm, Let, N
 from ..function import PrimFunc
 from ..stmt import BufferStore, For, IfThenElse, LetStmt, seq
 from ..visitor import Mutator, Visitor, post_order_visit, substitute
+from ..node import same
 
 #: a loop the pass cannot vectorize is unrolled instead when its extent is at most this
 UNROLL_FALLBACK = 16
@@ -316,7 +317,6 @@ def check_independent(loop: For) -> None:
         >>> check_independent(T.For(i, T.const(0), T.const(8), "vectorized",
         ...                   T.BufferStore(A, A[i] + 1.0, (i,))))
     """
-    from ..node import same
     acc = _Accesses()
     acc.visit(loop.body)
     extent = loop.extent.value

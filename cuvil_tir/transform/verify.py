@@ -38,12 +38,15 @@ from ..arith import Analyzer
 from ..arith.affine import Affine, is_index_dtype
 from ..buffer import Buffer
 from ..errors import LoweringError
-from ..expr import And, CmpOp, Expr, IntImm, Not, Ramp, Broadcast, Var
+from ..expr import GT, LT, GE, LE, And, CmpOp, Expr, IntImm, Max, Not, Ramp, \
+    Broadcast, Var
 from ..function import PrimFunc
+from .instruments import PassInstrument
 from ..ir_module import IRModule, calling_conv
 from ..printer import to_text
 from ..stmt import Range
 from ..visitor import Visitor, substitute, used_vars
+from .inline import inline_launches
 
 
 class _Verify(Visitor):
@@ -99,7 +102,8 @@ class _Verify(Visitor):
 
     def _simple_condition(self, cond) -> bool:
         """Conjunctions of comparisons of one exact variable with constants: tightening
-        the variable's interval is then exact, so bounds stay attained."""
+        the variable's interval is then exact, so bounds stay attained (an inequality
+        ``c * v < k`` with any ``c`` too: the integers meeting it are an interval)."""
         if isinstance(cond, IntImm):
             return True
         if isinstance(cond, And):
@@ -110,7 +114,8 @@ class _Verify(Visitor):
             aff = Affine.of(cond.a).combine(Affine.of(cond.b), -1)
             terms = aff.terms
             return len(terms) == 1 and isinstance(terms[0][0], Var) \
-                and id(terms[0][0]) in self.exact and abs(terms[0][1]) == 1
+                and id(terms[0][0]) in self.exact and (
+                    abs(terms[0][1]) == 1 or isinstance(cond, (LT, LE, GT, GE)))
         return False
 
     # definitions ---------------------------------------------------------------------------
@@ -142,9 +147,28 @@ class _Verify(Visitor):
         if not D.is_integer(s.loop_var.dtype):
             self.fail(f"loop variable '{s.loop_var.name}' must be an integer, found "
                       f"{s.loop_var.dtype}")
-        with self.define(s.loop_var, Range(s.min, s.extent)):
-            self.visit(s.body)
+        with self.assume(self._runs(s.extent)):
+            with self.define(s.loop_var, Range(s.min, s.extent)):
+                self.visit(s.body)
         self.where.pop()
+
+    def _runs(self, extent):
+        """What holds while a loop of ``extent`` runs its body: ``extent > 0``.  A loop
+        split by a guard (``T.serial(T.max(2 - io * 3, 0))``) runs for some outer
+        iterations only, and the accesses of its body are reached for those alone."""
+        if self.ana.const_int_bound(extent)[0] >= 1 or \
+                not any(id(v) in self.exact for v in used_vars(extent)):
+            # an extent of sizes alone (T.serial(n)): an access out of bounds for every
+            # n that runs it stays an error
+            return IntImm(1, "bool")
+        zero = IntImm(0, extent.dtype)
+        if isinstance(extent, Max):
+            # max(a, b) > 0 with b <= 0 constant is a > 0, a condition on a's variables
+            a, b = (extent.a, extent.b) if isinstance(extent.b, IntImm) else \
+                (extent.b, extent.a)
+            if isinstance(b, IntImm) and b.value <= 0:
+                return GT(a, zero)
+        return GT(extent, zero)
 
     def visit_LetStmt(self, s):
         self.visit(s.value)
@@ -318,7 +342,6 @@ def verify_well_formed(func) -> None:
         >>> verify_well_formed(T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")]))
     """
     if isinstance(func, IRModule):
-        from .inline import inline_launches
         for f in func.functions:
             if calling_conv(f) == "host":
                 _Verify(inline_launches(func, f)).run()
@@ -345,3 +368,20 @@ def verify(func):
 
 
 verify.pass_kind = "any"
+
+
+class VerifyEach(PassInstrument):
+    """Run :func:`~cuvil_tir.transform.verify.verify_well_formed` after every pass; a
+    failure names the pass that produced the ill-formed IR.
+
+    Example::
+
+        >>> isinstance(VerifyEach(), PassInstrument)
+        True
+    """
+
+    def run_after_pass(self, func, name):
+        try:
+            verify_well_formed(func)
+        except LoweringError as err:
+            raise LoweringError(f"after pass '{name}': {err.message}") from err

@@ -30,11 +30,11 @@ import dataclasses
 
 from cuvil_tir.analysis import map_inverse as imap
 from cuvil_tir.analysis import tree
-from cuvil_tir.analysis.regions import simplify
+from cuvil_tir.analysis.regions import simplify, tree_same
 from cuvil_tir.buffer import const_elements
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.expr import IntImm, Var, const
-from cuvil_tir.stmt import BlockRealize, For, IterVar, Range
+from cuvil_tir.stmt import BlockRealize, For, IterVar, Range, BufferRegion
 from cuvil_tir.visitor import substitute, used_vars
 
 from ..analysis import block_path
@@ -98,7 +98,6 @@ def _check_trivial(func, realize, loops, prim):
 
 
 def tree_equal(a, b) -> bool:
-    from cuvil_tir.analysis.regions import tree_same
     return tree_same(simplify(a), simplify(b))
 
 
@@ -192,7 +191,6 @@ def transform_block_layout(func, block, index_map):
 
 
 def _simplified(region, ana):
-    from cuvil_tir.stmt import BufferRegion
     return BufferRegion(region.buffer, tuple(Range(ana.simplify(r.min), ana.simplify(r.extent))
                                              for r in region.region))
 

@@ -8,6 +8,7 @@ Example::
 """
 
 from __future__ import annotations
+import numpy as np
 
 from cuvil_tir.analysis.regions import tree_same
 from cuvil_tir.arith import Analyzer
@@ -16,6 +17,7 @@ from cuvil_tir.stmt import Block, BlockRealize, For, Range, SeqStmt  # noqa: F40
 from cuvil_tir.visitor import Mutator, used_vars
 
 from ..errors import BlockLocationError, fail
+from .layout import eval_np
 from cuvil_tir.op import conjuncts
 
 
@@ -91,8 +93,6 @@ def _implied_by_domain(realize, cond, loops) -> bool:
     is a domain guard (a split of a fused loop gives ``i_0 * 4 + i_1 < 32`` with
     values ``(i_0 * 4 + i_1) // 8``) and rebuilding the domain keeps it.  Decided by
     enumerating a small constant nest; False when it cannot be decided."""
-    from .layout import eval_np
-    import numpy as np
     nest = list(loops)
     if any(not isinstance(x, IntImm) for lp in nest for x in (lp.min, lp.extent)):
         return False

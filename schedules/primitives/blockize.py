@@ -20,7 +20,7 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import IntImm, Var, const
+from cuvil_tir.expr import IntImm, Var, const, CmpOp, LE, LT
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Range
 from cuvil_tir.visitor import substitute, used_vars
 from cuvil_tir.arith.affine import from_linear_form as from_linear, linear_form as linear
@@ -30,7 +30,10 @@ from ..errors import LoopNestError, ScheduleError, schedule_error
 from ..handles import BlockRV
 from ..primitive import BLOCK, BOOL, LOOP, Kind, Mismatch, primitive
 from cuvil_tir.analysis.regions import relax, simplify
+from cuvil_tir.analysis.predicate_doms import tighten
+from cuvil_tir.op import all as all_of, conjuncts
 from .reduction import fresh_block_name, make_init_nest, resolve_loop, with_write_reads
+from .blockize_blocks import blockize_blocks
 
 
 def _loop_or_blocks(v):
@@ -294,7 +297,6 @@ def _cut_by_predicate(idom, shift, inner_ivs, inner_vals, pred) -> dict:
     the inner block's ``T.where`` lets run (``T.where(i_1 < 3)`` under ``for i_1 in
     range(4)``: 3): the outer block's regions cover only the instances that run, as its
     parent's do."""
-    from cuvil_tir.analysis.predicate_doms import tighten
     by_loop = {id(val): iv.var for iv, val in zip(inner_ivs, inner_vals)
                if isinstance(val, Var) and id(iv.var) in idom and iv.var not in shift}
     if not by_loop or (isinstance(pred, IntImm) and pred.value):
@@ -320,7 +322,6 @@ def _inner_predicate(pred, inner_ids, outer_loops, unit_loops, outer_of, prim, n
     them).  ``i_0 * 4 + i_1 < 10``, with ``v = i_0 * 4 + i_1`` divided into ``v_o =
     i_0`` and ``v_i = i_1``, becomes ``v_o * 4 + i_1 < 10``.  Parts on outer loops
     only are the outer block's (:func:`_outer_predicate`)."""
-    from cuvil_tir.op import all as all_of, conjuncts
     # a loop of extent 1 is 0 (TensorIR's bindings read without it)
     zero = {v: const(0, v.dtype) for k, v in outer_loops.items() if k in unit_loops}
     outer_of = [(simplify(substitute(val, zero)), part, vo) for val, part, vo in outer_of]
@@ -346,7 +347,6 @@ def _inner_predicate(pred, inner_ids, outer_loops, unit_loops, outer_of, prim, n
 
 def _over_outer_vars(cond, inner_ids, outer_loops, outer_of):
     """``cond`` with its outer-loop part rewritten over an outer iter var, or None."""
-    from cuvil_tir.expr import CmpOp
     if not isinstance(cond, CmpOp) or any(id(v) in outer_loops for v in used_vars(cond.b)):
         return None if any(id(v) in outer_loops for v in used_vars(cond)) else cond
     lin = linear(cond.a)
@@ -384,8 +384,6 @@ def _outer_predicate(pred, inner_loops):
     runs only if some inner iteration does.  A bound ``e < n`` whose inner loops have
     non-negative coefficients holds for some inner iteration iff it holds with them at
     0, so that is the outer guard (without it the outer iter var leaves its domain)."""
-    from cuvil_tir.expr import LE, LT
-    from cuvil_tir.op import all as all_of, conjuncts
     ids = {id(l.loop_var) for l in inner_loops}
     zero = {l.loop_var: const(0, l.loop_var.dtype) for l in inner_loops}
     kept = []
@@ -433,7 +431,6 @@ def blockize(func, loop, preserve_unit_iters: bool = True):
         ()
     """
     if isinstance(loop, list):
-        from .blockize_blocks import blockize_blocks
         return blockize_blocks(func, loop, preserve_unit_iters)
     g, name = blockize_path(func, resolve_loop(func, loop, "blockize"), "blockize",
                             preserve_unit_iters)

@@ -39,7 +39,7 @@ from cuvil_tir.analysis.regions import bound_region, loop_doms, relax, union
 from ..analysis import block_path, fresh_block_name
 from ..errors import LoopNestError, schedule_error
 from ..handles import BlockRV
-from .compute_location import subtrees, with_fields
+from .nests import subtrees, with_fields
 
 PRIM = "blockize"
 

@@ -39,10 +39,11 @@ from cuvil_tir.visitor import Visitor, used_vars
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import simplify
+from cuvil_tir.interp.exprs import ExprCompiler, Frame
 from ..analysis import block_path
 from ..errors import AnnotationError, fail
 from ..primitive import BLOCK, INDEX, Kind, Mismatch, primitive
-from .compute_location import with_fields
+from .nests import with_fields
 
 PRIM = "annotate_buffer_access"
 _ENUMERATE_LIMIT = 1 << 18     # domain points the coverage check may evaluate
@@ -154,7 +155,6 @@ def _proven(blk, region, write):
 def _evaluated(blk, region, write):
     """Whether every access is inside ``region`` at every point of the block's domain
     (None: the domain is not constant and small, or an index depends on data)."""
-    from cuvil_tir.interp.exprs import ExprCompiler, Frame
     c = _Indices(region.buffer, write)
     for s in (blk.init, blk.body):
         if s is not None:

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import is_param
-from cuvil_tir.stmt import Allocate, Block
-from cuvil_tir.visitor import Mutator
+from cuvil_tir.stmt import Allocate, Block, BufferRegion
+from cuvil_tir.visitor import Mutator, Visitor
+from cuvil_tir.expr import StringImm
 
 from ..analysis import block_path
 from ..errors import ScheduleArgumentError, schedule_error
@@ -82,9 +83,6 @@ def passed_to_calls(func, buf) -> list:
         ...                                                  name="B")]), A)
         []
     """
-    from cuvil_tir.expr import StringImm
-    from cuvil_tir.stmt import BufferRegion
-    from cuvil_tir.visitor import Visitor
     found = []
 
     class _V(Visitor):

@@ -35,8 +35,7 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import Add, Expr, IntImm, Var, const
-from cuvil_tir.node import same
+from cuvil_tir.expr import Add, Expr, IntImm, Var, const, SizeVar
 from cuvil_tir.op import conjuncts
 from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
                             SeqStmt, seq)
@@ -48,11 +47,13 @@ from ..handles import BlockRV
 from ..analysis import block_path, fresh_name
 from ..primitive import BLOCK, SCOPE, Kind, Mismatch, primitive
 from ..errors import CacheStageError, fail
-from cuvil_tir.analysis.regions import (accessed_region, loop_doms, needed_region,
-                                        provably_le, readers,
-                                        scope_doms, simplify, writers)
+from cuvil_tir.analysis.regions import (accessed_region, loop_doms, needed_region, provably_le,
+                                        readers, scope_doms, simplify, writers, child_blocks)
+from cuvil_tir.node import same
+from .nests import block_names, make_nest, subtrees, with_fields
+from ..block_scope import DepKind, scope_dependences
+from ..region_cover import region_covered
 from .cache_elements import element_condition
-from .compute_location import block_names, make_nest, subtrees, with_fields
 
 
 def _names(func) -> tuple:
@@ -300,7 +301,6 @@ def _offsets_of_own(func, scope_path, tile) -> bool:
     block without iterators (loop_partition's) names the loops around it in its
     regions, and a cache block may not use those in its indices, so its cache then
     has the buffer's whole shape (the copy still covers only the tile)."""
-    from cuvil_tir.expr import SizeVar
     own = {id(iv.var) for iv in tree.get(func, scope_path).block.iter_vars}
     return all(isinstance(v, SizeVar) or id(v) in own
                for d in tile.region for v in used_vars(d.min))
@@ -477,9 +477,6 @@ def _reads_own_writes_only(func, bpath, buf) -> bool:
     reads ``buf`` has an earlier child producing it, and its producers provably cover
     what it reads (:func:`schedules.region_cover.region_covered`).  Then the cache
     needs no initial contents."""
-    from cuvil_tir.analysis.regions import child_blocks
-    from ..block_scope import DepKind, scope_dependences
-    from ..region_cover import region_covered
     children = child_blocks(func, bpath)
     if not children:
         return False

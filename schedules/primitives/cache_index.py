@@ -41,7 +41,7 @@ from cuvil_tir.analysis import tree
 from ..analysis import block_path, fresh_name
 from ..handles import BlockRV
 from ..primitive import BLOCK, BLOCKS, INDEX, SCOPE, primitive
-from .compute_location import make_nest, subtrees, with_fields
+from .nests import make_nest, subtrees, with_fields
 
 
 def _children(e) -> list:

@@ -61,7 +61,7 @@ from ..analysis import block_path, fresh_name
 from ..errors import CacheStageError, fail
 from ..primitive import BLOCK, BLOCKS, SCOPE, primitive
 from .cache import _Stage, _buffer_at, _copy_block, _names
-from .compute_location import block_names, subtrees, with_fields
+from .nests import block_names, subtrees, with_fields
 
 
 def _container(func, bpath):

@@ -52,7 +52,7 @@ from ..errors import fail
 from ..primitive import BLOCK, LOOP, primitive
 from ..handles import BlockRV
 from cuvil_tir.op import conjuncts as _conjuncts
-from .compute_location import subtrees, with_fields
+from .nests import subtrees, with_fields
 from .inline import SimplifyIndices
 
 PRIM = "decompose_padding"

@@ -23,7 +23,7 @@ import dataclasses
 from cuvil_tir.stmt import AssertStmt, BlockRealize, seq
 from cuvil_tir.visitor import used_vars
 
-from ..errors import schedule_error
+from ..errors import schedule_error, ScheduleArgumentError
 from .index_maps import function_vars
 
 
@@ -43,7 +43,6 @@ def entry_check(func, cond, message: str, values, prim: str, error=None,
         ...     print(err.message.splitlines()[0])
         example: the check i > 0 reads i, defined inside the function; a check on entry can only read the function's sizes and scalar parameters
     """
-    from ..errors import ScheduleArgumentError
     declared = {id(v) for v in function_vars(func).values()}
     inner = sorted({v.name for v in used_vars(cond) if id(v) not in declared})
     if inner:

@@ -20,9 +20,11 @@ import inspect
 import weakref
 
 from cuvil_tir.expr import Cast, IntImm, Var, as_expr
-from cuvil_tir.visitor import Mutator
+from cuvil_tir.visitor import Mutator, used_vars, substitute
+from cuvil_tir.analysis import tree
+from cuvil_tir.stmt import Block
 
-from ..errors import schedule_error
+from ..errors import LayoutError, schedule_error
 
 
 class _AxisSeparator:
@@ -105,7 +107,6 @@ def apply_index_map(index_map, ndim: int, buf_name: str, prim: str = "transform_
     Refused (``LayoutError``) when the map cannot take ``ndim`` indices or returns
     something else than integers.  ``what`` names the owner in messages (default:
     ``buffer 'buf_name' has``)."""
-    from .layout import LayoutError
     what = what or f"buffer {buf_name!r} has"
     names = index_names(index_map, ndim)
     if names is None:
@@ -185,9 +186,6 @@ def function_vars(func) -> dict:
         >>> list(function_vars(f))
         ['n']
     """
-    from cuvil_tir.analysis import tree
-    from cuvil_tir.stmt import Block
-    from cuvil_tir.visitor import used_vars
     out: dict = {}
     for p in func.params:
         if isinstance(p, Var):
@@ -206,8 +204,6 @@ def bind_free_vars(exprs, params, func, prim: str) -> list:
     ``func``'s replaced by ``func``'s variable of the same name: a map replayed from a
     trace names the function's size variables by name.  A name the function does not
     have is refused."""
-    from cuvil_tir.visitor import substitute, used_vars
-    from .layout import LayoutError
     known = function_vars(func)
     own = {id(v) for v in known.values()} | {id(p) for p in params}
     vmap = {}

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from cuvil_tir.expr import Add, BufferLoad, FloatImm, IntImm
 from cuvil_tir.op import all as all_of, conjuncts
-from cuvil_tir.stmt import Block, BlockRealize, BufferStore
+from cuvil_tir.stmt import Block, BlockRealize, BufferStore, For, Range, SeqStmt
 from cuvil_tir.te import access_regions
 from cuvil_tir.stmt import BufferRegion
 from cuvil_tir.visitor import Mutator, Visitor, post_order_visit, substitute
@@ -43,13 +43,12 @@ from ..analysis import block_path
 from ..primitive import BLOCK, primitive
 from ..errors import InlineError, fail
 from cuvil_tir.analysis import map_inverse as access_inverse
-from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_param,
-                                        provably_le, region_of, simplify, tree_same,
-                                        union)
+from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_param, provably_le,
+                                        region_of, simplify, tree_same, union, bound_region, relax)
 from cuvil_tir.arith import Analyzer
 from .block_predicates import predicate_conditions
+from .nests import Relocate, exclusive_nest, nest_loops, with_fields
 from .inline_reach import refuse_out_of_reach
-from .compute_location import Relocate, exclusive_nest, nest_loops, with_fields
 
 
 def _store_of(func, blk, prim, role):
@@ -178,8 +177,6 @@ def refresh_reads(blk: Block, old_reads, removed) -> tuple:
 def _nested_reads(stmt, doms) -> list:
     """The reads of the blocks directly inside ``stmt``, over the variables outside
     it: bound through each realize and relaxed over the loops in between."""
-    from cuvil_tir.stmt import BlockRealize, For, Range, SeqStmt
-    from cuvil_tir.analysis.regions import bound_region, relax
     if isinstance(stmt, BlockRealize):
         return [relax(bound_region(stmt, r), doms) for r in stmt.block.reads]
     if isinstance(stmt, For):

@@ -17,12 +17,13 @@ Example::
 """
 
 from __future__ import annotations
+from cuvil_tir.analysis import tree
+from cuvil_tir.stmt import SeqStmt
 
 from ..errors import BlockLocationError, fail
 
 
 def _names(stmt) -> set:
-    from cuvil_tir.analysis import tree
     return {b.block.name for b in tree.blocks_under(stmt)}
 
 
@@ -48,3 +49,41 @@ def insertion_point(items, producers: set, consumers: set, index: int, prim: str
                    f"producers and its consumers, at a position in [{lo}, {hi}]; pass one "
                    "of them, -1 (the last) or -2 (the first)", func)
     return index
+
+def insert_before(func, path: tuple, stmt):
+    """A new function with ``stmt`` placed just before the statement at ``path``.
+
+    Example::
+
+        >>> from cuvil_tir.te.examples import matmul
+        >>> from cuvil_tir.expr import const
+        >>> from cuvil_tir.stmt import Evaluate
+        >>> f = matmul(4, 4, 4)
+        >>> g = insert_before(f, ("block", "body"), Evaluate(const(0)))
+        >>> type(g.body.block.body).__name__
+        'SeqStmt'
+    """
+    return _insert(func, path, stmt, before=True)
+
+
+def insert_after(func, path: tuple, stmt):
+    """A new function with ``stmt`` placed just after the statement at ``path``.
+
+    Example::
+
+        >>> from cuvil_tir.te.examples import matmul
+        >>> from cuvil_tir.expr import const
+        >>> from cuvil_tir.stmt import Evaluate
+        >>> g = insert_after(matmul(4, 4, 4), ("block", "body"), Evaluate(const(0)))
+        >>> type(g.body.block.body.seq[1]).__name__
+        'Evaluate'
+    """
+    return _insert(func, path, stmt, before=False)
+
+
+def _insert(func, path, stmt, before):
+    old = tree.get(func, path)
+    pair = [stmt, old] if before else [old, stmt]
+    if path and isinstance(path[-1], tuple) and path[-1][0] == "seq":
+        return tree.replace(func, path, pair)   # spliced into the parent sequence
+    return tree.replace(func, path, SeqStmt(tuple(pair)))

@@ -32,7 +32,6 @@ from cuvil_tir import arith
 from cuvil_tir import dtype as D
 from cuvil_tir.buffer import check_axis_separators
 from cuvil_tir.errors import ShapeError
-from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, FloorDiv, FloorMod, IntImm,
                             Max, Min, Mul, Not, Or, Sub, Var, const)
 from cuvil_tir.analysis import tree
@@ -41,7 +40,7 @@ from cuvil_tir.block_regions import infer_block_regions
 from cuvil_tir.stmt import BufferRegion, Range
 from cuvil_tir.visitor import Mutator, substitute
 
-from ..errors import schedule_error
+from ..errors import LayoutError, schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
 from .layout_padding import inverse_of, pad_value_at, padding_predicate, write_padding
 from .entry_checks import entry_check, with_entry_check
@@ -52,16 +51,6 @@ from .buffer_ref import (block_buffer, is_allocated, is_param as _is_param, pass
 
 #: maps over at most this many points are checked exhaustively (exact shape, one-to-one)
 ENUMERATE_LIMIT = 1 << 22
-
-
-class LayoutError(ScheduleError):
-    """A buffer's layout cannot be transformed (a parameter, or a bad index map).
-
-    Example::
-
-        >>> LayoutError("transform_layout: A is a parameter").code
-        'CVL-E103'
-    """
 
 
 _NP = {Add: np.add, Sub: np.subtract, Mul: np.multiply, FloorDiv: np.floor_divide,

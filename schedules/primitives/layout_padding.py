@@ -48,10 +48,10 @@ from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Eval
                             IterVar, Range, SeqStmt)
 from cuvil_tir.visitor import Mutator, Visitor, substitute, used_vars
 
-from ..errors import ScheduleArgumentError, schedule_error
+from ..errors import LayoutError, ScheduleArgumentError, schedule_error
 from .index_maps import call_index_map, index_names
 from .split_maps import split_inverse, split_of
-from .reduction import insert_after, insert_before
+from .insertion import insert_after, insert_before
 
 
 def pad_value_at(pad_value, buf, ndim: int, prim: str):
@@ -271,8 +271,7 @@ def write_padding(func, g, old, new, params, exprs, pad_at, prim, blk):
     probe = tuple(Var(f"v{d}", n.dtype) for d, n in enumerate(new.shape))
     if padding_predicate(old.shape, params, exprs, probe) is None:
         if any(p is new for p in g.params):
-            from .layout import LayoutError
-            raise schedule_error(LayoutError, prim, f"the padding of parameter "
+                    raise schedule_error(LayoutError, prim, f"the padding of parameter "
                                  f"{old.name!r} under this index map cannot be told apart "
                                  "from its elements (the map has no inverse Cuvil can "
                                  "write); use an invertible map such as lambda i: "

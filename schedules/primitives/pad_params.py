@@ -33,7 +33,7 @@ from cuvil_tir.visitor import Mutator, post_order_visit
 
 from cuvil_tir.analysis import tree
 from ..analysis import fresh_name
-from .compute_location import make_nest, with_fields
+from .nests import make_nest, with_fields
 
 
 def _point(buf, vs) -> BufferRegion:

@@ -51,7 +51,7 @@ from ..analysis import const_int, fresh_name, loop_path
 from ..errors import FactorError, schedule_error
 from ..handles import LoopRV
 from ..primitive import LOOP, LOOPS, Kind, Mismatch, primitive
-from .compute_location import with_fields
+from .nests import with_fields
 from .loops import _check_plain
 from .reduction import with_write_reads
 

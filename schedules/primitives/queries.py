@@ -14,11 +14,12 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.analysis import tree
-from ..analysis import (block_path, child_blocks, consumers, loop_nest, producers,
-                        stmt_path)
+from ..analysis import block_path, child_blocks, loop_nest, stmt_path
+from ..block_scope import consumers, producers
 from ..errors import ScheduleArgumentError, WorkOnError, schedule_error
 from ..handles import BlockRV, LoopRV
 from ..primitive import BLOCK, BLOCKS, BLOCK_OR_LOOP, LOOPS, STR, primitive
+from ..block_flags import writes_param
 
 
 @primitive("get_block", name=STR, func_name=STR, returns=BLOCK, pure=True)
@@ -138,7 +139,6 @@ def get_output_blocks(func, scope_block):
         >>> sch.get_output_blocks("root")
         [BlockRV('C')]
     """
-    from ..block_flags import writes_param
     scope = tree.get(func, block_path(func, scope_block, "get_output_blocks"))
     return func, [BlockRV(br.block.name) for br in tree.blocks_under(scope.block.body)
                   if writes_param(func, br.block)]

@@ -58,7 +58,7 @@ from ..errors import CacheStageError, fail
 from ..handles import BlockRV
 from ..primitive import BLOCK, INDEX, LOOP, SCOPE, primitive
 from .cache import _names
-from .compute_location import subtrees, with_fields
+from .nests import subtrees, with_fields
 from .rolling_buffer import holds_everywhere
 
 _DENSE_LIMIT = 1 << 16       # tile points the write_at density check may enumerate

@@ -20,7 +20,6 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.buffer import Buffer
-from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import IntImm, Var, const
 from cuvil_tir.op import all as all_of, conjuncts
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar,
@@ -30,68 +29,19 @@ from cuvil_tir.visitor import substitute, used_vars
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.init_placement import init_blocker, init_nest
 from cuvil_tir.analysis.reducer import NotAReduction, combine, match_reducer
-from ..errors import (LoopNestError, ReductionLoopError, ScheduleArgumentError,
+from ..errors import (NotReductionError, LoopNestError, ReductionLoopError, ScheduleArgumentError,
                       StagePipelineError, schedule_error)
 from ..analysis import (block_path as resolve_block, fresh_block_name, fresh_name,
                         loop_path as resolve_loop)
 from ..handles import BlockRV
 from ..primitive import BLOCK, INT, LOOP, Renamed, primitive
-from .rfactor_checks import check_rfactor_block, check_slots_visited
+from .rfactor_checks import _var_ids, check_rfactor_block, check_slots_visited
+from .insertion import insert_after, insert_before
 from .rfactor_nest import check_hoistable, place_shared
-
-
-class NotReductionError(ScheduleError):
-    """The block is not a reduction block (no init, or no recognised combiner).
-
-    Example::
-
-        >>> NotReductionError("rfactor: block B is not a reduction").code
-        'CVL-E103'
-    """
+from ..block_flags import pipeline_blocker
 
 
 # -- helpers shared with blockize / tensorize ---------------------------------------------
-
-def insert_before(func, path: tuple, stmt):
-    """A new function with ``stmt`` placed just before the statement at ``path``.
-
-    Example::
-
-        >>> from cuvil_tir.te.examples import matmul
-        >>> from cuvil_tir.stmt import Evaluate
-        >>> f = matmul(4, 4, 4)
-        >>> g = insert_before(f, ("block", "body"), Evaluate(const(0)))
-        >>> type(g.body.block.body).__name__
-        'SeqStmt'
-    """
-    return _insert(func, path, stmt, before=True)
-
-
-def insert_after(func, path: tuple, stmt):
-    """A new function with ``stmt`` placed just after the statement at ``path``.
-
-    Example::
-
-        >>> from cuvil_tir.te.examples import matmul
-        >>> from cuvil_tir.stmt import Evaluate
-        >>> g = insert_after(matmul(4, 4, 4), ("block", "body"), Evaluate(const(0)))
-        >>> type(g.body.block.body.seq[1]).__name__
-        'Evaluate'
-    """
-    return _insert(func, path, stmt, before=False)
-
-
-def _insert(func, path, stmt, before):
-    old = tree.get(func, path)
-    pair = [stmt, old] if before else [old, stmt]
-    if path and isinstance(path[-1], tuple) and path[-1][0] == "seq":
-        return tree.replace(func, path, pair)   # spliced into the parent sequence
-    return tree.replace(func, path, SeqStmt(tuple(pair)))
-
-
-def _var_ids(e) -> set:
-    return {id(v) for v in used_vars(e)}
-
 
 def make_init_nest(realize: BlockRealize, loops: list, name: str, suffix: str = "_init",
                    prim: str = "decompose_reduction", func=None):
@@ -396,7 +346,6 @@ def _check_stage_pipeline(func, bpath, prim):
     """TensorIR's rfactor needs the block's scope to be a stage pipeline: the rfactor
     block and the write-back are two stages, which a scope whose consumers are not
     covered by their producers (or that overwrites what it read) does not order."""
-    from ..block_flags import pipeline_blocker     # block_flags imports this package
     scope = tree.enclosing_block(func, bpath)
     why = pipeline_blocker(func, scope)
     if why is not None:

@@ -51,10 +51,10 @@ from ..handles import BlockRV
 from ..primitive import BLOCK, INDEX, INDEX_MAP, SCOPE, primitive
 from .block_layout import _nest
 from .cache import _names
-from .compute_location import with_fields
+from .nests import with_fields
 from .layout import apply_index_map, map_image
 from cuvil_tir.op import all as all_of, conjuncts
-from .reduction import insert_after, insert_before
+from .insertion import insert_after, insert_before
 
 
 def _accesses(blk, buf) -> list:

@@ -15,11 +15,14 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import IntImm
+from cuvil_tir.expr import IntImm, GE, GT, LE, LT
 from cuvil_tir.stmt import Range
 from cuvil_tir.visitor import substitute, used_vars
+from cuvil_tir import arith
+from cuvil_tir.op import conjuncts
 
-from ..errors import LoopNestError, ReductionLoopError, schedule_error
+from ..errors import LoopNestError, NotReductionError, ReductionLoopError, schedule_error
+from ..analysis import quasi_affine
 
 
 def check_rfactor_block(func, realize, loops, rf_loop) -> None:
@@ -27,8 +30,6 @@ def check_rfactor_block(func, realize, loops, rf_loop) -> None:
     bindings, a write that no reduction variable indexes (the block *dominates* its
     output element), serial reduction loops, and no loop driving both a spatial and a
     reduction iter var (its iterations would be split between the two blocks)."""
-    from ..analysis import quasi_affine
-    from .reduction import NotReductionError
     blk = realize.block
 
     def refuse(cls, why, node=None):
@@ -81,10 +82,6 @@ def check_slots_visited(func, realize, rf_loop, loops):
     Proved with a witness: the other reduction loops at their minimum must satisfy
     each guard involving the reduction loops, for every value of the rfactor loop
     (and of the spatial loops it mentions)."""
-    from cuvil_tir import arith
-    from cuvil_tir.expr import GE, GT, LE, LT
-    from cuvil_tir.op import conjuncts
-    from .reduction import _var_ids
     v = rf_loop.loop_var
     reduce_ids = set()
     for iv, val in zip(realize.block.iter_vars, realize.iter_values):
@@ -114,3 +111,5 @@ def check_slots_visited(func, realize, rf_loop, loops):
                                  rf_loop)
 
 
+def _var_ids(e) -> set:
+    return {id(v) for v in used_vars(e)}

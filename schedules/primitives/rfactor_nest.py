@@ -41,6 +41,7 @@ from cuvil_tir.visitor import substitute
 
 from cuvil_tir.analysis import tree
 from ..errors import LoopNestError, schedule_error
+from .insertion import insert_before
 
 
 def check_hoistable(func, realize: BlockRealize, top: For) -> None:
@@ -72,7 +73,6 @@ def place_shared(func, bpath, above, rf_realize: BlockRealize, wb_realize: Block
     fresh copies of the loops of ``wb_loops`` (the loops only the block uses whose
     variables the write-back needs).  ``wb_realize`` is written over the original
     loop variables."""
-    from .reduction import insert_before
     loops = [l for _, l in above]
     fresh = {l.loop_var: Var(l.loop_var.name, l.loop_var.dtype) for l in loops}
     rf = BlockRealize(tuple(substitute(x, fresh) for x in rf_realize.iter_values),

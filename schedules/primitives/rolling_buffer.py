@@ -70,7 +70,7 @@ from ..analysis import block_path
 from ..errors import StorageError, fail
 from ..primitive import BLOCK, INDEX, primitive
 from cuvil_tir.op import conjuncts as _conjuncts
-from .compute_location import subtrees, with_fields
+from .nests import subtrees, with_fields
 
 PRIM = "rolling_buffer"
 _ENUMERATE_LIMIT = 1 << 14    # outer iterations a containment check may enumerate

@@ -33,46 +33,17 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import Var
 from cuvil_tir.errors import ScheduleError
 
 from cuvil_tir.analysis import tree
-from ..analysis import block_path, const_int, consumers, uses_var
+from ..analysis import block_path, const_int, uses_var
+from ..block_scope import consumers
 from ..errors import ScheduleArgumentError, schedule_error
-from ..handles import LoopRV
+from ..handles import INLINE_MARK, ROOT_MARK, LoopRV
+from .compute_location import compute_at
+from .inline import compute_inline
 from ..primitive import BLOCK, LOOP, primitive
 
-
-class LocationMark(LoopRV):
-    """A compute location that is not a loop: :data:`ROOT_MARK` or :data:`INLINE_MARK`.
-
-    Example::
-
-        >>> ROOT_MARK.var.name, isinstance(INLINE_MARK, LoopRV)
-        ('root', True)
-    """
-
-    __slots__ = ()
-
-    def apply(self, func, block, prim: str):
-        """``prim`` (compute_at or reverse_compute_at) with this mark as the loop.
-
-        Example::
-
-            >>> ROOT_MARK.apply("f", "B", "compute_at")
-            ('f', None)
-        """
-        if self is ROOT_MARK:
-            return func, None
-        from .inline import compute_inline
-        return compute_inline.raw(func, block)
-
-
-ROOT_MARK = LocationMark(Var("root"))
-"""The location "where the block is now" (decision -1)."""
-
-INLINE_MARK = LocationMark(Var("inline"))
-"""The location "inlined into its consumers" (decision -2)."""
 
 _MEMO: list = []      # [(func, block name, result)]: the function is immutable
 
@@ -113,8 +84,6 @@ def candidates(func, block) -> tuple:
     for f, name, result in _MEMO:
         if f is func and name == block.name:
             return result
-    from .compute_location import compute_at
-    from .inline import compute_inline
     path = block_path(func, block, "sample_compute_location")
     handles, decisions = [], []
     if _legal(compute_inline, func, block):

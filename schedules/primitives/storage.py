@@ -38,7 +38,7 @@ from ..analysis import block_path
 from ..primitive import BLOCK, SCOPE, primitive
 from ..errors import StorageError, fail
 from cuvil_tir.analysis.regions import is_param
-from .compute_location import with_fields
+from .nests import with_fields
 
 
 

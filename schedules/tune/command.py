@@ -25,6 +25,9 @@ from cuvil_tir.errors import CuvilError
 from cuvil_tir.target import as_target
 
 from .database import Database, workload_key
+from .executor import local_executor
+from .networks import BUILTIN
+from .scheduler import TaskScheduler
 from .report import curve_text, format_seconds, plot_curve, progress_printer, \
     require_plotting, trials_to_fraction
 from .tuner import tune
@@ -114,4 +117,60 @@ def tune_function(func, target="llvm", trials=16, db="tune.jsonl", resume=False,
     if res.best_schedule is not None:
         print("the best schedule:", file=out)
         print(res.best_schedule.trace.as_python(), file=out)
+    return 0
+
+
+def is_task_list(source) -> bool:
+    """Whether ``cuvil tune SOURCE`` names a task list (a builtin name or a ``.json``
+    file) rather than a kernel file.
+
+    Example::
+
+        >>> is_task_list("resnet18"), is_task_list("net.json"), is_task_list("k.py")
+        (True, True, False)
+    """
+    return str(source) in BUILTIN or str(source).endswith(".json")
+
+
+def tune_tasks(source, target="llvm", trials=200, db="tune.jsonl", resume=False,
+               minutes=None, timeout_s=10.0, seed=0, round_trials=8, executor=None,
+               out=None) -> int:
+    """Tune a network's task list (:mod:`.networks`; ``source`` a builtin name or a JSON
+    file) with the gradient task scheduler (:mod:`.scheduler`) until database ``db``
+    holds ``trials`` measurements of its tasks or ``minutes`` pass; prints a line per
+    round and the report.  A database that already holds records of these tasks is
+    continued only with ``resume`` (run the same command again after an interruption).
+
+    Example::
+
+        >>> import io, os, tempfile
+        >>> net = {"tasks": [{"name": "s", "op": "softmax", "weight": 1,
+        ...                   "args": {"rows": 4, "cols": 16}}]}
+        >>> buf = io.StringIO()
+        >>> tune_tasks(net, trials=0, db=os.path.join(tempfile.mkdtemp(), "n.jsonl"),
+        ...            out=buf)
+        0
+        >>> buf.getvalue().splitlines()[0]
+        'cuvil tune: 1 tasks on llvm, 0 of 0 trials already in the database'
+    """
+    out = sys.stdout if out is None else out
+    target = as_target(target)
+    own = executor is None
+    ex = local_executor() if own else executor
+    try:
+        ts = TaskScheduler(source, target, db, ex, round_trials=round_trials, seed=seed,
+                           timeout_s=timeout_s)
+        done = ts.trials()
+        if done and not resume:
+            raise TuneCommandError(
+                f"{db} already holds {done} records of these tasks on {target}; pass "
+                "--resume to continue that run (measured candidates are never measured "
+                "again), or choose another --db")
+        print(f"cuvil tune: {len(ts.tasks)} tasks on {target}, {done} of {trials} trials "
+              "already in the database", file=out)
+        ts.run(trials, None if minutes is None else minutes * 60.0, out=out)
+    finally:
+        if own:
+            ex.shutdown(wait=True)
+    print(ts.report(), file=out)
     return 0

@@ -37,9 +37,12 @@ import subprocess
 import sys
 import threading
 import time
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 
 from cuvil_tir.errors import TargetError
 from cuvil_tir.target import get_target_kind, list_targets
+from . import measure as _measure
 
 #: seconds a new server may take to import Cuvil before it counts as failed to start
 STARTUP_S = 120.0
@@ -131,7 +134,6 @@ def serve(fd: int) -> None:
             get_target_kind(name)
         except TargetError:
             pass                  # a broken plug-in fails the candidates that use it
-    from . import measure as _measure
     sock = socket.socket(fileno=fd)
     _send(sock, ("ready", os.getpid()))
     hosts: dict = {}
@@ -342,7 +344,8 @@ def _outcome(kind, seconds, error, info, t0) -> dict:
 
 def local_executor(max_workers: int | None = None):
     """The default executor: a local process pool of ``max_workers`` slots (default:
-    half the cores, at least one, since candidates are timed one at a time per host).
+    one per core).  Candidates build in parallel, one per slot; their timing holds a
+    per-host lock (:func:`.measure.timing_lock`), so two are never timed at once.
 
     Example::
 
@@ -350,9 +353,7 @@ def local_executor(max_workers: int | None = None):
         ...     ex.submit(abs, -2).result()
         2
     """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    n = max_workers or max(1, (os.cpu_count() or 2) // 2)
+    n = max_workers or max(1, os.cpu_count() or 1)
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     return ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_follow_parent,
                                initargs=(os.getpid(),))

@@ -1,21 +1,30 @@
-"""A fixed-length feature vector of a candidate's lowered IR, for the cost model.
+"""A fixed-length feature vector of a scheduled function, for the cost model: read from
+the block-level IR the schedule made (loops with their kinds and extents, blocks with
+their iterator bindings and access regions), never lowered, so it costs milliseconds.
 
-:func:`features` lowers the scheduled function for the target and describes its loop
-nests from the stores: for the *dominant* store (the one executed most often) its
-iteration count, parallel extent, vector lanes, unroll factor, innermost serial extent
-and depth, the bytes it touches within the innermost 1..4 loops, the share of its loads
-that are loop-invariant / contiguous / strided in the innermost loop, and its arithmetic
-intensity; for the whole function the work of all other stores (copies, packing) and the
-bytes of local allocations.  Counts enter as ``log2(1 + x)`` so the model sees ratios.
+For the *dominant* block (the one doing the most arithmetic) it describes the loop
+nest: iterations and arithmetic, the parallel extent (and how evenly it spreads over
+the machine's cores), the vector loop (in lanes of the machine), unrolling, the
+register tile of a ``local`` accumulator against the vector registers, the stride of
+the innermost loop in each access (invariant / contiguous / strided), the bytes the
+innermost 1..6 loops touch (and how many of those levels fit L1 and L2), the
+arithmetic intensity there, the reduction loops' position; for the whole function the
+share of work in other blocks (packing, copies) and the bytes of cached buffers.
+Counts enter as ``log2(1 + x)`` so the model sees ratios; sizes are taken relative to
+the :class:`~cuvil_tir.target.Machine`, so records of one task teach another.
+
+A loop's stride in an access is the slope of each region index (in block iterators)
+through the bindings of the iterators (in loop variables), :func:`_slope`.
 
 Example::
 
     >>> import cuvil_tir as T
+    >>> from cuvil_tir.target import Machine
     >>> A = T.placeholder((64,), name="A")
     >>> f = T.create_prim_func([A, T.compute((64,), lambda i: A[i] * 2.0, name="B")])
-    >>> v = features(f, "llvm")
-    >>> len(v) == len(NAMES), round(v[NAMES.index("iterations")], 2)
-    (True, 6.02)
+    >>> v = features(f, Machine(256, 16, 32768, 1 << 20, 2))
+    >>> len(v) == len(NAMES), v[NAMES.index("iterations")]
+    (True, 6.022367813028454)
 """
 
 from __future__ import annotations
@@ -23,22 +32,28 @@ from __future__ import annotations
 import math
 
 from cuvil_tir import dtype as D
-from cuvil_tir.arith.affine import Affine
-from cuvil_tir.expr import (Add, BufferLoad, Div, FloorDiv, FloorMod, Mod, Mul, Ramp, Sub,
-                            Var)
-from cuvil_tir.stmt import Allocate, BufferStore, For
-from cuvil_tir.target import lower
-from cuvil_tir.transform.inline import inline_launches
+from cuvil_tir.expr import Add, BufferLoad, Call, Div, FloorDiv, FloorMod, Max, Min, Mul, \
+    Sub, Var
+from cuvil_tir.stmt import Block, BlockRealize, For
+from cuvil_tir.target import SCALAR_MACHINE, Machine
 from cuvil_tir.visitor import post_order_visit
+from .space import machine_of
 
+#: inner loop levels whose footprints are described
+LEVELS = 6
 #: what each position of the vector means
-NAMES = ("iterations", "parallel", "lanes", "unroll", "inner_serial", "depth",
-         "bytes_l1", "bytes_l2", "bytes_l3", "bytes_l4", "bytes_all",
-         "invariant_loads", "contiguous_loads", "strided_loads", "intensity",
-         "ops_per_iter", "other_work", "stores", "local_bytes", "allocs",
-         "outer_parallel_share", "vector_inner")
+NAMES = ("iterations", "flops", "parallel", "parallel_per_core", "parallel_balanced",
+         "vector_lanes", "vector_innermost", "unroll", "register_tile",
+         "register_pressure", "read_invariant", "read_contiguous", "read_strided",
+         "write_contiguous", *(f"bytes_l{k}" for k in range(1, LEVELS + 1)),
+         "levels_in_l1", "levels_in_l2", "intensity_inner", "intensity_mid",
+         "reduce_inner_extent", "spatial_inside_reduce", "depth",
+         *(f"{a}_{b}" for a in ("kernel", "reduce", "reduce_up1", "reduce_up2")
+           for b in ("bytes", "in_l1", "in_l2")),
+         "accumulator_vectors", "tile_rows", "blocks", "other_work", "cached_bytes",
+         "local_scope")
 
-_LEVELS = 4
+_ARITH = (Add, Sub, Mul, Div, FloorDiv, FloorMod, Min, Max, Call)
 
 
 def _log(x: float) -> float:
@@ -50,165 +65,234 @@ def _extent(loop) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 1
 
 
-def _nests(stmt, loops=()):
-    """(store, enclosing loops outermost first) for every store under ``stmt``."""
-    out = []
-    stack = [(stmt, tuple(loops))]
-    while stack:
-        s, above = stack.pop()
-        if isinstance(s, BufferStore):
-            out.append((s, above))
-            continue
-        if isinstance(s, For):
-            stack.append((s.body, above + (s,)))
-            continue
-        for name in ("body", "then_case", "else_case", "seq"):
-            child = getattr(s, name, None)
-            if isinstance(child, tuple):
-                stack.extend((c, above) for c in reversed(child))
-            elif child is not None and not isinstance(child, (int, float, str)):
-                stack.append((child, above))
-    return out
+def _nests(stmt, loops, out) -> None:
+    """(realize, enclosing loops outermost first) of every leaf block under ``stmt``."""
+    if isinstance(stmt, For):
+        _nests(stmt.body, loops + (stmt,), out)
+    elif isinstance(stmt, BlockRealize):
+        inner: list = []
+        _nests(stmt.block.body, (), inner)
+        if inner:   # a block holding blocks: its loops are the outer part of theirs
+            out.extend((r, loops + below) for r, below in inner)
+        elif stmt.block.name != "root":
+            out.append((stmt, loops))
+    elif isinstance(stmt, Block):
+        _nests(stmt.body, loops, out)
+    else:
+        for name in ("body", "then_case", "else_case", "seq", "block"):
+            child = getattr(stmt, name, None)
+            for c in (child if isinstance(child, tuple) else (child,)):
+                if c is not None and hasattr(c, "__dataclass_fields__"):
+                    _nests(c, loops, out)
 
 
-def _accesses(store) -> list:
-    """(buffer, flat index, lanes) of the store and of every load in its value."""
-    out = [(store.buffer, store.indices[-1], store.value.lanes)]
+def _slope(e, d: dict, span: int = 1) -> float:
+    """How much integer index ``e`` moves when one loop of ``span`` iterations advances
+    by one, given how much each variable moves (``d``): exact for affine indices;
+    through ``//`` and ``%`` by a constant (a packed layout's ``j // 16``, ``j % 16``)
+    the quotient stays put and the remainder follows while the loop's whole run stays
+    within one period, else the average slope; :data:`FAR` for anything else that uses
+    a moving variable."""
+    if isinstance(e, Var):
+        return d.get(e, 0.0)
+    if isinstance(e, (Add, Sub)):
+        a, b = _slope(e.a, d, span), _slope(e.b, d, span)
+        return a + b if isinstance(e, Add) else a - b
+    c = getattr(getattr(e, "b", None), "value", None)
+    if isinstance(e, Mul):
+        ca = getattr(e.a, "value", None)
+        if isinstance(c, int):
+            return _slope(e.a, d, span) * c
+        if isinstance(ca, int):
+            return _slope(e.b, d, span) * ca
+    elif isinstance(e, FloorDiv) and isinstance(c, int) and c > 0:
+        s = _slope(e.a, d, span)
+        return 0.0 if abs(s) * (span - 1) < c else s / c
+    elif isinstance(e, FloorMod) and isinstance(c, int) and c > 0:
+        s = _slope(e.a, d, span)
+        return s if abs(s) * (span - 1) < c or s % c else 0.0
+    if hasattr(e, "value"):
+        return 0.0
+    return FAR if any(d.get(v) for v in _vars(e)) else 0.0
 
-    def visit(e):
-        if isinstance(e, BufferLoad):
-            out.append((e.buffer, e.indices[-1], getattr(e, "lanes", 1)))
-    post_order_visit(store.value, visit)
-    return out
+
+#: the stride given to a loop that reaches an index in a way :func:`_slope` cannot follow
+FAR = float(1 << 20)
 
 
-def _coefficients(index) -> dict:
-    """Loop var -> its coefficient in ``index`` (None for a var used non-linearly)."""
-    base = index.base if isinstance(index, Ramp) else index
-    try:
-        form = Affine.of(base)
-    except Exception:  # noqa: BLE001 - a non-integer index: no strides known
-        return {}
+def _strides(region, realize, loops) -> dict:
+    """Loop var -> the (absolute) stride of one loop step in the flattened, row-major
+    buffer of one access."""
+    shape = [getattr(s, "value", None) for s in region.buffer.shape]
+    row = [1] * len(shape)
+    for k in range(len(shape) - 2, -1, -1):
+        row[k] = row[k + 1] * (shape[k + 1] if isinstance(shape[k + 1], int) else 1)
     out: dict = {}
-    for atom, c in form.terms:
-        if isinstance(atom, Var):
-            out[atom] = c
-        else:
-            post_order_visit(atom, lambda e: out.__setitem__(e, None)
-                             if isinstance(e, Var) else None)
+    for lp in loops:
+        moves = {lp.loop_var: 1.0}
+        span = _extent(lp)
+        d = {iv.var: _slope(val, moves, span) for iv, val in zip(realize.block.iter_vars,
+                                                                  realize.iter_values)}
+        out[lp.loop_var] = sum(abs(_slope(rg.min, d, span)) * row[k]
+                               for k, rg in enumerate(region.region))
     return out
 
 
-def _footprint(access, loops) -> int:
-    """Elements ``access`` touches while ``loops`` run (distinct, roughly)."""
-    _, index, lanes = access
-    coeffs = _coefficients(index)
-    n = lanes
-    for lp in loops:
-        if lp.loop_var in coeffs:
-            n *= _extent(lp)
-    return n
+def _vars(e) -> list:
+    found: list = []
+    post_order_visit(e, lambda x: found.append(x) if isinstance(x, Var) else None)
+    return found
 
 
-def _ops(expr) -> int:
-    """Floating-point arithmetic in ``expr`` (index arithmetic is not the work)."""
+def _ops(block) -> int:
     count = [0]
 
     def visit(e):
-        if isinstance(e, (Add, Sub, Mul, Div, FloorDiv, FloorMod, Mod)) and \
-                D.is_float(e.dtype):
+        if isinstance(e, _ARITH) and not D.is_integer(str(e.dtype)):
             count[0] += 1
-    post_order_visit(expr, visit)
-    return count[0]
+        elif isinstance(e, (Add, Mul)) and _has_load(e):
+            count[0] += 1   # integer arithmetic on data (an int8 GEMM), not on indices
+    post_order_visit(block.body, visit)
+    return max(1, count[0])
 
 
-def _store_vector(store, loops) -> list:
+def _has_load(e) -> bool:
+    return any(isinstance(x, BufferLoad) for x in (getattr(e, "a", None),
+                                                    getattr(e, "b", None)))
+
+
+def _width(buf) -> int:
+    return max(1, D.bits(D.element(str(buf.dtype))) // 8)
+
+
+def _bytes(strides, loops) -> int:
+    """Bytes the accesses touch while ``loops`` run (each access: the product of the
+    extents of the loops it moves with)."""
+    total = 0
+    for st, width, _ in strides:
+        n = 1
+        for lp in loops:
+            if st.get(lp.loop_var, 0):
+                n *= _extent(lp)
+        total += n * width
+    return total
+
+
+def _block_vector(realize, loops, machine, cores) -> list:
+    block = realize.block
     iters = 1
     par = unroll = 1
+    vec = 0
     for lp in loops:
         iters *= _extent(lp)
         if lp.kind == "parallel":
             par *= _extent(lp)
         elif lp.kind == "unrolled":
             unroll *= _extent(lp)
-    lanes = store.value.lanes
-    serial = [lp for lp in loops if lp.kind in ("serial", "vectorized")]
-    inner = serial[-1] if serial else None
-    accs = _accesses(store)
-    width = D.bits(D.element(str(store.buffer.dtype))) // 8
-    levels = []
-    for lvl in range(1, _LEVELS + 1):
-        sub = loops[-lvl:] if len(loops) >= lvl else loops
-        levels.append(sum(_footprint(a, sub) for a in accs) * width)
-    every = sum(_footprint(a, loops) for a in accs) * width
+        elif lp.kind == "vectorized":
+            vec = _extent(lp)
+    flops = iters * _ops(block)
+    dtype = str(block.writes[0].buffer.dtype) if block.writes else "float32"
+    lanes = machine.lanes(dtype)
+    accesses = [(r, False) for r in block.reads] + [(w, True) for w in block.writes]
+    strides = [(_strides(r, realize, loops), _width(r.buffer), w) for r, w in accesses]
+    inner = loops[-1].loop_var if loops else None
     kinds = [0, 0, 0]
-    for _, index, _ in accs[1:]:
-        c = _coefficients(index).get(inner.loop_var, 0) if inner is not None else 0
-        kinds[0 if c == 0 else 1 if c == 1 else 2] += 1
-    nloads = max(1, len(accs) - 1)
-    ops = max(1, _ops(store.value)) * lanes
-    outer_par = 1.0 if loops and loops[0].kind == "parallel" else 0.0
-    return [_log(iters * lanes), _log(par), _log(lanes), _log(unroll),
-            _log(_extent(inner) if inner is not None else 1), float(len(loops)),
-            *[_log(b) for b in levels], _log(every),
-            kinds[0] / nloads, kinds[1] / nloads, kinds[2] / nloads,
-            _log(ops * iters / max(1, every)), _log(ops),
-            outer_par, 1.0 if lanes > 1 else 0.0]
+    write_contig = 0.0
+    for st, _, is_write in strides:
+        s = st.get(inner, 0) if inner is not None else 0
+        if is_write:
+            write_contig = 1.0 if s <= 1 else 0.0
+        else:
+            kinds[0 if s == 0 else 1 if s <= 1 else 2] += 1
+    nreads = max(1, sum(kinds))
+    levels = [_bytes(strides, loops[-k:] if k <= len(loops) else loops)
+              for k in range(1, LEVELS + 1)]
+    sub_iters = [1]
+    for lp in reversed(loops):
+        sub_iters.append(sub_iters[-1] * _extent(lp))
+    ops = _ops(block)
+    in_l1 = sum(1 for b in levels if b <= machine.l1d_bytes)
+    in_l2 = sum(1 for b in levels if b <= machine.l2_bytes)
+    reduce_vars = {iv.var for iv in block.iter_vars if iv.kind == "reduce"}
+    red_loops = [n for n, lp in enumerate(loops) if any(
+        _slope(val, {lp.loop_var: 1.0}) for iv, val in zip(block.iter_vars,
+                                                           realize.iter_values)
+        if iv.var in reduce_vars)]
+    red_inner = _extent(loops[red_loops[-1]]) if red_loops else 1
+    spatial_inside = len(loops) - 1 - red_loops[-1] if red_loops else 0
+    local = block.writes and block.writes[0].buffer.scope == "local"
+    tile = 1
+    for lp in reversed(loops):
+        if lp.kind not in ("unrolled", "vectorized"):
+            break
+        tile *= _extent(lp)
+    regs = max(1, machine.vector_registers)
+    mid = min(3, len(loops))
+    # the working sets anchored on the reduction: the micro-kernel (from the innermost
+    # reduction loop in), the whole reduction, and one and two loops above it -- what
+    # L1 and L2 must hold, whatever the number of loops a candidate has
+    r_in = red_loops[-1] if red_loops else len(loops) - 1
+    r_out = red_loops[0] if red_loops else 0
+    anchored = []
+    for start in (r_in, r_out, r_out - 1, r_out - 2):
+        b = _bytes(strides, loops[max(0, start):])
+        anchored += [_log(b), float(b <= machine.l1d_bytes), float(b <= machine.l2_bytes)]
+    rows = 1
+    for lp in reversed(loops):
+        if lp.kind == "unrolled":
+            rows *= _extent(lp)
+        elif lp.kind != "vectorized":
+            break
+    return [_log(iters), _log(flops), _log(par), _log(par / cores),
+            1.0 if par >= cores and par % cores == 0 else 0.0,
+            vec / lanes, 1.0 if loops and loops[-1].kind == "vectorized" else 0.0,
+            _log(unroll), _log(tile), tile / lanes / regs if local else 0.0,
+            kinds[0] / nreads, kinds[1] / nreads, kinds[2] / nreads, write_contig,
+            *[_log(b) for b in levels], float(in_l1), float(in_l2),
+            _log(ops * sub_iters[1] / max(1, levels[0])),
+            _log(ops * sub_iters[mid] / max(1, levels[mid - 1])),
+            _log(red_inner), float(spatial_inside), float(len(loops)), *anchored,
+            tile / lanes if local else 0.0, _log(rows)], flops, bool(local)
 
 
-def vector_of(lowered) -> list:
-    """The feature vector (see :data:`NAMES`) of a lowered function or module (its
-    entry, with each parallel launch seen as the loop it came from).
+def features(func_or_sch, machine=None) -> list:
+    """The feature vector (see :data:`NAMES`) of a scheduled function or Schedule on
+    ``machine`` (a :class:`~cuvil_tir.target.Machine` or a target; None: a scalar
+    machine).
 
     Example::
 
         >>> import cuvil_tir as T
         >>> f = T.create_prim_func([T.placeholder((4,), name="A")])
-        >>> vector_of(T.lower(f, "llvm"))[NAMES.index("stores")]
-        0.0
+        >>> features(f) == [0.0] * len(NAMES)
+        True
     """
-    # a module's parallel tasks are seen inside the loops they came from
-    funcs = [inline_launches(lowered)]
-    nests, local_bytes, allocs = [], 0, 0
-    for fn in funcs:
-        body = getattr(fn, "body", None)
-        if body is None:
-            continue
-        nests += _nests(body)
-
-        def visit(s):
-            nonlocal local_bytes, allocs
-            if isinstance(s, Allocate):
-                allocs += 1
-                n = max(1, D.bits(D.element(str(s.buffer.dtype))) // 8)
-                for e in s.buffer.shape:
-                    n *= getattr(e, "value", 1) or 1
-                local_bytes += n
-        post_order_visit(body, visit)
+    func = getattr(func_or_sch, "func", func_or_sch)
+    if machine is None:
+        machine = SCALAR_MACHINE
+    elif not isinstance(machine, Machine):
+        machine = machine_of(machine)
+    cores = max(1, machine.cores)
+    nests: list = []
+    _nests(func.body, (), nests)
     if not nests:
         return [0.0] * len(NAMES)
-    weights = []
-    for store, loops in nests:
-        n = store.value.lanes
-        for lp in loops:
-            n *= _extent(lp)
-        weights.append(n)
-    top = max(range(len(nests)), key=weights.__getitem__)
-    v = _store_vector(*nests[top])
-    other = sum(weights) - weights[top]
-    out = v[:16] + [_log(other), _log(len(nests)), _log(local_bytes), _log(allocs)] + v[16:]
+    rows = [_block_vector(r, loops, machine, cores) for r, loops in nests]
+    top = max(range(len(rows)), key=lambda k: rows[k][1])
+    vec, work, local = rows[top]
+    other = sum(r[1] for r in rows) - work
+    cached = 0
+    for r, _ in nests:
+        for w in r.block.writes:
+            if w.buffer.scope != "global" or w.buffer not in func.buffer_map.values():
+                n = _width(w.buffer)
+                for s in w.buffer.shape:
+                    n *= getattr(s, "value", 1) or 1
+                cached += n
+    out = vec + [float(len(nests)), _log(other / max(1, work)), _log(cached),
+                 1.0 if local else 0.0]
     return [float(x) for x in out]
 
 
-def features(func_or_sch, target="llvm") -> list:
-    """Lower ``func_or_sch`` for ``target`` and return its :func:`vector_of`.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> f = T.create_prim_func([T.placeholder((4,), name="A")])
-        >>> len(features(f))
-        22
-    """
-    func = getattr(func_or_sch, "func", func_or_sch)
-    return vector_of(lower(func, target))
+__all__ = ["LEVELS", "NAMES", "features"]

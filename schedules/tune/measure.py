@@ -6,8 +6,8 @@ of the function and either the user's space replayed with the candidate's decisi
 (when the space pickles by reference, so user code in the space runs here too) or
 ``Trace.from_json(...).apply``.  It builds the candidate and the untuned function,
 reports ``"built"`` (the parent then starts the run deadline), runs both on the same
-seeded random inputs, compares, and times the candidate: rounds sized so that all
-rounds together last at least ``min_repeat_ms``, the median round kept: the target
+seeded random inputs, compares (:func:`agree`: a tolerance per dtype), and times the
+candidate: the fastest of several short timings (:func:`_time`), each the target
 kind's ``measure`` step (the base class times the host clock; an accelerator returns
 its simulated cycles).  Backends are reached through the contract of
 :mod:`cuvil_tir.target` only.  Timing holds a per-host lock so two slots of one machine never time at once.
@@ -30,12 +30,16 @@ import pickle
 import socket
 import sys
 import tempfile
+import time
 
 import numpy as np
 
 import cuvil_tir as T
+from cuvil_tir import dtype as D
 from cuvil_tir.target import as_target, build, cache, get_target_kind, list_targets
 from cuvil_tir.target import register_target
+from ..trace import Trace
+from .space import run_with_decisions
 
 FAILURE_KINDS = ("replay", "build", "run", "timeout", "crash", "wrong")
 """Kinds of failed candidates, as counted in ``TuneResult.failures``."""
@@ -47,7 +51,6 @@ REPEAT = 5
 
 
 def _rebuild(func, payload):
-    from ..trace import Trace
     space = None
     if payload.get("space") is not None:
         try:
@@ -55,33 +58,71 @@ def _rebuild(func, payload):
         except Exception:  # noqa: BLE001 - not importable here: replay the trace instead
             space = None
     if space is not None:
-        from .space import run_with_decisions
         return run_with_decisions(space, func, [d for _, d in payload["decisions"]])
     return Trace.from_json(payload["trace"]).apply(func)
 
 
 def random_args(func, seed):
-    """Seeded random arrays for the parameters of ``func`` (small integers for ints).
+    """Seeded random arrays for the parameters of ``func`` (small integers for ints;
+    bfloat16 as its uint16 bits, :func:`cuvil_tir.dtype.to_numpy`).
 
     Example::
 
         >>> import cuvil_tir as T
-        >>> f = T.create_prim_func([T.placeholder((3,), name="A", dtype="int8")])
-        >>> [a.shape for a in random_args(f, 0)]
-        [(3,)]
+        >>> f = T.create_prim_func([T.placeholder((3,), name="A", dtype="int8"),
+        ...                         T.placeholder((2,), name="B", dtype="bfloat16")])
+        >>> [(a.shape, str(a.dtype)) for a in random_args(f, 0)]
+        [((3,), 'int8'), ((2,), 'uint16')]
     """
     rng = np.random.default_rng(seed)
     out = []
     for p in func.params:
         shape = tuple(int(s) for s in p.shape)
-        dt = np.dtype(str(p.dtype))
-        if dt.kind == "f":
+        name = D.element(str(p.dtype))
+        dt = D.to_numpy(name)
+        if name == "bfloat16":
+            bits = rng.standard_normal(shape).astype("float32").view("uint32")
+            out.append((bits >> 16).astype("uint16"))
+        elif dt.kind == "f":
             out.append(rng.standard_normal(shape).astype(dt))
         elif dt.kind == "b":
             out.append(rng.integers(0, 2, shape).astype(dt))
         else:
             out.append(rng.integers(-4, 5, shape).astype(dt))
     return out
+
+
+#: relative tolerance of a candidate's floating-point outputs, per dtype: a schedule
+#: reorders sums, which moves results by a few units in the last place of the dtype,
+#: times the magnitude that the outputs reach (the absolute part is scaled by it)
+TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 3e-2}
+
+
+def agree(want, got, dtype: str) -> bool:
+    """Whether a candidate's output ``got`` matches the reference ``want`` of element
+    ``dtype``: exactly for integers and booleans; for floats within ``tol * (|want| +
+    max |want|)``, ``tol`` from :data:`TOLERANCE`, NaN matching NaN.
+
+    Example::
+
+        >>> import numpy as np
+        >>> w = np.array([1000.0, 1.0], "float32")
+        >>> agree(w, w + np.float32(0.05), "float32"), agree(w, w + 1, "float32")
+        (True, False)
+        >>> agree(np.array([3], "int32"), np.array([4], "int32"), "int32")
+        False
+    """
+    name = D.element(str(dtype))
+    if not D.is_float(name):
+        return bool(np.array_equal(want, got))
+    if name == "bfloat16":   # stored as bits: compare the values they stand for
+        want, got = (np.asarray(x, "uint16").astype("uint32") << 16 for x in (want, got))
+        want, got = want.view("float32"), got.view("float32")
+    tol = TOLERANCE.get(name, 1e-4)
+    w = np.asarray(want, "float64")
+    scale = float(np.nanmax(np.abs(w))) if w.size and np.isfinite(w).any() else 1.0
+    return bool(np.allclose(np.asarray(got, "float64"), w, rtol=tol, atol=tol * max(
+        scale, 1e-30), equal_nan=True))
 
 
 def host_info(target) -> dict:
@@ -157,9 +198,26 @@ def timing_lock():
     return fh
 
 
+#: independent short timings of a candidate, the fastest kept
+SAMPLES = 5
+
+
 def _time(mod, args, kind, min_repeat_ms):
-    seconds, how = kind.measure(mod, args, min_repeat_seconds=min_repeat_ms / 1e3 / REPEAT)
-    return float(seconds), how
+    """The candidate's time: the fastest of :data:`SAMPLES` calls of the kind's
+    ``measure`` (each the median of short rounds), sharing ``min_repeat_ms``.  On a
+    machine shared with other work, a round the scheduler interrupted (or that waited
+    for a descheduled thread of the pool) is slower, never faster: the same GEMM timed
+    0.05 to 0.45 ms by one median of 4 ms rounds under a load of 11 on 2 cores, and
+    0.049 to 0.050 ms by this.  A deterministic measure (simulated cycles) is asked
+    until it repeats itself."""
+    per = min_repeat_ms / 1e3 / REPEAT / SAMPLES
+    seen: list = []
+    for _ in range(SAMPLES):
+        seen.append(kind.measure(mod, args, min_repeat_seconds=per))
+        if len(seen) > 1 and seen[-1][0] == seen[-2][0]:
+            break   # the same figure twice: a model, not a clock
+    seconds, how = min(seen, key=lambda r: r[0])
+    return float(seconds), f"fastest of {len(seen)}: {how}"
 
 
 def reference_outputs(func, target, seed):
@@ -224,21 +282,27 @@ def run_candidate(payload, emit) -> None:
         stage = "replay"
         sch = _rebuild(func, payload)
         stage = "build"
+        t0 = time.perf_counter()
         mod = build(sch, target)
+        info["build_s"] = round(time.perf_counter() - t0, 4)
         emit(("built", None))
         stage = "run"
         kind = get_target_kind(_kind_name(target))
         got = random_args(func, seed)
         with timing_lock():
+            t0 = time.perf_counter()
             mod(*got)
-            for w, g in zip(want, got):
-                if not np.allclose(w, g, rtol=1e-4, atol=1e-4, equal_nan=True):
-                    emit(("wrong", "output differs from the untuned function's on the "
-                          "same random inputs", info))
+            for p, w, g in zip(func.params, want, got):
+                if not agree(w, g, str(p.dtype)):
+                    emit(("wrong", f"output {p.name!r} differs from the untuned "
+                          f"function's on the same random inputs beyond the {p.dtype} "
+                          f"tolerance ({TOLERANCE.get(str(p.dtype), 0)} of its "
+                          "magnitude)", info))
                     return
             seconds, how = _time(mod, got, kind,
                                  payload.get("min_repeat_ms", MIN_REPEAT_MS))
         info["timing"] = how
+        info["check_time_s"] = round(time.perf_counter() - t0, 4)
         emit(("ok", seconds, info))
     except Exception as e:  # noqa: BLE001 - any candidate error is a recorded failure
         # a host that cannot run the target's code (HostFeatureError) fails at run

@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from .report import progress_printer
 
 
 @dataclass(frozen=True)
@@ -49,5 +50,4 @@ def renderer(progress):
         return progress
     if not progress:
         return None
-    from .report import progress_printer
     return progress_printer()

@@ -1,15 +1,23 @@
-"""The search: evolution over trace decisions, ranked by an online cost model.
+"""The search: evolution over trace decisions, the cost model choosing what to measure
+(MetaSchedule's evolutionary search with epsilon-greedy picking, sized for a tuner whose
+schedule replay costs a tenth of a second rather than microseconds).
 
-The population is the best correct candidates measured so far.  For every batch the
-search breeds a pool of new candidates from it (a mutation redraws one or two sampling
-decisions: a tile's perfect factorisation, a categorical choice such as a compute
-location, an unroll or packing switch; a crossover takes each decision from one of two
-parents whose traces have the same sampling instructions) plus fresh draws from the space,
-replays each trace with its new decisions, prunes what cannot be good on the machine,
-and scores the rest with the :class:`.cost_model.CostModel` on :mod:`.features` of the
-lowered IR.  The batch takes the best-scored ones, except an ``epsilon`` share drawn at
-random from the pool, so the model keeps seeing candidates it would not have picked.  A
-trace that fails to replay is counted and skipped.
+The search keeps a *pool* of unmeasured candidates with their :mod:`.features` (read
+from the scheduled IR in a millisecond).  For every batch it grows the pool: fresh draws
+from the space, and children bred from parents (the fastest measured candidates and the
+best-predicted ones of the pool): a mutation redraws one or two sampling decisions (a
+tile's perfect factorisation, a categorical choice such as a register tile or a
+compute location); a crossover takes each decision from one of two parents whose traces
+have the same sampling instructions.  The space runs again with the child's decisions,
+:func:`.space.prune` refuses what cannot be good on the machine, and the rest join the
+pool.  The pool grows by at least twice the batch and goes on growing while the
+measurements in flight run, so the workers never wait for the search.  The
+:class:`.cost_model.CostModel` (trained on every measurement of the task and on the
+nearest tasks already in the database, :mod:`.transfer`) scores the whole pool; the
+batch is its best, except an ``epsilon`` share drawn at random, so the model keeps
+seeing candidates it would not have picked.  Without a model (nothing measured and no
+task like it in the database) the batch is drawn at random.  A trace that fails to
+replay is counted and skipped.
 
 Example::
 
@@ -35,15 +43,20 @@ from ..schedule import Schedule
 from ..trace import Trace
 from .cost_model import CostModel
 from .features import features
-from .space import run_with_decisions
+from .space import machine_of, prune, run_with_decisions
+from .transfer import FEATURES_VERSION
 
 #: the share of each batch picked at random from the pool instead of by the model
-EPSILON = 0.25
-#: the share of the pool drawn fresh from the space (the rest is bred)
-FRESH = 0.25
-#: how many of the best measured candidates breed
+EPSILON = 0.1
+#: the share of new pool members drawn fresh from the space (the rest is bred)
+FRESH = 0.3
+#: how many of the best measured (and of the best predicted) candidates breed
 POPULATION = 8
-#: records of a resumed database replayed to train the model before the first batch
+#: unmeasured candidates kept in the pool (the best predicted)
+POOL = 256
+#: the pool a model starts choosing from (fresh draws, before anything is bred)
+INITIAL_POOL = 32
+#: records of a resumed database without features replayed to learn from
 RESUMED_ROWS = 64
 
 
@@ -119,8 +132,12 @@ def crossover(a, b, rng):
 
 class Search:
     """Proposes batches of unmeasured candidates (see the module doc) and learns from
-    their measurements; ``machine`` (a :class:`.space.Machine`) enables pruning;
-    ``guided=False`` draws every candidate fresh from the space (random search).
+    their measurements; ``machine`` (a :class:`~cuvil_tir.target.Machine`, default the
+    target's) sizes the features and the pruning; ``prior`` is ``(rows, seconds,
+    groups)`` of other tasks (:func:`.transfer.nearest_rows`) the model starts from;
+    ``guided=False`` draws every candidate fresh from the space (random search);
+    ``pruner(func)`` says why a scheduled candidate cannot be good (None: keep it;
+    default: :func:`.space.prune` on the machine).
 
     Example::
 
@@ -131,20 +148,41 @@ class Search:
     """
 
     def __init__(self, func, space, target, machine=None, rng=None, model=None,
-                 epsilon: float = EPSILON, pool_factor: int = 8, guided: bool = True):
-        self.func, self.space, self.target, self.machine = func, space, target, machine
+                 epsilon: float = EPSILON, guided: bool = True, prior=None, pruner=None):
+        self.func, self.space, self.target = func, space, target
+        self.machine = machine if machine is not None else machine_of(target)
+        self.pruner = pruner if pruner is not None else \
+            (lambda fn, m=self.machine: prune(fn, m))
         self.rng = rng or random.Random(0)
         self.model = model or CostModel()
-        self.epsilon, self.pool_factor, self.guided = epsilon, pool_factor, guided
+        self.epsilon, self.guided = epsilon, guided
+        self.prior = prior if prior is not None and prior[0] else ([], [], [])
         self.replay_failures = 0
+        self.replay_error = None   # the first replay failure's message
         self.pruned = 0
-        self._rows: dict = {}  # candidate key -> features
+        self._feat: dict = {}      # candidate key -> feature vector (None: none)
+        self._pool: dict = {}      # candidate key -> unmeasured Schedule
         self._measured: list = []  # (seconds, key, trace json)
+        self._fitted = -1          # rows the model was last fitted on
+        if guided and self.prior[0]:
+            self._fit()
 
     # -- learning ----------------------------------------------------------------------
+    def features_of(self, key):
+        """The feature vector of a candidate this search proposed or learnt (or None).
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> Search(T.create_prim_func([T.placeholder((2,), name="A")]), None,
+            ...        "llvm").features_of("[]") is None
+            True
+        """
+        return self._feat.get(key)
+
     def observe(self, records) -> None:
-        """Take measured records (dicts with ``cand``, ``trace``, ``seconds``) into the
-        population and refit the model on every correct one with known features.
+        """Take measured records (dicts with ``cand``, ``trace``, ``seconds``, maybe
+        ``feat``) into the population and refit the model.
 
         Example::
 
@@ -157,17 +195,31 @@ class Search:
         fresh = [r for r in records if r.get("seconds") is not None
                  and not r.get("remeasured")]
         self._measured += [(r["seconds"], r["cand"], r["trace"]) for r in fresh]
+        for r in fresh:
+            self._pool.pop(r["cand"], None)
+            if r.get("feat") and r.get("feat_v") == FEATURES_VERSION:
+                self._feat.setdefault(r["cand"], list(r["feat"]))
         if not self.guided:
             return
-        for r in sorted(fresh, key=lambda r: r["seconds"])[:RESUMED_ROWS]:
-            if r["cand"] not in self._rows:  # from a resumed database: replay to learn
-                try:
-                    self._features(r["cand"], Trace.from_json(r["trace"]).apply(self.func))
-                except CuvilError:
-                    self._rows[r["cand"]] = None
-        keys = [(s, k) for s, k, _ in self._measured if self._rows.get(k) is not None]
-        if keys:
-            self.model.fit([self._rows[k] for _, k in keys], [s for s, _ in keys])
+        missing = [r for r in sorted(fresh, key=lambda r: r["seconds"])
+                   if r["cand"] not in self._feat][:RESUMED_ROWS]
+        for r in missing:  # from an older database: replay to learn
+            try:
+                self._feat[r["cand"]] = features(Trace.from_json(r["trace"]).apply(
+                    self.func), self.machine)
+            except CuvilError:
+                self._feat[r["cand"]] = None
+        self._fit()
+
+    def _fit(self) -> None:
+        own = [(self._feat[k], s) for s, k, _ in self._measured
+               if self._feat.get(k) is not None]
+        rows, secs, groups = self.prior
+        if len(own) + len(rows) == self._fitted:
+            return
+        self._fitted = len(own) + len(rows)
+        self.model.fit(list(rows) + [f for f, _ in own], list(secs) + [s for _, s in own],
+                       list(groups) + ["this task"] * len(own))
 
     def population(self) -> list:
         """The traces (JSON) of the best measured candidates, fastest first."""
@@ -199,28 +251,38 @@ class Search:
     def _one(self, parents):
         """A new schedule, or None when its trace failed to replay (counted)."""
         try:
-            if not self.guided or not parents or self.rng.random() < FRESH:
+            if not parents or self.rng.random() < FRESH:
                 return self._fresh()
             return self._bred(parents)
-        except CuvilError:
-            self.replay_failures += 1
+        except Exception as e:  # noqa: BLE001 - a user's space may raise anything
+            self._failed(e)
             return None
 
-    def _features(self, key, sch):
-        if key not in self._rows:
-            try:
-                self._rows[key] = features(sch.func, self.target)
-            except CuvilError:
-                self._rows[key] = None  # it will fail to build too; the measurement says
-        return self._rows[key]
+    def _failed(self, e) -> None:
+        self.replay_failures += 1
+        if self.replay_error is None:
+            self.replay_error = f"{type(e).__name__}: {e}"[:300]
+
+    def _add(self, sch, seen) -> str | None:
+        """Key ``sch`` and compute its features; None when it is known or pruned."""
+        key = decisions_key(decisions_of(sch.trace))
+        if key in seen or key in self._pool:
+            return None
+        if self.pruner(sch.func) is not None:
+            seen.add(key)
+            self.pruned += 1  # cannot be good or legal here: never built
+            return None
+        try:
+            self._feat[key] = features(sch.func, self.machine)
+        except CuvilError:
+            self._feat[key] = None  # it will fail to build too; the measurement says
+        return key
 
     def propose(self, n: int, seen: set, busy=None) -> list:
         """Up to ``n`` new ``(schedule, key)`` pairs whose keys are not in ``seen``
         (they are added to it); fewer when the space seems exhausted.  ``busy``, when
-        given, says whether the measurements in flight are still running: once the
-        pool holds twice ``n`` (the model still picks half), breeding stops when they
-        are done, so the workers never wait on the parent (lowering a candidate for
-        its features can take longer than measuring one on a small machine).
+        given, says whether the measurements in flight are still running: the pool
+        goes on growing (up to :data:`POOL`) while they are.
 
         Example::
 
@@ -230,49 +292,58 @@ class Search:
             >>> Search(f, lambda sch: None, "llvm").propose(1, seen)
             []
         """
-        from .space import prune
-        parents = self.population()
-        want = n if not self.guided or not self.model.trained else \
-            max(n * self.pool_factor, 8)
-        floor = want if busy is None else min(want, 2 * n)
-        pool, attempts = [], 0
-        while len(pool) < want and attempts < 20 + 10 * want:
-            if len(pool) >= floor and not busy():
-                break  # the workers are free: measure what the pool has
+        if n <= 0:
+            return []
+        if not (self.guided and self.model.trained):
+            return self._random(n, seen)
+        scores = self._scores(list(self._pool))
+        best_pool = sorted(scores, key=scores.get, reverse=True)[:POPULATION]
+        parents = self.population() + [self._pool[k].trace.as_json() for k in best_pool]
+        least = max(2 * n, 8) + max(0, INITIAL_POOL - len(self._pool))
+        most = least + 6 * n
+        added = attempts = 0
+        while added < most and attempts < 4 * most:
+            if added >= least and (busy is None or not busy()):
+                break  # the workers are free (or wait for nothing): measure now
             attempts += 1
             sch = self._one(parents)
-            if sch is None:
-                continue
-            key = decisions_key(decisions_of(sch.trace))
-            if key in seen:
-                continue
-            seen.add(key)
-            if self.machine is not None and prune(sch.func, self.machine) is not None:
-                self.pruned += 1  # cannot be good or legal here: never built
-                continue
-            pool.append((sch, key))
-        if not pool:
+            key = None if sch is None else self._add(sch, seen)
+            if key is not None:
+                self._pool[key] = sch
+                added += 1
+        if not self._pool:
             return []
-        if self.guided:
-            for sch, key in pool:
-                self._features(key, sch)
-        if not (self.guided and self.model.trained) or len(pool) <= n:
-            picked = pool[:n]
-        else:
-            scores = self._scores([key for _, key in pool])
-            rest = sorted(range(len(pool)), key=scores.__getitem__)
-            picked = []
-            for _ in range(n):
-                j = self.rng.randrange(len(rest)) if self.rng.random() < self.epsilon else 0
-                picked.append(pool[rest.pop(j)])
-        chosen = {key for _, key in picked}
-        for _, key in pool:
-            if key not in chosen:
-                seen.discard(key)  # bred but not measured: it may come up again
+        scores = self._scores(list(self._pool))
+        order = sorted(self._pool, key=scores.get, reverse=True)
+        picked = []
+        for _ in range(min(n, len(order))):
+            j = self.rng.randrange(len(order)) if self.rng.random() < self.epsilon else 0
+            key = order.pop(j)
+            picked.append((self._pool.pop(key), key))
+            seen.add(key)
+        for key in order[POOL:]:  # the least promising leave the pool
+            del self._pool[key]
         return picked
 
-    def _scores(self, keys) -> list:
-        known = [k for k in keys if self._rows.get(k) is not None]
-        pred = dict(zip(known, self.model.predict([self._rows[k] for k in known]).tolist())
+    def _random(self, n, seen) -> list:
+        """``n`` fresh draws (random search, or a guided one with no model yet)."""
+        picked, attempts = [], 0
+        while len(picked) < n and attempts < 20 + 10 * n:
+            attempts += 1
+            try:
+                sch = self._fresh()
+            except Exception as e:  # noqa: BLE001 - a user's space may raise anything
+                self._failed(e)
+                continue
+            key = self._add(sch, seen)
+            if key is not None:
+                seen.add(key)
+                picked.append((sch, key))
+        return picked
+
+    def _scores(self, keys) -> dict:
+        """Predicted normalised throughput per key (higher: faster); -1 unknown."""
+        known = [k for k in keys if self._feat.get(k) is not None]
+        pred = dict(zip(known, self.model.predict([self._feat[k] for k in known]).tolist())
                     ) if known else {}
-        return [pred.get(k, float("inf")) for k in keys]
+        return {k: pred.get(k, -1.0) for k in keys}

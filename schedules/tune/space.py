@@ -29,6 +29,7 @@ Example::
 """
 
 from __future__ import annotations
+import inspect
 
 from cuvil_tir import dtype as D
 from cuvil_tir.errors import CuvilError
@@ -39,6 +40,10 @@ from cuvil_tir.target import Machine, as_target
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.reducer import has_reduce_axes
+from ..schedule import Schedule
+from ..errors import ScheduleArgumentError
+
+from .autotensorize import tensorized
 
 
 def machine_of(target) -> Machine:
@@ -80,9 +85,12 @@ def _machine(machine_or_target) -> Machine:
         else machine_of(machine_or_target)
 
 
-def generated_space(func, machine):
+def generated_space(func, machine, intrinsics=None):
     """A schedule function for ``func`` built from rules (see the module doc);
-    ``machine`` is a :class:`Machine` or a target.
+    ``machine`` is a :class:`Machine` or a target; ``intrinsics`` maps a reduction
+    block's name to the tensor intrinsics it may use instead of the register tile
+    (:func:`.autotensorize.matches`): one categorical decision picks the tiling or an
+    intrinsic.
 
     Every decision is a tile size that the primitives consume, so replaying the trace
     with other decisions (what the search does) gives the schedule that running the
@@ -99,16 +107,26 @@ def generated_space(func, machine):
         (True, 1)
     """
     machine = _machine(machine)
-    blocks = [b for _, b in _blocks(func)]
-    reductions = [b.name for b in blocks if has_reduce_axes(b)]
-    inlined = [b.name for b in blocks if b.name not in reductions and _elementwise(b)]
+    reductions = reductions_of(func)
+    inlined = inlinable(func, reductions)
 
     def space(sch):
         for name in inlined:  # elementwise producers into their consumers
             _try(sch.compute_inline, sch.get_block(name))
         made: set = set()
         for name in reductions:
-            made |= _tile_reduction(sch, name, machine)
+            options = (intrinsics or {}).get(name) or []
+            # every block the rule makes (caches, the init, the renamed update) is its
+            before = {b.name for _, b in _blocks(sch.func)} - {name}
+            pick = "tile"
+            if options:
+                labels = ["tile"] + [m.name for m in options]
+                pick = sch.sample_categorical(labels, [1] * len(labels))
+            if pick != "tile":
+                tensorized(sch, name, options[labels.index(pick) - 1])
+            else:
+                _tile_reduction(sch, name, machine)
+            made |= {b.name for _, b in _blocks(sch.func)} - before
         for name in inlined:  # elementwise consumers into the accumulator's copy-out
             if _has_block(sch, name):
                 _try(sch.reverse_compute_inline, sch.get_block(name))
@@ -117,6 +135,36 @@ def generated_space(func, machine):
                 _spatial(sch, sch.get_block(name), machine)
 
     return space
+
+
+def reductions_of(func) -> list:
+    """Names of the blocks of ``func`` with a reduction iterator (the ones tiled).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4, 4), name="A"); k = T.reduce_axis((0, 4), name="k")
+        >>> reductions_of(T.create_prim_func([A, T.compute((4,), lambda i: T.sum(
+        ...     A[i, k], axis=k), name="S")]))
+        ['S']
+    """
+    return [b.name for _, b in _blocks(func) if has_reduce_axes(b)]
+
+
+def inlinable(func, reductions) -> list:
+    """Names of the elementwise blocks of ``func`` (not among ``reductions``) that the
+    rules inline into their consumers or producers.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> B = T.compute((4,), lambda i: A[i] + 1.0, name="B")
+        >>> inlinable(T.create_prim_func([A, B, T.compute((4,), lambda i: B[i] * 2.0,
+        ...                                               name="C")]), [])
+        ['B', 'C']
+    """
+    return [b.name for _, b in _blocks(func) if b.name not in reductions and _elementwise(b)]
 
 
 def run_with_decisions(space, func, decisions, seed=None):
@@ -137,18 +185,17 @@ def run_with_decisions(space, func, decisions, seed=None):
         >>> run_with_decisions(space, f, [[2, 4]]).trace.decisions
         {2: [2, 4]}
     """
-    from ..schedule import Schedule
     queue = [d for _, d in sorted(decisions.items())] if isinstance(decisions, dict) \
         else list(decisions)
 
     class _Forced(Schedule):
         def sample_perfect_tile(self, loop, n, max_innermost_factor=16, decision=None):
             return _fitting(super().sample_perfect_tile, loop, n, max_innermost_factor,
-                            decision=_next(queue, decision))
+                            decision=_next(queue, decision, list))
 
         def sample_categorical(self, candidates, probs, decision=None):
             return _fitting(super().sample_categorical, candidates, probs,
-                            decision=_next(queue, decision))
+                            decision=_next(queue, decision, int))
 
     sch = _Forced(func, seed=seed)
     space(sch)
@@ -159,16 +206,18 @@ def _fitting(sample, *args, decision):
     """``sample(*args, decision=decision)``, or a fresh draw when the decision does not
     fit: an earlier decision changed what this one chooses from (a register tile sets
     the extent that the next tiling divides)."""
-    from ..errors import ScheduleArgumentError
     try:
         return sample(*args, decision=decision)
     except ScheduleArgumentError:
         return sample(*args, decision=None)
 
 
-def _next(queue, given):
-    """The next forced decision; past the end of the list the space draws its own."""
-    return queue.pop(0) if queue else given
+def _next(queue, given, kind):
+    """The next forced decision; past the end of the list, or when it is not of this
+    sampler's ``kind`` (an earlier decision took the space down another branch, with
+    other samplers), the space draws its own."""
+    d = queue.pop(0) if queue else given
+    return d if isinstance(d, kind) and not isinstance(d, bool) else None
 
 
 def _has_block(sch, name) -> bool:
@@ -206,7 +255,7 @@ def _spatial(sch, block, machine) -> None:
     _try(sch.parallel, loops[0])
 
 
-def _tile_reduction(sch, name, machine) -> set:
+def _tile_reduction(sch, name, machine) -> None:
     """Multi-level tiling ``S0 S1 R0 R1 S2`` of one reduction block: ``S2`` is the
     register tile (its last axis vectorised, the others unrolled) of a ``local``
     accumulator that stays in registers over the whole reduction, ``S0``'s first loop
@@ -219,13 +268,13 @@ def _tile_reduction(sch, name, machine) -> set:
     (``pad_einsum``: the packs are zero-filled, the copy-out guarded), as tutorial 04's
     6 x 16 tile on a 1024 GEMM needs; the other axes take divisors.  ``S0`` and ``S1``
     are a perfect tiling of the tiles, the parallel loop's count drawn from
-    :func:`parallel_counts` (at least one iteration per core where the extent allows).  Returns the names of the blocks it made."""
+    :func:`parallel_counts` (at least one iteration per core where the extent allows)."""
     node = _node(sch, name)
     kinds = _kinds(node.block)
     block = sch.get_block(name)
     loops = sch.get_loops(block)
     if len(loops) != len(kinds) or "spatial" not in kinds:
-        return set()
+        return
     lanes = machine.lanes(_dtype(node.block))
     extents = [_extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) or 0
                for lp, k in zip(loops, kinds) if k == "spatial"]
@@ -241,7 +290,6 @@ def _tile_reduction(sch, name, machine) -> set:
     caches = [(_try(sch.cache_read, block, k, "global"), dim, axis)
               for k, dim, axis in plans]
     acc = sch.cache_write(block, 0, "local")
-    made = {c.name for c, _, _ in caches if c is not None} | {name + "_init", acc.name}
     if any(e % tile[n] for n, e in enumerate(extents)):
         pos = iter(range(len(extents)))
         _try(sch.pad_einsum, block, [tile[next(pos)] if k == "spatial" else 1
@@ -300,7 +348,6 @@ def _tile_reduction(sch, name, machine) -> set:
             _try(sch.unroll, lp)
         if lanes_last and inner:
             _try(sch.vectorize, inner[-1])
-    return made
 
 
 def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
@@ -445,7 +492,6 @@ def _pack(sch, cache, dim, tile) -> None:
 
 
 def _signature(rank: int):
-    import inspect
     return inspect.Signature([inspect.Parameter(f"i{n}", inspect.Parameter.POSITIONAL_OR_KEYWORD)
                               for n in range(rank)])
 

@@ -35,16 +35,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from cuvil_tir.errors import ArgumentError
-from cuvil_tir.target import as_target
+from cuvil_tir.target import SCALAR_MACHINE
 
 from ..errors import ScheduleError
 from ..trace import Trace
 from .database import Database, ranked, workload_key
+from .errors import TuneError
 from .executor import local_executor, measure_task, slots
 from .measure import kind_reference
 from .progress import TuneProgress, renderer
 from .search import Search, decisions_key, decisions_of
-from .space import generated_space, machine_of
+from .rules import check_sizes, gpu_prune, rule_for, space_for
+from .space import machine_of, prune
+from .transfer import FEATURES_VERSION, describe, nearest_rows
+from .report import format_seconds
 
 #: how many of the best candidates are measured again before the winner is declared
 REMEASURE = 3
@@ -53,9 +57,11 @@ REMEASURE = 3
 @dataclass
 class TuneResult:
     """What :func:`tune` found: the best schedule (or None), its median seconds, the
-    number of candidates measured in this run, failures by kind, candidates pruned
-    before building, and ``history``: ``(trial number, seconds or None on failure)`` in
-    measurement order.
+    number of candidates measured in this run, failures by kind and one example
+    message of each kind (``errors``), candidates pruned before building, and
+    ``history``: ``(trial number, seconds or None on failure)`` in measurement order.
+    ``report()`` says all of it in words; ``best_python()`` is the best schedule as
+    Python that replays when pasted.
 
     Example::
 
@@ -69,6 +75,37 @@ class TuneResult:
     failures: dict = field(default_factory=dict)
     pruned: int = 0
     history: list = field(default_factory=list)
+    errors: dict = field(default_factory=dict)
+
+    def report(self) -> str:
+        """The outcome in words: trials, best time, and every failure kind with its
+        count and one example message.
+
+        Example::
+
+            >>> print(TuneResult(trials=2, failures={"build": 2},
+            ...                  errors={"build": "CodegenError: no"}).report())
+            2 trials, no candidate succeeded; 0 pruned before building
+              build: 2, e.g. CodegenError: no
+        """
+        best = "no candidate succeeded" if self.best_schedule is None else \
+            f"best {format_seconds(self.best_seconds)}"
+        lines = [f"{self.trials} trials, {best}; {self.pruned} pruned before building"]
+        for kind, n in sorted(self.failures.items()):
+            example = self.errors.get(kind)
+            lines.append(f"  {kind}: {n}" + (f", e.g. {example}" if example else ""))
+        return "\n".join(lines)
+
+    def best_python(self) -> str:
+        """The best schedule as Python: paste it after ``sch = S.Schedule(func)`` and
+        it makes the same schedule ("" when there is none).
+
+        Example::
+
+            >>> TuneResult().best_python()
+            ''
+        """
+        return "" if self.best_schedule is None else self.best_schedule.trace.as_python()
 
 
 def _picklable(space):
@@ -85,6 +122,8 @@ class _Run:
     def __init__(self, func, space, target, db, executor, timeout_s, min_repeat_ms):
         self.func, self.target, self.db = func, target, db
         self.workload = workload_key(func, target)
+        self.task = describe(func)
+        self.features_of = lambda key: None  # the search's, once it exists
         self.records = db.records(self.workload) if db is not None else []
         self.base = {"func": str(func), "target": str(target),
                      "space": _picklable(space), "timeout_s": timeout_s,
@@ -92,6 +131,7 @@ class _Run:
                      "sys_path": [p for p in sys.path if isinstance(p, str)]}
         self.executor = executor
         self.failures: Counter = Counter()
+        self.errors: dict = {}  # failure kind -> its first message
         self.history: list = []
         self.measured = 0
 
@@ -120,7 +160,13 @@ class _Run:
                    "failure": None if ok else out["kind"],
                    "error": None if ok else str(out.get("error"))[:2000],
                    "host": info.get("host"), "cpu": info.get("cpu"),
-                   "cpu_features": info.get("features"), "timing": info.get("timing")}
+                   "cpu_features": info.get("features"), "timing": info.get("timing"),
+                   "build_s": info.get("build_s"), "check_time_s": info.get("check_time_s"),
+                   "wall_s": out.get("wall_s"),
+                   "task": self.task}
+            feat = self.features_of(key)
+            if feat is not None:  # what later tasks learn from (:mod:`.transfer`)
+                rec["feat"], rec["feat_v"] = [round(x, 4) for x in feat], FEATURES_VERSION
             if remeasured:
                 rec["remeasured"] = True
             else:
@@ -128,6 +174,7 @@ class _Run:
                 self.history.append((self.measured, rec["seconds"]))
                 if not ok:
                     self.failures[out["kind"]] += 1
+                    self.errors.setdefault(out["kind"], rec["error"][:300])
             new.append(rec)
         self.records.extend(new)
         if self.db is not None:
@@ -137,7 +184,7 @@ class _Run:
 
 def tune(func, space=None, target="llvm", trials=16, database=None, executor=None,
          timeout_s=10, seed=0, progress=True, *, min_repeat_ms=50.0, remeasure=REMEASURE,
-         guided=True, max_seconds=None):
+         guided=True, max_seconds=None, transfer=True):
     """Tune ``func`` over ``space`` for ``trials`` newly measured candidates (see the
     module doc); ``database`` is a path or a :class:`Database` (None: records in
     memory); ``executor`` a ``concurrent.futures.Executor`` (None: a local process
@@ -146,7 +193,8 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
     rounds; ``remeasure`` how many of the best are measured again at the end;
     ``guided=False`` searches at random (no cost model), for comparisons;
     ``max_seconds`` a time budget: no new batch is proposed once it has passed (the
-    batches in flight and the re-measurement still finish).
+    batches in flight and the re-measurement still finish); ``transfer=False`` starts
+    the cost model from nothing rather than from the nearest tasks of the database.
 
     Example::
 
@@ -162,30 +210,98 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
                             f"{max_seconds!r}")
     t_start = time.perf_counter()
     show = renderer(progress)
-    db = Database(database) if isinstance(database, (str, os.PathLike)) else database
-    machine = machine_of(target)
-    if space is None:  # the kind's own space, else generated from the blocks by rules
-        kind_target = as_target(target)
-        space = kind_target.kind_obj.tuning_space(func, kind_target) or \
-            generated_space(func, machine)
     own = executor is None
     executor = local_executor() if own else executor
     try:
-        run = _Run(func, space, target, db, executor, timeout_s, min_repeat_ms)
-        search = Search(func, space, target, machine, random.Random(seed), guided=guided)
-        search.observe(run.records)
-        seen = {r.get("cand") for r in run.records}
-        width = slots(executor)
+        session = Session(func, space, target, database, executor, timeout_s=timeout_s,
+                          min_repeat_ms=min_repeat_ms, seed=seed, guided=guided,
+                          transfer=transfer)
+        session.run(trials, show, max_seconds=None if max_seconds is None else
+                    max(0.0, max_seconds - (time.perf_counter() - t_start)))
+        if remeasure and session.measured:
+            session.remeasure(remeasure)
+    finally:
+        if own:
+            executor.shutdown(wait=True)
+    res = session.result()
+    if show is not None and res.failures:
+        print(res.report(), file=sys.stderr)
+    if trials and res.best_schedule is None:
+        why = ("Fix the cause of the first failure above (a space that raises, a target "
+               "that cannot run here), or give more trials when every failure is a "
+               "timeout") if res.failures else (
+            "The time budget (max_seconds) ended before the first batch; give more"
+            if max_seconds is not None else "The space proposed no candidate")
+        raise TuneError(f"tune: no candidate of {func.name!r} on {target} succeeded.\n"
+                        f"{res.report()}\n{why}")
+    return res
+
+
+class Session:
+    """One task's tuning state (records, search, model, candidate pool), kept across
+    calls to :meth:`run`: the network task scheduler gives a task several rounds and
+    each resumes where the last stopped.  :func:`tune` is one session run once.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from concurrent.futures import ThreadPoolExecutor
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])
+        >>> def space(sch):
+        ...     i, = sch.get_loops(sch.get_block("B"))
+        ...     sch.split(i, sch.sample_perfect_tile(i, 2))
+        >>> with ThreadPoolExecutor(1) as ex:
+        ...     s = Session(f, space, "llvm", None, ex, min_repeat_ms=1)
+        ...     s.run(1) + s.run(1), s.best_seconds() > 0
+        (2, True)
+    """
+
+    def __init__(self, func, space, target, database, executor, *, timeout_s=10,
+                 min_repeat_ms=50.0, seed=0, guided=True, transfer=True):
+        db = Database(database) if isinstance(database, (str, os.PathLike)) else database
+        check_sizes(func)
+        machine = machine_of(target)
+        if space is None:  # chosen by what the target declares (:mod:`.rules`)
+            space = space_for(func, target)
+        self.func, self.target, self.executor = func, target, executor
+        self.run_state = run = _Run(func, space, target, db, executor, timeout_s,
+                                    min_repeat_ms)
+        prior = nearest_rows(db.records(), run.task, run.workload,
+                             cpu=machine.name or None) \
+            if db is not None and guided and transfer else None
+        self.search = Search(func, space, target, machine, random.Random(seed),
+                             guided=guided, prior=prior, pruner=_pruner(target, machine))
+        run.features_of = self.search.features_of
+        self.search.observe(run.records)
+        self.seen = {r.get("cand") for r in run.records}
+
+    @property
+    def measured(self) -> int:
+        """Candidates measured by this session so far."""
+        return self.run_state.measured
+
+    def best_seconds(self):
+        """The best time recorded for the task (database records included), or None."""
+        return _best_seconds(self.run_state.records)
+
+    def run(self, trials: int, show=None, max_seconds=None) -> int:
+        """Measure up to ``trials`` more candidates (fewer when the space seems
+        exhausted or ``max_seconds`` pass); returns how many were measured.  ``show``
+        takes a :class:`TuneProgress` after every batch."""
+        run, search = self.run_state, self.search
+        t_start, goal = time.perf_counter(), run.measured + trials
+        width = slots(self.executor)
         inflight: list = []
         while True:
             # the next batch is bred while the previous one is measured (the model is
             # then one batch behind, and the parent's search never idles the workers)
-            room = trials - run.measured - len(inflight)
+            room = goal - run.measured - len(inflight)
             if max_seconds is not None and time.perf_counter() - t_start > max_seconds:
                 room = 0  # the time budget is spent: finish what is in flight
             busy = (lambda fl=inflight: not all(f.done() for _, f in fl)) if inflight \
                 else None
-            batch = search.propose(min(width, room), seen, busy) if room > 0 else []
+            batch = search.propose(min(width, room), self.seen, busy) if room > 0 else []
             launched = run.launch([(key, decisions_of(sch.trace), sch.trace.as_json())
                                    for sch, key in batch])
             if not inflight and not launched:
@@ -200,19 +316,35 @@ def tune(func, space=None, target="llvm", trials=16, database=None, executor=Non
                 fails = dict(run.failures)
                 if search.replay_failures:
                     fails["replay"] = search.replay_failures
-                show(TuneProgress(run.measured, trials, _best_seconds(run.records), fails,
+                show(TuneProgress(run.measured, goal, _best_seconds(run.records), fails,
                                   time.perf_counter() - t_start, search.pruned))
-        if remeasure and run.measured:
-            run.submit(_to_remeasure(run.records, remeasure), remeasured=True)
-    finally:
-        if own:
-            executor.shutdown(wait=True)
-    failures = dict(run.failures)
-    if search.replay_failures:
-        failures["replay"] = search.replay_failures
-    res = _result(func, run.records, run.measured, failures)
-    res.pruned, res.history = search.pruned, run.history
-    return res
+        return run.measured - (goal - trials)
+
+    def remeasure(self, k: int = REMEASURE) -> None:
+        """Measure the best ``k`` candidates once more (records marked
+        ``remeasured``); the winner is then the fastest re-measurement."""
+        self.run_state.submit(_to_remeasure(self.run_state.records, k), remeasured=True)
+
+    def result(self) -> TuneResult:
+        """What the session found so far (:class:`TuneResult`)."""
+        run, search = self.run_state, self.search
+        failures, errors = dict(run.failures), dict(run.errors)
+        if search.replay_failures:
+            failures["replay"] = failures.get("replay", 0) + search.replay_failures
+            errors.setdefault("replay", search.replay_error)
+        res = _result(self.func, run.records, run.measured, failures)
+        res.pruned, res.history, res.errors = search.pruned, run.history, errors
+        return res
+
+
+def _pruner(target, machine):
+    """What refuses hopeless candidates before they are built, by the target's rule."""
+    rule = rule_for(target)
+    if rule == "gpu":
+        return lambda fn: gpu_prune(fn, target)
+    if rule == "cpu" or machine != SCALAR_MACHINE:
+        return lambda fn: prune(fn, machine)
+    return lambda fn: None
 
 
 def _check(trials, executor, timeout_s) -> None:
@@ -272,4 +404,4 @@ def apply_best(database, func, target="llvm"):
     return None
 
 
-__all__ = ["TuneResult", "tune", "apply_best", "decisions_key"]
+__all__ = ["Session", "TuneResult", "tune", "apply_best", "decisions_key"]

@@ -38,10 +38,13 @@ from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, Evaluate
 from cuvil_tir.target import Memory as HostMemory
 from cuvil_tir.target import Option, Program, TargetKind
 from cuvil_tir.tensor_intrin import TensorIntrin
-from cuvil_tir.transform import PassContext, flatten_buffers, lower_blocks, simplify, verify
+from cuvil_tir.transform import (PassContext, flatten_buffers, lower_blocks, simplify, verify,
+                                 plan_buffer_allocation)
 from cuvil_tir.transform.bank_plan import Unit, memory_map_text, place
 from cuvil_tir.transform.memory_table import memory_spec
 from cuvil_tir.visitor import post_order_visit, substitute
+from cuvil_tir.transform.software_pipeline import VERSIONS, inject_software_pipeline
+from cuvil_tir.transform.static_memory import hoist_static_allocations
 
 from ..runtime import Module
 from .codegen import print_kernel
@@ -129,9 +132,6 @@ class Accelerator(TargetKind):
 
     def lower_passes(self) -> list:
         """The lowering pipeline of this accelerator (module doc)."""
-        from cuvil_tir.transform import plan_buffer_allocation
-        from cuvil_tir.transform.software_pipeline import inject_software_pipeline
-        from cuvil_tir.transform.static_memory import hoist_static_allocations
         acc = self
 
         def accel_pipeline(f):
@@ -275,7 +275,6 @@ def _steps(body, acc, versions):
 def allocate(func, acc):
     """Assign (bank, offset) to every scratchpad buffer; the plan goes in attribute
     ``accel.plan`` (JSON) and multi-buffered tiles get their version stride."""
-    from cuvil_tir.transform.software_pipeline import VERSIONS
     versions = dict(func.attr(VERSIONS, ()))
     bufs = []
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from cuvil_tir import ops
 from cuvil_tir.analysis.regions import simplify
-from cuvil_tir.arith.affine import linear_form as linear
+from cuvil_tir.arith.affine import from_linear_form as from_linear, linear_form as linear
 from cuvil_tir.expr import LE, LT, BufferLoad, FloatImm, IntImm, const
 from cuvil_tir.op import conjuncts, if_then_else, maximum as max_, minimum as min_
 from cuvil_tir.stmt import BufferStore, For, IfThenElse
@@ -94,7 +94,6 @@ def _is_zero(e) -> bool:
 def valid_part(guard, row, col, rows, cols, where):
     """``(valid rows, valid columns)`` of a tile under ``guard`` (conjunction of
     upper bounds ``affine < n`` on the row or column loop, or of outer conditions)."""
-    from cuvil_tir.arith.affine import from_linear_form as from_linear, linear_form as linear
     vr, vc = const(rows, "int32"), const(cols, "int32")
     for c in conjuncts(guard):
         lin = None

@@ -23,8 +23,11 @@ import re
 from dataclasses import dataclass, field
 
 from cuvil_tir import dtype as D
+from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CuvilError
+from cuvil_tir.expr import IntImm
 from cuvil_tir.function import PrimFunc
+from cuvil_tir.printer import to_text
 from cuvil_tir.transform.verify import verify
 from cuvil_tir.stmt import BufferStore
 from cuvil_tir.target import Memory as TargetMemory
@@ -138,7 +141,6 @@ class DMAOp:
 
     def describe(self) -> list:
         """``[name, in_dtype, out_dtype, what fn computes]`` for a build's key."""
-        from cuvil_tir.printer import to_text
         return [self.name, self.in_dtype, self.out_dtype,
                 to_text(self.apply(_Probe(self.in_dtype).load))]
 
@@ -147,8 +149,6 @@ class _Probe:
     """A one-element buffer whose load stands for the element a DMAOp is given."""
 
     def __init__(self, dtype):
-        from cuvil_tir.buffer import Buffer
-        from cuvil_tir.expr import IntImm
         self.load = Buffer((1,), dtype, "x")[IntImm(0, "int32")]
 
 

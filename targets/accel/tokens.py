@@ -29,6 +29,7 @@ from cuvil_tir.expr import IntImm
 from cuvil_tir.op import call_extern
 from cuvil_tir.stmt import BufferRegion, Evaluate, SeqStmt
 from cuvil_tir.visitor import Mutator, post_order_visit
+from cuvil_tir.transform.software_pipeline import VERSIONS
 
 
 def engine_of_call(name: str, engines: dict):
@@ -76,7 +77,6 @@ def _instructions(body, acc):
 
 def insert_tokens(func, acc):
     """Insert waits and signals around every accelerator instruction (module doc)."""
-    from cuvil_tir.transform.software_pipeline import VERSIONS
     insts = _instructions(func.body, acc)
     versions = dict(func.attr(VERSIONS, ()))
     touch: dict = {}                           # buffer name -> {engine: writes?}

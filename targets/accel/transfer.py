@@ -45,8 +45,8 @@ from cuvil_tir.op import call_extern
 from cuvil_tir.stmt import BufferRegion, Evaluate, For, Range
 from cuvil_tir.visitor import Mutator, substitute
 
-from .copy_nest import copy_nest, dim_of, row_strides, transposed_loops, valid_part
 from .errors import AccelLoweringError
+from .copy_nest import copy_nest, dim_of, row_strides, transposed_loops, valid_part
 
 
 class _ToDMA(Mutator):

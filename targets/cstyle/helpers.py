@@ -3,7 +3,7 @@
 Each helper is ``static inline`` C99 and carries Cuvil's semantics where C's differ:
 
 * integer division and modulo never trap: by zero they give 0, ``INT_MIN / -1`` wraps
-  to ``INT_MIN`` (:mod:`cuvil_tir.ops.intdiv`); ``floordiv``/``floormod`` round toward
+  to ``INT_MIN`` (:mod:`cuvil_tir.intdiv`); ``floordiv``/``floormod`` round toward
   negative infinity;
 * shifts wrap, and an amount outside ``[0, bits)`` is defined
   (:mod:`cuvil_tir.ops.bitwise`);

@@ -35,10 +35,13 @@ from cuvil_tir.errors import LoweringError
 from cuvil_tir.ir_module import calling_conv
 from cuvil_tir.target import Memory, Option, Program, TargetKind, register_target
 from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
+from cuvil_tir.transform.gpu_cooperative_fetch import cooperative_fetch
+from cuvil_tir.transform.gpu_reduction import lower_cross_thread_reduction
 from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
 from cuvil_tir.transform.software_pipeline import inject_software_pipeline
 from cuvil_tir.transform.gpu_sync import insert_barriers
-from cuvil_tir.transform.gpu_threads import kernels, normalize_thread_bindings, split_host_device
+from cuvil_tir.transform.gpu_threads import (grid_roots, kernels, normalize_thread_bindings,
+                                             split_host_device)
 from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.transform.vectorize import vectorize_loops
 from cuvil_tir.printer import to_text
@@ -48,7 +51,6 @@ from cuvil_tir.visitor import Mutator
 
 from ..runtime import Module
 from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
-from .reduction import lower_cross_thread_reduction
 from .nvcc import needs_nvcc, nvcc_available, nvcc_compile
 from .runtime import CudaRuntime
 from .tensorcore import wmma_leading_dims
@@ -133,11 +135,12 @@ def cuda_pipeline() -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in cuda_pipeline()][:5]  # doctest: +NORMALIZE_WHITESPACE
-        ['lower_cross_thread_reduction', 'plan_buffer_allocation', 'lower_blocks',
-         'normalize_thread_bindings', 'inject_software_pipeline']
+        ['cooperative_fetch', 'lower_cross_thread_reduction', 'grid_roots',
+         'plan_buffer_allocation', 'lower_blocks']
     """
-    return [lower_cross_thread_reduction, plan_buffer_allocation, lower_blocks,
-            normalize_thread_bindings, inject_software_pipeline, wmma_leading_dims, flatten_buffers,
+    return [cooperative_fetch, lower_cross_thread_reduction, grid_roots, plan_buffer_allocation,
+            lower_blocks, normalize_thread_bindings, inject_software_pipeline, wmma_leading_dims,
+            flatten_buffers,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
 

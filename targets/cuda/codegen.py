@@ -49,7 +49,7 @@ from cuvil_tir.ir_module import as_module, calling_conv, device_launch_parts, is
 from cuvil_tir.stmt import Allocate, Range
 from cuvil_tir.transform.gpu_sync import is_barrier
 from cuvil_tir.transform.gpu_threads import launch_dims, launch_shape, thread_vars
-from cuvil_tir.visitor import post_order_visit
+from cuvil_tir.visitor import Visitor, post_order_visit
 
 from ..cstyle import CPrinter
 from .host import print_host
@@ -117,6 +117,30 @@ class CudaProgram:
 
     def __str__(self):
         return self.text
+
+
+class _IndexUses(Visitor):
+    """The variables an expression of a kernel reads (a loop's own variable is a
+    definition, not a use)."""
+
+    def __init__(self):
+        self.ids: set = set()
+
+    def visit_For(self, s):
+        self.visit(s.min)
+        self.visit(s.extent)
+        self.visit(s.body)
+
+    def visit_Var(self, v):
+        self.ids.add(id(v))
+
+    visit_SizeVar = visit_Var
+
+
+def _used_indices(kernel) -> set:
+    uses = _IndexUses()
+    uses.visit(kernel)
+    return uses.ids
 
 
 def shared_bytes(kernel) -> int:
@@ -207,13 +231,17 @@ class KernelPrinter(CPrinter):
             self.param_types.append(t)
         head = (f"{self.function_prefix} void __launch_bounds__({nthreads}) "
                 f"{self.name}({', '.join(args)})")
+        used = _used_indices(self.kernel)
         for tag, var in thread_vars(self.kernel).items():
             if tag not in self.axis_spelling:
                 raise CodegenError(f"cuda codegen: kernel {self.name} binds a loop to "
                                    f"{tag}, which CUDA does not have; bind it to one of "
                                    f"{', '.join(self.axis_spelling)}")
-            self.emit(f"const int {self.bind(var)} = (int){self.axis_spelling[tag]};")
             self.ana.bind(var, Range(IntImm(0, var.dtype), dims[tag]))
+            if id(var) in used:
+                # an index nothing reads (an extent-1 grid axis) is not declared: nvcc
+                # warns about an unused variable
+                self.emit(f"const int {self.bind(var)} = (int){self.axis_spelling[tag]};")
         if self.dyn:
             self.emit("extern __shared__ __align__(32) unsigned char cvl_dyn_smem[];")
         self.print_stmt(self.kernel)

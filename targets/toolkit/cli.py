@@ -12,6 +12,7 @@ Example::
     $ cuvil build kernel.py --target c --emit c
     $ cuvil run kernel.py --target llvm
     $ cuvil tune kernel.py --target llvm --trials 64 --db tune.jsonl [--resume]
+    $ cuvil tune bert-base --trials 2000 --minutes 60 --db bert.jsonl [--resume]
 
 ``--emit`` takes one of the target's source formats (``Module.source_formats``:
 ``ll``, ``ll-opt``, ``asm`` for ``llvm``, ``c`` for ``c``) or ``tir`` (the lowered IR);
@@ -44,7 +45,7 @@ from cuvil_tir.function import PrimFunc
 from cuvil_tir.parser import parse
 from cuvil_tir.target import lower
 from cuvil_tir.transform import verify_well_formed
-from schedules.tune.command import tune_function
+from schedules.tune.command import is_task_list, tune_function, tune_tasks
 
 
 def load_funcs(path: str) -> dict[str, PrimFunc]:
@@ -267,6 +268,9 @@ def make_parser() -> argparse.ArgumentParser:
     sp.add_argument("--timeout", type=float, default=10.0,
                     help="seconds one candidate may take to build and run")
     sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--minutes", type=float, default=None,
+                    help="a task list's time budget (FILE: resnet18, bert-base, "
+                    "bert-base-int8 or a JSON task list; --trials is then the total)")
     sp.set_defaults(fn=cmd_tune)
     sp = sub.add_parser("cache", help="the compile cache: info (location, entries, "
                         "size) or clear")
@@ -284,6 +288,9 @@ def cmd_tune(args) -> int:
         >>> make_parser().parse_args(["tune", "k.py", "--trials", "4"]).trials
         4
     """
+    if is_task_list(args.file):   # a network: its task list, one budget, one report
+        return tune_tasks(args.file, args.target, args.trials, args.db, args.resume,
+                          args.minutes, args.timeout, args.seed)
     func = _pick(load_funcs(args.file), args.func, args.file)
     return tune_function(func, args.target, args.trials, args.db, args.resume, args.plot,
                          args.timeout, args.seed)

@@ -70,3 +70,42 @@ def test_an_inner_tile_overhanging_the_buffer_is_within_the_whole_buffer():
     with pytest.raises(T.ParseError, match=r"block 'Y_o' reads X\[v_o \* 2:v_o \* 2 \+ 2\] "
                        r"\(block 'Y_t'\) outside its declared T.reads\(X\[0:4\]\)"):
         T.parse(TILES.replace("END", "4"))
+
+
+LOOSE = '''@T.prim_func
+def main(X: T.Buffer((8,), "float32"), Y: T.Buffer((8,), "float32")):
+    with T.block("Y_o"):
+        T.reads(X[0:END])
+        T.writes(Y[0:3])
+        for i_0 in T.serial(2):
+            with T.block("Y_t"):
+                v_o = T.axis.spatial(2, i_0)
+                T.reads(X[v_o * 2:v_o * 2 + 2])
+                T.writes(Y[v_o * 2:v_o * 2 + 2])
+                for i_1 in T.serial(2):
+                    with T.block("Y"):
+                        v_i = T.axis.spatial(2, i_1)
+                        T.where(v_o * 2 + i_1 < 3)
+                        T.reads(X[v_o * 2 + v_i])
+                        T.writes(Y[v_o * 2 + v_i])
+                        Y[v_o * 2 + v_i] = X[v_o * 2 + v_i] * T.float32(2)
+'''
+
+
+def test_a_tile_declaring_more_than_its_inner_where_lets_run_is_checked_by_its_body():
+    # Y_t's regions reach element 3 for v_o = 1, the T.where inside it stops at 2: what
+    # runs stays in Y_o's regions (nested blockize, issue 25's fuzzer: CVL-E108)
+    f = T.parse(LOOSE.replace("END", "3"))
+    assert T.structural_equal(T.parse(str(f)), f)
+    x = np.arange(8, dtype="float32")
+    y = np.zeros(8, "float32")
+    T.interpret(f, x, y)
+    np.testing.assert_array_equal(y[:3], x[:3] * 2)
+    assert not y[3:].any()
+
+
+def test_a_tile_whose_body_leaves_the_outer_region_is_still_refused():
+    with pytest.raises(T.ParseError, match=r"block 'Y_o' reads X\[v_o \* 2:v_o \* 2 \+ 2\] "
+                       r"\(block 'Y_t'\) outside its declared T.reads\(X\[0:2\]\): "
+                       r"dimension 0 reaches 3, past the declared end 1"):
+        T.parse(LOOSE.replace("END", "2"))

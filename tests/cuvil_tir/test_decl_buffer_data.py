@@ -114,7 +114,7 @@ def f(a: T.handle, C: T.Buffer((4,), "int32")):
      r"A2: an alias of A's data takes no \['strides'\]"),
     ('T.decl_buffer((2, 4), "float32", data=3)',
      "A2: data= must be a buffer's data \\(A.data\\), a handle parameter or the result of "
-     "T.allocate_const, found 3"),
+     "T.allocate or T.allocate_const, found 3"),
 ])
 def test_bad_aliases_are_parse_errors(decl, message):
     src = ('def f(A: T.Buffer((8,), "float32")):\n'

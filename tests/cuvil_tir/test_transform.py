@@ -253,6 +253,24 @@ def test_verify_reads_the_else_arm_of_an_equality_guard_under_its_negation():
         verify_well_formed(T.PrimFunc([A, B], loop(i, 2, T.BufferStore(B, bad, (i,)))))
 
 
+def test_verify_bounds_the_body_of_a_loop_by_its_extent_being_positive():
+    # for io in [0, 2): for ii in [0, max(2 - io * 3, 0)): the inner loop runs for
+    # io = 0 only, so A[io * 7 + ii + 7] reaches [7, 8] (a lowered non-dividing split
+    # of a fused reduction was refused with "ranges over [7, 20]", issue 25's fuzzer)
+    io, ii = T.var("io"), T.var("ii")
+
+    def func(n):
+        A = T.decl_buffer((n,), f32, "A")
+        extent = T.expr.Max(c(2) - io * 3, c(0))
+        st = T.BufferStore(A, c(0.0, f32), (io * 7 + ii + 7,))
+        return T.PrimFunc([A], loop(io, 2, loop(ii, extent, st)))
+
+    verify_well_formed(func(9))
+    with pytest.raises(T.LoweringError, match=r"index io \* 7 \+ ii \+ 7 of dimension 0 "
+                       r"ranges over \[7, 8\] but the extent is 8"):
+        verify_well_formed(func(8))
+
+
 def test_verify_is_not_fooled_by_over_approximation():
     # i % 4 + (i // 4) * 4 is in bounds; non-affine indices are never reported
     verify_well_formed(_store_func(lambda i: i % 4 + i // 4 * 4))

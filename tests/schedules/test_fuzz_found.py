@@ -232,3 +232,47 @@ def test_compute_inline_of_a_block_reading_a_cache_of_its_blockized_block_is_ref
     x = np.random.default_rng(6).standard_normal((7, 6)).astype("float32")
     np.testing.assert_allclose(run(sch, [x, np.zeros((7, 6), "float32")])[1],
                                x * 6 + 1, rtol=1e-6)
+
+
+def test_build_of_a_split_of_a_fused_reduction_bounds_a_loop_that_runs_for_one_tile():
+    """fuse, a non-dividing split, decompose_reduction and a second non-dividing split:
+    lowering splits the guarded loop into T.serial(T.max(2 - io * 3, 0)), which runs
+    for io = 0 only, and the build refused it (CVL-E104: X[io * 7 + k + 7] 'ranges over
+    [7, 20]'), ignoring that the loop's extent ties io to 0."""
+    X = T.placeholder((2, 7), "int32", name="X")
+    W = T.placeholder((7, 3), "int32", name="W")
+    k = T.reduce_axis((0, 7), name="k")
+    f = T.create_prim_func([X, W, T.compute(
+        (2, 3), lambda i, j: T.sum(X[i, k] * W[k, j], axis=k), name="Y")])
+    sch = S.Schedule(f)
+    i, j, _ = sch.get_loops("Y")
+    sch.split(sch.fuse(i, j), [None, 4])
+    sch.decompose_reduction("Y", sch.get_loops("Y")[2])
+    sch.split(sch.get_loops("Y_update")[1], [None, 3])
+    rng = np.random.default_rng(2)
+    x, w = rng.integers(-5, 6, (2, 7)).astype("int32"), \
+        rng.integers(-5, 6, (7, 3)).astype("int32")
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, w, np.zeros((2, 3), "int32")])[2],
+                                      x @ w)
+    verify_trace_roundtrip(sch, f)
+
+
+def test_nested_blockize_under_non_dividing_splits_then_loop_partition_parses_back():
+    """Blockize of a tile of 3 rows, then of a split of it by 2: the inner outer block
+    declares Y[v * 3 + vo * 2 : +2] while its inner T.where(vo * 2 + i < 3) keeps it in
+    the tile.  Once loop_partition bounded the tile's block, the region check compared
+    the loose region with the tile's exact one: the printed function did not parse back
+    (CVL-E108)."""
+    X = T.placeholder((7, 4), name="X")
+    f = T.create_prim_func([X, T.compute((7, 4), lambda i, j: X[i, j] + X[6 - i, j],
+                                         name="Y")])
+    sch = S.Schedule(f)
+    tile = sch.blockize(sch.split(sch.get_loops("Y")[0], [None, 3])[1])
+    sch.blockize(sch.split(sch.get_loops("Y")[0], [None, 2])[1])
+    sch.loop_partition(sch.get_loops(tile)[0], [2, None])
+    verify_trace_roundtrip(sch, f)          # prints and parses back
+    x = np.random.default_rng(3).standard_normal((7, 4)).astype("float32")
+    for runner in (run, run_llvm):
+        np.testing.assert_allclose(runner(sch, [x, np.zeros((7, 4), "float32")])[1],
+                                   x + x[::-1], rtol=1e-6)

@@ -1,5 +1,6 @@
 """Tuning through a Dask ``distributed`` cluster's executor, unchanged: a LocalCluster of
-two worker processes on loopback; a crashing candidate never takes a worker down."""
+two worker processes on loopback measures on the workers (each record names the
+worker's host and CPU); a crashing candidate never takes a worker down."""
 
 import os
 
@@ -7,6 +8,7 @@ from distributed import Client, LocalCluster
 
 import schedules as S
 from schedules.tune import workload_key
+from schedules.tune.space import machine_of
 from tests.schedules.test_tune import _func, bad_space
 
 
@@ -24,4 +26,6 @@ def test_tune_on_a_local_dask_cluster_survives_crashes(tmp_path):
     recs = [r for r in S.Database(path).records(workload_key(f, "llvm"))
             if not r.get("remeasured")]
     assert sorted(str(r["failure"]) for r in recs) == ["None", "crash", "timeout"]
-    assert all(r["host"] for r in recs)
+    # each record names the machine and the CPU of the worker that measured it
+    cpu = machine_of("llvm").name
+    assert all(r["host"] and r["cpu"] == cpu and r["cpu_features"] for r in recs)

@@ -72,3 +72,23 @@ def test_a_bad_option_never_reaches_the_build():
     f = T.create_prim_func([T.placeholder((4,), name="A")])
     with pytest.raises(TargetError, match="option 'opt_level'"):
         targets.build(f, "llvm -opt-level=-1")
+
+
+@pytest.mark.parametrize("kind, options, fix", [
+    ("llvm", {"opt_level": 7}, r"fix: give a value as above, e.g\. opt_level=\d \(the default\)"),
+    ("llvm", {"num_cores": -4}, r"fix: give a value as above, e.g\. num_cores=0 \(the default\)"),
+    ("c", {"openmp": "yes"}, r"fix: give a value as above, e.g\. openmp=(True|False) "),
+    ("cuda", {"arch": 80}, r"fix: give a value as above, e.g\. arch='sm_\d+a?' \(the default\)"),
+    ("llvm", {"mcup": "native"}, r"unknown option 'mcup'; known options: .*; fix: did you mean "
+                                 r"'mcpu'\?"),
+    ("llvm", {"openmp": True}, r"unknown option 'openmp'; known options: .*; fix: remove it"),
+])
+def test_a_wrong_option_says_how_to_fix_it(kind, options, fix):
+    with pytest.raises(TargetError, match=fix):
+        Target(kind, **options)
+
+
+def test_a_flag_without_a_value_says_how_to_fix_it():
+    with pytest.raises(TargetError, match=r"found a flag without a value \(write -mcpu=\.\.\.\); "
+                                          r"fix: give a value as above"):
+        Target("llvm -mcpu")

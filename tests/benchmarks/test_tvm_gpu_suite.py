@@ -1,0 +1,169 @@
+"""The TVM GPU-suite runner on a tiny TVM-style test file written here: a function
+that computes right, one TVM's test expects refused, a pass output, an unreadable one,
+a factory's functions and one never reached, one reading outside its buffers and one
+needing more shared memory than any GPU has (refused, counted apart); the command line on a checkout."""
+
+import textwrap
+
+import pytest
+
+from benchmarks.tvm_gpu_suite.__main__ import main
+from benchmarks.tvm_gpu_suite.cases import definitions
+from benchmarks.tvm_gpu_suite.check import check
+from benchmarks.tvm_gpu_suite.report import render
+from benchmarks.tvm_gpu_suite.runner import run
+
+SYNTHETIC = textwrap.dedent('''
+    import pytest
+    import tvm
+    from tvm.script import tir as T
+
+
+    def _check_fail(f):
+        with pytest.raises(ValueError):
+            tvm.tir.transform.LowerCrossThreadReduction()(tvm.IRModule.from_expr(f))
+
+
+    @T.prim_func
+    def add(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for bx in T.thread_binding(2, thread="blockIdx.x"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                with T.block("B"):
+                    v = T.axis.spatial(64, bx * 32 + tx)
+                    B[v] = A[v] + T.float32(1)
+
+
+    @T.prim_func
+    def lowered_add(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            B[tx] = A[tx] + T.float32(1)
+
+
+    @T.prim_func
+    def too_many_threads(A: T.Buffer((4096,), "float32")):
+        for tx in T.thread_binding(4096, thread="threadIdx.x"):
+            with T.block("A"):
+                v = T.axis.spatial(4096, tx)
+                A[v] = T.float32(0)
+
+
+    @T.prim_func
+    def unreadable(A: T.Buffer((4,), "float32")):
+        for tx in T.thread_binding(4, thread="threadIdx.x"):
+            T.no_such_builtin(A)
+
+
+    @T.prim_func
+    def out_of_bounds(A: T.Buffer((16,), "float32"), C: T.Buffer((16, 1), "float32")):
+        for tx in T.thread_binding(16, thread="threadIdx.x"):
+            for i in range(2):
+                with T.block():
+                    C[tx, i] = A[tx]
+
+
+    @T.prim_func
+    def over_shared(A: T.Buffer((65536,), "float32"), B: T.Buffer((65536,), "float32")):
+        S = T.alloc_buffer((65536,), scope="shared")
+        for bx in T.thread_binding(1, thread="blockIdx.x"):
+            for tx in T.thread_binding(1024, thread="threadIdx.x"):
+                for i in range(64):
+                    with T.block("S"):
+                        v = T.axis.spatial(65536, i * 1024 + tx)
+                        S[v] = A[v]
+                for i in range(64):
+                    with T.block("B"):
+                        v = T.axis.spatial(65536, i * 1024 + tx)
+                        B[v] = S[65535 - v]
+
+
+    def gen(n):
+        @T.prim_func
+        def scaled(A: T.Buffer((n,), "float32")):
+            for tx in T.thread_binding(n, thread="threadIdx.x"):
+                with T.block("A"):
+                    v = T.axis.spatial(n, tx)
+                    A[v] = A[v] * T.float32(2)
+        return scaled
+
+
+    def test_refused():
+        _check_fail(too_many_threads)
+
+
+    def test_never_reached():
+        raise RuntimeError("TVM's API is not there")
+
+        @T.prim_func
+        def late(A: T.Buffer((4,), "float32")):
+            for tx in T.thread_binding(4, thread="threadIdx.x"):
+                A[tx] = T.float32(1)
+
+
+    gen(8)
+    gen(16)
+''')
+
+
+def test_definitions_and_roles():
+    roles = {d.key: d.role for d in definitions(SYNTHETIC)}
+    assert roles == {"add": "input", "lowered_add": "output",
+                     "too_many_threads": "error", "unreadable": "input",
+                     "out_of_bounds": "input", "over_shared": "input",
+                     "gen/scaled": "input", "test_never_reached/late": "input"}
+
+
+def test_runner_buckets_each_case(tmp_path):
+    summary = run({"test_synthetic_gpu.py": SYNTHETIC}, jobs=1, archs=(),
+                  keep=str(tmp_path / "work"))
+    got = {c["case"]: c["bucket"] for c in summary["cases"]}
+    assert got == {"add": "passed", "too_many_threads": "refused_as_tvm",
+                   "unreadable": "parse", "out_of_bounds": "invalid",
+                   "over_shared": "too_big", "gen/scaled[8]": "passed",
+                   "gen/scaled[16]": "passed", "test_never_reached/late": "not_reached"}
+    total = summary["total"]
+    assert (total["cases"], total["passed_all"], total["outputs"]) == (8, 5, 1)
+    text = render(summary)
+    assert "Pass rate: 5 of 8 scheduled GPU functions (62.5%)" in text
+    assert "(not counted as passing): 1; the pass rate without them: 71.4%" in text
+    assert "Computing right: 3 of 7 functions TVM accepts." in text
+    assert "## WRONG cases (0)" in text
+
+
+def test_check_finds_wrong_numbers(monkeypatch):
+    # the reference made to disagree: the run reports WRONG with the first array named
+    import benchmarks.tvm_gpu_suite.check as chk
+    import cuvil_tir as T
+
+    f = T.parse(textwrap.dedent(SYNTHETIC.split("@T.prim_func\n")[1].split(
+        "\n\n\n")[0].replace("def add", "@T.prim_func\ndef add")))
+    real = chk.reference
+
+    def off_by_one(func, arrays):
+        real(func, arrays)
+        arrays[1][0] += 1
+    monkeypatch.setattr(chk, "reference", off_by_one)
+    res = check(f, archs=())
+    assert res["bucket"] == "wrong"
+    assert res["reason"].startswith("B: 1 of 64 elements differ")
+
+
+def test_command_line_needs_a_checkout(monkeypatch, capsys):
+    monkeypatch.delenv("CUVIL_TVM", raising=False)
+    with pytest.raises(SystemExit):
+        main(["--quick"])
+    assert "pass --tvm PATH or set CUVIL_TVM" in capsys.readouterr().err
+    assert main(["--tvm", "/nonexistent", "--quick"]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+
+
+def test_command_line_on_a_checkout(tmp_path, capsys):
+    suite = tmp_path / "tvm" / "tests" / "python" / "tir-transform"
+    suite.mkdir(parents=True)
+    # only the first function: a short run
+    (suite / "test_tir_transform_thread_sync.py").write_text(SYNTHETIC.split(
+        "\n\n\n@T.prim_func\ndef lowered_add")[0])
+    out = tmp_path / "summary.json"
+    assert main(["--tvm", str(tmp_path / "tvm"), "--quick", "--archs",
+                 "--json", str(out)]) == 0
+    assert "Pass rate: 1 of 1" in capsys.readouterr().out
+    assert out.read_text().startswith("{")
