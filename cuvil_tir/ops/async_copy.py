@@ -29,8 +29,11 @@ Example::
 
 from __future__ import annotations
 
+from .. import dtype as D
 from ..errors import CuvilError
+from ..expr import BufferLoad, IntImm
 from . import OpDef, get_op, has_op, register_op
+from .gpu import Tile
 
 #: the bytes one asynchronous copy may move
 COPY_BYTES = (4, 8, 16)
@@ -64,8 +67,6 @@ def copy_parts(call) -> tuple:
         >>> copy_parts(T.Call("int32", "async_copy", (S[0], A[4], T.const(16))))[2]
         16
     """
-    from ..expr import BufferLoad, IntImm
-    from .. import dtype as D
     if len(call.args) != 3:
         raise CuvilError(f"async_copy takes (dst element, src element, bytes), found "
                          f"{len(call.args)} arguments")
@@ -89,8 +90,6 @@ def copy_parts(call) -> tuple:
 
 def _copy_tiles(args) -> tuple:
     # one row of nbytes: the barrier pass and the memory planner see what it writes
-    from .. import dtype as D
-    from .gpu import Tile
     n = args[2].value * 8 // max(8, D.bits(args[0].buffer.dtype))
     return (Tile(0, 1, n, access="write"), Tile(1, 1, n))
 
