@@ -113,6 +113,7 @@ class _Pipeline:
         self.stages = [s - low for s in stages]
         self.order = list(order) if order else list(range(len(self.stmts)))
         self.depth = max(self.stages)
+        self._check_dependences()
         self.versions = self._versions()
 
     def fail(self, why: str):
@@ -130,6 +131,29 @@ class _Pipeline:
         if order and (not isinstance(order, tuple) or sorted(order) != list(range(n))):
             self.fail(f"{ORDER} must be an order of the {n} statements (a permutation of "
                       f"0..{n - 1}), found {order!r}")
+
+    def _check_dependences(self):
+        """Refuse stages or an order that run a statement before one it depends on
+        (TVM's rule): for two statements touching one buffer, at least one writing it,
+        the later one in the body needs a later stage, or the same stage and a later
+        place in the order."""
+        touched = [_touched(stmt) for stmt in self.stmts]
+        place = {i: p for p, i in enumerate(self.order)}
+        for j, (reads_j, writes_j) in enumerate(touched):
+            for i in range(j):
+                reads_i, writes_i = touched[i]
+                shared = (writes_i.keys() & (reads_j.keys() | writes_j.keys())) | (
+                    reads_i.keys() & writes_j.keys())
+                if not shared:
+                    continue
+                si, sj = self.stages[i], self.stages[j]
+                if si < sj or (si == sj and place[i] < place[j]):
+                    continue
+                name = {**reads_i, **writes_i}[next(iter(sorted(shared)))].name
+                self.fail(f"statement {j} depends on statement {i} through buffer {name}, "
+                          f"but runs before it (stages {si} and {sj}, places {place[i]} and "
+                          f"{place[j]} in {ORDER}); give statement {j} a later stage than "
+                          f"{i}, or the same stage and a later place in the order")
 
     def _versions(self) -> dict:
         """``{id(tile): versions}``; refuses a buffer outside the loop crossing stages."""

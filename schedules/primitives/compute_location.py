@@ -83,10 +83,22 @@ def _block_domain(block: Block, pairs, outer: dict, prim: str) -> list:
     of ``outer``), or None (its whole domain), from
     :func:`cuvil_tir.analysis.index_map.solve`."""
     indices, boxes = [], []
+    ivars = {iv.var for iv in block.iter_vars}
     for provided, required in pairs:
         idx, box = [], []
         for pdim, rdim in zip(provided.region, required.region):
             over = simplify(pdim.extent - 1)      # an access wider than one element
+            own = [v.name for v in used_vars(over) if v in ivars]
+            if own:
+                # a width that moves with the block's own iterators cannot be solved
+                # for them: the domain would name them (undefined outside the block)
+                raise fail(BlockLocationError, prim,
+                           f"block {block.name!r} accesses {provided.buffer.name}"
+                           f"[{pdim.min}:{pdim.min} + {pdim.extent}], whose width depends "
+                           f"on its own iterators {sorted(set(own))}, so its iteration "
+                           "domain cannot be derived from the region; move the block "
+                           "before the layout change that produced this region (e.g. "
+                           "transform_layout with pad_value), or blockize after moving it")
             if prim == "reverse_compute_at" and not used_vars(pdim.min) and not \
                     _covered_always(pdim, rdim, outer):
                 # no iteration variable to solve for: the block would run in every

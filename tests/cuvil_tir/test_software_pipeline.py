@@ -138,6 +138,13 @@ def test_accelerator_three_versions_of_each_staged_tile_bit_exact():
     ('{"software_pipeline_stage": [0, 1], "software_pipeline_order": [0, 0]}',
      r"software pipeline on loop i: software_pipeline_order must be an order of the 2 "
      r"statements \(a permutation of 0..1\), found \(0, 0\)"),
+    # a consumer run before its producer (TVM refuses these; they computed wrong sums)
+    ('{"software_pipeline_stage": [1, 0]}', r"statement 1 depends on statement 0 through "
+     r"buffer B\w*, but runs before it \(stages 1 and 0, places 0 and 1 in "
+     r"software_pipeline_order\); give statement 1 a later stage than 0"),
+    ('{"software_pipeline_stage": [0, 0], "software_pipeline_order": [1, 0]}',
+     r"statement 1 depends on statement 0 through buffer B\w*, but runs before it "
+     r"\(stages 0 and 0, places 1 and 0"),
     ('{"double_buffer": 1}',
      r"annotated 'double_buffer', which Cuvil no longer reads; write "
      r"sch.annotate\(loop, 'software_pipeline_stage'"),
@@ -165,3 +172,29 @@ def main(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
     with pytest.raises(T.LoweringError, match=r"buffer B is written in one stage and used "
                        r"in another \(stages \[0, 1\]\) but is not allocated in the loop"):
         pipelined(f)
+
+
+def test_a_consumer_ordered_before_its_producer_in_one_stage_is_refused_on_cuda():
+    # TVM's simple_compute_incorrect_reorder: d (stage 1) placed before c (stage 1),
+    # which writes the C it reads; built, it gave 223 of 256 wrong values
+    f = T.parse('''
+@T.prim_func
+def f(A: T.Buffer((16, 16), "float32"), D: T.Buffer((16, 16), "float32")):
+    for tx in T.thread_binding(16, thread="threadIdx.x"):
+        for i in T.serial(16, annotations={"software_pipeline_stage": [0, 1, 1],
+                                           "software_pipeline_order": [0, 2, 1]}):
+            with T.block("outer"):
+                T.reads(A[tx, i])
+                T.writes(D[tx, i])
+                B = T.alloc_buffer((16, 1), scope="shared")
+                C = T.alloc_buffer((16, 1), scope="shared")
+                with T.block("b"):
+                    B[tx, 0] = A[tx, i] * T.float32(2)
+                with T.block("c"):
+                    C[tx, 0] = B[tx, 0] + T.float32(2)
+                with T.block("d"):
+                    D[tx, i] = C[tx, 0] + T.float32(1)
+''')
+    with pytest.raises(T.LoweringError, match=r"statement 2 depends on statement 1 through "
+                       r"buffer C, but runs before it \(stages 1 and 1, places 2 and 1"):
+        targets.build(f, targets.Target("cuda"))

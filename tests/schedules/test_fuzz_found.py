@@ -2,6 +2,7 @@
 regression test each (the others: test_predicate_regions, test_pad_einsum_reach)."""
 
 import numpy as np
+import pytest
 
 import cuvil_tir as T
 import schedules as S
@@ -276,3 +277,24 @@ def test_nested_blockize_under_non_dividing_splits_then_loop_partition_parses_ba
     for runner in (run, run_llvm):
         np.testing.assert_allclose(runner(sch, [x, np.zeros((7, 4), "float32")])[1],
                                    x + x[::-1], rtol=1e-6)
+
+
+def test_compute_at_of_a_block_whose_region_width_names_its_own_iterator_is_refused():
+    """Fuzz case 4113888420: after a padded transform_layout of a blockized block's
+    init, the outer block's write region has a width that names its own iter var;
+    compute_at solved it into a loop extent naming v_i_o, undefined there."""
+    X = T.placeholder((6, 1), "float16", name="X")
+    k = T.reduce_axis((0, 1), name="k")
+    Y = T.compute((6,), lambda i: T.sum(X[i, k], axis=k), name="Y")
+    Z0 = T.compute((6,), lambda i: T.max(Y[i], T.const(0, "float16")), name="Z0")
+    f = T.create_prim_func([X, T.compute((6,), lambda i: T.max(Z0[i], T.const(0, "float16")),
+                                         name="Z1")])
+    sch = S.Schedule(f)
+    _, inner = sch.split(sch.get_loops("Y")[0], [None, 4])
+    outer_block = sch.blockize(inner)
+    sch.cache_read("Y", 1, "global")
+    sch.transform_layout("Y_init", 0, lambda i: (i // 2, i % 2), pad_value=0.0)
+    (consumer,) = sch.get_consumers(outer_block)
+    with pytest.raises(S.ScheduleError, match=r"compute_at: block 'Y_o' accesses Y\[.*\], "
+                       r"whose width depends on its own iterators \['v_i_o'\]"):
+        sch.compute_at(outer_block, sch.get_loops(consumer)[0])
