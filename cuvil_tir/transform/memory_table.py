@@ -102,6 +102,24 @@ class MemorySpec:
             return self.instance == "thread"
         return True
 
+    def shares(self, loop) -> bool:
+        """Whether ``loop`` is bound to a thread tag whose threads share one allocation
+        of this memory (``shared`` under ``threadIdx``/``vthread``): a buffer whose
+        accesses all lie inside it is still one allocation, placed deeper (at the
+        statement holding its accesses, where its box is smallest) and relaxed over
+        the loop's threads.
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> tx = T.For(T.var("t"), T.const(0), T.const(4), "thread_binding",
+            ...            T.Evaluate(T.const(0)), "threadIdx.x")
+            >>> memory_spec("shared").shares(tx), memory_spec("local").shares(tx)
+            (True, False)
+        """
+        return loop.kind == "thread_binding" and self.instance == "block" \
+            and loop.thread_tag.startswith(self.shared_by) and bool(self.shared_by)
+
     def own_copy(self, loop) -> bool:
         """Whether each iteration of thread loop ``loop`` has its own copy of a buffer
         of this memory (a ``shared`` buffer per ``blockIdx``, a ``local`` one per
