@@ -207,7 +207,10 @@ def _within(sized, full, doms):
         ana.bind(v, r)
     shape, offset = [], []
     for ext, off, whole in zip(*sized, full):
-        if ana.can_prove(ext <= whole) and ana.can_prove(1 <= ext):
+        # one element is never more than a dimension some access lies in, even one of
+        # a symbolic extent that may be 0 for all the analyzer knows
+        if (isinstance(ext, IntImm) and ext.value == 1) or (
+                ana.can_prove(ext <= whole) and ana.can_prove(1 <= ext)):
             shape.append(ext)
             offset.append(off)
         else:

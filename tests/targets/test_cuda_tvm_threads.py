@@ -275,3 +275,36 @@ def test_shared_tiles_under_thread_loops_are_sized_to_the_k_step(annotation, ver
     z = np.full((32, 32), np.nan, "float32")
     T.interpret(mod.lowered, x, y, z, check_races=True)
     np.testing.assert_allclose(z, x @ y, rtol=1e-5, atol=1e-5)
+
+
+# TVM's thread_broadcast_2 in small: a local buffer of a symbolic shape whose element per
+# thread block sits at a row and column taken from blockIdx (bx // n, bx % n)
+SYMBOLIC_LOCAL = '''
+@T.prim_func
+def f(a: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (4, n), "float32")
+    C = T.match_buffer(c, (4, n), "float32")
+    B_local = T.alloc_buffer((4, n), scope="local")
+    for bx in T.thread_binding(n * 4, thread="blockIdx.x"):
+        with T.block("B"):
+            v0 = T.axis.spatial(4, bx // n)
+            v1 = T.axis.spatial(n, bx % n)
+            B_local[v0, v1] = A[v0, v1] * T.float32(2)
+        with T.block("C"):
+            v0 = T.axis.spatial(4, bx // n)
+            v1 = T.axis.spatial(n, bx % n)
+            C[v0, v1] = B_local[v0, v1] + T.float32(1)
+'''
+
+
+def test_a_symbolic_local_buffer_shrinks_to_its_one_element():
+    # the box is one element, which the analyzer could not compare with a symbolic n
+    # (n may be 0 for all it knows): it kept (1, n), refused as not of a constant size
+    mod = targets.build(T.parse(SYMBOLIC_LOCAL), targets.Target("cuda"), name="f")
+    compile_all([mod])
+    assert 'T.allocate((1,), "float32", scope="local")' in T.to_text(mod.lowered)
+    a = rand((4, 3))
+    c = np.full((4, 3), np.nan, "float32")
+    T.interpret(mod.lowered, a, c, check_races=True)
+    np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
