@@ -140,10 +140,8 @@ def test_auto_tensorization_picks_up_a_registered_intrinsic(monkeypatch):
     f = gemm(32)
     assert [m.name for m in matches(f, "C", HASWELL)] == ["cpu.gemm_4x8x4_f32"]
     space = space_for(f, HASWELL)
-    # the first decision picks the intrinsic; the outer tiles are given, since a draw of
-    # [1, 8] x [1, 4] leaves no outer loop to run in parallel (1 run in 20 failed)
-    sch = run_with_decisions(space, f, [1, [2, 4], [2, 2]])
-    assert list(sch.trace.decisions.values()) == [1, [2, 4], [2, 2]]
+    sch = run_with_decisions(space, f, [1], seed=0)   # the first decision: 'tile' or the intrinsic
+    assert sch.trace.decisions[min(sch.trace.decisions)] == 1
     text = str(sch.func)
     assert "T.Ramp(0, 1, 8)" in text and "T.parallel(" in text
     rng = np.random.default_rng(1)
