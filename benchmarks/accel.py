@@ -31,14 +31,10 @@ from targets.toolkit.npu.conv2d import (conv2d, conv2d_im2col, schedule_conv2d,
                                         schedule_conv2d_im2col)
 from targets.toolkit.npu.fused import (fused_gemm, fused_gemm_bias_init, schedule_fused,
                                        schedule_fused_readout)
-<<<<<<< HEAD
-from targets.toolkit.npu.gemm import gemm, schedule_gemm
+from targets.toolkit.npu.gemm import gemm, gemm_int4, pack_int4, schedule_gemm
 from targets.toolkit.npu.multicore import (schedule_conv2d_cores, schedule_fused_cores,
                                            schedule_gemm_cores)
 from targets.accel.examples.ascend_like import ascend
-=======
-from targets.toolkit.npu.gemm import gemm, gemm_int4, pack_int4, schedule_gemm
->>>>>>> main
 from targets.accel.examples.gemmini_like import gemmini
 from targets.accel.examples.toy_npu import toy_npu
 
