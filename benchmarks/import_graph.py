@@ -83,10 +83,16 @@ def layer_of(module: str) -> str | None:
 
         >>> layer_of("targets.cache.store"), layer_of("numpy")
         ('targets', None)
+        >>> layer_of("targets.accel.examples.gemm"), layer_of("targets.accel.codegen")
+        ('targets.toolkit', 'targets.accel')
     """
     parts = module.split(".")
     if parts[0] not in PACKAGES:
         return None
+    if parts[:3] == ["targets", "accel", "examples"]:
+        # example devices and the schedules shipped beside them are user files: they
+        # use schedules and a backend together, as the top layer does
+        return f"targets.{TOP[0]}"
     if parts[0] == "targets" and len(parts) > 1 and parts[1] in BACKENDS + SHARED + TOP:
         return f"targets.{parts[1]}"
     return parts[0]

@@ -209,3 +209,18 @@ def test_a_tile_loop_of_one_iteration_still_shrinks_the_staged_buffers(n, m, k):
     assert sizes == {"A_npu.inp": 1024, "B_npu.wgt": 1024, "C_npu.acc": 4096}
     c, ref = _run(mod, n, m, k)
     np.testing.assert_array_equal(c, ref)
+
+
+def test_the_previous_release_paths_of_the_example_schedules_still_import():
+    """Scripts written against the previous release import the example schedules from
+    ``targets.accel.examples``; they moved to ``targets.toolkit.npu``."""
+    import targets.accel.examples.conv2d as old_conv2d
+    import targets.accel.examples.fused as old_fused
+    import targets.accel.examples.gemm as old_gemm
+    import targets.toolkit.npu.conv2d as conv2d
+    import targets.toolkit.npu.fused as fused
+    import targets.toolkit.npu.gemm as gemm
+
+    assert old_gemm.schedule_gemm is gemm.schedule_gemm
+    assert old_conv2d.schedule_conv2d is conv2d.schedule_conv2d
+    assert old_fused.schedule_fused is fused.schedule_fused
