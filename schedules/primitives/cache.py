@@ -35,7 +35,8 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import Add, Expr, IntImm, Var, const, SizeVar
+from cuvil_tir.arith import Analyzer
+from cuvil_tir.expr import Add, Expr, IntImm, Max, Min, Var, const, SizeVar
 from cuvil_tir.op import conjuncts
 from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
                             SeqStmt, seq)
@@ -211,6 +212,26 @@ def _within(region: BufferRegion, tile: BufferRegion) -> BufferRegion:
     return BufferRegion(region.buffer, tuple(out))
 
 
+def _inside_buffer(region: BufferRegion, doms: dict) -> BufferRegion:
+    """``region`` cut to the buffer in each dimension it may overshoot by more than the
+    buffer's extent.  The bounds of indices through a symbolic ``%`` or ``//`` are
+    loose (``(f * 5 + g) % n`` bounded by the index type's maximum), and a copy over
+    such a region runs 2**31 iterations of which at most ``n`` pass its guard."""
+    ana = Analyzer(index_no_overflow=True)
+    for v, r in doms.items():
+        ana.bind(v, r)
+    out = []
+    for r, dim in zip(region.region, region.buffer.shape):
+        if ana.can_prove(r.extent <= dim):
+            out.append(r)
+            continue
+        hi = simplify(r.min + r.extent - 1)
+        lo = const(0, r.min.dtype) if ana.can_prove(r.min <= 0) else Max(r.min, 0)
+        hi = simplify(dim - 1) if ana.can_prove(dim - 1 <= hi) else Min(hi, dim - 1)
+        out.append(Range(ana.simplify(lo), ana.simplify(hi - lo + 1)))
+    return BufferRegion(region.buffer, tuple(out))
+
+
 def _writer_guard(func, wpath, outer_loops) -> list:
     """The parts of the writer's ``T.where`` that name only loops around the copy (or
     none): where they fail, the writer writes nothing in that iteration, so a copy of
@@ -371,6 +392,7 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
         region = region if tile is None else _within(region, tile)
     else:
         region = tile if tile is not None else BufferRegion.full(buf)
+    region = _inside_buffer(region, outer)
     if is_read and ws:
         _check_produced(func, cpath, buf, rs, region, prim)
     if not is_read and rs_cache:
