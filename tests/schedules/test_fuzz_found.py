@@ -298,3 +298,27 @@ def test_compute_at_of_a_block_whose_region_width_names_its_own_iterator_is_refu
     with pytest.raises(S.ScheduleError, match=r"compute_at: block 'Y_o' accesses Y\[.*\], "
                        r"whose width depends on its own iterators \['v_i_o'\]"):
         sch.compute_at(outer_block, sch.get_loops(consumer)[0])
+
+
+def test_loop_partition_then_fuse_and_split_of_a_part_parses_back():
+    """Fuzz case 2011735872: the part's block declares X[0:3, 0:3]; its inner block
+    reads X[(f0 * 5 + f1) // 3, ...] under T.where(f0 * 5 + f1 < 9).  The region check
+    bounded f0 and f1 apart (row 3) and then by the row's domain (row 7): the printed
+    function did not parse back (CVL-E108)."""
+    X = T.placeholder((8, 3), "int8", name="X")
+    W = T.placeholder((3, 1), "int8", name="W")
+    k = T.reduce_axis((0, 3), name="k")
+    f = T.create_prim_func([X, W, T.compute(
+        (8, 1), lambda i, j: T.sum(X[i, k].astype("int32") * W[k, j].astype("int32"),
+                                   axis=k), name="Y")])
+    sch = S.Schedule(f)
+    i, j, _ = sch.get_loops("Y")
+    sch.loop_partition(sch.fuse(i, j), [3, None])
+    sch.split(sch.fuse(*sch.get_loops("Y_i_j_fused0")), [None, 5])
+    verify_trace_roundtrip(sch, f)          # prints and parses back
+    rng = np.random.default_rng(5)
+    x = rng.integers(-9, 9, (8, 3)).astype("int8")
+    w = rng.integers(-9, 9, (3, 1)).astype("int8")
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, w, np.zeros((8, 1), "int32")])[2]
+        np.testing.assert_array_equal(got, x.astype("int32") @ w.astype("int32"))
