@@ -348,6 +348,35 @@ def _read_keep(func, cpath, buf, rs, prim):
     return keep
 
 
+def _write_keep(func, cpath, buf, wpath, outer_loops, prim):
+    """The condition on an element that the writer at ``wpath`` writes it under the
+    copy's place (None: it writes its whole region there).  Refused when its
+    ``T.where`` cuts a tile's loops inside the copy's place by
+    indices the copy cannot follow: a copy of the whole region would take elements
+    no store wrote."""
+    keep = element_condition(func, cpath, buf, [wpath], "writes")
+    if keep is not None:
+        return keep
+    br = tree.get(func, wpath)
+    around = {id(f.loop_var) for _, f in outer_loops}
+    inside = {id(f.loop_var) for _, f in tree.loops_above(func, wpath)} - around
+
+    def tile_cut(c):
+        # a boundary tile's cut names loops inside the copy and the tile's position
+        # (v_k_o * 4 + ax1 < 6); a cut naming only loops inside (a fused loop's tail,
+        # f * 5 + g < n * n) leaves out elements past the buffer, not in it
+        names = used_vars(c)
+        return any(id(v) in inside for v in names) and any(
+            id(v) not in inside and not isinstance(v, SizeVar) for v in names)
+    if any(tile_cut(c) for c in conjuncts(br.predicate)):
+        raise fail(CacheStageError, prim, f"block {br.block.name!r} writes only part of "
+                   f"{buf.name!r} here (under a T.where), by indices the copy cannot "
+                   "follow (a loop split or fused inside it): a copy of its whole region "
+                   f"would take elements no store wrote; apply {prim} before splitting "
+                   f"or fusing the loops of {br.block.name!r}", func)
+    return None
+
+
 def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     scope_path = tree.enclosing_block(func, bpath)
     ws = writers(func, scope_path, buf)
@@ -421,7 +450,7 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     guard = _writer_guard(func, ws[0][0], outer_loops) if ws else []
     # the elements the writer writes under the copy's place (its T.where may leave part
     # of the region unwritten)
-    keep = element_condition(func, cpath, buf, [ws[0][0]], "writes") if ws else None
+    keep = _write_keep(func, cpath, buf, ws[0][0], outer_loops, prim) if ws else None
     if is_read:
         keep = keep if ws else _read_keep(func, cpath, buf, rs, prim)
         nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off,

@@ -6,7 +6,7 @@ import pytest
 
 import cuvil_tir as T
 import schedules as S
-from tests.schedules.testing import run, run_llvm, verify_trace_roundtrip
+from tests.schedules.testing import assert_refused, run, run_llvm, verify_trace_roundtrip
 
 
 def _matmul_scaled():
@@ -322,3 +322,41 @@ def test_loop_partition_then_fuse_and_split_of_a_part_parses_back():
     for runner in (run, run_llvm):
         got = runner(sch, [x, w, np.zeros((8, 1), "int32")])[2]
         np.testing.assert_array_equal(got, x.astype("int32") @ w.astype("int32"))
+
+
+def _max_tiles_with_a_local_copy():
+    """max over X[i, 1:7] with the reduce loop split by 4 and blockized (the last tile
+    holds two of its four columns), then X's row tile cached in local memory."""
+    X = T.placeholder((4, 7), "int8", name="X")
+    k = T.reduce_axis((1, 7), name="k")
+    f = T.create_prim_func([X, T.compute(
+        (4,), lambda i: T.max(X[i, k].astype("int32"), axis=k), name="Y")])
+    sch = S.Schedule(f)
+    sch.blockize(sch.split(sch.get_loops("Y")[1], [None, 4])[1])
+    return f, sch, sch.cache_read("Y", 1, "local")
+
+
+def test_cache_read_of_a_guarded_copy_split_by_one_copies_only_what_it_wrote():
+    """Fuzz case 2437960785: the local copy's row loop split by [None, 1, 1] binds
+    ax0_0 + ax0_1 + ax0_2; the element condition gave up on the three loops (one
+    value), and the second cache_read copied X_local[0, 2:4] of the last tile, which
+    its T.where never wrote (an uninitialised read)."""
+    f, sch, local = _max_tiles_with_a_local_copy()
+    sch.split(sch.get_loops(local)[-2], [None, 1, 1])
+    sch.cache_read("Y", 1, "global")
+    x = np.random.default_rng(7).integers(-9, 9, (4, 7)).astype("int8")
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, np.zeros(4, "int32")])[1]
+        np.testing.assert_array_equal(got, x[:, 1:].astype("int32").max(1))
+
+
+def test_cache_read_of_a_guarded_copy_whose_columns_were_split_is_refused():
+    """The same copy with its column loop split by 2 binds ax1_0 * 2 + ax1_1 under
+    T.where(v_k_o * 4 + ax1_0 * 2 + ax1_1 < 6): which elements it wrote cannot be
+    told, so a copy of the whole tile is refused (it read unwritten elements)."""
+    f, sch, local = _max_tiles_with_a_local_copy()
+    sch.split(sch.get_loops(local)[-1], [None, 2])
+    assert_refused(sch, lambda: sch.cache_read("Y", 1, "global"),
+                   r"cache_read: block 'X_local' writes only part of 'X_local' here "
+                   r"\(under a T.where\), by indices the copy cannot follow .* apply "
+                   r"cache_read before splitting or fusing the loops of 'X_local'")
