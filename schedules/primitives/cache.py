@@ -208,7 +208,8 @@ def _within(region: BufferRegion, tile: BufferRegion) -> BufferRegion:
             continue
         start = t.min if lo.value > 0 else r.min
         ext = simplify(r.extent - max(lo.value, 0) + min(hi.value, 0))
-        out.append(Range(start, ext) if ext.value > 0 else r)
+        # a symbolic extent (a dimension of size n) may be empty: keep the region
+        out.append(Range(start, ext) if isinstance(ext, IntImm) and ext.value > 0 else r)
     return BufferRegion(region.buffer, tuple(out))
 
 

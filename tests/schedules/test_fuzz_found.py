@@ -360,3 +360,20 @@ def test_cache_read_of_a_guarded_copy_whose_columns_were_split_is_refused():
                    r"cache_read: block 'X_local' writes only part of 'X_local' here "
                    r"\(under a T.where\), by indices the copy cannot follow .* apply "
                    r"cache_read before splitting or fusing the loops of 'X_local'")
+
+
+def test_cache_write_of_a_partition_over_a_symbolic_dimension():
+    """Fuzz case 2705098703: cache_write of the second part of a loop_partition, whose
+    region over the symbolic dimension n differs from its tile's by constants at the
+    ends but has the extent n: the cut read ``.value`` of a SizeVar (AttributeError)."""
+    n = T.size_var("n")
+    X = T.placeholder((5, n), name="X")
+    f = T.create_prim_func([X, T.compute((5, n), lambda i, j: X[4 - i, j] + X[i, j],
+                                         name="Y")])
+    sch = S.Schedule(f)
+    sch.loop_partition(sch.get_loops("Y")[0], [3, None])
+    sch.cache_write("Y_i1", 0, "local")
+    x = np.random.default_rng(2).standard_normal((5, 3)).astype("float32")
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, np.zeros((5, 3), "float32")])[1]
+        np.testing.assert_allclose(got, x[::-1] + x, rtol=1e-6)
