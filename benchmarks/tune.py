@@ -202,11 +202,11 @@ def throughput(opts, target, executor):
            min_repeat_ms=opts.min_repeat_ms)
     from schedules.tune.measure import reference_outputs
     reference_outputs(func, target, 0)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     S.tune(func, None, target=target, trials=n, database=db, executor=executor,
            timeout_s=opts.timeout, guided=False, progress=False, remeasure=0,
            min_repeat_ms=opts.min_repeat_ms)
-    wall = time.perf_counter() - t0
+    wall, parent_cpu = time.perf_counter() - t0, time.process_time() - cpu0
     recs = [r for r in db.records(workload_key(func, target)) if not r.get("remeasured")]
     timing = statistics.mean(r.get("check_time_s") or 0.0 for r in recs)
     build = statistics.mean(r.get("build_s") or 0.0 for r in recs)
@@ -216,6 +216,14 @@ def throughput(opts, target, executor):
           f"{len(recs) / wall:.2f} candidates/s (goal >= 5); per candidate: build "
           f"{build:.2f} s, check + timing {timing:.2f} s, overhead {overhead:.2f} s "
           f"(goal < 0.2 s); load {_load()}", flush=True)
+    # the CPU each candidate costs does not depend on the other processes' load: what
+    # the rate would be on idle cores (the timing is serialised: it bounds the rate)
+    child = statistics.mean(r.get("cpu_s") or 0.0 for r in recs)
+    per = parent_cpu / len(recs) + child
+    idle = min(width / per, 1 / timing) if per > 0 and timing > 0 else float("nan")
+    print(f"  CPU per candidate: {per:.2f} s (search {parent_cpu / len(recs):.2f} s, "
+          f"measuring child {child:.2f} s): about {idle:.1f} candidates/s on {width} idle "
+          "cores", flush=True)
 
 
 def main(argv=None):

@@ -129,7 +129,8 @@ def main(argv=None):
     folder = tempfile.mkdtemp(prefix="cuvil-tune-search-")
     t0 = time.perf_counter()
     print(f"{len(names)} workloads x {args.seeds} seeds x {args.trials} trials, target "
-          f"{TARGET}, load {os.getloadavg()[0]:.1f}", flush=True)
+          f"{TARGET}, load {os.getloadavg()[0]:.1f}; databases in {folder} (--random-db "
+          f"{os.path.join(folder, 'random.jsonl')} reuses the random searches)", flush=True)
     runs: dict = {}
     with local_executor(args.workers) as pool:
         ex = CachedExecutor(pool)

@@ -17,7 +17,8 @@ declares through the backend contract (:mod:`cuvil_tir.target`), never from its 
 4. a machine (``machine(target)``: vector lanes, registers, caches, cores): the CPU
    rules of :func:`.space.generated_space`, with every registered tensor intrinsic
    that a reduction block computes and the target builds offered beside the register
-   tile (:mod:`.autotensorize`);
+   tile (:mod:`.autotensorize`), and for a GEMM of int8 or bfloat16 operands on a
+   target with the x86 dot-product instructions, B packed for them (:mod:`.dot_rule`);
 5. otherwise a :class:`.errors.TuneError` that says what the kind would need to
    declare.
 
@@ -43,6 +44,7 @@ from cuvil_tir.stmt import BlockRealize, Block, For
 from cuvil_tir.visitor import post_order_visit
 
 from .autotensorize import matches
+from .dot_rule import dot_choices
 from .errors import TuneError
 from .space import generated_space, inlinable, reductions_of
 from .staged import staged_match, staged_space
@@ -124,8 +126,10 @@ def space_for(func, target):
     if staged is not None:
         return staged_space(func, t, *staged)
     if rule == "cpu":
-        return generated_space(func, kind.machine(t), {
-            name: matches(func, name, t) for name in reductions_of(func)})
+        blocks = reductions_of(func)
+        return generated_space(func, kind.machine(t),
+                               {name: matches(func, name, t) for name in blocks},
+                               {name: dot_choices(func, name, t) for name in blocks})
     raise TuneError(
         f"tune: target kind {kind.name!r} declares nothing a space can be generated "
         "from: no tuning_space(func, target), no thread axes with a 'shared' memory, "

@@ -85,12 +85,14 @@ def _machine(machine_or_target) -> Machine:
         else machine_of(machine_or_target)
 
 
-def generated_space(func, machine, intrinsics=None):
+def generated_space(func, machine, intrinsics=None, recipes=None):
     """A schedule function for ``func`` built from rules (see the module doc);
     ``machine`` is a :class:`Machine` or a target; ``intrinsics`` maps a reduction
     block's name to the tensor intrinsics it may use instead of the register tile
-    (:func:`.autotensorize.matches`): one categorical decision picks the tiling or an
-    intrinsic.
+    (:func:`.autotensorize.matches`), ``recipes`` to schedules of its own that it may
+    use (objects with a ``name`` and ``apply(sch, block)``, such as
+    :func:`.dot_rule.dot_choices`): one categorical decision picks the tiling, an
+    intrinsic or a recipe.
 
     Every decision is a tile size that the primitives consume, so replaying the trace
     with other decisions (what the search does) gives the schedule that running the
@@ -116,13 +118,16 @@ def generated_space(func, machine, intrinsics=None):
         made: set = set()
         for name in reductions:
             options = (intrinsics or {}).get(name) or []
+            own = (recipes or {}).get(name) or []
             # every block the rule makes (caches, the init, the renamed update) is its
             before = {b.name for _, b in _blocks(sch.func)} - {name}
             pick = "tile"
-            if options:
-                labels = ["tile"] + [m.name for m in options]
+            labels = ["tile"] + [m.name for m in options] + [r.name for r in own]
+            if len(labels) > 1:
                 pick = sch.sample_categorical(labels, [1] * len(labels))
-            if pick != "tile":
+            if pick in [r.name for r in own]:
+                own[labels.index(pick) - 1 - len(options)].apply(sch, name)
+            elif pick != "tile":
                 tensorized(sch, name, options[labels.index(pick) - 1])
             else:
                 _tile_reduction(sch, name, machine)

@@ -136,9 +136,15 @@ class _Run:
         self.measured = 0
 
     def launch(self, cands) -> list:
-        """Submit ``(key, decisions, trace json)`` triples: ``[(triple, future)]``."""
+        """Submit ``(key, decisions, trace json, scheduled text or None)`` candidates:
+        ``[(candidate, future)]``.  The scheduled function's text spares the child the
+        replay of the trace (a tenth of a second or more per candidate; parsing it
+        takes a hundredth); a space that pickles (the user's, by reference) still runs
+        in the child, so whatever its code does happens there, isolated."""
+        text = self.base["space"] is None
         return [(c, self.executor.submit(measure_task, dict(
-            self.base, trace=c[2], decisions=c[1]))) for c in cands]
+            self.base, trace=c[2], decisions=c[1], scheduled=c[3] if text else None)))
+            for c in cands]
 
     def submit(self, cands, remeasured=False) -> list:
         """Measure ``cands`` (see :meth:`launch`) and wait: their records."""
@@ -147,7 +153,7 @@ class _Run:
     def collect(self, launched, remeasured=False) -> list:
         """Wait for launched measurements; append their records (one fsync)."""
         new = []
-        for (key, decisions, trace), fut in launched:
+        for (key, decisions, trace, _), fut in launched:
             try:
                 out = fut.result()
             except Exception as e:  # noqa: BLE001 - a lost executor task is a crash
@@ -162,6 +168,7 @@ class _Run:
                    "host": info.get("host"), "cpu": info.get("cpu"),
                    "cpu_features": info.get("features"), "timing": info.get("timing"),
                    "build_s": info.get("build_s"), "check_time_s": info.get("check_time_s"),
+                   "cpu_s": info.get("cpu_s"),
                    "wall_s": out.get("wall_s"),
                    "task": self.task}
             feat = self.features_of(key)
@@ -302,8 +309,8 @@ class Session:
             busy = (lambda fl=inflight: not all(f.done() for _, f in fl)) if inflight \
                 else None
             batch = search.propose(min(width, room), self.seen, busy) if room > 0 else []
-            launched = run.launch([(key, decisions_of(sch.trace), sch.trace.as_json())
-                                   for sch, key in batch])
+            launched = run.launch([(key, decisions_of(sch.trace), sch.trace.as_json(),
+                                    str(sch.func)) for sch, key in batch])
             if not inflight and not launched:
                 break  # the budget is spent, or the space seems exhausted
             if not inflight:
@@ -370,7 +377,8 @@ def _to_remeasure(records, k) -> list:
     """The best ``k`` first measurements not yet re-measured, as candidates."""
     done = {r["cand"] for r in records if r.get("remeasured")}
     best = ranked([r for r in records if not r.get("remeasured")])[:k]
-    return [(r["cand"], r["decisions"], r["trace"]) for r in best if r["cand"] not in done]
+    return [(r["cand"], r["decisions"], r["trace"], None) for r in best
+            if r["cand"] not in done]
 
 
 def _result(func, records, measured, failures):

@@ -152,3 +152,45 @@ def test_an_accelerator_kind_is_registered_and_asked_in_the_child():
     assert out["seconds"] == toy_npu.measure(mod, [np.ones((32, 32), "int8"),
                                                    np.ones((32, 32), "int8"),
                                                    np.zeros((32, 32), "int32")])[0]
+
+
+def test_the_child_builds_the_scheduled_text_it_is_sent_and_replays_when_it_cannot():
+    from schedules.tune.measure import _rebuild, run_candidate
+    f = _func()
+    sch = S.Schedule(f)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.split(i, [2, 4])
+    # a trace that cannot replay: only the scheduled text can give the candidate
+    sent = {"func": str(f), "trace": "not a trace", "decisions": [], "target": "llvm",
+            "min_repeat_ms": 1, "scheduled": str(sch.func)}
+    assert T.structural_equal(_rebuild(f, sent), sch.func)
+    out = []
+    run_candidate(sent, out.append)
+    assert out[-1][0] == "ok"
+    # text that does not parse: the trace is replayed instead
+    replayed = _rebuild(f, dict(sent, scheduled="garbage", trace=sch.trace.as_json()))
+    assert T.structural_equal(replayed.func, sch.func)
+
+
+def test_a_generated_space_sends_its_scheduled_text_and_a_pickled_space_does_not():
+    from concurrent.futures import Future
+    from schedules.tune.tuner import _Run
+
+    class Recorder:
+        def __init__(self):
+            self.payloads = []
+
+        def submit(self, fn, payload):
+            self.payloads.append(payload)
+            return Future()
+
+    f = _func()
+    for space, text in ((tile_space, None), (lambda sch: None, "scheduled")):
+        ex = Recorder()
+        _Run(f, space, "llvm", None, ex, 10, 2).launch([("k", [], "{}", "scheduled")])
+        assert ex.payloads[0]["scheduled"] == text
+
+
+def test_warming_up_a_target_that_cannot_build_raises_nothing():
+    from schedules.tune.measure import warm_up
+    assert warm_up("no-such-target-kind") is None  # the candidates report the failure

@@ -1,0 +1,94 @@
+"""The generated space's x86 dot-product rule: int8 and bfloat16 GEMMs offered the
+packed-B VNNI / AVX512-BF16 recipe where the target (pinned mcpu, never the host) has
+the instruction, candidates that compute the GEMM exactly (int8) or within bfloat16
+tolerance."""
+
+import numpy as np
+import pytest
+
+import cuvil_tir as T
+import schedules as S
+import targets
+from cuvil_tir.errors import HostFeatureError
+from cuvil_tir.interp import interpret
+from schedules.intrinsics.x86_gemm import gemm_func
+from schedules.tune.dot_rule import dot_choices
+from schedules.tune.measure import agree, random_args
+from schedules.tune.rules import space_for
+from schedules.tune.space import run_with_decisions, prune, machine_of
+from targets.llvm.cpu import missing_host_features
+
+ZEN4 = targets.Target("llvm", mcpu="znver4")
+
+
+@pytest.mark.parametrize("a, b, acc, name", [
+    ("int8", "int8", "int32", "dot:x86.vnni_16x4_s8s8"),
+    ("uint8", "int8", "int32", "dot:x86.vnni_16x4_u8s8"),
+    ("bfloat16", "bfloat16", "float32", "dot:x86.bf16_16x2")])
+def test_offered_for_matching_dtypes_on_a_target_with_the_instruction(a, b, acc, name):
+    (choice,) = dot_choices(gemm_func(64, 64, 64, a, b, acc), "C", ZEN4)
+    assert choice.name == name
+    registers = machine_of(ZEN4).vector_registers
+    for rows, vectors in choice.tiles:   # accumulators, B vectors, broadcast fit
+        extra = vectors + 1 + (vectors + 1 if name.endswith("s8s8") else 0)
+        assert rows * vectors + extra <= registers and 4 % vectors == 0
+    assert choice.groups == ((1, 4) if name.endswith("s8s8") else (1,))
+
+
+@pytest.mark.parametrize("func, target", [
+    (gemm_func(64, 64, 64, "int8", "int8", "int32"), "llvm -mcpu=haswell"),  # no VNNI
+    (gemm_func(64, 64, 64, "float32", "float32", "float32"), ZEN4),
+    (gemm_func(64, 20, 64, "int8", "int8", "int32"), ZEN4),   # N: no multiple of 8
+    (gemm_func(64, 64, 6, "int8", "int8", "int32"), ZEN4)])   # K: no multiple of 4
+def test_not_offered_where_the_recipe_cannot_apply(func, target):
+    assert dot_choices(func, "C", target) == []
+
+
+def test_not_offered_for_a_transposed_operand():
+    A = T.placeholder((16, 32), "int8", name="A")
+    B = T.placeholder((32, 32), "int8", name="B")   # read as B[j, k]
+    k = T.reduce_axis((0, 32), name="k")
+    C = T.compute((16, 32), lambda i, j: T.sum(
+        A[i, k].astype("int32") * B[j, k].astype("int32"), axis=k), name="C")
+    assert dot_choices(T.create_prim_func([A, B, C]), "C", ZEN4) == []
+
+
+def _dot_candidates(func, target, n):
+    space = space_for(func, target)
+    out = []
+    for seed in range(40):
+        sch = S.Schedule(func, seed=seed)
+        space(sch)
+        if any(inst.name == "tensorize" for inst in sch.trace):
+            out.append(sch)
+        if len(out) == n:
+            return space, out
+    raise AssertionError("the space drew no dot-product candidate in 40 draws")
+
+
+def test_generated_space_draws_exact_int8_candidates_that_replay():
+    f = gemm_func(7, 32, 32, "int8", "int8", "int32")   # a partial row tile
+    space, cands = _dot_candidates(f, ZEN4, 3)
+    want = random_args(f, 0)
+    want[2] = want[0].astype(np.int64) @ want[1].astype(np.int64)
+    for sch in cands:
+        assert prune(sch.func, machine_of(ZEN4)) is None
+        got = random_args(f, 0)
+        interpret(sch.func, *got)
+        np.testing.assert_array_equal(got[2], want[2])
+        again = run_with_decisions(space, f, sch.trace.decisions)
+        assert T.structural_equal(again.func, sch.func)
+
+
+def test_a_bf16_candidate_builds_and_agrees_where_the_host_can_run_it():
+    f = gemm_func(8, 32, 16, "bfloat16", "bfloat16", "float32")
+    _, (sch,) = _dot_candidates(f, ZEN4, 1)
+    mod = targets.build(sch, ZEN4)
+    want, got = random_args(f, 0), random_args(f, 0)
+    interpret(f, *want)
+    if missing_host_features(ZEN4):
+        with pytest.raises(HostFeatureError):
+            mod(*got)
+        return
+    mod(*got)
+    assert agree(want[2], got[2], "float32")
