@@ -6,6 +6,7 @@ import pytest
 
 import cuvil_tir as T
 import schedules as S
+from cuvil_tir.analysis import tree
 from tests.schedules.testing import assert_refused, run, run_llvm, verify_trace_roundtrip
 
 
@@ -377,3 +378,30 @@ def test_cache_write_of_a_partition_over_a_symbolic_dimension():
     for runner in (run, run_llvm):
         got = runner(sch, [x, np.zeros((5, 3), "float32")])[1]
         np.testing.assert_allclose(got, x[::-1] + x, rtol=1e-6)
+
+
+def test_compute_at_under_a_fused_split_of_a_symbolic_reduction_loops_over_the_row():
+    """Fuzz case 1427104149: the copy of X's row moved under a fused and split
+    (j, k) loop read X[i, (f * 4 + g) % n], whose bound was the index type's limit:
+    the copy ran T.serial(2147483647) under T.where(ax0 < n) (the run never ended)."""
+    n = T.size_var("n")
+    X = T.placeholder((n, n), name="X")
+    W = T.placeholder((n, 7), name="W")
+    k = T.reduce_axis((0, n), name="k")
+    f = T.create_prim_func([X, W, T.compute(
+        (n, 7), lambda i, j: T.sum(X[i, k] * W[k, j], axis=k), name="Y")])
+    sch = S.Schedule(f)
+    sch.decompose_reduction("Y", sch.get_loops("Y")[0])
+    copy = sch.cache_read("Y_update", 1, "global")
+    _, j, kk = sch.get_loops("Y_update")
+    sch.split(sch.fuse(j, kk), [None, 4])
+    sch.compute_at(copy, sch.get_loops("Y_update")[1])
+    (ax0,) = [lp for _, lp in tree.loops_above(sch.func, tree.find_block(sch.func,
+              "X_global")) if lp.loop_var.name == "ax0"]
+    assert str(ax0.extent) == "n", ax0.extent
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 3)).astype("float32")
+    w = rng.standard_normal((3, 7)).astype("float32")
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, w, np.zeros((3, 7), "float32")])[2]
+        np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-5)
