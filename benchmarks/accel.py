@@ -2,7 +2,8 @@
 buffering, per NPU (the toy NPU, the Gemmini-like NPU).
 
 For int8 GEMM 256^3 and 512^3, a GEMM whose sizes are not multiples of 16 (padded
-tiles), an int8 conv2d 3x3 (per-tap GEMMs; on a DMA with im2col also as one GEMM over
+tiles), a GEMM with int4 weights packed two per byte (where the NPU has the
+intrinsic), an int8 conv2d 3x3 (per-tap GEMMs; on a DMA with im2col also as one GEMM over
 the patches the DMA gathers) and a fused GEMM + bias + ReLU + requantize: simulated
 cycles, matrix-unit utilisation, stalls by cause (bank conflicts; the matrix unit's
 cycles waiting to pop a token, its data not yet loaded or its output not yet stored;
@@ -28,7 +29,7 @@ from targets.toolkit.npu.conv2d import (conv2d, conv2d_im2col, schedule_conv2d,
                                         schedule_conv2d_im2col)
 from targets.toolkit.npu.fused import (fused_gemm, fused_gemm_bias_init, schedule_fused,
                                        schedule_fused_readout)
-from targets.toolkit.npu.gemm import gemm, schedule_gemm
+from targets.toolkit.npu.gemm import gemm, gemm_int4, pack_int4, schedule_gemm
 from targets.accel.examples.gemmini_like import gemmini
 from targets.accel.examples.toy_npu import toy_npu
 
@@ -36,7 +37,7 @@ GEMMINI = dict(gemm="gemmini.matmul_16x16x16_i8", zero=None,
                scopes=("gem.spad", "gem.spad", "gem.acc"))
 # per NPU: its matrix unit, and how each workload is scheduled on it
 NPUS = {
-    "toy-npu": {"unit": "gemm", "gemm": {}, "conv": {},
+    "toy-npu": {"unit": "gemm", "gemm": {}, "conv": {}, "int4": "toy.gemm_16x16x16_i8xi4",
                 "fused": lambda n, d: schedule_fused(fused_gemm(n, n, n), double=d)},
     "gemmini-like": {"unit": "matrix", "gemm": GEMMINI, "conv": GEMMINI, "im2col": True,
                      "fused": lambda n, d: schedule_fused_readout(
@@ -82,6 +83,20 @@ def gemm_rows(npu, n, m, k, repeat):
     label = f"gemm {n}" if n == m == k else f"gemm {n}x{m}x{k}"
     return [run(npu, label, d, schedule_gemm(gemm(n, m, k), double=d, **NPUS[npu]["gemm"]),
                 [a, b, np.zeros((n, m), "int32")], check, repeat) for d in (False, True)]
+
+
+def int4_rows(npu, n, repeat):
+    """GEMM with int4 weights packed two per byte (half the weight bytes)."""
+    rng = np.random.default_rng(3)
+    a, w = _ints(rng, (n, n), "int8"), rng.integers(-8, 8, (n, n))
+
+    def check(a, b, c):
+        return np.array_equal(c, a.astype("int32") @ w.astype("int32"))
+
+    return [run(npu, f"gemm {n} int4", d, schedule_gemm(gemm_int4(n), double=d,
+                                                       gemm=NPUS[npu]["int4"]),
+                [a, pack_int4(w), np.zeros((n, n), "int32")], check, repeat)
+            for d in (False, True)]
 
 
 def conv_rows(npu, h, c, k, repeat, im2col=False):
@@ -135,6 +150,8 @@ def main(argv=None) -> list:
         rows += [r for n in args.sizes for r in gemm_rows(npu, n, n, n, args.repeat)]
         rows += gemm_rows(npu, *((136, 72, 40) if args.quick else (256, 200, 130)),
                           args.repeat)
+        if NPUS[npu].get("int4"):
+            rows += int4_rows(npu, args.sizes[-1], args.repeat)
         rows += conv_rows(npu, 34, 32, 64, args.repeat)
         rows += conv_rows(npu, 18, 8, 24, args.repeat)
         if NPUS[npu].get("im2col"):

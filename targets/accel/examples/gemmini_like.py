@@ -49,6 +49,17 @@ def relu_requant(x):
 
 RELU_REQUANT = DMAOp("relu_requant", relu_requant, "int32", "int8")
 
+
+def decode_e4m3(byte):
+    """The float32 value of an fp8 e4m3 ``byte`` (uint8: sign, 4 exponent bits of bias
+    7, 3 mantissa bits; the NaN encodings are not special-cased): ``(8 + man) << exp``
+    (``man << 1`` when subnormal) over 1024, exact in float32."""
+    x = T.cast(byte, "int32")
+    e, man = (x >> 3) & 15, x & 7
+    mag = T.cast(T.if_then_else(e == 0, man << 1, (man + 8) << e), "float32") \
+        * T.const(1.0 / 1024, "float32")
+    return T.if_then_else(x >> 7 == 1, -mag, mag)
+
 gemmini = Accelerator(
     "gemmini-like",
     memories=[Memory(SPAD, banks=4, bank_bytes=64 << 10, width_bits=8 * DIM,
@@ -72,8 +83,15 @@ gemmini = Accelerator(
                   {"A": SPAD, "B": SPAD, "C": ACC}, "matmul",
                   cycles=lambda s: s["A"][0] + 4, unit="matrix",
                   align_bytes={"A": 16, "B": 16, "C": 64}),
+        # fp8 (e4m3) operands, stored as bytes, accumulating in float32
+        Intrinsic("gemmini.matmul_16x16x16_e4m3",
+                  gemm_desc(in_dtype="uint8", acc_dtype="float32", scopes=(SPAD, SPAD, ACC),
+                            decode=decode_e4m3),
+                  {"A": SPAD, "B": SPAD, "C": ACC}, "matmul_e4m3",
+                  cycles=lambda s: s["A"][0] + 4, unit="matrix",
+                  align_bytes={"A": 16, "B": 16, "C": 64}),
     ],
     doc="Gemmini-like NPU: 16x16 int8 systolic array, scratchpad + accumulator, a DMA "
         "with zero/bias preload and activation on read-out")
 
-__all__ = ["gemmini", "relu_requant"]
+__all__ = ["decode_e4m3", "gemmini", "relu_requant"]

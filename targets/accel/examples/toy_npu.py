@@ -46,21 +46,31 @@ def _nest(loops, block):
     return body
 
 
+def unpack_int4(byte, half):
+    """The signed 4-bit value in nibble ``half`` (0: low, 1: high) of an int8 ``byte``
+    (two int4 weights packed per byte), as int32."""
+    return ((T.cast(byte, "int32") >> (half * 4)) & 15 ^ 8) - 8
+
+
 def gemm_desc(m=TILE, n=TILE, k=TILE, in_dtype="int8", acc_dtype="int32",
-              scopes=("npu.inp", "npu.wgt", "npu.acc")):
-    """``C[0:m, 0:n] += A[0:m, 0:k] @ B[0:k, 0:n]`` with products in ``acc_dtype``."""
+              scopes=("npu.inp", "npu.wgt", "npu.acc"), decode=None, int4=False):
+    """``C[0:m, 0:n] += A[0:m, 0:k] @ B[0:k, 0:n]`` with products in ``acc_dtype``:
+    each element cast, or ``decode(element)`` (an fp8 byte's value), or (``int4``) B
+    holding two int4 weights per int8 byte, ``B[k // 2, j]`` low nibble first."""
     A = Buffer((m, k), in_dtype, "A", scope=scopes[0])
-    B = Buffer((k, n), in_dtype, "B", scope=scopes[1])
+    B = Buffer((k // 2 if int4 else k, n), in_dtype, "B", scope=scopes[1])
     C = Buffer((m, n), acc_dtype, "C", scope=scopes[2])
     i, j, r, vi, vj, vk = (Var(x) for x in ("i", "j", "k", "vi", "vj", "vk"))
+    of = decode or (lambda x: T.cast(x, acc_dtype))
+    b_at = (T.floordiv(vk, 2), vj) if int4 else (vk, vj)
+    b = unpack_int4(B[b_at], T.floormod(vk, 2)) if int4 else of(B[b_at])
     blk = Block("update", (IterVar(vi, Range.from_extent(m), "spatial"),
                            IterVar(vj, Range.from_extent(n), "spatial"),
                            IterVar(vk, Range.from_extent(k), "reduce")),
                 (BufferRegion(C, _point(vi, vj)), BufferRegion(A, _point(vi, vk)),
-                 BufferRegion(B, _point(vk, vj))),
+                 BufferRegion(B, _point(*b_at))),
                 (BufferRegion(C, _point(vi, vj)),),
-                BufferStore(C, C[vi, vj] + T.cast(A[vi, vk], acc_dtype)
-                            * T.cast(B[vk, vj], acc_dtype), (vi, vj)))
+                BufferStore(C, C[vi, vj] + of(A[vi, vk]) * b, (vi, vj)))
     return PrimFunc((A, B, C), _nest([(i, m), (j, n), (r, k)], blk))
 
 
@@ -112,6 +122,11 @@ toy_npu = Accelerator(
                   {"A": "npu.inp", "B": "npu.wgt", "C": "npu.acc"}, "gemm_16x16x16",
                   cycles=lambda s: s["A"][1] + 2, unit="gemm",
                   align_bytes={"A": 16, "B": 16, "C": 64}),
+        # int4 weights, two per byte: half the weight bytes over the DMA
+        Intrinsic("toy.gemm_16x16x16_i8xi4", gemm_desc(int4=True),
+                  {"A": "npu.inp", "B": "npu.wgt", "C": "npu.acc"}, "gemm_16x16x16_i4",
+                  cycles=lambda s: s["A"][1] + 2, unit="gemm",
+                  align_bytes={"A": 16, "B": 16, "C": 64}),
         Intrinsic("toy.zero_16x16_i32",
                   elementwise_desc("zero", lambda: T.const(0, "int32"), [], ACC),
                   {"C": "npu.acc"}, "zero_16x16", cycles=TILE, unit="vector"),
@@ -139,4 +154,4 @@ toy_npu = Accelerator(
     ],
     doc="toy NPU: int8 16x16x16 GEMM unit, vector unit, banked scratchpads, 512-bit DMA")
 
-__all__ = ["elementwise_desc", "gemm_desc", "requant", "toy_npu"]
+__all__ = ["elementwise_desc", "gemm_desc", "requant", "toy_npu", "unpack_int4"]

@@ -18,8 +18,13 @@ Example::
     True
 """
 
+import numpy as np
+
 import cuvil_tir as T
 import schedules as S
+from cuvil_tir.errors import ShapeError
+from targets.accel.examples.gemmini_like import decode_e4m3
+from targets.accel.examples.toy_npu import unpack_int4
 
 
 def gemm(n, m=None, k=None, in_dtype="int8", acc_dtype="int32"):
@@ -31,6 +36,57 @@ def gemm(n, m=None, k=None, in_dtype="int8", acc_dtype="int32"):
     C = T.compute((n, m), lambda i, j: T.sum(T.cast(A[i, r], acc_dtype) *
                                              T.cast(B[r, j], acc_dtype), axis=r), name="C")
     return T.create_prim_func([A, B, C])
+
+
+def gemm_int4(n, m=None, k=None):
+    """``C[n, m] = sum_k A[n, k] * int4(B)[k, m]`` with int8 ``A`` and the int4 weights
+    packed two per int8 byte, ``Bp[k // 2, m]`` low nibble first (:func:`pack_int4`);
+    products in int32.  ``k`` is even.
+
+    Example::
+
+        >>> gemm_int4(16, 16, 15)
+        Traceback (most recent call last):
+          ...
+        cuvil_tir.errors.ShapeError: [CVL-E102] gemm_int4: k=15 is odd, but two int4 weights share each byte of B; use an even k (pad with a zero row)
+    """
+    m, k = m or n, k or n
+    if k % 2:
+        raise ShapeError(f"gemm_int4: k={k} is odd, but two int4 weights share each byte "
+                         "of B; use an even k (pad with a zero row)")
+    A = T.placeholder((n, k), "int8", name="A")
+    Bp = T.placeholder((k // 2, m), "int8", name="B")
+    r = T.reduce_axis((0, k), name="k")
+    C = T.compute((n, m), lambda i, j: T.sum(
+        T.cast(A[i, r], "int32") * unpack_int4(Bp[r // 2, j], r % 2), axis=r), name="C")
+    return T.create_prim_func([A, Bp, C])
+
+
+def gemm_fp8(n, m=None, k=None):
+    """``C[n, m] = sum_k e4m3(A[n, k]) * e4m3(B[k, m])`` with fp8 (e4m3) operands stored
+    as uint8 bytes (:func:`~targets.accel.examples.gemmini_like.decode_e4m3`), products
+    and sums in float32."""
+    m, k = m or n, k or n
+    A = T.placeholder((n, k), "uint8", name="A")
+    B = T.placeholder((k, m), "uint8", name="B")
+    r = T.reduce_axis((0, k), name="k")
+    C = T.compute((n, m), lambda i, j: T.sum(decode_e4m3(A[i, r]) * decode_e4m3(B[r, j]),
+                                             axis=r), name="C")
+    return T.create_prim_func([A, B, C])
+
+
+def pack_int4(w):
+    """Pack an int array of values in [-8, 7], shape ``(k, m)`` with ``k`` even, into
+    the ``(k // 2, m)`` int8 bytes :func:`gemm_int4` reads (numpy).
+
+    Example::
+
+        >>> import numpy as np
+        >>> pack_int4(np.array([[1], [-2]])).tolist()
+        [[-31]]
+    """
+    w = np.asarray(w).astype(np.int32) & 15
+    return (w[0::2] | (w[1::2] << 4)).astype(np.uint8).view(np.int8)
 
 
 def tile_gemm_loops(sch, blk, tiles, t):
@@ -93,8 +149,9 @@ def schedule_gemm(func, tile=64, t=16, gemm="toy.gemm_16x16x16_i8",
     a = sch.cache_read(blk, 0, scopes[0])
     b = sch.cache_read(blk, 1, scopes[1])
     c = sch.cache_write(blk, 0, scopes[2])
-    a_shape, b_shape = (tuple(int(d.value) for d in p.shape) for p in func.params[:2])
-    if any(n % tile for n in a_shape + b_shape):
+    # the sizes n, k (A) and m (C): a packed operand's shape is not one of them
+    a_shape, c_shape = (tuple(int(d.value) for d in func.params[p].shape) for p in (0, 2))
+    if any(n % tile for n in a_shape + c_shape):
         sch.pad_einsum(blk, [tile, tile, tile])
     jo, ko, ii = tile_gemm_loops(sch, blk, (tile, tile, tile), t)
     sch.compute_at(a, ko)
