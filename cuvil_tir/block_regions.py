@@ -37,11 +37,12 @@ from . import ops
 from .arith import Analyzer, bound_of
 from .buffer import Buffer
 from .errors import LoweringError
-from .expr import Expr, IntImm, LT, GT, Max, Min, Ramp
+from .expr import GE, GT, LE, LT, Expr, IntImm, Max, Min, Ramp, Var
 from .function import PrimFunc
 from .printer import to_text
 from .stmt import Block, BufferRegion, Range
-from .visitor import Visitor, substitute
+from .node import same
+from .visitor import Mutator, Visitor, substitute, used_vars
 from .analysis.predicate_doms import _below_zero, _bounds_of, tighten
 
 
@@ -113,8 +114,48 @@ class _Collect(Visitor):
                 up, down = self.ana.simplify(up), self.ana.simplify(down)
                 hi = up if hi is None else self._pick(hi, up, False)
                 lo = down if lo is None else self._pick(lo, down, True)
+            for x, top in self._capped(cond):
+                got = self._through(r, x, top)
+                if got is not None:
+                    hi = got[1] if hi is None else self._pick(hi, got[1], False)
+                    lo = got[0] if lo is None else self._pick(lo, got[0], True)
             dims.append(None if lo is None and hi is None else (lo, hi))
         return dims
+
+    def _capped(self, cond):
+        """``(x, top)`` for each conjunct ``x <= top`` of ``cond`` whose ``x`` is a
+        compound of the loops and ``top`` names none of them."""
+        out = []
+        for c in _bounds_of(cond):
+            if isinstance(c, (LT, LE)):
+                x, top = c.a, (c.b - 1 if isinstance(c, LT) else c.b)
+            elif isinstance(c, (GT, GE)):
+                x, top = c.b, (c.a - 1 if isinstance(c, GT) else c.a)
+            else:
+                continue
+            loops = set(self.loops)
+            if isinstance(x, Var) or not any(v in loops for v in used_vars(x)) or \
+                    any(v in loops for v in used_vars(top)):
+                continue
+            out.append((self.ana.simplify(x), self.ana.simplify(top)))
+        return out
+
+    def _through(self, r, x, top):
+        """Bounds of the range ``r`` where it names ``x`` (``T.where(f0 * 5 + f1 <
+        9)`` keeps ``(f0 * 5 + f1) // 3`` at most 2, which bounding ``f0`` and ``f1``
+        apart overshoots): ``x`` is a stand-in ranging up to ``top``."""
+        t = Var("t_cap", x.dtype)
+        first = _Replace(x, t).visit(self.ana.simplify(r.min))
+        last = _Replace(x, t).visit(self.ana.simplify(r.min + r.extent - 1))
+        if not any(v is t for v in used_vars(first) + used_vars(last)):
+            return None
+        try:
+            start = bound_of(x, self.loops, self.ana)[0]
+            loops = {**self.loops, t: Range(start, self.ana.simplify(top - start + 1))}
+            return (self.ana.simplify(bound_of(first, loops, self.ana)[0]),
+                    self.ana.simplify(bound_of(last, loops, self.ana)[1]))
+        except Exception:    # noqa: BLE001 - a bound we cannot take: none
+            return None
 
     def _pick(self, a, b, lower: bool):
         """The tighter of two bounds where provably so, else ``a``."""
@@ -246,6 +287,16 @@ class _Collect(Visitor):
             c.visit(blk.body)
             return c.out
         return accesses
+
+
+class _Replace(Mutator):
+    """Each occurrence of the expression ``target`` replaced by ``by``."""
+
+    def __init__(self, target, by):
+        self.target, self.by = target, by
+
+    def generic_visit(self, n):
+        return self.by if same(n, self.target) else Mutator.generic_visit(self, n)
 
 
 def block_accesses(block: Block) -> list[Access]:

@@ -37,9 +37,11 @@ def _type_text(types) -> str:
 class Option:
     """One option of a target kind: its ``default``, the ``type`` (or tuple of types)
     a value must have, and optionally ``choices``, a ``min``/``max`` for numbers, a
-    ``pattern`` (regular expression) for strings, ``none_ok`` (``None`` accepted) and
-    ``check``: a function ``value -> None`` that raises ``TargetError`` for a value the
-    other fields cannot describe (a list of fast-math flags).
+    ``pattern`` (regular expression) for strings, ``none_ok`` (``None`` accepted),
+    ``empty_ok`` (an empty or blank string accepted; by default only where the default
+    is empty: ``-mcpu=`` names no CPU and must not pass as one) and ``check``: a
+    function ``value -> None`` that raises ``TargetError`` for a value the other fields
+    cannot describe (a list of fast-math flags).
 
     Example::
 
@@ -49,6 +51,10 @@ class Option:
         Traceback (most recent call last):
           ...
         cuvil_tir.errors.TargetError: [CVL-E106] Target 'c': option 'openmp' expects a bool (True or False), found 'yes'; fix: give a value as above, e.g. openmp=True (the default), or leave it out
+        >>> Option("native", str).check("llvm", "mcpu", "")
+        Traceback (most recent call last):
+          ...
+        cuvil_tir.errors.TargetError: [CVL-E106] Target 'llvm': option 'mcpu' expects a string, found an empty string (write -mcpu=VALUE); fix: give a value as above, e.g. mcpu='native' (the default), or leave it out
     """
 
     default: object
@@ -58,6 +64,7 @@ class Option:
     max: float | None = None
     pattern: str | None = None
     none_ok: bool = False
+    empty_ok: bool | None = None
     check_value: object = None
     doc: str = ""
 
@@ -133,6 +140,11 @@ class Option:
             return True
         return isinstance(value, types)
 
+    def _empty_ok(self) -> bool:
+        if self.empty_ok is not None:
+            return self.empty_ok
+        return isinstance(self.default, str) and not self.default.strip()
+
     def check(self, kind: str, name: str, value):
         """``value`` when this option accepts it, else a ``TargetError`` naming the
         kind, the option, what it expects and what was found."""
@@ -147,6 +159,9 @@ class Option:
         if not self._type_ok(value):
             fail(f"{value!r} ({type(value).__name__})" if not isinstance(value, str)
                  else None)
+        if isinstance(value, str) and not value.strip() and not self._empty_ok():
+            fail(("an empty string" if not value else f"a blank string {value!r}") +
+                 " (write -" + name.replace("_", "-") + "=VALUE)")
         if self.choices and value not in self.choices:
             fail()
         if self.min is not None and value < self.min or \

@@ -254,7 +254,10 @@ class _Planner(Mutator):
         new = self.generic_visit(blk)
         keep, body = [], new.body
         for buf in new.alloc_buffers:
-            placed = self._plan(buf, body)
+            # the init runs beside the body, not inside it: a buffer it uses stays with
+            # the block (placed by the body's uses alone, the init's were left undefined)
+            used_by_init = new.init is not None and count(new.init, buf)
+            placed = None if used_by_init else self._plan(buf, body)
             if placed is None:
                 keep.append(buf)
             else:

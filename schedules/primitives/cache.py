@@ -35,7 +35,8 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import Add, Expr, IntImm, Var, const, SizeVar
+from cuvil_tir.arith import Analyzer
+from cuvil_tir.expr import Add, Expr, IntImm, Max, Min, Var, const, SizeVar
 from cuvil_tir.op import conjuncts
 from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
                             SeqStmt, seq)
@@ -207,7 +208,28 @@ def _within(region: BufferRegion, tile: BufferRegion) -> BufferRegion:
             continue
         start = t.min if lo.value > 0 else r.min
         ext = simplify(r.extent - max(lo.value, 0) + min(hi.value, 0))
-        out.append(Range(start, ext) if ext.value > 0 else r)
+        # a symbolic extent (a dimension of size n) may be empty: keep the region
+        out.append(Range(start, ext) if isinstance(ext, IntImm) and ext.value > 0 else r)
+    return BufferRegion(region.buffer, tuple(out))
+
+
+def _inside_buffer(region: BufferRegion, doms: dict) -> BufferRegion:
+    """``region`` cut to the buffer in each dimension it may overshoot by more than the
+    buffer's extent.  The bounds of indices through a symbolic ``%`` or ``//`` are
+    loose (``(f * 5 + g) % n`` bounded by the index type's maximum), and a copy over
+    such a region runs 2**31 iterations of which at most ``n`` pass its guard."""
+    ana = Analyzer(index_no_overflow=True)
+    for v, r in doms.items():
+        ana.bind(v, r)
+    out = []
+    for r, dim in zip(region.region, region.buffer.shape):
+        if ana.can_prove(r.extent <= dim):
+            out.append(r)
+            continue
+        hi = simplify(r.min + r.extent - 1)
+        lo = const(0, r.min.dtype) if ana.can_prove(r.min <= 0) else Max(r.min, 0)
+        hi = simplify(dim - 1) if ana.can_prove(dim - 1 <= hi) else Min(hi, dim - 1)
+        out.append(Range(ana.simplify(lo), ana.simplify(hi - lo + 1)))
     return BufferRegion(region.buffer, tuple(out))
 
 
@@ -327,6 +349,35 @@ def _read_keep(func, cpath, buf, rs, prim):
     return keep
 
 
+def _write_keep(func, cpath, buf, wpath, outer_loops, prim):
+    """The condition on an element that the writer at ``wpath`` writes it under the
+    copy's place (None: it writes its whole region there).  Refused when its
+    ``T.where`` cuts a tile's loops inside the copy's place by
+    indices the copy cannot follow: a copy of the whole region would take elements
+    no store wrote."""
+    keep = element_condition(func, cpath, buf, [wpath], "writes")
+    if keep is not None:
+        return keep
+    br = tree.get(func, wpath)
+    around = {id(f.loop_var) for _, f in outer_loops}
+    inside = {id(f.loop_var) for _, f in tree.loops_above(func, wpath)} - around
+
+    def tile_cut(c):
+        # a boundary tile's cut names loops inside the copy and the tile's position
+        # (v_k_o * 4 + ax1 < 6); a cut naming only loops inside (a fused loop's tail,
+        # f * 5 + g < n * n) leaves out elements past the buffer, not in it
+        names = used_vars(c)
+        return any(id(v) in inside for v in names) and any(
+            id(v) not in inside and not isinstance(v, SizeVar) for v in names)
+    if any(tile_cut(c) for c in conjuncts(br.predicate)):
+        raise fail(CacheStageError, prim, f"block {br.block.name!r} writes only part of "
+                   f"{buf.name!r} here (under a T.where), by indices the copy cannot "
+                   "follow (a loop split or fused inside it): a copy of its whole region "
+                   f"would take elements no store wrote; apply {prim} before splitting "
+                   f"or fusing the loops of {br.block.name!r}", func)
+    return None
+
+
 def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     scope_path = tree.enclosing_block(func, bpath)
     ws = writers(func, scope_path, buf)
@@ -371,6 +422,7 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
         region = region if tile is None else _within(region, tile)
     else:
         region = tile if tile is not None else BufferRegion.full(buf)
+    region = _inside_buffer(region, outer)
     if is_read and ws:
         _check_produced(func, cpath, buf, rs, region, prim)
     if not is_read and rs_cache:
@@ -399,7 +451,7 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     guard = _writer_guard(func, ws[0][0], outer_loops) if ws else []
     # the elements the writer writes under the copy's place (its T.where may leave part
     # of the region unwritten)
-    keep = element_condition(func, cpath, buf, [ws[0][0]], "writes") if ws else None
+    keep = _write_keep(func, cpath, buf, ws[0][0], outer_loops, prim) if ws else None
     if is_read:
         keep = keep if ws else _read_keep(func, cpath, buf, rs, prim)
         nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off,

@@ -64,6 +64,13 @@ def _accesses(func, cpath, buf, rpath, elems, kind):
         return None
     reg = bound_region(br, reg)
     inner = {id(l.loop_var): l for _, l in inner_loops(func, cpath, rpath)}
+    # a loop of one iteration is its start (a split by [None, 1, 1] of the copy's loop
+    # binds ax0_0 + ax0_1 + ax0_2, which names three loops but one value)
+    units = {l.loop_var: l.min for l in inner.values()
+             if isinstance(simplify(l.extent), IntImm) and simplify(l.extent).value == 1}
+    if units:
+        reg = substitute(reg, units)
+        inner = {k: l for k, l in inner.items() if l.loop_var not in units}
     vmap: dict = {}
     conds, later = [], []
     for e, r in zip(elems, reg.region):
@@ -85,7 +92,7 @@ def _accesses(func, cpath, buf, rpath, elems, kind):
     for t, v in vmap.values():
         loop = inner[id(t)]
         conds += [loop.min <= v, v < simplify(loop.min + loop.extent)]
-    conds += conjuncts(br.predicate)
+    conds += conjuncts(substitute(br.predicate, units) if units else br.predicate)
     # whatever names a loop left unsolved (a bound of a triangular loop included)
     # holds for some of its values only: no exact condition
     if any(id(v) in inner and id(v) not in vmap for c in conds for v in used_vars(c)):

@@ -198,6 +198,16 @@ def _clip(iv, dom, outer):
     lo, ext = simplify(dom[0]), simplify(dom[1])
     hi = simplify(lo + ext - 1)
     dmin, dmax = iv.dom.min, simplify(iv.dom.min + iv.dom.extent - 1)
+    if _loose(lo) or _loose(hi):
+        # a bound through a symbolic % or // is the index type's limit ((f * 4 + g) %
+        # n below 2**31): a loop over it runs 2**31 times for n elements; the domain
+        # cuts it (the iterator never leaves it)
+        ana = Analyzer(index_no_overflow=True)
+        for v, r in outer.items():
+            ana.bind(v, r)
+        lo = dmin if ana.can_prove(lo <= dmin) else simplify(Max(lo, dmin))
+        hi = dmax if ana.can_prove(dmax <= hi) else simplify(Min(hi, dmax))
+        return lo, simplify(hi - lo + 1)
     (lo_lo, lo_hi), (hi_lo, hi_hi) = bounds(lo, outer), bounds(hi, outer)
     if provably_le(dmin, lo_lo) and provably_le(hi_hi, dmax):
         return lo, ext
@@ -207,6 +217,15 @@ def _clip(iv, dom, outer):
     if isinstance(ilo, IntImm) and isinstance(ihi, IntImm) and ilo.value <= ihi.value:
         return ilo, const(ihi.value - ilo.value + 1, ext.dtype)
     return lo, ext
+
+
+def _loose(e) -> bool:
+    """Whether ``e`` names a constant near the index type's limits (a bound the
+    analysis could not take)."""
+    found = []
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, IntImm)
+                     and abs(n.value) >= 2 ** 30 else None)
+    return bool(found)
 
 
 def nest_loops(stmt) -> list:

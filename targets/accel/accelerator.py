@@ -79,7 +79,7 @@ class Accelerator(TargetKind):
     """
 
     options = {"cc": Option("cc", str, doc="the C compiler of the simulator"),
-               "cflags": Option("-O2", str, doc="its flags"),
+               "cflags": Option("-O2", str, empty_ok=True, doc="its flags"),
                "pin_banks": Option(None, dict, none_ok=True,
                                    doc="{buffer name: first bank} placements to keep"),
                "on_shallow_queue": Option(

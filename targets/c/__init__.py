@@ -95,7 +95,8 @@ class CTargetKind(TargetKind):
     name = "c"
     doc = "portable C99 through the system C compiler"
     options = {"cc": Option("cc", str, doc="the C compiler command"),
-               "cflags": Option("-O3", str, doc="flags before the required ones"),
+               "cflags": Option("-O3", str, empty_ok=True,
+                                doc="flags before the required ones"),
                "openmp": Option(True, bool, doc="parallel loops through OpenMP"),
                "bounds_check": Option(False, bool, doc="check every access at run time")}
     memories = HOST_MEMORIES

@@ -314,3 +314,55 @@ def main(A: T.Buffer((12,), "float32"), C: T.Buffer((8,), "float32")):
     c = np.zeros(8, "float32")
     targets.build(f, "llvm")(a, c)
     np.testing.assert_array_equal(c, want)
+
+
+def test_a_buffer_a_blocks_init_uses_stays_with_the_block():
+    # fuzz case 556949811: reindex of a blockized init left Y_reindex allocated in the
+    # body's loop nest while the init (lowered beside the body) used it: the build
+    # refused "buffer 'Y_reindex' is used but not defined"
+    import targets
+    f = T.parse('''@T.prim_func
+def main(X: T.Buffer((4, 4), "float32"), Y: T.Buffer((4,), "float32")):
+    for i_0 in T.serial(1):
+        with T.block("Y_o"):
+            v_i_o = T.axis.spatial(1, i_0)
+            v_k_o = T.axis.reduce(1, 0)
+            Y_reindex = T.alloc_buffer((4,), "float32")
+            T.reads(X[0:4, 0:4])
+            T.writes(Y[0:4])
+            with T.init():
+                for i_init in T.serial(4):
+                    with T.block("Y_init"):
+                        v = T.axis.remap("S", [i_init])
+                        T.reads()
+                        T.writes(Y_reindex[v])
+                        Y_reindex[v] = T.float32(0)
+                for i_init_1 in T.serial(4):
+                    with T.block("Y_reindex"):
+                        v = T.axis.remap("S", [i_init_1])
+                        T.reads(Y_reindex[v])
+                        T.writes(Y[v])
+                        Y[v] = Y_reindex[v]
+            for i_1 in T.serial(4):
+                for k in T.serial(4):
+                    with T.block("Y"):
+                        v_i, v_k = T.axis.remap("SR", [i_1, k])
+                        T.reads(Y[v_i], X[v_i, v_k])
+                        T.writes(Y[v_i])
+                        Y[v_i] = Y[v_i] + X[v_i, v_k]
+''')
+    g = plan_buffer_allocation(f)
+    (outer,) = [br.block for br in _realizes(g) if br.block.name == "Y_o"]
+    assert [b.name for b in outer.alloc_buffers] == ["Y_reindex"]
+    assert "Y_reindex" not in allocations(g)
+    x = np.arange(16, dtype="float32").reshape(4, 4)
+    y = np.full(4, 7, "float32")
+    targets.build(f, "llvm")(x, y)
+    np.testing.assert_array_equal(y, x.sum(1))
+
+
+def _realizes(func):
+    found = []
+    post_order_visit(func.body, lambda n: found.append(n)
+                     if isinstance(n, BlockRealize) else None)
+    return found

@@ -319,3 +319,26 @@ def test_cache_read_under_a_guarded_loop_copies_only_when_the_writer_writes():
         guard = tree.get(sch.func, tree.find_block(sch.func, rv.name)).predicate
         assert "i_1_0 * 2 + i_1_1 < 1" in str(guard), str(sch.func)
         _agrees(sch, f, [x, np.full(2, -1, "int32")], 1)
+
+
+def test_cache_write_copy_back_stays_within_a_symbolic_buffer():
+    # fuzz case 3688537001: after fuse + split under a symbolic size, the bound of
+    # (f * 5 + g) % n is the index type's maximum, and the copy back ran
+    # T.serial(2147483647) under a guard (the interpreter and the build never finished)
+    n = T.size_var("n")
+    X = T.placeholder((n, n), "float32", name="X")
+    Y = T.compute((n, n), lambda i, j: X[i, j] * 2.0, name="Y")
+    f = T.create_prim_func([X, Y])
+    sch = S.Schedule(f)
+    sch.split(sch.fuse(*sch.get_loops("Y")), [None, 5])
+    sch.cache_write("Y", 0, "global")
+    loops = {lp.loop_var.name: lp.extent for _, lp in
+             tree.loops_above(sch.func, tree.find_block(sch.func, "Y_global"))}
+    assert str(loops["ax1"]) == "n", loops
+    x = np.arange(49, dtype="float32").reshape(7, 7)
+    y = np.zeros((7, 7), "float32")
+    T.interpret(sch.func, x, y)
+    np.testing.assert_array_equal(y, x * 2)
+    y = np.zeros((7, 7), "float32")
+    targets.build(sch, "llvm")(x, y)
+    np.testing.assert_array_equal(y, x * 2)

@@ -15,7 +15,7 @@ reduce axes starting past 0, reversed and duplicated indices, cache stages insid
 blockized blocks, symbolic sizes, float16 and int8, transform_layout of intermediate
 buffers; every accepted schedule must run in the interpreter and the llvm build with the
 unscheduled function's results.  A plain run checks a few fixed cases (seconds); with
-``CUVIL_FUZZ_MINUTES=3`` (CI) it runs that long from a fresh seed, printed on failure
+``CUVIL_FUZZ_MINUTES=2`` (CI) it runs that long from a fresh seed, printed on failure
 with each failing case's reproducer (``CUVIL_FUZZ_SEED`` reruns a seed).
 """
 

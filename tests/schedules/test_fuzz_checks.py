@@ -1,5 +1,7 @@
 """The fuzzer's own checks report what they should (tests/schedules/fuzz)."""
 
+import time
+
 import numpy as np
 
 import cuvil_tir as T
@@ -31,6 +33,19 @@ def test_an_exception_that_is_not_a_coded_error_is_a_crash(monkeypatch):
     res = fuzz_check.run_case(3, build=False)
     assert res.failure[0] == "crash" and res.failure[1].startswith("TypeError: boom")
     assert "case 3: crash: TypeError: boom" in fuzz_check.reproducer(res)
+
+
+def test_a_case_that_does_not_end_is_reported_with_its_seed(monkeypatch):
+    # a copy loop of 2**31 iterations (fuzz case 3688537001) stalled a whole run,
+    # naming no case
+    def endless(rng):
+        while True:
+            time.sleep(0.01)
+    monkeypatch.setattr(fuzz_check, "random_program", endless)
+    res = fuzz_check.run_case(4, build=False, limit=0.2)
+    assert res.failure == ("too slow", "the case ran past 0.2 s (its programs are tiny: "
+                                       "a loop runs far past its buffers?)")
+    assert "case 4: too slow" in fuzz_check.reproducer(res)
 
 
 def test_failures_are_counted_and_reported(monkeypatch):

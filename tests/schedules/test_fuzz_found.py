@@ -6,7 +6,8 @@ import pytest
 
 import cuvil_tir as T
 import schedules as S
-from tests.schedules.testing import run, run_llvm, verify_trace_roundtrip
+from cuvil_tir.analysis import tree
+from tests.schedules.testing import assert_refused, run, run_llvm, verify_trace_roundtrip
 
 
 def _matmul_scaled():
@@ -298,3 +299,109 @@ def test_compute_at_of_a_block_whose_region_width_names_its_own_iterator_is_refu
     with pytest.raises(S.ScheduleError, match=r"compute_at: block 'Y_o' accesses Y\[.*\], "
                        r"whose width depends on its own iterators \['v_i_o'\]"):
         sch.compute_at(outer_block, sch.get_loops(consumer)[0])
+
+
+def test_loop_partition_then_fuse_and_split_of_a_part_parses_back():
+    """Fuzz case 2011735872: the part's block declares X[0:3, 0:3]; its inner block
+    reads X[(f0 * 5 + f1) // 3, ...] under T.where(f0 * 5 + f1 < 9).  The region check
+    bounded f0 and f1 apart (row 3) and then by the row's domain (row 7): the printed
+    function did not parse back (CVL-E108)."""
+    X = T.placeholder((8, 3), "int8", name="X")
+    W = T.placeholder((3, 1), "int8", name="W")
+    k = T.reduce_axis((0, 3), name="k")
+    f = T.create_prim_func([X, W, T.compute(
+        (8, 1), lambda i, j: T.sum(X[i, k].astype("int32") * W[k, j].astype("int32"),
+                                   axis=k), name="Y")])
+    sch = S.Schedule(f)
+    i, j, _ = sch.get_loops("Y")
+    sch.loop_partition(sch.fuse(i, j), [3, None])
+    sch.split(sch.fuse(*sch.get_loops("Y_i_j_fused0")), [None, 5])
+    verify_trace_roundtrip(sch, f)          # prints and parses back
+    rng = np.random.default_rng(5)
+    x = rng.integers(-9, 9, (8, 3)).astype("int8")
+    w = rng.integers(-9, 9, (3, 1)).astype("int8")
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, w, np.zeros((8, 1), "int32")])[2]
+        np.testing.assert_array_equal(got, x.astype("int32") @ w.astype("int32"))
+
+
+def _max_tiles_with_a_local_copy():
+    """max over X[i, 1:7] with the reduce loop split by 4 and blockized (the last tile
+    holds two of its four columns), then X's row tile cached in local memory."""
+    X = T.placeholder((4, 7), "int8", name="X")
+    k = T.reduce_axis((1, 7), name="k")
+    f = T.create_prim_func([X, T.compute(
+        (4,), lambda i: T.max(X[i, k].astype("int32"), axis=k), name="Y")])
+    sch = S.Schedule(f)
+    sch.blockize(sch.split(sch.get_loops("Y")[1], [None, 4])[1])
+    return f, sch, sch.cache_read("Y", 1, "local")
+
+
+def test_cache_read_of_a_guarded_copy_split_by_one_copies_only_what_it_wrote():
+    """Fuzz case 2437960785: the local copy's row loop split by [None, 1, 1] binds
+    ax0_0 + ax0_1 + ax0_2; the element condition gave up on the three loops (one
+    value), and the second cache_read copied X_local[0, 2:4] of the last tile, which
+    its T.where never wrote (an uninitialised read)."""
+    f, sch, local = _max_tiles_with_a_local_copy()
+    sch.split(sch.get_loops(local)[-2], [None, 1, 1])
+    sch.cache_read("Y", 1, "global")
+    x = np.random.default_rng(7).integers(-9, 9, (4, 7)).astype("int8")
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, np.zeros(4, "int32")])[1]
+        np.testing.assert_array_equal(got, x[:, 1:].astype("int32").max(1))
+
+
+def test_cache_read_of_a_guarded_copy_whose_columns_were_split_is_refused():
+    """The same copy with its column loop split by 2 binds ax1_0 * 2 + ax1_1 under
+    T.where(v_k_o * 4 + ax1_0 * 2 + ax1_1 < 6): which elements it wrote cannot be
+    told, so a copy of the whole tile is refused (it read unwritten elements)."""
+    f, sch, local = _max_tiles_with_a_local_copy()
+    sch.split(sch.get_loops(local)[-1], [None, 2])
+    assert_refused(sch, lambda: sch.cache_read("Y", 1, "global"),
+                   r"cache_read: block 'X_local' writes only part of 'X_local' here "
+                   r"\(under a T.where\), by indices the copy cannot follow .* apply "
+                   r"cache_read before splitting or fusing the loops of 'X_local'")
+
+
+def test_cache_write_of_a_partition_over_a_symbolic_dimension():
+    """Fuzz case 2705098703: cache_write of the second part of a loop_partition, whose
+    region over the symbolic dimension n differs from its tile's by constants at the
+    ends but has the extent n: the cut read ``.value`` of a SizeVar (AttributeError)."""
+    n = T.size_var("n")
+    X = T.placeholder((5, n), name="X")
+    f = T.create_prim_func([X, T.compute((5, n), lambda i, j: X[4 - i, j] + X[i, j],
+                                         name="Y")])
+    sch = S.Schedule(f)
+    sch.loop_partition(sch.get_loops("Y")[0], [3, None])
+    sch.cache_write("Y_i1", 0, "local")
+    x = np.random.default_rng(2).standard_normal((5, 3)).astype("float32")
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, np.zeros((5, 3), "float32")])[1]
+        np.testing.assert_allclose(got, x[::-1] + x, rtol=1e-6)
+
+
+def test_compute_at_under_a_fused_split_of_a_symbolic_reduction_loops_over_the_row():
+    """Fuzz case 1427104149: the copy of X's row moved under a fused and split
+    (j, k) loop read X[i, (f * 4 + g) % n], whose bound was the index type's limit:
+    the copy ran T.serial(2147483647) under T.where(ax0 < n) (the run never ended)."""
+    n = T.size_var("n")
+    X = T.placeholder((n, n), name="X")
+    W = T.placeholder((n, 7), name="W")
+    k = T.reduce_axis((0, n), name="k")
+    f = T.create_prim_func([X, W, T.compute(
+        (n, 7), lambda i, j: T.sum(X[i, k] * W[k, j], axis=k), name="Y")])
+    sch = S.Schedule(f)
+    sch.decompose_reduction("Y", sch.get_loops("Y")[0])
+    copy = sch.cache_read("Y_update", 1, "global")
+    _, j, kk = sch.get_loops("Y_update")
+    sch.split(sch.fuse(j, kk), [None, 4])
+    sch.compute_at(copy, sch.get_loops("Y_update")[1])
+    (ax0,) = [lp for _, lp in tree.loops_above(sch.func, tree.find_block(sch.func,
+              "X_global")) if lp.loop_var.name == "ax0"]
+    assert str(ax0.extent) == "n", ax0.extent
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 3)).astype("float32")
+    w = rng.standard_normal((3, 7)).astype("float32")
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, w, np.zeros((3, 7), "float32")])[2]
+        np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-5)

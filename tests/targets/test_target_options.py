@@ -45,6 +45,32 @@ def test_the_string_form_is_checked_the_same_way(text, message):
         Target(text)
 
 
+@pytest.mark.parametrize("text, options", [
+    ("llvm -mcpu=", {}), ("llvm -mcpu=' '", {}), ("llvm", {"mcpu": ""}), ("c -cc=", {}),
+    ("cuda -arch=", {})])
+def test_an_empty_value_is_refused_where_it_names_nothing(text, options):
+    # "llvm -mcpu=" was accepted and built for no CPU at all (issue 25)
+    with pytest.raises(TargetError, match=r"option '(mcpu|cc|arch)' expects a string.*"
+                       r"found (an empty string|a blank string ' ') \(write -\w+=VALUE\); "
+                       r"fix: give a value as above, e\.g\. \w+='") as info:
+        Target(text, **options)
+    assert info.value.code == "CVL-E106"
+
+
+def test_an_accelerators_compiler_must_not_be_empty():
+    from targets.accel.accelerator import Accelerator
+    opts = Accelerator.options
+    with pytest.raises(TargetError, match=r"option 'cc' expects a string .*found an empty"):
+        opts["cc"].check("npu", "cc", "")
+    assert opts["cflags"].check("npu", "cflags", "") == ""
+
+
+def test_an_empty_value_stays_valid_where_it_means_none():
+    assert Target("llvm -mattr=").options["mattr"] == ""
+    assert Target("c -cflags=").options["cflags"] == ""
+    assert Target("llvm -fast-math=").options["fast_math"] == ""
+
+
 def test_good_values_and_the_string_form_agree():
     assert Target("llvm -opt-level=0 -num-cores=2").options["opt_level"] == 0
     assert Target("c -openmp=false").options["openmp"] is False

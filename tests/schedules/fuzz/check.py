@@ -19,7 +19,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import random
+import signal
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +37,8 @@ from .steps import random_steps
 TARGETS = (("llvm", {}), ("llvm", {"mcpu": "haswell"}))
 SENTINEL = 77
 PAD = 8
+#: a case taking longer than this is a failure (cases take well under a second each)
+CASE_SECONDS = 120.0
 
 
 @dataclass
@@ -141,11 +146,48 @@ def check(func, sch, arrays, target=None) -> tuple | None:
     return None
 
 
-def run_case(seed: int, build: bool = True, steps: int | None = None) -> Result:
+class _TooSlow(BaseException):      # not caught as a crash by the case itself
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Raise ``_TooSlow`` in the case after ``seconds`` (in the main thread, where a
+    signal can reach it; elsewhere no limit)."""
+    if seconds is None or threading.current_thread() is not threading.main_thread() \
+            or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise _TooSlow()
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def run_case(seed: int, build: bool = True, steps: int | None = None,
+             limit: float | None = CASE_SECONDS) -> Result:
     """Draw and check the case ``seed`` (see the module docstring).  An exception that
-    is not a coded error, anywhere, is the failure ``crash``."""
+    is not a coded error, anywhere, is the failure ``crash``; a case running past
+    ``limit`` seconds is the failure ``too slow`` (a schedule whose loops run far past
+    its tiny buffers: the run would otherwise never end, and name no case)."""
     rng = random.Random(seed)
     res = Result(seed)
+    try:
+        with _time_limit(limit):
+            _run(res, rng, seed, build, steps)
+    except _TooSlow:
+        res.failure = ("too slow", f"the case ran past {limit:g} s (its programs are "
+                                   "tiny: a loop runs far past its buffers?)")
+    return res
+
+
+def _run(res, rng, seed, build, steps) -> None:
     try:
         prog = random_program(rng)
         res.what, res.func = prog.what, prog.func
@@ -165,7 +207,6 @@ def run_case(seed: int, build: bool = True, steps: int | None = None) -> Result:
         tb = traceback.extract_tb(err.__traceback__)[-1]
         res.failure = ("crash", f"{type(err).__name__}: {err} (at {tb.filename}:"
                                 f"{tb.lineno})")
-    return res
 
 
 def reproducer(res: Result) -> str:
