@@ -2,9 +2,11 @@
 buffering, per NPU (the toy NPU, the Gemmini-like NPU).
 
 For int8 GEMM 256^3 and 512^3, a GEMM whose sizes are not multiples of 16 (padded
-tiles), an int8 conv2d 3x3 and a fused GEMM + bias + ReLU + requantize: simulated
+tiles), an int8 conv2d 3x3 (per-tap GEMMs; on a DMA with im2col also as one GEMM over
+the patches the DMA gathers) and a fused GEMM + bias + ReLU + requantize: simulated
 cycles, matrix-unit utilisation, stalls by cause (bank conflicts; the matrix unit's
-cycles waiting on a token, its data not yet loaded or its output not yet stored),
+cycles waiting to pop a token, its data not yet loaded or its output not yet stored;
+cycles any engine waited to push into a full queue),
 DMA bytes against the minimum the data sizes require (each input read once, each
 output written once), compile time and simulator wall time (median of repeats).
 
@@ -22,7 +24,8 @@ import time
 import numpy as np
 
 import targets
-from targets.toolkit.npu.conv2d import conv2d, schedule_conv2d
+from targets.toolkit.npu.conv2d import (conv2d, conv2d_im2col, schedule_conv2d,
+                                        schedule_conv2d_im2col)
 from targets.toolkit.npu.fused import (fused_gemm, fused_gemm_bias_init, schedule_fused,
                                        schedule_fused_readout)
 from targets.toolkit.npu.gemm import gemm, schedule_gemm
@@ -35,7 +38,7 @@ GEMMINI = dict(gemm="gemmini.matmul_16x16x16_i8", zero=None,
 NPUS = {
     "toy-npu": {"unit": "gemm", "gemm": {}, "conv": {},
                 "fused": lambda n, d: schedule_fused(fused_gemm(n, n, n), double=d)},
-    "gemmini-like": {"unit": "matrix", "gemm": GEMMINI, "conv": GEMMINI,
+    "gemmini-like": {"unit": "matrix", "gemm": GEMMINI, "conv": GEMMINI, "im2col": True,
                      "fused": lambda n, d: schedule_fused_readout(
                          fused_gemm_bias_init(n, n, n), double=d)},
 }
@@ -63,6 +66,7 @@ def run(npu: str, label: str, double: bool, sch, args, check, repeat: int) -> di
     return {"npu": npu, "label": label, "buffering": "double" if double else "single",
             "cycles": s["cycles"], "gemm_util": s["utilisation"][unit],
             "stalls": s["bank_conflict_stalls"], "waits": s["dependency_stalls"][unit],
+            "qfull": sum(s["queue_full_stalls"].values()),
             "dma_in": s["dma_bytes_in"],
             "dma_out": s["dma_bytes_out"], "min_in": sum(a.nbytes for a in ins),
             "min_out": out.nbytes, "compile_s": compile_s, "sim_s": statistics.median(walls)}
@@ -80,7 +84,8 @@ def gemm_rows(npu, n, m, k, repeat):
                 [a, b, np.zeros((n, m), "int32")], check, repeat) for d in (False, True)]
 
 
-def conv_rows(npu, h, c, k, repeat):
+def conv_rows(npu, h, c, k, repeat, im2col=False):
+    """Per-tap GEMMs, or (``im2col``) one GEMM over the patches the DMA gathers."""
     rng = np.random.default_rng(1)
     x, w = _ints(rng, (1, h, h, c), "int8"), _ints(rng, (3, 3, c, k), "int8")
 
@@ -90,6 +95,13 @@ def conv_rows(npu, h, c, k, repeat):
             "nyxc,ck->nyxk", x[:, r:r + o, s:s + o].astype("int32"), w[r, s].astype("int32"))
             for r in range(3) for s in range(3)))
 
+    if im2col:
+        def check_flat(x, w2, y):
+            return check(x, w2.reshape(3, 3, c, k), y)
+        return [run(npu, f"im2col {h}x{h} {c}->{k}", d, schedule_conv2d_im2col(
+                    conv2d_im2col(1, h, h, c, k), double=d, **NPUS[npu]["conv"]),
+                    [x, w.reshape(-1, k), np.zeros((1, h - 2, h - 2, k), "int32")],
+                    check_flat, repeat) for d in (False, True)]
     return [run(npu, f"conv {h}x{h} {c}->{k}", d,
                 schedule_conv2d(conv2d(1, h, h, c, k), double=d, **NPUS[npu]["conv"]),
                 [x, w, np.zeros((1, h - 2, h - 2, k), "int32")], check, repeat)
@@ -125,18 +137,22 @@ def main(argv=None) -> list:
                           args.repeat)
         rows += conv_rows(npu, 34, 32, 64, args.repeat)
         rows += conv_rows(npu, 18, 8, 24, args.repeat)
+        if NPUS[npu].get("im2col"):
+            rows += conv_rows(npu, 34, 32, 64, args.repeat, im2col=True)
+            rows += conv_rows(npu, 18, 8, 24, args.repeat, im2col=True)
         rows += fused_rows(npu, 128 if args.quick else 256, args.repeat)
-    print(f"{'npu':>12} {'workload':>18} {'buffer':>7} {'cycles':>9} {'mat%':>6} "
-          f"{'bank':>6} {'wait':>7} {'dma in/min':>17} {'dma out/min':>17} "
+    print(f"{'npu':>12} {'workload':>20} {'buffer':>7} {'cycles':>9} {'mat%':>6} "
+          f"{'bank':>6} {'wait':>7} {'qfull':>6} {'dma in/min':>17} {'dma out/min':>17} "
           f"{'compile s':>9} {'sim s':>7}")
     for r in rows:
-        print(f"{r['npu']:>12} {r['label']:>18} {r['buffering']:>7} {r['cycles']:>9} "
-              f"{100 * r['gemm_util']:>6.1f} {r['stalls']:>6} {r['waits']:>7} "
+        print(f"{r['npu']:>12} {r['label']:>20} {r['buffering']:>7} {r['cycles']:>9} "
+              f"{100 * r['gemm_util']:>6.1f} {r['stalls']:>6} {r['waits']:>7} {r['qfull']:>6} "
               f"{r['dma_in']:>8}/{r['min_in']:<8} {r['dma_out']:>8}/{r['min_out']:<8} "
               f"{r['compile_s']:>9.2f} {r['sim_s']:>7.3f}")
     print("mat%: matrix-unit utilisation; stalls by cause: bank = bank-conflict cycles, "
-          "wait = cycles the matrix unit waited on a token (data not loaded, or its "
-          "output tile not yet stored)")
+          "wait = cycles the matrix unit waited to pop a token (data not loaded, or its "
+          "output tile not yet stored), qfull = cycles engines waited to push into a "
+          "full queue")
     return rows
 
 

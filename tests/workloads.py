@@ -127,6 +127,15 @@ def conv2d_nchw(n: int = 1, c: int = 3, h: int = 8, w: int = 8, k: int = 4,
                     ref, rtol=1e-4, atol=1e-4)
 
 
+def conv2d_nhwc_ref(x, w):
+    """Valid, stride-1 conv2d of NHWC ``x`` by HWIO ``w`` in int32 (the accelerator
+    examples' convolution), by numpy."""
+    kh, kw = w.shape[:2]
+    oh, ow = x.shape[1] - kh + 1, x.shape[2] - kw + 1
+    return sum(np.einsum("nyxc,ck->nyxk", x[:, r:r + oh, s:s + ow].astype("int32"),
+                         w[r, s].astype("int32")) for r in range(kh) for s in range(kw))
+
+
 def softmax(m: int = 8, n: int = 16) -> Workload:
     """Row softmax in four stages: max, exp, sum, divide."""
     A = T.placeholder((m, n), name="A")

@@ -11,8 +11,8 @@ Example::
 """
 
 from .accelerator import Accelerator
-from .description import DMA, DMAOp, Intrinsic, Memory, Move
-from .errors import AccelLoweringError, AllocationError, DescriptionError
+from .description import DMA, DMAOp, Intrinsic, Memory, Move, Queue
+from .errors import AccelLoweringError, AllocationError, DescriptionError, QueueDepthError
 
 __all__ = ["AccelLoweringError", "Accelerator", "AllocationError", "DMA", "DMAOp",
-           "DescriptionError", "Intrinsic", "Memory", "Move"]
+           "DescriptionError", "Intrinsic", "Memory", "Move", "Queue", "QueueDepthError"]

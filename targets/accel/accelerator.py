@@ -9,9 +9,9 @@ Lowering (:meth:`Accelerator.lower_passes`): the memory planner shrinks scratchp
 buffers to their tiles (as on every target), blocks are lowered, software pipelines
 multi-buffer their tiles where annotated (``software_pipeline_stage``), scratchpad
 allocations move to the top (static addresses), staged copies become DMA calls and
-intrinsic calls are checked (:mod:`~targets.accel.transfer`), dependency tokens inserted
-(:mod:`~targets.accel.tokens`), banks and offsets assigned by the memory planner's
-address step (:mod:`cuvil_tir.transform.bank_plan`, from each buffer's lifetime and the
+intrinsic calls are checked (:mod:`~targets.accel.transfer`), the engines synchronised
+through bounded queues proven free of deadlock (:mod:`~targets.accel.queues`), banks
+and offsets assigned by the memory planner's address step (:mod:`cuvil_tir.transform.bank_plan`, from each buffer's lifetime and the
 engines that touch it), then buffers are flattened.
 
 Example::
@@ -48,10 +48,11 @@ from cuvil_tir.transform.static_memory import hoist_static_allocations
 
 from ..runtime import Module
 from .codegen import print_kernel
-from .description import check_description
+from .description import check_description, queue_table
 from .errors import AllocationError, DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
-from .tokens import accesses, insert_tokens
+from .queues import insert_queues
+from .tokens import accesses
 from .intrinsic_calls import check_no_host_access, intrinsic_calls
 from .copy_nest import row_strides
 from .transfer import dma_transfers
@@ -78,14 +79,18 @@ class Accelerator(TargetKind):
     options = {"cc": Option("cc", str, doc="the C compiler of the simulator"),
                "cflags": Option("-O2", str, doc="its flags"),
                "pin_banks": Option(None, dict, none_ok=True,
-                                   doc="{buffer name: first bank} placements to keep")}
+                                   doc="{buffer name: first bank} placements to keep"),
+               "on_shallow_queue": Option(
+                   "error", str, choices=("error", "serialise"),
+                   doc="a queue too shallow for a multi-buffered loop: 'error' "
+                       "(CVL-E175) or 'serialise' (reuse copies after depth uses)")}
     calling_conventions = ("host",)
     op_spellings = "c"
 
     cost_unit = "seconds"
 
     def __init__(self, name, memories, dma, intrinsics=(), doc: str = "",
-                 clock_mhz=1000, moves=()):
+                 clock_mhz=1000, moves=(), queues=(), queue_depth=2):
         memories, intrinsics, moves = list(memories), list(intrinsics), list(moves)
         check_description(name, memories, dma, intrinsics, moves)
         if isinstance(clock_mhz, bool) or not isinstance(clock_mhz, (int, float)) or \
@@ -105,8 +110,12 @@ class Accelerator(TargetKind):
             if u not in units and u not in ("load", "store"):
                 units.append(u)
         self.engines = ("load", "store", *units)
+        # every ordered pair of engines has a queue: declared, or queue_depth deep
+        self.queues = queue_table(name, self.engines, queues, queue_depth)
+        self.queues_default = queue_depth
         self.engine_of = {f"{self.hal}_dma_{n}": "load"
-                          for n in ("load", "load_pad", "fill", "load_t")}
+                          for n in ("load", "load_pad", "fill", "load_t", "load_im2col",
+                                    "load_3d", "load_pad_3d")}
         self.engine_of.update({f"{self.hal}_dma_store{n}": "store"
                                for n in [""] + [f"_{op.name}" for op in dma.store_ops]})
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
@@ -147,14 +156,14 @@ class Accelerator(TargetKind):
             check_no_host_access(f, set(acc.scopes), [it.name for it in acc.intrinsics])
             return f
 
-        def accel_tokens(f):
-            return insert_tokens(f, acc)
+        def accel_queues(f):
+            return insert_queues(f, acc)
 
         def accel_allocate(f):
             return allocate(f, acc)
 
         return [plan_buffer_allocation, lower_blocks, accel_pipeline,
-                hoist_static_allocations, simplify, accel_dma, accel_intrinsics, accel_tokens,
+                hoist_static_allocations, simplify, accel_dma, accel_intrinsics, accel_queues,
                 accel_allocate, flatten_buffers, simplify, verify]
 
     def pipeline(self, target) -> list:
@@ -183,6 +192,7 @@ class Accelerator(TargetKind):
                 "memories": [dataclasses.asdict(m) for m in self.memories],
                 "dma": self.dma.describe(), "clock_mhz": self.clock_mhz,
                 "moves": [mv.describe() for mv in self.moves],
+                "queues": [self.queues[p].describe() for p in sorted(self.queues)],
                 "intrinsics": its}
 
     def measure(self, module, args, min_repeat_seconds: float = 0.0) -> tuple:
@@ -215,7 +225,8 @@ class Accelerator(TargetKind):
         header, sim, so = compile_simulator(self, func, kernel, target)
         return Program(self.name, func.name, sources={"c": kernel, "h": header, "sim": sim},
                        binaries={"so": so}, functions={func.name: "host"}, memory=plan,
-                       meta={"memory_map": func.attr("accel.memory_map", "")},
+                       meta={"memory_map": func.attr("accel.memory_map", ""),
+                             "queues": func.attr("accel.queues", "[]")},
                        lowered=module)
 
     def load(self, program, target) -> Module:

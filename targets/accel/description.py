@@ -166,7 +166,14 @@ class DMA:
     - ``transpose``: a load may transpose a tile (``dst[r, c] = src[c, r]``,
       ``<hal>_dma_load_t``: weights stored row-major for ``A @ B.T``);
     - ``store_ops``: :class:`DMAOp` element-wise operations a store applies on the way
-      out, converting the dtype (activation and requantization on read-out).
+      out, converting the dtype (activation and requantization on read-out);
+    - ``im2col``: a load may gather a conv2d's patch matrix, each row the ``kh`` runs of
+      ``kw*C`` contiguous NHWC bytes of one output pixel's window
+      (``<hal>_dma_load_im2col``, :mod:`~targets.accel.im2col`);
+    - ``dims``: dimensions one command moves, 2 or 3: with 3 a loop of 2-D loads is
+      one command paying the latency once (``<hal>_dma_load[_pad]_3d``: a conv's filter
+      taps, the blocks of a fractal ``zN`` or ``NC1HWC0`` layout;
+      :mod:`~targets.accel.dma_blocks`).
 
     Example::
 
@@ -182,9 +189,14 @@ class DMA:
     broadcast: bool = False
     store_ops: tuple = ()
     transpose: bool = False
+    im2col: bool = False
+    dims: int = 2
 
     def __post_init__(self):
         _positive_int("DMA", "width_bits", self.width_bits)
+        if self.dims not in (2, 3) or isinstance(self.dims, bool):
+            raise DescriptionError(f"DMA: dims must be 2 or 3 (the dimensions one command "
+                                   f"moves), found {self.dims!r}")
         if not isinstance(self.latency_cycles, int) or self.latency_cycles < 0:
             raise DescriptionError(f"DMA: latency_cycles must be an int >= 0, found "
                                    f"{self.latency_cycles!r}")
@@ -214,7 +226,7 @@ class DMA:
         """
         return {"width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
                 "padding": self.padding, "broadcast": self.broadcast,
-                "transpose": self.transpose,
+                "transpose": self.transpose, "im2col": self.im2col, "dims": self.dims,
                 "store_ops": [op.describe() for op in self.store_ops]}
 
 
@@ -272,6 +284,99 @@ class Move:
         return {"src": self.src, "dst": self.dst, "engine": self.engine,
                 "width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
                 "ops": [op.describe() for op in self.ops]}
+
+
+MAX_QUEUE_DEPTH = 64
+MAX_QUEUE_IDS = 16
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A hardware queue of synchronisation tokens from engine ``src`` to engine ``dst``
+    (VTA's push/pop dependence queues, Ascend's ``set_flag``/``wait_flag``): ``src``
+    pushes a token when it is done with something ``dst`` waits for, ``dst`` pops it
+    before going on.  It has ``ids`` independent channels (event ids), each holding at
+    most ``depth`` tokens; a push into a full channel stalls ``src`` until ``dst`` pops.
+    The compiler proves at build time that no program needs more than ``depth`` tokens
+    in a channel (a double-buffered tile needs 2), otherwise the engines could block
+    each other and the build fails with CVL-E175.
+
+    Example::
+
+        >>> Queue("load", "gemm", depth=2).channels
+        8
+        >>> Queue("load", "load", depth=2)
+        Traceback (most recent call last):
+          ...
+        targets.accel.errors.DescriptionError: [CVL-E170] Queue load -> load: src and dst must be two different engines
+    """
+
+    src: str
+    dst: str
+    depth: int
+    ids: int = 8
+
+    def __post_init__(self):
+        owner = f"Queue {self.src} -> {self.dst}"
+        for what in ("src", "dst"):
+            v = getattr(self, what)
+            if not isinstance(v, str) or not v.isidentifier():
+                raise DescriptionError(f"{owner}: {what} must be an engine name (a C "
+                                       f"identifier such as 'load' or 'gemm'), found {v!r}")
+        if self.src == self.dst:
+            raise DescriptionError(f"{owner}: src and dst must be two different engines")
+        for what, top in (("depth", MAX_QUEUE_DEPTH), ("ids", MAX_QUEUE_IDS)):
+            v = getattr(self, what)
+            _positive_int(owner, what, v)
+            if v > top:
+                raise DescriptionError(f"{owner}: {what}={v} is more than the simulator "
+                                       f"models ({top}); use at most {top}")
+
+    @property
+    def channels(self) -> int:
+        """Independent channels (event ids) of the queue."""
+        return self.ids
+
+    def describe(self) -> dict:
+        """The queue as data for a build's key."""
+        return {"src": self.src, "dst": self.dst, "depth": self.depth, "ids": self.ids}
+
+
+def queue_table(name: str, engines, queues, default_depth) -> dict:
+    """``{(src, dst): Queue}`` for every ordered pair of ``engines``: the declared
+    ``queues``, the others of depth ``default_depth``.
+
+    Example::
+
+        >>> qs = queue_table("n", ("load", "gemm"), [Queue("load", "gemm", 1)], 2)
+        >>> qs["load", "gemm"].depth, qs["gemm", "load"].depth
+        (1, 2)
+        >>> queue_table("n", ("load", "gemm"), [Queue("load", "mac", 1)], 2)
+        Traceback (most recent call last):
+          ...
+        targets.accel.errors.DescriptionError: [CVL-E170] Accelerator 'n': Queue load -> mac names engine 'mac', which it does not have (its engines: load, gemm); name one of them
+    """
+    owner = f"Accelerator {name!r}"
+    queues = list(queues)
+    for q in queues:
+        if not isinstance(q, Queue):
+            raise DescriptionError(f"{owner}: queues must be Queue objects, found {q!r}")
+        for end in (q.src, q.dst):
+            if end not in engines:
+                raise DescriptionError(
+                    f"{owner}: Queue {q.src} -> {q.dst} names engine {end!r}, which it "
+                    f"does not have (its engines: {', '.join(engines)}); name one of them")
+    pairs = [(q.src, q.dst) for q in queues]
+    dup = sorted({p for p in pairs if pairs.count(p) > 1})
+    if dup:
+        raise DescriptionError(f"{owner}: queue(s) {dup} declared twice")
+    _positive_int(owner, "queue_depth", default_depth)
+    out = {(q.src, q.dst): q for q in queues}
+    for s in engines:
+        for d in engines:
+            if s != d and (s, d) not in out:
+                out[s, d] = Queue(s, d, min(default_depth, MAX_QUEUE_DEPTH))
+    return out
 
 
 @dataclass(frozen=True)
@@ -419,4 +524,5 @@ def check_description(name, memories, dma, intrinsics, moves=()) -> None:
                     f"more than memory {scope!r} holds ({mem.capacity_bytes} bytes)")
 
 
-__all__ = ["DMA", "DMAOp", "Intrinsic", "Memory", "Move", "check_description"]
+__all__ = ["DMA", "DMAOp", "Intrinsic", "Memory", "Move", "Queue", "check_description",
+           "queue_table"]

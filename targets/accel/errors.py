@@ -7,7 +7,10 @@
   it lives in :mod:`cuvil_tir.errors` and is the same class here;
 * :class:`AccelLoweringError` (CVL-E172): the scheduled function does not map onto the
   accelerator (an operand in the wrong memory, a DMA that does not fit, a copy the DMA
-  cannot do).
+  cannot do);
+* :class:`QueueDepthError` (CVL-E175): a queue between two engines is too shallow (or
+  has too few channels) for the synchronisation the program needs: the engines could
+  deadlock.
 
 Example::
 
@@ -44,4 +47,17 @@ class AccelLoweringError(LoweringError):
     code = "CVL-E172"
 
 
-__all__ = ["AccelLoweringError", "AllocationError", "DescriptionError"]
+class QueueDepthError(AccelLoweringError):
+    """A queue between two engines is too shallow for the program: the message names
+    the two engines and the depth needed.
+
+    Example::
+
+        >>> QueueDepthError("x").code
+        'CVL-E175'
+    """
+
+    code = "CVL-E175"
+
+
+__all__ = ["AccelLoweringError", "AllocationError", "DescriptionError", "QueueDepthError"]

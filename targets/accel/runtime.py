@@ -4,15 +4,16 @@ and the call's timeline (``trace()``: Chrome trace JSON, one row per engine, one
 per instruction; open it in Perfetto or chrome://tracing).
 
 Stalls by cause: ``bank_conflict_stalls`` (cycles an instruction waited for a bank
-another engine held) and ``dependency_stalls`` (per engine, cycles it sat idle
-waiting for a token another engine had not yet signalled: its data was not ready, or
-its buffer not yet free).
+another engine held), ``dependency_stalls`` (per engine, cycles it sat idle waiting
+to pop a token another engine had not yet pushed: its data was not ready, or its
+buffer not yet free) and ``queue_full_stalls`` (per engine, cycles it waited to push
+a token into a full queue).
 
 Example::
 
     >>> sorted(STAT_KEYS)  # doctest: +NORMALIZE_WHITESPACE
     ['bank_conflict_stalls', 'cycles', 'dependency_stalls', 'dma_bytes_in',
-     'dma_bytes_out', 'engine_busy', 'peak_bytes', 'utilisation']
+     'dma_bytes_out', 'engine_busy', 'peak_bytes', 'queue_full_stalls', 'utilisation']
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from cuvil_tir.transform.bank_plan import Unit, peak
 from .hal import TRACE_MAX, event_names, header, simulator_c
 
 STAT_KEYS = ("cycles", "engine_busy", "utilisation", "dma_bytes_in", "dma_bytes_out",
-             "bank_conflict_stalls", "dependency_stalls", "peak_bytes")
+             "bank_conflict_stalls", "dependency_stalls", "queue_full_stalls", "peak_bytes")
 
 
 def _peak_bytes(acc, plan: dict) -> dict:
@@ -98,7 +99,7 @@ class SimulatorModule(CRuntimeModule):
         class Stats(ctypes.Structure):
             _fields_ = [(k, ctypes.c_int64) for k in
                         ("cycles", "stalls", "bytes_in", "bytes_out", "error")] + \
-                       [(k, ctypes.c_int64 * ne) for k in ("busy", "calls", "waits")]
+                       [(k, ctypes.c_int64 * ne) for k in ("busy", "calls", "waits", "qfull")]
 
         self._stats = Stats.in_dll(self.library, "cvl_sim_stats")
         self._events = (ctypes.c_int64 * 4 * TRACE_MAX).in_dll(self.library, "cvl_trace")
@@ -115,9 +116,11 @@ class SimulatorModule(CRuntimeModule):
     def _collect(self):
         s = self._stats
         if s.error:
-            raise TargetError(f"simulator of {self.acc.name!r}: "
-                              + ("an access ran past the end of a scratchpad memory"
-                                 if s.error == 1 else "a token id is out of range"))
+            raise TargetError(f"simulator of {self.acc.name!r}: " + {
+                1: "an access ran past the end of a scratchpad memory",
+                3: "a queue was used out of order (a pop before its push, a push into "
+                   "a full queue, or a channel that does not exist)"}.get(
+                    int(s.error), f"error {int(s.error)}"))
         busy = {e: int(s.busy[k]) for k, e in enumerate(self.acc.engines)}
         total = max(int(s.cycles), 1)
         self.stats = {
@@ -126,6 +129,7 @@ class SimulatorModule(CRuntimeModule):
             "dma_bytes_in": int(s.bytes_in), "dma_bytes_out": int(s.bytes_out),
             "bank_conflict_stalls": int(s.stalls),
             "dependency_stalls": {e: int(s.waits[k]) for k, e in enumerate(self.acc.engines)},
+            "queue_full_stalls": {e: int(s.qfull[k]) for k, e in enumerate(self.acc.engines)},
             "peak_bytes": dict(self._peak)}
 
     def trace(self) -> dict:

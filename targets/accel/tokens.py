@@ -1,21 +1,12 @@
-"""Explicit dependency tokens between the DMA engines and the compute units.
+"""Which scratchpad buffers an accelerator instruction touches, and on which engine it
+runs: what the queues between engines (:mod:`~targets.accel.queues`) and the bank
+planner order and place.
 
-The accelerator runs one instruction stream per engine (``load``, ``store``, and each
-compute unit); the host issues instructions in program order and the engines run
-ahead of each other unless a token holds them.  This pass makes every dependency
-explicit: for each scratchpad buffer (each version of a multi-buffered one) and each
-pair of engines that touch it where at least one writes, the instruction waits for
-the token the other engine last signalled on that buffer copy, and signals its own
-when done::
-
-    toy_npu_wait(TOY_NPU_GEMM, 3 + k_0 % 2)   // the tile has arrived
-    toy_npu_gemm_16x16x16(...)
-    toy_npu_signal(TOY_NPU_GEMM, 5 + k_0 % 2) // the tile may be overwritten
-
-A wait is satisfied by the latest signal issued before it in program order (read
-after write and write after read alike), so the schedule, not luck, orders the
-engines; with N versions of a tile (``software_pipeline_stage``) the DMA of tile k+1
-waits only on the use of tile k+1-N.
+The accelerator runs one instruction stream per engine (``load``, ``store``, each
+compute unit, each move engine); the host issues instructions in program order and
+the engines run ahead of each other unless a token holds them.  A buffer touched by
+two engines, at least one writing, needs a token between them; a multi-buffered tile
+(``software_pipeline_stage``) is one buffer per copy (its ``slot``).
 
 Example::
 
@@ -25,11 +16,7 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.expr import IntImm
-from cuvil_tir.op import call_extern
-from cuvil_tir.stmt import BufferRegion, Evaluate, SeqStmt
-from cuvil_tir.visitor import Mutator, post_order_visit
-from cuvil_tir.transform.software_pipeline import VERSIONS
+from cuvil_tir.stmt import BufferRegion
 
 
 def engine_of_call(name: str, engines: dict):
@@ -63,78 +50,4 @@ def accesses(call, acc, versions=()) -> list:
     return out
 
 
-def _instructions(body, acc):
-    found = []
-
-    def look(n):
-        if (isinstance(n, Evaluate) and getattr(n.value, "op", None) == "call_extern"
-                and n.value.args[0].value in acc.engine_of):
-            found.append(n)
-
-    post_order_visit(body, look)
-    return found
-
-
-def insert_tokens(func, acc):
-    """Insert waits and signals around every accelerator instruction (module doc)."""
-    insts = _instructions(func.body, acc)
-    versions = dict(func.attr(VERSIONS, ()))
-    touch: dict = {}                           # buffer name -> {engine: writes?}
-    for ev in insts:
-        e = acc.engine_of[ev.value.args[0].value]
-        for buf, w, _ in accesses(ev.value, acc, versions):
-            d = touch.setdefault(buf.name, {})
-            d[e] = d.get(e, False) or w
-    base, nxt = {}, 0
-    for name, engines in touch.items():
-        slots = versions.get(name, 1)
-        for e in engines:
-            base[(name, e)] = nxt
-            nxt += slots
-    syncs = {}                                 # (buffer, engine) -> engines it waits on
-    for name, engines in touch.items():
-        for e, we in engines.items():
-            syncs[(name, e)] = [f for f, wf in engines.items() if f != e and (we or wf)]
-    waited = {(n, f) for (n, _), fs in syncs.items() for f in fs}
-    engine_id = {e: k for k, e in enumerate(acc.engines)}
-    hal = acc.hal
-
-    def token(name, e, slot):
-        b = IntImm(base[(name, e)], "int32")
-        return b if slot is None else b + slot
-
-    class _Wrap(Mutator):
-        def visit_Evaluate(self, s):
-            if s not in ids:
-                return s
-            e = acc.engine_of[s.value.args[0].value]
-            eid = IntImm(engine_id[e], "int32")
-            before, after = [], []
-            for buf, _, slot in accesses(s.value, acc, versions):
-                for f in syncs[(buf.name, e)]:
-                    before.append(Evaluate(call_extern("int32", f"{hal}_wait", eid,
-                                                       token(buf.name, f, slot))))
-                if (buf.name, e) in waited:
-                    after.append(Evaluate(call_extern("int32", f"{hal}_signal", eid,
-                                                      token(buf.name, e, slot))))
-            if not before and not after:
-                return s
-            return SeqStmt(tuple(before) + (s,) + tuple(after))
-
-    ids = _IdSet(insts)
-    body = _Wrap().visit(func.body)
-    out = func if body is func.body else func.with_body(body)
-    return out.with_attr("accel.tokens", nxt)
-
-
-class _IdSet:
-    """Membership by identity (IR nodes compare structurally)."""
-
-    def __init__(self, items):
-        self.ids = {id(x) for x in items}
-
-    def __contains__(self, x):
-        return id(x) in self.ids
-
-
-__all__ = ["accesses", "engine_of_call", "insert_tokens"]
+__all__ = ["accesses", "engine_of_call"]

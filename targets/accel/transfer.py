@@ -47,6 +47,8 @@ from cuvil_tir.visitor import Mutator, substitute
 
 from .errors import AccelLoweringError
 from .copy_nest import copy_nest, dim_of, row_strides, transposed_loops, valid_part
+from .dma_blocks import fold_blocks
+from .im2col import im2col_call
 
 
 class _ToDMA(Mutator):
@@ -70,6 +72,13 @@ class _ToDMA(Mutator):
             return Mutator.generic_visit(self, s)
         if dst_acc and self.acc.dma.transpose and transposed_loops(nest):
             return self.transposed(nest, *transposed_loops(nest))
+        if dst_acc and self.acc.dma.im2col and len(nest.loops) >= 2:
+            inner = self._inner(nest.loops, f"the copy {nest.load.buffer.name} -> "
+                                f"{nest.store.buffer.name}")[0]
+            call = im2col_call(self.acc, nest, lambda b, idx: _region(b, idx, inner, inner[-1]),
+                               f"the copy {nest.load.buffer.name} -> {nest.store.buffer.name}")
+            if call is not None:
+                return _outer(nest.loops, inner, call)
         return self.transfer(nest, dst_acc)
 
     def transposed(self, nest, row, col):
@@ -221,6 +230,10 @@ class _ToDMA(Mutator):
                     "staged layout" +
                     ("; a source row repeated down the tile needs DMA(broadcast=True)"
                      if row is not None and rd is None and cd == len(buf.shape) - 1 and load
+                     else "") +
+                    ("; a conv2d's patch gather (im2col) needs DMA(im2col=True)"
+                     if buf is src and load and not self.acc.dma.im2col
+                     and "//" in ", ".join(map(str, idx))
                      else ""))
             dims[id(buf)] = rd
         rows = row.extent.value if row is not None else 1
@@ -289,6 +302,8 @@ def _outer(loops, inner, body):
 def dma_transfers(func, acc):
     """Turn every staged copy between host and ``acc``'s memories into a DMA call."""
     body = _ToDMA(acc).visit(func.body)
+    if acc.dma.dims >= 3:
+        body = fold_blocks(body, acc)
     return func if body is func.body else func.with_body(body)
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import cuvil_tir as T
 
-from targets.accel import DMA, Accelerator, DMAOp, Intrinsic, Memory, Move
+from targets.accel import DMA, Accelerator, DMAOp, Intrinsic, Memory, Move, Queue
 from targets.accel.examples.toy_npu import gemm_desc, requant
 
 DIM = 16
@@ -56,11 +56,16 @@ gemmini = Accelerator(
               Memory(ACC, banks=2, bank_bytes=32 << 10, width_bits=32 * DIM,
                      doc="int32 accumulators: the array adds into them")],
     dma=DMA(width_bits=128, latency_cycles=32, padding=True, broadcast=True, transpose=True,
+            im2col=True,     # Gemmini's im2col unit: a conv's patches gathered on the way in
+            dims=3,          # a loop of 2-D moves in one command (mvin with a block count)
             store_ops=[DMAOp("requant", requant, "int32", "int8"), RELU_REQUANT]),
     # the accumulator read out into the scratchpad, activated: the next layer's input
     # never leaves the chip
     moves=[Move(ACC, SPAD, engine="store", width_bits=128, latency_cycles=8,
                 ops=[RELU_REQUANT])],
+    # VTA-style dependence queues between the load, matrix and store engines
+    queues=[Queue(s, d, depth=2) for s, d in (("load", "matrix"), ("matrix", "load"),
+                                              ("matrix", "store"), ("store", "matrix"))],
     clock_mhz=1000,
     intrinsics=[
         Intrinsic("gemmini.matmul_16x16x16_i8", gemm_desc(scopes=(SPAD, SPAD, ACC)),

@@ -30,7 +30,7 @@ from cuvil_tir.expr import Var
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, BufferStore, For, IterVar, Range
 
-from targets.accel import DMA, Accelerator, Intrinsic, Memory
+from targets.accel import DMA, Accelerator, Intrinsic, Memory, Queue
 
 TILE = 16
 
@@ -101,7 +101,11 @@ toy_npu = Accelerator(
                      doc="int8 weights"),
               Memory("npu.acc", banks=8, bank_bytes=8 << 10, width_bits=512,
                      doc="int32 accumulators (and the vector unit's operands)")],
-    dma=DMA(width_bits=512, latency_cycles=64, padding=True),
+    dma=DMA(width_bits=512, latency_cycles=64, padding=True, dims=3),
+    # token queues between the engines: two deep, enough for double buffering
+    queues=[Queue("load", "gemm", depth=2), Queue("gemm", "load", depth=2),
+            Queue("gemm", "store", depth=2), Queue("store", "gemm", depth=2)],
+    queue_depth=2,
     clock_mhz=1000,
     intrinsics=[
         Intrinsic("toy.gemm_16x16x16_i8", gemm_desc(),

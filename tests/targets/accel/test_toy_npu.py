@@ -81,7 +81,7 @@ def test_sources_memory_map_and_warning_free_c(gemm256, tmp_path):
     mod = gemm256[1]
     src, hdr = mod.get_source("c"), mod.get_source("h")
     assert '#include "toy_npu_hal.h"' in src and "toy_npu_dma_load(" in src
-    assert "toy_npu_wait(" in src and "toy_npu_signal(" in src
+    assert "toy_npu_pop(" in src and "toy_npu_push(" in src
     assert "int32_t toy_npu_gemm_16x16x16(" in hdr
     mm = mod.memory_map()
     assert "A_npu.inp[0]" in mm and "A_npu.inp[1]" in mm and "bank 1:" in mm
