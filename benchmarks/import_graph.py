@@ -51,7 +51,7 @@ SHARED = ("runtime", "cstyle")
 TOP = ("toolkit",)
 #: third-party modules a Cuvil module may load only when a feature needs them
 OPTIONAL = ("cupy", "llvmlite", "distributed", "dask", "matplotlib", "graphviz",
-            "threadpoolctl", "psutil")
+            "threadpoolctl", "psutil", "nvidia")
 
 
 #: the deferred imports that stay, ``{(importing module, imported module): reason}``;

@@ -8,7 +8,7 @@ Python operator on expressions:
   (a float literal next to an integer expression is an error: cast explicitly);
 * two signed integers, or two unsigned integers, of different widths give the wider one;
 * two floats of different widths give the wider one (``bfloat16`` with ``float16``
-  gives ``float32``);
+  gives ``float32``, the two fp8 dtypes give ``float16``);
 * anything else (int with float, signed with unsigned, bool with numbers, different
   vector lanes) raises :class:`~cuvil_tir.DTypeError` naming both dtypes and the fix.
 
@@ -30,17 +30,21 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import DTypeError
+from .float8 import round_to
 
 _SCALARS = {
     "bool": ("bool", 1),
     "int8": ("int", 8), "int16": ("int", 16), "int32": ("int", 32), "int64": ("int", 64),
     "uint8": ("uint", 8), "uint16": ("uint", 16), "uint32": ("uint", 32), "uint64": ("uint", 64),
     "float16": ("float", 16), "bfloat16": ("bfloat", 16),
+    "float8_e4m3fn": ("float8", 8), "float8_e5m2": ("float8", 8),
     "float32": ("float", 32), "float64": ("float", 64),
     "handle": ("handle", 64),
 }
-_VECTOR = re.compile(r"^([a-z]+[0-9]*)x([0-9]+)$")
+_VECTOR = re.compile(r"^([a-z]+[0-9]*(?:_[a-z0-9]+)?)x([0-9]+)$")
 
+#: the codes of float dtypes (the fp8 dtypes are "float8")
+_FLOAT_CODES = ("float", "bfloat", "float8")
 #: every scalar dtype a tensor element may have
 SCALAR_DTYPES = tuple(k for k in _SCALARS if k != "handle")
 
@@ -153,14 +157,26 @@ def itemsize(dt: str) -> int:
 
 
 def is_float(dt: str) -> bool:
-    """True for float16/bfloat16/float32/float64 (and their vectors).
+    """True for float16/bfloat16/float32/float64 and the fp8 dtypes (and their vectors).
 
     Example::
 
         >>> is_float("bfloat16")
         True
     """
-    return parse(dt)[0] in ("float", "bfloat")
+    return parse(dt)[0] in _FLOAT_CODES
+
+
+def is_float8(dt: str) -> bool:
+    """True for ``float8_e4m3fn`` and ``float8_e5m2`` (:mod:`cuvil_tir.float8`), which
+    are stored as their bits and computed in float32.
+
+    Example::
+
+        >>> is_float8("float8_e4m3fnx4"), is_float8("float16")
+        (True, False)
+    """
+    return parse(dt)[0] == "float8"
 
 
 def is_int(dt: str) -> bool:
@@ -218,6 +234,8 @@ def to_numpy(dt: str) -> np.dtype:
     e = element(dt)
     if e == "bfloat16":
         return np.dtype("uint16")
+    if parse(e)[0] == "float8":
+        return np.dtype("uint8")
     if e == "handle":
         raise DTypeError("the 'handle' dtype has no numpy equivalent")
     return np.dtype(e)
@@ -274,10 +292,12 @@ def promote(a: str, b: str, where: str = "binary operation") -> str:
         raise DTypeError(f"{where}: cannot combine {a} with {b}: vector lanes differ "
                          f"({la} vs {lb})")
     n = max(la, lb)
-    fa, fb = ca in ("float", "bfloat"), cb in ("float", "bfloat")
+    fa, fb = ca in _FLOAT_CODES, cb in _FLOAT_CODES
     if fa and fb:
         if {ca, cb} == {"float", "bfloat"} and ba == bb == 16:
             return with_lanes("float32", n)
+        if ca == cb == "float8" and element(a) != element(b):
+            return with_lanes("float16", n)
         if ba == bb:
             return with_lanes(element(a), n)
         return with_lanes(element(a) if ba > bb else element(b), n)
@@ -317,4 +337,6 @@ def float_value(value: float, dt: str) -> float:
         warnings.simplefilter("ignore")
         if dt == "bfloat16":
             return round_bf16(value)
+        if is_float8(dt):
+            return float(round_to(value, dt))
         return float(np.dtype(dt).type(value))

@@ -20,6 +20,7 @@ import numpy as np
 from . import dtype as D
 from . import ops
 from .errors import DTypeError
+from .float8 import largest
 from .ops import intdiv
 from .expr import (Call, Expr, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Div, Not,
                    Select, _unify, as_expr, binary, const, zero_division, StringImm, And, Var,
@@ -517,6 +518,8 @@ def _float_limits(dtype: str) -> tuple[float, float]:
     if dtype == "bfloat16":
         hi = float(np.float32(3.3895313892515355e38))
         return -hi, hi
+    if D.is_float8(dtype):
+        return -largest(dtype), largest(dtype)
     fi = np.finfo(np.dtype(dtype))
     return float(fi.min), float(fi.max)
 

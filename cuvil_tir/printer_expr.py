@@ -30,9 +30,11 @@ from .stmt import BufferRegion, IterVar, Range
 
 #: intrinsics printed as ``T.<op>(args)``, with their arity: the built-in ops of the
 #: op registry (:mod:`cuvil_tir.ops`)
-#: ops printed as ``T.<op>(...)`` (collective GPU ops have no builder: ``T.call_intrin``)
+#: ops printed as ``T.<op>(...)`` (collective GPU ops and asynchronous copies have no
+#: builder: ``T.call_intrin``)
 INTRIN_ARITY = {n: ops.get_op(n).arity for n in ops.list_ops()
-                if ops.get_op(n).arity >= 0 and ops.get_op(n).collective is None}
+                if ops.get_op(n).arity >= 0 and ops.get_op(n).collective is None
+                and ops.get_op(n).asynchronous is None}
 _RESERVED = set(keyword.kwlist) | {"T", "True", "False", "None"}
 _INFIX = {Add: ("+", 9), Sub: ("-", 9), Mul: ("*", 10), FloorDiv: ("//", 10),
           FloorMod: ("%", 10)}

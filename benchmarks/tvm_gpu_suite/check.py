@@ -222,7 +222,9 @@ def check(func, archs=ARCHS, seed: int = 0, complete: bool = False) -> dict:
     try:
         reference(func, expected)
     except Exception as err:  # noqa: BLE001 - the reference itself failed
-        return done("reference", _reason(err))
+        # the function as written reads or writes outside its buffers: it has no
+        # meaning to compare with (TVM does not check), whatever the GPU build made of it
+        return done("invalid" if "out-of-bounds" in str(err) else "reference", _reason(err))
     small = work(mod.lowered) <= INTERPRETER_WORK
     how = "interpreter" if small else "emulated"
     try:

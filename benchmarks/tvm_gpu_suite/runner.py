@@ -34,8 +34,9 @@ BUCKETS = {
     "too_big": "refused: needs more shared memory than any GPU has (sm_90: 227 KB) as "
                "Cuvil sizes its tiles (MetaSchedule's VerifyGPUCode refuses such a "
                "candidate; not counted as passing: the sizes are Cuvil's bounding boxes)",
-    "invalid": "refused: the function as written accesses outside its buffers (its "
-               "serial meaning fails the bounds check too; TVM does not check)",
+    "invalid": "the function as written accesses outside its buffers: its serial "
+               "meaning fails the bounds check (TVM does not check); refused by the "
+               "build, or built with nothing to compare with",
     "wrong": "WRONG: builds and runs, different numbers from the function's meaning",
     "race": "a race found by the interpreter's GPU semantics",
     "parse": "TVMScript Cuvil does not read",

@@ -30,7 +30,8 @@ from .. import dtype as D
 from .. import ops
 from ..expr import Expr, FloatImm, IntImm
 from ..expr_build import make_float
-from ..dtype import float_value, round_bf16
+from ..float8 import round_to
+from ..dtype import float_value, is_float8, round_bf16
 from ..intdiv import INT_DIVISIONS
 
 _INT_OPS = {
@@ -62,6 +63,8 @@ def np_scalar(value: float, dt: str):
     """
     if dt == "bfloat16":
         return np.float32(round_bf16(value))
+    if is_float8(dt):
+        return round_to(value, dt)
     return np.dtype(dt).type(value)
 
 
@@ -156,5 +159,5 @@ def fold_call(dt: str, op: str, args: tuple) -> Expr | None:
     vals = [float_value(a.value, dt) for a in args]
     if spec.reference is None or spec.arity != len(vals):
         return None
-    t = np.float32 if dt == "bfloat16" else np.dtype(dt).type
+    t = np.float32 if dt == "bfloat16" or is_float8(dt) else np.dtype(dt).type
     return _float_op(spec.reference(t), dt, *vals)

@@ -71,8 +71,12 @@ def buffer_array(k: int, buf: Buffer, arr):
     if arr.dtype != want:
         note = " (bfloat16 tensors are stored as uint16 bits)" if \
             buf.dtype == "bfloat16" else ""
+        fix = f"convert with arr.astype('{want.name}')"
+        if D.is_float8(buf.dtype):
+            note = " (fp8 tensors are stored as uint8 bits)"
+            fix = f"encode values with cuvil_tir.float8.encode(arr, '{D.element(buf.dtype)}')"
         raise DTypeError(f"argument {k} ({buf.name}): expected dtype {want.name}{note}, "
-                         f"found {arr.dtype.name}; convert with arr.astype('{want.name}')")
+                         f"found {arr.dtype.name}; {fix}")
     if arr.ndim == buf.ndim:
         return arr
     if buf.ndim == 1:

@@ -296,6 +296,11 @@ def _reference_rule(op):
             f"{op.name} runs across the lanes of a {op.collective} together; the "
             "interpreter runs it only inside a kernel (under a loop bound to a thread "
             "axis), where every lane takes part", LoweringError)
+    if op.asynchronous is not None:
+        return ops.Unsupported(
+            f"{op.name} is an asynchronous copy: the interpreter runs it as a statement "
+            "of a kernel (cuvil_tir.interp.async_copy), under a loop bound to a thread "
+            "axis", LoweringError)
     if op.lanes_reference is not None:
         return ExprCompiler._lanes_reference
     # an op with reference semantics is computed by them: the interpreter's default

@@ -46,15 +46,18 @@ import numpy as np
 from ..errors import LoweringError, RaceError
 from ..expr import Call
 from ..ops import get_op
-from ..ops.gpu import collective, tiles_of, warp_combiner
+from ..ops.async_copy import asynchronous
+from ..ops.gpu import collective, per_warp, tiles_of, warp_combiner
 from ..printer import to_text
 from ..stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt
 from ..transform.gpu_sync import is_barrier
 from ..thread_axes import thread_axis
 from ..transform.gpu_threads import is_thread_loop, launch_shape, thread_loops
 from ..visitor import post_order_visit
+from .async_copy import AsyncCopies, compile_async
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
+from .scalar import tile_storage, tile_values
 from .scalar import binary_op
 from .stmts import StmtCompiler
 
@@ -87,6 +90,7 @@ class _Block:
         self.glog: dict = {}         # global memory over the whole launch
         self.phase = 0               # barriers passed by the current block
         self.warp_vals: list = []
+        self.copies = AsyncCopies()      # asynchronous copies in flight
 
     def start(self, block: tuple, dims: tuple):
         self.block = block
@@ -94,6 +98,7 @@ class _Block:
         self.threads = [t[::-1] for t in self.threads]
         self.ctxs = [{} for _ in self.threads]
         self.logs = {}
+        self.copies.reset()
         self.phase = 0
         self.set_thread(0)
 
@@ -207,7 +212,8 @@ def _collective(s) -> bool:
 
     def look(n):
         if (isinstance(n, Call) and collective(n) is not None) or (
-                isinstance(n, Allocate) and n.buffer.scope == "shared"):
+                isinstance(n, Allocate) and (n.buffer.scope == "shared"
+                                             or per_warp(n.buffer.scope))):
             hit.append(1)
     post_order_visit(s, look)
     return bool(hit)
@@ -253,6 +259,9 @@ class GpuStmtCompiler(StmtCompiler):
         return bound
 
     def _s_Evaluate(self, s):
+        role = asynchronous(s.value)
+        if role is not None:
+            return compile_async(self, s.value, role, self.g.copies, self.g)
         if is_barrier(s):
             return lambda: None       # outside a kernel, or in un-lowered IR
         return super()._s_Evaluate(s)
@@ -286,7 +295,16 @@ class GpuStmtCompiler(StmtCompiler):
         text = self.stmt_text[-1] if self.stmt_text else to_text(node)
         lanes = max(ix.lanes for ix in node.indices) if node.indices else 1
         log = g.log if buf.scope == "shared" else g.log_global
-        slot, bufs = self.buffer(buf, node), self.frame.bufs
+        slot, bufs, kind = self.buffer(buf, node), self.frame.bufs, \
+            "writes" if write else "reads"
+
+        def in_flight(addrs):
+            # an asynchronous copy's destination may not be touched before it lands
+            arr = bufs[slot]
+            for a in addrs:
+                flat = a if not isinstance(a, tuple) else int(
+                    np.ravel_multi_index(a, arr.shape))
+                g.copies.check(arr, flat, g.thread, kind, text, g.threads)
 
         def addr():
             vals = [f() for f in fs]
@@ -297,14 +315,20 @@ class GpuStmtCompiler(StmtCompiler):
 
         if write:
             def store():
+                addrs = addr()
+                if g.copies.inflight:
+                    in_flight(addrs)
                 inner()
                 arr = bufs[slot]
-                for a in addr():
+                for a in addrs:
                     log(buf, a, True, text, arr[a])
             return store
 
         def load():
-            for a in addr():
+            addrs = addr()
+            if g.copies.inflight:
+                in_flight(addrs)
+            for a in addrs:
                 log(buf, a, False, text)
             return inner()
         return load
@@ -475,10 +499,12 @@ class GpuStmtCompiler(StmtCompiler):
                 for x in pos.ravel().tolist():
                     g.log(a.buffer, x, False, text)
             mats.append((arr, pos))
-        outs = spec.reference(None)(*(arr[pos] for arr, pos in mats))
+        # the reference computes on values (a bfloat16 tile is stored as its bits)
+        outs = spec.reference(None)(*(tile_values(arr[pos], a.buffer.dtype)
+                                      for (arr, pos), a in zip(mats, args)))
         written = [(m, t, a) for m, t, a in zip(mats, tiles, args) if t.writes]
         for ((arr, pos), t, a), value in zip(written, outs):
-            arr[pos] = value
+            arr[pos] = tile_storage(value, a.buffer.dtype)
             if g.check and a.buffer.scope == "shared":
                 for x in pos.ravel().tolist():
                     g.log(a.buffer, x, True, text)
@@ -572,6 +598,15 @@ class GpuStmtCompiler(StmtCompiler):
             body = self.coll(s.body)
         if buf.scope == "local":
             return self._per_thread_slot(("b", k), lambda t: new_array(buf, shape()), body)
+        if per_warp(buf.scope):
+            # the 32 lanes of a warp (consecutive linear thread ids) share one array
+            warps: dict = {}
+
+            def of_warp(t):
+                if t % 32 == 0:         # a new run of the block: fresh arrays
+                    warps[t // 32] = new_array(buf, shape())
+                return warps[t // 32]
+            return self._per_thread_slot(("b", k), of_warp, body)
         bufs = self.frame.bufs
 
         def alloc():

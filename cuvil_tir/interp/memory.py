@@ -77,6 +77,9 @@ def _reader(dt: str, buf=None):
 
         def raw(a, idx):
             return table[a.item(idx)]
+    elif D.is_float8(dt):
+        def raw(a, idx):
+            return conv(a.item(idx))
     else:
         def raw(a, idx):
             return a.item(idx)
@@ -254,6 +257,8 @@ def new_array(buf, dims):
     dt = buf.dtype
     if D.element(dt) == "bfloat16":
         return np.full(dims, _BF16_NAN, D.to_numpy(dt))
+    if D.is_float8(dt):                          # NaN of e4m3fn and of e5m2
+        return np.full(dims, 0x7F, D.to_numpy(dt))
     if D.is_float(dt):
         return np.full(dims, np.nan, D.to_numpy(dt))
     a = np.zeros(dims, D.to_numpy(dt)).view(MarkedArray)

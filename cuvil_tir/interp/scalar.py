@@ -29,6 +29,7 @@ import operator
 import numpy as np
 
 from .. import dtype as D
+from .. import float8 as F8
 from .. import ops
 from ..errors import LoweringError
 from ..intdiv import floordiv, floormod, truncdiv, truncmod
@@ -100,7 +101,14 @@ def to_dtype(dt: str):
         return _wrapper(e)
     if e == "bfloat16":
         return round_bf16
+    if F8.is_float8(e):
+        return lambda v: F8.round_to(v, e)
     return np.dtype(e).type
+
+
+def _rounded(e: str) -> bool:
+    """Whether float dtype ``e`` is computed in float32 and rounded after each op."""
+    return e == "bfloat16" or F8.is_float8(e)
 
 
 def _fmin(a, b):
@@ -136,7 +144,9 @@ def _float_ops() -> dict:
             "FloorMod": operator.mod, "Mod": np.fmod, "Min": _fmin, "Max": _fmax}
 
 
-def _round_after(fn):
+def _round_after(fn, e: str = "bfloat16"):
+    if F8.is_float8(e):
+        return lambda *args: F8.round_to(fn(*args), e)
     return lambda *args: round_bf16(fn(*args))
 
 
@@ -165,7 +175,7 @@ def binary_op(kind: str, dt: str):
     if D.is_integer(e):
         return _int_ops(e)[kind]
     fn = _float_ops()[kind]
-    return _round_after(fn) if e == "bfloat16" else fn
+    return _round_after(fn, e) if _rounded(e) else fn
 
 
 def cast_op(src: str, dst: str):
@@ -192,6 +202,8 @@ def cast_op(src: str, dst: str):
     # float destination
     if d == "bfloat16":
         return lambda v: round_bf16(float(v))
+    if F8.is_float8(d):
+        return lambda v: F8.round_to(float(v), d)
     t = np.dtype(d).type
     if D.is_float(s):
         return t
@@ -237,13 +249,13 @@ def intrinsic_op(name: str, dt: str):
         return spec.int_reference(e)
     if not D.is_float(e):
         raise LoweringError(f"intrinsic {name!r} on dtype {dt} is not defined")
-    t = np.float32 if e == "bfloat16" else np.dtype(e).type
+    t = np.float32 if _rounded(e) else np.dtype(e).type
     if spec is None or spec.reference is None:
         known = [n for n in ops.list_ops() if ops.get_op(n).reference is not None]
         raise LoweringError(f"unknown intrinsic {name!r}; the interpreter knows "
                             f"{', '.join(known)}")
     fn = spec.reference(t)
-    return _round_after(fn) if e == "bfloat16" else fn
+    return _round_after(fn, e) if _rounded(e) else fn
 
 
 def load_converter(dt: str):
@@ -257,11 +269,47 @@ def load_converter(dt: str):
     e = D.element(dt)
     if e == "bfloat16":
         return lambda v: _BF16_TO_F32[v]
+    if F8.is_float8(e):
+        return lambda v: F8.decode(int(v), e)
     if e == "bool":
         return bool
     if D.is_integer(e):
         return int
     return None
+
+
+def tile_values(stored, dt: str):
+    """The values of an array of ``dt`` elements as stored (bfloat16 bits become
+    float32 values; other dtypes are their values already).
+
+    Example::
+
+        >>> tile_values(np.array([0x3F80, 0x4000], np.uint16), "bfloat16").tolist()
+        [1.0, 2.0]
+    """
+    if D.element(dt) == "bfloat16":
+        return _BF16_TO_F32[np.asarray(stored, np.uint16)]
+    if F8.is_float8(D.element(dt)):
+        return F8.decode(stored, D.element(dt))
+    return stored
+
+
+def tile_storage(values, dt: str):
+    """An array of values stored as ``dt`` elements (bfloat16: nearest, ties to even).
+
+    Example::
+
+        >>> [hex(x) for x in tile_storage(np.array([1.0, 2.0], np.float32), "bfloat16")]
+        ['0x3f80', '0x4000']
+    """
+    if D.element(dt) == "bfloat16":
+        u = np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
+        bits = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+        nan = np.isnan(np.asarray(values, np.float32))
+        return np.where(nan, (((u >> 16) & 0x8000) | 0x7FC0).astype(np.uint16), bits)
+    if F8.is_float8(D.element(dt)):
+        return F8.encode(values, D.element(dt))
+    return values
 
 
 def store_converter(dt: str):
@@ -272,4 +320,7 @@ def store_converter(dt: str):
         >>> hex(store_converter("bfloat16")(np.float32(2.0)))
         '0x4000'
     """
-    return bf16_bits if D.element(dt) == "bfloat16" else None
+    e = D.element(dt)
+    if F8.is_float8(e):
+        return lambda v: int(F8.encode(v, e))
+    return bf16_bits if e == "bfloat16" else None

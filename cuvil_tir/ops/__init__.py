@@ -24,6 +24,8 @@ An :class:`OpDef` says, for one op, everything the rest of Cuvil needs to know:
   shuffle, a tensor-core step), or None; ``tiles``: for an op on matrix tiles,
   ``tiles(args)`` gives each tile it touches (:class:`cuvil_tir.ops.gpu.Tile`), and
   ``reference(t)`` its computation on them (:mod:`cuvil_tir.ops.gpu`);
+* ``asynchronous``: the op's role in asynchronous copies (``"copy"``, ``"commit"``,
+  ``"wait"``: :mod:`cuvil_tir.ops.async_copy`), or None;
 * ``lanes_reference``: for an op whose result lanes each combine several lanes of its
   arguments (a dot product of byte groups, :mod:`cuvil_tir.ops.dot`),
   ``lanes_reference(*args)`` computes the whole result from its arguments as numpy
@@ -65,6 +67,8 @@ EFFECTS = ("pure", "reads", "writes", "barrier", "opaque")
 COLLECTIVES = (None, "block", "warp")
 #: the dtype rules an op's operands follow
 OPERAND_RULES = ("float", "number", "select", "any")
+#: the roles of asynchronous copies (:mod:`cuvil_tir.ops.async_copy`)
+ASYNC_ROLES = (None, "copy", "commit", "wait")
 
 
 @dataclass(frozen=True)
@@ -92,9 +96,13 @@ class OpDef:
     effect_of: Callable | None = None
     collective: str | None = None
     tiles: Callable | None = None
+    asynchronous: str | None = None
     lanes_reference: Callable | None = None
 
     def __post_init__(self):
+        if self.asynchronous not in ASYNC_ROLES:
+            raise CuvilError(f"op {self.name!r}: asynchronous must be one of "
+                             f"{ASYNC_ROLES}, found {self.asynchronous!r}")
         if self.collective not in COLLECTIVES:
             raise CuvilError(f"op {self.name!r}: collective must be one of "
                              f"{COLLECTIVES}, found {self.collective!r}")
@@ -405,3 +413,5 @@ from .spelling import (EXPAND, Unsupported, find_spelling, register_backend,  # 
                        unregister_backend)
 # the GPU ops: a block barrier, warp reductions (cuvil_tir.ops.gpu)
 from . import gpu as _gpu  # noqa: E402,F401
+# asynchronous copies and their waits (cuvil_tir.ops.async_copy)
+from . import async_copy as _async_copy  # noqa: E402,F401

@@ -151,10 +151,24 @@ def tiles_of(call) -> tuple:
     return tuple(get_op(op).tiles(call.args))
 
 
+def per_warp(scope) -> bool:
+    """Whether one allocation in ``scope`` serves a warp: TVM's storage ranks
+    ``warp`` and ``wmma.*`` (a tensor-core fragment lives in the registers of the 32
+    lanes together).  Such a buffer is sized by what one warp touches (``threadIdx.x``
+    relaxed) and touched only by warp-wide tile ops.
+
+    Example::
+
+        >>> per_warp("wmma.accumulator"), per_warp("shared")
+        (True, False)
+    """
+    return isinstance(scope, str) and (scope == "warp" or scope.startswith("wmma."))
+
+
 register_op(OpDef(SYNC_OP, 1, "any", effect="barrier", collective="block",
                   doc="every thread of the block arrives before any goes on"))
 for _name, _kind in (("warp_sum", "Add"), ("warp_max", "Max"), ("warp_min", "Min")):
     register_warp_reduction(_name, _kind)
 
 __all__ = ["COMBINERS", "SYNC_OP", "TILE_ACCESS", "Tile", "collective", "is_block_barrier",
-           "register_warp_reduction", "tiles_of", "warp_combiner"]
+           "per_warp", "register_warp_reduction", "tiles_of", "warp_combiner"]

@@ -9,9 +9,10 @@ what it needs from a :class:`MemorySpec` per scope:
 
 * ``instance``: what one allocation serves. ``"program"`` (``global``: one for the
   whole program, never privatised into a parallel or thread loop), ``"block"``
-  (``shared``: one per thread block), ``"warp"``, ``"thread"`` (``local``: one per
-  thread or per parallel task) or ``"static"`` (an accelerator scratchpad: one for the
-  whole program at an address fixed at compile time);
+  (``shared``: one per thread block), ``"warp"`` (``warp`` and TVM's ``wmma.*``
+  tensor-core fragments), ``"thread"`` (``local``: one per thread or per parallel
+  task) or ``"static"`` (an accelerator scratchpad: one for the whole program at an
+  address fixed at compile time);
 * ``shared_by``: the thread tags whose iterations use one allocation, so the box of a
   buffer is relaxed over them (``shared``: ``threadIdx``, ``vthread``); the iterations
   of any other thread tag each have their own copy, so the box is what one of them
@@ -46,7 +47,8 @@ from .pass_manager import PassContext
 
 #: instance and thread tags sharing one allocation, by the base of a scope name
 _BY_BASE = {"global": ("program", ()), "shared": ("block", ("threadIdx", "vthread")),
-            "warp": ("warp", ("threadIdx.x",)), "local": ("thread", ())}
+            "warp": ("warp", ("threadIdx.x",)), "wmma": ("warp", ("threadIdx.x",)),
+            "local": ("thread", ())}
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,24 @@ class MemorySpec:
         if loop.kind == "parallel":
             return self.instance == "thread"
         return True
+
+    def shares(self, loop) -> bool:
+        """Whether ``loop`` is bound to a thread tag whose threads share one allocation
+        of this memory (``shared`` under ``threadIdx``/``vthread``): a buffer whose
+        accesses all lie inside it is still one allocation, placed deeper (at the
+        statement holding its accesses, where its box is smallest) and relaxed over
+        the loop's threads.
+
+        Example::
+
+            >>> import cuvil_tir as T
+            >>> tx = T.For(T.var("t"), T.const(0), T.const(4), "thread_binding",
+            ...            T.Evaluate(T.const(0)), "threadIdx.x")
+            >>> memory_spec("shared").shares(tx), memory_spec("local").shares(tx)
+            (True, False)
+        """
+        return loop.kind == "thread_binding" and self.instance == "block" \
+            and loop.thread_tag.startswith(self.shared_by) and bool(self.shared_by)
 
     def own_copy(self, loop) -> bool:
         """Whether each iteration of thread loop ``loop`` has its own copy of a buffer

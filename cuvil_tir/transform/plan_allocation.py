@@ -16,9 +16,11 @@ A buffer moves inside a loop only when each iteration of that loop uses it priva
 (:mod:`.buffer_privacy`: what each iteration reads it wrote itself, or the iterations
 touch disjoint parts), and when its memory allows one allocation per iteration: a
 ``global`` or static (accelerator) buffer never moves into a thread-bound, parallel,
-vectorized or unrolled loop; a ``shared`` buffer is one per thread block, so it does
-not move into the ``threadIdx``/``vthread`` loops that share it; a ``local`` buffer
-is one per thread, so it moves into thread-bound and parallel loops.
+vectorized or unrolled loop; a ``shared`` buffer is one per thread block: it passes
+through the ``threadIdx``/``vthread`` loops that share it down to the statement holding
+its accesses (TVM's placement: a tile copied at each k step inside the thread loops is
+one k step's tile, for all the block's threads), and is one allocation there; a
+``local`` buffer is one per thread, so it moves into thread-bound and parallel loops.
 
 The box is relaxed over the loops inside the allocation, and over the thread loops
 around it whose threads share the memory (a block under ``threadIdx`` loops that
@@ -91,7 +93,10 @@ def _descend(body, buf, spec, doms):
     node = body
     while True:
         outer = {**doms, **doms_of(entered)}
-        if isinstance(node, For) and spec.may_enter(node) and (
+        if isinstance(node, For) and spec.shares(node):
+            entered.append(node)      # one allocation for all its threads: passed through
+            node = node.body
+        elif isinstance(node, For) and spec.may_enter(node) and (
                 spec.own_copy(node) or private(node, buf, memo, outer) or
                 disjoint(node, buf)):
             entered.append(node)
@@ -202,7 +207,10 @@ def _within(sized, full, doms):
         ana.bind(v, r)
     shape, offset = [], []
     for ext, off, whole in zip(*sized, full):
-        if ana.can_prove(ext <= whole) and ana.can_prove(1 <= ext):
+        # one element is never more than a dimension some access lies in, even one of
+        # a symbolic extent that may be 0 for all the analyzer knows
+        if (isinstance(ext, IntImm) and ext.value == 1) or (
+                ana.can_prove(ext <= whole) and ana.can_prove(1 <= ext)):
             shape.append(ext)
             offset.append(off)
         else:
@@ -265,7 +273,8 @@ class _Planner(Mutator):
         # allocated inside thread loops whose threads share the memory (a block under
         # threadIdx allocating a shared buffer): the box covers all their threads
         shared_above = [lp for lp in self.loops
-                        if lp.kind == "thread_binding" and not spec.own_copy(lp)]
+                        if lp.kind == "thread_binding" and not spec.own_copy(lp)] + \
+            [lp for lp in entered if spec.shares(lp)]
         box = _Box(node, buf, spec, shared_above)
         sized = box.sized(doms)
         if sized is not None and not spec.rebase_regions and handed_to_call(node, buf):

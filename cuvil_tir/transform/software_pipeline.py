@@ -5,8 +5,11 @@ loop annotations ``software_pipeline_stage`` and ``software_pipeline_order``.
 the loop's body a stage: statement ``i`` of iteration ``k`` runs ``stage[i]`` steps of
 the pipeline later than the stage-0 statements of iteration ``k``, so the copies of
 tile ``k + 1`` are issued before the computation on tile ``k`` (double buffering);
-``[0, 0, 2]`` keeps three tiles in flight.  ``software_pipeline_order`` (optional) is
-the order of the statements within one step.  A tile the memory planner allocated in
+``[0, 0, 2]`` keeps three tiles in flight.  ``software_pipeline_order`` (optional)
+gives each statement its place within one step (``[0, 2, 1]``: statement 2 runs
+second; TVM's meaning).  A pipelined loop inside another counts, in the outer loop's
+annotations, as TVM's three statements: its prologue, its loop and its epilogue (the
+last steps unrolled).  A tile the memory planner allocated in
 the loop (one per iteration) gets as many versions as the stages it lives across (the
 last stage reading it, minus the stage writing it, plus one), indexed by the
 iteration modulo that count.  The same pass serves every target: on a GPU the copy of
@@ -101,17 +104,26 @@ class _Version(Mutator):
 class _Pipeline:
     """One annotated loop rewritten (module doc)."""
 
-    def __init__(self, func, loop, stages, order):
+    def __init__(self, func, loop, stages, order, nested=None):
         self.func, self.loop = func, loop
         body, self.tiles = loop.body, []
         while isinstance(body, Allocate):
             self.tiles.append(body.buffer)
             body = body.body
-        self.stmts = list(body.seq) if isinstance(body, SeqStmt) else [body]
+        self.stmts = []
+        for stmt in (body.seq if isinstance(body, SeqStmt) else (body,)):
+            # an inner pipeline counts as its prologue, body and epilogue (TVM's
+            # statements), its tiles allocated for this loop's iteration
+            tiles, parts = (nested or {}).get(id(stmt), ((), (stmt,)))
+            self.tiles.extend(tiles)
+            self.stmts.extend(parts)
         self._check(stages, order)
         low = min(stages)
         self.stages = [s - low for s in stages]
-        self.order = list(order) if order else list(range(len(self.stmts)))
+        # TVM's order gives each statement its place in the step (statement i runs
+        # order[i]-th); the statements in the order they run:
+        self.order = sorted(range(len(self.stmts)), key=lambda i: order[i]) if order \
+            else list(range(len(self.stmts)))
         self.depth = max(self.stages)
         self._check_dependences()
         self.versions = self._versions()
@@ -176,7 +188,11 @@ class _Pipeline:
         return {key: last_use[key] - first_write.get(key, last_use[key]) + 1
                 for key in tile_ids if key in last_use}
 
-    def rewrite(self, reorder: bool):
+    def rewrite(self, reorder: bool, parts: bool = False):
+        """``(statement, versions)``; with ``parts`` (a loop inside another pipelined
+        loop, whose stages count this one's prologue, body and epilogue as TVM writes
+        them) and a constant extent above the depth, ``(statement, versions, (tiles,
+        (prologue, body, epilogue)))``."""
         loop, v = self.loop, self.loop.loop_var
         lo, end = loop.min, loop.min + loop.extent
         bmap = {id(b): Buffer((IntImm(self.versions[id(b)], "int32"),) + tuple(b.shape),
@@ -206,12 +222,29 @@ class _Pipeline:
                 if static and ahead >= loop.extent.value:
                     continue
                 prologue.append(step(i, lo + IntImm(ahead, v.dtype), not static))
+        ann = {k: x for k, x in loop.annotations if k not in (STAGE, ORDER)}
+        if parts and isinstance(loop.extent, IntImm) and loop.extent.value > self.depth:
+            return self._parts(prologue, step, ann, bmap)
         body = _merge_guards([step(i, v + IntImm(self.depth - self.stages[i], v.dtype)
                                    if self.depth > self.stages[i] else v,
                                    self.depth > self.stages[i]) for i in self.order])
-        ann = {k: x for k, x in loop.annotations if k not in (STAGE, ORDER)}
         return self._wrap(seq(*prologue, For(v, lo, loop.extent, loop.kind, seq(*body),
                                              loop.thread_tag, ann)), bmap)
+
+    def _parts(self, prologue, step, ann, bmap):
+        """TVM's form: the steady loop without guards over the iterations whose every
+        stage is in range, then the last steps unrolled (the epilogue)."""
+        loop, v, lo, depth = self.loop, self.loop.loop_var, self.loop.min, self.depth
+        n = loop.extent.value
+        steady = For(v, lo, IntImm(n - depth, loop.extent.dtype), loop.kind,
+                     seq(*[step(i, v + IntImm(depth - self.stages[i], v.dtype), False)
+                           for i in self.order]), loop.thread_tag, ann)
+        epilogue = [step(i, lo + IntImm(q + depth - self.stages[i], v.dtype), False)
+                    for q in range(n - depth, n) for i in self.order
+                    if q + depth - self.stages[i] < n]
+        out, versions = self._wrap(seq(*prologue, steady, *epilogue), bmap)
+        tiles = tuple(bmap.get(id(b), b) for b in self.tiles)
+        return out, versions, (tiles, (seq(*prologue), steady, seq(*epilogue)))
 
     def _wrap(self, out, bmap):
         for b in reversed(self.tiles):
@@ -237,9 +270,15 @@ def _merge_guards(stmts) -> list:
 class _Inject(Mutator):
     def __init__(self, func, reorder):
         self.func, self.versions, self.reorder = func, {}, reorder
+        self.depth, self.nested = 0, {}
 
     def visit_For(self, loop):
-        loop = self.generic_visit(loop)
+        inside = self.depth > 0
+        self.depth += STAGE in dict(loop.annotations)
+        try:
+            loop = self.generic_visit(loop)
+        finally:
+            self.depth -= STAGE in dict(loop.annotations)
         ann = dict(loop.annotations)
         for old in _LEGACY:
             if old in ann:
@@ -251,8 +290,10 @@ class _Inject(Mutator):
                     "pipelines):\n" + to_text(self.func, highlight=loop))
         if STAGE not in ann:
             return loop
-        out, versions = _Pipeline(self.func, loop, ann[STAGE],
-                                  ann.get(ORDER)).rewrite(self.reorder)
+        out, versions, *parts = _Pipeline(self.func, loop, ann[STAGE], ann.get(ORDER),
+                                          self.nested).rewrite(self.reorder, inside)
+        if parts:
+            self.nested[id(out)] = parts[0]
         self.versions.update(versions)
         return out
 

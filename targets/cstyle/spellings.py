@@ -61,6 +61,10 @@ def _default(op):
         return ops.Unsupported(
             f"{op.name} runs across the threads of a GPU {op.collective} together; plain "
             "C has no threads to run it with: build for a GPU target such as 'cuda'")
+    if op.asynchronous is not None:     # cuvil_tir.ops.async_copy
+        return ops.Unsupported(
+            f"{op.name} is an asynchronous copy into a GPU's on-chip memory; plain C "
+            "copies synchronously: build for a GPU target such as 'cuda'")
     if op.lanes_reference is not None:   # a CPU's dot-product instruction (ops.dot)
         return ops.Unsupported(
             f"{op.name} adds products of several lanes of its arguments into each "

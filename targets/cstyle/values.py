@@ -26,7 +26,9 @@ class CValues:
         """The C type of a value of ``dt``'s element in an expression."""
         e = D.element(dt)
         if e not in self.scalar_types:
-            raise CodegenError(f"{self.lang} codegen: no C type for dtype {dt!r}")
+            hint = ("; the fp8 dtypes are compiled by the cuda target" if D.is_float8(e)
+                    else "")
+            raise CodegenError(f"{self.lang} codegen: no C type for dtype {dt!r}{hint}")
         return self.scalar_types[e]
 
     def mem_type(self, dt: str) -> str:

@@ -2,7 +2,10 @@
 through cupy; checked everywhere through the interpreter's GPU semantics.
 
 ``Target("cuda", arch="sm_90")``: ``arch`` picks the architecture of ``--emit ptx``
-and the shared-memory capacity (the runtime compiles for the GPU it finds).
+and the shared-memory capacity (the runtime compiles with NVRTC for the GPU it
+finds); an architecture-specific target (``sm_90a``: ``wgmma``, ``setmaxnreg``) is
+compiled by ``nvcc`` at build time and its cubin kept in the program (and so in the
+compile cache).
 Memories: ``global``, ``shared`` (per block), ``local`` (per thread).
 
 Lowering (:func:`cuda_pipeline`): ``shared``/``local`` buffers placed and sized per
@@ -23,7 +26,7 @@ Example::
 
     >>> import targets
     >>> [m.scope for m in targets.get_target_kind("cuda").memories]
-    ['global', 'shared', 'local']
+    ['global', 'shared', 'local', 'wmma.accumulator']
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from cuvil_tir.visitor import Mutator
 
 from ..runtime import Module
 from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
+from .nvcc import needs_nvcc, nvcc_available, nvcc_compile
 from .runtime import CudaRuntime
 from .tensorcore import wmma_leading_dims
 
@@ -159,7 +163,10 @@ class CudaKind(TargetKind):
     memories = (Memory("global", None, "device memory (parameters, temporaries)"),
                 Memory("shared", SHARED_CAPACITY[8], "per thread block, on chip", banks=32,
                        width_bits=32),
-                Memory("local", None, "per thread: registers"))
+                Memory("local", None, "per thread: registers"),
+                Memory("wmma.accumulator", None,
+                       "per warp: tensor-core accumulator fragments in registers",
+                       instance="warp"))
     calling_conventions = ("host", "device_kernel")
     op_spellings = "cuda"
     passes = cuda_pipeline()
@@ -172,9 +179,16 @@ class CudaKind(TargetKind):
         """Every ``device_kernel`` function of the lowered module as CUDA C, the host
         function as C (compiled at the first call), the launches as data."""
         cuda = codegen_cuda(module, target)
+        arch = target.options.get("arch", "sm_80")
+        binaries = {}
+        if needs_nvcc(arch) and nvcc_available() and cuda.kernels:
+            # NVRTC through cupy compiles for the plain architecture: the build keeps
+            # nvcc's machine code, so the compile cache holds it too
+            binaries["cubin"] = nvcc_compile(cuda.text, arch, "cubin")
         return Program(self.name, module.entry.name,
                        sources={"cuda": cuda.text, "host": cuda.host_c,
                                 "host_ir": to_text(cuda.host)},
+                       binaries=binaries,
                        functions={f.name: calling_conv(f) for f in module.functions},
                        launch={"kernels": {k: {"dyn_shared": info.dyn_shared}
                                            for k, info in cuda.kernels.items()},
@@ -184,16 +198,17 @@ class CudaKind(TargetKind):
                        lowered=module)
 
     def load(self, program, target) -> Module:
-        """A module that compiles the kernels with NVRTC and the host program with the
-        C compiler at its first call; its launch table is read from the lowered
-        module."""
+        """A module that compiles the kernels with NVRTC (or loads the cubin nvcc made
+        for an ``sm_90a``-style architecture) and the host program with the C compiler
+        at its first call; its launch table is read from the lowered module."""
         lowered = program.lowered_module
         if program.from_cache:
             # the text form gives each thread loop its own variable; the code generator
             # wants the one variable per thread tag the lowering made
             lowered = lowered.map_functions(normalize_thread_bindings)
         cuda = codegen_cuda(lowered, target)
-        return Module(CudaRuntime(cuda, target, program.signature), program, target)
+        return Module(CudaRuntime(cuda, target, program.signature,
+                                  program.binaries.get("cubin")), program, target)
 
 
 CUDA = register_target(CudaKind())

@@ -55,6 +55,9 @@ from ..cstyle import CPrinter
 from .host import print_host
 from .intrinsics import PREAMBLE
 from .tensorcore import WMMA_OP, wmma_text
+from .mma_fp8 import FP8_OP, mma_fp8_text
+from .fragments import ACC_SCOPE, FILL_OP, STORE_OP, declare_fragments, fill_text, store_text
+from .asynccopy import SPELLINGS as ASYNC_SPELLINGS
 
 STATIC_SHARED_LIMIT = 48 * 1024
 
@@ -186,7 +189,10 @@ class KernelPrinter(CPrinter):
     function_prefix = 'extern "C" __global__'
     status_type = "void"
     restrict = "__restrict__"
-    memory_types = {"float16": "half", "bfloat16": "__nv_bfloat16"}
+    memory_types = {"float16": "half", "bfloat16": "__nv_bfloat16",
+                    "float8_e4m3fn": "__nv_fp8_e4m3", "float8_e5m2": "__nv_fp8_e5m2"}
+    # fp8 values are computed in float, as float16 and bfloat16 are
+    scalar_types = {**CPrinter.scalar_types, "float8_e4m3fn": "float", "float8_e5m2": "float"}
     loop_pragmas = {"unrolled": "#pragma unroll", "vectorized": "#pragma unroll"}
     #: how CUDA C reads each thread axis (cuvil_tir.thread_axes)
     axis_spelling = {"blockIdx.x": "blockIdx.x", "blockIdx.y": "blockIdx.y",
@@ -270,10 +276,12 @@ class KernelPrinter(CPrinter):
             self.emit(f"__shared__ __align__(32) {t} {name}[{n}];")
         elif buf.scope == "local":
             self.emit(f"__align__(16) {t} {name}[{n}];")
+        elif buf.scope == ACC_SCOPE:
+            declare_fragments(self, buf, name, n)
         else:
             raise CodegenError(f"cuda codegen: buffer {buf.name} in scope {buf.scope!r} "
-                               "is allocated inside a kernel; only 'shared' and 'local' "
-                               "buffers can be")
+                               "is allocated inside a kernel; only 'shared', 'local' and "
+                               f"'{ACC_SCOPE}' buffers can be")
         self.print_stmt(s.body)
 
     def s_Evaluate(self, s):
@@ -328,8 +336,17 @@ class KernelPrinter(CPrinter):
         return aff.const % n == 0 and all(c % n == 0 for _, c in aff.terms)
 
     # ---- values -----------------------------------------------------------------------
+    def mem_type(self, dt: str) -> str:
+        if D.is_float8(dt):
+            self.use_helper("cuda_fp8", "#include <cuda_fp8.h>")
+        return super().mem_type(dt)
+
     def to_memory(self, text, vdt, mdt):
         e = D.element(mdt)
+        if D.is_float8(e):
+            # nearest, ties to even, saturating to the largest finite value (as the
+            # interpreter rounds: cuvil_tir.float8)
+            return f"{self.mem_type(e)}((float)({text}))"
         if e == "float16":
             return f"__float2half_rn({text})"
         if e == "bfloat16":
@@ -338,6 +355,8 @@ class KernelPrinter(CPrinter):
 
     def from_memory(self, text, mdt):
         e = D.element(mdt)
+        if D.is_float8(e):
+            return f"((float)({text}))"
         if e == "float16":
             return f"__half2float({text})"
         if e == "bfloat16":
@@ -346,7 +365,7 @@ class KernelPrinter(CPrinter):
 
     def round_value(self, text, dt):
         e = D.element(dt)
-        if e in ("float16", "bfloat16"):
+        if e in ("float16", "bfloat16") or D.is_float8(e):
             return self.from_memory(self.to_memory(text, dt, e), e)
         return super().round_value(text, dt)
 
@@ -375,12 +394,25 @@ class KernelPrinter(CPrinter):
         lo, _ = self.ana.const_int_bound(e)
         return isinstance(lo, int) and lo > 0
 
+    def access(self, buf, indices) -> str:
+        if buf.scope == ACC_SCOPE:      # wmma_leading_dims refused these already
+            raise CodegenError(f"cuda codegen: {buf.name} is a tensor-core fragment "
+                               f"({ACC_SCOPE}); only the tensor-core ops reach it")
+        return super().access(buf, indices)
+
     def wmma(self, e) -> str:
         """A tensor-core step; its global tiles need 32-byte aligned pointers."""
         for x in e.args[:3]:
             if x.buffer.scope == "global":
                 self.alignment[x.buffer.name] = 32
         return wmma_text(self, e)
+
+    def mma_fp8(self, e) -> str:
+        """An fp8 tensor-core step; its global tiles are read in 4-byte words."""
+        for x in e.args[:3]:
+            if x.buffer.scope == "global":
+                self.alignment[x.buffer.name] = 16
+        return mma_fp8_text(self, e)
 
 
 def _warp_reduction(p, e) -> str:
@@ -397,7 +429,9 @@ ops.register_spellings("cuda", {
     # the GPU ops of the registry (cuvil_tir.ops.gpu) and CUDA's tensor-core step
     "tvm_storage_sync": "__syncthreads()",
     "warp_sum": _warp_reduction, "warp_max": _warp_reduction, "warp_min": _warp_reduction,
-    WMMA_OP: KernelPrinter.wmma,
+    WMMA_OP: KernelPrinter.wmma, FILL_OP: fill_text, STORE_OP: store_text,
+    FP8_OP: KernelPrinter.mma_fp8,
+    **ASYNC_SPELLINGS,
 })
 
 

@@ -87,6 +87,9 @@ class HostPrinter(CPrinter):
     """
 
     lang = "cuda host"
+    # the host passes device pointers only: an fp8 buffer is its bytes there
+    memory_types = {**CPrinter.memory_types, "float8_e4m3fn": "uint8_t",
+                    "float8_e5m2": "uint8_t"}
 
     def __init__(self, kernels, param_types: dict, dyn_shared: dict | None = None):
         super().__init__()

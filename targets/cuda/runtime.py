@@ -33,18 +33,21 @@ from __future__ import annotations
 
 import ctypes
 import os
+import tempfile
 
 from cuvil_tir.buffer import Buffer
-from cuvil_tir.errors import TargetError
+from cuvil_tir.errors import ArgumentError, TargetError
 from cuvil_tir.printer import to_text
 
 from cuvil_tir.target import BenchmarkResult
 
 from ..runtime import NativeCode
+
 from .args import check_device, device_pointer, import_cupy, make_device_caller
 from .launcher import (ALLOC_FN, LAUNCH_FN, RELEASE_FN, DeviceTable, HostProgram, Recorder,
                        Table)
-from .nvcc import nvcc_ptx, source_error
+from .nvcc import needs_nvcc, nvcc_compile, nvcc_ptx, source_error
+from .streams import stream_handle, wait_for
 
 
 def nvrtc_options(cp) -> tuple:
@@ -83,13 +86,15 @@ class CudaRuntime(NativeCode):
 
     source_formats = ("cuda", "ptx", "host", "host_ir")
 
-    def __init__(self, program, target, signature):
+    def __init__(self, program, target, signature, cubin: bytes | None = None):
         super().__init__(signature.name)
         self.program, self.target, self.signature = program, target, signature
+        self.cubin = cubin
         self._funcs = None
         self._cp = None
         self._host = None
         self._table = None
+        self._stream = None           # a call's stream= (None: cupy's current stream)
         self.params = program.host.params
 
     # ---- sources ----------------------------------------------------------------------
@@ -117,7 +122,7 @@ class CudaRuntime(NativeCode):
                               "check the results on this machine with "
                               "T.interpret(T.lower(sch, 'cuda'), ...)")
         try:
-            mod = cp.RawModule(code=self.program.text, options=nvrtc_options(cp))
+            mod = self._module(cp)
             funcs = []
             for name, info in self.program.kernels.items():
                 fn = mod.get_function(name)
@@ -132,6 +137,29 @@ class CudaRuntime(NativeCode):
         self.host_program()
         self._cp, self._funcs = cp, funcs
 
+    def _module(self, cp):
+        """The kernels as a ``cupy.RawModule``: NVRTC at first use, or the cubin nvcc
+        made for an ``sm_90a``-style architecture (kept by the compile cache)."""
+        arch = self.target.options.get("arch", "sm_80")
+        if self.cubin is None and not needs_nvcc(arch):
+            return cp.RawModule(code=self.program.text, options=nvrtc_options(cp))
+        have = "sm_" + cp.cuda.Device().compute_capability
+        if have != arch.rstrip("a"):
+            raise TargetError(f"cuda: this module was built for {arch} (its kernels use "
+                              f"features of that architecture only), but the GPU is {have}; "
+                              f"build it with targets.Target('cuda', arch='{have}')")
+        cubin = self.cubin if self.cubin is not None else \
+            nvcc_compile(self.program.text, arch, "cubin")
+        with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
+            fh.write(cubin)
+        try:
+            mod = cp.RawModule(path=fh.name)
+            for name in self.program.kernels:    # loads the module while the file exists
+                mod.get_function(name)
+        finally:
+            os.unlink(fh.name)
+        return mod
+
     # ---- launching --------------------------------------------------------------------
     def _values(self, args) -> tuple:
         n = len(self.params)
@@ -140,14 +168,36 @@ class CudaRuntime(NativeCode):
         return values, args[n:]
 
     def raw(self, *args):
-        """Run the host program on checked arguments (arrays, scalars, sizes)."""
+        """Run the host program on checked arguments (:class:`~targets.cuda.args.DeviceArg`
+        per array, scalars, sizes) on the call's stream."""
         if self._funcs is None:
             self._compile()
-        check_device(self._cp, [a for a, p in zip(args, self.params) if isinstance(p, Buffer)],
-                     [p.name for p in self.params if isinstance(p, Buffer)])
+        arrays = [a for a, p in zip(args, self.params) if isinstance(p, Buffer)]
+        check_device(self._cp, arrays, [p.name for p in self.params if isinstance(p, Buffer)])
+        stream = self.launch_stream()
+        wait_for(self._cp, [a.stream for a in arrays if getattr(a, "stream", None)], stream)
         values, sizes = self._values(args)
-        self._table.struct.stream = self._cp.cuda.get_current_stream().ptr
+        self._table.struct.stream = stream
         self.host_program().run(self._table, values, sizes)
+
+    def launch_stream(self) -> int:
+        """The stream this call launches on: its ``stream=``, else cupy's current one."""
+        if self._stream is not None:
+            return self._stream
+        return self._cp.cuda.get_current_stream().ptr
+
+    def call_with(self, call, args, options) -> None:
+        """``mod(*args, stream=s)``: the call launched on ``s`` (:mod:`targets.cuda.streams`)."""
+        unknown = sorted(set(options) - {"stream"})
+        if unknown:
+            raise ArgumentError(f"a cuda module call takes the keyword stream= only, got "
+                                f"{', '.join(unknown)}=")
+        saved = self._stream
+        self._stream = stream_handle(options["stream"])
+        try:
+            call(args)
+        finally:
+            self._stream = saved
 
     def launch_plan(self, *sizes, **scalars) -> list:
         """``[(kernel, grid, block, dynamic shared bytes)]``: the launches a call with
@@ -168,7 +218,8 @@ class CudaRuntime(NativeCode):
     # ---- calling convention hooks for targets.Module ---------------------------------
     def make_caller(self, signature, raw):
         """The argument checker for GPU arrays (:mod:`targets.cuda.args`)."""
-        return make_device_caller(signature, raw, self.program.alignment)
+        return make_device_caller(signature, raw, self.program.alignment,
+                                  lambda: self._stream)
 
     def benchmark(self, call, repeat=5, number=None, warmup=1) -> BenchmarkResult:
         """Time ``call()`` (checked launches) with CUDA events after ``warmup`` calls."""

@@ -1,13 +1,17 @@
-"""Tensor cores: fp16 GEMM fragments through ``nvcuda::wmma``, fp32 accumulation.
+"""Tensor cores: fp16 and bf16 GEMM fragments through ``nvcuda::wmma``, fp32
+accumulation.
 
-``cuda.wmma_16x16x{K}_f16f32`` (K = 16, 32, 64) is a tensor intrinsic for
-``tensorize``: its ``desc`` is ``C[0:16, 0:16] += float(A[0:16, 0:K]) @ float(B[0:K, 0:16])``
-(A, B float16, C float32), its ``impl`` one warp-wide call,
+``cuda.wmma_16x16x{K}_f16f32`` and ``cuda.wmma_16x16x{K}_bf16f32`` (K = 16, 32, 64)
+are tensor intrinsics for ``tensorize``: the ``desc`` is
+``C[0:16, 0:16] += float(A[0:16, 0:K]) @ float(B[0:K, 0:16])`` (A, B float16 or
+bfloat16 (sm_80+), C float32), the ``impl`` one warp-wide call,
 ``cuda.wmma_sync(A[0, 0], B[0, 0], C[0, 0], K)``: the 32 lanes of a warp load the C
 tile into an accumulator fragment, run ``K / 16`` ``mma_sync`` steps on fragments of
 A and B, and store C back.  The tiles may live in ``global`` or ``shared`` memory,
-row-major, with leading dimensions that are multiples of 16 elements and 32-byte
-aligned tiles (so shared tiles are declared ``__align__(32)``).
+row-major, with row strides of a multiple of 16 bytes (padded by ``storage_align``
+where the schedule asks) and 32-byte aligned tiles (so shared tiles are declared
+``__align__(32)``); C may also be a ``wmma.accumulator`` fragment
+(:mod:`.fragments`).
 
 Within a kernel, the warp is the 32 lanes of ``threadIdx.x`` (a kernel using the
 intrinsic must bind ``threadIdx.x`` with extent 32, e.g. for its copies into shared
@@ -21,25 +25,36 @@ Example::
     >>> import schedules as S
     >>> "cuda.wmma_16x16x16_f16f32" in S.TensorIntrin.names()
     True
+    >>> wmma_name(32, "bfloat16")
+    'cuda.wmma_16x16x32_bf16f32'
 """
 
 from __future__ import annotations
 
+import re
+
+from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.expr import BufferLoad, Call, IntImm, Var, const
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.ops import OpDef, register_op
-from cuvil_tir.ops.gpu import Tile
+from cuvil_tir.ops.gpu import Tile, per_warp
 from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
                             IterVar, Range)
 from cuvil_tir.transform.gpu_threads import kernels, launch_dims
+from cuvil_tir.transform.pass_manager import PassContext
+from cuvil_tir.transform.storage_align import ALIGN_KEY, aligned_strides
 from cuvil_tir.visitor import Mutator, post_order_visit
 from cuvil_tir.tensor_intrin import TensorIntrin
 
+from .fragments import ACC_SCOPE, FILL_OP, STORE_OP, check_fragments, fragment_ref
+
 WMMA_OP = "cuda.wmma_sync"
 WMMA_DEPTHS = (16, 32, 64)
+#: the input dtypes of the tensor-core intrinsics and their names' spelling
+WMMA_INPUTS = {"float16": "f16", "bfloat16": "bf16"}
 
 
 def _wmma_tiles(args) -> tuple:
@@ -62,11 +77,11 @@ register_op(OpDef(WMMA_OP, -1, "any", effect="opaque", collective="warp",
                       "warp (nvcuda::wmma)"), replace=True)
 
 WMMA_HELPER = r"""#include <mma.h>
-template <int K> __device__ __forceinline__ void cvl_wmma_sync(
-    const half* a, const half* b, float* c, int lda, int ldb, int ldc) {
+template <int K, typename T> __device__ __forceinline__ void cvl_wmma_sync(
+    const T* a, const T* b, float* c, int lda, int ldb, int ldc) {
   using namespace nvcuda;
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;
-  wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> fb;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
   wmma::load_matrix_sync(fc, c, ldc, wmma::mem_row_major);
 #pragma unroll
@@ -80,14 +95,31 @@ template <int K> __device__ __forceinline__ void cvl_wmma_sync(
 """
 
 
-def _params(k: int):
-    return (Buffer((16, k), "float16", "A"), Buffer((k, 16), "float16", "B"),
+WMMA_MMA_HELPER = r"""template <int K, typename T> __device__ __forceinline__ void cvl_wmma_mma(
+    const T* a, const T* b,
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>& c,
+    int lda, int ldb) {
+  using namespace nvcuda;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
+#pragma unroll
+  for (int k = 0; k < K; k += 16) {
+    wmma::load_matrix_sync(fa, a + k, lda);
+    wmma::load_matrix_sync(fb, b + k * ldb, ldb);
+    wmma::mma_sync(c, fa, fb, c);
+  }
+}
+"""
+
+
+def _params(k: int, dtype: str):
+    return (Buffer((16, k), dtype, "A"), Buffer((k, 16), dtype, "B"),
             Buffer((16, 16), "float32", "C"))
 
 
-def wmma_intrin(k: int = 16) -> tuple:
-    """``(desc, impl)`` of the ``16 x 16 x k`` fp16 tensor-core GEMM (``k`` a
-    multiple of 16).
+def wmma_intrin(k: int = 16, dtype: str = "float16") -> tuple:
+    """``(desc, impl)`` of the ``16 x 16 x k`` tensor-core GEMM on ``dtype`` inputs
+    (float16 or bfloat16; ``k`` a multiple of 16).
 
     Example::
 
@@ -95,7 +127,21 @@ def wmma_intrin(k: int = 16) -> tuple:
         >>> [tuple(d.value for d in b.shape) for b in desc.params]
         [(16, 32), (32, 16), (16, 16)]
     """
-    A, B, C = _params(k)
+    return tile_gemm_intrin(k, dtype, WMMA_OP, f"wmma_16x16x{k}_{WMMA_INPUTS[dtype]}")
+
+
+def tile_gemm_intrin(k: int, dtype: str, op: str, name: str) -> tuple:
+    """``(desc, impl)`` of ``C[0:16, 0:16] += float(A[0:16, 0:k]) @ float(B[0:k, 0:16])``
+    (A and B of ``dtype``, C float32) whose ``impl`` is the warp-wide call
+    ``op(A[0, 0], B[0, 0], C[0, 0], k)``; ``name`` prefixes the functions' symbols.
+
+    Example::
+
+        >>> desc, impl = tile_gemm_intrin(16, "float16", WMMA_OP, "t")
+        >>> impl.attr("global_symbol")
+        't_impl'
+    """
+    A, B, C = _params(k, dtype)
     i, j, r = Var("i"), Var("j"), Var("k")
     vi, vj, vk = Var("vi"), Var("vj"), Var("vk")
 
@@ -114,29 +160,30 @@ def wmma_intrin(k: int = 16) -> tuple:
     body = BlockRealize((i, j, r), const(True), blk)
     for v, e in ((r, k), (j, 16), (i, 16)):
         body = For(v, const(0), const(e), "serial", body)
-    desc = PrimFunc((A, B, C), body, {"global_symbol": f"wmma_16x16x{k}_desc"})
-    A2, B2, C2 = _params(k)
+    desc = PrimFunc((A, B, C), body, {"global_symbol": f"{name}_desc"})
+    A2, B2, C2 = _params(k, dtype)
     z = const(0)
-    call = Evaluate(Call("int32", WMMA_OP, (A2[z, z], B2[z, z], C2[z, z], const(k))))
+    call = Evaluate(Call("int32", op, (A2[z, z], B2[z, z], C2[z, z], const(k))))
     root = Block("root", (), (), (), call)
     impl = PrimFunc((A2, B2, C2), BlockRealize((), const(True), root),
-                    {"global_symbol": f"wmma_16x16x{k}_impl"})
+                    {"global_symbol": f"{name}_impl"})
     return desc, impl
 
 
-def wmma_name(k: int) -> str:
-    """The registered name of the ``16 x 16 x k`` intrinsic.
+def wmma_name(k: int, dtype: str = "float16") -> str:
+    """The registered name of the ``16 x 16 x k`` intrinsic on ``dtype`` inputs.
 
     Example::
 
         >>> wmma_name(64)
         'cuda.wmma_16x16x64_f16f32'
     """
-    return f"cuda.wmma_16x16x{k}_f16f32"
+    return f"cuda.wmma_16x16x{k}_{WMMA_INPUTS[dtype]}f32"
 
 
 for _k in WMMA_DEPTHS:
-    TensorIntrin.register(wmma_name(_k), *wmma_intrin(_k), override=True)
+    for _dt in WMMA_INPUTS:
+        TensorIntrin.register(wmma_name(_k, _dt), *wmma_intrin(_k, _dt), override=True)
 
 
 def is_wmma(n) -> bool:
@@ -150,31 +197,72 @@ def is_wmma(n) -> bool:
     return isinstance(n, Call) and n.op == WMMA_OP
 
 
+MEMORY = ("global", "shared")
+#: per tensor-core op: its arguments before the leading dimensions are appended, and
+#: the scopes each tile argument may be in
+_TILE_ARGS = {WMMA_OP: (4, (MEMORY, MEMORY, MEMORY + (ACC_SCOPE,))),
+              FILL_OP: (1, ((ACC_SCOPE,),)),
+              STORE_OP: (2, ((ACC_SCOPE,), MEMORY))}
+#: per tensor-core op: the oldest architecture that has it (sm_XY as XY)
+_MIN_ARCH: dict = {}
+
+
+def register_tile_op(op: str, nargs: int, scopes: tuple, min_arch: int | None = None):
+    """Declare the warp-wide tile op ``op`` to :func:`wmma_leading_dims`: its ``nargs``
+    arguments (the tiles first), the scopes each tile may be in, and the oldest
+    architecture (``89`` for sm_89) that runs it.
+
+    Example::
+
+        >>> register_tile_op(WMMA_OP, 4, _TILE_ARGS[WMMA_OP][1])
+    """
+    _TILE_ARGS[op] = (nargs, scopes)
+    if min_arch is not None:
+        _MIN_ARCH[op] = min_arch
+
+
 class _LeadingDims(Mutator):
     def __init__(self, func):
         self.func = func
+        # storage_align pads the rows of a staged tile (against bank conflicts): the
+        # leading dimension is the padded row stride flatten_buffers will give it
+        self.aligns: dict = {}
+        for name, ndim, axis, factor, offset in func.attr(ALIGN_KEY) or ():
+            if ndim == 2:
+                self.aligns.setdefault(name, {})[axis] = (factor, offset)
+
+    def row_stride(self, a) -> int | None:
+        buf = a.buffer if isinstance(a, BufferLoad) else None
+        if buf is None or len(buf.shape) != 2 or not all(isinstance(d, IntImm)
+                                                         for d in buf.shape):
+            return None
+        ld = aligned_strides([d.value for d in buf.shape], self.aligns.get(buf.name, {}))[0]
+        # wmma's rule: a row stride of a multiple of 16 bytes (fragments: whole tiles)
+        unit = 16 if per_warp(buf.scope) else 128 // D.bits(buf.dtype)
+        return ld if ld % unit == 0 else None
 
     def visit_Call(self, e):
         e = self.generic_visit(e)
-        if not is_wmma(e) or len(e.args) != 4:
+        n, scopes = _TILE_ARGS.get(getattr(e, "op", None), (None, ()))
+        if len(e.args) != n:
             return e
         lds = []
-        for a in e.args[:3]:
-            if not (isinstance(a, BufferLoad) and len(a.buffer.shape) == 2
-                    and isinstance(a.buffer.shape[1], IntImm)
-                    and a.buffer.shape[1].value % 16 == 0
-                    and a.buffer.scope in ("global", "shared")):
+        for a, ok in zip(e.args, scopes):
+            ld = self.row_stride(a)
+            if ld is None or a.buffer.scope not in ok:
                 raise LoweringError(
-                    f"tensor-core call {to_text(e)}: each tile must be a 2-D global or "
-                    "shared buffer whose rows have a constant length, a multiple of 16; "
-                    f"found {to_text(a)} (stage the tiles with cache_read/cache_write)")
-            lds.append(IntImm(a.buffer.shape[1].value, "int32"))
+                    f"tensor-core call {to_text(e)}: each tile must be a 2-D buffer in "
+                    f"{' or '.join(ok)} of constant shape whose row stride is a multiple "
+                    f"of 16 bytes (of 16 elements for a fragment); found {to_text(a)} "
+                    "(stage the tiles with cache_read/cache_write)")
+            lds.append(IntImm(ld, "int32"))
         return Call(e.dtype, e.op, tuple(e.args) + tuple(lds))
 
 
 def _wmma_calls(s) -> list:
     out = []
-    post_order_visit(s, lambda n: out.append(n) if is_wmma(n) else None)
+    post_order_visit(s, lambda n: out.append(n) if getattr(n, "op", None) in _TILE_ARGS
+                     else None)
     return out
 
 
@@ -189,9 +277,11 @@ def wmma_leading_dims(func):
         >>> wmma_leading_dims(f) is f
         True
     """
+    check_fragments(func)
     body = _LeadingDims(func).visit(func.body)
     if body is func.body:
         return func
+    _check_arch(func, body)
     for k in kernels(body):
         calls = _wmma_calls(k)
         lanes = launch_dims(k).get("threadIdx.x", IntImm(1, "int32"))
@@ -203,6 +293,18 @@ def wmma_leading_dims(func):
     return func.with_body(body)
 
 
+def _check_arch(func, body) -> None:
+    target = PassContext.current().target
+    arch = str(target.options.get("arch", "sm_80")) if target is not None else "sm_80"
+    have = int(re.sub(r"\D", "", arch) or 0)
+    for call in _wmma_calls(body):
+        need = _MIN_ARCH.get(call.op)
+        if need is not None and have < need:
+            raise LoweringError(f"{func.name}: {call.op} needs sm_{need} or newer; the "
+                                f"target is {arch}: build for Target('cuda', "
+                                f"arch='sm_90')")
+
+
 def wmma_text(printer, e) -> str:
     """The CUDA call of a lowered ``cuda.wmma_sync`` (used by the kernel printer).
 
@@ -211,11 +313,19 @@ def wmma_text(printer, e) -> str:
         >>> wmma_text.__name__
         'wmma_text'
     """
+    a, b = (f"&{printer.access(x.buffer, x.indices)}" for x in e.args[:2])
+    k, lda, ldb = (printer.bare(x) for x in e.args[3:6])
+    elem = printer.mem_type(e.args[0].buffer.dtype)
+    if e.args[2].buffer.scope == ACC_SCOPE:
+        # the accumulator stays in its fragment: no load or store of C
+        printer.use_helper("cuda_mma_h", "#include <mma.h>")
+        printer.use_helper("cvl_wmma_mma", WMMA_MMA_HELPER)
+        frag = fragment_ref(printer, e.args[2], e.args[6])
+        return f"cvl_wmma_mma<{k}, {elem}>({a}, {b}, {frag}, {lda}, {ldb})"
     printer.use_helper("cvl_wmma_sync", WMMA_HELPER)
-    a, b, c = (f"&{printer.access(x.buffer, x.indices)}" for x in e.args[:3])
-    k, lda, ldb, ldc = (printer.bare(x) for x in e.args[3:])
-    return f"cvl_wmma_sync<{k}>({a}, {b}, {c}, {lda}, {ldb}, {ldc})"
+    c = f"&{printer.access(e.args[2].buffer, e.args[2].indices)}"
+    return f"cvl_wmma_sync<{k}, {elem}>({a}, {b}, {c}, {lda}, {ldb}, {printer.bare(e.args[6])})"
 
 
-__all__ = ["WMMA_OP", "is_wmma", "wmma_intrin", "wmma_leading_dims", "wmma_name",
-           "wmma_text"]
+__all__ = ["MEMORY", "WMMA_OP", "is_wmma", "register_tile_op", "tile_gemm_intrin",
+           "wmma_intrin", "wmma_leading_dims", "wmma_name", "wmma_text"]

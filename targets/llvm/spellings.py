@@ -87,6 +87,10 @@ def _default(op):
         return ops.Unsupported(
             f"{op.name} runs across the threads of a GPU {op.collective} together; the "
             "llvm target runs on the CPU: build for a GPU target such as 'cuda'")
+    if op.asynchronous is not None:     # cuvil_tir.ops.async_copy
+        return ops.Unsupported(
+            f"{op.name} is an asynchronous copy into a GPU's on-chip memory; the llvm "
+            "target runs on the CPU: build for a GPU target such as 'cuda'")
     return _libm(op)
 
 

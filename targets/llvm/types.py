@@ -43,7 +43,8 @@ def reg_type(dt: str) -> str:
     """
     e = D.element(dt)
     if e not in _SCALAR:
-        raise CodegenError(f"llvm codegen: no LLVM type for dtype {dt!r}")
+        hint = "; the fp8 dtypes are compiled by the cuda target" if D.is_float8(e) else ""
+        raise CodegenError(f"llvm codegen: no LLVM type for dtype {dt!r}{hint}")
     return _vec(_SCALAR[e], D.lanes(dt))
 
 

@@ -7,8 +7,8 @@ re-checks argument by argument and either raises :class:`ArgumentError` naming t
 argument, what was expected and what was given, or accepts the call (numpy scalars,
 ndarray subclasses, non-native dtype objects …).
 
-Rules: argument count; numpy arrays for buffers (bfloat16 is stored as uint16; an
-``ml_dtypes.bfloat16`` array is accepted too); dtype; rank; each dimension against
+Rules: argument count; numpy arrays for buffers (bfloat16 is stored as uint16, the
+fp8 dtypes as uint8; ``ml_dtypes`` arrays of those dtypes are accepted too); dtype; rank; each dimension against
 constants and symbolic sizes (a size is bound by its first occurrence, later ones must
 agree; composite dimensions such as ``n + 1`` are evaluated once all sizes are
 bound); C-contiguity and alignment; writeability of arrays the function stores to;
@@ -168,9 +168,10 @@ class _Slow:
         if not isinstance(a, np.ndarray):
             self.fail(p, f"expected a numpy.ndarray of {p.dtype} with shape "
                          f"{p.shape_text()}, got {type(a).__name__}")
-        ok = a.dtype == want or (p.dtype == "bfloat16" and a.dtype.name == "bfloat16")
+        # ml_dtypes' bfloat16 and float8 arrays name their dtype as Cuvil does
+        ok = a.dtype == want or a.dtype.name == p.dtype
         if not ok:
-            stored = " (stored as uint16)" if p.dtype == "bfloat16" else ""
+            stored = f" (stored as {want.name})" if want.name != p.dtype else ""
             self.fail(p, f"expected dtype {p.dtype}{stored}, got {a.dtype}")
         if a.ndim != p.rank:
             self.fail(p, f"expected {p.rank} dimension(s), shape {p.shape_text()}, got "

@@ -18,7 +18,7 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir.errors import TargetError
+from cuvil_tir.errors import ArgumentError, TargetError
 from cuvil_tir.printer import to_text
 from cuvil_tir.target import time_calls
 
@@ -58,10 +58,17 @@ class NativeCode:
         """Time ``call()`` (seconds per call, see ``BenchmarkResult``)."""
         return time_calls(call, repeat=repeat, number=number, warmup=warmup)
 
+    def call_with(self, call, args, options) -> None:
+        """``mod(*args, **options)``: a GPU runtime takes ``stream=``; the CPU's none."""
+        raise ArgumentError(f"{self.entry_name}: this module's call takes no keyword "
+                            f"options, got {', '.join(f'{k}=' for k in sorted(options))} "
+                            "(stream= is for cuda modules)")
+
 
 class Module:
     """A compiled function: ``mod(*arrays)``, ``get_source(fmt)``, ``benchmark(...)``.
 
+    ``mod(*arrays, stream=s)`` (GPU targets) launches on a given stream.
     Attributes: ``entry_name`` (the native symbol), ``program`` (the target's
     :class:`~cuvil_tir.target.Program`), ``lowered`` (the IRModule after the target's
     passes), ``signature``, ``target``, ``runtime`` (the :class:`NativeCode` that runs
@@ -92,8 +99,11 @@ class Module:
         came from the compile cache)."""
         return self.program.lowered_module
 
-    def __call__(self, *args) -> None:
-        self._call(args)
+    def __call__(self, *args, **options) -> None:
+        if options:
+            self.runtime.call_with(self._call, args, options)
+        else:
+            self._call(args)
 
     @property
     def source_formats(self) -> tuple:

@@ -16,6 +16,11 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.analysis import tree
+from cuvil_tir import dtype as D
+from cuvil_tir import float8 as F8
+from schedules.errors import ScheduleArgumentError
+from targets.cuda.fragments import ACC_SCOPE, FILL_INTRIN, STORE_INTRIN
+from targets.cuda.mma_fp8 import mma_name
 from targets.cuda.tensorcore import wmma_name
 
 
@@ -36,13 +41,15 @@ def elementwise(sch, block: str, threads: int = 256) -> None:
 
 def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int = 4,
          tn: int = 4, vector: int = 1, double_buffer: bool = False,
-         stages: int | None = None) -> None:
+         stages: int | None = None, epilogue: str | None = None) -> None:
     """Shared-memory tiled GEMM: a ``bm x bn`` tile per thread block, ``tm x tn`` per
     thread accumulated in ``local`` registers, ``bk``-deep slices of A and B staged
     through ``shared`` memory by all threads together (``vector`` elements per thread
     and copy: 4 gives 16-byte loads); ``double_buffer`` keeps two stages of each
     tile so the next slice is fetched before the current one is used (``stages=N``:
     N tiles in flight), as TVM's ``software_pipeline_stage`` on the slice loop.
+    ``epilogue``: the name of an elementwise block consuming C (bias, activation,
+    cast), fused into the write-back of the accumulators (:func:`fuse_epilogue`).
 
     Example::
 
@@ -50,11 +57,16 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
         'gemm'
     """
     blk = sch.get_block(block)
-    i, j, k = sch.get_loops(blk)
+    loops = sch.get_loops(blk)
+    i, j, k = loops[0], loops[1], loops[-1]
     by, ty, ti = sch.split(i, [None, bm // tm, tm])
     bx, tx, tj = sch.split(j, [None, bn // tn, tn])
     ko, ki = sch.split(k, [None, bk])
-    sch.reorder(by, bx, ko, ty, tx, ki, ti, tj)
+    if len(loops) == 4:             # a split-K slice (gemm_split_k): one per blockIdx.z
+        sch.reorder(loops[2], by, bx, ko, ty, tx, ki, ti, tj)
+        sch.bind(loops[2], "blockIdx.z")
+    else:
+        sch.reorder(by, bx, ko, ty, tx, ki, ti, tj)
     sch.bind(by, "blockIdx.y")
     sch.bind(bx, "blockIdx.x")
     sch.bind(ty, "threadIdx.y")
@@ -85,6 +97,44 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
     if stages > 1:                  # the two copies, then the product
         sch.annotate(ko, "software_pipeline_stage", [0, 0, stages - 1])
     sch.decompose_reduction(blk, ko)    # zero the accumulators once, before the k loop
+    fuse_epilogue(sch, epilogue)
+
+
+def gemm_split_k(sch, splits: int, block: str = "C", threads: int = 256, **tiles) -> None:
+    """GEMM with the reduction split ``splits`` ways (split-K, for shapes whose
+    ``M x N`` tiles are too few to fill the GPU while ``K`` is long): ``rfactor``
+    makes ``splits`` partial products, each a tiled GEMM (:func:`gemm`, ``tiles``)
+    over its share of ``K`` with the split on ``blockIdx.z``; a second kernel adds
+    them up, ``threads`` outputs per block.  The partials live in a ``global``
+    temporary the host program allocates.
+
+    Example::
+
+        >>> gemm_split_k.__name__
+        'gemm_split_k'
+    """
+    blk = sch.get_block(block)
+    k = sch.get_loops(blk)[-1]
+    ks, _ = sch.split(k, [splits, None])
+    rf = sch.rfactor(ks, 0)
+    gemm(sch, block=_block_node(sch, rf).name, **tiles)
+    i, j, kk = sch.get_loops(sch.get_block(block))
+    bo, tx = sch.split(sch.fuse(i, j), [None, threads])
+    sch.bind(bo, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+
+
+def fuse_epilogue(sch, epilogue: str | None) -> None:
+    """Fuse the elementwise block ``epilogue`` (a bias, an activation, a cast of the
+    GEMM's result) into the write-back of the accumulators: the GEMM's own output then
+    never reaches memory (``reverse_compute_inline``).
+
+    Example::
+
+        >>> fuse_epilogue(None, None)
+    """
+    if epilogue is not None:
+        sch.reverse_compute_inline(sch.get_block(epilogue))
 
 
 def row_reduce(sch, block: str, threads: int = 128) -> None:
@@ -166,39 +216,105 @@ def _lanes(sch, loops, split):
         sch.bind(loop, tag)
 
 
-def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32) -> None:
-    """fp16 GEMM on tensor cores with fp32 accumulation: a ``bm x bn`` tile per
-    block, one 16 x 16 tile per warp (warps on threadIdx.z/y, lanes on threadIdx.x),
-    A and B slices of depth ``bk`` staged in ``shared`` memory, the C tile
-    accumulated in ``shared`` memory by ``cuda.wmma_16x16x{bk}_f16f32``.
+def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32,
+                    epilogue: str | None = None, warp_m: int = 16, warp_n: int = 16,
+                    accumulator: str = "registers", vector: int = 1,
+                    pad: int | None = None) -> None:
+    """fp16, bf16 or fp8 GEMM on tensor cores with fp32 accumulation: a ``bm x bn`` tile
+    per block, a ``warp_m x warp_n`` tile per warp (multiples of 16: warps on
+    threadIdx.z/y, lanes on threadIdx.x), A and B slices of depth ``bk`` staged in
+    ``shared`` memory, each 16 x 16 tile computed by
+    ``cuda.wmma_16x16x{bk}_{f16,bf16}f32`` or, for fp8 (sm_89+, accumulated in
+    shared memory), ``cuda.mma_16x16x{bk}_{e4m3,e5m2}f32`` (the inputs' dtype).  ``accumulator``:
+    ``"registers"`` keeps the warp's C tiles in ``wmma.accumulator`` fragments for the
+    whole K loop (zeroed by ``cuda.wmma_fill_16x16_f32``, stored once by
+    ``cuda.wmma_store_16x16_f32``; :mod:`targets.cuda.fragments`), ``"shared"``
+    accumulates in shared memory (each K slice loads and stores the C tile).
+    ``epilogue`` as for :func:`gemm`, applied as the C tile leaves through shared
+    memory.  ``vector``: elements per thread and copy into shared memory (8: 16-byte
+    loads of float16/bfloat16).  ``pad``: elements added to each staged row of A and B
+    (``storage_align``; by default 16 bytes' worth, which makes the rows of a fragment
+    load fall in different shared-memory banks).
 
     Example::
 
         >>> gemm_tensorcore.__name__
         'gemm_tensorcore'
     """
+    if accumulator not in ("registers", "shared"):
+        raise ScheduleArgumentError(f"gemm_tensorcore: accumulator must be 'registers' or "
+                                    f"'shared', found {accumulator!r}")
+    if accumulator == "shared":
+        warp_m = warp_n = 16
+    for name, v, tile in (("warp_m", warp_m, bm), ("warp_n", warp_n, bn)):
+        if v % 16 or tile % v:
+            raise ScheduleArgumentError(f"gemm_tensorcore: {name}={v} must be a multiple "
+                                        f"of 16 dividing the block tile {tile}")
     blk = sch.get_block(block)
-    wz, wy = bm // 16, bn // 16
+    dtype = _block_node(sch, blk).reads[0].buffer.dtype
+    if F8.is_float8(dtype):
+        if accumulator != "shared":
+            raise ScheduleArgumentError(f"gemm_tensorcore: {dtype} inputs accumulate in "
+                                        "shared memory (accumulator='shared'): "
+                                        "wmma.accumulator fragments take float16 and "
+                                        "bfloat16 steps only")
+        intrin = mma_name(bk, dtype)
+    else:
+        intrin = wmma_name(bk, dtype)
+    if pad is None:
+        pad = 128 // D.bits(dtype)
+    wz, wy, fm, fn = bm // warp_m, bn // warp_n, warp_m // 16, warp_n // 16
     warps = [("threadIdx.z", wz), ("threadIdx.y", wy), ("threadIdx.x", 32)]
     i, j, k = sch.get_loops(blk)
-    by, ty, ii = sch.split(i, [None, wz, 16])
-    bx, tx, jj = sch.split(j, [None, wy, 16])
+    by, ty, io, ii = sch.split(i, [None, wz, fm, 16])
+    bx, tx, jo, jj = sch.split(j, [None, wy, fn, 16])
     ko, ki = sch.split(k, [None, bk])
-    sch.reorder(by, bx, ko, ty, tx, ii, jj, ki)
+    sch.reorder(by, bx, ko, ty, tx, io, jo, ii, jj, ki)
     sch.bind(by, "blockIdx.y")
     sch.bind(bx, "blockIdx.x")
     sch.bind(ty, "threadIdx.z")
     sch.bind(tx, "threadIdx.y")
-    cw = sch.cache_write(blk, 0, "shared")
-    sch.reverse_compute_at(cw, bx)
-    _lanes(sch, sch.get_loops(cw)[-2:], warps)
+    staged = accumulator == "shared" or epilogue is not None
+    out = sch.cache_write(blk, 0, "shared") if staged else None
+    acc = sch.cache_write(blk, 0, ACC_SCOPE) if accumulator == "registers" else None
+    for cache in (acc, out):
+        if cache is not None:
+            sch.reverse_compute_at(cache, bx)
+    if out is not None:
+        _lanes(sch, sch.get_loops(out)[-2:], warps)
     for idx in (0, 1):
         sh = sch.cache_read(blk, idx, "shared")
         sch.compute_at(sh, ko)
-        _lanes(sch, sch.get_loops(sh)[-2:], warps)
+        ax0, ax1 = sch.get_loops(sh)[-2:]
+        if pad:
+            row = bk if idx == 0 else bn
+            sch.storage_align(sh, 0, 0, row, pad)
+        if vector > 1:
+            ax1, vec = sch.split(ax1, [None, vector])
+            sch.vectorize(vec)
+        _lanes(sch, [ax0, ax1], warps)
     init = sch.decompose_reduction(blk, ko)
-    _lanes(sch, sch.get_loops(init)[-2:], [("threadIdx.x", 32)])
-    sch.tensorize(ii, wmma_name(bk))
+    if acc is None:
+        _lanes(sch, sch.get_loops(init)[-2:], [("threadIdx.x", 32)])
+    else:
+        for loop in sch.get_loops(init)[-4:-2]:
+            sch.unroll(loop)
+        sch.tensorize(sch.get_loops(init)[-2], FILL_INTRIN)
+        r0, r1 = sch.get_loops(acc)[-2:]
+        wa, fa, ra = sch.split(r0, [wz, fm, 16])
+        wb, fb, rb = sch.split(r1, [wy, fn, 16])
+        sch.reorder(wa, wb, fa, fb, ra, rb)
+        sch.bind(wa, "threadIdx.z")
+        sch.bind(wb, "threadIdx.y")
+        sch.unroll(fa)
+        sch.unroll(fb)
+        sch.tensorize(ra, STORE_INTRIN)
+    # the warp's fragments are indexed by constants once their loops are unrolled
+    sch.unroll(io)
+    sch.unroll(jo)
+    sch.tensorize(ii, intrin)
+    fuse_epilogue(sch, epilogue)
 
 
-__all__ = ["conv2d", "elementwise", "gemm", "gemm_tensorcore", "row_reduce", "softmax"]
+__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_split_k", "gemm_tensorcore",
+           "row_reduce", "softmax"]

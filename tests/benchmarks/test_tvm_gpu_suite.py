@@ -147,6 +147,27 @@ def test_check_finds_wrong_numbers(monkeypatch):
     assert res["reason"].startswith("B: 1 of 64 elements differ")
 
 
+@pytest.mark.parametrize("error, bucket", [
+    ("out-of-bounds store to buffer B: index [0, 1, 0] is outside its shape (16, 1, 1)",
+     "invalid"),
+    ("the interpreter gave up", "reference")])
+def test_a_reference_outside_its_buffers_is_invalid(monkeypatch, error, bucket):
+    # TVM's nested_pipeline_prefetch_inner stores B[tx, i, 0] into a (16, 1, 1) tile:
+    # the GPU build compacts the tile and runs, but the function as written has no
+    # meaning to compare with
+    import benchmarks.tvm_gpu_suite.check as chk
+    import cuvil_tir as T
+
+    f = T.parse(textwrap.dedent(SYNTHETIC.split("@T.prim_func\n")[1].split(
+        "\n\n\n")[0].replace("def add", "@T.prim_func\ndef add")))
+
+    def refuses(func, arrays):
+        raise T.LoweringError(error)
+    monkeypatch.setattr(chk, "reference", refuses)
+    res = check(f, archs=())
+    assert (res["bucket"], res["reason"]) == (bucket, f"LoweringError: [CVL-E104] {error}")
+
+
 def test_command_line_needs_a_checkout(monkeypatch, capsys):
     monkeypatch.delenv("CUVIL_TVM", raising=False)
     with pytest.raises(SystemExit):

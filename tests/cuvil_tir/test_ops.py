@@ -21,16 +21,19 @@ from targets.cstyle.printer import CPrinter
 
 def test_every_layer_lists_the_registry_ops():
     names = ops.list_ops()
-    # the core's ops, then those the backends registered (cuda's tensor-core step)
+    # the core's ops, then those the backends registered (cuda's tensor-core ops)
     assert names[:len(T.op.INTRINSICS)] == T.op.INTRINSICS
-    assert names[len(T.op.INTRINSICS):] == ("cuda.wmma_sync",)
+    tensor_cores = {"cuda.wmma_sync", "cuda.wmma_fill", "cuda.wmma_store",
+                    "cuda.mma_fp8_sync"}
+    assert set(names[len(T.op.INTRINSICS):]) == tensor_cores
     fixed = {n: ops.get_op(n).arity for n in names if ops.get_op(n).arity >= 0}
     gpu = {n for n in names if ops.get_op(n).collective is not None}
-    assert gpu == {"tvm_storage_sync", "warp_sum", "warp_max", "warp_min", "cuda.wmma_sync"}
-    assert INTRIN_ARITY == {n: a for n, a in fixed.items() if n not in gpu}
+    assert gpu == {"tvm_storage_sync", "warp_sum", "warp_max", "warp_min"} | tensor_cores
+    copies = {n for n in names if ops.get_op(n).asynchronous is not None}
+    assert copies == {"async_copy", "async_commit_group", "async_wait_group"}
+    assert INTRIN_ARITY == {n: a for n, a in fixed.items() if n not in gpu | copies}
     assert set(names) - set(fixed) == {"call_extern", "parallel_launch", "device_launch",
-                                       "access_ptr", "assume", "elem_offset",
-                                       "cuda.wmma_sync"}
+                                       "access_ptr", "assume", "elem_offset"} | tensor_cores
     for n in T.op.UNARY_FLOAT:
         assert callable(getattr(T, n)) and getattr(T, n)(T.var("x", "float32")).op == n
 
@@ -41,6 +44,7 @@ MATH = [n for n in ops.list_ops()
                      "access_ptr", "assume", "elem_offset", "q_multiply_shift",
                      "q_multiply_shift_per_axis")
         and n not in BITWISE and ops.get_op(n).collective is None
+        and ops.get_op(n).asynchronous is None
         # a CPU's dot-product instruction (ops.dot): one backend writes it
         and ops.get_op(n).lanes_reference is None]
 

@@ -198,3 +198,67 @@ def f(A: T.Buffer((16, 16), "float32"), D: T.Buffer((16, 16), "float32")):
     with pytest.raises(T.LoweringError, match=r"statement 2 depends on statement 1 through "
                        r"buffer C, but runs before it \(stages 1 and 1, places 2 and 1"):
         targets.build(f, targets.Target("cuda"))
+
+
+# TVM's nested_pipeline_interleaving with in-bounds indices (TVM's own reads row i of a
+# one-row tile): the inner pipeline counts as its prologue, loop and epilogue (the
+# statements 2, 3, 4 of the outer annotation); software_pipeline_order [0, 2, 3, 1, 4]
+# places statement 3 second (TVM's meaning: order[i] is statement i's place)
+NESTED = '''
+@T.prim_func
+def f(A: T.Buffer((16, 16, 16), "float32"), C: T.Buffer((16, 16, 16), "float32")):
+    for tx in T.thread_binding(16, thread="threadIdx.x"):
+        for i in T.serial(16, annotations={"software_pipeline_stage": [0, 0, 0, 1, 1],
+                                           "software_pipeline_order": [0, 2, 3, 1, 4]}):
+            with T.block():
+                A_shared = T.alloc_buffer((16, 1, 16), scope="shared")
+                A_local = T.alloc_buffer((1, 1, 16), scope="local")
+                for j in T.serial(16):
+                    with T.block():
+                        A_shared[tx, 0, j] = A[tx, i, j]
+                for j in T.serial(16):
+                    with T.block():
+                        A_local[0, 0, j] = A_shared[tx, 0, j]
+                for j in T.serial(16, annotations={"software_pipeline_stage": [0, 1],
+                                                   "software_pipeline_order": [0, 1]}):
+                    with T.block():
+                        B = T.alloc_buffer((16, 1, 1), scope="shared")
+                        with T.block():
+                            B[tx, 0, 0] = A_local[0, 0, j] * T.float32(2)
+                        with T.block():
+                            C[tx, i, j] = B[tx, 0, 0] + T.float32(1)
+'''
+
+
+def test_a_nested_pipeline_counts_as_its_prologue_loop_and_epilogue():
+    mod = targets.build(T.parse(NESTED), targets.Target("cuda"))
+    low = T.to_text(mod.lowered)
+    # the inner loop runs its 15 steady steps unguarded; its last step is unrolled
+    assert "in T.serial(15):" in low and "if j" not in low
+    a = np.random.default_rng(0).random((16, 16, 16), dtype="float32")
+    c = np.full((16, 16, 16), np.nan, "float32")
+    T.interpret(mod.lowered, a, c, check_races=True)
+    np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
+
+
+def test_the_order_gives_each_statement_its_place():
+    # [1, 2, 0]: statement 2 runs first, before statement 1 that writes the C it reads
+    # (read as a list of the statements to run, 1, 2, 0 would look valid)
+    f = T.parse('''
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), D: T.Buffer((8,), "float32")):
+    for i in T.serial(8, annotations={"software_pipeline_stage": [0, 1, 1],
+                                      "software_pipeline_order": [1, 2, 0]}):
+        with T.block("outer"):
+            B = T.alloc_buffer((1,), "float32")
+            C = T.alloc_buffer((1,), "float32")
+            with T.block("b"):
+                B[0] = A[i] * T.float32(2)
+            with T.block("c"):
+                C[0] = B[0] + T.float32(2)
+            with T.block("d"):
+                D[i] = C[0] + T.float32(1)
+''')
+    with pytest.raises(T.LoweringError, match=r"statement 2 depends on statement 1 through "
+                       r"buffer C, but runs before it \(stages 1 and 1, places 2 and 0"):
+        pipelined(f)

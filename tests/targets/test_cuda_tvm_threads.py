@@ -215,3 +215,96 @@ def test_shared_buffer_allocated_under_the_thread_loop_covers_every_thread():
     c = np.full((16, 4), np.nan, "float32")
     T.interpret(mod.lowered, a, c, check_races=True)
     np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
+
+
+# MetaSchedule's GEMM sketch in small: the shared tiles allocated by the root block,
+# each copied at the k step inside the loops bound to vthread.x and threadIdx.x
+VTHREAD_K_STEP = '''
+@T.prim_func
+def gmm(X: T.Buffer((32, 32), "float32"), Y: T.Buffer((32, 32), "float32"),
+        Z: T.Buffer((32, 32), "float32")):
+    Z_local = T.alloc_buffer((32, 32), scope="local")
+    X_shared = T.alloc_buffer((32, 32), scope="shared")
+    Y_shared = T.alloc_buffer((32, 32), scope="shared")
+    for bx in T.thread_binding(4, thread="blockIdx.x"):
+        for v in T.thread_binding(2, thread="vthread.x"):
+            for tx in T.thread_binding(16, thread="threadIdx.x"):
+                for k_0 in T.serial(4ANNOTATION):
+                    for f0 in range(8):
+                        for f1 in T.thread_binding(16, thread="threadIdx.x"):
+                            with T.block("X_shared"):
+                                v1 = T.axis.spatial(32, bx // 2 * 16 + (f0 * 16 + f1) // 8)
+                                v2 = T.axis.spatial(32, k_0 * 8 + (f0 * 16 + f1) % 8)
+                                X_shared[v1, v2] = X[v1, v2]
+                    for f0 in range(8):
+                        for f1 in T.thread_binding(16, thread="threadIdx.x"):
+                            with T.block("Y_shared"):
+                                v1 = T.axis.spatial(32, k_0 * 8 + (f0 * 16 + f1) // 16)
+                                v2 = T.axis.spatial(32, bx % 2 * 16 + (f0 * 16 + f1) % 16)
+                                Y_shared[v1, v2] = Y[v1, v2]
+                    for k_1, j in T.grid(8, 8):
+                        with T.block("Z"):
+                            vi = T.axis.spatial(32, bx // 2 * 16 + v * 8 + tx // 2)
+                            vj = T.axis.spatial(32, bx % 2 * 16 + tx % 2 * 8 + j)
+                            vk = T.axis.reduce(32, k_0 * 8 + k_1)
+                            with T.init():
+                                Z_local[vi, vj] = T.float32(0)
+                            Z_local[vi, vj] = Z_local[vi, vj] + X_shared[vi, vk] * Y_shared[vk, vj]
+                for j in range(8):
+                    with T.block("Z_local"):
+                        vi = T.axis.spatial(32, bx // 2 * 16 + v * 8 + tx // 2)
+                        vj = T.axis.spatial(32, bx % 2 * 16 + tx % 2 * 8 + j)
+                        Z[vi, vj] = Z_local[vi, vj]
+'''
+
+
+@pytest.mark.parametrize("annotation, versions", [
+    ("", 1),
+    (', annotations={"software_pipeline_stage": [0, 0, 1]}', 2)])
+def test_shared_tiles_under_thread_loops_are_sized_to_the_k_step(annotation, versions):
+    # TVM compacts a shared tile at the statement holding its accesses (here the k
+    # step, inside the thread loops, relaxed over their threads): a 16 x 8 tile, not
+    # the 16 x 32 rows of every k step (MetaSchedule's sketches needed up to 2 MB of
+    # shared memory), and a pipelined k loop keeps one version per stage
+    mod = targets.build(T.parse(VTHREAD_K_STEP.replace("ANNOTATION", annotation)),
+                        targets.Target("cuda"), name="gmm")
+    compile_all([mod])
+    low = T.to_text(mod.lowered)
+    assert low.count(f'T.allocate(({128 * versions},), "float32", scope="shared")') == 2
+    x, y = rand((32, 32)), rand((32, 32), seed=1)
+    z = np.full((32, 32), np.nan, "float32")
+    T.interpret(mod.lowered, x, y, z, check_races=True)
+    np.testing.assert_allclose(z, x @ y, rtol=1e-5, atol=1e-5)
+
+
+# TVM's thread_broadcast_2 in small: a local buffer of a symbolic shape whose element per
+# thread block sits at a row and column taken from blockIdx (bx // n, bx % n)
+SYMBOLIC_LOCAL = '''
+@T.prim_func
+def f(a: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (4, n), "float32")
+    C = T.match_buffer(c, (4, n), "float32")
+    B_local = T.alloc_buffer((4, n), scope="local")
+    for bx in T.thread_binding(n * 4, thread="blockIdx.x"):
+        with T.block("B"):
+            v0 = T.axis.spatial(4, bx // n)
+            v1 = T.axis.spatial(n, bx % n)
+            B_local[v0, v1] = A[v0, v1] * T.float32(2)
+        with T.block("C"):
+            v0 = T.axis.spatial(4, bx // n)
+            v1 = T.axis.spatial(n, bx % n)
+            C[v0, v1] = B_local[v0, v1] + T.float32(1)
+'''
+
+
+def test_a_symbolic_local_buffer_shrinks_to_its_one_element():
+    # the box is one element, which the analyzer could not compare with a symbolic n
+    # (n may be 0 for all it knows): it kept (1, n), refused as not of a constant size
+    mod = targets.build(T.parse(SYMBOLIC_LOCAL), targets.Target("cuda"), name="f")
+    compile_all([mod])
+    assert 'T.allocate((1,), "float32", scope="local")' in T.to_text(mod.lowered)
+    a = rand((4, 3))
+    c = np.full((4, 3), np.nan, "float32")
+    T.interpret(mod.lowered, a, c, check_races=True)
+    np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
