@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 
 from cuvil_tir import dtype as D
+from cuvil_tir.errors import CuvilError
 from cuvil_tir.expr import Add, BufferLoad, Call, Div, FloorDiv, FloorMod, Max, Min, Mul, \
     Sub, Var
 from cuvil_tir.stmt import Block, BlockRealize, For
@@ -50,8 +51,8 @@ NAMES = ("iterations", "flops", "parallel", "parallel_per_core", "parallel_balan
          "reduce_inner_extent", "spatial_inside_reduce", "depth",
          *(f"{a}_{b}" for a in ("kernel", "reduce", "reduce_up1", "reduce_up2")
            for b in ("bytes", "in_l1", "in_l2")),
-         "accumulator_vectors", "tile_rows", "blocks", "other_work", "cached_bytes",
-         "local_scope")
+         "accumulator_vectors", "tile_rows", "work_per_task", "expression_lanes",
+         "blocks", "other_work", "cached_bytes", "local_scope")
 
 _ARITH = (Add, Sub, Mul, Div, FloorDiv, FloorMod, Min, Max, Call)
 
@@ -148,12 +149,29 @@ def _ops(block) -> int:
     count = [0]
 
     def visit(e):
-        if isinstance(e, _ARITH) and not D.is_integer(str(e.dtype)):
-            count[0] += 1
+        if not isinstance(e, _ARITH):
+            return
+        n = D.lanes(str(e.dtype))   # a tensorized step computes on whole vectors
+        if not D.is_integer(str(e.dtype)) or n > 1:
+            count[0] += n
         elif isinstance(e, (Add, Mul)) and _has_load(e):
             count[0] += 1   # integer arithmetic on data (an int8 GEMM), not on indices
     post_order_visit(block.body, visit)
     return max(1, count[0])
+
+
+def _expression_lanes(block) -> int:
+    widest = [1]
+
+    def visit(e):
+        dt = getattr(e, "dtype", None)
+        if dt is not None and not isinstance(e, Var):
+            try:
+                widest[0] = max(widest[0], D.lanes(str(dt)))
+            except CuvilError:
+                pass   # not a value type (a handle): no lanes
+    post_order_visit(block.body, visit)
+    return widest[0]
 
 
 def _has_load(e) -> bool:
@@ -253,7 +271,11 @@ def _block_vector(realize, loops, machine, cores) -> list:
             _log(ops * sub_iters[1] / max(1, levels[0])),
             _log(ops * sub_iters[mid] / max(1, levels[mid - 1])),
             _log(red_inner), float(spatial_inside), float(len(loops)), *anchored,
-            tile / lanes if local else 0.0, _log(rows)], flops, bool(local)
+            tile / lanes if local else 0.0, _log(rows),
+            # the work of one parallel iteration (a small task's threads cost more than
+            # they save) and the widest vector the body computes on (a tensorized
+            # step's lanes: no vectorized loop shows them)
+            _log(flops / par), _expression_lanes(block) / lanes], flops, bool(local)
 
 
 def features(func_or_sch, machine=None) -> list:

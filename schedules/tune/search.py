@@ -55,7 +55,7 @@ POPULATION = 8
 #: unmeasured candidates kept in the pool (the best predicted)
 POOL = 256
 #: the pool a model starts choosing from (fresh draws, before anything is bred)
-INITIAL_POOL = 32
+INITIAL_POOL = 64
 #: records of a resumed database without features replayed to learn from
 RESUMED_ROWS = 64
 

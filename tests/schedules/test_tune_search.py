@@ -3,6 +3,7 @@ known optimum of a synthetic space (costs from a stand-in executor, so no timing
 
 import math
 import random
+import sys
 from concurrent.futures import Executor, Future
 
 import pytest
@@ -13,7 +14,7 @@ from cuvil_tir.errors import ArgumentError
 from schedules.tune.errors import TuneError
 from schedules.tune.cost_model import CostModel, rank_correlation
 from schedules.tune.features import NAMES, features
-from schedules.tune.search import INITIAL_POOL, Search, crossover, mutate
+from schedules.tune.search import Search, crossover, mutate
 from schedules.tune.space import run_with_decisions
 
 TARGET = "llvm -mcpu=haswell"  # 8 float lanes, whatever the host
@@ -169,9 +170,10 @@ def test_a_resumed_database_trains_the_model_before_the_first_batch(tmp_path):
     assert s.model.trained and len(s.population()) == 6
 
 
-def test_breeding_stops_once_the_workers_are_free():
+def test_breeding_stops_once_the_workers_are_free(monkeypatch):
     """Replaying a candidate costs a tenth of a second: with the measurements in
     flight done, the pool stops growing at its least; while they run it grows more."""
+    monkeypatch.setattr(sys.modules[Search.__module__], "INITIAL_POOL", 16)  # the small space has room for more
     pools = []
     for busy in (lambda: False, lambda: True):
         s = Search(_func(), space, TARGET, rng=random.Random(0))
@@ -182,7 +184,7 @@ def test_breeding_stops_once_the_workers_are_free():
         before = len(s._feat)
         assert len(s.propose(2, seen, busy)) == 2
         pools.append(len(s._feat) - before)  # the pool's candidates, featurised
-    assert pools == [8 + INITIAL_POOL, 8 + INITIAL_POOL + 12]
+    assert pools == [8 + 16, 8 + 16 + 12]
 
 
 def test_features_take_milliseconds_and_no_lowering():
@@ -223,3 +225,16 @@ def test_a_decision_of_another_branch_is_drawn_afresh_not_an_error():
     sch = run_with_decisions(branching_space, f, [0, [4, 4]])  # a tile, not an index
     d = [v for _, v in sorted(sch.trace.decisions.items())]
     assert d[0] == 0 and d[1] in (0, 1)
+
+
+def test_features_describe_a_tensorized_step_and_the_work_per_parallel_task():
+    from targets.toolkit.cpu_recipes import int8_gemm
+    zen4 = "llvm -mcpu=znver4"
+    dot = dict(zip(NAMES, features(int8_gemm(64, 64, 64, zen4), zen4)))
+    # the dominant block is the tensorized step (its lanes in the expressions, not in a
+    # vectorized loop), not the packing of B or the zeroing of the accumulators
+    assert dot["expression_lanes"] == 64 / 16 and dot["vector_lanes"] == 0
+    assert dot["flops"] > math.log2(1 + 64 ** 3 / 4)
+    tile = dict(zip(NAMES, features(run_with_decisions(space, _func(), [[4, 4], [4, 16], 1, 0]),
+                                    TARGET)))
+    assert tile["expression_lanes"] == 1 / 8 and tile["work_per_task"] > 0
