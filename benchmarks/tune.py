@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -47,7 +46,7 @@ sys.path[:0] = [os.path.join(HERE, ".."), HERE]
 
 import schedules as S  # noqa: E402
 import targets  # noqa: E402
-from run import bench_env, blas_info  # noqa: E402  (benchmarks/run.py)
+from run import bench_env, blas_info, measure_peak  # noqa: E402  (benchmarks/run.py)
 from schedules.tune.command import history_of  # noqa: E402
 from schedules.tune.database import workload_key  # noqa: E402
 from schedules.tune.executor import local_executor, slots  # noqa: E402
@@ -74,24 +73,14 @@ def _load() -> str:
     return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
 
 
-def fma_peak(machine):
-    """(FLOP/s, how it was estimated): cores x clock x 2 FMA pipes x fp32 lanes x 2, the
-    pipes 256 bits wide on AMD Zen (512-bit vectors issued in two halves) and as wide
-    as the vectors elsewhere; the clock from /proc/cpuinfo."""
-    mhz = None
-    try:
-        with open("/proc/cpuinfo") as fh:
-            found = re.findall(r"cpu MHz\s*:\s*([\d.]+)", fh.read())
-            mhz = max(float(x) for x in found) if found else None
-    except OSError:
-        pass
-    if not mhz:
-        return None, "clock unknown"
-    width = 256 if machine.name.startswith("znver") else machine.vector_bits
-    per_cycle = 2 * (width // 32) * 2
-    return machine.cores * mhz * 1e6 * per_cycle, (
-        f"{machine.cores} cores x {mhz / 1e3:.2f} GHz x 2 FMA pipes x {width // 32} fp32 "
-        "lanes x 2")
+def fma_peak(target, repeat=3):
+    """(FLOP/s, how it was found): the fp32 FMA peak measured on all the pool's threads
+    (``run.measure_peak``: independent FMA chains as wide as the target's vectors).
+    A figure from the nominal clock undercounts a CPU that boosts above it, and the
+    share of peak then reads over 100%."""
+    got = measure_peak(repeat, target)
+    return got["all threads"] * 1e9, (
+        f"measured, {got['threads']} threads; {got['1 thread']:.0f} on one")
 
 
 def interleaved(fns, repeat, settle=0.15):
@@ -252,7 +241,7 @@ def main(argv=None):
     target = targets.Target("llvm")
     from schedules.tune.space import machine_of
     machine = machine_of(target)
-    peak, how = fma_peak(machine)
+    peak, how = fma_peak(target)
     print(f"== {machine.name}: {machine.vector_bits}-bit vectors, {machine.cores} cores; "
           f"fp32 FMA peak {peak / 1e9 if peak else float('nan'):.0f} GFLOP/s ({how}); "
           f"numpy {np.__version__} on {blas_info()}; load {_load()}", flush=True)
