@@ -41,6 +41,7 @@ from cuvil_tir.errors import CuvilError
 from cuvil_tir.expr import IntImm, Var
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.transform import verify
+from cuvil_tir.transform.serial_threads import has_thread_loops, serial_threads
 from cuvil_tir.visitor import substitute, used_vars
 
 from .analysis import total_iterations
@@ -126,6 +127,10 @@ def _verify(name, func):
 
 def _run(func, inputs):
     arrays = [a.copy() if isinstance(a, np.ndarray) else a for a in inputs]
+    # a GPU schedule means what its thread loops compute run serially (the barriers
+    # that make the parallel run agree come with lowering)
+    if isinstance(func, PrimFunc) and has_thread_loops(func):
+        func = serial_threads(func)
     cuvil_tir.interpret(func, *arrays)
     return arrays
 

@@ -4,11 +4,15 @@ The stages, each a bucket when it fails:
 
 - ``build``: ``targets.build(f, Target("cuda", arch="sm_80"))`` (lowering, outlining,
   barriers, CUDA C; ``sm_90a`` alone when the kernel needs more shared memory than
-  sm_80 has); a coded Cuvil error is ``build``, a plain Python error ``crash``.  Two
-  refusals are counted apart: ``too_big``, more shared memory than sm_90 has as
-  Cuvil sizes the tiles (MetaSchedule's ``VerifyGPUCode`` rejects such a candidate),
-  and ``invalid``, an out-of-bounds access that the function's serial meaning, built
-  with bounds checks, makes too (TVM does not check bounds: a right refusal);
+  sm_80 has); a coded Cuvil error is ``build``, a plain Python error ``crash``.  A
+  MetaSchedule sketch is completed first as MetaSchedule does (:mod:`.postproc`:
+  its ``auto_tensorize`` blocks tensorized, its unbound blocks bound).  Refusals
+  counted apart: more shared memory than sm_90 has is ``refused_as_tvm`` when one
+  shared buffer alone needs it as the function's stores fill it (counted by
+  :mod:`.shared_need`: MetaSchedule's ``VerifyGPUCode`` rejects such a candidate),
+  else ``too_big`` (as Cuvil sizes the tiles); ``invalid``, an out-of-bounds access
+  that the function's serial meaning, built with bounds checks, makes too (TVM does
+  not check bounds: a right refusal);
 - ``compile``: ``nvcc -ptx`` of the CUDA C for ``sm_80`` and ``sm_90a``, warnings as
   errors;
 - ``compute``: the reference is the scheduled function itself with TensorIR's serial
@@ -54,12 +58,15 @@ import cuvil_tir as T
 from cuvil_tir.arith import simplify
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import BoundsCheckError, CuvilError, LoweringError, RaceError
-from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.expr import Call, IntImm, Var
+from cuvil_tir.ops.gpu import collective
 from cuvil_tir.stmt import BufferStore, For, Stmt
-from cuvil_tir.transform.gpu_emulate import emulate_gpu, in_global_memory
-from cuvil_tir.visitor import Mutator, post_order_visit, used_vars
+from cuvil_tir.transform.gpu_emulate import emulate_gpu
+from cuvil_tir.transform.serial_threads import serial_threads
+from cuvil_tir.visitor import post_order_visit, used_vars
 
-from .postproc import rewrite_unbound_blocks
+from .postproc import rewrite_tensorize, rewrite_unbound_blocks
+from .shared_need import shared_lower_bound
 
 #: the architectures every kernel must compile for without a warning
 ARCHS = ("sm_80", "sm_90a")
@@ -73,21 +80,10 @@ SIZE = 16
 INTERPRETER_WORK = 1_500_000
 
 
-class _Serial(Mutator):
-    def visit_For(self, loop):
-        body = self.visit(loop.body)
-        if loop.kind != "thread_binding":
-            return loop if body is loop.body else For(loop.loop_var, loop.min, loop.extent,
-                                                      loop.kind, body, loop.thread_tag,
-                                                      loop.annotations)
-        return For(loop.loop_var, loop.min, loop.extent, "serial", body, None,
-                   loop.annotations)
-
-
 def serial(func):
     """``func`` with its thread-bound loops as serial loops: what a scheduled function
     means in TensorIR (the interpreter would run bound loops with GPU semantics)."""
-    return func.with_body(_Serial().visit(func.body))
+    return serial_threads(func)
 
 
 def _reason(err: BaseException) -> str:
@@ -154,16 +150,28 @@ def work(node) -> int:
 
 def reference(func, arrays) -> None:
     """The scheduled function's meaning on ``arrays``: its thread-bound loops serial,
-    built for ``llvm`` with bounds checks (the interpreter when that build refuses)."""
+    built for ``llvm`` with bounds checks (the interpreter when that build refuses).
+    A function that already holds ops run by a warp or block together (TVM's lowered
+    ``tvm_thread_allreduce``) has no serial meaning: its meaning is the interpreter's
+    GPU semantics of the function as written (before any of Cuvil's CUDA passes)."""
     import targets
+    if _collective(func):
+        T.interpret(func, *arrays)
+        return
     plain = serial(func)
-    plain = plain.with_body(in_global_memory(plain.body))
     try:
         mod = targets.build(plain, targets.Target("llvm", bounds_check=True))
     except CuvilError:
         T.interpret(plain, *arrays)
         return
     mod(*arrays)
+
+
+def _collective(func) -> bool:
+    hit = []
+    post_order_visit(func.body, lambda n: hit.append(n) if isinstance(n, Call)
+                     and collective(n) is not None else None)
+    return bool(hit)
 
 
 def run_emulated(lowered, arrays) -> None:
@@ -196,19 +204,19 @@ def check(func, archs=ARCHS, seed: int = 0, complete: bool = False) -> dict:
                 "seconds": round(time.time() - start, 2)}
 
     try:
-        if complete:
-            func = rewrite_unbound_blocks(func)
+        # the completed sketch is built; its meaning (the reference) is the sketch's
+        built = rewrite_unbound_blocks(rewrite_tensorize(func)) if complete else func
         try:
-            mod = targets.build(func, targets.Target("cuda", arch="sm_80"))
+            mod = targets.build(built, targets.Target("cuda", arch="sm_80"))
         except LoweringError as err:
             if not _SHARED_CAPACITY.search(str(err)):
                 raise
             # more shared memory than sm_80 has: the largest (sm_90's) may hold it
-            mod = targets.build(func, targets.Target("cuda", arch=BIGGEST))
+            mod = targets.build(built, targets.Target("cuda", arch=BIGGEST))
             archs = tuple(a for a in archs if a == BIGGEST)
         source = mod.get_source("cuda")
     except CuvilError as err:
-        return done(_refused(func, err), _reason(err))
+        return done(*_refused(func, err))
     except Exception as err:  # noqa: BLE001 - a plain error inside Cuvil is a crash
         return done("crash", _reason(err))
     for arch in archs:
@@ -253,21 +261,31 @@ def check(func, archs=ARCHS, seed: int = 0, complete: bool = False) -> dict:
     return done("passed")
 
 
-def _refused(func, err) -> str:
-    """The bucket of a build refusal: ``too_big`` (more shared memory than any GPU has,
-    on the sm_90 build), ``invalid`` (the function as written accesses outside its
-    buffers: its serial meaning, built with bounds checks, fails the same way), or
-    ``build``."""
+def _refused(func, err) -> tuple:
+    """``(bucket, reason)`` of a build refusal: ``refused_as_tvm`` when one shared
+    buffer alone, as the function's stores fill it in one thread block, holds more than
+    sm_90's shared memory (:mod:`.shared_need`: TVM's ``VerifyGPUCode`` refuses such
+    a function too), ``too_big`` (more shared memory than any GPU has as Cuvil sizes
+    the tiles), ``invalid`` (the function as written accesses outside its buffers: its
+    serial meaning, built with bounds checks, fails the same way), or ``build``."""
+    reason = _reason(err)
     if _SHARED_CAPACITY.search(str(err)):
-        return "too_big"
+        from targets.cuda import shared_capacity
+        cap = shared_capacity(BIGGEST)
+        need = shared_lower_bound(func, cap)
+        if need is not None and need > cap:
+            return "refused_as_tvm", (f"one shared buffer needs at least {need} bytes per "
+                                      f"thread block as written ({BIGGEST} offers {cap}; "
+                                      f"TVM's VerifyGPUCode refuses it too): {reason}")
+        return "too_big", reason
     if "out-of-bounds" in str(err):
         args = arguments(func)
         try:
             reference(func, args)
         except (BoundsCheckError, LoweringError) as ref_err:
             if "out-of-bounds" in str(ref_err):
-                return "invalid"
-    return "build"
+                return "invalid", reason
+    return "build", reason
 
 
 def _tolerance(func) -> float:

@@ -35,9 +35,9 @@ Example::
 from __future__ import annotations
 
 import schedules as S
-from cuvil_tir.stmt import BlockRealize, For, SeqStmt
+from cuvil_tir.stmt import Block, BlockRealize, For, SeqStmt
 from cuvil_tir.thread_axes import is_thread_axis, thread_axis
-from cuvil_tir.visitor import post_order_visit
+from cuvil_tir.visitor import post_order_visit, used_vars
 
 MAX_THREADS = 1024
 MAX_BLOCKS = 256
@@ -152,4 +152,71 @@ def rewrite_unbound_blocks(func):
     return sch.func
 
 
-__all__ = ["rewrite_unbound_blocks", "unbound_blocks", "bind_block"]
+AUTO_TENSORIZE = "meta_schedule.auto_tensorize"
+AUTO_TENSORIZE_INIT = "meta_schedule.auto_tensorize_init"
+
+
+def _tensorize_blocks(func) -> list:
+    found = []
+    post_order_visit(func.body, lambda n: found.append(n) if isinstance(n, Block)
+                     and dict(n.annotations).get(AUTO_TENSORIZE) else None)
+    return found
+
+
+def _reduces(sch, loop) -> bool:
+    """Whether a block under ``loop`` binds its variable to a reduction iterator
+    (TVM's ``GetLoopIterType`` is not data-parallel)."""
+    var = sch.get(loop).loop_var
+    hit = []
+
+    def look(n):
+        if isinstance(n, BlockRealize):
+            hit.extend(1 for iv, value in zip(n.block.iter_vars, n.iter_values)
+                       if iv.kind != "spatial" and var in used_vars(value))
+    post_order_visit(sch.get(loop).body, look)
+    return bool(hit)
+
+
+def rewrite_tensorize(func):
+    """MetaSchedule's ``RewriteReductionBlock`` and ``RewriteTensorize`` for the blocks
+    annotated ``meta_schedule.auto_tensorize``: a reduction block's init is decomposed
+    before its outermost reduction loop and tensorized with the intrinsic of
+    ``meta_schedule.auto_tensorize_init``, then every annotated block is tensorized
+    with its intrinsic (TVM's names are registered: :mod:`targets.cuda.tvm_wmma`).
+    ``func`` itself when no block is annotated.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.parse('''
+        ... @T.prim_func
+        ... def f(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32")):
+        ...     for i in range(16):
+        ...         with T.block("B"):
+        ...             v = T.axis.spatial(16, i)
+        ...             B[v, 0] = A[v, 0]
+        ... ''')
+        >>> rewrite_tensorize(f) is f
+        True
+    """
+    blocks = _tensorize_blocks(func)
+    if not blocks:
+        return func
+    sch = S.Schedule(func)
+    todo = []
+    for blk in blocks:
+        ann = dict(blk.annotations)
+        rv = sch.get_block(blk.name)
+        if blk.init is not None:
+            point = next((lp for lp in sch.get_loops(rv) if _reduces(sch, lp)), None)
+            if point is not None:
+                init = sch.decompose_reduction(rv, point)
+                if ann.get(AUTO_TENSORIZE_INIT):
+                    todo.append((init, ann[AUTO_TENSORIZE_INIT]))
+        todo.append((rv, ann[AUTO_TENSORIZE]))
+    for rv, intrin in todo:
+        sch.tensorize(rv, intrin)
+    return sch.func
+
+
+__all__ = ["rewrite_tensorize", "rewrite_unbound_blocks", "unbound_blocks", "bind_block"]

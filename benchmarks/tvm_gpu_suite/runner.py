@@ -30,7 +30,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 #: every bucket, in report order, with what it means
 BUCKETS = {
     "passed": "parses, builds, compiles (sm_80, sm_90a, no warning) and computes right",
-    "refused_as_tvm": "a function TVM's test expects refused, refused with a coded error",
+    "refused_as_tvm": "a function TVM's test expects refused, refused with a coded error; "
+                      "or one whose stores fill one shared buffer with more than sm_90's "
+                      "shared memory per block (MetaSchedule's VerifyGPUCode refuses it)",
     "too_big": "refused: needs more shared memory than any GPU has (sm_90: 227 KB) as "
                "Cuvil sizes its tiles (MetaSchedule's VerifyGPUCode refuses such a "
                "candidate; not counted as passing: the sizes are Cuvil's bounding boxes)",

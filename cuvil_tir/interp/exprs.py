@@ -291,6 +291,10 @@ def _reference_rule(op):
     # collective needs the threads the GPU semantics (cuvil_tir.interp.gpu) run
     if op.collective == "block":
         return lambda self, e: lambda: 0
+    if op.collective == "warp" and op.tiles is not None:
+        # a tile op in a serial run (a scheduled function's meaning): computed once
+        from .tile_ops import serial_tile_rule
+        return serial_tile_rule
     if op.collective is not None:
         return ops.Unsupported(
             f"{op.name} runs across the lanes of a {op.collective} together; the "

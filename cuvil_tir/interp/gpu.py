@@ -57,7 +57,7 @@ from ..visitor import post_order_visit
 from .async_copy import AsyncCopies, compile_async
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
-from .scalar import tile_storage, tile_values
+from .tile_ops import apply_tiles, tile_origin
 from .scalar import binary_op
 from .stmts import StmtCompiler
 
@@ -453,16 +453,9 @@ class GpuStmtCompiler(StmtCompiler):
         text = to_text(call)
 
         def where():
-            out = []
-            for slot, fs, fld in zip(slots, fidx, flds):
-                arr = bufs[slot]
-                idx = [as_index(f()) for f in fs]
-                if fld is None:
-                    ld, flat = arr.shape[1], idx[0] * arr.shape[1] + idx[1]
-                else:
-                    ld, flat = as_index(fld()), idx[0]
-                out.append((flat, ld))
-            return out
+            return [tile_origin(bufs[slot].shape, [as_index(f()) for f in fs],
+                                None if fld is None else as_index(fld()), t.rows, t.cols)
+                    for slot, fs, fld, t in zip(slots, fidx, flds, tiles)]
 
         def run():
             n = len(g.ctxs)
@@ -488,26 +481,12 @@ class GpuStmtCompiler(StmtCompiler):
 
     def _tiles_once(self, spec, tiles, args, slots, seen, text):
         g, bufs = self.g, self.frame.bufs
-        mats = []
-        for (flat, ld), slot, t, a in zip(seen, slots, tiles, args):
-            arr = bufs[slot].reshape(-1)
-            pos = flat + ld * np.arange(t.rows)[:, None] + np.arange(t.cols)[None, :]
-            if pos.max() >= arr.size or flat < 0:
-                raise LoweringError(f"tile of {a.buffer.name} at {flat} (ld {ld}) is out "
-                                    f"of bounds:\n{text}")
-            if g.check and a.buffer.scope == "shared" and t.access != "write":
-                for x in pos.ravel().tolist():
-                    g.log(a.buffer, x, False, text)
-            mats.append((arr, pos))
-        # the reference computes on values (a bfloat16 tile is stored as its bits)
-        outs = spec.reference(None)(*(tile_values(arr[pos], a.buffer.dtype)
-                                      for (arr, pos), a in zip(mats, args)))
-        written = [(m, t, a) for m, t, a in zip(mats, tiles, args) if t.writes]
-        for ((arr, pos), t, a), value in zip(written, outs):
-            arr[pos] = tile_storage(value, a.buffer.dtype)
-            if g.check and a.buffer.scope == "shared":
-                for x in pos.ravel().tolist():
-                    g.log(a.buffer, x, True, text)
+
+        def log(buf, x, write):
+            if buf.scope == "shared":
+                g.log(buf, x, write, text)
+        apply_tiles(spec, tiles, args, [bufs[s] for s in slots], seen, text,
+                    log if g.check else None)
 
     def _each_thread(self, f):
         g, env, bufs = self.g, self.frame.env, self.frame.bufs

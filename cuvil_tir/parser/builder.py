@@ -37,6 +37,7 @@ from ..visitor import Visitor
 from .calls import BuiltinCalls
 from .tvmscript import TVM_ASSIGN, TVMScriptMixin
 from .tvm_lowered import SCOPE_ALIASES, TVMLoweredMixin
+from .tvm_allreduce import TVMAllreduceMixin
 from .tvm_calls import tvm_store_value
 from .evaluate import LOOP_KINDS, ExprEvaluator, point_range, span
 from .values import Builtin, Spec, is_builtin as _is, to_expr
@@ -67,7 +68,8 @@ def _stmts_to_seq(stmts: list):
     return SeqStmt(tuple(stmts))
 
 
-class Builder(TVMScriptMixin, TVMLoweredMixin, BuiltinCalls, ExprEvaluator):
+class Builder(TVMScriptMixin, TVMLoweredMixin, TVMAllreduceMixin, BuiltinCalls,
+              ExprEvaluator):
     """Turns the tree of one ``def`` into a :class:`PrimFunc`."""
 
     # functions ---------------------------------------------------------------------------
@@ -215,6 +217,12 @@ class Builder(TVMScriptMixin, TVMLoweredMixin, BuiltinCalls, ExprEvaluator):
     def header(self, v: Spec, ctx, t):
         if v.kind == "evaluate":
             return Evaluate(v.args[0])
+        if v.kind == "stmt":
+            return v.args[0]
+        if v.kind == "attr":
+            # T.attr(reducer, "reduce_scope", ...) as a statement: for the rest
+            self.reducer = self.reduce_scope(v, t)
+            return None
         if v.kind == "assert":
             return AssertStmt(*v.args)
         if v.kind == "func_attr":
@@ -438,6 +446,8 @@ class Builder(TVMScriptMixin, TVMLoweredMixin, BuiltinCalls, ExprEvaluator):
             return None
         if kind == "allocate_const" and len(names) == 1:
             return self.with_allocate_const(names[0], spec, suite, t)
+        if kind == "attr" and not names:
+            return self.with_attr(spec, suite, head)
         if kind == "launch_thread" and len(names) == 1:
             return self.launch_thread(names[0], spec, lambda var: self.body(
                 suite, None, {var.name: var}, "loop"), head)

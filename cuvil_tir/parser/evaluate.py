@@ -57,7 +57,8 @@ BUILTINS = {"Buffer", "alloc_buffer", "allocate", "block", "axis", "reads", "wri
             "LetStmt", "Let", "Cast", "Select", "Ramp", "Broadcast", "min", "max",
             "truncdiv", "truncmod", "floordiv", "floormod", "var", "size_var",
             "prim_func", "match_buffer", "decl_buffer", "buffer_decl", "allocate_const",
-            "likely", "let", "assert_", "launch_thread", "env_thread"} | set(INTRIN_ARITY) | \
+            "likely", "let", "assert_", "launch_thread", "env_thread", "attr",
+            "comm_reducer", "reinterpret", "tvm_thread_allreduce"} | set(INTRIN_ARITY) | \
     set(NODE_CONSTRUCTORS)
 AXIS_KINDS = ("spatial", "reduce", "scan", "opaque")
 #: TVMScript's short axis names
@@ -102,6 +103,8 @@ class ExprEvaluator:
         self.allow_loop_vars = False
         self.loop_dom: dict[int, tuple] = {}
         self.block_ctxs: list = []         # the headers of the enclosing blocks
+        self.launched: list = []           # (tag, var, extent) of T.launch_thread around
+        self.reducer = None                # the reducer of T.attr(..., "reduce_scope")
 
     # errors ------------------------------------------------------------------------
     def error(self, message: str, tree) -> ParseError:
@@ -251,6 +254,10 @@ class ExprEvaluator:
 
     def e_list(self, t):
         return [self.eval(c) for c in t.children]
+
+    def e_lambdef(self, t):
+        params = [str(n) for n in t.children[0].children] if len(t.children) == 2 else []
+        return self.lambda_value(params, t.children[-1])
 
     def e_dict(self, t):
         return {self.eval(p.children[0]): self.eval(p.children[1]) for p in t.children}

@@ -363,7 +363,12 @@ class TVMScriptMixin:
                              "variable, extent)", t)
         ext = to_expr(extent, "int32")
         var = env.var if env is not None else Var(name, ext.dtype)
-        body = make_body(var)
+        # the launched axes around a statement (an all-reduce reduces over some)
+        self.launched.append((tag, var, ext))
+        try:
+            body = make_body(var)
+        finally:
+            self.launched.pop()
         return For(var, IntImm(0, ext.dtype), ext, "thread_binding", body, tag)
 
     def match_params(self, plist: list, tree) -> list:

@@ -26,7 +26,7 @@ Example::
 
     >>> import targets
     >>> [m.scope for m in targets.get_target_kind("cuda").memories]
-    ['global', 'shared', 'local', 'wmma.accumulator']
+    ['global', 'shared', 'local', 'wmma.accumulator', 'wmma.matrix_a', 'wmma.matrix_b']
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from cuvil_tir.errors import LoweringError
 from cuvil_tir.ir_module import calling_conv
 from cuvil_tir.target import Memory, Option, Program, TargetKind, register_target
 from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
+from cuvil_tir.transform.dead_stores import drop_dead_stores
 from cuvil_tir.transform.gpu_cooperative_fetch import cooperative_fetch
 from cuvil_tir.transform.gpu_reduction import lower_cross_thread_reduction
 from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
@@ -54,6 +55,7 @@ from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
 from .nvcc import needs_nvcc, nvcc_available, nvcc_compile
 from .runtime import CudaRuntime
 from .tensorcore import wmma_leading_dims
+from . import tvm_wmma  # noqa: F401 - registers TVM's wmma intrinsics and their ops
 
 #: the thread axes of a CUDA launch and their limits
 THREAD_AXES = (ThreadAxis("blockIdx.x", "grid", 0, (1 << 31) - 1),
@@ -140,7 +142,7 @@ def cuda_pipeline() -> list:
     """
     return [cooperative_fetch, lower_cross_thread_reduction, grid_roots, plan_buffer_allocation,
             lower_blocks, normalize_thread_bindings, inject_software_pipeline, wmma_leading_dims,
-            flatten_buffers,
+            flatten_buffers, drop_dead_stores,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
 
@@ -166,6 +168,12 @@ class CudaKind(TargetKind):
                 Memory("local", None, "per thread: registers"),
                 Memory("wmma.accumulator", None,
                        "per warp: tensor-core accumulator fragments in registers",
+                       instance="warp"),
+                Memory("wmma.matrix_a", None,
+                       "per warp: tensor-core A operand fragments in registers",
+                       instance="warp"),
+                Memory("wmma.matrix_b", None,
+                       "per warp: tensor-core B operand fragments in registers",
                        instance="warp"))
     calling_conventions = ("host", "device_kernel")
     op_spellings = "cuda"

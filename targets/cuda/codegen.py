@@ -56,7 +56,8 @@ from .host import print_host
 from .intrinsics import PREAMBLE
 from .tensorcore import WMMA_OP, wmma_text
 from .mma_fp8 import FP8_OP, mma_fp8_text
-from .fragments import ACC_SCOPE, FILL_OP, STORE_OP, declare_fragments, fill_text, store_text
+from .fragments import (FILL_OP, FRAGMENT_SCOPES, STORE_OP, declare_fragments,
+                        fill_text, store_text)
 from .asynccopy import SPELLINGS as ASYNC_SPELLINGS
 
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -276,12 +277,12 @@ class KernelPrinter(CPrinter):
             self.emit(f"__shared__ __align__(32) {t} {name}[{n}];")
         elif buf.scope == "local":
             self.emit(f"__align__(16) {t} {name}[{n}];")
-        elif buf.scope == ACC_SCOPE:
+        elif buf.scope in FRAGMENT_SCOPES:
             declare_fragments(self, buf, name, n)
         else:
             raise CodegenError(f"cuda codegen: buffer {buf.name} in scope {buf.scope!r} "
                                "is allocated inside a kernel; only 'shared', 'local' and "
-                               f"'{ACC_SCOPE}' buffers can be")
+                               "wmma.* fragment buffers can be")
         self.print_stmt(s.body)
 
     def s_Evaluate(self, s):
@@ -395,9 +396,9 @@ class KernelPrinter(CPrinter):
         return isinstance(lo, int) and lo > 0
 
     def access(self, buf, indices) -> str:
-        if buf.scope == ACC_SCOPE:      # wmma_leading_dims refused these already
+        if buf.scope in FRAGMENT_SCOPES:    # wmma_leading_dims refused these already
             raise CodegenError(f"cuda codegen: {buf.name} is a tensor-core fragment "
-                               f"({ACC_SCOPE}); only the tensor-core ops reach it")
+                               f"({buf.scope}); only the tensor-core ops reach it")
         return super().access(buf, indices)
 
     def wmma(self, e) -> str:

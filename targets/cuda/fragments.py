@@ -46,11 +46,22 @@ from cuvil_tir.tensor_intrin import TensorIntrin
 from cuvil_tir.visitor import post_order_visit
 
 ACC_SCOPE = "wmma.accumulator"
+#: the operand fragments of TVM's wmma schedules (:mod:`.tvm_wmma`)
+MATRIX_A = "wmma.matrix_a"
+MATRIX_B = "wmma.matrix_b"
 FILL_OP = "cuda.wmma_fill"
 STORE_OP = "cuda.wmma_store"
 FILL_INTRIN = "cuda.wmma_fill_16x16_f32"
 STORE_INTRIN = "cuda.wmma_store_16x16_f32"
 FRAGMENT = "nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>"
+#: per fragment scope: the ``wmma::fragment`` type of one 16 x 16 tile ({} the element
+#: type) and the dtypes it holds
+FRAGMENT_SCOPES = {
+    ACC_SCOPE: (FRAGMENT, ("float32",)),
+    **{s: (f"nvcuda::wmma::fragment<nvcuda::wmma::{s[5:]}, 16, 16, 16, {{}}, "
+           "nvcuda::wmma::row_major>", ("float16", "bfloat16")) for s in (MATRIX_A, MATRIX_B)},
+}
+_ELEMENT = {"float32": "float", "float16": "half", "bfloat16": "__nv_bfloat16"}
 
 
 def _fill_tiles(args) -> tuple:
@@ -147,14 +158,15 @@ def check_fragments(func) -> None:
         buf = getattr(n, "buffer", None)
         if (isinstance(n, BufferLoad | BufferStore) and per_warp(buf.scope)
                 and id(n) not in tile_args):
-            bad.append(f"{to_text(n).strip()} touches one element")
+            bad.append((buf.scope, f"{to_text(n).strip()} touches one element"))
     post_order_visit(func.body, look)
     if bad:
         raise LoweringError(
-            f"{func.name}: a {ACC_SCOPE} buffer is a tensor-core fragment: only "
-            f"{FILL_INTRIN}, the cuda.wmma_16x16xK steps and {STORE_INTRIN} reach it "
-            f"(tensorize the init and write-back blocks with them); found: "
-            + "; ".join(bad))
+            f"{func.name}: a {bad[0][0]} buffer is a tensor-core fragment: only "
+            f"{FILL_INTRIN}, the cuda.wmma_16x16xK steps and {STORE_INTRIN} reach it, "
+            "and the operand fragments' loads and steps (TVM's wmma_load_*, wmma_sync_* "
+            "names) (tensorize the blocks that touch it with them); found: "
+            + "; ".join(b for _, b in bad))
 
 
 def fragment_ref(printer, load, ld) -> str:
@@ -176,19 +188,21 @@ def fragment_ref(printer, load, ld) -> str:
 
 
 def declare_fragments(printer, buf, name: str, n: int) -> None:
-    """Declare ``buf`` (``n`` float32 elements, called ``name``) as its 16 x 16
-    fragments.
+    """Declare ``buf`` (``n`` elements, called ``name``), a buffer of a
+    :data:`FRAGMENT_SCOPES` scope, as its 16 x 16 fragments.
 
     Example::
 
         >>> declare_fragments.__name__
         'declare_fragments'
     """
-    if buf.dtype != "float32" or n % 256:
-        raise CodegenError(f"cuda codegen: {ACC_SCOPE} buffer {buf.name} must hold whole "
-                           f"16 x 16 float32 tiles; found {n} elements of {buf.dtype}")
+    kind, dtypes = FRAGMENT_SCOPES[buf.scope]
+    if buf.dtype not in dtypes or n % 256:
+        raise CodegenError(f"cuda codegen: {buf.scope} buffer {buf.name} must hold whole "
+                           f"16 x 16 {' or '.join(dtypes)} tiles; found {n} elements "
+                           f"of {buf.dtype}")
     printer.use_helper("cuda_mma_h", "#include <mma.h>")
-    printer.emit(f"{FRAGMENT} {name}[{n // 256}];")
+    printer.emit(f"{kind.format(_ELEMENT[buf.dtype])} {name}[{n // 256}];")
 
 
 def fill_text(printer, e) -> str:
@@ -220,6 +234,6 @@ def store_text(printer, e) -> str:
             f"{frag}, {printer.bare(e.args[3])}, nvcuda::wmma::mem_row_major)")
 
 
-__all__ = ["ACC_SCOPE", "FILL_INTRIN", "FILL_OP", "STORE_INTRIN", "STORE_OP",
+__all__ = ["ACC_SCOPE", "FILL_INTRIN", "FILL_OP", "FRAGMENT_SCOPES", "MATRIX_A", "MATRIX_B", "STORE_INTRIN", "STORE_OP",
            "check_fragments", "declare_fragments", "fill_intrin", "fill_text",
            "fragment_ref", "store_intrin", "store_text"]

@@ -228,15 +228,17 @@ class _LeadingDims(Mutator):
         # leading dimension is the padded row stride flatten_buffers will give it
         self.aligns: dict = {}
         for name, ndim, axis, factor, offset in func.attr(ALIGN_KEY) or ():
-            if ndim == 2:
-                self.aligns.setdefault(name, {})[axis] = (factor, offset)
+            self.aligns.setdefault((name, ndim), {})[axis] = (factor, offset)
 
     def row_stride(self, a) -> int | None:
+        # a tile spans a buffer's last two axes (tensorize binds the leading ones): its
+        # rows are the second-to-last axis' stride apart
         buf = a.buffer if isinstance(a, BufferLoad) else None
-        if buf is None or len(buf.shape) != 2 or not all(isinstance(d, IntImm)
-                                                         for d in buf.shape):
+        if buf is None or len(buf.shape) < 2 or not all(isinstance(d, IntImm)
+                                                        for d in buf.shape):
             return None
-        ld = aligned_strides([d.value for d in buf.shape], self.aligns.get(buf.name, {}))[0]
+        ld = aligned_strides([d.value for d in buf.shape],
+                             self.aligns.get((buf.name, len(buf.shape)), {}))[-2]
         # wmma's rule: a row stride of a multiple of 16 bytes (fragments: whole tiles)
         unit = 16 if per_warp(buf.scope) else 128 // D.bits(buf.dtype)
         return ld if ld % unit == 0 else None
@@ -251,8 +253,8 @@ class _LeadingDims(Mutator):
             ld = self.row_stride(a)
             if ld is None or a.buffer.scope not in ok:
                 raise LoweringError(
-                    f"tensor-core call {to_text(e)}: each tile must be a 2-D buffer in "
-                    f"{' or '.join(ok)} of constant shape whose row stride is a multiple "
+                    f"tensor-core call {to_text(e)}: each tile must be the last two axes "
+                    f"of a buffer in {' or '.join(ok)} of constant shape whose row stride is a multiple "
                     f"of 16 bytes (of 16 elements for a fragment); found {to_text(a)} "
                     "(stage the tiles with cache_read/cache_write)")
             lds.append(IntImm(ld, "int32"))
