@@ -1,7 +1,10 @@
 """The TVM GPU-suite runner on a tiny TVM-style test file written here: a function
 that computes right, one TVM's test expects refused, a pass output, an unreadable one,
-a factory's functions and one never reached, one reading outside its buffers and one
-needing more shared memory than any GPU has (refused, counted apart); the command line on a checkout."""
+a factory's functions and one never reached, one reading outside its buffers, one
+whose stores fill more shared memory than any GPU has (refused as TVM refuses it) and
+one whose sparse stores Cuvil's tile box makes too big (counted apart); MetaSchedule's
+tensor-core sketches completed (auto_tensorize); TVM's lowered all-reduce checked
+against its own GPU semantics; the command line on a checkout."""
 
 import textwrap
 
@@ -76,6 +79,19 @@ SYNTHETIC = textwrap.dedent('''
                         B[v] = S[65535 - v]
 
 
+    @T.prim_func
+    def sparse_shared(A: T.Buffer((65536,), "float32"), B: T.Buffer((1024,), "float32")):
+        S = T.alloc_buffer((65536,), scope="shared")
+        for bx in T.thread_binding(1, thread="blockIdx.x"):
+            for tx in T.thread_binding(1024, thread="threadIdx.x"):
+                with T.block("S"):
+                    v = T.axis.spatial(1024, tx)
+                    S[v * 64] = A[v * 64]
+                with T.block("B"):
+                    v = T.axis.spatial(1024, tx)
+                    B[v] = S[(1023 - v) * 64]
+
+
     def gen(n):
         @T.prim_func
         def scaled(A: T.Buffer((n,), "float32")):
@@ -109,7 +125,7 @@ def test_definitions_and_roles():
     assert roles == {"add": "input", "lowered_add": "output",
                      "too_many_threads": "error", "unreadable": "input",
                      "out_of_bounds": "input", "over_shared": "input",
-                     "gen/scaled": "input", "test_never_reached/late": "input"}
+                     "sparse_shared": "input", "gen/scaled": "input", "test_never_reached/late": "input"}
 
 
 def test_runner_buckets_each_case(tmp_path):
@@ -118,14 +134,22 @@ def test_runner_buckets_each_case(tmp_path):
     got = {c["case"]: c["bucket"] for c in summary["cases"]}
     assert got == {"add": "passed", "too_many_threads": "refused_as_tvm",
                    "unreadable": "parse", "out_of_bounds": "invalid",
-                   "over_shared": "too_big", "gen/scaled[8]": "passed",
-                   "gen/scaled[16]": "passed", "test_never_reached/late": "not_reached"}
+                   "over_shared": "refused_as_tvm", "sparse_shared": "too_big",
+                   "gen/scaled[8]": "passed", "gen/scaled[16]": "passed",
+                   "test_never_reached/late": "not_reached"}
     total = summary["total"]
-    assert (total["cases"], total["passed_all"], total["outputs"]) == (8, 5, 1)
+    assert (total["cases"], total["passed_all"], total["outputs"]) == (9, 6, 1)
     text = render(summary)
-    assert "Pass rate: 5 of 8 scheduled GPU functions (62.5%)" in text
-    assert "(not counted as passing): 1; the pass rate without them: 71.4%" in text
+    assert "Pass rate: 6 of 9 scheduled GPU functions (66.7%)" in text
+    assert "(not counted as passing): 1; the pass rate without them: 75.0%" in text
     assert "Computing right: 3 of 7 functions TVM accepts." in text
+    # over_shared fills 64K floats of one shared buffer per block (TVM refuses it too);
+    # sparse_shared stores 1024, Cuvil's box holds 64K
+    reasons = {c["case"]: c["reason"] for c in summary["cases"]}
+    assert reasons["over_shared"].startswith("one shared buffer needs at least 262144 "
+                                             "bytes per thread block as written (sm_90a "
+                                             "offers 232448; TVM's VerifyGPUCode refuses "
+                                             "it too)")
     assert "## WRONG cases (0)" in text
 
 
@@ -188,3 +212,42 @@ def test_command_line_on_a_checkout(tmp_path, capsys):
                  "--json", str(out)]) == 0
     assert "Pass rate: 1 of 1" in capsys.readouterr().out
     assert out.read_text().startswith("{")
+
+
+def test_a_tensor_core_sketch_is_tensorized_as_metaschedule_does():
+    import cuvil_tir as T
+    from benchmarks.tvm_gpu_suite.postproc import rewrite_tensorize
+    from tests.targets.test_cuda_tvm_wmma import SKETCH
+
+    done = T.to_text(rewrite_tensorize(T.parse(SKETCH)))
+    for op in ("cuda.wmma_load", "cuda.wmma_fill", "cuda.wmma_mma", "cuda.wmma_store"):
+        assert f'"{op}"' in done
+    assert check(T.parse(SKETCH), archs=("sm_80",), complete=True)["bucket"] == "passed"
+
+
+def test_a_lowered_allreduce_is_checked_against_its_own_gpu_semantics():
+    import cuvil_tir as T
+    from tests.cuvil_tir.test_tvm_allreduce import SUM
+
+    assert check(T.parse(SUM), archs=())["bucket"] == "passed"
+
+
+def test_the_shared_bound_gives_up_on_what_it_cannot_evaluate():
+    import cuvil_tir as T
+    from benchmarks.tvm_gpu_suite.shared_need import shared_lower_bound
+
+    f = T.parse(textwrap.dedent('''
+        @T.prim_func
+        def f(A: T.Buffer((64,), "float32"), I: T.Buffer((64,), "int32")):
+            S = T.alloc_buffer((64,), scope="shared")
+            for tx in T.thread_binding(64, thread="threadIdx.x"):
+                with T.block("S"):
+                    v = T.axis.spatial(64, tx)
+                    S[I[v]] = A[v]
+                with T.block("A"):
+                    v = T.axis.spatial(64, tx)
+                    A[v] = S[v]
+        '''))
+    assert shared_lower_bound(f) is None
+    g = T.parse(T.to_text(f).replace("S[I[v]]", "S[v]"))
+    assert shared_lower_bound(g) == 256

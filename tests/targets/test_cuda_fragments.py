@@ -7,6 +7,7 @@ for sm_80 and sm_90, and the refusals."""
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -169,3 +170,20 @@ def test_fragments_hold_whole_float32_tiles():
                                            r"float16"):
         declare_fragments(p, T.decl_buffer((16, 16), "float16", "acc", scope=ACC_SCOPE),
                           "acc", 256)
+
+
+@pytest.mark.parametrize("accumulator", ["registers", "shared"])
+def test_debug_mode_checks_the_recipe_step_by_step(accumulator):
+    # each step is compared with the one before on the schedule's serial meaning (its
+    # binds used to "change the results": the reference interpreter ran the half-bound
+    # copies in parallel, without the barriers lowering adds); no step is left to the
+    # verifier alone (that warns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sch = S.Schedule(_func(16, 16, 16), debug=True)
+        recipes.gemm_tensorcore(sch, bm=16, bn=16, bk=16, accumulator=accumulator)
+    a, b = rand((16, 16)).astype("float16"), rand((16, 16), seed=1).astype("float16")
+    c = np.zeros((16, 16), "float32")
+    T.interpret(targets.build(sch, "cuda").lowered, a, b, c, check_races=True)
+    np.testing.assert_allclose(c, a.astype("float32") @ b.astype("float32"), rtol=1e-4,
+                               atol=1e-3)

@@ -14,6 +14,7 @@ import cuvil_tir as T
 import schedules as S
 import targets
 from cuvil_tir.errors import CodegenError, LoweringError
+from cuvil_tir.transform.serial_threads import serial_threads
 from targets.cuda.fragments import declare_fragments
 from targets.cuda.nvcc import nvcc_ptx
 from targets.cuda.tvm_wmma import TVM_NAMES
@@ -21,9 +22,11 @@ from targets.cuda.tvm_wmma import TVM_NAMES
 from .cuda_helpers import ARCHS
 
 #: a 32 x 32 x 32 fp16 GEMM as MetaSchedule's tensor-core rule writes it: two warps
-#: (threadIdx.y) of a 16 x 32 C stripe each, A and B staged in shared memory by all
-#: 64 threads, 16 x 16 tiles loaded into fragments, accumulated in fragments and
-#: stored to global memory; its blocks carry MetaSchedule's auto_tensorize names
+#: (threadIdx.y) of a 16 x 32 C stripe each, A and B staged in shared memory by a
+#: cooperative fetch (each warp's copy, spread over the block's 64 threads by the
+#: lowering: the tensor-core blocks say warp_execution), 16 x 16 tiles loaded into
+#: fragments, accumulated in fragments and stored to global memory; its blocks carry
+#: MetaSchedule's auto_tensorize names
 SKETCH = '''
 @T.prim_func
 def mm(A: T.Buffer((32, 32), "float16"), B: T.Buffer((32, 32), "float16"),
@@ -35,17 +38,18 @@ def mm(A: T.Buffer((32, 32), "float16"), B: T.Buffer((32, 32), "float16"),
     C_acc = T.alloc_buffer((32, 32), "float32", scope="wmma.accumulator")
     for bx in T.thread_binding(1, thread="blockIdx.x"):
         for ty in T.thread_binding(2, thread="threadIdx.y"):
-            for tx in T.thread_binding(32, thread="threadIdx.x"):
-                for i in range(16):
-                    with T.block("A_s"):
-                        v0 = T.axis.spatial(32, i * 2 + ty)
-                        v1 = T.axis.spatial(32, tx)
-                        A_s[v0, v1] = A[v0, v1]
-                for i in range(16):
-                    with T.block("B_s"):
-                        v0 = T.axis.spatial(32, i * 2 + ty)
-                        v1 = T.axis.spatial(32, tx)
-                        B_s[v0, v1] = B[v0, v1]
+            for f in range(1024):
+                with T.block("A_s"):
+                    v0 = T.axis.spatial(32, f // 32)
+                    v1 = T.axis.spatial(32, f % 32)
+                    T.block_attr({"meta_schedule.cooperative_fetch": 1})
+                    A_s[v0, v1] = A[v0, v1]
+            for f in range(1024):
+                with T.block("B_s"):
+                    v0 = T.axis.spatial(32, f // 32)
+                    v1 = T.axis.spatial(32, f % 32)
+                    T.block_attr({"meta_schedule.cooperative_fetch": 1})
+                    B_s[v0, v1] = B[v0, v1]
             for k0 in range(2):
                 with T.block("A_a_o"):
                     vi = T.axis.spatial(2, ty)
@@ -70,7 +74,8 @@ def mm(A: T.Buffer((32, 32), "float16"), B: T.Buffer((32, 32), "float16"),
                         vj = T.axis.spatial(2, j0)
                         vk = T.axis.reduce(2, k0)
                         T.block_attr({"meta_schedule.auto_tensorize": "wmma_sync_16x16x16_f16f16f32",
-                                      "meta_schedule.auto_tensorize_init": "wmma_fill_16x16x16_f32"})
+                                      "meta_schedule.auto_tensorize_init": "wmma_fill_16x16x16_f32",
+                                      "warp_execution": 1})
                         with T.init():
                             for ii, jj in T.grid(16, 16):
                                 with T.block("C_init"):
@@ -111,6 +116,14 @@ MOD = targets.build(_tensorized(), targets.Target("cuda", arch="sm_80"), name="t
 def _inputs(seed=0):
     rng = np.random.default_rng(seed)
     return [rng.integers(-3, 4, (32, 32)).astype("float16") for _ in range(2)]
+
+
+def test_a_tensorized_function_means_what_its_serial_run_computes():
+    # the tile ops outside a kernel, once each (cuvil_tir/interp/tile_ops.py)
+    a, b = _inputs(1)
+    c = np.zeros((32, 32), "float32")
+    T.interpret(serial_threads(_tensorized()), a, b, c)
+    np.testing.assert_array_equal(c, a.astype("float32") @ b.astype("float32"))
 
 
 def test_tvm_names_are_registered_aliases():
