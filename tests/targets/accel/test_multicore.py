@@ -44,8 +44,8 @@ def test_gemm_bit_exact_on_the_cores(n, m, k, cores, double):
     assert mod.stats["cores_used"] == cores
     src = mod.get_source("c")
     for call in ("ascend_like_fork()", "ascend_like_core(", "ascend_like_join()",
-                 "ascend_like_move_asc_l2_asc_l1(", "ascend_like_move_asc_l1_asc_l0a(",
-                 "ascend_like_move_asc_l0c_asc_ub(", "ascend_like_mmad_16x16x16("):
+                 "ascend_like_move_asc_l2_asc_l1(", "load_cbuf_to_ca(", "load_cbuf_to_cb(",
+                 "ascend_like_move_asc_l0c_asc_ub(", "mmad(", "set_flag(", "wait_flag("):
         assert call in src
 
 
@@ -74,7 +74,7 @@ def test_contiguous_row_blocks_are_one_transfer():
     mod = targets.build(schedule_conv2d_cores(conv2d(1, 10, 10, 16, 16), cores=4),
                         "ascend-like", name="conv")
     src = mod.get_source("c")
-    assert "ascend_like_dma_load(&W_asc_l2[0], &W[0], 144, 16, 16, 16);" in src
+    assert "copy_gm_to_l2(0, &W[0], 0, 144, 16, 16, 16);" in src
     rng = np.random.default_rng(0)
     mod(_ints(rng, (1, 10, 10, 16)), _ints(rng, (3, 3, 16, 16)),
         np.zeros((1, 8, 8, 16), "int32"))
