@@ -315,6 +315,18 @@ def _fit(c, a, v, ana, what):
     return v
 
 
+def _runtime_offset(printer, a, r) -> str:
+    """The offset of a region of a buffer with no planned address (a parameter, as in
+    an intrinsic's own implementation), computed at run time from its pointer."""
+    acc = printer.acc
+    k = [m.scope for m in acc.memories_only].index(r.buffer.scope)
+    ptr = f"(const uint8_t *){printer.extern_arg(r)}"
+    off = f"({ptr} - {acc.hal}_scratch({k}))"
+    if a.address == "elements":
+        off = f"({off} / {D.itemsize(r.buffer.dtype)})"
+    return f"({a.ctype})({off} / {a.unit})" if a.unit > 1 else f"({a.ctype}){off}"
+
+
 def print_vendor_call(printer, c, e) -> str:
     """The C of Cuvil's call ``e`` as the vendor's ``c`` (HalSignatureError when it does
     not fit)."""
@@ -335,6 +347,9 @@ def print_vendor_call(printer, c, e) -> str:
             texts.append(str(a.carries))
         elif a.address == "pointer" and "*" in a.ctype:
             texts.append(printer.extern_arg(given[a.carries]))
+        elif isinstance(given[a.carries], BufferRegion) and \
+                given[a.carries].buffer.name not in printer.addr:
+            texts.append(_runtime_offset(printer, a, given[a.carries]))
         else:
             v = _value(printer, c, a, given[a.carries], mems, ana)
             texts.append(printer.bare(_fit(c, a, ana.simplify(v), ana, a.carries)))
