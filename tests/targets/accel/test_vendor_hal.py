@@ -181,3 +181,16 @@ BAD = [
 def test_a_malformed_signature_is_a_description_error(calls, match):
     with pytest.raises(DescriptionError, match=r"CVL-E170.*" + match):
         _device(calls)
+
+
+def test_an_operand_without_a_planned_address_gets_its_offset_at_run_time():
+    """An intrinsic's own implementation (what the tuner builds to see whether a target
+    supports it) takes its operands as parameters: no planned address, so the element
+    index is computed from the pointer; before, the build failed and the tuner found
+    no intrinsic on the Ascend-like NPU."""
+    from cuvil_tir.tensor_intrin import TensorIntrin
+    targets.register_target(ascend, replace=True)
+    mod = targets.build(TensorIntrin.get("asc.mmad_16x16x16_i8").impl, "ascend-like",
+                        name="one")
+    assert "mmad((uint32_t)(((const uint8_t *)&C[0] - ascend_like_scratch(4)) / 4)" \
+        in mod.get_source("c")
