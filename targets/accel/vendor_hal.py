@@ -158,10 +158,18 @@ def check_hal_calls(acc, calls) -> tuple:
         if c.replaces not in ours:
             raise DescriptionError(f"{at} replaces {c.replaces!r}, which is no HAL call of "
                                    f"this accelerator; its calls: {sorted(ours)}")
+        if c.struct is not None and not re.fullmatch(r"[A-Za-z_]\w*", str(c.struct)):
+            raise DescriptionError(f"{at}: struct must be a C type name, found {c.struct!r}")
         if c.returns not in ("void", "int32_t"):
             raise DescriptionError(f"{at}: returns must be 'void' or 'int32_t', found "
                                    f"{c.returns!r}")
         params = dict((n, t) for t, n in ours[c.replaces])
+        bad = {p: m for p, m in dict(c.memories).items()
+               if "*" not in params.get(p, "") or m not in acc.scopes}
+        if bad:
+            raise DescriptionError(f"{at}: memories= maps {bad}; it maps address parameters "
+                                   f"of {c.replaces} ({[n for n in params if '*' in params[n]]})"
+                                   f" to accelerator memories ({sorted(acc.scopes)})")
         mems = {**_implied_memories(acc, c.replaces), **c.memories}
         carried = [a.carries for a in c.args if isinstance(a, HalArg) and isinstance(a.carries, str)]
         for a in c.args:

@@ -168,6 +168,8 @@ BAD = [
                                 A("r", "rows"), A("b", "row_bytes"), A("s", "dst_stride")),
               memories={"dst": "vh.in"})], r"'elements' only for an intrinsic's operand"),
     ([HalCall("f", "push", tuple(FLAGS[0].args), returns="int")], r"returns must be"),
+    ([HalCall("f", "push", tuple(FLAGS[0].args), struct="dma t")], r"struct must be a C type"),
+    ([_mvin("m", "vh.spad")], r"memories= maps \{'dst': 'vh.spad'\}.*\['dst', 'src'\]"),
     ([HalCall("f", "push", (A("a", "src"), A("b", "dst")), fixed={"id": 0.5})],
      r"fixed= gives \['id'\] a value that is not an int"),
     ([HalCall("f", "dma_fill", (A("r", "rows"), A("b", "row_bytes"), A("s", "dst_stride")),
