@@ -325,17 +325,32 @@ def test_shared_buffer_written_by_the_cores_refused():
 
 def test_a_small_conv_loads_each_row_block_in_one_command():
     """The 4-core conv 18x18 8->24 (issue 23, Done means): the weights' nine padded taps
-    are one 3-D command into L2, and each output row's three input rows (padded only
-    along the channels, contiguous on both sides) one command into L1; it took 4370
-    cycles at 26% of the cube with three commands a row and nine for the weights."""
+    are one 3-D command into L2, and with four output rows a core (fewer than the
+    pipeline's five stages) each core's six input rows one command into L1 (padded only
+    along the channels, contiguous on both sides), each input byte read once; it took
+    4370 cycles at 26% of the cube, three commands a row and nine for the weights."""
     mod = targets.build(schedule_conv2d_cores(conv2d(1, 18, 18, 8, 24), cores=4),
                         "ascend-like", name="conv")
     src = mod.get_source("c")
     assert src.count("ascend_like_dma_load_pad_3d(&W_asc_l2[0], &W[0], 16, 32, 8, 24, ") == 1
-    assert "ascend_like_dma_load_pad(&I_asc_l1[" in src and ", 54, 16, 54, 8, 16, 8);" in src
+    assert "ascend_like_dma_load_pad(&I_asc_l1[0], &I[y_0 * 576], 108, 16, 108, 8, 16, 8);" \
+        in src
     rng = np.random.default_rng(5)
     x, w = _ints(rng, (1, 18, 18, 8)), _ints(rng, (3, 3, 8, 24))
     y = np.zeros((1, 16, 16, 24), "int32")
     mod(x, w, y)
     np.testing.assert_array_equal(y, conv2d_nhwc_ref(x, w))
-    assert mod.stats["cycles"] == 2321 and mod.stats["cores_used"] == 4
+    assert mod.stats["cycles"] == 2280 and mod.stats["cores_used"] == 4
+    assert mod.stats["dma_bytes_in"] == 4 * 6 * 18 * 8 + w.size
+
+
+def test_a_strip_per_core_or_rows_per_row_is_one_choice_and_both_are_exact():
+    rng = np.random.default_rng(6)
+    x, w = _ints(rng, (1, 18, 18, 8)), _ints(rng, (3, 3, 8, 24))
+    for strip in (False, True):
+        mod = targets.build(schedule_conv2d_cores(conv2d(1, 18, 18, 8, 24), cores=2,
+                                                  strip=strip), "ascend-like", name="conv")
+        y = np.zeros((1, 16, 16, 24), "int32")
+        mod(x, w, y)
+        np.testing.assert_array_equal(y, conv2d_nhwc_ref(x, w))
+        assert mod.stats["dma_bytes_in"] == (2 * 10 if strip else 16 * 3) * 18 * 8 + w.size
