@@ -52,6 +52,7 @@ from .codegen import print_kernel
 from .description import check_description, queue_table
 from .errors import AllocationError, DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
+from .hal import header
 from .queues import insert_queues
 from .tokens import accesses
 from .intrinsic_calls import check_no_host_access, intrinsic_calls
@@ -142,7 +143,7 @@ class Accelerator(TargetKind):
             TensorIntrin.register(it.name, it.desc, _impl(self, it), override=True)
         self.passes = self.lower_passes()
         self.hal_calls = ()
-        self.hal_ops = cuvil_calls(self)
+        self.hal_ops = cuvil_calls(self, header(self, vendor=False))
         self.hal_calls = check_hal_calls(self, list(hal_calls))
 
     def __repr__(self):

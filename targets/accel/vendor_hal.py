@@ -19,14 +19,15 @@ address whether it is a pointer, a byte offset in its memory or an element index
   argument the vendor's call fixes (``fixed={"A_stride": 16}``) that has another value.
 
 A Cuvil operation with no declared signature keeps Cuvil's call.  The operations and
-their arguments are those of the generated header (:func:`cuvil_calls`).
+their arguments are those of the generated header (:func:`cuvil_calls`,
+``Accelerator.hal_ops``).
 
 Example::
 
     >>> from targets.accel.examples.ascend_like import ascend
     >>> [c.name for c in ascend.hal_calls][:2]
     ['set_flag', 'wait_flag']
-    >>> cuvil_calls(ascend)["push"]
+    >>> ascend.hal_ops["push"]
     [('int32_t', 'src'), ('int32_t', 'dst'), ('int32_t', 'id')]
 """
 
@@ -119,13 +120,12 @@ class HalCall:
                 "fixed": sorted(self.fixed.items())}
 
 
-def cuvil_calls(acc) -> dict:
-    """``{operation: [(C type, parameter)]}``: Cuvil's HAL calls of ``acc`` (from the
-    generated header, so never out of step with it)."""
-    from .hal import header
+def cuvil_calls(acc, header_text: str) -> dict:
+    """``{operation: [(C type, parameter)]}``: Cuvil's HAL calls of ``acc`` read from
+    ``header_text``, its generated header without the vendor's calls (so never out of
+    step with it; ``Accelerator.hal_ops`` holds them)."""
     out = {}
-    for m in re.finditer(rf"^int32_t {acc.hal}_(\w+)\((.*)\);$", header(acc, vendor=False),
-                         re.M):
+    for m in re.finditer(rf"^int32_t {acc.hal}_(\w+)\((.*)\);$", header_text, re.M):
         params = [] if m.group(2) == "void" else m.group(2).split(", ")
         out[m.group(1)] = [(p[:len(p) - len(n)].strip(), n) for p in params
                            for n in [re.search(r"\w+$", p).group(0)]]
