@@ -227,13 +227,24 @@ def store_text(printer, e) -> str:
     """
     printer.use_helper("cuda_mma_h", "#include <mma.h>")
     frag = fragment_ref(printer, e.args[0], e.args[2])
-    d = e.args[1]
-    if d.buffer.scope == "global":
-        printer.alignment[d.buffer.name] = 32
-    return (f"nvcuda::wmma::store_matrix_sync(&{printer.access(d.buffer, d.indices)}, "
+    return (f"nvcuda::wmma::store_matrix_sync({memory_tile(printer, e.args[1])}, "
             f"{frag}, {printer.bare(e.args[3])}, nvcuda::wmma::mem_row_major)")
+
+
+def memory_tile(printer, load) -> str:
+    """``&element``: the address of a tile in shared or global memory that a fragment
+    is loaded from or stored to (a global tile's pointer is 32-byte aligned).
+
+    Example::
+
+        >>> memory_tile.__name__
+        'memory_tile'
+    """
+    if load.buffer.scope == "global":
+        printer.alignment[load.buffer.name] = 32
+    return f"&{printer.access(load.buffer, load.indices)}"
 
 
 __all__ = ["ACC_SCOPE", "FILL_INTRIN", "FILL_OP", "FRAGMENT_SCOPES", "MATRIX_A", "MATRIX_B", "STORE_INTRIN", "STORE_OP",
            "check_fragments", "declare_fragments", "fill_intrin", "fill_text",
-           "fragment_ref", "store_intrin", "store_text"]
+           "fragment_ref", "memory_tile", "store_intrin", "store_text"]

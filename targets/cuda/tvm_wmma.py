@@ -42,7 +42,7 @@ from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Eval
 from cuvil_tir.tensor_intrin import TensorIntrin
 
 from .fragments import (ACC_SCOPE, MATRIX_A, MATRIX_B, fill_intrin, fragment_ref,
-                        store_intrin)
+                        memory_tile, store_intrin)
 from .tensorcore import MEMORY, WMMA_INPUTS, register_tile_op
 
 LOAD_OP = "cuda.wmma_load"
@@ -211,11 +211,8 @@ def load_text(printer, e) -> str:
     """
     printer.use_helper("cuda_mma_h", "#include <mma.h>")
     frag = fragment_ref(printer, e.args[0], e.args[2])
-    src = e.args[1]
-    if src.buffer.scope == "global":
-        printer.alignment[src.buffer.name] = 32
-    return (f"nvcuda::wmma::load_matrix_sync({frag}, "
-            f"&{printer.access(src.buffer, src.indices)}, {printer.bare(e.args[3])})")
+    return (f"nvcuda::wmma::load_matrix_sync({frag}, {memory_tile(printer, e.args[1])}, "
+            f"{printer.bare(e.args[3])})")
 
 
 def mma_text(printer, e) -> str:
