@@ -61,6 +61,9 @@ class Tile:
     cols: int
     ld_arg: int | None = None
     access: str = "read"
+    #: the argument holding the tile's XOR swizzle (``(bits << 16) | (base << 8) |
+    #: shift`` of its flattened offsets, 0: none; :mod:`cuvil_tir.swizzle`)
+    swizzle_arg: int | None = None
 
     def __post_init__(self):
         if self.access not in TILE_ACCESS:

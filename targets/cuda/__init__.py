@@ -26,7 +26,7 @@ Example::
 
     >>> import targets
     >>> [m.scope for m in targets.get_target_kind("cuda").memories]
-    ['global', 'shared', 'local', 'wmma.accumulator']
+    ['global', 'shared', 'local', 'wmma.accumulator', 'warp']
 """
 
 from __future__ import annotations
@@ -166,7 +166,9 @@ class CudaKind(TargetKind):
                 Memory("local", None, "per thread: registers"),
                 Memory("wmma.accumulator", None,
                        "per warp: tensor-core accumulator fragments in registers",
-                       instance="warp"))
+                       instance="warp"),
+                Memory("warp", None, "per warp: mma.sync accumulators in the lanes' "
+                       "registers", instance="warp"))
     calling_conventions = ("host", "device_kernel")
     op_spellings = "cuda"
     passes = cuda_pipeline()

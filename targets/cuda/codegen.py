@@ -58,6 +58,7 @@ from .tensorcore import WMMA_OP, wmma_text
 from .mma_fp8 import FP8_OP, mma_fp8_text
 from .fragments import ACC_SCOPE, FILL_OP, STORE_OP, declare_fragments, fill_text, store_text
 from .asynccopy import SPELLINGS as ASYNC_SPELLINGS
+from .mma import SPELLINGS as MMA_SPELLINGS, WARP_SCOPE, declare_registers
 
 STATIC_SHARED_LIMIT = 48 * 1024
 
@@ -278,10 +279,12 @@ class KernelPrinter(CPrinter):
             self.emit(f"__align__(16) {t} {name}[{n}];")
         elif buf.scope == ACC_SCOPE:
             declare_fragments(self, buf, name, n)
+        elif buf.scope == WARP_SCOPE:
+            declare_registers(self, buf, name, n)
         else:
             raise CodegenError(f"cuda codegen: buffer {buf.name} in scope {buf.scope!r} "
-                               "is allocated inside a kernel; only 'shared', 'local' and "
-                               f"'{ACC_SCOPE}' buffers can be")
+                               "is allocated inside a kernel; only 'shared', 'local', "
+                               f"'{WARP_SCOPE}' and '{ACC_SCOPE}' buffers can be")
         self.print_stmt(s.body)
 
     def s_Evaluate(self, s):
@@ -431,7 +434,7 @@ ops.register_spellings("cuda", {
     "warp_sum": _warp_reduction, "warp_max": _warp_reduction, "warp_min": _warp_reduction,
     WMMA_OP: KernelPrinter.wmma, FILL_OP: fill_text, STORE_OP: store_text,
     FP8_OP: KernelPrinter.mma_fp8,
-    **ASYNC_SPELLINGS,
+    **ASYNC_SPELLINGS, **MMA_SPELLINGS,
 })
 
 

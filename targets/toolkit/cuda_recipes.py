@@ -20,6 +20,7 @@ from cuvil_tir import dtype as D
 from cuvil_tir import float8 as F8
 from schedules.errors import ScheduleArgumentError
 from targets.cuda.fragments import ACC_SCOPE, FILL_INTRIN, STORE_INTRIN
+from targets.cuda import mma
 from targets.cuda.mma_fp8 import mma_name
 from targets.cuda.tensorcore import wmma_name
 
@@ -316,5 +317,68 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
     fuse_epilogue(sch, epilogue)
 
 
-__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_split_k", "gemm_tensorcore",
-           "row_reduce", "softmax"]
+def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
+             warp_m: int = 64, warp_n: int = 64, vector: int = 8,
+             pad: int | None = None) -> None:
+    """fp16, bf16 (fp32 accumulation) or int8 (int32) GEMM on ``mma.sync`` fed by
+    ``ldmatrix`` (:mod:`targets.cuda.mma`): a ``bm x bn`` tile per block, a ``warp_m x
+    warp_n`` tile per warp (warps on threadIdx.z/y, lanes on threadIdx.x) accumulated
+    in the warp's registers (``warp`` scope) for the whole K loop, A and B slices of
+    depth ``bk`` staged in ``shared`` memory by all threads (``vector`` elements per
+    copy), each warp's slice one ``cuda.mma_{warp_m}x{warp_n}x{bk}`` step.  int8 reads
+    B as ``[N, K]`` (``C[i, j] += A[i, k] * B[j, k]``).  ``pad``: elements added to
+    each staged row (``storage_align``; by default 16 bytes' worth, which puts the 8
+    rows of an ``ldmatrix`` in different banks).
+
+    Example::
+
+        >>> gemm_mma.__name__
+        'gemm_mma'
+    """
+    for name, v, tile in (("warp_m", warp_m, bm), ("warp_n", warp_n, bn)):
+        if v not in mma.WARP_TILES or tile % v:
+            raise ScheduleArgumentError(f"gemm_mma: {name}={v} must be one of "
+                                        f"{mma.WARP_TILES} dividing the block tile {tile}")
+    blk = sch.get_block(block)
+    dtype = _block_node(sch, blk).reads[0].buffer.dtype
+    intrin = mma.mma_name(warp_m, warp_n, bk, dtype)
+    if pad is None:
+        pad = 128 // D.bits(dtype)
+    wz, wy = bm // warp_m, bn // warp_n
+    warps = [("threadIdx.z", wz), ("threadIdx.y", wy), ("threadIdx.x", 32)]
+    i, j, k = sch.get_loops(blk)
+    by, ty, ii = sch.split(i, [None, wz, warp_m])
+    bx, tx, jj = sch.split(j, [None, wy, warp_n])
+    ko, ki = sch.split(k, [None, bk])
+    sch.reorder(by, bx, ko, ty, tx, ii, jj, ki)
+    sch.bind(by, "blockIdx.y")
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(ty, "threadIdx.z")
+    sch.bind(tx, "threadIdx.y")
+    acc = sch.cache_write(blk, 0, mma.WARP_SCOPE)
+    sch.reverse_compute_at(acc, bx)
+    for idx in (0, 1):
+        sh = sch.cache_read(blk, idx, "shared")
+        sch.compute_at(sh, ko)
+        ax0, ax1 = sch.get_loops(sh)[-2:]
+        if pad:
+            row = bn if idx == 1 and dtype != "int8" else bk
+            sch.storage_align(sh, 0, 0, row, pad)
+        if vector > 1:
+            ax1, vec = sch.split(ax1, [None, vector])
+            sch.vectorize(vec)
+        _lanes(sch, [ax0, ax1], warps)
+    init = sch.decompose_reduction(blk, ko)
+    sch.tensorize(sch.get_loops(init)[-2], mma.fill_name(warp_m, warp_n, dtype))
+    r0, r1 = sch.get_loops(acc)[-2:]
+    wa, ra = sch.split(r0, [wz, warp_m])
+    wb, rb = sch.split(r1, [wy, warp_n])
+    sch.reorder(wa, wb, ra, rb)
+    sch.bind(wa, "threadIdx.z")
+    sch.bind(wb, "threadIdx.y")
+    sch.tensorize(ra, mma.store_name(warp_m, warp_n, dtype))
+    sch.tensorize(ii, intrin)
+
+
+__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_mma", "gemm_split_k",
+           "gemm_tensorcore", "row_reduce", "softmax"]
