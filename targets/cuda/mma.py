@@ -136,20 +136,18 @@ def fill_name(m: int, n: int, dtype: str) -> str:
         >>> fill_name(64, 64, "float16")
         'cuda.mma_fill_64x64_f32'
     """
-    _check_tile(m, n)
-    return f"cuda.mma_fill_{m}x{n}_{_acc(dtype)[1]}"
+    return _acc_name("fill", m, n, dtype)
 
 
 def store_name(m: int, n: int, dtype: str) -> str:
-    """The registered name of storing an ``m x n`` accumulator for ``dtype`` inputs.
+    """The registered name of storing an ``m x n`` accumulator for ``dtype`` inputs
+    (``store_name(16, 32, "int8")`` is ``'cuda.mma_store_16x32_s32'``)."""
+    return _acc_name("store", m, n, dtype)
 
-    Example::
 
-        >>> store_name(16, 32, "int8")
-        'cuda.mma_store_16x32_s32'
-    """
+def _acc_name(what: str, m: int, n: int, dtype: str) -> str:
     _check_tile(m, n)
-    return f"cuda.mma_store_{m}x{n}_{_acc(dtype)[1]}"
+    return f"cuda.mma_{what}_{m}x{n}_{_acc(dtype)[1]}"
 
 
 def _register() -> None:
@@ -172,21 +170,20 @@ def _register() -> None:
 
 _register()
 
-MMA_HELPER = r"""template <int KIND> __device__ __forceinline__ void cvl_mma_step(
+_STEP = r"""template <> __device__ __forceinline__ void cvl_mma_step<KIND>(
     float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
-  if constexpr (KIND == 0) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.DT.DT.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-template <int KIND> __device__ __forceinline__ void cvl_mma_step(
+"""
+# one step per 16-bit input type: the PTX type is part of the instruction's text
+MMA_HELPER = ("template <int KIND> __device__ __forceinline__ void cvl_mma_step(\n"
+              "    float* c, const uint32_t* a, uint32_t b0, uint32_t b1);\n"
+              + "".join(_STEP.replace("KIND", str(_KIND[dt])).replace("DT", tag)
+                        for dt, (tag, *_) in MMA_INPUTS.items() if dt != "int8")
+              + r"""template <int KIND> __device__ __forceinline__ void cvl_mma_step(
     int* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
   asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -252,7 +249,7 @@ template <int M, int N, int CT, typename Acc> __device__ __forceinline__ void cv
       cvl_store2(p + 8 * ldd, r[2], r[3]);
     }
 }
-"""
+""")
 
 
 def declare_registers(printer, buf, name: str, n: int) -> None:

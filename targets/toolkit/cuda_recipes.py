@@ -217,6 +217,25 @@ def _lanes(sch, loops, split):
         sch.bind(loop, tag)
 
 
+def _stage_inputs(sch, blk, ko, rows, pad, vector, warps) -> list:
+    """Stage A and B (reads 0, 1 of ``blk``) in ``shared`` memory at each ``ko`` slice,
+    their rows (of ``rows`` elements) padded by ``pad`` elements, copied ``vector``
+    elements at a time by the threads ``warps`` names; the copy blocks."""
+    out = []
+    for idx, row in enumerate(rows):
+        sh = sch.cache_read(blk, idx, "shared")
+        sch.compute_at(sh, ko)
+        ax0, ax1 = sch.get_loops(sh)[-2:]
+        if pad:
+            sch.storage_align(sh, 0, 0, row, pad)
+        if vector > 1:
+            ax1, vec = sch.split(ax1, [None, vector])
+            sch.vectorize(vec)
+        _lanes(sch, [ax0, ax1], warps)
+        out.append(sh)
+    return out
+
+
 def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32,
                     epilogue: str | None = None, warp_m: int = 16, warp_n: int = 16,
                     accumulator: str = "registers", vector: int = 1,
@@ -283,17 +302,7 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
             sch.reverse_compute_at(cache, bx)
     if out is not None:
         _lanes(sch, sch.get_loops(out)[-2:], warps)
-    for idx in (0, 1):
-        sh = sch.cache_read(blk, idx, "shared")
-        sch.compute_at(sh, ko)
-        ax0, ax1 = sch.get_loops(sh)[-2:]
-        if pad:
-            row = bk if idx == 0 else bn
-            sch.storage_align(sh, 0, 0, row, pad)
-        if vector > 1:
-            ax1, vec = sch.split(ax1, [None, vector])
-            sch.vectorize(vec)
-        _lanes(sch, [ax0, ax1], warps)
+    _stage_inputs(sch, blk, ko, (bk, bn), pad, vector, warps)
     init = sch.decompose_reduction(blk, ko)
     if acc is None:
         _lanes(sch, sch.get_loops(init)[-2:], [("threadIdx.x", 32)])
@@ -357,17 +366,7 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
     sch.bind(tx, "threadIdx.y")
     acc = sch.cache_write(blk, 0, mma.WARP_SCOPE)
     sch.reverse_compute_at(acc, bx)
-    for idx in (0, 1):
-        sh = sch.cache_read(blk, idx, "shared")
-        sch.compute_at(sh, ko)
-        ax0, ax1 = sch.get_loops(sh)[-2:]
-        if pad:
-            row = bn if idx == 1 and dtype != "int8" else bk
-            sch.storage_align(sh, 0, 0, row, pad)
-        if vector > 1:
-            ax1, vec = sch.split(ax1, [None, vector])
-            sch.vectorize(vec)
-        _lanes(sch, [ax0, ax1], warps)
+    _stage_inputs(sch, blk, ko, (bk, bk if dtype == "int8" else bn), pad, vector, warps)
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(sch.get_loops(init)[-2], mma.fill_name(warp_m, warp_n, dtype))
     r0, r1 = sch.get_loops(acc)[-2:]
