@@ -48,6 +48,7 @@ from ..expr import Call
 from ..ops import get_op
 from ..ops.async_copy import asynchronous
 from ..ops.gpu import collective, per_warp, tiles_of, warp_combiner
+from ..swizzle import Swizzle
 from ..printer import to_text
 from ..stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt
 from ..transform.gpu_sync import is_barrier
@@ -451,6 +452,9 @@ class GpuStmtCompiler(StmtCompiler):
                 for t in tiles]
         g, env, bufs = self.g, self.frame.env, self.frame.bufs
         text = to_text(call)
+        # a swizzle argument is a constant the lowering appended (cuvil_tir.swizzle)
+        swizzles = [Swizzle.unpack(call.args[t.swizzle_arg].value)
+                    if t.swizzle_arg is not None else None for t in tiles]
 
         def where():
             out = []
@@ -483,15 +487,18 @@ class GpuStmtCompiler(StmtCompiler):
                                             f"tiles to a warp-wide op ({seen} vs {got}): "
                                             f"all 32 lanes must take part together:\n{text}")
                 g.set_thread(w)
-                self._tiles_once(spec, tiles, args, slots, seen, text)
+                self._tiles_once(spec, tiles, args, slots, seen, text, swizzles)
         return run
 
-    def _tiles_once(self, spec, tiles, args, slots, seen, text):
+    def _tiles_once(self, spec, tiles, args, slots, seen, text, swizzles):
         g, bufs = self.g, self.frame.bufs
         mats = []
-        for (flat, ld), slot, t, a in zip(seen, slots, tiles, args):
+        for (flat, ld), slot, t, a, sw in zip(seen, slots, tiles, args, swizzles):
             arr = bufs[slot].reshape(-1)
             pos = flat + ld * np.arange(t.rows)[:, None] + np.arange(t.cols)[None, :]
+            if sw is not None:          # the tile's elements sit where the swizzle puts them
+                rows, cols = np.divmod(pos, ld)
+                pos = rows * ld + sw.apply(rows, cols)
             if pos.max() >= arr.size or flat < 0:
                 raise LoweringError(f"tile of {a.buffer.name} at {flat} (ld {ld}) is out "
                                     f"of bounds:\n{text}")

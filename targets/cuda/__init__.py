@@ -45,6 +45,7 @@ from cuvil_tir.transform.gpu_threads import (grid_roots, kernels, normalize_thre
 from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.transform.vectorize import vectorize_loops
 from cuvil_tir.printer import to_text
+from cuvil_tir.swizzle import append_swizzles
 from cuvil_tir.stmt import For
 from cuvil_tir.thread_axes import ThreadAxis
 from cuvil_tir.visitor import Mutator
@@ -140,7 +141,7 @@ def cuda_pipeline() -> list:
     """
     return [cooperative_fetch, lower_cross_thread_reduction, grid_roots, plan_buffer_allocation,
             lower_blocks, normalize_thread_bindings, inject_software_pipeline, wmma_leading_dims,
-            flatten_buffers,
+            append_swizzles, flatten_buffers,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
 

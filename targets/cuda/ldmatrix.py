@@ -11,7 +11,7 @@ models the instruction on a numpy array, so the tests check those addresses agai
 the fragment layouts of the PTX ISA without a GPU.
 
 The rows may be laid out through an XOR swizzle (:mod:`targets.cuda.swizzle`): the
-helper ``cvl_swz<S>`` maps a logical element offset to its place.
+helper ``cvl_swz<S, LD>`` maps a logical element offset (rows of ``LD``) to its place.
 
 Example::
 
@@ -36,13 +36,14 @@ LDSM_HELPER = r"""template <bool TRANS> __device__ __forceinline__ void cvl_ldsm
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
   }
 }
-template <int S> __device__ __forceinline__ int cvl_swz(int o) {
-  // S packs an XOR swizzle as (bits << 16) | (base << 8) | shift; 0 is the identity
+template <int S, int LD> __device__ __forceinline__ int cvl_swz(int o) {
+  // S packs an XOR swizzle of each row's chunks (cuvil_tir.swizzle) as (bits << 16) |
+  // (base << 8) | shift; 0 is the identity.  o: an element offset in rows of LD
   constexpr int bits = S >> 16, base = (S >> 8) & 255, shift = S & 255;
   if constexpr (S == 0) {
     return o;
   } else {
-    return o ^ ((o >> shift) & (((1 << bits) - 1) << base));
+    return o ^ ((((o / LD) >> shift) & ((1 << bits) - 1)) << base);
   }
 }
 """

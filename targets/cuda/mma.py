@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from cuvil_tir import dtype as D
 from cuvil_tir.errors import CodegenError, ScheduleArgumentError
 from cuvil_tir.expr import FloatImm, IntImm
 from cuvil_tir.ops import OpDef, register_op
 from cuvil_tir.ops.gpu import Tile
+from cuvil_tir.swizzle import Swizzle, register_swizzled_op
 from cuvil_tir.tensor_intrin import TensorIntrin
 
 from .fragments import tile_func
@@ -93,6 +95,8 @@ register_op(OpDef(MMA_STORE_OP, -1, "any", effect="opaque", collective="warp",
                   doc="D[M, N] = C[M, N] from warp registers to memory"), replace=True)
 register_tile_op(MMA_OP, _NARGS[MMA_OP], (("shared",), ("shared",), (WARP_SCOPE,)),
                  min_arch=80)
+# A and B may be laid out through an XOR swizzle (appended after the leading dims)
+register_swizzled_op(MMA_OP, (0, 1))
 register_tile_op(MMA_FILL_OP, _NARGS[MMA_FILL_OP], ((WARP_SCOPE,),))
 register_tile_op(MMA_STORE_OP, _NARGS[MMA_STORE_OP], ((WARP_SCOPE,), ("global", "shared")))
 
@@ -203,15 +207,15 @@ __device__ __forceinline__ void cvl_mma_ldsm(const T* a, int ao, const T* b, int
     uint32_t fa[M / 16][4], fb[N / 16][4];
 #pragma unroll
     for (int i = 0; i < M / 16; ++i)
-      cvl_ldsm_x4<false>(fa[i], a + cvl_swz<SWA>(ao + (16 * i + (lane & 15)) * LDA + k
+      cvl_ldsm_x4<false>(fa[i], a + cvl_swz<SWA, LDA>(ao + (16 * i + (lane & 15)) * LDA + k
                                                  + (lane >> 4) * E));
 #pragma unroll
     for (int j = 0; j < N / 16; ++j) {
       if constexpr (KIND == 2) {
-        cvl_ldsm_x4<false>(fb[j], b + cvl_swz<SWB>(
+        cvl_ldsm_x4<false>(fb[j], b + cvl_swz<SWB, LDB>(
             bo + (16 * j + (lane >> 4) * 8 + (lane & 7)) * LDB + k + ((lane >> 3) & 1) * E));
       } else {
-        cvl_ldsm_x4<true>(fb[j], b + cvl_swz<SWB>(bo + (k + (lane & 15)) * LDB + 16 * j
+        cvl_ldsm_x4<true>(fb[j], b + cvl_swz<SWB, LDB>(bo + (k + (lane & 15)) * LDB + 16 * j
                                                   + (lane >> 4) * 8));
       }
     }
@@ -300,6 +304,13 @@ def _mma_text(p, e) -> str:
     a, b, c = e.args[:3]
     m, n, k, lda, ldb, ldc = (x.value for x in e.args[3:9])
     swa, swb = (x.value for x in e.args[9:11]) if len(e.args) > 9 else (0, 0)
+    for x, sw in ((a, swa), (b, swb)):
+        s = Swizzle.unpack(sw)
+        if s is not None and (1 << s.base) * D.bits(x.buffer.dtype) < 128:
+            raise CodegenError(f"cuda codegen: ldmatrix reads rows of 16 bytes; the swizzle "
+                               f"of {x.buffer.name} ({s}) moves pieces of "
+                               f"{1 << s.base} {x.buffer.dtype} elements: use a base of at "
+                               f"least {16 * 8 // D.bits(x.buffer.dtype)} elements")
     kind = _KIND[a.buffer.dtype]
     (ao,), (bo,) = a.indices, b.indices
     return (f"cvl_mma_ldsm<{kind}, {m}, {n}, {k}, {lda}, {ldb}, {ldc // 8}, {swa}, {swb}>("

@@ -18,6 +18,7 @@ from __future__ import annotations
 from cuvil_tir.analysis import tree
 from cuvil_tir import dtype as D
 from cuvil_tir import float8 as F8
+from cuvil_tir.swizzle import Swizzle
 from schedules.errors import ScheduleArgumentError
 from targets.cuda.fragments import ACC_SCOPE, FILL_INTRIN, STORE_INTRIN
 from targets.cuda import mma
@@ -327,17 +328,20 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
 
 
 def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
-             warp_m: int = 64, warp_n: int = 64, vector: int = 8,
-             pad: int | None = None) -> None:
+             warp_m: int = 64, warp_n: int = 64, vector: int | None = None,
+             pad: int | None = None, swizzle: bool = False) -> None:
     """fp16, bf16 (fp32 accumulation) or int8 (int32) GEMM on ``mma.sync`` fed by
     ``ldmatrix`` (:mod:`targets.cuda.mma`): a ``bm x bn`` tile per block, a ``warp_m x
     warp_n`` tile per warp (warps on threadIdx.z/y, lanes on threadIdx.x) accumulated
     in the warp's registers (``warp`` scope) for the whole K loop, A and B slices of
     depth ``bk`` staged in ``shared`` memory by all threads (``vector`` elements per
-    copy), each warp's slice one ``cuda.mma_{warp_m}x{warp_n}x{bk}`` step.  int8 reads
+    copy; by default 16 bytes' worth), each warp's slice one ``cuda.mma_{warp_m}x{warp_n}x{bk}`` step.  int8 reads
     B as ``[N, K]`` (``C[i, j] += A[i, k] * B[j, k]``).  ``pad``: elements added to
     each staged row (``storage_align``; by default 16 bytes' worth, which puts the 8
-    rows of an ``ldmatrix`` in different banks).
+    rows of an ``ldmatrix`` in different banks).  ``swizzle``: no padding; instead
+    the staged tiles are laid out through an XOR swizzle (``transform_layout`` with
+    :func:`mma_swizzle`), which makes the loads conflict-free without wasting
+    shared memory.
 
     Example::
 
@@ -352,7 +356,8 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
     dtype = _block_node(sch, blk).reads[0].buffer.dtype
     intrin = mma.mma_name(warp_m, warp_n, bk, dtype)
     if pad is None:
-        pad = 128 // D.bits(dtype)
+        pad = 0 if swizzle else 128 // D.bits(dtype)
+    vector = vector or 128 // D.bits(dtype)
     wz, wy = bm // warp_m, bn // warp_n
     warps = [("threadIdx.z", wz), ("threadIdx.y", wy), ("threadIdx.x", 32)]
     i, j, k = sch.get_loops(blk)
@@ -366,7 +371,8 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
     sch.bind(tx, "threadIdx.y")
     acc = sch.cache_write(blk, 0, mma.WARP_SCOPE)
     sch.reverse_compute_at(acc, bx)
-    _stage_inputs(sch, blk, ko, (bk, bk if dtype == "int8" else bn), pad, vector, warps)
+    rows = (bk, bk if dtype == "int8" else bn)
+    staged = _stage_inputs(sch, blk, ko, rows, pad, vector, warps)
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(sch.get_loops(init)[-2], mma.fill_name(warp_m, warp_n, dtype))
     r0, r1 = sch.get_loops(acc)[-2:]
@@ -377,7 +383,32 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
     sch.bind(wb, "threadIdx.y")
     sch.tensorize(ra, mma.store_name(warp_m, warp_n, dtype))
     sch.tensorize(ii, intrin)
+    if swizzle:
+        for sh, row in zip(staged, rows):
+            sch.transform_layout(sh, 0, mma_swizzle(dtype, row).index_map())
+
+
+def mma_swizzle(dtype: str, row: int):
+    """The XOR swizzle of a shared tile with rows of ``row`` elements read by
+    ``ldmatrix`` (CUTLASS's 128-byte swizzle): the 16-byte chunks of a row trade
+    places by the row's index so that 8 consecutive rows at one chunk lie in 8
+    different 16-byte bank groups of a 128-byte line.
+
+    Example::
+
+        >>> mma_swizzle("float16", 64), mma_swizzle("float16", 32)
+        (Swizzle(bits=3, base=3, shift=0), Swizzle(bits=2, base=3, shift=1))
+    """
+    base = (128 // D.bits(dtype)).bit_length() - 1          # a chunk: 16 bytes
+    chunks = row >> base
+    if chunks < 2 or chunks & (chunks - 1):
+        raise ScheduleArgumentError(f"mma_swizzle: rows of {row} {dtype} elements hold "
+                                    f"{row / (1 << base):g} 16-byte chunks; a swizzle "
+                                    "needs a power of two of at least 2")
+    bits = min(chunks, 8).bit_length() - 1
+    # rows sharing a 128-byte line differ in their low bits: the swizzle reads the next
+    return Swizzle(bits, base, 3 - bits)
 
 
 __all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_mma", "gemm_split_k",
-           "gemm_tensorcore", "row_reduce", "softmax"]
+           "gemm_tensorcore", "mma_swizzle", "row_reduce", "softmax"]
