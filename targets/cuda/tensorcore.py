@@ -234,15 +234,17 @@ class _LeadingDims(Mutator):
         # leading dimension is the padded row stride flatten_buffers will give it
         self.aligns: dict = {}
         for name, ndim, axis, factor, offset in func.attr(ALIGN_KEY) or ():
-            if ndim == 2:
-                self.aligns.setdefault(name, {})[axis] = (factor, offset)
+            self.aligns.setdefault(name, []).append((ndim, axis, factor, offset))
 
     def row_stride(self, a) -> int | None:
         buf = a.buffer if isinstance(a, BufferLoad) else None
-        if buf is None or len(buf.shape) != 2 or not all(isinstance(d, IntImm)
-                                                         for d in buf.shape):
+        if buf is None or len(buf.shape) < 2 or not all(isinstance(d, IntImm)
+                                                        for d in buf.shape):
             return None
-        ld = aligned_strides([d.value for d in buf.shape], self.aligns.get(buf.name, {}))[0]
+        # a pipeline's versions of a tile (software_pipeline_stage) lead its shape
+        aligns = {axis + buf.ndim - ndim: (f, o)
+                  for ndim, axis, f, o in self.aligns.get(buf.name, ())}
+        ld = aligned_strides([d.value for d in buf.shape], aligns)[-2]
         # wmma's rule: a row stride of a multiple of 16 bytes (fragments: whole tiles)
         unit = 16 if per_warp(buf.scope) else 128 // D.bits(buf.dtype)
         return ld if ld % unit == 0 else None

@@ -329,7 +329,7 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
 
 def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
              warp_m: int = 64, warp_n: int = 64, vector: int | None = None,
-             pad: int | None = None, swizzle: bool = False) -> None:
+             pad: int | None = None, swizzle: bool = False, stages: int = 1) -> None:
     """fp16, bf16 (fp32 accumulation) or int8 (int32) GEMM on ``mma.sync`` fed by
     ``ldmatrix`` (:mod:`targets.cuda.mma`): a ``bm x bn`` tile per block, a ``warp_m x
     warp_n`` tile per warp (warps on threadIdx.z/y, lanes on threadIdx.x) accumulated
@@ -341,7 +341,8 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
     rows of an ``ldmatrix`` in different banks).  ``swizzle``: no padding; instead
     the staged tiles are laid out through an XOR swizzle (``transform_layout`` with
     :func:`mma_swizzle`), which makes the loads conflict-free without wasting
-    shared memory.
+    shared memory.  ``stages``: slices of A and B in flight (``software_pipeline_stage``
+    on the K loop: the next slices are copied while the warps compute on this one).
 
     Example::
 
@@ -373,6 +374,8 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
     sch.reverse_compute_at(acc, bx)
     rows = (bk, bk if dtype == "int8" else bn)
     staged = _stage_inputs(sch, blk, ko, rows, pad, vector, warps)
+    if stages > 1:                  # the two copies, then the product
+        sch.annotate(ko, "software_pipeline_stage", [0, 0, stages - 1])
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(sch.get_loops(init)[-2], mma.fill_name(warp_m, warp_n, dtype))
     r0, r1 = sch.get_loops(acc)[-2:]
