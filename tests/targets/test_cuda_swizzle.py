@@ -164,3 +164,13 @@ def test_the_bounds_of_a_swizzled_index_stay_in_its_chunk_group():
     lo, hi = bound_of(col, {i: T.Range(T.const(0), T.const(64)),
                             j: T.Range(T.const(0), T.const(32))})
     assert (str(lo), str(hi)) == ("k * 32", "k * 32 + 31")
+
+
+def test_a_two_stage_pipeline_keeps_two_swizzled_versions_of_each_tile():
+    mod = build("float16", swizzle=True, stages=2)
+    src = mod.get_source("cuda")
+    # two versions of the 64 x 32 slice of A and the 32 x 64 slice of B
+    assert "half A_shared[4096];" in src and "half B_shared[4096];" in src
+    check_gemm(mod, "float16")
+    usage = resource_usage(src, "sm_90a")["mma_float16_kernel0"]
+    assert usage["spill_stores"] == usage["spill_loads"] == 0
