@@ -56,6 +56,7 @@ from ..thread_axes import thread_axis
 from ..transform.gpu_threads import is_thread_loop, launch_shape, thread_loops
 from ..visitor import post_order_visit
 from .async_copy import AsyncCopies, compile_async
+from .mbarrier import MBARRIER_ROLES, compile_mbarrier
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
 from .scalar import tile_storage, tile_values
@@ -262,7 +263,8 @@ class GpuStmtCompiler(StmtCompiler):
     def _s_Evaluate(self, s):
         role = asynchronous(s.value)
         if role is not None:
-            return compile_async(self, s.value, role, self.g.copies, self.g)
+            run = compile_mbarrier if role in MBARRIER_ROLES else compile_async
+            return run(self, s.value, role, self.g.copies, self.g)
         if is_barrier(s):
             return lambda: None       # outside a kernel, or in un-lowered IR
         return super()._s_Evaluate(s)
@@ -371,6 +373,7 @@ class GpuStmtCompiler(StmtCompiler):
             def sync():
                 g.logs = {}
                 g.phase += 1
+                g.copies.barrier()
             return sync
         if isinstance(s, SeqStmt):
             fs = [self.coll(c) for c in s.seq]

@@ -55,6 +55,7 @@ from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
 from .nvcc import needs_nvcc, nvcc_available, nvcc_compile
 from .runtime import CudaRuntime
 from .tensorcore import wmma_leading_dims
+from .mbarrier import check_hopper_ops
 
 #: the thread axes of a CUDA launch and their limits
 THREAD_AXES = (ThreadAxis("blockIdx.x", "grid", 0, (1 << 31) - 1),
@@ -141,7 +142,7 @@ def cuda_pipeline() -> list:
     """
     return [cooperative_fetch, lower_cross_thread_reduction, grid_roots, plan_buffer_allocation,
             lower_blocks, normalize_thread_bindings, inject_software_pipeline, wmma_leading_dims,
-            append_swizzles, flatten_buffers,
+            append_swizzles, check_hopper_ops, flatten_buffers,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
 

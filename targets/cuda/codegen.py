@@ -59,6 +59,7 @@ from .mma_fp8 import FP8_OP, mma_fp8_text
 from .fragments import ACC_SCOPE, FILL_OP, STORE_OP, declare_fragments, fill_text, store_text
 from .asynccopy import SPELLINGS as ASYNC_SPELLINGS
 from .mma import SPELLINGS as MMA_SPELLINGS, WARP_SCOPE, declare_registers
+from .mbarrier import SPELLINGS as MBARRIER_SPELLINGS
 
 STATIC_SHARED_LIMIT = 48 * 1024
 
@@ -434,7 +435,7 @@ ops.register_spellings("cuda", {
     "warp_sum": _warp_reduction, "warp_max": _warp_reduction, "warp_min": _warp_reduction,
     WMMA_OP: KernelPrinter.wmma, FILL_OP: fill_text, STORE_OP: store_text,
     FP8_OP: KernelPrinter.mma_fp8,
-    **ASYNC_SPELLINGS, **MMA_SPELLINGS,
+    **ASYNC_SPELLINGS, **MMA_SPELLINGS, **MBARRIER_SPELLINGS,
 })
 
 
