@@ -47,7 +47,7 @@ from ..errors import LoweringError, RaceError
 from ..expr import Call
 from ..ops import get_op
 from ..ops.async_copy import asynchronous
-from ..ops.gpu import collective, per_warp, tiles_of, warp_combiner
+from ..ops.gpu import collective, group_lanes, per_warp, tiles_of, warp_combiner
 from ..swizzle import Swizzle
 from ..printer import to_text
 from ..stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt
@@ -444,10 +444,12 @@ class GpuStmtCompiler(StmtCompiler):
 
     def _coll_tiles(self, call):
         """A tile op (``tiles`` in the op registry, e.g. a tensor-core step): once per
-        warp of 32 lanes, which must agree on the tiles; the op's ``reference``
-        computes the written tiles from all of them."""
+        warp of 32 lanes (a warpgroup of 128 for a ``warpgroup`` op), which must agree
+        on the tiles; the op's ``reference`` computes the written tiles from all of
+        them."""
         tiles = tiles_of(call)
         spec = get_op(call.op)
+        lanes = group_lanes(spec.collective)
         args = [call.args[t.arg] for t in tiles]
         slots = [self.buffer(a.buffer, call) for a in args]
         fidx = [[self.expr(ix) for ix in a.indices] for a in args]
@@ -473,12 +475,13 @@ class GpuStmtCompiler(StmtCompiler):
 
         def run():
             n = len(g.ctxs)
-            if n % 32:
-                raise LoweringError(f"a warp-wide tile op needs whole warps; the block has "
+            if n % lanes:
+                raise LoweringError(f"a {spec.collective}-wide tile op needs whole groups of "
+                                    f"{lanes} threads; the block has "
                                     f"{n} threads:\n{text}")
-            for w in range(0, n, 32):
+            for w in range(0, n, lanes):
                 seen = None
-                for t in range(w, w + 32):
+                for t in range(w, w + lanes):
                     g.set_thread(t)
                     for (kind, slot), v in g.ctxs[t].items():
                         (env if kind == "e" else bufs)[slot] = v
@@ -609,13 +612,15 @@ class GpuStmtCompiler(StmtCompiler):
         if buf.scope == "local":
             return self._per_thread_slot(("b", k), lambda t: new_array(buf, shape()), body)
         if per_warp(buf.scope):
-            # the 32 lanes of a warp (consecutive linear thread ids) share one array
+            # the 32 lanes of a warp (128 of a warpgroup; consecutive linear thread
+            # ids) share one array
             warps: dict = {}
+            lanes = group_lanes(buf.scope)
 
             def of_warp(t):
-                if t % 32 == 0:         # a new run of the block: fresh arrays
-                    warps[t // 32] = new_array(buf, shape())
-                return warps[t // 32]
+                if t % lanes == 0:      # a new run of the block: fresh arrays
+                    warps[t // lanes] = new_array(buf, shape())
+                return warps[t // lanes]
             return self._per_thread_slot(("b", k), of_warp, body)
         bufs = self.frame.bufs
 

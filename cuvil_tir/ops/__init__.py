@@ -64,7 +64,7 @@ from ..expr_build import make_float
 #: the effects an op may have, from least to most constraining
 EFFECTS = ("pure", "reads", "writes", "barrier", "opaque")
 #: the groups of threads a collective op runs over (None: one thread)
-COLLECTIVES = (None, "block", "warp")
+COLLECTIVES = (None, "block", "warp", "warpgroup")
 #: the dtype rules an op's operands follow
 OPERAND_RULES = ("float", "number", "select", "any")
 #: the roles of asynchronous copies (:mod:`cuvil_tir.ops.async_copy`)

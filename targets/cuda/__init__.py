@@ -26,7 +26,7 @@ Example::
 
     >>> import targets
     >>> [m.scope for m in targets.get_target_kind("cuda").memories]
-    ['global', 'shared', 'local', 'wmma.accumulator', 'warp']
+    ['global', 'shared', 'local', 'wmma.accumulator', 'warp', 'warpgroup']
 """
 
 from __future__ import annotations
@@ -170,7 +170,9 @@ class CudaKind(TargetKind):
                        "per warp: tensor-core accumulator fragments in registers",
                        instance="warp"),
                 Memory("warp", None, "per warp: mma.sync accumulators in the lanes' "
-                       "registers", instance="warp"))
+                       "registers", instance="warp"),
+                Memory("warpgroup", None, "per warpgroup (128 threads): wgmma "
+                       "accumulators in the threads' registers", instance="warp"))
     calling_conventions = ("host", "device_kernel")
     op_spellings = "cuda"
     passes = cuda_pipeline()

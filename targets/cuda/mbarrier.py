@@ -20,6 +20,7 @@ from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.visitor import post_order_visit
 
 from .asynccopy import global_to_shared
+from .wgmma import WGMMA_OP
 
 MBARRIER_HELPER = r"""__device__ __forceinline__ unsigned cvl_smem(const void* p) {
   return (unsigned)__cvta_generic_to_shared(p);
@@ -53,8 +54,8 @@ __device__ __forceinline__ void cvl_bulk_copy(void* dst, const void* src, int by
 
 
 def check_hopper_ops(func):
-    """Refuse bulk copies and mbarriers in a build for an architecture before sm_90
-    (their PTX does not exist there).
+    """Refuse bulk copies and mbarriers in a build for an architecture before sm_90,
+    and ``wgmma`` in one for other than sm_90a (their PTX does not exist there).
 
     Example::
 
@@ -65,15 +66,16 @@ def check_hopper_ops(func):
     """
     target = PassContext.current().target
     arch = str(target.options.get("arch", "sm_80")) if target is not None else "sm_80"
-    if int(re.sub(r"\D", "", arch) or 0) >= 90:
-        return func
     found = []
     post_order_visit(func.body, lambda n: found.append(n.op) if getattr(n, "op", None)
-                     in SPELLINGS else None)
-    if found:
-        raise LoweringError(f"{func.name}: {found[0]} needs sm_90 or newer (Hopper's bulk "
-                            f"copies and mbarriers); the target is {arch}: build for "
-                            "Target('cuda', arch='sm_90a')")
+                     in SPELLINGS or getattr(n, "op", None) == WGMMA_OP else None)
+    # wgmma exists on sm_90a only (the architecture-specific features)
+    need = "sm_90a" if WGMMA_OP in found else "sm_90"
+    if found and (int(re.sub(r"\D", "", arch) or 0) < 90 or need == "sm_90a"
+                  and not arch.endswith("a")):
+        raise LoweringError(f"{func.name}: {found[0]} needs {need} (Hopper's bulk copies, "
+                            f"mbarriers and warpgroup tensor cores); the target is {arch}: "
+                            "build for Target('cuda', arch='sm_90a')")
     return func
 
 

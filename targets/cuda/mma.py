@@ -35,7 +35,7 @@ from cuvil_tir import dtype as D
 from cuvil_tir.errors import CodegenError, ScheduleArgumentError
 from cuvil_tir.expr import FloatImm, IntImm
 from cuvil_tir.ops import OpDef, register_op
-from cuvil_tir.ops.gpu import Tile
+from cuvil_tir.ops.gpu import Tile, group_lanes
 from cuvil_tir.swizzle import Swizzle, register_swizzled_op
 from cuvil_tir.tensor_intrin import TensorIntrin
 
@@ -82,16 +82,35 @@ register_op(OpDef(MMA_OP, -1, "any", effect="opaque", collective="warp", tiles=_
                   reference=_mma_reference,
                   doc="C[M, N] += A[M, K] @ B by the 32 lanes of a warp (ldmatrix + "
                       "mma.sync; int8: B is [N, K])"), replace=True)
+def fill_tiles(a) -> tuple:
+    """The tile of ``fill(C[0, 0], M, N)`` (then its leading dimension).
+
+    Example::
+
+        >>> fill_tiles((None, IntImm(16, "int32"), IntImm(32, "int32")))[0].cols
+        32
+    """
+    return (Tile(0, a[1].value, a[2].value, 3 if len(a) > 3 else None, "write"),)
+
+
+def store_tiles(a) -> tuple:
+    """The tiles of ``store(C[0, 0], D[i, j], M, N)`` (then their leading dimensions).
+
+    Example::
+
+        >>> store_tiles((None, None, IntImm(16, "int32"), IntImm(8, "int32")))[1].access
+        'write'
+    """
+    lds = (4, 5) if len(a) > 4 else (None, None)
+    return (Tile(0, a[2].value, a[3].value, lds[0]),
+            Tile(1, a[2].value, a[3].value, lds[1], "write"))
+
+
 register_op(OpDef(MMA_FILL_OP, -1, "any", effect="opaque", collective="warp",
-                  tiles=lambda a: (Tile(0, a[1].value, a[2].value,
-                                        3 if len(a) > 3 else None, "write"),),
-                  reference=lambda t: lambda c: (np.zeros_like(c),),
+                  tiles=fill_tiles, reference=lambda t: lambda c: (np.zeros_like(c),),
                   doc="C[M, N] = 0 in warp registers"), replace=True)
 register_op(OpDef(MMA_STORE_OP, -1, "any", effect="opaque", collective="warp",
-                  tiles=lambda a: (Tile(0, a[2].value, a[3].value, 4 if len(a) > 4 else None),
-                                   Tile(1, a[2].value, a[3].value, 5 if len(a) > 4 else None,
-                                        "write")),
-                  reference=lambda t: lambda c, d: (c,),
+                  tiles=store_tiles, reference=lambda t: lambda c, d: (c,),
                   doc="D[M, N] = C[M, N] from warp registers to memory"), replace=True)
 register_tile_op(MMA_OP, _NARGS[MMA_OP], (("shared",), ("shared",), (WARP_SCOPE,)),
                  min_arch=80)
@@ -257,26 +276,43 @@ template <int M, int N, int CT, typename Acc> __device__ __forceinline__ void cv
 
 
 def declare_registers(printer, buf, name: str, n: int) -> None:
-    """Declare the ``warp`` buffer ``buf`` (``n`` elements per warp, called ``name``)
-    as the per-lane array of its accumulators.
+    """Declare the ``warp`` (or ``warpgroup``) buffer ``buf`` (``n`` elements per
+    group, called ``name``) as the per-lane array of its accumulators.
 
     Example::
 
         >>> declare_registers.__name__
         'declare_registers'
     """
-    if buf.dtype not in ("float32", "int32") or n % 128:
-        raise CodegenError(f"cuda codegen: {WARP_SCOPE} buffer {buf.name} holds mma.sync "
-                           f"accumulators: whole 16 x 8 tiles of float32 or int32; found "
-                           f"{n} elements of {buf.dtype}")
-    printer.emit(f"{printer.mem_type(buf.dtype)} {name}[{n // 32}];")
+    lanes = group_lanes(buf.scope)
+    if buf.dtype not in ("float32", "int32") or n % (4 * lanes):
+        raise CodegenError(f"cuda codegen: {buf.scope} buffer {buf.name} holds tensor-core "
+                           f"accumulators: whole 16 x 8 tiles per warp of float32 or "
+                           f"int32; found {n} elements of {buf.dtype}")
+    printer.emit(f"{printer.mem_type(buf.dtype)} {name}[{n // lanes}];")
+
+
+def constant_offset(printer, e):
+    """``e`` simplified, as a constant where its bounds pin it (the index of a thread
+    axis of extent 1 is still a variable here).
+
+    Example::
+
+        >>> constant_offset.__name__
+        'constant_offset'
+    """
+    e = printer.ana.simplify(e)
+    if not isinstance(e, IntImm):
+        lo, hi = printer.ana.const_int_bound(e)
+        if lo == hi:
+            return IntImm(lo, e.dtype)
+    return e
 
 
 def _registers(printer, load, ld) -> str:
     """``name + i``: the lane's first accumulator of the tile at ``load`` of a warp
     buffer whose rows hold ``ld`` elements."""
-    # an index of a grid axis of extent 1 is still a variable here: 0 by its bounds
-    off = printer.ana.simplify(load.indices[0])
+    off = constant_offset(printer, load.indices[0])
     if not isinstance(off, IntImm) or not isinstance(ld, IntImm) or ld.value % 8:
         raise CodegenError(f"cuda codegen: an mma.sync accumulator tile must start at a "
                            f"constant offset (unroll the loops over the warp's tiles); "
@@ -337,5 +373,5 @@ def _store_text(p, e) -> str:
 #: the ``cuda`` spellings of the ops (registered by the codegen)
 SPELLINGS = {MMA_OP: _mma_text, MMA_FILL_OP: _fill_text, MMA_STORE_OP: _store_text}
 
-__all__ = ["MMA_FILL_OP", "MMA_INPUTS", "MMA_OP", "MMA_STORE_OP", "SPELLINGS", "WARP_SCOPE",
+__all__ = ["constant_offset", "fill_tiles", "store_tiles", "MMA_FILL_OP", "MMA_INPUTS", "MMA_OP", "MMA_STORE_OP", "SPELLINGS", "WARP_SCOPE",
            "WARP_TILES", "declare_registers", "fill_name", "mma_name", "store_name"]

@@ -38,8 +38,8 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.expr import BufferLoad, Call, IntImm, Var, const
 from cuvil_tir.function import PrimFunc
-from cuvil_tir.ops import OpDef, register_op
-from cuvil_tir.ops.gpu import Tile, per_warp
+from cuvil_tir.ops import OpDef, get_op, register_op
+from cuvil_tir.ops.gpu import Tile, group_lanes, per_warp
 from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
                             IterVar, Range)
@@ -293,11 +293,14 @@ def wmma_leading_dims(func):
     for k in kernels(body):
         calls = _wmma_calls(k)
         lanes = launch_dims(k).get("threadIdx.x", IntImm(1, "int32"))
-        if calls and not (isinstance(lanes, IntImm) and lanes.value == 32):
+        # the threads issuing one call together: a warp, or a warpgroup (wgmma)
+        want = max([group_lanes(get_op(c.op).collective) for c in calls] or [32])
+        if calls and not (isinstance(lanes, IntImm) and lanes.value == want):
             raise LoweringError(f"a kernel of {func.name} calls tensor cores with "
-                                f"threadIdx.x = {lanes}; the 32 lanes of a warp are "
-                                "threadIdx.x: bind a loop of extent 32 to it (the copies "
-                                "into shared memory) and the warps to threadIdx.y/z")
+                                f"threadIdx.x = {lanes}; the {want} lanes of a "
+                                f"{'warp' if want == 32 else 'warpgroup'} are threadIdx.x: "
+                                f"bind a loop of extent {want} to it (the copies into "
+                                "shared memory) and the groups to threadIdx.y/z")
     return func.with_body(body)
 
 

@@ -21,7 +21,7 @@ from cuvil_tir import float8 as F8
 from cuvil_tir.swizzle import Swizzle
 from schedules.errors import ScheduleArgumentError
 from targets.cuda.fragments import ACC_SCOPE, FILL_INTRIN, STORE_INTRIN
-from targets.cuda import mma
+from targets.cuda import mma, wgmma
 from targets.cuda.mma_fp8 import mma_name
 from targets.cuda.tensorcore import wmma_name
 
@@ -391,6 +391,50 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
             sch.transform_layout(sh, 0, mma_swizzle(dtype, row).index_map())
 
 
+def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128) -> None:
+    """fp16 or bf16 GEMM ``C = A @ B.T`` (B ``[N, K]``, fp32 accumulation) on Hopper's
+    warpgroup tensor cores (``wgmma``, sm_90a; :mod:`targets.cuda.wgmma`): a ``bm x bn``
+    tile per block, ``bm / 64`` warpgroups (threadIdx.y; 128 threads each on
+    threadIdx.x), each holding its ``64 x bn`` accumulators in registers for the whole
+    K loop, 64-deep slices of A and B staged in shared memory by all threads (16-byte
+    copies) through the 128-byte swizzle that ``wgmma`` reads.
+
+    Example::
+
+        >>> gemm_wgmma.__name__
+        'gemm_wgmma'
+    """
+    if bm % 64 or bn not in wgmma.WGMMA_N:
+        raise ScheduleArgumentError(f"gemm_wgmma: bm must be a multiple of 64 and bn one "
+                                    f"of {wgmma.WGMMA_N}; found {bm} and {bn}")
+    blk = sch.get_block(block)
+    dtype = _block_node(sch, blk).reads[0].buffer.dtype
+    intrin = wgmma.wgmma_name(bn, dtype)
+    groups = bm // 64
+    threads = [("threadIdx.y", groups), ("threadIdx.x", 128)]
+    i, j, k = sch.get_loops(blk)
+    by, ty, ii = sch.split(i, [None, groups, 64])
+    bx, jj = sch.split(j, [None, bn])
+    ko, ki = sch.split(k, [None, wgmma.WGMMA_K])
+    sch.reorder(by, bx, ko, ty, ii, jj, ki)
+    sch.bind(by, "blockIdx.y")
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(ty, "threadIdx.y")
+    acc = sch.cache_write(blk, 0, wgmma.WARPGROUP_SCOPE)
+    sch.reverse_compute_at(acc, bx)
+    staged = _stage_inputs(sch, blk, ko, (wgmma.WGMMA_K, wgmma.WGMMA_K), 0,
+                           128 // D.bits(dtype), threads)
+    init = sch.decompose_reduction(blk, ko)
+    sch.tensorize(sch.get_loops(init)[-2], f"cuda.wgmma_fill_64x{bn}_f32")
+    r0, r1 = sch.get_loops(acc)[-2:]
+    wa, ra = sch.split(r0, [groups, 64])
+    sch.bind(wa, "threadIdx.y")
+    sch.tensorize(ra, f"cuda.wgmma_store_64x{bn}_f32")
+    sch.tensorize(ii, intrin)
+    for sh in staged:
+        sch.transform_layout(sh, 0, wgmma.SWIZZLE_128B.index_map())
+
+
 def mma_swizzle(dtype: str, row: int):
     """The XOR swizzle of a shared tile with rows of ``row`` elements read by
     ``ldmatrix`` (CUTLASS's 128-byte swizzle): the 16-byte chunks of a row trade
@@ -413,5 +457,5 @@ def mma_swizzle(dtype: str, row: int):
     return Swizzle(bits, base, 3 - bits)
 
 
-__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_mma", "gemm_split_k",
+__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_mma", "gemm_split_k", "gemm_wgmma",
            "gemm_tensorcore", "mma_swizzle", "row_reduce", "softmax"]
