@@ -5,7 +5,8 @@ A warpgroup (128 threads: ``threadIdx.x``) computes a 64 x ``N`` tile of ``C += 
 B.T`` (``N`` in 64, 128, 256):
 
 * ``cuda.wgmma_64x{N}x64_{f16,bf16}f32``: A ``[64, 64]`` and B ``[N, 64]`` (its rows
-  hold K: K-major, as cuBLAS's "TN") float16 or bfloat16 in ``shared`` memory, laid
+  hold K: K-major, as cuBLAS's "TN") float16 or bfloat16 in ``shared`` memory
+  (``cuda.wgmma_64x{N}x128_{e4m3,e5m2}f32``: fp8, 128 deep), laid
   out through the 128-byte swizzle (``transform_layout`` with ``Swizzle(3, 3, 0)``:
   each 128-byte row's 16-byte chunks XORed by the row's index mod 8, which is the
   layout ``wgmma`` reads), C float32 in TVM-style ``warpgroup`` registers; each call
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cuvil_tir import dtype as D
 from cuvil_tir.errors import CodegenError, ScheduleArgumentError
 from cuvil_tir.expr import FloatImm, IntImm
 from cuvil_tir.ops import OpDef, register_op
@@ -51,9 +53,34 @@ WGMMA_OP, WGMMA_FILL_OP, WGMMA_STORE_OP = "cuda.wgmma_sync", "cuda.wgmma_fill", 
 WARPGROUP_SCOPE = "warpgroup"
 WGMMA_N = (64, 128, 256)
 WGMMA_K = 64
-WGMMA_INPUTS = {"float16": "f16", "bfloat16": "bf16"}
+#: the input dtypes, their PTX type, the step kind of the generated code
+WGMMA_INPUTS = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3",
+                "float8_e5m2": "e5m2"}
 #: the layout of A and B: 16-byte chunks of each 128-byte row XORed by row mod 8
 SWIZZLE_128B = Swizzle(3, 3, 0)
+
+
+def row_elements(dtype: str) -> int:
+    """Elements in one 128-byte row of a swizzled tile: the K of one call (64 for
+    16-bit inputs, 128 for fp8).
+
+    Example::
+
+        >>> row_elements("float8_e5m2")
+        128
+    """
+    return 1024 // D.bits(dtype)
+
+
+def swizzle_of(dtype: str) -> Swizzle:
+    """The 128-byte swizzle of a tile of ``dtype`` (16-byte chunks).
+
+    Example::
+
+        >>> swizzle_of("float8_e4m3fn")
+        Swizzle(bits=3, base=4, shift=0)
+    """
+    return Swizzle(3, (128 // D.bits(dtype)).bit_length() - 1, 0)
 
 
 def _tiles(args) -> tuple:
@@ -93,14 +120,15 @@ def wgmma_name(n: int, dtype: str) -> str:
     if n not in WGMMA_N or dtype not in WGMMA_INPUTS:
         raise ScheduleArgumentError(f"wgmma: N must be one of {WGMMA_N} and the inputs one "
                                     f"of {', '.join(WGMMA_INPUTS)}; found {n} and {dtype}")
-    return f"cuda.wgmma_64x{n}x{WGMMA_K}_{WGMMA_INPUTS[dtype]}f32"
+    return f"cuda.wgmma_64x{n}x{row_elements(dtype)}_{WGMMA_INPUTS[dtype]}f32"
 
 
 def _register() -> None:
     for n in WGMMA_N:
         for dt, tag in WGMMA_INPUTS.items():
+            k = row_elements(dt)
             TensorIntrin.register(wgmma_name(n, dt), *tile_gemm_intrin(
-                WGMMA_K, dt, WGMMA_OP, f"wgmma_64x{n}x{WGMMA_K}_{tag}f32", 64, n,
+                k, dt, WGMMA_OP, f"wgmma_64x{n}x{k}_{tag}f32", 64, n,
                 "float32", True), override=True)
         TensorIntrin.register(f"cuda.wgmma_fill_64x{n}_f32", *tile_func(
             f"wgmma_fill_64x{n}_f32", WGMMA_FILL_OP, lambda s, i, j: FloatImm(0.0, "float32"),
@@ -153,12 +181,15 @@ def _step(n: int, kind: int, tag: str) -> str:
     """The one ``wgmma.mma_async`` of a ``64 x n x 16`` step: ``n / 2`` accumulators
     per thread, each an operand of the instruction."""
     regs = ", ".join(f"%{i}" for i in range(n // 2))
+    # 16-bit inputs take (no) transposes; fp8 steps are 32 deep and take none
+    fp8 = tag not in ("f16", "bf16")
+    shape, trans = (f"m64n{n}k32", "") if fp8 else (f"m64n{n}k16", ", 0, 0")
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(n // 2))
     return (f"template <> __device__ __forceinline__ void cvl_wgmma_step<{n}, {kind}>(\n"
             f"    float* d, uint64_t da, uint64_t db) {{\n"
             f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"\n'
-            f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{tag}.{tag} "\n'
-            f'               "{{{regs}}}, %{n // 2}, %{n // 2 + 1}, p, 1, 1, 0, 0;\\n}}\\n"\n'
+            f'               "wgmma.mma_async.sync.aligned.{shape}.f32.{tag}.{tag} "\n'
+            f'               "{{{regs}}}, %{n // 2}, %{n // 2 + 1}, p, 1, 1{trans};\\n}}\\n"\n'
             f"               : {outs}\n"
             f'               : "l"(da), "l"(db));\n}}\n')
 
@@ -176,13 +207,13 @@ def _mma_text(p, e) -> str:
     a, b, c = e.args[:3]
     n, k, lda, ldb = (x.value for x in (e.args[4], e.args[5], e.args[6], e.args[7]))
     swz = tuple(x.value for x in e.args[9:11]) if len(e.args) > 9 else (0, 0)
-    if k != WGMMA_K or lda != WGMMA_K or ldb != WGMMA_K or \
-            swz != (SWIZZLE_128B.pack(),) * 2:
+    row, sw = row_elements(a.buffer.dtype), swizzle_of(a.buffer.dtype)
+    if k != row or lda != row or ldb != row or swz != (sw.pack(),) * 2:
         raise CodegenError(f"cuda codegen: wgmma reads A and B as whole 128-byte rows of "
-                           f"{WGMMA_K} elements laid out through {SWIZZLE_128B} "
+                           f"{row} elements laid out through {sw} "
                            f"(transform_layout); found rows of {lda} and {ldb} elements, "
                            f"swizzles {[str(Swizzle.unpack(x)) for x in swz]}")
-    kind = 0 if a.buffer.dtype == "float16" else 1
+    kind = list(WGMMA_INPUTS).index(a.buffer.dtype)
     p.use_helper("cvl_wgmma", _HELPER)
     p.use_helper(f"cvl_wgmma_{n}_{kind}", _step(n, kind, WGMMA_INPUTS[a.buffer.dtype]))
     (ao,), (bo,) = a.indices, b.indices
@@ -227,5 +258,5 @@ def shared_alignment(buf, body) -> int:
 #: the ``cuda`` spellings of the ops (registered by the codegen)
 SPELLINGS = {WGMMA_OP: _mma_text, WGMMA_FILL_OP: _fill_text, WGMMA_STORE_OP: _store_text}
 
-__all__ = ["SPELLINGS", "SWIZZLE_128B", "WARPGROUP_SCOPE", "WGMMA_FILL_OP", "WGMMA_N",
+__all__ = ["row_elements", "swizzle_of", "SPELLINGS", "SWIZZLE_128B", "WARPGROUP_SCOPE", "WGMMA_FILL_OP", "WGMMA_N",
            "WGMMA_OP", "WGMMA_STORE_OP", "shared_alignment", "wgmma_name"]

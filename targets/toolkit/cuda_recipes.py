@@ -415,14 +415,15 @@ def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128) -> None:
     i, j, k = sch.get_loops(blk)
     by, ty, ii = sch.split(i, [None, groups, 64])
     bx, jj = sch.split(j, [None, bn])
-    ko, ki = sch.split(k, [None, wgmma.WGMMA_K])
+    row = wgmma.row_elements(dtype)        # K of one call: a 128-byte row
+    ko, ki = sch.split(k, [None, row])
     sch.reorder(by, bx, ko, ty, ii, jj, ki)
     sch.bind(by, "blockIdx.y")
     sch.bind(bx, "blockIdx.x")
     sch.bind(ty, "threadIdx.y")
     acc = sch.cache_write(blk, 0, wgmma.WARPGROUP_SCOPE)
     sch.reverse_compute_at(acc, bx)
-    staged = _stage_inputs(sch, blk, ko, (wgmma.WGMMA_K, wgmma.WGMMA_K), 0,
+    staged = _stage_inputs(sch, blk, ko, (row, row), 0,
                            128 // D.bits(dtype), threads)
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(sch.get_loops(init)[-2], f"cuda.wgmma_fill_64x{bn}_f32")
@@ -432,7 +433,7 @@ def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128) -> None:
     sch.tensorize(ra, f"cuda.wgmma_store_64x{bn}_f32")
     sch.tensorize(ii, intrin)
     for sh in staged:
-        sch.transform_layout(sh, 0, wgmma.SWIZZLE_128B.index_map())
+        sch.transform_layout(sh, 0, wgmma.swizzle_of(dtype).index_map())
 
 
 def mma_swizzle(dtype: str, row: int):

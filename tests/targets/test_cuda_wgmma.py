@@ -14,6 +14,7 @@ import cuvil_tir as T
 import schedules as S
 import targets
 from cuvil_tir import dtype as D
+from cuvil_tir import float8 as F8
 from cuvil_tir.errors import LoweringError, ScheduleArgumentError
 from cuvil_tir.interp.scalar import tile_storage, tile_values
 from targets.cuda.nvcc import resource_usage, sass
@@ -79,3 +80,19 @@ def test_wgmma_refusals():
         recipes.gemm_wgmma(S.Schedule(nt_gemm(256, 256, 128, "float16")), bn=96)
     with pytest.raises(ScheduleArgumentError, match=r"found 64 and float32"):
         wgmma_name(64, "float32")
+
+
+@pytest.mark.parametrize("dtype, tag", [("float8_e4m3fn", "E4M3"), ("float8_e5m2", "E5M2")])
+def test_fp8_wgmma_runs_128_deep_on_the_fp8_tensor_cores(dtype, tag):
+    mod = build(dtype, bm=64, size=128)
+    a = F8.encode(rand((128, 128)), dtype)
+    b = F8.encode(rand((128, 128), seed=1), dtype)
+    c = np.zeros((128, 128), "float32")
+    T.interpret(mod.lowered, a, b, c, check_races=True)
+    ref = F8.decode(a, dtype).astype(np.float64) @ F8.decode(b, dtype).astype(np.float64).T
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+    src = mod.get_source("cuda")
+    code = sass(src, "sm_90a")[f"wg_{dtype}_128_kernel0"]
+    assert f"QGMMA.64x128x32.F32.{tag}.{tag}" in code
+    usage = resource_usage(src, "sm_90a")[f"wg_{dtype}_128_kernel0"]
+    assert usage["spill_stores"] == usage["spill_loads"] == 0
