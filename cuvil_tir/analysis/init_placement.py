@@ -36,10 +36,11 @@ Example::
 from __future__ import annotations
 
 from ..arith.affine import Affine, Key
-from ..expr import FloorDiv, FloorMod, IntImm, Var
+from ..expr import FloorDiv, FloorMod, IntImm, Var, const
 from ..op import all as all_of, conjuncts
-from ..stmt import Block, BlockRealize, For, IterVar
-from ..visitor import substitute, used_vars
+from ..stmt import Block, BlockRealize, BufferRegion, For, IterVar, Range
+from ..structural import structural_equal
+from ..visitor import Visitor, substitute, used_vars
 
 
 def _extent(loop):
@@ -197,6 +198,23 @@ def init_blocker(realize, loops) -> str | None:
     return why if why is not None else guard if isinstance(guard, str) else None
 
 
+def _init_reads(body) -> tuple:
+    """The points an init reads (a reduction may start from another buffer's value,
+    ``fuse_reduction_epilogue``'s bias): a block's reads must cover what it loads."""
+    found = []
+
+    class _Loads(Visitor):
+        def visit_BufferLoad(self, ld):
+            region = BufferRegion(ld.buffer, tuple(Range(i, const(1, i.dtype))
+                                                   for i in ld.indices))
+            if not any(structural_equal(region, r) for r in found):
+                found.append(region)
+            self.visit(ld.indices)
+
+    _Loads().visit(body)
+    return tuple(found)
+
+
 def init_nest(realize, loops, name: str, suffix: str = "_init"):
     """The init of ``realize``'s block as a block ``name`` under regenerated loops
     (check :func:`init_blocker` first).
@@ -231,7 +249,8 @@ def init_nest(realize, loops, name: str, suffix: str = "_init"):
     writes = tuple(substitute(w, bmap) for w in blk.writes)
     body = substitute(blk.init, bmap)
     # the init is part of the block: its annotations (pragmas, tuning hints) stay
-    init_blk = Block(name, tuple(ivs), (), writes, body, None, (), blk.annotations)
+    init_blk = Block(name, tuple(ivs), _init_reads(body), writes, body, None, (),
+                     blk.annotations)
     values = tuple(substitute(v, lmap) for _, v in spatial)
     stmt = BlockRealize(values, all_of([substitute(c, lmap) for c in kept]), init_blk)
     for l in reversed(loops):

@@ -30,9 +30,8 @@ def test_offered_for_matching_dtypes_on_a_target_with_the_instruction(a, b, acc,
     assert choice.name == name
     registers = machine_of(ZEN4).vector_registers
     for rows, vectors in choice.tiles:   # accumulators, B vectors, broadcast fit
-        extra = vectors + 1 + (vectors + 1 if name.endswith("s8s8") else 0)
-        assert rows * vectors + extra <= registers and 4 % vectors == 0
-    assert choice.groups == ((1, 4) if name.endswith("s8s8") else (1,))
+        assert rows * vectors + vectors + 1 <= registers and 4 % vectors == 0
+    assert choice.groups == (1,)         # int8 x int8 runs u8s8 steps (the offset)
 
 
 @pytest.mark.parametrize("func, target", [
