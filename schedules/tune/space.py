@@ -541,11 +541,15 @@ def prune(func, machine: Machine):
             iv.kind == "reduce" and lp.loop_var in uses[iv.var] for iv in block.iter_vars)]
         if red:
             inner = {lp.loop_var: _extent(lp) or 1 for lp in loops[red[-1]:]}
-            width = D.bits(D.element(_dtype(block))) // 8
-            foot = sum(_footprint(r, inner, uses) for r in block.reads) * width
+            # each operand in its own dtype (int8 operands of an int32 sum: 1 byte)
+            foot = sum(_footprint(r, inner, uses) * _bytes(r.buffer) for r in block.reads)
             if foot > machine.l1d_bytes:
                 return f"inner tile touches {foot} bytes, L1 holds {machine.l1d_bytes}"
     return None
+
+
+def _bytes(buf) -> int:
+    return max(1, D.bits(D.element(str(buf.dtype))) // 8)
 
 
 def _realizes(func) -> list:

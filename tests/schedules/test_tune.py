@@ -5,10 +5,13 @@ import os
 import time
 
 import numpy as np
+import pytest
 
 import cuvil_tir as T
 import schedules as S
+import targets
 from schedules.tune import workload_key
+from targets.llvm.cpu import missing_host_features
 
 
 def _func():
@@ -169,6 +172,31 @@ def test_the_child_builds_the_scheduled_text_it_is_sent_and_replays_when_it_cann
     assert out[-1][0] == "ok"
     # text that does not parse: the trace is replayed instead
     replayed = _rebuild(f, dict(sent, scheduled="garbage", trace=sch.trace.as_json()))
+    assert T.structural_equal(replayed.func, sch.func)
+
+
+def test_the_child_loads_pickled_ir_even_where_its_text_does_not_parse():
+    """A VNNI candidate prints ``T.x86.dpbusd``, which the parser does not read: sent
+    as pickled IR it builds as it is (no replay); bytes that do not load fall back to
+    the trace."""
+    import pickle
+    from schedules.intrinsics.x86_gemm import dot_gemm, gemm_func
+    from schedules.tune.measure import _rebuild, run_candidate
+    f = gemm_func(8, 32, 16, "uint8", "int8", "int32")
+    sch = S.Schedule(f)
+    dot_gemm(sch, "C", "llvm -mcpu=znver4")
+    with pytest.raises(T.ParseError):
+        T.parse(str(sch.func))
+    sent = {"func": str(f), "func_ir": pickle.dumps(f), "trace": "not a trace",
+            "decisions": [], "target": "llvm -mcpu=znver4", "min_repeat_ms": 1,
+            "scheduled": pickle.dumps(sch.func)}
+    assert T.structural_equal(_rebuild(f, sent), sch.func)
+    out = []
+    run_candidate(sent, out.append)
+    assert out[-1][0] == ("ok" if not missing_host_features(targets.Target("llvm", mcpu="znver4")) else
+                          "run"), out[-1]
+    replayed = _rebuild(f, dict(sent, scheduled=b"not a pickle",
+                                trace=sch.trace.as_json()))
     assert T.structural_equal(replayed.func, sch.func)
 
 

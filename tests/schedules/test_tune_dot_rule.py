@@ -79,6 +79,19 @@ def test_generated_space_draws_exact_int8_candidates_that_replay():
         assert T.structural_equal(again.func, sch.func)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "bfloat16"])
+def test_dot_candidates_of_a_deep_k_are_not_pruned(dtype):
+    """Regression: the int8 column sums (a streaming reduction over all K rows of a
+    panel) read as an inner tile of K x 16 int32 (4 bytes for an int8 operand) and
+    the L1 rule pruned every VNNI candidate of K >= 512: the tuner never measured one."""
+    acc = "float32" if dtype == "bfloat16" else "int32"
+    b = "bfloat16" if dtype == "bfloat16" else "int8"
+    f = gemm_func(16, 768, 3072, dtype, b, acc)
+    _, cands = _dot_candidates(f, ZEN4, 2)
+    for sch in cands:
+        assert prune(sch.func, machine_of(ZEN4)) is None
+
+
 def test_a_bf16_candidate_builds_and_agrees_where_the_host_can_run_it():
     f = gemm_func(8, 32, 16, "bfloat16", "bfloat16", "float32")
     _, (sch,) = _dot_candidates(f, ZEN4, 1)
