@@ -42,7 +42,7 @@ from cuvil_tir.target import (as_target, build, cache, compile_program, get_targ
                               list_targets)
 from cuvil_tir.target import register_target
 from ..trace import Trace
-from .space import run_with_decisions
+from .decisions import run_with_decisions
 
 FAILURE_KINDS = ("replay", "build", "run", "timeout", "crash", "wrong")
 """Kinds of failed candidates, as counted in ``TuneResult.failures``."""

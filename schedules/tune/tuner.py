@@ -47,7 +47,7 @@ from .progress import TuneProgress, renderer
 from .search import Search, decisions_key, decisions_of
 from .rules import check_sizes, gpu_prune, rule_for, space_for
 from .space import machine_of, prune
-from .transfer import FEATURES_VERSION, describe, nearest_rows
+from .transfer import FEATURES_VERSION, describe, nearest_decisions, nearest_rows
 from .report import format_seconds
 
 #: how many of the best candidates are measured again before the winner is declared
@@ -274,11 +274,17 @@ class Session:
         self.func, self.target, self.executor = func, target, executor
         self.run_state = run = _Run(func, space, target, db, executor, timeout_s,
                                     min_repeat_ms)
-        prior = nearest_rows(db.records(), run.task, run.workload,
-                             cpu=machine.name or None) \
-            if db is not None and guided and transfer else None
+        learn = db is not None and guided and transfer
+        known = db.records() if learn else []
+        prior = nearest_rows(known, run.task, run.workload, cpu=machine.name or None) \
+            if learn else None
+        # the nearest tasks' best candidates are measured first (a new task only: a
+        # resumed one has its own records to breed from)
+        seeds = nearest_decisions(known, run.task, run.workload, cpu=machine.name or None) \
+            if learn and not run.records else []
         self.search = Search(func, space, target, machine, random.Random(seed),
-                             guided=guided, prior=prior, pruner=_pruner(target, machine))
+                             guided=guided, prior=prior, pruner=_pruner(target, machine),
+                             seeds=seeds)
         run.features_of = self.search.features_of
         self.search.observe(run.records)
         self.seen = {r.get("cand") for r in run.records}
