@@ -145,6 +145,10 @@ def offset_to_unsigned(func, block):
     if blk.init is None:
         raise _refuse(f"block {blk.name!r} has no init (decomposed already?)", func, blk)
     a_load, b_load = _operands(blk, func)
+    if a_load.buffer is b_load.buffer:
+        raise _refuse(f"block {blk.name!r} multiplies {a_load.buffer.name!r} by itself: "
+                      "only the first operand is offset, so the two need buffers of "
+                      "their own (cache_read one of them first)", func, blk)
     if not (isinstance(realize.predicate, IntImm) and realize.predicate.value):
         raise _refuse(f"block {blk.name!r} runs under T.where({realize.predicate})",
                       func, blk)

@@ -100,6 +100,14 @@ def test_refuses_other_dtypes(a, b, acc):
              r"int32\(A\[\.\.\.\]\) \* int32\(B\[\.\.\.\]\) with int8 A and B")
 
 
+def test_refuses_a_product_of_one_buffer_by_itself():
+    A = T.placeholder((8, 8), "int8", name="A")
+    k = T.reduce_axis((0, 8), name="k")
+    C = T.compute((8, 8), lambda i, j: T.sum(A[i, k].astype("int32") *
+                                             A[j, k].astype("int32"), axis=k), name="C")
+    _refused(T.create_prim_func([A, C]), "C", r"multiplies 'A' by itself")
+
+
 def test_refuses_a_block_below_the_root():
     sch = S.Schedule(gemm_func(4, 16, 8, "int8", "int8", "int32"))
     i, _, _ = sch.get_loops("C")
