@@ -222,3 +222,21 @@ def test_a_generated_space_sends_its_scheduled_text_and_a_pickled_space_does_not
 def test_warming_up_a_target_that_cannot_build_raises_nothing():
     from schedules.tune.measure import warm_up
     assert warm_up("no-such-target-kind") is None  # the candidates report the failure
+
+
+def test_the_host_clock_finds_the_calls_per_round_once(monkeypatch):
+    """Five samples, one calibration: the later samples reuse the first's count."""
+    from cuvil_tir.target.kind import TargetKind
+    from schedules.tune import measure
+    asked = []
+    real = measure.time_calls
+
+    def spy(fn, repeat=5, number=None, warmup=1, min_repeat_seconds=2e-3):
+        res = real(fn, repeat, number, warmup, min_repeat_seconds)
+        asked.append((number, res.number))
+        return res
+    monkeypatch.setattr(measure, "time_calls", spy)
+    seconds, how = measure._time(lambda: sum(range(100)), [], TargetKind(), 5.0)
+    assert seconds > 0 and how.startswith("fastest of 5: median of 5 rounds of ")
+    assert asked[0][0] is None and all(n == asked[0][1] for n, _ in asked[1:])
+    assert len(asked) == measure.SAMPLES
