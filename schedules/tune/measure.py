@@ -57,8 +57,8 @@ REPEAT = 5
 
 def _function(data):
     """A function sent as pickled IR (bytes: what the tuner sends; about 0.5 ms to
-    load where parsing the text takes 5-20 ms, and text with a target's ops such as
-    ``T.x86.dpbusd`` does not parse) or as text; None when neither loads."""
+    load where parsing the text takes 5-20 ms) or as text; None when the IR does not
+    load (another Cuvil's)."""
     if isinstance(data, bytes):
         try:
             out = pickle.loads(data)
