@@ -247,7 +247,8 @@ class _Collect(Visitor):
         # under a T.where the bindings overshoot (a non-dividing split): the iter vars'
         # domains, which the predicate keeps them in, bound the regions instead
         predicated = not (isinstance(br.predicate, IntImm) and br.predicate.value)
-        doms = {iv.var: iv.dom for iv in blk.iter_vars} if predicated else {}
+        doms = {iv.var: self._dom(iv, v) for iv, v in zip(blk.iter_vars, br.iter_values)
+                } if predicated else {}
         # ... and the loops the predicate cuts bound the bound regions too (T.where(i_1
         # < 3) under a loop of 4: three instances run)
         cut = tighten(dict(self.loops), br.predicate) if predicated else None
@@ -270,6 +271,22 @@ class _Collect(Visitor):
         finally:
             for v in doms:
                 del self.loops[v]
+
+    def _dom(self, iv, value):
+        """The range of the iterator ``iv`` bound to ``value`` under a ``T.where``: its
+        domain, each side cut by the binding's bound over the loops where provably
+        tighter (a loop_partition part binds ``v1 = 1 + ax1``, a column its domain
+        ``[0, 4)`` would let start at 0, outside the part's declared ``1:4``)."""
+        try:
+            lo, hi = bound_of(value, self.loops, self.ana)
+        except Exception:    # noqa: BLE001 - a binding we cannot bound: the domain
+            return iv.dom
+        first, last = iv.dom.min, self.ana.simplify(iv.dom.min + iv.dom.extent - 1)
+        if lo.dtype != first.dtype:
+            return iv.dom
+        first = self._pick(first, self.ana.simplify(lo), True)
+        last = self._pick(last, self.ana.simplify(hi), False)
+        return Range(first, self.ana.simplify(last - first + 1))
 
     def _inner(self, blk):
         """A callable giving the accesses of ``blk``'s body relaxed over the loops
