@@ -36,7 +36,7 @@ Example::
 from __future__ import annotations
 
 from ..arith.affine import Affine, Key
-from ..expr import FloorDiv, FloorMod, IntImm, Var
+from ..expr import EQ, FloorDiv, FloorMod, IntImm, Var
 from ..op import all as all_of, conjuncts
 from ..stmt import Block, BlockRealize, For, IterVar
 from ..visitor import substitute, used_vars
@@ -179,6 +179,47 @@ def init_guard(realize, loops):
     return kept, needed
 
 
+def start_guard(realize, loops, needed):
+    """The conjuncts that keep the hoisted init to where ``T.init`` fires: a reduce iter
+    var bound through a loop the init regenerates (``needed``: a loop fused from a
+    spatial and a reduce loop) is at its domain's start in some of its iterations only,
+    and a range of that loop may miss the start (``loop_partition`` of the fused loop
+    at 3: its second part reaches ``v_j = 0`` at ``v_k = 3, 4, 5`` only).  Each such
+    binding, at its minimum over the loops the init does not regenerate, must equal the
+    domain's start; or a string saying why that minimum cannot be written.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.stmt import Block, BlockRealize, For, IterVar, Range, SeqStmt
+        >>> f = T.var("f")
+        >>> vj = IterVar(T.var("vj"), Range.from_extent(5), "spatial")
+        >>> vk = IterVar(T.var("vk"), Range.from_extent(6), "reduce")
+        >>> br = BlockRealize((f // 6, f % 6), T.const(True),
+        ...                   Block("Y", (vj, vk), (), (), SeqStmt(())))
+        >>> [str(c) for c in start_guard(br, [For(f, T.const(3), T.const(27), "serial", br)],
+        ...                              {id(f)})]
+        ['f % 6 == 0']
+    """
+    pure = {id(l.loop_var): l for l in loops if id(l.loop_var) not in needed}
+    out = []
+    for iv, val in zip(realize.block.iter_vars, realize.iter_values):
+        if iv.kind != "reduce" or not any(id(v) in needed for v in used_vars(val)):
+            continue
+        at_min = {}
+        for atom, c in Affine.of(val).terms:
+            if not any(id(v) in pure for v in used_vars(atom)):
+                continue
+            if not isinstance(atom, Var):
+                return (f"it binds the reduce iter var {iv.var.name} to {val}, which "
+                        "mixes the loops the init iterates with a reduction loop in "
+                        f"{atom}: where the init runs cannot be written")
+            loop = pure[id(atom)]
+            at_min[atom] = loop.min if c > 0 else loop.min + loop.extent - 1
+        out.append(EQ(substitute(val, at_min), iv.dom.min))
+    return out
+
+
 def init_blocker(realize, loops) -> str | None:
     """Why the init of ``realize``'s block cannot run once ahead of ``loops`` (a
     sentence: :func:`reach_blocker`, or a ``T.where`` part :func:`init_guard` can
@@ -194,7 +235,10 @@ def init_blocker(realize, loops) -> str | None:
     """
     why = reach_blocker(realize, loops)
     guard = init_guard(realize, loops)
-    return why if why is not None else guard if isinstance(guard, str) else None
+    if why is not None or isinstance(guard, str):
+        return why if why is not None else guard
+    starts = start_guard(realize, loops, guard[1])
+    return starts if isinstance(starts, str) else None
 
 
 def init_nest(realize, loops, name: str, suffix: str = "_init"):
@@ -233,6 +277,7 @@ def init_nest(realize, loops, name: str, suffix: str = "_init"):
     # the init is part of the block: its annotations (pragmas, tuning hints) stay
     init_blk = Block(name, tuple(ivs), (), writes, body, None, (), blk.annotations)
     values = tuple(substitute(v, lmap) for _, v in spatial)
+    kept = kept + start_guard(realize, loops, needed)
     stmt = BlockRealize(values, all_of([substitute(c, lmap) for c in kept]), init_blk)
     for l in reversed(loops):
         if l.loop_var in lmap:
@@ -241,4 +286,4 @@ def init_nest(realize, loops, name: str, suffix: str = "_init"):
     return stmt
 
 
-__all__ = ["reach_blocker", "init_guard", "init_blocker", "init_nest"]
+__all__ = ["reach_blocker", "init_guard", "start_guard", "init_blocker", "init_nest"]
