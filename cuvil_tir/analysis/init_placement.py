@@ -35,6 +35,7 @@ Example::
 
 from __future__ import annotations
 
+from ..arith import Analyzer
 from ..arith.affine import Affine, Key
 from ..expr import EQ, FloorDiv, FloorMod, IntImm, Var
 from ..op import all as all_of, conjuncts
@@ -180,13 +181,15 @@ def init_guard(realize, loops):
 
 
 def start_guard(realize, loops, needed):
-    """The conjuncts that keep the hoisted init to where ``T.init`` fires: a reduce iter
-    var bound through a loop the init regenerates (``needed``: a loop fused from a
-    spatial and a reduce loop) is at its domain's start in some of its iterations only,
-    and a range of that loop may miss the start (``loop_partition`` of the fused loop
-    at 3: its second part reaches ``v_j = 0`` at ``v_k = 3, 4, 5`` only).  Each such
-    binding, at its minimum over the loops the init does not regenerate, must equal the
-    domain's start; or a string saying why that minimum cannot be written.
+    """The conjuncts that keep the hoisted init to where ``T.init`` fires: where each
+    reduce iter var, at its minimum over the loops the init does not regenerate, is at
+    its domain's start.  That holds by itself in a plain nest; not where a reduce iter
+    var is bound through a loop the init regenerates (``needed``: a loop fused from a
+    spatial and a reduce loop, whose ``loop_partition`` part 3..30 reaches ``v_j = 0``
+    at ``v_k = 3, 4, 5`` only), nor through a loop outside the block around the nest
+    (a part of a split reduce loop, ``v_k = k_0 * 3 + k_1`` with ``k_1`` in 1..3).  A
+    conjunct is left out where it provably holds.  A string says why the minimum of a
+    binding mixing both kinds of loops cannot be written.
 
     Example::
 
@@ -204,19 +207,28 @@ def start_guard(realize, loops, needed):
     pure = {id(l.loop_var): l for l in loops if id(l.loop_var) not in needed}
     out = []
     for iv, val in zip(realize.block.iter_vars, realize.iter_values):
-        if iv.kind != "reduce" or not any(id(v) in needed for v in used_vars(val)):
+        if iv.kind != "reduce":
             continue
+        mixed = any(id(v) in needed for v in used_vars(val))
         at_min = {}
         for atom, c in Affine.of(val).terms:
             if not any(id(v) in pure for v in used_vars(atom)):
                 continue
             if not isinstance(atom, Var):
-                return (f"it binds the reduce iter var {iv.var.name} to {val}, which "
-                        "mixes the loops the init iterates with a reduction loop in "
-                        f"{atom}: where the init runs cannot be written")
+                at_min = None
+                break
             loop = pure[id(atom)]
             at_min[atom] = loop.min if c > 0 else loop.min + loop.extent - 1
-        out.append(EQ(substitute(val, at_min), iv.dom.min))
+        if at_min is None:
+            if mixed:
+                return (f"it binds the reduce iter var {iv.var.name} to {val}, which "
+                        "mixes the loops the init iterates with a reduction loop: where "
+                        "the init runs cannot be written")
+            continue        # a reduction nest of its own (fused reduce loops): from 0
+        cond = Analyzer(index_no_overflow=True).simplify(
+            EQ(substitute(val, at_min), iv.dom.min))
+        if not (isinstance(cond, IntImm) and cond.value):
+            out.append(cond)
     return out
 
 
