@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from . import ops
 from .arith import Analyzer, bound_of
+from .arith.affine import Affine, Key, is_index_dtype
 from .buffer import Buffer
 from .errors import LoweringError
 from .expr import GE, GT, LE, LT, Expr, IntImm, Max, Min, Ramp, Var
@@ -104,16 +105,18 @@ class _Collect(Visitor):
             for e in conds:
                 if e.dtype != r.min.dtype:
                     continue
-                try:
-                    up = bound_of(self.ana.simplify(r.min + r.extent - 1 - e), self.loops,
-                                  self.ana)[1] - 1
-                    down = bound_of(self.ana.simplify(r.min + e), self.loops,
-                                    self.ana)[0] + 1
-                except Exception:    # noqa: BLE001 - a bound we cannot take: none
-                    continue
-                up, down = self.ana.simplify(up), self.ana.simplify(down)
-                hi = up if hi is None else self._pick(hi, up, False)
-                lo = down if lo is None else self._pick(lo, down, True)
+                for m in _multiples(r.min, e):
+                    k = IntImm(m, e.dtype)
+                    try:
+                        up = bound_of(self.ana.simplify(r.min + r.extent - 1 - e * k),
+                                      self.loops, self.ana)[1] - k
+                        down = bound_of(self.ana.simplify(r.min + e * k), self.loops,
+                                        self.ana)[0] + k
+                    except Exception:    # noqa: BLE001 - a bound we cannot take: none
+                        continue
+                    up, down = self.ana.simplify(up), self.ana.simplify(down)
+                    hi = up if hi is None else self._pick(hi, up, False)
+                    lo = down if lo is None else self._pick(lo, down, True)
             for x, top in self._capped(cond):
                 got = self._through(r, x, top)
                 if got is not None:
@@ -304,6 +307,21 @@ class _Collect(Visitor):
             c.visit(blk.body)
             return c.out
         return accesses
+
+
+def _multiples(x, e) -> list:
+    """The factors ``m`` for which ``x - m * e`` (or ``x + m * e``) may cancel terms of
+    ``x``: 1, and each ratio of a term's coefficient in ``x`` to its coefficient in
+    ``e`` (``x = f0 * 4 + f1 * 2 + i`` under ``e = f0 * 2 + f1 - 3``: 2)."""
+    if not (is_index_dtype(x.dtype) and is_index_dtype(e.dtype)):
+        return [1]
+    mine = {Key(t): c for t, c in Affine.of(x).terms}
+    out = [1]
+    for t, c in Affine.of(e).terms:
+        c_x = mine.get(Key(t))
+        if c_x is not None and c and c_x % c == 0 and abs(c_x // c) not in out:
+            out.append(abs(c_x // c))
+    return out
 
 
 class _Replace(Mutator):
