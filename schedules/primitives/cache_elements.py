@@ -30,6 +30,7 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir.arith import Analyzer
 from cuvil_tir.arith.affine import Affine, is_index_dtype
 from cuvil_tir.expr import IntImm, Var
 from cuvil_tir.op import all as all_of, any as any_of, conjuncts
@@ -37,6 +38,7 @@ from cuvil_tir.visitor import substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import bound_region, inner_loops, region_of, simplify
+from ..region_cover import produced_box
 
 
 def _solve(index, inner: dict):
@@ -129,4 +131,41 @@ def element_condition(func, cpath, buf, paths, kind: str = "reads"):
     return at
 
 
-__all__ = ["element_condition"]
+def writes_whole(func, buf, wpath, outer_loops, region, doms) -> bool:
+    """Whether the writer at ``wpath`` provably writes every element of ``region`` of
+    ``buf`` while the loops between ``outer_loops`` (``(path, For)``, around the copy)
+    and it run (:func:`schedules.region_cover.produced_box`), ``doms`` bounding what
+    stays fixed.  A copy back of a box the writer writes only part of (a part of a
+    fused loop, a row tile of a reshaped buffer) would overwrite the other elements.
+    Loops of symbolic extents are not decided: taken as writing the box (a fused,
+    split ``n * n`` loop under its ``T.where`` does).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.analysis import tree
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
+        >>> p, B = tree.find_block(f, "B"), f.params[1]
+        >>> writes_whole(f, B, p, [], T.BufferRegion.full(B), {})
+        True
+    """
+    br = tree.get(func, wpath)
+    written = region_of(br.block.writes, buf)
+    if written is None:
+        return False
+    between = [f for _, f in tree.loops_above(func, wpath)
+               if not any(f is g for _, g in outer_loops)]
+    if not all(isinstance(simplify(f.extent), IntImm) for f in between):
+        return True
+    box = produced_box(br, written, between)
+    if box is None:
+        return False
+    ana = Analyzer(index_no_overflow=True)
+    for v, r in doms.items():
+        ana.bind(v, r)
+    return all(ana.can_prove(lo <= r.min) and ana.can_prove(r.min + r.extent - 1 <= hi)
+               for (lo, hi), r in zip(box, region.region))
+
+
+__all__ = ["element_condition", "writes_whole"]
