@@ -36,7 +36,7 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.arith import Analyzer
-from cuvil_tir.expr import EQ, Add, Expr, IntImm, Max, Min, Var, const, SizeVar
+from cuvil_tir.expr import Add, Expr, IntImm, Max, Min, Var, const, SizeVar
 from cuvil_tir.op import conjuncts
 from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
                             SeqStmt, seq)
@@ -54,7 +54,7 @@ from cuvil_tir.node import same
 from .nests import block_names, make_nest, subtrees, with_fields
 from ..block_scope import DepKind, scope_dependences
 from ..region_cover import region_covered
-from .cache_elements import element_condition, writes_whole
+from .cache_elements import element_condition, unreset_reduction, writes_whole
 
 
 def _names(func) -> tuple:
@@ -584,42 +584,7 @@ def cache_write(func, block, write_buffer_index: int, scope: str, consumer_block
                    "writing it and has no init (an update whose init was decomposed or "
                    "lives in an outer block): the cache would start uninitialised. Apply "
                    "cache_write before decompose_reduction / blockize", func)
-    _check_reduction_inside(func, bpath, prim)
+    why = unreset_reduction(func, bpath, prim)
+    if why is not None:
+        raise fail(CacheStageError, prim, why, func)
     return _stage(func, bpath, buf, scope, prim, False, consumer_blocks)
-
-
-def _check_reduction_inside(func, bpath, prim):
-    """The cache starts unwritten: each element the reduction block writes into it
-    must be reset by its ``T.init`` there first.  Not so where its reduction loops run
-    outside the block holding the cache (a part of loop_partition under the outer loop
-    of a split reduction: each instance of that block would start on a fresh cache),
-    nor where a loop inside does not start its reduce iterators at their start (a
-    later part of a partitioned reduce loop, or of a fused spatial-and-reduce loop,
-    continues a sum an earlier part began)."""
-    br = tree.get(func, bpath)
-    if br.block.init is None:
-        return
-    scope_path = tree.enclosing_block(func, bpath)
-    name = br.block.name
-    reduce_vars = {id(v) for iv, val in zip(br.block.iter_vars, br.iter_values)
-                   if iv.kind == "reduce" for v in used_vars(val)}
-    outside = [f.loop_var.name for _, f in tree.ancestors(func, scope_path)
-               if isinstance(f, For) and id(f.loop_var) in reduce_vars]
-    if scope_path and outside:
-        raise fail(CacheStageError, prim, f"block {name!r} reduces over the loops "
-                   f"{outside} outside the block "
-                   f"{tree.get(func, scope_path).block.name!r} that would hold the cache: "
-                   "each of their iterations would start on a fresh cache; apply "
-                   f"{prim} before loop_partition (or blockize) inside the reduction",
-                   func)
-    inside = [f for _, f in tree.loops_above(func, bpath) if id(f.loop_var) in reduce_vars]
-    at_start = {f.loop_var: const(0, f.loop_var.dtype) for f in inside}
-    ana = Analyzer(index_no_overflow=True)
-    late = [f.loop_var.name for f in inside if not ana.can_prove(EQ(f.min, const(0, f.min.dtype)))] + [
-        iv.var.name for iv, val in zip(br.block.iter_vars, br.iter_values)
-        if iv.kind == "reduce" and not ana.can_prove(EQ(substitute(val, at_start), iv.dom.min))]
-    if late:
-        raise fail(CacheStageError, prim, f"block {name!r} does not start its reduction "
-                   f"where its loops start ({late}): it continues sums begun outside "
-                   "them (a later part of a partitioned reduction loop), which the cache "
-                   f"would not hold; apply {prim} before loop_partition", func)

@@ -59,20 +59,26 @@ def test_decompose_reduction_at_a_fused_loop_over_its_whole_range_stays_right():
     np.testing.assert_array_equal(run(sch, [x, w, np.zeros((4, 5), "float32")])[2], x @ w)
 
 
+def _split_reduction_partitioned(op, shape, factor):
+    """Y[i] = op(X[i, k]) with k split by ``factor`` and its inner loop partitioned at
+    1: ``(func, schedule, the two parts' loops)``."""
+    X = T.placeholder(shape, name="X")
+    r = T.reduce_axis((0, shape[1]), name="k")
+    f = T.create_prim_func([X, T.compute(shape[:1], lambda i: op(X[i, r], axis=r),
+                                         name="Y")])
+    sch = S.Schedule(f)
+    _, k = sch.get_loops("Y")
+    _, k1 = sch.split(k, [None, factor])
+    return f, sch, sch.loop_partition(k1, [1, None])
+
+
 def test_decompose_reduction_in_a_later_part_of_a_split_reduce_loop_never_inits():
     """Fuzz probe seed 2536: split k by 3, partition the inner loop at 1: the part
     over k_1 in 1..3 keeps T.init (it never fires there: v_k = k_0 * 3 + k_1 is never
     0), but decompose_reduction hoisted it unconditionally and zeroed the first
     part's sum.  k_0 runs outside the part's block, where the check for reduction
     loops above the decomposition point did not look."""
-    X = T.placeholder((3, 6), name="X")
-    r = T.reduce_axis((0, 6), name="k")
-    f = T.create_prim_func([X, T.compute((3,), lambda i: T.sum(X[i, r], axis=r),
-                                         name="Y")])
-    sch = S.Schedule(f)
-    _, k = sch.get_loops("Y")
-    _, k1 = sch.split(k, [None, 3])
-    first, second = sch.loop_partition(k1, [1, None])
+    f, sch, (first, second) = _split_reduction_partitioned(T.sum, (3, 6), 3)
     sch.decompose_reduction("Y_k_11", second)
     sch.decompose_reduction("Y_k_10", first)
     text = str(sch.func)
@@ -125,14 +131,7 @@ def test_cache_write_inside_a_partition_under_a_reduction_loop_is_refused():
     """Fuzz probe seed 53: split k, partition its inner loop: the part's block sits
     under the outer reduce loop k_0, so a cache held in the part's block started
     fresh (unwritten) in each iteration of k_0 and the sum read it."""
-    X = T.placeholder((8, 4), name="X")
-    r = T.reduce_axis((0, 4), name="k")
-    f = T.create_prim_func([X, T.compute((8,), lambda i: T.min(X[i, r], axis=r),
-                                         name="Y")])
-    sch = S.Schedule(f)
-    _, k = sch.get_loops("Y")
-    _, k1 = sch.split(k, [None, 2])
-    sch.loop_partition(k1, [1, None])
+    _, sch, _ = _split_reduction_partitioned(T.min, (8, 4), 2)
     assert_refused(sch, lambda: sch.cache_write("Y_k_10", 0, "global"),
                    r"reduces over the loops \['k_0'\] outside the block 'Y_k_10_partition'")
 
