@@ -75,11 +75,17 @@ class _Collect(Visitor):
         """Record the access of ``ranges`` of ``buf`` relaxed over the loops; ``also``:
         other ranges, relaxed over other loops, that bound it too, and ``cond``: other
         ranges and a ``T.where`` that bounds them (the tighter is kept per side)."""
-        dims = self._dims(buf, ranges, clip, self.loops)
+        plain = dims = self._dims(buf, ranges, clip, self.loops)
         if also is not None:
             dims = self._tighter(dims, self._dims(buf, also[0], clip, also[1]))
         if cond is not None:
             dims = self._tighter(dims, self._by_predicate(*cond))
+        if any(d is not None and None not in d and self.ana.can_prove(LT(d[1], d[0]))
+               for d in dims):
+            # a T.where that never holds (a part of loop_partition its predicate cuts
+            # away): every bound is vacuous, and another nest of the same block (a
+            # split of the part) would not reach the same ones
+            dims = plain
         self.out.append(Access(buf, tuple(dims), write, self.guards > 0, text, inner))
 
     def _tighter(self, dims, other):
@@ -154,6 +160,8 @@ class _Collect(Visitor):
             return None
         try:
             start = bound_of(x, self.loops, self.ana)[0]
+            if self.ana.can_prove(LT(top, start)):
+                return None     # the conjunct never holds: an empty range proves anything
             loops = {**self.loops, t: Range(start, self.ana.simplify(top - start + 1))}
             return (self.ana.simplify(bound_of(first, loops, self.ana)[0]),
                     self.ana.simplify(bound_of(last, loops, self.ana)[1]))
@@ -289,6 +297,10 @@ class _Collect(Visitor):
             return iv.dom
         first = self._pick(first, self.ana.simplify(lo), True)
         last = self._pick(last, self.ana.simplify(hi), False)
+        if self.ana.can_prove(LT(last, first)):
+            # the binding never meets the domain: the block never runs (its T.where
+            # fails), and an empty range would let the analyzer prove anything
+            return iv.dom
         return Range(first, self.ana.simplify(last - first + 1))
 
     def _inner(self, blk):

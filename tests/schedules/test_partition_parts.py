@@ -190,6 +190,27 @@ def test_cache_write_of_a_partition_part_over_a_symbolic_row():
         np.testing.assert_array_equal(runner(sch, [x, np.zeros((3, 6), "int8")])[1], x * 3)
 
 
+def test_split_of_a_partition_part_that_never_runs_parses_back():
+    """Fuzz case 1090133322: split a loop of 1 by [2, None], swap and fuse the two:
+    v_i = f % 2 + f // 2 under T.where(v_i < 1).  The part over f = 1 never runs; its
+    vacuous bounds from the never-true T.where declared X[2:1, 1:5], and after a
+    split of the part the check bounded the same access otherwise: the printed
+    function did not parse back (CVL-E108).  Such a part declares its plain box."""
+    X = T.placeholder((1, 6), "int8", name="X")
+    f = T.create_prim_func([X, T.compute((1, 6), lambda i, j: X[i, j] * T.const(2, "int8"),
+                                         name="Y")])
+    sch = S.Schedule(f)
+    i, _ = sch.get_loops("Y")
+    i0, i1 = sch.split(i, [2, None])
+    sch.reorder(i1, i0)
+    _, second = sch.loop_partition(sch.fuse(i1, i0), [1, None])
+    assert [str(r) for r in sch.get("Y_i_1_i_0_fused1_partition").reads] == ["X[0, 0:6]"]
+    sch.split(second, [None, 3])
+    verify_trace_roundtrip(sch, f)
+    x = np.arange(6, dtype="int8").reshape(1, 6)
+    np.testing.assert_array_equal(run(sch, [x, np.zeros((1, 6), "int8")])[1], x * 2)
+
+
 def _fuzzed_partition(seed: int):
     rng = random.Random(seed)
     prog = random_program(rng)
