@@ -211,6 +211,22 @@ def test_split_of_a_partition_part_that_never_runs_parses_back():
     np.testing.assert_array_equal(run(sch, [x, np.zeros((1, 6), "int8")])[1], x * 2)
 
 
+def test_compute_at_of_a_partition_wrapper_naming_outer_loops_is_refused():
+    """Fuzz case 2064115801: the wrapper block of loop_partition has no iterators and
+    its parts name the loops around it (v_i = i_0 * 3 + i_10); compute_at moved it
+    under the consumer's loop and left i_0 undefined (the interpreter refused the
+    accepted schedule, CVL-E104)."""
+    A = T.placeholder((8,), name="A")
+    B = T.compute((8,), lambda i: A[i] * 2.0, name="B")
+    f = T.create_prim_func([A, T.compute((8,), lambda i: B[i] + 1.0, name="C")])
+    sch = S.Schedule(f)
+    _, inner = sch.split(sch.get_loops("B")[0], [None, 3])
+    sch.loop_partition(inner, [1, None])
+    loop = sch.get_loops("C")[0]
+    assert_refused(sch, lambda: sch.compute_at("B_i_1_common", loop),
+                   r"block 'B_i_1_common' names the loops \['i_0'\] around it")
+
+
 def _fuzzed_partition(seed: int):
     rng = random.Random(seed)
     prog = random_program(rng)
