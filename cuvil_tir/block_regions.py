@@ -80,13 +80,16 @@ class _Collect(Visitor):
             dims = self._tighter(dims, self._dims(buf, also[0], clip, also[1]))
         if cond is not None:
             dims = self._tighter(dims, self._by_predicate(*cond))
-        if any(d is not None and None not in d and self.ana.can_prove(LT(d[1], d[0]))
-               for d in dims):
+        never = any(d is not None and None not in d and self.ana.can_prove(LT(d[1], d[0]))
+                    for d in dims)
+        if never:
             # a T.where that never holds (a part of loop_partition its predicate cuts
             # away): every bound is vacuous, and another nest of the same block (a
-            # split of the part) would not reach the same ones
+            # split of the part) would not reach the same ones.  Its plain box is
+            # declared; as a guarded access, it is never reported outside
             dims = plain
-        self.out.append(Access(buf, tuple(dims), write, self.guards > 0, text, inner))
+        self.out.append(Access(buf, tuple(dims), write, self.guards > 0 or never, text,
+                               inner))
 
     def _tighter(self, dims, other):
         out = []

@@ -227,6 +227,63 @@ def test_compute_at_of_a_partition_wrapper_naming_outer_loops_is_refused():
                    r"block 'B_i_1_common' names the loops \['i_0'\] around it")
 
 
+def test_partition_of_a_blockized_tail_that_never_runs_parses_back():
+    """Fuzz case 3271729867: split a loop of 2 by 4, blockize the inner loop (T.where(
+    i_1 < 2)), partition it at 2: the part over 2..4 never runs.  Its block's domain
+    was cut to [2, 4), where every access Z0[1 - v] lies provably outside the declared
+    Z0[0:2]: the printed function did not parse back (CVL-E108).  Under a T.where the
+    domain stays."""
+    A = T.placeholder((2,), name="A")
+    B = T.compute((2,), lambda i: A[1 - i] + A[i], name="B")
+    f = T.create_prim_func([A, B])
+    sch = S.Schedule(f)
+    _, inner = sch.split(sch.get_loops("B")[0], [None, 4])
+    sch.blockize(inner)
+    sch.loop_partition(sch.get_loops("B")[-1], [2])
+    verify_trace_roundtrip(sch, f)
+    a = np.array([3.0, 5.0], "float32")
+    np.testing.assert_array_equal(run(sch, [a, np.zeros(2, "float32")])[1], a[::-1] + a)
+
+
+def test_partition_inside_a_partition_part_then_split_parses_back():
+    """Fuzz case 2820395434: partition the outer loop of a split column loop, split
+    the inner loop of the second part and partition it again, split that part: its
+    second part never runs (v_j = 5.. under T.where(v_j < 4)); its vacuous accesses
+    were reported outside the outer part's T.writes(Y[..., 3]) (CVL-E108).  A block
+    whose T.where never holds is never reported outside."""
+    X = T.placeholder((4, 4), name="X")
+    f = T.create_prim_func([X, T.compute((4, 4), lambda i, j: X[j, i] + X[i, j],
+                                         name="Y")])
+    sch = S.Schedule(f)
+    outer, _ = sch.split(sch.get_loops("Y")[1], [None, 3])
+    sch.loop_partition(outer, [1, None])
+    _, inner = sch.split(sch.get_loops("Y_j_01")[-1], [None, 3])
+    _, second = sch.loop_partition(inner, [2])
+    sch.split(second, [None, 2])
+    verify_trace_roundtrip(sch, f)
+    x = np.arange(16, dtype="float32").reshape(4, 4)
+    np.testing.assert_array_equal(run(sch, [x, np.zeros((4, 4), "float32")])[1], x.T + x)
+
+
+def test_partition_inside_a_blockized_reduction_with_a_reversed_index_parses_back():
+    """Fuzz case 252843159: max over X[i, 6 - k], k in 2..5, split by 4 and blockized,
+    the inner loop partitioned [2, 1]: the last part (k_1 = 3) never runs; its vacuous
+    access reached column 1, outside Y_o's T.reads(X[v_i_o, 2:5]) (CVL-E108)."""
+    X = T.placeholder((4, 5), name="X")
+    r = T.reduce_axis((2, 5), name="k")
+    f = T.create_prim_func([X, T.compute((4,), lambda i: T.max(X[i, 6 - r], axis=r),
+                                         name="Y")])
+    sch = S.Schedule(f)
+    _, inner = sch.split(sch.get_loops("Y")[1], [None, 4])
+    sch.blockize(inner)
+    sch.loop_partition(sch.get_loops("Y")[0], [2, 1])
+    verify_trace_roundtrip(sch, f)
+    x = np.random.default_rng(2).integers(-9, 9, (4, 5)).astype("float32")
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.zeros(4, "float32")])[1],
+                                      x[:, 2:5].max(axis=1))
+
+
 def _fuzzed_partition(seed: int):
     rng = random.Random(seed)
     prog = random_program(rng)
