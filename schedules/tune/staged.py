@@ -15,8 +15,19 @@ buffering depth (1 to 3 versions of each staged input tile in flight: TVM's
 running while this one is computed, and on the output tile loop, the copy-out of one
 output tile overlapping the next; every target lowers it) and a staged tile per loop (a multiple of the intrinsic's extent
 that divides the loop), each drawn among those that still fit: the staged tiles, times
-the depth, within each memory's ``capacity_bytes`` (:class:`Sizes`).  The measurement is the
-kind's own (an accelerator's simulated cycles).
+the depth, within each memory's ``capacity_bytes`` (:class:`Sizes`); the depth is at
+most the shallowest queue between the kind's engines (``queues``: a deeper pipeline
+would overfill it).
+
+Two more declarations shape the space when the kind has them.  A memory that the
+description fills through an on-chip ``Move`` run by an engine of its own (Ascend's
+L1 -> L0A on MTE1) is a level below the move's source: an input tile staged into it
+comes through that level (``cache_read`` into the source, then into it), and an output
+tile that such a move takes out (L0C -> UB) leaves through its destination, as the
+hand schedules of ``targets/toolkit/npu/multicore.py`` do.  A kind with several
+``cores`` gets a decision of how many cores the outermost output tile loop is spread
+over (``bind`` to the core axis: 1 up to the count, each core a whole number of tiles).
+The measurement is the kind's own (an accelerator's simulated cycles).
 
 Example::
 
@@ -70,6 +81,21 @@ def staged_match(func, target):
     return None
 
 
+def _operands(block) -> list:
+    """The block's buffers in the order :func:`_footprints` lists them."""
+    return list({r.buffer.name: r for r in (*block.reads, *block.writes)})
+
+
+def _level(kind, scope, output):
+    """The memory a tile of ``scope`` passes through (module doc): the source of the
+    move that fills it on an engine of its own (an input), the destination of the move
+    that empties it on one (an output); None when the DMA reaches it directly."""
+    for mv in getattr(kind, "moves", ()):
+        if mv.engine not in ("load", "store") and (mv.src if output else mv.dst) == scope:
+            return mv.dst if output else mv.src
+    return None
+
+
 def _block(func, name):
     return tree.get(func, tree.find_block(func, name)).block
 
@@ -107,18 +133,30 @@ class Sizes:
         >>> _ = targets.register_target(toy_npu, replace=True)
         >>> sizes = Sizes(gemm(256), *staged_match(gemm(256), "toy-npu"), "toy-npu")
         >>> sizes.choices[0], sizes.depths, sizes.fits((256, 256, 256), 1)
-        ([16, 32, 64, 128, 256], (1, 2, 3), False)
+        ([16, 32, 64, 128, 256], (1, 2), False)
     """
 
     def __init__(self, func, name, match, target):
         kind = as_target(target).kind_obj
         self.caps = {m.scope: m.capacity_bytes for m in kind.memories}
         block = _block(func, name)
-        self.prints = _footprints(block, dict(match.scopes))
+        scopes = dict(match.scopes)
+        written = {r.buffer.name for r in block.writes}
+        self.levels = {b: _level(kind, s, b in written) for b, s in scopes.items()}
+        self.prints = _footprints(block, scopes)
+        self.prints += [(lv, size, dims) for (_, size, dims), lv in
+                        zip(self.prints, [self.levels[b] for b in _operands(block)]) if lv]
         self.choices = [[e * k for k in range(1, MOST_MULTIPLES + 1)
                          if iv.dom.extent.value % (e * k) == 0]
                         for iv, e in zip(block.iter_vars, match.extents)]
-        self.depths = tuple(d for d in DEPTHS if self.fits([c[0] for c in self.choices], d))
+        self.extents = [iv.dom.extent.value for iv in block.iter_vars]
+        self.first = next(n for n, iv in enumerate(block.iter_vars) if iv.kind == "spatial")
+        deepest = min([q.depth for q in getattr(kind, "queues", {}).values()] or [DEPTHS[-1]])
+        self.depths = tuple(d for d in DEPTHS if d <= deepest and
+                            self.fits([c[0] for c in self.choices], d))
+        cores = getattr(kind, "cores", None)
+        self.cores = (cores.count, cores.axis) if cores is not None and cores.count > 1 \
+            else None
 
     def fits(self, tiles, depth) -> bool:
         """Whether staged tiles ``tiles`` (one per block iterator), ``depth`` copies
@@ -129,15 +167,24 @@ class Sizes:
         return all(self.caps.get(s) is None or b <= self.caps[s] for s, b in used.items())
 
     def sample(self, sch) -> tuple:
-        """``(tiles, depth)`` drawn by ``sch``: the depth, then each tile among those
-        that fit with the tiles drawn before it and the smallest after it."""
+        """``(tiles, depth, cores)`` drawn by ``sch``: the depth, the cores (on a kind
+        with several: those that some tile of the first output loop leaves a whole
+        number of tiles each), then each tile among those that fit with the tiles drawn
+        before it and the smallest after it (the first output loop's: a whole number of
+        tiles per core)."""
         depth = sch.sample_categorical(list(self.depths), [1] * len(self.depths))
+        first, cores = self.first, 1
+        if self.cores is not None:
+            fit = [c for c in range(1, self.cores[0] + 1)
+                   if any((self.extents[first] // t) % c == 0 for t in self.choices[first])]
+            cores = sch.sample_categorical(fit, [1] * len(fit)) if len(fit) > 1 else 1
         tiles: list = []
         for n, choice in enumerate(self.choices):
             rest = [c[0] for c in self.choices[n + 1:]]
-            fit = [t for t in choice if self.fits([*tiles, t, *rest], depth)]
+            fit = [t for t in choice if self.fits([*tiles, t, *rest], depth) and
+                   (n != first or (self.extents[n] // t) % cores == 0)]
             tiles.append(sch.sample_categorical(fit, [1] * len(fit)))
-        return tiles, depth
+        return tiles, depth, cores
 
 
 def staged_space(func, target, name, match):
@@ -169,12 +216,21 @@ def staged_space(func, target, name, match):
     spatial = [n for n, k in enumerate(kinds) if k == "spatial"]
     reduce = [n for n, k in enumerate(kinds) if k != "spatial"]
 
+    levels = sizes.levels
+    c_name = block.writes[0].buffer.name
+
     def space(sch):
-        tiles, depth = sizes.sample(sch)
+        tiles, depth, cores = sizes.sample(sch)
         blk = sch.get_block(name)
-        staged = [sch.cache_read(blk, i, scopes[b]) for i, b in enumerate(reads)
-                  if b not in written]
-        out = sch.cache_write(blk, 0, scopes[block.writes[0].buffer.name])
+        staged = []
+        for i, b in enumerate(reads):
+            if b in written:
+                continue
+            if levels[b]:       # through the level above first (module doc)
+                staged.append(sch.cache_read(blk, i, levels[b]))
+            staged.append(sch.cache_read(blk, i, scopes[b]))
+        outs = [sch.cache_write(blk, 0, levels[c_name])] if levels[c_name] else []
+        outs.append(sch.cache_write(blk, 0, scopes[c_name]))
         outer, mid, inner = {}, {}, {}
         for n, lp in enumerate(sch.get_loops(blk)):
             outer[n], rest = sch.split(lp, [None, tiles[n]])
@@ -182,9 +238,13 @@ def staged_space(func, target, name, match):
         sch.reorder(*[outer[n] for n in spatial + reduce], *[mid[n] for n in spatial + reduce],
                     *[inner[n] for n in match.order])
         ko, jo = outer[reduce[-1]], outer[spatial[-1]]
-        for s in staged:
+        for s in reversed(staged):       # consumers first: each lands under ko
             sch.compute_at(s, ko)
-        sch.reverse_compute_at(out, jo)
+        for out in reversed(outs):       # the accumulator's copy-out, then the level's
+            sch.reverse_compute_at(out, jo)
+        if cores > 1:
+            core_loop, _ = sch.split(outer[spatial[0]], [cores, None])
+            sch.bind(core_loop, sizes.cores[1])
         init = sch.decompose_reduction(blk, outer[reduce[0]])
         sch.tensorize(inner[match.order[0]], match.name)
         zero = [m for m in matches(sch.func, init.name, target)
@@ -193,7 +253,7 @@ def staged_space(func, target, name, match):
             sch.tensorize(sch.get_loops(init)[-len(spatial)], zero[0].name)
         if depth > 1:   # the copies of the next tiles run while this one is computed
             sch.annotate(ko, STAGE, [0] * len(staged) + [depth - 1])
-            sch.annotate(jo, STAGE, [0, 0, 1])     # zero, reduction | copy out
+            sch.annotate(jo, STAGE, [0, 0] + [1] * len(outs))   # zero, reduction | out
 
     return space
 

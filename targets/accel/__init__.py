@@ -14,6 +14,7 @@ from .accelerator import Accelerator
 from .cores import Cores
 from .description import DMA, DMAOp, Intrinsic, Memory, Move, Queue
 from .errors import AccelLoweringError, AllocationError, DescriptionError, QueueDepthError
+from .vendor_hal import HalArg, HalCall, HalSignatureError
 
 __all__ = ["AccelLoweringError", "Accelerator", "AllocationError", "Cores", "DMA", "DMAOp",
-           "DescriptionError", "Intrinsic", "Memory", "Move", "Queue", "QueueDepthError"]
+           "DescriptionError", "HalArg", "HalCall", "HalSignatureError", "Intrinsic", "Memory", "Move", "Queue", "QueueDepthError"]

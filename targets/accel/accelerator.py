@@ -52,12 +52,14 @@ from .codegen import print_kernel
 from .description import check_description, queue_table
 from .errors import AllocationError, DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
+from .hal import header
 from .queues import insert_queues
 from .tokens import accesses
 from .intrinsic_calls import check_no_host_access, intrinsic_calls
 from .copy_nest import row_strides
 from .cores import Cores, bind_cores, check_placement, core_memory_maps
 from .transfer import dma_transfers
+from .vendor_hal import check_hal_calls, cuvil_calls
 
 
 def _impl(acc, it) -> PrimFunc:
@@ -92,7 +94,8 @@ class Accelerator(TargetKind):
     cost_unit = "seconds"
 
     def __init__(self, name, memories, dma, intrinsics=(), doc: str = "",
-                 clock_mhz=1000, moves=(), queues=(), queue_depth=2, cores=None):
+                 clock_mhz=1000, moves=(), queues=(), queue_depth=2, cores=None,
+                 hal_calls=()):
         memories, intrinsics, moves = list(memories), list(intrinsics), list(moves)
         check_description(name, memories, dma, intrinsics, moves)
         if cores is not None:
@@ -139,6 +142,9 @@ class Accelerator(TargetKind):
         for it in intrinsics:
             TensorIntrin.register(it.name, it.desc, _impl(self, it), override=True)
         self.passes = self.lower_passes()
+        self.hal_calls = ()
+        self.hal_ops = cuvil_calls(self, header(self, vendor=False))
+        self.hal_calls = check_hal_calls(self, list(hal_calls))
 
     def __repr__(self):
         return f"Accelerator({self.name!r})"
@@ -213,6 +219,7 @@ class Accelerator(TargetKind):
                 "moves": [mv.describe() for mv in self.moves],
                 "cores": self.cores.describe() if self.cores is not None else None,
                 "queues": [self.queues[p].describe() for p in sorted(self.queues)],
+                "hal_calls": [c.describe() for c in self.hal_calls],
                 "intrinsics": its}
 
     def measure(self, module, args, min_repeat_seconds: float = 0.0) -> tuple:

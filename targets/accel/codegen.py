@@ -14,7 +14,10 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir.expr import IntImm
+
 from ..cstyle import CPrinter
+from .vendor_hal import pick_vendor_call, print_vendor_call
 
 
 class AccelPrinter(CPrinter):
@@ -33,12 +36,23 @@ class AccelPrinter(CPrinter):
         super().__init__()
         self.acc = acc
         self.addr = {}
+        self.loop_bounds = {}       # constant loop ranges, for the vendor calls' checks
         for k, m in enumerate(acc.memories_only):
             for d in plan.get(m.scope, []):
                 self.addr[d["buffer"]] = (k, d["addresses"][0])
 
     def prelude(self) -> str:
         return f'#include "{self.acc.hal}_hal.h"\n'
+
+    def print_extern(self, e) -> str:
+        c = pick_vendor_call(self.acc, e) if self.acc.hal_calls else None
+        return super().print_extern(e) if c is None else print_vendor_call(self, c, e)
+
+    def print_for(self, s) -> None:
+        if isinstance(s.min, IntImm) and isinstance(s.extent, IntImm):
+            self.loop_bounds[s.loop_var] = (s.min.value, s.min.value + s.extent.value - 1)
+        super().print_for(s)
+        self.loop_bounds.pop(s.loop_var, None)
 
     def print_allocate(self, s) -> None:
         buf = s.buffer

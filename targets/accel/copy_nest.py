@@ -184,7 +184,8 @@ def continues(nest, row, sides) -> tuple:
     loops inside them cover (a copy of contiguous row blocks: input rows of a conv, a
     filter's taps), outermost first: with ``row`` they are one transfer of more rows,
     paying the latency once.  None for guarded or padded copies (their valid part is
-    per row block).
+    per row block), unless the guard bounds only the column loop (a padded channel
+    dimension: every row block has the same valid columns).
 
     Example::
 
@@ -200,8 +201,12 @@ def continues(nest, row, sides) -> tuple:
         ...                                      [(S, nest.store.indices), (G, nest.load.indices)])]
         ['a']
     """
-    if row is None or nest.guard is not None or nest.padded:
+    if row is None:
         return ()
+    if nest.guard is not None:
+        named = {id(v) for v in used_vars(nest.guard)}
+        if any(id(f.loop_var) in named for f in nest.loops[:-1]):
+            return ()
     out, rows = [], row.extent.value
     for outer in nest.loops[-3::-1]:
         if not (isinstance(outer.extent, IntImm) and isinstance(outer.min, IntImm)):

@@ -70,9 +70,9 @@ def test_every_drawn_tile_divides_its_loop_and_fits_the_memories(seed, shape):
     m, n, k = shape
     f = gemm(m, n, k)
     sizes = Sizes(f, *staged_match(f, NPU), NPU)
-    tiles, depth = sizes.sample(S.Schedule(f, seed=seed))
+    tiles, depth, cores = sizes.sample(S.Schedule(f, seed=seed))
     assert all(t % 16 == 0 and e % t == 0 for t, e in zip(tiles, (m, n, k)))
-    assert sizes.fits(tiles, depth)
+    assert sizes.fits(tiles, depth) and cores == 1     # the toy NPU has one core
 
 
 class InProcess(Executor):

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import cuvil_tir as T
 
-from targets.accel import DMA, Accelerator, Cores, Intrinsic, Memory, Move
+from targets.accel import DMA, Accelerator, Cores, HalArg, HalCall, Intrinsic, Memory, Move
 from targets.accel.examples.toy_npu import elementwise_desc, gemm_desc, requant
 
 TILE = 16
@@ -59,6 +59,50 @@ def _vector(name, fn, inputs, out, c_name):
                      cycles=TILE, unit="vector")
 
 
+def _flag(name, replaces):
+    """Ascend's event flags between pipes: ``set_flag(pipe, tpipe, event_id)``."""
+    return HalCall(name, replaces, (HalArg("pipe", "src", "uint8_t"),
+                                    HalArg("tpipe", "dst", "uint8_t"),
+                                    HalArg("event_id", "id", "uint8_t")))
+
+
+def _copy_gm(name, mem):
+    """MTE2's DDR -> ``mem`` copy: ``n_burst`` rows of ``len_burst`` bytes, the
+    destination a byte address in ``mem``."""
+    return HalCall(name, "dma_load", (
+        HalArg("dst", "dst", "uint32_t", address="bytes"), HalArg("src", "src", "const void *"),
+        HalArg("sid", 0, "uint8_t"), HalArg("n_burst", "rows", "uint16_t"),
+        HalArg("len_burst", "row_bytes", "uint16_t"),
+        HalArg("src_stride", "src_stride", "uint32_t"),
+        HalArg("dst_stride", "dst_stride", "uint16_t")), memories={"dst": mem})
+
+
+def _load_l0(name, replaces):
+    """MTE1's L1 -> L0 copy: byte addresses in the two buffers, rows of n bytes."""
+    return HalCall(name, replaces, (
+        HalArg("dst", "dst", "uint32_t", address="bytes"),
+        HalArg("src", "src", "uint32_t", address="bytes"),
+        HalArg("repeat", "rows", "uint16_t"), HalArg("n_bytes", "n", "uint16_t"),
+        HalArg("dst_stride", "dst_stride", "uint16_t"),
+        HalArg("src_stride", "src_stride", "uint16_t")))
+
+
+# the vendor's own C API for the calls its SDK has (docs/accelerators.md, "Vendor HAL
+# signatures"); every other operation keeps Cuvil's call
+HAL_CALLS = [
+    _flag("set_flag", "push"), _flag("wait_flag", "pop"),
+    _copy_gm("copy_gm_to_cbuf", L1), _copy_gm("copy_gm_to_ubuf", UB),
+    _copy_gm("copy_gm_to_l2", L2),
+    _load_l0("load_cbuf_to_ca", "move_asc_l1_asc_l0a"),
+    _load_l0("load_cbuf_to_cb", "move_asc_l1_asc_l0b"),
+    HalCall("mmad", "mmad_16x16x16", (
+        HalArg("c", "C", "uint32_t", address="elements"),
+        HalArg("a", "A", "uint32_t", address="elements"),
+        HalArg("b", "B", "uint32_t", address="elements"),
+        HalArg("a_stride", "A_stride", "uint16_t"), HalArg("b_stride", "B_stride", "uint16_t"),
+        HalArg("c_stride", "C_stride", "uint16_t")),
+        doc="C[16,16] += A @ B, operands as element indices in L0A/L0B/L0C"),
+]
 I32_UB = ("X", "int32", UB)
 ascend = Accelerator(
     "ascend-like",
@@ -74,7 +118,9 @@ ascend = Accelerator(
                      doc="per core: the cube's int32 accumulators"),
               Memory(UB, banks=4, bank_bytes=64 << 10, width_bits=256,
                      doc="per core: the vector unit's operands and results")],
-    dma=DMA(width_bits=1024, latency_cycles=128, padding=True),
+    # MTE2 takes a repeat count: a loop of 2-D copies (a filter's padded taps) is one
+    # command paying the latency once
+    dma=DMA(width_bits=1024, latency_cycles=128, padding=True, dims=3),
     moves=[_move(L2, L1, "load"), _move(L1, L0A, "mte1"), _move(L1, L0B, "mte1"),
            _move(L0C, UB, "vector")],
     cores=Cores(4, axis=CORE_AXIS, shared=(L2,), bandwidth={"global": 128, L2: 256}),
@@ -90,6 +136,7 @@ ascend = Accelerator(
                 ("Z", "int32", UB), "relu_16x16"),
         _vector("requant_16x16_i8", requant, [I32_UB], ("Z", "int8", UB), "requant_16x16"),
     ],
+    hal_calls=HAL_CALLS,
     doc="Ascend-like NPU: 4 cores, each L1 -> L0A/L0B -> cube -> L0C -> vector -> UB, "
         "a shared L2 and shared DDR/L2 bandwidth")
 

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import cuvil_tir as T
 
-from targets.accel import DMA, Accelerator, DMAOp, Intrinsic, Memory, Move, Queue
+from targets.accel import (DMA, Accelerator, DMAOp, HalArg, HalCall, Intrinsic, Memory, Move,
+                           Queue)
 from targets.accel.examples.toy_npu import gemm_desc, requant
 
 DIM = 16
@@ -59,6 +60,19 @@ def decode_e4m3(byte):
     mag = T.cast(T.if_then_else(e == 0, man << 1, (man + 8) << e), "float32") \
         * T.const(1.0 / 1024, "float32")
     return T.if_then_else(x >> 7 == 1, -mag, mag)
+
+def _mv(name, op, mem, row):
+    """Gemmini's ``mvin``/``mvout``: one descriptor (``gemmini_dma_t``) by pointer, the
+    scratchpad side as a row address (``row`` bytes a row of ``mem``)."""
+    sp, dram = ("dst", "src") if op == "dma_load" else ("src", "dst")
+    return HalCall(name, op, (
+        HalArg("dram_addr", dram, "const void *" if op == "dma_load" else "void *"),
+        HalArg("sp_row", sp, "uint32_t", unit=row, address="bytes"),
+        HalArg("rows", "rows", "uint16_t"), HalArg("cols", "row_bytes", "uint16_t"),
+        HalArg("sp_stride", f"{sp}_stride", "uint32_t"),
+        HalArg("dram_stride", f"{dram}_stride", "uint32_t")),
+        memories={sp: mem}, struct=f"gemmini_{op[4:]}_t")
+
 
 gemmini = Accelerator(
     "gemmini-like",
@@ -91,6 +105,11 @@ gemmini = Accelerator(
                   cycles=lambda s: s["A"][0] + 4, unit="matrix",
                   align_bytes={"A": 16, "B": 16, "C": 64}),
     ],
+    # the vendor's own moves in and out (docs/accelerators.md, "Vendor HAL signatures")
+    hal_calls=[_mv("gemmini_mvin", "dma_load", SPAD, DIM), _mv("gemmini_mvin_acc", "dma_load",
+                                                               ACC, 4 * DIM),
+               _mv("gemmini_mvout", "dma_store", SPAD, DIM),
+               _mv("gemmini_mvout_acc", "dma_store", ACC, 4 * DIM)],
     doc="Gemmini-like NPU: 16x16 int8 systolic array, scratchpad + accumulator, a DMA "
         "with zero/bias preload and activation on read-out")
 

@@ -105,13 +105,17 @@ def schedule_gemm_cores(func, cores=4, tile=(128, 128, 64), t=16, axis="asc.core
 
 
 def schedule_conv2d_cores(func, cores=4, t=16, axis="asc.core", gemm="asc.mmad_16x16x16_i8",
-                          levels=ASCEND, double=True):
+                          levels=ASCEND, double=True, strip=None):
     """The int8 conv2d of :mod:`targets.toolkit.npu.conv2d` on ``cores`` cores: output
     rows spread over the cores (padded to a multiple of them), the weights loaded into
     the shared L2 once and from there into each core's L1 and L0B once, each output
     row's input rows staged through L1 and L0A, its accumulators zero-filled in L0C and
     read out through UB; with ``double`` the rows run as a pipeline (load row y + 3 |
-    move y + 2 | compute y + 1 | read out y)."""
+    move y + 2 | compute y + 1 | read out y).  ``strip``: load a core's whole strip of
+    input rows into L1 once (each input row read once, one DMA latency) instead of the
+    three input rows of each output row; by default when a core has fewer output rows
+    than the pipeline has stages (five), where the per-row loads' latency never hides
+    behind the rows (a small layer on many cores)."""
     l2, l1, l0a, l0b, l0c, ub = levels
     sch = S.Schedule(func)
     blk = sch.get_block("O")
@@ -129,13 +133,16 @@ def schedule_conv2d_cores(func, cores=4, t=16, axis="asc.core", gemm="asc.mmad_1
     oo, oi = sch.split(oc, [None, t])
     co, ci = sch.split(rc, [None, t])
     sch.reorder(yc, yi, xo, oo, rh, rw, co, xi, oi, ci)
-    for copy, at in ((a_l0, yi), (a_l1, yi), (w_l0, yc), (w_l1, yc)):
+    if strip is None:
+        strip = -(-int(func.params[-1].shape[1].value) // cores) < 5
+    for copy, at in ((a_l0, yi), (a_l1, yc if strip else yi), (w_l0, yc), (w_l1, yc)):
         sch.compute_at(copy, at)
     sch.reverse_compute_at(o_l0, yi)
     sch.reverse_compute_at(o_ub, yi)
     _finish(sch, blk, xo, xi, gemm, yc, axis)
     if double:
-        sch.annotate(yi, "software_pipeline_stage", [0, 1, 2, 2, 3, 4])
+        sch.annotate(yi, "software_pipeline_stage", [1, 2, 2, 3, 4] if strip else
+                     [0, 1, 2, 2, 3, 4])
     return sch
 
 

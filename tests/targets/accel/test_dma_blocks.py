@@ -23,7 +23,11 @@ def test_conv_filter_taps_load_in_one_command():
     mod = targets.build(schedule_conv2d(conv2d(1, 18, 18, 8, 24), double=True), "toy-npu",
                         name="taps3d")
     src = mod.get_source("c")
-    assert src.count("toy_npu_dma_load_pad_3d(") == 2 and "toy_npu_dma_load_pad(" not in src
+    # the weights' taps as 3-D blocks (each tap's channels padded); the input's three
+    # rows, padded only along the channels, are contiguous: one 2-D command of 54 rows
+    assert src.count("toy_npu_dma_load_pad_3d(") == 1
+    assert "toy_npu_dma_load_pad(&I_npu_inp[cvl_floormod_int32(y, 2) * 8192], &I[y * 144], " \
+        "54, 16, 54, 8, 16, 8);" in src
     rng = np.random.default_rng(0)
     x = rng.integers(-128, 128, (1, 18, 18, 8)).astype("int8")
     w = rng.integers(-128, 128, (3, 3, 8, 24)).astype("int8")
@@ -33,7 +37,8 @@ def test_conv_filter_taps_load_in_one_command():
     np.testing.assert_array_equal(y, ref)
     # weights: 9 taps of 16 rows of 32 bytes (1 beat), one latency of 64 cycles; each
     # output row's input: 3 rows of 18 pixels of 16 bytes
-    assert _events(mod, "dma_load_pad_3d")[:2] == [64 + 9 * 16, 64 + 3 * 18]
+    assert _events(mod, "dma_load_pad_3d")[:1] == [64 + 9 * 16]
+    assert _events(mod, "dma_load_pad")[0] == 64 + 3 * 18
     assert mod.stats["dma_bytes_in"] == w.size + 16 * 3 * 18 * 8
 
 

@@ -73,3 +73,48 @@ def test_tune_a_device_whose_file_registers_it_beside_the_script(tmp_path, monke
         assert res.best_seconds is not None
     finally:
         targets.unregister_target(vendor_npu_file.vendor.name)
+
+
+def test_tune_binds_tiles_to_the_cores_of_a_multicore_npu(tmp_path):
+    """Issue 24 item 1: on a kind with several cores the generated space binds the
+    outer output tile loop to the core axis (how many cores is a decision), staging
+    through the hierarchy the description declares (L1 before L0A/L0B, UB after L0C);
+    a few trials find a multi-core schedule, the fastest."""
+    from targets.accel.examples.ascend_like import ascend
+    targets.register_target(ascend, replace=True)
+    fast = targets.Target("ascend-like", cflags="-O0")
+    res = S.tune(gemm(N), target=fast, trials=6, database=str(tmp_path / "asc.jsonl"),
+                 timeout_s=120, seed=0, progress=False)
+    assert res.best_seconds is not None, res
+    mod = targets.build(res.best_schedule, fast, name="tuned")
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(-128, 128, (N, N)).astype("int8") for _ in range(2))
+    c = np.zeros((N, N), "int32")
+    assert ascend.measure(mod, [a, b, c])[0] == res.best_seconds
+    np.testing.assert_array_equal(c, a.astype("int32") @ b.astype("int32"))
+    assert mod.stats["cores_used"] > 1
+    src = mod.get_source("c")
+    assert "ascend_like_core(" in src and "load_cbuf_to_ca(" in src and "mmad(" in src
+
+
+def test_the_staged_space_spreads_the_same_tiles_over_the_cores():
+    """The space's core decision on the Ascend-like NPU: the same 16-row tiles on one
+    core and on four (decisions: depth 2, cores, then the tiles), bit-exact, and the
+    four-core candidate over twice as fast."""
+    from schedules.tune.rules import space_for
+    from schedules.tune.space import run_with_decisions
+    from targets.accel.examples.ascend_like import ascend
+    targets.register_target(ascend, replace=True)
+    f = gemm(N)
+    space = space_for(f, "ascend-like")
+    rng = np.random.default_rng(1)
+    a, b = (rng.integers(-128, 128, (N, N)).astype("int8") for _ in range(2))
+    cycles = {}
+    for cores, pick in ((1, 0), (4, 2)):
+        mod = targets.build(run_with_decisions(space, f, [1, pick, 0, 2, 2]), "ascend-like")
+        c = np.zeros((N, N), "int32")
+        mod(a, b, c)
+        np.testing.assert_array_equal(c, a.astype("int32") @ b.astype("int32"))
+        assert mod.stats["cores_used"] == cores
+        cycles[cores] = mod.stats["cycles"]
+    assert cycles[4] * 2 < cycles[1], cycles

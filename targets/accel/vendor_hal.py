@@ -1,0 +1,384 @@
+"""Vendor HAL signatures: the emitted C calls the vendor's own API instead of Cuvil's.
+
+Cuvil's HAL (:mod:`~targets.accel.hal`) has one fixed C signature per operation:
+``<hal>_dma_load(dst, src, rows, row_bytes, dst_stride, src_stride)``, ``<hal>_push(src,
+dst, id)``, one function per move and per intrinsic.  A vendor whose SDK already has
+those calls under other names, argument orders, types and units declares them with
+:class:`HalCall` (which Cuvil call it replaces) and :class:`HalArg` (each of its
+parameters: which of Cuvil's arguments it carries, its C type, its unit, and for an
+address whether it is a pointer, a byte offset in its memory or an element index), in
+``Accelerator(..., hal_calls=[...])``.  Then:
+
+- the header declares the vendor's functions (and the struct of a call that takes a
+  descriptor, ``struct="..."``), and the kernel calls them with their signatures;
+- the simulator implements each one by converting its arguments back (offsets to
+  addresses, units to bytes) and running Cuvil's own: the same results and cycles;
+- every emitted call is checked against the signature it uses (:class:`HalSignatureError`,
+  CVL-E176): an address in a memory the call does not take, a value that is not a
+  whole number of the declared unit, a constant that overflows the declared C type, an
+  argument the vendor's call fixes (``fixed={"A_stride": 16}``) that has another value.
+
+A Cuvil operation with no declared signature keeps Cuvil's call.  The operations and
+their arguments are those of the generated header (:func:`cuvil_calls`,
+``Accelerator.hal_ops``).
+
+Example::
+
+    >>> from targets.accel.examples.ascend_like import ascend
+    >>> [c.name for c in ascend.hal_calls][:2]
+    ['set_flag', 'wait_flag']
+    >>> ascend.hal_ops["push"]
+    [('int32_t', 'src'), ('int32_t', 'dst'), ('int32_t', 'id')]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from cuvil_tir import dtype as D
+from cuvil_tir.arith import Analyzer
+from cuvil_tir.expr import IntImm
+from cuvil_tir.op import floordiv, floormod
+from cuvil_tir.stmt import BufferRegion
+
+from .errors import AccelLoweringError, DescriptionError
+
+#: the C types a vendor parameter may have, with the range of the integer ones
+CTYPES = {"int8_t": (-(1 << 7), (1 << 7) - 1), "uint8_t": (0, (1 << 8) - 1),
+          "int16_t": (-(1 << 15), (1 << 15) - 1), "uint16_t": (0, (1 << 16) - 1),
+          "int32_t": (-(1 << 31), (1 << 31) - 1), "uint32_t": (0, (1 << 32) - 1),
+          "int64_t": (-(1 << 63), (1 << 63) - 1), "uint64_t": (0, (1 << 64) - 1),
+          "void *": None, "const void *": None}
+ADDRESS = ("pointer", "bytes", "elements")
+
+
+class HalSignatureError(AccelLoweringError):
+    """An emitted call does not fit the vendor signature declared for it (module doc).
+
+    Example::
+
+        >>> HalSignatureError("x").code
+        'CVL-E176'
+    """
+
+    code = "CVL-E176"
+
+
+@dataclass(frozen=True)
+class HalArg:
+    """One parameter of a vendor call: its ``name``, the Cuvil argument it ``carries``
+    (a parameter name of Cuvil's call, or an int: a constant only the vendor's API
+    wants), its C type, the ``unit`` Cuvil's value is divided by (32: a count of
+    32-byte blocks) and, for an address, ``address``: ``"pointer"``, ``"bytes"`` (byte
+    offset from the start of its memory) or ``"elements"`` (element index there, for
+    intrinsic operands).
+
+    Example::
+
+        >>> HalArg("len_burst", "row_bytes", "uint16_t", unit=32).unit
+        32
+    """
+
+    name: str
+    carries: str | int
+    ctype: str = "int32_t"
+    unit: int = 1
+    address: str = "pointer"
+
+
+@dataclass(frozen=True)
+class HalCall:
+    """A vendor function that ``replaces`` one of Cuvil's HAL calls (``"dma_load"``,
+    ``"push"``, a move's or an intrinsic's C name: the keys of :func:`cuvil_calls`).
+    ``args``: its parameters in order (:class:`HalArg`); ``memories``: the memory of
+    each address it takes by offset (``{"dst": "asc.l1"}``; a move's and an
+    intrinsic's are known); ``fixed``: Cuvil arguments the vendor call does not take
+    because it assumes their value; ``struct``: pass the arguments as one descriptor
+    of that C struct type, by pointer; ``returns``: ``"void"`` or ``"int32_t"``.
+
+    Example::
+
+        >>> HalCall("set_flag", "push", (HalArg("pipe", "src"),), returns="void").name
+        'set_flag'
+    """
+
+    name: str
+    replaces: str
+    args: tuple
+    memories: dict = field(default_factory=dict)
+    fixed: dict = field(default_factory=dict)
+    struct: str | None = None
+    returns: str = "void"
+    doc: str = ""
+
+    def describe(self) -> dict:
+        """The call as plain data (the compile cache's key)."""
+        return {"name": self.name, "replaces": self.replaces, "struct": self.struct,
+                "args": [(a.name, a.carries, a.ctype, a.unit, a.address) for a in self.args],
+                "memories": sorted(self.memories.items()), "returns": self.returns,
+                "fixed": sorted(self.fixed.items())}
+
+
+def cuvil_calls(acc, header_text: str) -> dict:
+    """``{operation: [(C type, parameter)]}``: Cuvil's HAL calls of ``acc`` read from
+    ``header_text``, its generated header without the vendor's calls (so never out of
+    step with it; ``Accelerator.hal_ops`` holds them)."""
+    out = {}
+    for m in re.finditer(rf"^int32_t {acc.hal}_(\w+)\((.*)\);$", header_text, re.M):
+        params = [] if m.group(2) == "void" else m.group(2).split(", ")
+        out[m.group(1)] = [(p[:len(p) - len(n)].strip(), n) for p in params
+                           for n in [re.search(r"\w+$", p).group(0)]]
+    out.pop("scratch", None)
+    return out
+
+
+def _implied_memories(acc, op) -> dict:
+    """The memory of each address parameter the operation itself names."""
+    mv = acc.move_of.get(f"{acc.hal}_{op}")
+    if mv is not None:
+        return {"dst": mv.dst, "src": mv.src}
+    it = next((it for it in acc.intrinsics if it.c_name == op), None)
+    return dict(it.operands) if it is not None else {}
+
+
+def check_hal_calls(acc, calls) -> tuple:
+    """Validate the declared vendor calls against ``acc``'s own (DescriptionError)."""
+    where = f"Accelerator {acc.name!r}"
+    ours, seen, structs = acc.hal_ops, set(), {}
+    for c in calls:
+        if not isinstance(c, HalCall):
+            raise DescriptionError(f"{where}: hal_calls takes HalCall(...) entries, found {c!r}")
+        at = f"{where}: vendor call {c.name!r}"
+        if not re.fullmatch(r"[A-Za-z_]\w*", c.name) or c.name.startswith(f"{acc.hal}_") \
+                or c.name in seen:
+            raise DescriptionError(f"{at}: the name must be a C identifier, not starting with "
+                                   f"'{acc.hal}_' (Cuvil's own calls) and not used twice")
+        seen.add(c.name)
+        if c.replaces not in ours:
+            raise DescriptionError(f"{at} replaces {c.replaces!r}, which is no HAL call of "
+                                   f"this accelerator; its calls: {sorted(ours)}")
+        if c.struct is not None and not re.fullmatch(r"[A-Za-z_]\w*", str(c.struct)):
+            raise DescriptionError(f"{at}: struct must be a C type name, found {c.struct!r}")
+        if c.returns not in ("void", "int32_t"):
+            raise DescriptionError(f"{at}: returns must be 'void' or 'int32_t', found "
+                                   f"{c.returns!r}")
+        params = dict((n, t) for t, n in ours[c.replaces])
+        bad = {p: m for p, m in dict(c.memories).items()
+               if "*" not in params.get(p, "") or m not in acc.scopes}
+        if bad:
+            raise DescriptionError(f"{at}: memories= maps {bad}; it maps address parameters "
+                                   f"of {c.replaces} ({[n for n in params if '*' in params[n]]})"
+                                   f" to accelerator memories ({sorted(acc.scopes)})")
+        mems = {**_implied_memories(acc, c.replaces), **c.memories}
+        carried = [a.carries for a in c.args if isinstance(a, HalArg) and isinstance(a.carries, str)]
+        for a in c.args:
+            if not isinstance(a, HalArg):
+                raise DescriptionError(f"{at}: args takes HalArg(...) entries, found {a!r}")
+            _check_arg(at, a, params, mems, acc, c.replaces)
+        fields = [(a.name, a.ctype) for a in c.args]
+        if c.struct is not None and structs.setdefault(c.struct, fields) != fields:
+            raise DescriptionError(f"{at}: struct {c.struct!r} is declared by another call with "
+                                   f"other fields ({structs[c.struct]}); calls sharing a "
+                                   "descriptor list the same fields in the same order")
+        bad = [n for n, v in c.fixed.items() if "*" in params.get(n, "") or
+               isinstance(v, bool) or not isinstance(v, int)]
+        if bad:
+            raise DescriptionError(f"{at}: fixed= gives {bad} a value that is not an int, or "
+                                   "fixes an address; only numbers can be fixed")
+        missing = [n for n in params if n not in carried and n not in c.fixed]
+        twice = sorted({n for n in carried if carried.count(n) > 1})
+        if missing or twice or any(n not in params for n in c.fixed):
+            raise DescriptionError(
+                f"{at}: every argument of Cuvil's {c.replaces}({', '.join(params)}) must be "
+                f"carried by one HalArg or named in fixed= (missing: {missing}, carried twice: "
+                f"{twice}, fixed but unknown: {sorted(set(c.fixed) - set(params))})")
+    return tuple(calls)
+
+
+def _check_arg(at, a, params, mems, acc, op) -> None:
+    if a.ctype not in CTYPES:
+        raise DescriptionError(f"{at}: parameter {a.name!r} has C type {a.ctype!r}; one of "
+                               f"{sorted(CTYPES)}")
+    if isinstance(a.carries, bool) or not isinstance(a.carries, (str, int)) or \
+            isinstance(a.carries, str) and a.carries not in params:
+        raise DescriptionError(f"{at}: parameter {a.name!r} carries {a.carries!r}: name one "
+                               f"of {list(params)} or give an int constant")
+    if isinstance(a.unit, bool) or not isinstance(a.unit, int) or a.unit < 1 or \
+            a.address not in ADDRESS:
+        raise DescriptionError(f"{at}: parameter {a.name!r}: unit must be a positive int and "
+                               f"address one of {ADDRESS}, found {a.unit!r}, {a.address!r}")
+    pointer = isinstance(a.carries, str) and "*" in params[a.carries]
+    if a.address == "pointer" and pointer != ("*" in a.ctype):
+        raise DescriptionError(f"{at}: parameter {a.name!r} carries {a.carries!r}; a pointer "
+                               "is passed as a pointer type or with address='bytes'/'elements', "
+                               "a number as an integer type")
+    if a.address == "pointer":
+        return
+    mem = mems.get(a.carries) if pointer else None
+    operand = any(it.c_name == op for it in acc.intrinsics) and a.carries in mems
+    if mem not in acc.scopes or "*" in a.ctype or a.address == "elements" and not operand:
+        raise DescriptionError(
+            f"{at}: parameter {a.name!r} passes {a.carries!r} as {a.address} in its memory: it "
+            f"must be an address in an accelerator memory (name it in memories=, found "
+            f"{mem!r}), of an integer C type, and 'elements' only for an intrinsic's operand")
+
+
+def _item(acc, op, param) -> int:
+    it = next((it for it in acc.intrinsics if it.c_name == op), None)
+    p = next(p for p in it.desc.params if p.name == param)
+    return D.itemsize(p.dtype)
+
+
+def vendor_header(acc) -> list:
+    """The declarations of the vendor calls (and their descriptor structs)."""
+    out, structs = [], set()
+    for c in acc.hal_calls:
+        params = [f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}" for a in c.args]
+        out.append(f"/* the vendor's {c.name}: Cuvil's {c.replaces}"
+                   + (f"; {c.doc}" if c.doc else "") + " */")
+        if c.struct:
+            if c.struct not in structs:
+                out.append(f"typedef struct {{ {'; '.join(params)}; }} {c.struct};")
+            structs.add(c.struct)
+            params = [f"const {c.struct} *d"]
+        out.append(f"{c.returns} {c.name}({', '.join(params)});")
+    return out
+
+
+def vendor_sim(acc) -> str:
+    """The simulator's vendor calls: each converts its arguments back to Cuvil's and
+    runs Cuvil's call."""
+    ours, out = acc.hal_ops, []
+    mem_index = {m.scope: k for k, m in enumerate(acc.memories_only)}
+    for c in acc.hal_calls:
+        mems = {**_implied_memories(acc, c.replaces), **c.memories}
+        by_param = {a.carries: a for a in c.args if isinstance(a.carries, str)}
+        ref = "d->" if c.struct else ""
+        back = []
+        for ctype, p in ours[c.replaces]:
+            if p in c.fixed:
+                back.append(f"({ctype}){c.fixed[p]}")
+                continue
+            a = by_param[p]
+            v = f"((int64_t){ref}{a.name} * {a.unit})"
+            if a.address == "elements":
+                v = f"({v} * {_item(acc, c.replaces, p)})"
+            if a.address != "pointer":
+                v = f"({acc.hal}_scratch({mem_index[mems[p]]}) + {v})"
+            back.append(f"({ctype}){v}" if a.address != "pointer" else f"({ctype}){ref}{a.name}")
+        params = (f"const {c.struct} *d" if c.struct else
+                  ", ".join(f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}"
+                            for a in c.args))
+        call = f"{acc.hal}_{c.replaces}({', '.join(back)})"
+        body = f"(void){call};" if c.returns == "void" else f"return {call};"
+        out.append(f"{c.returns} {c.name}({params}) {{ {body} }}")
+    return "\n".join(out) + "\n"
+
+
+def _range(printer):
+    ana = Analyzer()
+    for v, (lo, hi) in printer.loop_bounds.items():
+        ana.update_bound(v, (lo, hi))
+    return ana
+
+
+def _value(printer, c, a, arg, mems, ana):
+    """The IR value the vendor parameter ``a`` gets for Cuvil's argument ``arg``."""
+    if not isinstance(arg, BufferRegion):
+        return arg
+    buf, want = arg.buffer, mems.get(a.carries)
+    if buf.scope != want:
+        raise HalSignatureError(
+            f"vendor call {c.name!r} ({c.replaces}) takes {a.carries!r} as a {a.address} "
+            f"offset in memory {want!r}, but this call's {a.carries!r} is buffer "
+            f"{buf.name!r} in {buf.scope!r}; declare another HalCall for {c.replaces} with "
+            f"memories={{{a.carries!r}: {buf.scope!r}}}, or pass it as a pointer")
+    flat = None
+    for r, st in zip(arg.region, buf.default_strides()):
+        flat = r.min * st if flat is None else flat + r.min * st
+    item = D.itemsize(buf.dtype)
+    base = printer.addr[buf.name][1]
+    if a.address == "bytes":
+        return IntImm(base, "int32") + flat * item
+    return IntImm(base // item, "int32") + flat
+
+
+def _fit(c, a, v, ana, what):
+    """``v`` over ``a.unit``, checked to be whole and in range of ``a.ctype``."""
+    where = f"vendor call {c.name!r} ({c.replaces}): parameter {a.name!r} ({what})"
+    if a.unit > 1:
+        if not ana.can_prove(floormod(v, a.unit) == 0):
+            raise HalSignatureError(
+                f"{where} is {v}, not a whole number of its unit of {a.unit}; make the tile "
+                f"rows/offsets multiples of {a.unit} or declare a smaller unit")
+        v = ana.simplify(floordiv(v, a.unit))
+    lim = CTYPES[a.ctype]
+    if lim is not None:
+        lo, hi = ana.const_int_bound(v)
+        if lo < lim[0] or hi > lim[1]:
+            raise HalSignatureError(
+                f"{where} ranges over [{lo}, {hi}], beyond {a.ctype} [{lim[0]}, {lim[1]}]; "
+                "use smaller tiles or declare a wider C type")
+    return v
+
+
+def _runtime_offset(printer, a, r) -> str:
+    """The offset of a region of a buffer with no planned address (a parameter, as in
+    an intrinsic's own implementation), computed at run time from its pointer."""
+    acc = printer.acc
+    k = [m.scope for m in acc.memories_only].index(r.buffer.scope)
+    ptr = f"(const uint8_t *){printer.extern_arg(r)}"
+    off = f"({ptr} - {acc.hal}_scratch({k}))"
+    if a.address == "elements":
+        off = f"({off} / {D.itemsize(r.buffer.dtype)})"
+    return f"({a.ctype})({off} / {a.unit})" if a.unit > 1 else f"({a.ctype}){off}"
+
+
+def print_vendor_call(printer, c, e) -> str:
+    """The C of Cuvil's call ``e`` as the vendor's ``c`` (HalSignatureError when it does
+    not fit)."""
+    acc = printer.acc
+    ours = [n for _, n in acc.hal_ops[c.replaces]]
+    given = dict(zip(ours, e.args[2:]))
+    mems = {**_implied_memories(acc, c.replaces), **c.memories}
+    ana = _range(printer)
+    for p, want in c.fixed.items():
+        v = given[p]
+        if not ana.can_prove(v == want):
+            raise HalSignatureError(
+                f"vendor call {c.name!r} ({c.replaces}) assumes {p} = {want}, but this call "
+                f"passes {v}; carry {p!r} with a HalArg, or schedule so that it is {want}")
+    texts = []
+    for a in c.args:
+        if isinstance(a.carries, int):
+            texts.append(str(a.carries))
+        elif a.address == "pointer" and "*" in a.ctype:
+            texts.append(printer.extern_arg(given[a.carries]))
+        elif isinstance(given[a.carries], BufferRegion) and \
+                given[a.carries].buffer.name not in printer.addr:
+            texts.append(_runtime_offset(printer, a, given[a.carries]))
+        else:
+            v = _value(printer, c, a, given[a.carries], mems, ana)
+            texts.append(printer.bare(_fit(c, a, ana.simplify(v), ana, a.carries)))
+    if c.struct:
+        fields = ", ".join(f".{a.name} = {t}" for a, t in zip(c.args, texts))
+        return f"{c.name}(&({c.struct}){{{fields}}})"
+    return f"{c.name}({', '.join(texts)})"
+
+
+def pick_vendor_call(acc, e):
+    """The vendor call that replaces Cuvil's call ``e``: the first declared for its
+    operation whose memories match the call's addresses (None: keep Cuvil's)."""
+    name = e.args[0].value
+    op = name[len(acc.hal) + 1:]
+    cands = [c for c in acc.hal_calls if c.replaces == op]
+    if not name.startswith(f"{acc.hal}_") or not cands:
+        return None
+    ours = [n for _, n in acc.hal_ops[op]]
+    given = dict(zip(ours, e.args[2:]))
+    for c in cands:
+        if all(not isinstance(given.get(p), BufferRegion) or given[p].buffer.scope == m
+               for p, m in c.memories.items()):
+            return c
+    return cands[0]
