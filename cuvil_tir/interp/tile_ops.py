@@ -38,22 +38,29 @@ def tile_origin(shape, idx, ld, rows: int, cols: int) -> tuple:
     return flat, (ld if ld is not None else shape[-1])
 
 
-def tile_positions(arr, flat: int, ld: int, tile, name: str, text: str):
-    """The flat positions of ``tile`` in ``arr`` from ``flat``, ``ld`` apart."""
+def tile_positions(arr, flat: int, ld: int, tile, name: str, text: str, swizzle=None):
+    """The flat positions of ``tile`` in ``arr`` from ``flat``, ``ld`` apart (where
+    ``swizzle`` puts them)."""
     pos = flat + ld * np.arange(tile.rows)[:, None] + np.arange(tile.cols)[None, :]
+    if swizzle is not None:
+        rows, cols = np.divmod(pos, ld)
+        pos = rows * ld + swizzle.apply(rows, cols)
     if flat < 0 or pos.max() >= arr.size:
         raise LoweringError(f"tile of {name} at {flat} (ld {ld}) is out of bounds:\n{text}")
     return pos
 
 
-def apply_tiles(spec, tiles, args, arrays, origins, text: str, log=None) -> None:
+def apply_tiles(spec, tiles, args, arrays, origins, text: str, log=None,
+                swizzles=None) -> None:
     """Run ``spec``'s reference on the tiles (``origins``: ``(flat, ld)`` per tile)
     and store the written ones; ``log(buffer, position, is_write)`` sees each element
-    touched (the race checker)."""
+    touched (the race checker); ``swizzles`` (per tile, None or a
+    :class:`cuvil_tir.swizzle.Swizzle`) place a swizzled tile's elements."""
     mats = []
-    for (flat, ld), arr, t, a in zip(origins, arrays, tiles, args):
+    for k, ((flat, ld), arr, t, a) in enumerate(zip(origins, arrays, tiles, args)):
         flat_arr = arr.reshape(-1)
-        pos = tile_positions(flat_arr, flat, ld, t, a.buffer.name, text)
+        sw = swizzles[k] if swizzles else None
+        pos = tile_positions(flat_arr, flat, ld, t, a.buffer.name, text, sw)
         if log is not None and t.access != "write":
             for x in pos.ravel().tolist():
                 log(a.buffer, x, False)
