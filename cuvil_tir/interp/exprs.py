@@ -30,6 +30,7 @@ from ..expr import BinaryOp, BufferLoad, Var
 from ..printer import to_text
 from . import scalar as S
 from .memory import compile_load, compile_masked_load
+from .tile_ops import serial_tile_rule
 
 
 class Frame:
@@ -293,7 +294,6 @@ def _reference_rule(op):
         return lambda self, e: lambda: 0
     if op.collective == "warp" and op.tiles is not None:
         # a tile op in a serial run (a scheduled function's meaning): computed once
-        from .tile_ops import serial_tile_rule
         return serial_tile_rule
     if op.collective is not None:
         return ops.Unsupported(

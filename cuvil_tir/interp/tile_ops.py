@@ -78,7 +78,6 @@ def apply_tiles(spec, tiles, args, arrays, origins, text: str, log=None,
 
 def serial_tile_rule(compiler, call):
     """The interpreter's rule for a tile op outside a kernel: computed once."""
-    from .exprs import as_index
     spec = get_op(call.op)
     tiles = tiles_of(call)
     args = [call.args[t.arg] for t in tiles]
@@ -91,8 +90,8 @@ def serial_tile_rule(compiler, call):
 
     def run():
         arrays = [bufs[s] for s in slots]
-        origins = [tile_origin(arr.shape, [as_index(f()) for f in fs],
-                               None if fld is None else as_index(fld()), t.rows, t.cols)
+        origins = [tile_origin(arr.shape, [int(f()) for f in fs],
+                               None if fld is None else int(fld()), t.rows, t.cols)
                    for arr, fs, fld, t in zip(arrays, fidx, flds, tiles)]
         apply_tiles(spec, tiles, args, arrays, origins, text)
         return 0

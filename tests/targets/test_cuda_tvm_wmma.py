@@ -165,9 +165,9 @@ def test_an_element_access_to_an_operand_fragment_is_refused():
 
 def test_a_fragment_load_into_shared_memory_is_refused():
     func = _tensorized(SKETCH.replace('scope="wmma.matrix_a"', 'scope="shared"'))
-    with pytest.raises(LoweringError, match=r"cuda\.wmma_load.*each tile must be the last "
-                                            r"two axes of a buffer in wmma\.matrix_a or "
-                                            r"wmma\.matrix_b .*found A_a"):
+    with pytest.raises(LoweringError, match=r"cuda\.wmma_load.*each tile must be a 2-D "
+                                            r"buffer in wmma\.matrix_a or wmma\.matrix_b "
+                                            r".*found A_a"):
         T.lower(func, "cuda")
 
 
