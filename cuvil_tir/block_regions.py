@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from . import ops
 from .arith import Analyzer, bound_of
+from .arith.affine import Affine, Key, is_index_dtype
 from .buffer import Buffer
 from .errors import LoweringError
 from .expr import GE, GT, LE, LT, Expr, IntImm, Max, Min, Ramp, Var
@@ -74,12 +75,21 @@ class _Collect(Visitor):
         """Record the access of ``ranges`` of ``buf`` relaxed over the loops; ``also``:
         other ranges, relaxed over other loops, that bound it too, and ``cond``: other
         ranges and a ``T.where`` that bounds them (the tighter is kept per side)."""
-        dims = self._dims(buf, ranges, clip, self.loops)
+        plain = dims = self._dims(buf, ranges, clip, self.loops)
         if also is not None:
             dims = self._tighter(dims, self._dims(buf, also[0], clip, also[1]))
         if cond is not None:
             dims = self._tighter(dims, self._by_predicate(*cond))
-        self.out.append(Access(buf, tuple(dims), write, self.guards > 0, text, inner))
+        never = any(d is not None and None not in d and self.ana.can_prove(LT(d[1], d[0]))
+                    for d in dims)
+        if never:
+            # a T.where that never holds (a part of loop_partition its predicate cuts
+            # away): every bound is vacuous, and another nest of the same block (a
+            # split of the part) would not reach the same ones.  Its plain box is
+            # declared; as a guarded access, it is never reported outside
+            dims = plain
+        self.out.append(Access(buf, tuple(dims), write, self.guards > 0 or never, text,
+                               inner))
 
     def _tighter(self, dims, other):
         out = []
@@ -104,16 +114,18 @@ class _Collect(Visitor):
             for e in conds:
                 if e.dtype != r.min.dtype:
                     continue
-                try:
-                    up = bound_of(self.ana.simplify(r.min + r.extent - 1 - e), self.loops,
-                                  self.ana)[1] - 1
-                    down = bound_of(self.ana.simplify(r.min + e), self.loops,
-                                    self.ana)[0] + 1
-                except Exception:    # noqa: BLE001 - a bound we cannot take: none
-                    continue
-                up, down = self.ana.simplify(up), self.ana.simplify(down)
-                hi = up if hi is None else self._pick(hi, up, False)
-                lo = down if lo is None else self._pick(lo, down, True)
+                for m in _multiples(r.min, e):
+                    k = IntImm(m, e.dtype)
+                    try:
+                        up = bound_of(self.ana.simplify(r.min + r.extent - 1 - e * k),
+                                      self.loops, self.ana)[1] - k
+                        down = bound_of(self.ana.simplify(r.min + e * k), self.loops,
+                                        self.ana)[0] + k
+                    except Exception:    # noqa: BLE001 - a bound we cannot take: none
+                        continue
+                    up, down = self.ana.simplify(up), self.ana.simplify(down)
+                    hi = up if hi is None else self._pick(hi, up, False)
+                    lo = down if lo is None else self._pick(lo, down, True)
             for x, top in self._capped(cond):
                 got = self._through(r, x, top)
                 if got is not None:
@@ -151,6 +163,8 @@ class _Collect(Visitor):
             return None
         try:
             start = bound_of(x, self.loops, self.ana)[0]
+            if self.ana.can_prove(LT(top, start)):
+                return None     # the conjunct never holds: an empty range proves anything
             loops = {**self.loops, t: Range(start, self.ana.simplify(top - start + 1))}
             return (self.ana.simplify(bound_of(first, loops, self.ana)[0]),
                     self.ana.simplify(bound_of(last, loops, self.ana)[1]))
@@ -247,7 +261,8 @@ class _Collect(Visitor):
         # under a T.where the bindings overshoot (a non-dividing split): the iter vars'
         # domains, which the predicate keeps them in, bound the regions instead
         predicated = not (isinstance(br.predicate, IntImm) and br.predicate.value)
-        doms = {iv.var: iv.dom for iv in blk.iter_vars} if predicated else {}
+        doms = {iv.var: self._dom(iv, v) for iv, v in zip(blk.iter_vars, br.iter_values)
+                } if predicated else {}
         # ... and the loops the predicate cuts bound the bound regions too (T.where(i_1
         # < 3) under a loop of 4: three instances run)
         cut = tighten(dict(self.loops), br.predicate) if predicated else None
@@ -271,6 +286,26 @@ class _Collect(Visitor):
             for v in doms:
                 del self.loops[v]
 
+    def _dom(self, iv, value):
+        """The range of the iterator ``iv`` bound to ``value`` under a ``T.where``: its
+        domain, each side cut by the binding's bound over the loops where provably
+        tighter (a loop_partition part binds ``v1 = 1 + ax1``, a column its domain
+        ``[0, 4)`` would let start at 0, outside the part's declared ``1:4``)."""
+        try:
+            lo, hi = bound_of(value, self.loops, self.ana)
+        except Exception:    # noqa: BLE001 - a binding we cannot bound: the domain
+            return iv.dom
+        first, last = iv.dom.min, self.ana.simplify(iv.dom.min + iv.dom.extent - 1)
+        if lo.dtype != first.dtype:
+            return iv.dom
+        first = self._pick(first, self.ana.simplify(lo), True)
+        last = self._pick(last, self.ana.simplify(hi), False)
+        if self.ana.can_prove(LT(last, first)):
+            # the binding never meets the domain: the block never runs (its T.where
+            # fails), and an empty range would let the analyzer prove anything
+            return iv.dom
+        return Range(first, self.ana.simplify(last - first + 1))
+
     def _inner(self, blk):
         """A callable giving the accesses of ``blk``'s body relaxed over the loops
         here and ``blk``'s iterators over their domains (its check keeps them within
@@ -287,6 +322,21 @@ class _Collect(Visitor):
             c.visit(blk.body)
             return c.out
         return accesses
+
+
+def _multiples(x, e) -> list:
+    """The factors ``m`` for which ``x - m * e`` (or ``x + m * e``) may cancel terms of
+    ``x``: 1, and each ratio of a term's coefficient in ``x`` to its coefficient in
+    ``e`` (``x = f0 * 4 + f1 * 2 + i`` under ``e = f0 * 2 + f1 - 3``: 2)."""
+    if not (is_index_dtype(x.dtype) and is_index_dtype(e.dtype)):
+        return [1]
+    mine = {Key(t): c for t, c in Affine.of(x).terms}
+    out = [1]
+    for t, c in Affine.of(e).terms:
+        c_x = mine.get(Key(t))
+        if c_x is not None and c and c_x % c == 0 and abs(c_x // c) not in out:
+            out.append(abs(c_x // c))
+    return out
 
 
 class _Replace(Mutator):

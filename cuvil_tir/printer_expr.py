@@ -246,7 +246,9 @@ class ExprPrinter:
             return text
         args = [self.expr(a) for a in e.args]
         n = INTRIN_ARITY.get(e.op)
-        if n == len(e.args):
+        # a namespaced op (``x86.dpbusd``) is no attribute of T: it prints through
+        # T.call_intrin so the text parses back
+        if n == len(e.args) and e.op.isidentifier():
             ref = e.args[1] if ops.get_op(e.op).conditional else e.args[0]
             if ref.dtype == e.dtype:
                 return self.call("T." + e.op, *args)

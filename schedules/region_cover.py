@@ -37,7 +37,7 @@ from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import (bound_region, loop_doms, relax, scope_doms,
                                         shared_by_threads, simplify)
 from cuvil_tir.arith import Analyzer
-from cuvil_tir.arith.affine import Affine
+from cuvil_tir.arith.affine import Affine, Key
 from cuvil_tir.expr import GE, GT, LE, LT, FloorDiv, FloorMod, IntImm, Var, const
 from cuvil_tir.op import conjuncts, maximum, minimum
 from cuvil_tir.stmt import For, Range
@@ -57,8 +57,45 @@ def _atom(t, loops: dict):
     return None
 
 
+def _dense(e, doms: dict):
+    """``(vars, extent)`` when ``e`` is ``sum(c * v)`` over loop variables from 0 whose
+    coefficients are a mixed radix (each the span of the smaller ones: a fused loop
+    split again, ``bo * 32 + tx`` with ``tx`` in ``[0, 32)``): ``e`` takes every value
+    of ``[0, extent)`` once.  Else None."""
+    aff = Affine.of(e)
+    if aff.const != 0 or not aff.terms:
+        return None
+    span, out = 1, []
+    for t, c in sorted(aff.terms, key=lambda tc: tc[1]):
+        if not (isinstance(t, Var) and id(t) in doms) or c != span:
+            return None
+        out.append(t)
+        span *= doms[id(t)]
+    return out, span
+
+
 def _range(kind: str, k: int, n: int) -> int:
     return {"id": n, "div": -(-n // k), "mod": min(k, n)}[kind]
+
+
+def _fused_atom(t, doms: dict, fused: dict, uses: dict):
+    """``_atom`` of ``e // k`` or ``e % k`` whose ``e`` is :func:`_dense`: ``e`` is a
+    loop of its own (one per distinct ``e``, in ``fused``); each loop in it is used
+    once, by that loop, so no other use of it is independent."""
+    if not (isinstance(t, (FloorDiv, FloorMod)) and isinstance(t.b, IntImm) and
+            t.b.value > 0):
+        return None
+    key = Key(t.a)
+    if key not in fused:
+        dense = _dense(t.a, doms)
+        if dense is None:
+            return None
+        v = Var("fused", t.a.dtype)
+        fused[key] = v
+        doms[id(v)] = dense[1]
+        for part in dense[0]:
+            uses.setdefault(id(part), []).append(("fused", id(v)))
+    return fused[key], ("div" if isinstance(t, FloorDiv) else "mod"), t.b.value
 
 
 def _independent(uses: list, n: int) -> bool:
@@ -96,7 +133,7 @@ def produced_box(br, region, loops: list):
                 isinstance(f.extent, IntImm) and f.extent.value > 0):
             return None
         doms[id(f.loop_var)] = f.extent.value
-    dims, uses = [], {}
+    dims, uses, fused = [], {}, {}
     for d, rng in enumerate(bound_region(br, region).region):
         ext = simplify(rng.extent)
         if not isinstance(ext, IntImm):
@@ -107,7 +144,7 @@ def produced_box(br, region, loops: list):
             if not any(id(v) in doms for v in used_vars(t)):
                 base = base + t * c
                 continue
-            atom = _atom(t, doms)
+            atom = _atom(t, doms) or _fused_atom(t, doms, fused, uses)
             if atom is None:
                 return None
             v, kind, k = atom

@@ -35,11 +35,13 @@ Example::
 
 from __future__ import annotations
 
+from ..arith import Analyzer
 from ..arith.affine import Affine, Key
-from ..expr import FloorDiv, FloorMod, IntImm, Var
+from ..expr import EQ, FloorDiv, FloorMod, IntImm, Var, const
 from ..op import all as all_of, conjuncts
-from ..stmt import Block, BlockRealize, For, IterVar
-from ..visitor import substitute, used_vars
+from ..stmt import Block, BlockRealize, BufferRegion, For, IterVar, Range
+from ..structural import structural_equal
+from ..visitor import Visitor, substitute, used_vars
 
 
 def _extent(loop):
@@ -179,6 +181,58 @@ def init_guard(realize, loops):
     return kept, needed
 
 
+def start_guard(realize, loops, needed):
+    """The conjuncts that keep the hoisted init to where ``T.init`` fires: where each
+    reduce iter var, at its minimum over the loops the init does not regenerate, is at
+    its domain's start.  That holds by itself in a plain nest; not where a reduce iter
+    var is bound through a loop the init regenerates (``needed``: a loop fused from a
+    spatial and a reduce loop, whose ``loop_partition`` part 3..30 reaches ``v_j = 0``
+    at ``v_k = 3, 4, 5`` only), nor through a loop outside the block around the nest
+    (a part of a split reduce loop, ``v_k = k_0 * 3 + k_1`` with ``k_1`` in 1..3).  A
+    conjunct is left out where it provably holds.  A string says why the minimum of a
+    binding mixing both kinds of loops cannot be written.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.stmt import Block, BlockRealize, For, IterVar, Range, SeqStmt
+        >>> f = T.var("f")
+        >>> vj = IterVar(T.var("vj"), Range.from_extent(5), "spatial")
+        >>> vk = IterVar(T.var("vk"), Range.from_extent(6), "reduce")
+        >>> br = BlockRealize((f // 6, f % 6), T.const(True),
+        ...                   Block("Y", (vj, vk), (), (), SeqStmt(())))
+        >>> [str(c) for c in start_guard(br, [For(f, T.const(3), T.const(27), "serial", br)],
+        ...                              {id(f)})]
+        ['f % 6 == 0']
+    """
+    pure = {id(l.loop_var): l for l in loops if id(l.loop_var) not in needed}
+    out = []
+    for iv, val in zip(realize.block.iter_vars, realize.iter_values):
+        if iv.kind != "reduce":
+            continue
+        mixed = any(id(v) in needed for v in used_vars(val))
+        at_min = {}
+        for atom, c in Affine.of(val).terms:
+            if not any(id(v) in pure for v in used_vars(atom)):
+                continue
+            if not isinstance(atom, Var):
+                at_min = None
+                break
+            loop = pure[id(atom)]
+            at_min[atom] = loop.min if c > 0 else loop.min + loop.extent - 1
+        if at_min is None:
+            if mixed:
+                return (f"it binds the reduce iter var {iv.var.name} to {val}, which "
+                        "mixes the loops the init iterates with a reduction loop: where "
+                        "the init runs cannot be written")
+            continue        # a reduction nest of its own (fused reduce loops): from 0
+        cond = Analyzer(index_no_overflow=True).simplify(
+            EQ(substitute(val, at_min), iv.dom.min))
+        if not (isinstance(cond, IntImm) and cond.value):
+            out.append(cond)
+    return out
+
+
 def init_blocker(realize, loops) -> str | None:
     """Why the init of ``realize``'s block cannot run once ahead of ``loops`` (a
     sentence: :func:`reach_blocker`, or a ``T.where`` part :func:`init_guard` can
@@ -194,7 +248,27 @@ def init_blocker(realize, loops) -> str | None:
     """
     why = reach_blocker(realize, loops)
     guard = init_guard(realize, loops)
-    return why if why is not None else guard if isinstance(guard, str) else None
+    if why is not None or isinstance(guard, str):
+        return why if why is not None else guard
+    starts = start_guard(realize, loops, guard[1])
+    return starts if isinstance(starts, str) else None
+
+
+def _init_reads(body) -> tuple:
+    """The points an init reads (a reduction may start from another buffer's value,
+    ``fuse_reduction_epilogue``'s bias): a block's reads must cover what it loads."""
+    found = []
+
+    class _Loads(Visitor):
+        def visit_BufferLoad(self, ld):
+            region = BufferRegion(ld.buffer, tuple(Range(i, const(1, i.dtype))
+                                                   for i in ld.indices))
+            if not any(structural_equal(region, r) for r in found):
+                found.append(region)
+            self.visit(ld.indices)
+
+    _Loads().visit(body)
+    return tuple(found)
 
 
 def init_nest(realize, loops, name: str, suffix: str = "_init"):
@@ -231,8 +305,10 @@ def init_nest(realize, loops, name: str, suffix: str = "_init"):
     writes = tuple(substitute(w, bmap) for w in blk.writes)
     body = substitute(blk.init, bmap)
     # the init is part of the block: its annotations (pragmas, tuning hints) stay
-    init_blk = Block(name, tuple(ivs), (), writes, body, None, (), blk.annotations)
+    init_blk = Block(name, tuple(ivs), _init_reads(body), writes, body, None, (),
+                     blk.annotations)
     values = tuple(substitute(v, lmap) for _, v in spatial)
+    kept = kept + start_guard(realize, loops, needed)
     stmt = BlockRealize(values, all_of([substitute(c, lmap) for c in kept]), init_blk)
     for l in reversed(loops):
         if l.loop_var in lmap:
@@ -241,4 +317,4 @@ def init_nest(realize, loops, name: str, suffix: str = "_init"):
     return stmt
 
 
-__all__ = ["reach_blocker", "init_guard", "init_blocker", "init_nest"]
+__all__ = ["reach_blocker", "init_guard", "start_guard", "init_blocker", "init_nest"]

@@ -7,4 +7,4 @@ Example::
     True
 """
 
-from . import cpu, x86  # noqa: F401 - registering is the point
+from . import cpu, x86, x86_offset  # noqa: F401 - registering is the point

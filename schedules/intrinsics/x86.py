@@ -28,9 +28,11 @@ convention of quantized inference (uint8 activations, int8 weights), and the
 the identity ``a * b = (a + 128) * b - 128 * b``: A's bytes are flipped into
 ``a + 128`` (an ``xor`` with 0x80, which is exact for every int8) and the
 compensation ``128 * sum(b)`` of the group, one more ``vpdpbusd`` of B by the bytes
-``0x80``, is subtracted (oneDNN and TVM compute it once per packed B; here it is
-per call, and LLVM shares it between the rows of a register tile, which load the
-same B vector).  Results are exact in both cases (int32 wraps only past 2**31).
+``0x80``, is subtracted on every call (LLVM shares it between the rows of a register
+tile, which load the same B vector).  The GEMM schedules avoid that cost:
+``offset_to_unsigned`` (:mod:`.x86_offset`) computes the compensation once per
+column, as oneDNN and TVM do with the packed B, and the steps run ``u8s8``.  Results
+are exact in every case (int32 wraps only past 2**31).
 
 ``x86.bf16_*`` agree with their description up to the order of the pair's two float32
 additions and the flushing of denormals (:mod:`cuvil_tir.ops.dot`): within float32
@@ -158,10 +160,12 @@ def pack_map(lanes: int, group: int):
     return lambda k, j: (j // lanes, k // group, j % lanes * group + k % group)
 
 
-def pack_b(sch, block, index: int, lanes: int, group: int, transposed: bool = False):
+def pack_b(sch, block, index: int, lanes: int, group: int, transposed: bool = False,
+           consumers=None):
     """Pack read ``index`` of ``block`` (a ``(K, N)`` B, or ``(N, K)`` when
     ``transposed``) into the intrinsic's panels: a ``cache_read`` into ``global``
-    memory whose layout is :func:`pack_map`; returns the packing block.
+    memory whose layout is :func:`pack_map`, read by ``consumers`` (default: every
+    reader of B); returns the packing block.
 
     Example::
 
@@ -176,7 +180,7 @@ def pack_b(sch, block, index: int, lanes: int, group: int, transposed: bool = Fa
         >>> [int(x) for x in sch.func.body.block.alloc_buffers[0].shape]
         [1, 2, 64]
     """
-    pack = sch.cache_read(block, index, "global")
+    pack = sch.cache_read(block, index, "global", *([consumers] if consumers else []))
     m = pack_map(lanes, group)
     sch.transform_layout(pack, 0, (lambda j, k: m(k, j)) if transposed else m)
     return pack

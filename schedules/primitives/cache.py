@@ -54,7 +54,7 @@ from cuvil_tir.node import same
 from .nests import block_names, make_nest, subtrees, with_fields
 from ..block_scope import DepKind, scope_dependences
 from ..region_cover import region_covered
-from .cache_elements import element_condition
+from .cache_elements import element_condition, unreset_reduction, writes_whole
 
 
 def _names(func) -> tuple:
@@ -227,7 +227,7 @@ def _inside_buffer(region: BufferRegion, doms: dict) -> BufferRegion:
             out.append(r)
             continue
         hi = simplify(r.min + r.extent - 1)
-        lo = const(0, r.min.dtype) if ana.can_prove(r.min <= 0) else Max(r.min, 0)
+        lo = const(0, r.min.dtype) if ana.can_prove(r.min <= 0) else Max(r.min, const(0, r.min.dtype))
         hi = simplify(dim - 1) if ana.can_prove(dim - 1 <= hi) else Min(hi, dim - 1)
         out.append(Range(ana.simplify(lo), ana.simplify(hi - lo + 1)))
     return BufferRegion(region.buffer, tuple(out))
@@ -452,6 +452,14 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
     # the elements the writer writes under the copy's place (its T.where may leave part
     # of the region unwritten)
     keep = _write_keep(func, cpath, buf, ws[0][0], outer_loops, prim) if ws else None
+    if not is_read and keep is None and not guard and \
+            not writes_whole(func, buf, ws[0][0], outer_loops, region, outer):
+        raise fail(CacheStageError, prim, f"block {ws[0][1].block.name!r} writes "
+                   f"{buf.name!r} by indices the copy cannot follow, and cannot be "
+                   f"proven to write every element of {region} here: a copy back of "
+                   "that box would overwrite the elements it does not write (a part of "
+                   "a fused loop after loop_partition, a tile of a reshaped buffer); "
+                   f"apply {prim} before those primitives", func)
     if is_read:
         keep = keep if ws else _read_keep(func, cpath, buf, rs, prim)
         nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off,
@@ -576,4 +584,7 @@ def cache_write(func, block, write_buffer_index: int, scope: str, consumer_block
                    "writing it and has no init (an update whose init was decomposed or "
                    "lives in an outer block): the cache would start uninitialised. Apply "
                    "cache_write before decompose_reduction / blockize", func)
+    why = unreset_reduction(func, bpath, prim)
+    if why is not None:
+        raise fail(CacheStageError, prim, why, func)
     return _stage(func, bpath, buf, scope, prim, False, consumer_blocks)

@@ -14,7 +14,10 @@ between the copy and the block, indexes each dimension by one of those loops
 (``± loop + outer``), by loops already solved, by none, or as a range fixed outside;
 every loop its ``T.where`` names is one of the solved loops.  Then the block accesses
 element ``e`` iff each solved loop's value (from ``e``) lies in the loop's range and
-the predicate holds there.  Otherwise it is None.
+the predicate holds there.  Otherwise it is None, and a ``cache_write`` copies its box
+back only where :func:`writes_whole` proves the writer writes all of it.  A reduction
+writing a cache (which starts unwritten) must reset each element there first:
+:func:`unreset_reduction` says where it does not.
 
 Example::
 
@@ -30,13 +33,16 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir.arith import Analyzer
 from cuvil_tir.arith.affine import Affine, is_index_dtype
-from cuvil_tir.expr import IntImm, Var
+from cuvil_tir.expr import EQ, IntImm, Var
+from cuvil_tir.stmt import For
 from cuvil_tir.op import all as all_of, any as any_of, conjuncts
 from cuvil_tir.visitor import substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import bound_region, inner_loops, region_of, simplify
+from ..region_cover import produced_box
 
 
 def _solve(index, inner: dict):
@@ -129,4 +135,88 @@ def element_condition(func, cpath, buf, paths, kind: str = "reads"):
     return at
 
 
-__all__ = ["element_condition"]
+def writes_whole(func, buf, wpath, outer_loops, region, doms) -> bool:
+    """Whether the writer at ``wpath`` provably writes every element of ``region`` of
+    ``buf`` while the loops between ``outer_loops`` (``(path, For)``, around the copy)
+    and it run (:func:`schedules.region_cover.produced_box`), ``doms`` bounding what
+    stays fixed.  A copy back of a box the writer writes only part of (a part of a
+    fused loop, a row tile of a reshaped buffer) would overwrite the other elements.
+    Loops of symbolic extents are not decided: taken as writing the box (a fused,
+    split ``n * n`` loop under its ``T.where`` does).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.analysis import tree
+        >>> A = T.placeholder((8,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i], name="B")])
+        >>> p, B = tree.find_block(f, "B"), f.params[1]
+        >>> writes_whole(f, B, p, [], T.BufferRegion.full(B), {})
+        True
+    """
+    br = tree.get(func, wpath)
+    written = region_of(br.block.writes, buf)
+    if written is None:
+        return False
+    between = [f for _, f in tree.loops_above(func, wpath)
+               if not any(f is g for _, g in outer_loops)]
+    if not all(isinstance(simplify(f.extent), IntImm) for f in between):
+        return True
+    box = produced_box(br, written, between)
+    if box is None:
+        return False
+    ana = Analyzer(index_no_overflow=True)
+    for v, r in doms.items():
+        ana.bind(v, r)
+    return all(ana.can_prove(lo <= r.min) and ana.can_prove(r.min + r.extent - 1 <= hi)
+               for (lo, hi), r in zip(box, region.region))
+
+
+def unreset_reduction(func, bpath, prim: str = "cache_write"):
+    """Why the reduction block at ``bpath`` cannot write a cache that starts unwritten
+    (a sentence naming the fix for ``prim``), or None: each element it writes must be
+    reset by its ``T.init`` there first.  Not so where its reduction loops run outside
+    the block holding the cache (a part of loop_partition under the outer loop of a
+    split reduction: each instance of that block would start on a fresh cache), nor
+    where a loop inside does not start its reduce iterators at their start (a later
+    part of a partitioned reduce loop, or of a fused spatial-and-reduce loop, goes on
+    with a sum an earlier part began).
+
+    Example::
+
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
+        >>> unreset_reduction(f, tree.find_block(f, "C")) is None
+        True
+    """
+    br = tree.get(func, bpath)
+    if br.block.init is None:
+        return None
+    scope_path = tree.enclosing_block(func, bpath)
+    name = br.block.name
+    reduce_vars = {id(v) for iv, val in zip(br.block.iter_vars, br.iter_values)
+                   if iv.kind == "reduce" for v in used_vars(val)}
+    outside = [f.loop_var.name for _, f in tree.ancestors(func, scope_path)
+               if isinstance(f, For) and id(f.loop_var) in reduce_vars]
+    if scope_path and outside:
+        return (f"block {name!r} reduces over the loops {outside} outside the block "
+                f"{tree.get(func, scope_path).block.name!r} that would hold the cache: "
+                f"each of their iterations would start on a fresh cache; apply {prim} "
+                "before loop_partition (or blockize) inside the reduction")
+    inside = [f for _, f in tree.loops_above(func, bpath) if id(f.loop_var) in reduce_vars]
+    at_start = {f.loop_var: IntImm(0, f.loop_var.dtype) for f in inside}
+    ana = Analyzer(index_no_overflow=True)
+    late = [f.loop_var.name for f in inside
+            if not ana.can_prove(EQ(f.min, IntImm(0, f.min.dtype)))] + [
+        iv.var.name for iv, val in zip(br.block.iter_vars, br.iter_values)
+        if iv.kind == "reduce" and
+        not ana.can_prove(EQ(substitute(val, at_start), iv.dom.min))]
+    if late:
+        return (f"block {name!r} does not start its reduction where its loops start "
+                f"({late}): it goes on with sums begun outside them (a later part of a "
+                f"partitioned reduction loop), which the cache would not hold; apply "
+                f"{prim} before loop_partition")
+    return None
+
+
+__all__ = ["element_condition", "writes_whole", "unreset_reduction"]

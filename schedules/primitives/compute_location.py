@@ -221,6 +221,13 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool, index: in
         raise err(f"block {blk.name!r} is neither a complete block nor a "
                             "reduction block (it has opaque or scan iter vars or reads "
                             "what it writes); only those can be moved")
+    around = {id(f.loop_var): f.loop_var.name for _, f in tree.loops_above(func, bpath)}
+    named = sorted({around[id(v)] for v in used_vars(blk) if id(v) in around})
+    if named:
+        raise err(f"block {blk.name!r} names the loops {named} around it inside its body "
+                  "(a block without iterators, such as loop_partition's wrapper): moved, "
+                  "they would be left undefined; move the blocks inside it, or move it "
+                  "before partitioning")
     if is_reduction(blk) and blk.init is None:
         raise err(f"block {blk.name!r} is a reduction update without an init (e.g. "
                   "what decompose_reduction leaves): recomputed for overlapping consumer "

@@ -16,7 +16,8 @@ that replaces the loop (TensorIR's layout):
 Each copy has fresh loop and block iterator variables (so every loop handle names one
 loop), and every block in it, including nested ones, gets the suffix ``_i0``, ``_i1``
 ... of its partition (``fresh_name`` keeps them unique).  A block iterator bound to the
-partitioned loop itself gets the partition's range as its domain.  A block whose
+partitioned loop itself gets its domain within the partition's range as its domain (under
+a ``T.where``, the part may lie where the block never runs: its domain stays).  A block whose
 reduction iterator is cut so keeps its init only in the partition holding the domain's
 start: the init runs when the reduction iterators are at their domain's start, so with
 the init kept every partition would start the reduction over (TensorIR keeps it; the
@@ -98,6 +99,18 @@ class _Copy(Mutator):
         self.vmap[f.loop_var] = Var(f.loop_var.name, f.loop_var.dtype)
         return self.generic_visit(f)
 
+    def _cut(self, dom):
+        """The domain of an iterator bound to the partitioned loop: its domain within
+        the partition's range.  Under a ``T.where`` the domain stays: the part may lie
+        where the block never runs (a tail the predicate cuts away), and a domain cut
+        there would put every access provably outside the regions it declares."""
+        dt = dom.min.dtype
+        lo, ext = const_int(dom.min), const_int(dom.extent)
+        if lo is None or ext is None:
+            return Range(const(self.lo, dt), const(self.hi - self.lo, dt))
+        first, last = max(lo, self.lo), min(lo + ext, self.hi)
+        return Range(const(first, dt), const(last - first, dt)) if first < last else dom
+
     def visit_BlockRealize(self, br):
         blk = br.block
         for b in blk.alloc_buffers:
@@ -110,10 +123,11 @@ class _Copy(Mutator):
             new = Var(iv.var.name, iv.var.dtype)
             self.vmap[iv.var] = new
             dom = iv.dom
+            if val is self.var and _is_true(br.predicate):
+                dom = self._cut(iv.dom)
             if val is self.var:
-                dt = iv.dom.min.dtype
-                dom = Range(const(self.lo, dt), const(self.hi - self.lo, dt))
-                later |= iv.kind == "reduce" and const_int(iv.dom.min) != self.lo
+                start = const_int(iv.dom.min)
+                later |= iv.kind == "reduce" and (start is None or start < self.lo)
             ivs.append(IterVar(new, dom, iv.kind))
         new_blk = self.generic_visit(with_fields(blk, iter_vars=()))
         name = fresh_name(f"{blk.name}_{self.suffix}", self.taken)
@@ -124,6 +138,10 @@ class _Copy(Mutator):
             # block now reads what it accumulates into
             new_blk = with_fields(new_blk, init=None, reads=with_write_reads(new_blk))
         return BlockRealize(values, self.visit(br.predicate), new_blk)
+
+
+def _is_true(cond) -> bool:
+    return isinstance(cond, IntImm) and bool(cond.value)
 
 
 def _first_block_name(stmt) -> str:

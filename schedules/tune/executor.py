@@ -256,7 +256,8 @@ def measure_task(payload: dict) -> dict:
     host, CPU and timing method; ``wall_s`` the task's own duration).
 
     ``payload``: ``func`` (text), ``trace`` (JSON), ``decisions``, ``target`` (text),
-    optional ``scheduled`` (the scheduled function, text: built as it is), ``space``
+    optional ``func_ir`` (the function as pickled IR), ``scheduled`` (the scheduled
+    function, pickled IR or text: built as it is), ``space``
     (the pickled space), ``timeout_s``, ``min_repeat_ms``, ``seed``.
 
     Example::

@@ -43,7 +43,8 @@ from ..schedule import Schedule
 from ..trace import Trace
 from .cost_model import CostModel
 from .features import features
-from .space import machine_of, prune, run_with_decisions
+from .decisions import run_with_decisions
+from .space import machine_of, prune
 from .transfer import FEATURES_VERSION
 
 #: the share of each batch picked at random from the pool instead of by the model
@@ -135,6 +136,7 @@ class Search:
     their measurements; ``machine`` (a :class:`~cuvil_tir.target.Machine`, default the
     target's) sizes the features and the pruning; ``prior`` is ``(rows, seconds,
     groups)`` of other tasks (:func:`.transfer.nearest_rows`) the model starts from;
+    ``seeds`` are decisions measured first (:func:`.transfer.nearest_decisions`);
     ``guided=False`` draws every candidate fresh from the space (random search);
     ``pruner(func)`` says why a scheduled candidate cannot be good (None: keep it;
     default: :func:`.space.prune` on the machine).
@@ -148,7 +150,8 @@ class Search:
     """
 
     def __init__(self, func, space, target, machine=None, rng=None, model=None,
-                 epsilon: float = EPSILON, guided: bool = True, prior=None, pruner=None):
+                 epsilon: float = EPSILON, guided: bool = True, prior=None, pruner=None,
+                 seeds=()):
         self.func, self.space, self.target = func, space, target
         self.machine = machine if machine is not None else machine_of(target)
         self.pruner = pruner if pruner is not None else \
@@ -164,6 +167,7 @@ class Search:
         self._pool: dict = {}      # candidate key -> unmeasured Schedule
         self._measured: list = []  # (seconds, key, trace json)
         self._fitted = -1          # rows the model was last fitted on
+        self._seeds = [list(d) for d in seeds] if guided else []  # measured first
         if guided and self.prior[0]:
             self._fit()
 
@@ -294,6 +298,9 @@ class Search:
         """
         if n <= 0:
             return []
+        picked = self._seeded(n, seen)
+        if picked:
+            return picked
         if not (self.guided and self.model.trained):
             return self._random(n, seen)
         scores = self._scores(list(self._pool))
@@ -323,6 +330,24 @@ class Search:
             seen.add(key)
         for key in order[POOL:]:  # the least promising leave the pool
             del self._pool[key]
+        return picked
+
+    def _seeded(self, n, seen) -> list:
+        """Up to ``n`` of the seeds (other tasks' best decisions, run through this
+        task's space), in their order; those that fail, are pruned or known are
+        skipped."""
+        picked = []
+        while self._seeds and len(picked) < n:
+            try:
+                sch = run_with_decisions(self.space, self.func, self._seeds.pop(0),
+                                         seed=self.rng.randrange(2 ** 31))
+            except Exception as e:  # noqa: BLE001 - a user's space may raise anything
+                self._failed(e)
+                continue
+            key = self._add(sch, seen)
+            if key is not None:
+                seen.add(key)
+                picked.append((sch, key))
         return picked
 
     def _random(self, n, seen) -> list:

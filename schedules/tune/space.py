@@ -40,10 +40,9 @@ from cuvil_tir.target import Machine, as_target
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.reducer import has_reduce_axes
-from ..schedule import Schedule
-from ..errors import ScheduleArgumentError
 
 from .autotensorize import tensorized
+from .decisions import run_with_decisions  # noqa: F401 - its home was here
 
 
 def machine_of(target) -> Machine:
@@ -170,59 +169,6 @@ def inlinable(func, reductions) -> list:
         ['B', 'C']
     """
     return [b.name for _, b in _blocks(func) if b.name not in reductions and _elementwise(b)]
-
-
-def run_with_decisions(space, func, decisions, seed=None):
-    """The Schedule that ``space`` makes of ``func`` when its sampling calls take
-    ``decisions`` (a list in call order, or ``{instruction index: decision}`` as in
-    ``trace.decisions``).  Unlike replaying a recorded trace with new decisions, the
-    space itself runs again, so a rule that depends on a sampled value (a layout
-    sized by a tile, a branch) follows the new decision.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> A = T.placeholder((8,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])
-        >>> def space(sch):
-        ...     i, = sch.get_loops(sch.get_block("B"))
-        ...     sch.split(i, sch.sample_perfect_tile(i, 2))
-        >>> run_with_decisions(space, f, [[2, 4]]).trace.decisions
-        {2: [2, 4]}
-    """
-    queue = [d for _, d in sorted(decisions.items())] if isinstance(decisions, dict) \
-        else list(decisions)
-
-    class _Forced(Schedule):
-        def sample_perfect_tile(self, loop, n, max_innermost_factor=16, decision=None):
-            return _fitting(super().sample_perfect_tile, loop, n, max_innermost_factor,
-                            decision=_next(queue, decision, list))
-
-        def sample_categorical(self, candidates, probs, decision=None):
-            return _fitting(super().sample_categorical, candidates, probs,
-                            decision=_next(queue, decision, int))
-
-    sch = _Forced(func, seed=seed)
-    space(sch)
-    return sch
-
-
-def _fitting(sample, *args, decision):
-    """``sample(*args, decision=decision)``, or a fresh draw when the decision does not
-    fit: an earlier decision changed what this one chooses from (a register tile sets
-    the extent that the next tiling divides)."""
-    try:
-        return sample(*args, decision=decision)
-    except ScheduleArgumentError:
-        return sample(*args, decision=None)
-
-
-def _next(queue, given, kind):
-    """The next forced decision; past the end of the list, or when it is not of this
-    sampler's ``kind`` (an earlier decision took the space down another branch, with
-    other samplers), the space draws its own."""
-    d = queue.pop(0) if queue else given
-    return d if isinstance(d, kind) and not isinstance(d, bool) else None
 
 
 def _has_block(sch, name) -> bool:
@@ -541,11 +487,15 @@ def prune(func, machine: Machine):
             iv.kind == "reduce" and lp.loop_var in uses[iv.var] for iv in block.iter_vars)]
         if red:
             inner = {lp.loop_var: _extent(lp) or 1 for lp in loops[red[-1]:]}
-            width = D.bits(D.element(_dtype(block))) // 8
-            foot = sum(_footprint(r, inner, uses) for r in block.reads) * width
+            # each operand in its own dtype (int8 operands of an int32 sum: 1 byte)
+            foot = sum(_footprint(r, inner, uses) * _bytes(r.buffer) for r in block.reads)
             if foot > machine.l1d_bytes:
                 return f"inner tile touches {foot} bytes, L1 holds {machine.l1d_bytes}"
     return None
+
+
+def _bytes(buf) -> int:
+    return max(1, D.bits(D.element(str(buf.dtype))) // 8)
 
 
 def _realizes(func) -> list:

@@ -32,6 +32,10 @@ FEATURES_VERSION = 4
 #: at most this many tasks, and rows, are taken from the database to start a model
 NEAREST_TASKS = 6
 MAX_ROWS = 1500
+#: a new task first measures the best candidates of this many nearest tasks ...
+SEED_TASKS = 3
+#: ... this many of each
+SEED_PER_TASK = 2
 
 
 def describe(func) -> dict:
@@ -100,4 +104,46 @@ def nearest_rows(records, task: dict, workload: str, cpu=None,
     return rows, secs, groups
 
 
-__all__ = ["FEATURES_VERSION", "describe", "distance", "nearest_rows"]
+def nearest_decisions(records, task: dict, workload: str, cpu=None,
+                      tasks: int = SEED_TASKS, per_task: int = SEED_PER_TASK) -> list:
+    """The decisions (lists in call order) of the fastest candidates of the ``tasks``
+    tasks of ``task``'s family nearest it (not ``workload`` itself; measured on
+    ``cpu`` when given): each task's best first, then each one's second ...  A new
+    task measures them first, run through its own space (a tile made for another
+    extent becomes the nearest that fits: :mod:`.decisions`), as a tuned library
+    starts a new shape from its neighbours' best configurations.
+
+    Example::
+
+        >>> recs = [{"workload": "w1", "task": {"family": "f", "sizes": [8]},
+        ...          "decisions": [[0, [2, 4]]], "seconds": 2e-3},
+        ...         {"workload": "w1", "task": {"family": "f", "sizes": [8]},
+        ...          "decisions": [[0, [4, 2]]], "seconds": 1e-3}]
+        >>> nearest_decisions(recs, {"family": "f", "sizes": [16]}, "w0")
+        [[[4, 2]], [[2, 4]]]
+    """
+    by_task: dict = {}
+    for r in records:
+        if r.get("workload") == workload or r.get("seconds") is None or \
+                r.get("remeasured") or not isinstance(r.get("task"), dict) or \
+                r["task"].get("family") != task.get("family") or \
+                not isinstance(r.get("decisions"), list):
+            continue
+        if cpu is not None and r.get("cpu") not in (None, cpu):
+            continue
+        by_task.setdefault(r["workload"], []).append(r)
+    order = sorted(by_task, key=lambda w: distance(task, by_task[w][0]["task"]))[:tasks]
+    best = {w: sorted(by_task[w], key=lambda r: r["seconds"])[:per_task] for w in order}
+    out, keys = [], set()
+    for rank in range(per_task):
+        for w in order:
+            if rank < len(best[w]):
+                dec = [d for _, d in best[w][rank]["decisions"]]
+                key = repr(dec)
+                if key not in keys:
+                    keys.add(key)
+                    out.append(dec)
+    return out
+
+
+__all__ = ["FEATURES_VERSION", "describe", "distance", "nearest_decisions", "nearest_rows"]

@@ -47,7 +47,7 @@ from .progress import TuneProgress, renderer
 from .search import Search, decisions_key, decisions_of
 from .rules import check_sizes, gpu_prune, rule_for, space_for
 from .space import machine_of, prune
-from .transfer import FEATURES_VERSION, describe, nearest_rows
+from .transfer import FEATURES_VERSION, describe, nearest_decisions, nearest_rows
 from .report import format_seconds
 
 #: how many of the best candidates are measured again before the winner is declared
@@ -125,7 +125,7 @@ class _Run:
         self.task = describe(func)
         self.features_of = lambda key: None  # the search's, once it exists
         self.records = db.records(self.workload) if db is not None else []
-        self.base = {"func": str(func), "target": str(target),
+        self.base = {"func": str(func), "func_ir": _pickled(func), "target": str(target),
                      "space": _picklable(space), "timeout_s": timeout_s,
                      "min_repeat_ms": min_repeat_ms, "kind": kind_reference(target),
                      "sys_path": [p for p in sys.path if isinstance(p, str)]}
@@ -136,10 +136,10 @@ class _Run:
         self.measured = 0
 
     def launch(self, cands) -> list:
-        """Submit ``(key, decisions, trace json, scheduled text or None)`` candidates:
-        ``[(candidate, future)]``.  The scheduled function's text spares the child the
-        replay of the trace (a tenth of a second or more per candidate; parsing it
-        takes a hundredth); a space that pickles (the user's, by reference) still runs
+        """Submit ``(key, decisions, trace json, scheduled function or None)``
+        candidates: ``[(candidate, future)]``.  The scheduled function (pickled IR)
+        spares the child the replay of the trace (a tenth of a second or more per
+        candidate; loading it takes half a millisecond); a space that pickles (the user's, by reference) still runs
         in the child, so whatever its code does happens there, isolated."""
         text = self.base["space"] is None
         return [(c, self.executor.submit(measure_task, dict(
@@ -274,11 +274,17 @@ class Session:
         self.func, self.target, self.executor = func, target, executor
         self.run_state = run = _Run(func, space, target, db, executor, timeout_s,
                                     min_repeat_ms)
-        prior = nearest_rows(db.records(), run.task, run.workload,
-                             cpu=machine.name or None) \
-            if db is not None and guided and transfer else None
+        learn = db is not None and guided and transfer
+        known = db.records() if learn else []
+        prior = nearest_rows(known, run.task, run.workload, cpu=machine.name or None) \
+            if learn else None
+        # the nearest tasks' best candidates are measured first (a new task only: a
+        # resumed one has its own records to breed from)
+        seeds = nearest_decisions(known, run.task, run.workload, cpu=machine.name or None) \
+            if learn and not run.records else []
         self.search = Search(func, space, target, machine, random.Random(seed),
-                             guided=guided, prior=prior, pruner=_pruner(target, machine))
+                             guided=guided, prior=prior, pruner=_pruner(target, machine),
+                             seeds=seeds)
         run.features_of = self.search.features_of
         self.search.observe(run.records)
         self.seen = {r.get("cand") for r in run.records}
@@ -310,7 +316,7 @@ class Session:
                 else None
             batch = search.propose(min(width, room), self.seen, busy) if room > 0 else []
             launched = run.launch([(key, decisions_of(sch.trace), sch.trace.as_json(),
-                                    str(sch.func)) for sch, key in batch])
+                                    _pickled(sch.func)) for sch, key in batch])
             if not inflight and not launched:
                 break  # the budget is spent, or the space seems exhausted
             if not inflight:
@@ -342,6 +348,15 @@ class Session:
         res = _result(self.func, run.records, run.measured, failures)
         res.pruned, res.history, res.errors = search.pruned, run.history, errors
         return res
+
+
+def _pickled(func) -> bytes | None:
+    """``func`` as pickled IR for the measuring child (None where it does not pickle:
+    the child then parses the text or replays the trace)."""
+    try:
+        return pickle.dumps(func, pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - an annotation that does not pickle
+        return None
 
 
 def _pruner(target, machine):

@@ -405,3 +405,43 @@ def test_compute_at_under_a_fused_split_of_a_symbolic_reduction_loops_over_the_r
     for runner in (run, run_llvm):
         got = runner(sch, [x, w, np.zeros((3, 7), "float32")])[2]
         np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-5)
+
+
+def _matmul_then_neighbour_rows():
+    """Y = X @ W (int8 -> int32), Z[i, j] = Y[i - 1, j] + Y[i + 1, j] (zero outside)."""
+    X = T.placeholder((4, 5), "int8", name="X")
+    W = T.placeholder((5, 4), "int8", name="W")
+    k = T.reduce_axis((0, 5), name="k")
+    Y = T.compute((4, 4), lambda i, j: T.sum(
+        X[i, k].astype("int32") * W[k, j].astype("int32"), axis=k), name="Y")
+    Z = T.compute((4, 4), lambda i, j: T.if_then_else(i >= 1, Y[i - 1, j], 0) +
+                  T.if_then_else(i + 1 < 4, Y[i + 1, j], 0), name="Z")
+    return T.create_prim_func([X, W, Z])
+
+
+def _neighbour_rows_expected(x, w):
+    y = x.astype("int32") @ w.astype("int32")
+    z = np.zeros_like(y)
+    z[1:] += y[:-1]
+    z[:-1] += y[1:]
+    return z
+
+
+def test_cache_read_in_a_loop_partition_part_parses_back():
+    """Fuzz case 1766258219: the copy block of a cache_read in the part of columns
+    1..3 binds v1 = 1 + ax1 under a T.where (its rows are cut).  Under a T.where the
+    region check bounded v1 by its domain [0, 4) alone and found column 0 outside the
+    part's T.reads(Y[..., 1:4]): the printed function did not parse back (CVL-E108).
+    The binding bounds an iterator as well as its domain does."""
+    f = _matmul_then_neighbour_rows()
+    sch = S.Schedule(f)
+    _, j = sch.get_loops("Z")
+    sch.loop_partition(j, [1, None])
+    sch.cache_read("Z_j1", 0, "local")
+    verify_trace_roundtrip(sch, f)          # prints and parses back
+    rng = np.random.default_rng(7)
+    x = rng.integers(-9, 9, (4, 5)).astype("int8")
+    w = rng.integers(-9, 9, (5, 4)).astype("int8")
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, w, np.zeros((4, 4), "int32")])[2]
+        np.testing.assert_array_equal(got, _neighbour_rows_expected(x, w))

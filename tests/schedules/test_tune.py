@@ -8,7 +8,9 @@ import numpy as np
 
 import cuvil_tir as T
 import schedules as S
+import targets
 from schedules.tune import workload_key
+from targets.llvm.cpu import missing_host_features
 
 
 def _func():
@@ -172,6 +174,28 @@ def test_the_child_builds_the_scheduled_text_it_is_sent_and_replays_when_it_cann
     assert T.structural_equal(replayed.func, sch.func)
 
 
+def test_the_child_loads_pickled_ir_and_falls_back_to_the_trace():
+    """A VNNI candidate sent as pickled IR builds as it is (no parse, no replay: the
+    trace sent cannot replay); bytes that do not load fall back to the trace."""
+    import pickle
+    from schedules.intrinsics.x86_gemm import dot_gemm, gemm_func
+    from schedules.tune.measure import _rebuild, run_candidate
+    f = gemm_func(8, 32, 16, "uint8", "int8", "int32")
+    sch = S.Schedule(f)
+    dot_gemm(sch, "C", "llvm -mcpu=znver4")
+    sent = {"func": str(f), "func_ir": pickle.dumps(f), "trace": "not a trace",
+            "decisions": [], "target": "llvm -mcpu=znver4", "min_repeat_ms": 1,
+            "scheduled": pickle.dumps(sch.func)}
+    assert T.structural_equal(_rebuild(f, sent), sch.func)
+    out = []
+    run_candidate(sent, out.append)
+    assert out[-1][0] == ("ok" if not missing_host_features(targets.Target("llvm", mcpu="znver4")) else
+                          "run"), out[-1]
+    replayed = _rebuild(f, dict(sent, scheduled=b"not a pickle",
+                                trace=sch.trace.as_json()))
+    assert T.structural_equal(replayed.func, sch.func)
+
+
 def test_a_generated_space_sends_its_scheduled_text_and_a_pickled_space_does_not():
     from concurrent.futures import Future
     from schedules.tune.tuner import _Run
@@ -194,3 +218,21 @@ def test_a_generated_space_sends_its_scheduled_text_and_a_pickled_space_does_not
 def test_warming_up_a_target_that_cannot_build_raises_nothing():
     from schedules.tune.measure import warm_up
     assert warm_up("no-such-target-kind") is None  # the candidates report the failure
+
+
+def test_the_host_clock_finds_the_calls_per_round_once(monkeypatch):
+    """Five samples, one calibration: the later samples reuse the first's count."""
+    from cuvil_tir.target.kind import TargetKind
+    from schedules.tune import measure
+    asked = []
+    real = measure.time_calls
+
+    def spy(fn, repeat=5, number=None, warmup=1, min_repeat_seconds=2e-3):
+        res = real(fn, repeat, number, warmup, min_repeat_seconds)
+        asked.append((number, res.number))
+        return res
+    monkeypatch.setattr(measure, "time_calls", spy)
+    seconds, how = measure._time(lambda: sum(range(100)), [], TargetKind(), 5.0)
+    assert seconds > 0 and how.startswith("fastest of 5: median of 5 rounds of ")
+    assert asked[0][0] is None and all(n == asked[0][1] for n, _ in asked[1:])
+    assert len(asked) == measure.SAMPLES

@@ -30,9 +30,8 @@ def test_offered_for_matching_dtypes_on_a_target_with_the_instruction(a, b, acc,
     assert choice.name == name
     registers = machine_of(ZEN4).vector_registers
     for rows, vectors in choice.tiles:   # accumulators, B vectors, broadcast fit
-        extra = vectors + 1 + (vectors + 1 if name.endswith("s8s8") else 0)
-        assert rows * vectors + extra <= registers and 4 % vectors == 0
-    assert choice.groups == ((1, 4) if name.endswith("s8s8") else (1,))
+        assert rows * vectors + vectors + 1 <= registers and 4 % vectors == 0
+    assert choice.groups == (1,)         # int8 x int8 runs u8s8 steps (the offset)
 
 
 @pytest.mark.parametrize("func, target", [
@@ -78,6 +77,19 @@ def test_generated_space_draws_exact_int8_candidates_that_replay():
         np.testing.assert_array_equal(got[2], want[2])
         again = run_with_decisions(space, f, sch.trace.decisions)
         assert T.structural_equal(again.func, sch.func)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "bfloat16"])
+def test_dot_candidates_of_a_deep_k_are_not_pruned(dtype):
+    """Regression: the int8 column sums (a streaming reduction over all K rows of a
+    panel) read as an inner tile of K x 16 int32 (4 bytes for an int8 operand) and
+    the L1 rule pruned every VNNI candidate of K >= 512: the tuner never measured one."""
+    acc = "float32" if dtype == "bfloat16" else "int32"
+    b = "bfloat16" if dtype == "bfloat16" else "int8"
+    f = gemm_func(16, 768, 3072, dtype, b, acc)
+    _, cands = _dot_candidates(f, ZEN4, 2)
+    for sch in cands:
+        assert prune(sch.func, machine_of(ZEN4)) is None
 
 
 def test_a_bf16_candidate_builds_and_agrees_where_the_host_can_run_it():

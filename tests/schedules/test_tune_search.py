@@ -238,3 +238,37 @@ def test_features_describe_a_tensorized_step_and_the_work_per_parallel_task():
     tile = dict(zip(NAMES, features(run_with_decisions(space, _func(), [[4, 4], [4, 16], 1, 0]),
                                     TARGET)))
     assert tile["expression_lanes"] == 1 / 8 and tile["work_per_task"] > 0
+
+
+def _wider():
+    A = T.placeholder((32, 64), name="A")
+    return T.create_prim_func([A, T.compute((32, 64), lambda i, j: A[i, j] * 2.0,
+                                             name="B")])
+
+
+def test_a_new_task_first_measures_its_nearest_tasks_best_candidates(tmp_path):
+    """Transfer: the best candidate of the 16 x 64 task, its i tile of 4 kept for 32
+    rows ([8, 4]: the nearest tiling that fits), is the first the 32 x 64 task tries;
+    a random search and a resumed task do not seed."""
+    from schedules.tune.tuner import Session
+    path = tmp_path / "t.jsonl"
+    S.tune(_func(), space, target=TARGET, trials=36, executor=Synthetic(), database=path,
+           progress=False, remeasure=0)
+    ex = Synthetic()
+    S.tune(_wider(), space, target=TARGET, trials=2, executor=ex, database=path,
+           progress=False, remeasure=0)
+    assert [d for _, d in ex.submitted[0]] == [[8, 4], [4, 16], 1, 1]
+    for guided in (False, True):      # random; then a resumed task (records of its own)
+        t = Session(_wider(), space, TARGET, path, Synthetic(), guided=guided)
+        assert t.search._seeds == []
+
+
+def test_a_tile_made_for_another_extent_becomes_the_nearest_that_fits():
+    from schedules.tune.decisions import _nearest_tile
+    sch = S.Schedule(_wider())
+    i, j = sch.get_loops(sch.get_block("B"))
+    assert _nearest_tile(sch, i, 2, 16, [3, 5]) == [8, 4]     # 5 -> 4 (log-nearest)
+    assert _nearest_tile(sch, j, 3, 64, [1, 2, 48]) == [1, 2, 32]
+    assert _nearest_tile(sch, i, 2, 16, [0, 4]) is None        # not a tiling at all
+    got = run_with_decisions(space, _wider(), [[2, 3], [1, 64], 1, 0])
+    assert [d for _, d in sorted(got.trace.decisions.items())][:2] == [[8, 4], [1, 64]]

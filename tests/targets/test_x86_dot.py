@@ -167,20 +167,45 @@ def test_dot_gemm_shape_errors(M, N, K, dtype, match):
 
 # -- numerics ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("signed, K", [(True, 16), (True, 12), (False, 16)])
-def test_int8_gemm_exact_in_the_interpreter(signed, K):
-    """7 rows: a partial row tile; K = 12: one group of 4 per step (and compensation)."""
+@pytest.mark.parametrize("signed, K, offset", [(True, 16, True), (True, 12, True),
+                                               (True, 16, False), (True, 12, False),
+                                               (False, 16, True)])
+def test_int8_gemm_exact_in_the_interpreter(signed, K, offset):
+    """7 rows: a partial row tile; K = 12: one group of 4 per step; without the offset
+    the s8s8 steps subtract their compensation."""
     a, b = _int8((7, K), signed), _int8((K, 32))
     c = np.zeros((7, 32), "int32")
-    interpret(int8_gemm(7, 32, K, _target("znver4"), signed).func, a, b, c)
+    sch = int8_gemm(7, 32, K, _target("znver4"), signed, offset=offset)
+    interpret(sch.func, a, b, c)
     np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
 
 
 @pytest.mark.parametrize("signed", [True, False])
-def test_int8_gemm_exact_compiled(signed):
+def test_int8_gemm_text_parses_back_and_computes(signed):
+    """The printed IR of a dot-product GEMM parses back (the namespaced op prints as
+    T.call_intrin: it printed as T.x86.dpbusd, which the parser refused with
+    CVL-E108 'unknown name T.x86'), to the same text and the same numbers."""
+    func = int8_gemm(7, 32, 16, _target("znver4"), signed).func
+    text = func.script()
+    assert "T.x86." not in text and '"x86.dpbusd"' in text
+    again = T.parse(text)
+    assert again.script() == text
+    a, b = _int8((7, 16), signed), _int8((16, 32))
+    c = np.zeros((7, 32), "int32")
+    interpret(again, a, b, c)
+    np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
+
+
+def test_bf16_gemm_text_parses_back():
+    text = bf16_gemm(9, 32, 64, _target("znver4")).func.script()
+    assert '"x86.dpbf16ps"' in text and T.parse(text).script() == text
+
+
+@pytest.mark.parametrize("signed, offset", [(True, True), (True, False), (False, True)])
+def test_int8_gemm_exact_compiled(signed, offset):
     t = _target("znver4")
     M, N, K = 13, 48, 64
-    mod = targets.build(int8_gemm(M, N, K, t, signed), t)
+    mod = targets.build(int8_gemm(M, N, K, t, signed, offset=offset), t)
     a, b, c = _int8((M, K), signed), _int8((K, N)), np.zeros((M, N), "int32")
     if missing_host_features(t):
         with pytest.raises(HostFeatureError):

@@ -173,11 +173,22 @@ def _storage(sch, rng):
                           rng.choice((0, 1)))
 
 
+def _cuts(rng, extent=None):
+    """One to three partition lengths, the rest left to the last part or not; where
+    the loop's extent is known, mostly lengths that fit it (a misfit is refused)."""
+    lengths = [rng.choice((1, 2, 3)) for _ in range(rng.choice((1, 1, 2, 3)))]
+    if isinstance(extent, T.IntImm) and rng.random() < 0.8:
+        while lengths and sum(lengths) >= extent.value:
+            lengths.pop()
+        lengths = lengths or [1]
+    return lengths + [None] if rng.random() < 0.7 else lengths
+
+
 def _partition(sch, rng):
     name = _block(sch, rng)
     loop = name and _loop(sch, rng, name)
     if loop is not None:
-        sch.loop_partition(loop, [rng.choice((1, 2, 3)), None])
+        sch.loop_partition(loop, _cuts(rng, sch.get(loop).extent))
 
 
 def _reindex(sch, rng):
@@ -245,6 +256,49 @@ def _split_blockize(sch, rng):
         sch.decompose_reduction(name, rng.choice(sch.get_loops(name)))
 
 
+def _partition_then(sch, rng):
+    """partition a loop (after a fuse or a split of it, or not) into several parts,
+    then stage, blockize or decompose inside one part, or move a producer or consumer
+    of the partitioned block under it."""
+    name = _block(sch, rng)
+    loops = sch.get_loops(name) if name else []
+    if not loops:
+        return
+    near = [b.name for b in sch.get_producers(name) + sch.get_consumers(name)]
+    k = rng.randrange(len(loops))
+    before = rng.choice(("nothing", "fuse", "split"))
+    if before == "fuse" and k + 1 < len(loops):
+        loop = sch.fuse(loops[k], loops[k + 1])
+    elif before == "split":
+        loop = rng.choice(sch.split(loops[k], [None, rng.choice((2, 3))]))
+    else:
+        loop = loops[k]
+    part = rng.choice(sch.loop_partition(loop, _cuts(rng, sch.get(loop).extent)))
+    names = [b.block.name for b in tree.blocks_under(sch.get(part)) if b.block.iter_vars]
+    if names:
+        _in_part(sch, rng, rng.choice(names), part, near)
+
+
+def _in_part(sch, rng, name, loop, near):
+    then = rng.choice(("cache_read", "cache_write", "move", "blockize", "decompose",
+                       "split"))
+    blk = sch.get(name)
+    if then == "cache_read" and blk.reads:
+        sch.cache_read(name, rng.randrange(len(blk.reads)), rng.choice(("global", "local")))
+    elif then == "cache_write" and blk.writes:
+        sch.cache_write(name, rng.randrange(len(blk.writes)),
+                        rng.choice(("global", "local")))
+    elif then == "move" and near:
+        other = rng.choice(near)
+        (sch.compute_at if rng.random() < 0.5 else sch.reverse_compute_at)(other, loop)
+    elif then == "blockize":
+        sch.blockize(loop)
+    elif then == "decompose" and blk.init is not None:
+        sch.decompose_reduction(name, loop)
+    elif then == "split":
+        sch.split(loop, [None, rng.choice((2, 3))])
+
+
 STEPS = (("split", _split, 4), ("fuse", _fuse, 2), ("reorder", _reorder, 2),
          ("loop_kind", _loop_kind, 2), ("compute_at", _compute_at, 3),
          ("inline", _inline, 2), ("cache", _cache, 2), ("decompose", _decompose, 2),
@@ -254,17 +308,20 @@ STEPS = (("split", _split, 4), ("fuse", _fuse, 2), ("reorder", _reorder, 2),
          ("unit_loop", _unit_loop, 1),
          ("fuse_split_decompose", _fuse_split_decompose, 2),
          ("compute_at_decompose", _compute_at_decompose, 2),
-         ("split_blockize", _split_blockize, 3))
+         ("split_blockize", _split_blockize, 3),
+         ("partition_then", _partition_then, 2))
 
 
 #: the steps made of several primitives: those before a refused one stay applied
-SEQUENCES = frozenset(("fuse_split_decompose", "compute_at_decompose", "split_blockize"))
+SEQUENCES = frozenset(("fuse_split_decompose", "compute_at_decompose", "split_blockize",
+                       "partition_then"))
 
 
 def random_step(sch, rng) -> tuple:
     """Apply one random step; ``(name, "ok" | "refused", error or None)``.  A refusal
-    is any coded error (``T.CuvilError``); a single primitive refused leaves the
-    function unchanged (asserted).  Other exceptions propagate: they are crashes."""
+    is any coded error (``T.CuvilError``) but a malformed node; a single primitive
+    refused leaves the function unchanged (asserted).  Other exceptions propagate:
+    they are crashes."""
     total = sum(w for _, _, w in STEPS)
     x = rng.uniform(0, total)
     for name, fn, w in STEPS:
@@ -275,6 +332,10 @@ def random_step(sch, rng) -> tuple:
     try:
         fn(sch, rng)
     except T.CuvilError as err:
+        if "malformed node" in str(err):
+            # a primitive built an invalid node from a valid function: its own defect,
+            # not a refusal that says what to change
+            raise RuntimeError(f"{name}: {str(err).splitlines()[0]}") from err
         if name not in SEQUENCES and sch.func is not before:
             raise AssertionError(f"{name}: a refused primitive changed the function "
                                  f"({err})") from err
