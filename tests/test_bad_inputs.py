@@ -238,7 +238,7 @@ CATALOGUE = [
     Mistake("scope name typo", lambda: S.Schedule(_add_one()).cache_read("B", 0, "locla"),
             SC, "CVL-E103", r"cache_read: expected a storage scope name .*, found 'locla' "
                             r"\(str\): no registered target has a memory 'locla' \(their "
-                            r"plain scopes: global, local, shared\)"),
+                            r"plain scopes: global, local, shared, warp, warpgroup\)"),
     Mistake("GPU shared memory on a CPU target", lambda: (lambda s: (s.cache_read(
         s.get_block("B"), 0, "shared"), targets.build(s)))(S.Schedule(_add_one())), CE,
         "CVL-E105", r"scope 'shared', which target 'llvm' has no memory for"),

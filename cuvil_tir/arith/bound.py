@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from .. import dtype as D
 from .. import ops
-from ..expr import (Broadcast, Cast, Div, Expr, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul,
-                    Ramp, Select, Var, Add, SizeVar)
+from ..expr import (Broadcast, Call, Cast, Div, Expr, FloatImm, FloorDiv, FloorMod, IntImm, Max,
+                    Min, Mul, Ramp, Select, Var, Add, SizeVar)
 from ..node import same
 from ..op import max_value, min_value
 from ..visitor import used_vars
@@ -98,6 +98,18 @@ class _SymBound:
     def nonpos(self, e) -> bool:
         return self.ana.const_int_bound(e)[1] <= 0
 
+    def xor(self, e):
+        """``a ^ b`` with one side in ``[0, 2**k)`` changes the other's low ``k`` bits
+        only (an XOR swizzle of chunks): the other's bounds rounded to ``2**k``."""
+        for x, y in ((e.args[0], e.args[1]), (e.args[1], e.args[0])):
+            ly, hy = self.bound(y)
+            if isinstance(ly, IntImm) and isinstance(hy, IntImm) and ly.value >= 0:
+                unit = IntImm(1 << hy.value.bit_length(), e.dtype)
+                lx, hx = self.bound(x)
+                return (self.simp(FloorDiv(lx, unit) * unit),
+                        self.simp(FloorDiv(hx, unit) * unit + (unit.value - 1)))
+        return None
+
     def atom(self, e) -> tuple:
         if isinstance(e, Var):
             return self.bound(e)
@@ -126,6 +138,10 @@ class _SymBound:
             return self.simp(cls(la, lb)), self.simp(cls(ha, hb))
         if isinstance(e, Mul):
             return self.mul(e)
+        if isinstance(e, Call) and e.op == "bitwise_xor":
+            got = self.xor(e)
+            if got is not None:
+                return got
         arms = ops.branches(e)
         if isinstance(e, Select) or arms is not None:
             t, f = (e.true_value, e.false_value) if isinstance(e, Select) else arms[1:]

@@ -77,12 +77,13 @@ class AsyncCopies:
         self.open: dict = {}
         self.groups: dict = {}
         self.inflight: dict = {}
+        self.barriers: dict = {}      # mbarriers (cuvil_tir.interp.mbarrier)
 
     def check(self, arr, flat: int, thread: tuple, kind: str, text: str, threads) -> None:
         """Raise a ``RaceError`` when ``arr[flat]`` is the destination of a copy in
         flight (``thread`` ``kind`` s it in statement ``text``)."""
         c = self.inflight.get((id(arr), flat))
-        if c is None:
+        if c is None or (hasattr(c, "visible_to") and c.visible_to(thread)):
             return
         raise RaceError(
             f"data race on {c.buffer.scope} buffer {c.buffer.name} at address {flat}: thread "
@@ -92,6 +93,21 @@ class AsyncCopies:
             "between the wait and the other threads' use",
             buffer=c.buffer.name, address=flat, threads=(threads[c.thread], thread),
             statements=(c.text, text))
+
+    def land_bulk(self, copy) -> None:
+        """Write a bulk copy's destination (its mbarrier phase completed); it stays
+        listed until the threads that touch it have waited on that phase."""
+        np.put(copy.dst, copy.pos, copy.values)
+        if isinstance(copy.dst, MarkedArray):
+            np.put(copy.dst.written, copy.pos, True)
+        copy.landed = True
+
+    def barrier(self) -> None:
+        """A block barrier: a landed bulk copy some thread waited for is visible to
+        every thread from now on."""
+        for key in [k for k, c in self.inflight.items()
+                    if getattr(c, "waited", None)]:
+            del self.inflight[key]
 
     def land(self, thread: int, keep: int, log) -> None:
         """Land the copies of every closed group of ``thread`` but the ``keep`` newest;
@@ -106,6 +122,33 @@ class AsyncCopies:
                     if self.inflight.get((id(c.dst), flat)) is c:
                         del self.inflight[(id(c.dst), flat)]
                     log(c, flat)
+
+
+def copy_source(d, s, at_d, at_s, count: int, align: int, elem: int, what: str, names,
+                text) -> np.ndarray:
+    """The source positions of a copy of ``count`` elements (``elem`` bytes each) from
+    ``s[at_s]`` to ``d[at_d]``, checked: in bounds, both ends aligned to ``align``
+    bytes, the source initialised (``names``: the destination's and source's).
+
+    Example::
+
+        >>> copy_source(np.zeros(8), np.zeros(8), 0, 4, 4, 16, 4, "copy", ("D", "S"),
+        ...             "").tolist()
+        [4, 5, 6, 7]
+    """
+    dn, sn = names
+    if at_d < 0 or at_s < 0 or at_d + count > d.size or at_s + count > s.size:
+        raise LoweringError(f"{what} of {count} elements from {sn}[{at_s}] to {dn}[{at_d}] "
+                            f"is out of bounds:\n{text}")
+    if (at_d * elem) % align or (at_s * elem) % align:
+        raise LoweringError(f"{what} of {count * elem} bytes from {sn}[{at_s}] to "
+                            f"{dn}[{at_d}]: both ends must be aligned to {align} bytes:\n"
+                            f"{text}")
+    spos = np.arange(at_s, at_s + count)
+    if isinstance(s, MarkedArray) and not np.take(s.written, spos).all():
+        raise LoweringError(f"{what} reads uninitialised memory of {sn}[{at_s}:"
+                            f"{at_s + count}]:\n{text}")
+    return spos
 
 
 def _flat_of(fs, arr) -> int:
@@ -160,18 +203,8 @@ def compile_async(c, call, role: str, state: AsyncCopies, block):
     def copy():
         d, s = bufs[kd], bufs[ks]
         at_d, at_s = _flat_of(fd, d), _flat_of(fsrc, s)
-        if at_d < 0 or at_s < 0 or at_d + count > d.size or at_s + count > s.size:
-            raise LoweringError(f"asynchronous copy of {count} elements from "
-                                f"{src.buffer.name}[{at_s}] to {dst.buffer.name}[{at_d}] is "
-                                f"out of bounds:\n{text}")
-        if (at_d * elem) % nbytes or (at_s * elem) % nbytes:
-            raise LoweringError(f"asynchronous copy of {nbytes} bytes from "
-                                f"{src.buffer.name}[{at_s}] to {dst.buffer.name}[{at_d}]: "
-                                f"both ends must be aligned to {nbytes} bytes:\n{text}")
-        spos = np.arange(at_s, at_s + count)
-        if isinstance(s, MarkedArray) and not np.take(s.written, spos).all():
-            raise LoweringError(f"asynchronous copy reads uninitialised memory of "
-                                f"{src.buffer.name}[{at_s}:{at_s + count}]:\n{text}")
+        spos = copy_source(d, s, at_d, at_s, count, nbytes, elem, "asynchronous copy",
+                           (dst.buffer.name, src.buffer.name), text)
         t = block.cur
         if block.check:
             for flat in spos.tolist():
@@ -186,4 +219,4 @@ def compile_async(c, call, role: str, state: AsyncCopies, block):
     return copy
 
 
-__all__ = ["AsyncCopies", "compile_async"]
+__all__ = ["AsyncCopies", "compile_async", "copy_source"]

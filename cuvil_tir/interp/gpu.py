@@ -47,7 +47,8 @@ from ..errors import LoweringError, RaceError
 from ..expr import Call
 from ..ops import get_op
 from ..ops.async_copy import asynchronous
-from ..ops.gpu import collective, per_warp, tiles_of, warp_combiner
+from ..ops.gpu import collective, group_lanes, per_warp, tiles_of, warp_combiner
+from ..swizzle import Swizzle
 from ..printer import to_text
 from ..stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt
 from ..transform.gpu_sync import is_barrier
@@ -55,6 +56,7 @@ from ..thread_axes import thread_axis
 from ..transform.gpu_threads import is_thread_loop, launch_shape, thread_loops
 from ..visitor import post_order_visit
 from .async_copy import AsyncCopies, compile_async
+from .mbarrier import MBARRIER_ROLES, compile_mbarrier
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
 from .scalar import tile_storage, tile_values
@@ -261,7 +263,8 @@ class GpuStmtCompiler(StmtCompiler):
     def _s_Evaluate(self, s):
         role = asynchronous(s.value)
         if role is not None:
-            return compile_async(self, s.value, role, self.g.copies, self.g)
+            run = compile_mbarrier if role in MBARRIER_ROLES else compile_async
+            return run(self, s.value, role, self.g.copies, self.g)
         if is_barrier(s):
             return lambda: None       # outside a kernel, or in un-lowered IR
         return super()._s_Evaluate(s)
@@ -370,6 +373,7 @@ class GpuStmtCompiler(StmtCompiler):
             def sync():
                 g.logs = {}
                 g.phase += 1
+                g.copies.barrier()
             return sync
         if isinstance(s, SeqStmt):
             fs = [self.coll(c) for c in s.seq]
@@ -440,10 +444,12 @@ class GpuStmtCompiler(StmtCompiler):
 
     def _coll_tiles(self, call):
         """A tile op (``tiles`` in the op registry, e.g. a tensor-core step): once per
-        warp of 32 lanes, which must agree on the tiles; the op's ``reference``
-        computes the written tiles from all of them."""
+        warp of 32 lanes (a warpgroup of 128 for a ``warpgroup`` op), which must agree
+        on the tiles; the op's ``reference`` computes the written tiles from all of
+        them."""
         tiles = tiles_of(call)
         spec = get_op(call.op)
+        lanes = group_lanes(spec.collective)
         args = [call.args[t.arg] for t in tiles]
         slots = [self.buffer(a.buffer, call) for a in args]
         fidx = [[self.expr(ix) for ix in a.indices] for a in args]
@@ -451,6 +457,9 @@ class GpuStmtCompiler(StmtCompiler):
                 for t in tiles]
         g, env, bufs = self.g, self.frame.env, self.frame.bufs
         text = to_text(call)
+        # a swizzle argument is a constant the lowering appended (cuvil_tir.swizzle)
+        swizzles = [Swizzle.unpack(call.args[t.swizzle_arg].value)
+                    if t.swizzle_arg is not None else None for t in tiles]
 
         def where():
             out = []
@@ -466,12 +475,13 @@ class GpuStmtCompiler(StmtCompiler):
 
         def run():
             n = len(g.ctxs)
-            if n % 32:
-                raise LoweringError(f"a warp-wide tile op needs whole warps; the block has "
+            if n % lanes:
+                raise LoweringError(f"a {spec.collective}-wide tile op needs whole groups of "
+                                    f"{lanes} threads; the block has "
                                     f"{n} threads:\n{text}")
-            for w in range(0, n, 32):
+            for w in range(0, n, lanes):
                 seen = None
-                for t in range(w, w + 32):
+                for t in range(w, w + lanes):
                     g.set_thread(t)
                     for (kind, slot), v in g.ctxs[t].items():
                         (env if kind == "e" else bufs)[slot] = v
@@ -483,15 +493,18 @@ class GpuStmtCompiler(StmtCompiler):
                                             f"tiles to a warp-wide op ({seen} vs {got}): "
                                             f"all 32 lanes must take part together:\n{text}")
                 g.set_thread(w)
-                self._tiles_once(spec, tiles, args, slots, seen, text)
+                self._tiles_once(spec, tiles, args, slots, seen, text, swizzles)
         return run
 
-    def _tiles_once(self, spec, tiles, args, slots, seen, text):
+    def _tiles_once(self, spec, tiles, args, slots, seen, text, swizzles):
         g, bufs = self.g, self.frame.bufs
         mats = []
-        for (flat, ld), slot, t, a in zip(seen, slots, tiles, args):
+        for (flat, ld), slot, t, a, sw in zip(seen, slots, tiles, args, swizzles):
             arr = bufs[slot].reshape(-1)
             pos = flat + ld * np.arange(t.rows)[:, None] + np.arange(t.cols)[None, :]
+            if sw is not None:          # the tile's elements sit where the swizzle puts them
+                rows, cols = np.divmod(pos, ld)
+                pos = rows * ld + sw.apply(rows, cols)
             if pos.max() >= arr.size or flat < 0:
                 raise LoweringError(f"tile of {a.buffer.name} at {flat} (ld {ld}) is out "
                                     f"of bounds:\n{text}")
@@ -599,13 +612,15 @@ class GpuStmtCompiler(StmtCompiler):
         if buf.scope == "local":
             return self._per_thread_slot(("b", k), lambda t: new_array(buf, shape()), body)
         if per_warp(buf.scope):
-            # the 32 lanes of a warp (consecutive linear thread ids) share one array
+            # the 32 lanes of a warp (128 of a warpgroup; consecutive linear thread
+            # ids) share one array
             warps: dict = {}
+            lanes = group_lanes(buf.scope)
 
             def of_warp(t):
-                if t % 32 == 0:         # a new run of the block: fresh arrays
-                    warps[t // 32] = new_array(buf, shape())
-                return warps[t // 32]
+                if t % lanes == 0:      # a new run of the block: fresh arrays
+                    warps[t // lanes] = new_array(buf, shape())
+                return warps[t // lanes]
             return self._per_thread_slot(("b", k), of_warp, body)
         bufs = self.frame.bufs
 

@@ -64,11 +64,12 @@ from ..expr_build import make_float
 #: the effects an op may have, from least to most constraining
 EFFECTS = ("pure", "reads", "writes", "barrier", "opaque")
 #: the groups of threads a collective op runs over (None: one thread)
-COLLECTIVES = (None, "block", "warp")
+COLLECTIVES = (None, "block", "warp", "warpgroup")
 #: the dtype rules an op's operands follow
 OPERAND_RULES = ("float", "number", "select", "any")
 #: the roles of asynchronous copies (:mod:`cuvil_tir.ops.async_copy`)
-ASYNC_ROLES = (None, "copy", "commit", "wait")
+ASYNC_ROLES = (None, "copy", "commit", "wait", "bulk_copy", "mbarrier_init", "mbarrier_arrive",
+               "mbarrier_wait")
 
 
 @dataclass(frozen=True)
@@ -415,3 +416,5 @@ from .spelling import (EXPAND, Unsupported, find_spelling, register_backend,  # 
 from . import gpu as _gpu  # noqa: E402,F401
 # asynchronous copies and their waits (cuvil_tir.ops.async_copy)
 from . import async_copy as _async_copy  # noqa: E402,F401
+# bulk copies completing on mbarrier phases (cuvil_tir.ops.mbarrier)
+from . import mbarrier as _mbarrier  # noqa: E402,F401

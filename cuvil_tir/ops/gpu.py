@@ -61,6 +61,9 @@ class Tile:
     cols: int
     ld_arg: int | None = None
     access: str = "read"
+    #: the argument holding the tile's XOR swizzle (``(bits << 16) | (base << 8) |
+    #: shift`` of its flattened offsets, 0: none; :mod:`cuvil_tir.swizzle`)
+    swizzle_arg: int | None = None
 
     def __post_init__(self):
         if self.access not in TILE_ACCESS:
@@ -151,6 +154,23 @@ def tiles_of(call) -> tuple:
     return tuple(get_op(op).tiles(call.args))
 
 
+#: threads of each group a collective op or a per-group memory spans
+GROUP_LANES = {"warp": 32, "warpgroup": 128}
+
+
+def group_lanes(name) -> int:
+    """Threads in one group of ``name``: a collective (``"warp"``, ``"warpgroup"``)
+    or a per-group scope (``"warpgroup"``: Hopper's 4 warps issuing one ``wgmma``;
+    any other per-warp scope: 32).
+
+    Example::
+
+        >>> group_lanes("warpgroup"), group_lanes("wmma.accumulator")
+        (128, 32)
+    """
+    return GROUP_LANES.get(name, 32)
+
+
 def per_warp(scope) -> bool:
     """Whether one allocation in ``scope`` serves a warp: TVM's storage ranks
     ``warp`` and ``wmma.*`` (a tensor-core fragment lives in the registers of the 32
@@ -162,7 +182,7 @@ def per_warp(scope) -> bool:
         >>> per_warp("wmma.accumulator"), per_warp("shared")
         (True, False)
     """
-    return isinstance(scope, str) and (scope == "warp" or scope.startswith("wmma."))
+    return isinstance(scope, str) and (scope in GROUP_LANES or scope.startswith("wmma."))
 
 
 register_op(OpDef(SYNC_OP, 1, "any", effect="barrier", collective="block",
@@ -171,4 +191,5 @@ for _name, _kind in (("warp_sum", "Add"), ("warp_max", "Max"), ("warp_min", "Min
     register_warp_reduction(_name, _kind)
 
 __all__ = ["COMBINERS", "SYNC_OP", "TILE_ACCESS", "Tile", "collective", "is_block_barrier",
-           "per_warp", "register_warp_reduction", "tiles_of", "warp_combiner"]
+           "GROUP_LANES", "group_lanes", "per_warp", "register_warp_reduction", "tiles_of",
+           "warp_combiner"]

@@ -48,6 +48,7 @@ from .pass_manager import PassContext
 #: instance and thread tags sharing one allocation, by the base of a scope name
 _BY_BASE = {"global": ("program", ()), "shared": ("block", ("threadIdx", "vthread")),
             "warp": ("warp", ("threadIdx.x",)), "wmma": ("warp", ("threadIdx.x",)),
+            "warpgroup": ("warp", ("threadIdx.x",)),
             "local": ("thread", ())}
 
 

@@ -32,8 +32,8 @@ from cuvil_tir import arith
 from cuvil_tir import dtype as D
 from cuvil_tir.buffer import check_axis_separators
 from cuvil_tir.errors import ShapeError
-from cuvil_tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, FloorDiv, FloorMod, IntImm,
-                            Max, Min, Mul, Not, Or, Sub, Var, const)
+from cuvil_tir.expr import IntImm, Var, const
+from cuvil_tir.swizzle import SWIZZLE_KEY
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import union
 from cuvil_tir.block_regions import infer_block_regions
@@ -42,6 +42,8 @@ from cuvil_tir.visitor import Mutator, substitute
 
 from ..errors import LayoutError, schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
+from .index_eval import eval_np
+from .layout_tiles import map_swizzle, tile_layout
 from .layout_padding import inverse_of, pad_value_at, padding_predicate, write_padding
 from .entry_checks import entry_check, with_entry_check
 from .index_maps import AXIS_SEPARATOR, apply_index_map, bind_free_vars, function_vars
@@ -51,44 +53,6 @@ from .buffer_ref import (block_buffer, is_allocated, is_param as _is_param, pass
 
 #: maps over at most this many points are checked exhaustively (exact shape, one-to-one)
 ENUMERATE_LIMIT = 1 << 22
-
-
-_NP = {Add: np.add, Sub: np.subtract, Mul: np.multiply, FloorDiv: np.floor_divide,
-       FloorMod: np.mod, Min: np.minimum, Max: np.maximum, EQ: np.equal, NE: np.not_equal,
-       LT: np.less, LE: np.less_equal, GT: np.greater, GE: np.greater_equal,
-       And: np.logical_and, Or: np.logical_or}
-
-
-def eval_np(e, env):
-    """Evaluate an integer index expression or a condition on numpy arrays (``env``:
-    ``{id(var): array}``); None if it uses anything else.
-
-    Example::
-
-        >>> i = Var("i")
-        >>> eval_np((i * 2 < 5) & (i >= 1), {id(i): np.arange(4)}).tolist()
-        [False, True, True, False]
-    """
-    return _eval_np(e, env)
-
-
-def _eval_np(e, env):
-    if isinstance(e, IntImm):
-        return np.int64(e.value)
-    if isinstance(e, Var):
-        return env.get(id(e))
-    if isinstance(e, Not):
-        a = _eval_np(e.a, env)
-        return None if a is None else np.logical_not(a)
-    fn = _NP.get(type(e))
-    if fn is None:
-        return None
-    a, b = _eval_np(e.a, env), _eval_np(e.b, env)
-    if a is None or b is None:
-        return None
-    if fn in (np.floor_divide, np.mod) and np.any(b == 0):
-        return None
-    return fn(a, b)
 
 
 def index_dtype(shape) -> str:
@@ -155,7 +119,7 @@ def _enumerated_image(dims, params, exprs, what, prim="transform_layout"):
         return None
     grids = np.meshgrid(*[np.arange(n, dtype=np.int64) for n in shape], indexing="ij")
     env = {id(p): g.ravel() for p, g in zip(params, grids)}
-    vals = [_eval_np(x, env) for x in exprs]
+    vals = [eval_np(x, env) for x in exprs]
     if any(v is None for v in vals):
         return None
     vals = [np.broadcast_to(v, (size,)) for v in vals]
@@ -196,8 +160,10 @@ class _Relayout(Mutator):
     are simplified knowing the ranges of the loops and block iterators around them
     (``(vo * 16 + vi) // 16`` is ``vo`` when ``vi < 16``), as TensorIR does."""
 
-    def __init__(self, old, new, params, exprs):
+    def __init__(self, old, new, params, exprs, keep=frozenset(), swizzle=None):
         self.old, self.new, self.params, self.exprs = old, new, params, exprs
+        self.keep = keep        # ids of tile-op arguments left at the tile's origin
+        self.swizzle = swizzle  # the map is this XOR swizzle (cuvil_tir.swizzle)
         self.ana = arith.Analyzer(index_no_overflow=True)
 
     def visit_buffer(self, buf):
@@ -244,10 +210,15 @@ class _Relayout(Mutator):
         vm = dict(zip(self.params, indices))
         return tuple(self.ana.simplify(substitute(x, vm)) for x in self.exprs)
 
+    def _swizzled(self, cols):
+        return _swizzled_columns(self.swizzle, cols, self.ana.simplify)
+
     def visit_BufferLoad(self, ld):
         idx = self.visit(ld.indices)
         if ld.buffer is not self.old:
             return ld if idx is ld.indices else type(ld)(ld.buffer, idx)
+        if id(ld) in self.keep:
+            return type(ld)(self.new, idx)
         return type(ld)(self.new, self._map(idx))
 
     def visit_BufferStore(self, st):
@@ -264,6 +235,8 @@ class _Relayout(Mutator):
         if all(isinstance(g.extent, IntImm) and g.extent.value == 1 for g in r.region):
             return BufferRegion(self.new, tuple(Range(x, const(1, x.dtype))
                                                 for x in self._map([g.min for g in r.region])))
+        if self.swizzle is not None:
+            return BufferRegion(self.new, (r.region[0], self._swizzled(r.region[1])))
         ranges = {p: g for p, g in zip(self.params, r.region)}
         out = []
         for d, x in enumerate(self.exprs):
@@ -273,6 +246,15 @@ class _Relayout(Mutator):
             except Exception:  # unboundable: the whole new dimension
                 out.append(Range(const(0, self.new.shape[d].dtype), self.new.shape[d]))
         return BufferRegion(self.new, tuple(out))
+
+
+def _swizzled_columns(swizzle, cols, simplify):
+    """The columns a swizzle may move the range ``cols`` to: the groups of
+    ``swizzle.cols`` it touches (itself when it holds whole groups)."""
+    c = swizzle.cols
+    lo = simplify(cols.min // c * c)
+    hi = simplify(((cols.min + cols.extent - 1) // c + 1) * c)
+    return Range(lo, simplify(hi - lo))
 
 
 def _pad_check(buf, new_shape, params, exprs, pad_value, func, blk, allow) -> bool:
@@ -383,8 +365,13 @@ def transform_layout(func, block, buffer_index: int, index_map,
                                axis_separators=seps)
     padding = _pad_check(buf, new_buf.shape, params, exprs, pad_value, func, blk,
                          assume_injective_transform)
+    swizzle = map_swizzle(buf, new_buf, params, exprs)
+    keep = tile_layout(func, blk, buf, swizzle)
     g = swap_buffer(func, buf, new_buf,
-                    _Relayout(buf, new_buf, params, exprs).visit(func.body))
+                    _Relayout(buf, new_buf, params, exprs, keep, swizzle).visit(func.body))
+    if swizzle is not None and keep:
+        rest = tuple(x for x in func.attr(SWIZZLE_KEY, ()) or () if x[0] != buf.name)
+        g = g.with_attr(SWIZZLE_KEY, rest + ((buf.name, swizzle.pack()),))
     if padding and pad_at is not None:
         g = write_padding(func, g, buf, new_buf, params, exprs, pad_at, prim, blk)
     return _positive_divisors(func, g, buf, params, exprs, blk), None

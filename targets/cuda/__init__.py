@@ -26,7 +26,7 @@ Example::
 
     >>> import targets
     >>> [m.scope for m in targets.get_target_kind("cuda").memories]
-    ['global', 'shared', 'local', 'wmma.accumulator']
+    ['global', 'shared', 'local', 'wmma.accumulator', 'warp', 'warpgroup']
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from cuvil_tir.transform.gpu_threads import (grid_roots, kernels, normalize_thre
 from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.transform.vectorize import vectorize_loops
 from cuvil_tir.printer import to_text
+from cuvil_tir.swizzle import append_swizzles
 from cuvil_tir.stmt import For
 from cuvil_tir.thread_axes import ThreadAxis
 from cuvil_tir.visitor import Mutator
@@ -54,6 +55,7 @@ from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
 from .nvcc import needs_nvcc, nvcc_available, nvcc_compile
 from .runtime import CudaRuntime
 from .tensorcore import wmma_leading_dims
+from .mbarrier import check_hopper_ops
 
 #: the thread axes of a CUDA launch and their limits
 THREAD_AXES = (ThreadAxis("blockIdx.x", "grid", 0, (1 << 31) - 1),
@@ -140,7 +142,7 @@ def cuda_pipeline() -> list:
     """
     return [cooperative_fetch, lower_cross_thread_reduction, grid_roots, plan_buffer_allocation,
             lower_blocks, normalize_thread_bindings, inject_software_pipeline, wmma_leading_dims,
-            flatten_buffers,
+            append_swizzles, check_hopper_ops, flatten_buffers,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
 
@@ -166,7 +168,11 @@ class CudaKind(TargetKind):
                 Memory("local", None, "per thread: registers"),
                 Memory("wmma.accumulator", None,
                        "per warp: tensor-core accumulator fragments in registers",
-                       instance="warp"))
+                       instance="warp"),
+                Memory("warp", None, "per warp: mma.sync accumulators in the lanes' "
+                       "registers", instance="warp"),
+                Memory("warpgroup", None, "per warpgroup (128 threads): wgmma "
+                       "accumulators in the threads' registers", instance="warp"))
     calling_conventions = ("host", "device_kernel")
     op_spellings = "cuda"
     passes = cuda_pipeline()

@@ -37,15 +37,29 @@ template <int N> __device__ __forceinline__ void cvl_cp_async_wait() {
 """
 
 
-def _copy(p, e) -> str:
+def global_to_shared(e, parts, what: str) -> tuple:
+    """``parts(e)`` (the checked operands of a copy op, destination and source first),
+    refused unless the copy goes from global to shared memory.
+
+    Example::
+
+        >>> global_to_shared.__name__
+        'global_to_shared'
+    """
     try:
-        dst, src, n = copy_parts(e)
+        out = parts(e)
     except CuvilError as err:
         raise CodegenError(f"cuda codegen: {err.message}: {to_text(e)}") from None
+    dst, src = out[:2]
     if dst.buffer.scope != "shared" or src.buffer.scope != "global":
-        raise CodegenError(f"cuda codegen: cp.async copies global memory into shared memory; "
+        raise CodegenError(f"cuda codegen: {what} copies global memory into shared memory; "
                            f"{to_text(e)} copies {src.buffer.scope} {src.buffer.name} into "
                            f"{dst.buffer.scope} {dst.buffer.name}")
+    return out
+
+
+def _copy(p, e) -> str:
+    dst, src, n = global_to_shared(e, copy_parts, "cp.async")
     p.use_helper("cvl_cp_async", ASYNC_HELPER)
     if src.buffer.scope == "global":
         p.alignment[src.buffer.name] = max(p.alignment.get(src.buffer.name, 0), n)
@@ -70,4 +84,4 @@ def _wait(p, e) -> str:
 #: the ``cuda`` spellings of the asynchronous-copy ops (registered by the codegen)
 SPELLINGS = {COPY_OP: _copy, COMMIT_OP: _commit, WAIT_OP: _wait}
 
-__all__ = ["ASYNC_HELPER", "SPELLINGS"]
+__all__ = ["ASYNC_HELPER", "SPELLINGS", "global_to_shared"]

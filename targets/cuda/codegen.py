@@ -58,6 +58,9 @@ from .tensorcore import WMMA_OP, wmma_text
 from .mma_fp8 import FP8_OP, mma_fp8_text
 from .fragments import ACC_SCOPE, FILL_OP, STORE_OP, declare_fragments, fill_text, store_text
 from .asynccopy import SPELLINGS as ASYNC_SPELLINGS
+from .mma import SPELLINGS as MMA_SPELLINGS, WARP_SCOPE, declare_registers
+from .mbarrier import SPELLINGS as MBARRIER_SPELLINGS
+from .wgmma import SPELLINGS as WGMMA_SPELLINGS, WARPGROUP_SCOPE, shared_alignment
 
 STATIC_SHARED_LIMIT = 48 * 1024
 
@@ -269,19 +272,27 @@ class KernelPrinter(CPrinter):
         t = self.mem_type(buf.dtype)
         nbytes = _alloc_bytes(buf)
         n = nbytes * 8 // D.bits(buf.dtype)
+        align = shared_alignment(buf, s.body) if buf.scope == "shared" else 32
+        if buf.scope == "shared" and self.dyn and align > 32:
+            raise CodegenError(f"cuda codegen: {buf.name} needs {align}-byte alignment "
+                               "(wgmma) and the kernel uses dynamic shared memory, which "
+                               "does not place it so yet: use smaller tiles (48 KiB of "
+                               "static shared memory)")
         if buf.scope == "shared" and self.dyn:
             self.emit(f"{t}* {name} = ({t}*)(cvl_dyn_smem + {self.dyn_offset});")
             self.dyn_offset += (nbytes + 31) & ~31      # tensor-core tiles need 32
         elif buf.scope == "shared":
-            self.emit(f"__shared__ __align__(32) {t} {name}[{n}];")
+            self.emit(f"__shared__ __align__({align}) {t} {name}[{n}];")
         elif buf.scope == "local":
             self.emit(f"__align__(16) {t} {name}[{n}];")
         elif buf.scope == ACC_SCOPE:
             declare_fragments(self, buf, name, n)
+        elif buf.scope in (WARP_SCOPE, WARPGROUP_SCOPE):
+            declare_registers(self, buf, name, n)
         else:
             raise CodegenError(f"cuda codegen: buffer {buf.name} in scope {buf.scope!r} "
-                               "is allocated inside a kernel; only 'shared', 'local' and "
-                               f"'{ACC_SCOPE}' buffers can be")
+                               "is allocated inside a kernel; only 'shared', 'local', "
+                               f"'{WARP_SCOPE}' and '{ACC_SCOPE}' buffers can be")
         self.print_stmt(s.body)
 
     def s_Evaluate(self, s):
@@ -431,7 +442,7 @@ ops.register_spellings("cuda", {
     "warp_sum": _warp_reduction, "warp_max": _warp_reduction, "warp_min": _warp_reduction,
     WMMA_OP: KernelPrinter.wmma, FILL_OP: fill_text, STORE_OP: store_text,
     FP8_OP: KernelPrinter.mma_fp8,
-    **ASYNC_SPELLINGS,
+    **ASYNC_SPELLINGS, **MMA_SPELLINGS, **MBARRIER_SPELLINGS, **WGMMA_SPELLINGS,
 })
 
 

@@ -73,25 +73,37 @@ register_op(OpDef(STORE_OP, -1, "any", effect="opaque", collective="warp",
                       "(the 32 lanes of a warp)"), replace=True)
 
 
-def _tile_func(name: str, op: str, value) -> tuple:
-    """``(desc, impl)``: a 16 x 16 loop nest writing ``value(vi, vj)`` to its last
-    buffer, and the warp-wide call of ``op`` on the tiles' first elements."""
-    bufs = [Buffer((16, 16), "float32", n, scope=s)
-            for n, s in (("C", ACC_SCOPE), ("D", "global"))][: 1 if op == FILL_OP else 2]
+def tile_func(name: str, op: str, value, fill: bool, m: int = 16, n: int = 16,
+              scope: str = ACC_SCOPE, dtype: str = "float32") -> tuple:
+    """``(desc, impl)``: an ``m x n`` loop nest writing ``value(src, vi, vj)`` to its
+    last buffer (``fill``: the only buffer, in ``scope``; else ``D`` in memory, read
+    from ``C`` in ``scope``), and the warp-wide call of ``op`` on the tiles' first
+    elements (and ``m, n`` for a tile other than 16 x 16).
+
+    Example::
+
+        >>> desc, impl = tile_func("z", FILL_OP, lambda s, i, j: FloatImm(0.0, "float32"),
+        ...                        True)
+        >>> [b.scope for b in desc.params]
+        ['wmma.accumulator']
+    """
+    bufs = [Buffer((m, n), dtype, nm, scope=s)
+            for nm, s in (("C", scope), ("D", "global"))][: 1 if fill else 2]
     out, src = bufs[-1], bufs[0]
     i, j, vi, vj = Var("i"), Var("j"), Var("vi"), Var("vj")
     pt = (Range(vi, const(1)), Range(vj, const(1)))
-    reads = () if op == FILL_OP else (BufferRegion(src, pt),)
-    blk = Block(name, (IterVar(vi, Range.from_extent(16), "spatial"),
-                       IterVar(vj, Range.from_extent(16), "spatial")),
+    reads = () if fill else (BufferRegion(src, pt),)
+    blk = Block(name, (IterVar(vi, Range.from_extent(m), "spatial"),
+                       IterVar(vj, Range.from_extent(n), "spatial")),
                 reads, (BufferRegion(out, pt),),
                 BufferStore(out, value(src, vi, vj), (vi, vj)))
-    body = For(i, const(0), const(16), "serial",
-               For(j, const(0), const(16), "serial", BlockRealize((i, j), const(True), blk)))
+    body = For(i, const(0), const(m), "serial",
+               For(j, const(0), const(n), "serial", BlockRealize((i, j), const(True), blk)))
     desc = PrimFunc(tuple(bufs), body, {"global_symbol": f"{name}_desc"})
-    impl_bufs = [Buffer((16, 16), "float32", b.name, scope=b.scope) for b in bufs]
+    impl_bufs = [Buffer((m, n), dtype, b.name, scope=b.scope) for b in bufs]
     z = const(0)
-    call = Evaluate(Call("int32", op, tuple(b[z, z] for b in impl_bufs)))
+    dims = () if (m, n) == (16, 16) else (const(m), const(n))
+    call = Evaluate(Call("int32", op, tuple(b[z, z] for b in impl_bufs) + dims))
     impl = PrimFunc(tuple(impl_bufs), BlockRealize((), const(True),
                                                    Block("root", (), (), (), call)),
                     {"global_symbol": f"{name}_impl"})
@@ -107,8 +119,8 @@ def fill_intrin() -> tuple:
         >>> [b.scope for b in desc.params]
         ['wmma.accumulator']
     """
-    return _tile_func("wmma_fill_16x16_f32", FILL_OP,
-                      lambda src, vi, vj: FloatImm(0.0, "float32"))
+    return tile_func("wmma_fill_16x16_f32", FILL_OP,
+                     lambda src, vi, vj: FloatImm(0.0, "float32"), True)
 
 
 def store_intrin() -> tuple:
@@ -121,7 +133,8 @@ def store_intrin() -> tuple:
         >>> [b.scope for b in desc.params]
         ['wmma.accumulator', 'global']
     """
-    return _tile_func("wmma_store_16x16_f32", STORE_OP, lambda src, vi, vj: src[vi, vj])
+    return tile_func("wmma_store_16x16_f32", STORE_OP, lambda src, vi, vj: src[vi, vj],
+                     False)
 
 
 TensorIntrin.register(FILL_INTRIN, *fill_intrin(), override=True)
@@ -222,4 +235,4 @@ def store_text(printer, e) -> str:
 
 __all__ = ["ACC_SCOPE", "FILL_INTRIN", "FILL_OP", "STORE_INTRIN", "STORE_OP",
            "check_fragments", "declare_fragments", "fill_intrin", "fill_text",
-           "fragment_ref", "store_intrin", "store_text"]
+           "fragment_ref", "store_intrin", "store_text", "tile_func"]

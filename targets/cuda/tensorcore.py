@@ -38,8 +38,8 @@ from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.expr import BufferLoad, Call, IntImm, Var, const
 from cuvil_tir.function import PrimFunc
-from cuvil_tir.ops import OpDef, register_op
-from cuvil_tir.ops.gpu import Tile, per_warp
+from cuvil_tir.ops import OpDef, get_op, register_op
+from cuvil_tir.ops.gpu import Tile, group_lanes, per_warp
 from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
                             IterVar, Range)
@@ -112,9 +112,10 @@ WMMA_MMA_HELPER = r"""template <int K, typename T> __device__ __forceinline__ vo
 """
 
 
-def _params(k: int, dtype: str):
-    return (Buffer((16, k), dtype, "A"), Buffer((k, 16), dtype, "B"),
-            Buffer((16, 16), "float32", "C"))
+def _params(k: int, dtype: str, m: int = 16, n: int = 16, acc: str = "float32",
+            b_transposed: bool = False):
+    return (Buffer((m, k), dtype, "A"), Buffer((n, k) if b_transposed else (k, n), dtype, "B"),
+            Buffer((m, n), acc, "C"))
 
 
 def wmma_intrin(k: int = 16, dtype: str = "float16") -> tuple:
@@ -130,10 +131,13 @@ def wmma_intrin(k: int = 16, dtype: str = "float16") -> tuple:
     return tile_gemm_intrin(k, dtype, WMMA_OP, f"wmma_16x16x{k}_{WMMA_INPUTS[dtype]}")
 
 
-def tile_gemm_intrin(k: int, dtype: str, op: str, name: str) -> tuple:
-    """``(desc, impl)`` of ``C[0:16, 0:16] += float(A[0:16, 0:k]) @ float(B[0:k, 0:16])``
-    (A and B of ``dtype``, C float32) whose ``impl`` is the warp-wide call
-    ``op(A[0, 0], B[0, 0], C[0, 0], k)``; ``name`` prefixes the functions' symbols.
+def tile_gemm_intrin(k: int, dtype: str, op: str, name: str, m: int = 16, n: int = 16,
+                     acc: str = "float32", b_transposed: bool = False) -> tuple:
+    """``(desc, impl)`` of ``C[0:m, 0:n] += acc(A[0:m, 0:k]) @ acc(B[0:k, 0:n])``
+    (A and B of ``dtype``, C of ``acc``; ``b_transposed``: B is ``[n, k]`` and read
+    as ``B[j, k]``) whose ``impl`` is the warp-wide call ``op(A[0, 0], B[0, 0],
+    C[0, 0], k)`` (``op(..., m, n, k)`` for a tile other than 16 x 16); ``name``
+    prefixes the functions' symbols.
 
     Example::
 
@@ -141,7 +145,7 @@ def tile_gemm_intrin(k: int, dtype: str, op: str, name: str) -> tuple:
         >>> impl.attr("global_symbol")
         't_impl'
     """
-    A, B, C = _params(k, dtype)
+    A, B, C = _params(k, dtype, m, n, acc, b_transposed)
     i, j, r = Var("i"), Var("j"), Var("k")
     vi, vj, vk = Var("vi"), Var("vj"), Var("vk")
 
@@ -149,21 +153,23 @@ def tile_gemm_intrin(k: int, dtype: str, op: str, name: str) -> tuple:
         return tuple(Range(x, const(1)) for x in xs)
 
     blk = Block("update",
-                (IterVar(vi, Range.from_extent(16), "spatial"),
-                 IterVar(vj, Range.from_extent(16), "spatial"),
+                (IterVar(vi, Range.from_extent(m), "spatial"),
+                 IterVar(vj, Range.from_extent(n), "spatial"),
                  IterVar(vk, Range.from_extent(k), "reduce")),
                 (BufferRegion(C, pt(vi, vj)), BufferRegion(A, pt(vi, vk)),
-                 BufferRegion(B, pt(vk, vj))),
+                 BufferRegion(B, pt(vj, vk) if b_transposed else pt(vk, vj))),
                 (BufferRegion(C, pt(vi, vj)),),
-                BufferStore(C, C[vi, vj] + A[vi, vk].astype("float32")
-                            * B[vk, vj].astype("float32"), (vi, vj)))
+                BufferStore(C, C[vi, vj] + A[vi, vk].astype(acc)
+                            * (B[vj, vk] if b_transposed else B[vk, vj]).astype(acc),
+                            (vi, vj)))
     body = BlockRealize((i, j, r), const(True), blk)
-    for v, e in ((r, k), (j, 16), (i, 16)):
+    for v, e in ((r, k), (j, n), (i, m)):
         body = For(v, const(0), const(e), "serial", body)
     desc = PrimFunc((A, B, C), body, {"global_symbol": f"{name}_desc"})
-    A2, B2, C2 = _params(k, dtype)
+    A2, B2, C2 = _params(k, dtype, m, n, acc, b_transposed)
     z = const(0)
-    call = Evaluate(Call("int32", op, (A2[z, z], B2[z, z], C2[z, z], const(k))))
+    dims = (const(k),) if (m, n) == (16, 16) else (const(m), const(n), const(k))
+    call = Evaluate(Call("int32", op, (A2[z, z], B2[z, z], C2[z, z]) + dims))
     root = Block("root", (), (), (), call)
     impl = PrimFunc((A2, B2, C2), BlockRealize((), const(True), root),
                     {"global_symbol": f"{name}_impl"})
@@ -228,15 +234,17 @@ class _LeadingDims(Mutator):
         # leading dimension is the padded row stride flatten_buffers will give it
         self.aligns: dict = {}
         for name, ndim, axis, factor, offset in func.attr(ALIGN_KEY) or ():
-            if ndim == 2:
-                self.aligns.setdefault(name, {})[axis] = (factor, offset)
+            self.aligns.setdefault(name, []).append((ndim, axis, factor, offset))
 
     def row_stride(self, a) -> int | None:
         buf = a.buffer if isinstance(a, BufferLoad) else None
-        if buf is None or len(buf.shape) != 2 or not all(isinstance(d, IntImm)
-                                                         for d in buf.shape):
+        if buf is None or len(buf.shape) < 2 or not all(isinstance(d, IntImm)
+                                                        for d in buf.shape):
             return None
-        ld = aligned_strides([d.value for d in buf.shape], self.aligns.get(buf.name, {}))[0]
+        # a pipeline's versions of a tile (software_pipeline_stage) lead its shape
+        aligns = {axis + buf.ndim - ndim: (f, o)
+                  for ndim, axis, f, o in self.aligns.get(buf.name, ())}
+        ld = aligned_strides([d.value for d in buf.shape], aligns)[-2]
         # wmma's rule: a row stride of a multiple of 16 bytes (fragments: whole tiles)
         unit = 16 if per_warp(buf.scope) else 128 // D.bits(buf.dtype)
         return ld if ld % unit == 0 else None
@@ -285,11 +293,14 @@ def wmma_leading_dims(func):
     for k in kernels(body):
         calls = _wmma_calls(k)
         lanes = launch_dims(k).get("threadIdx.x", IntImm(1, "int32"))
-        if calls and not (isinstance(lanes, IntImm) and lanes.value == 32):
+        # the threads issuing one call together: a warp, or a warpgroup (wgmma)
+        want = max([group_lanes(get_op(c.op).collective) for c in calls] or [32])
+        if calls and not (isinstance(lanes, IntImm) and lanes.value == want):
             raise LoweringError(f"a kernel of {func.name} calls tensor cores with "
-                                f"threadIdx.x = {lanes}; the 32 lanes of a warp are "
-                                "threadIdx.x: bind a loop of extent 32 to it (the copies "
-                                "into shared memory) and the warps to threadIdx.y/z")
+                                f"threadIdx.x = {lanes}; the {want} lanes of a "
+                                f"{'warp' if want == 32 else 'warpgroup'} are threadIdx.x: "
+                                f"bind a loop of extent {want} to it (the copies into "
+                                "shared memory) and the groups to threadIdx.y/z")
     return func.with_body(body)
 
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 from cuvil_tir.analysis import tree
 from cuvil_tir import dtype as D
 from cuvil_tir import float8 as F8
+from cuvil_tir.swizzle import Swizzle
 from schedules.errors import ScheduleArgumentError
 from targets.cuda.fragments import ACC_SCOPE, FILL_INTRIN, STORE_INTRIN
+from targets.cuda import mma, wgmma
 from targets.cuda.mma_fp8 import mma_name
 from targets.cuda.tensorcore import wmma_name
 
@@ -216,6 +218,25 @@ def _lanes(sch, loops, split):
         sch.bind(loop, tag)
 
 
+def _stage_inputs(sch, blk, ko, rows, pad, vector, warps) -> list:
+    """Stage A and B (reads 0, 1 of ``blk``) in ``shared`` memory at each ``ko`` slice,
+    their rows (of ``rows`` elements) padded by ``pad`` elements, copied ``vector``
+    elements at a time by the threads ``warps`` names; the copy blocks."""
+    out = []
+    for idx, row in enumerate(rows):
+        sh = sch.cache_read(blk, idx, "shared")
+        sch.compute_at(sh, ko)
+        ax0, ax1 = sch.get_loops(sh)[-2:]
+        if pad:
+            sch.storage_align(sh, 0, 0, row, pad)
+        if vector > 1:
+            ax1, vec = sch.split(ax1, [None, vector])
+            sch.vectorize(vec)
+        _lanes(sch, [ax0, ax1], warps)
+        out.append(sh)
+    return out
+
+
 def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int = 32,
                     epilogue: str | None = None, warp_m: int = 16, warp_n: int = 16,
                     accumulator: str = "registers", vector: int = 1,
@@ -282,17 +303,7 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
             sch.reverse_compute_at(cache, bx)
     if out is not None:
         _lanes(sch, sch.get_loops(out)[-2:], warps)
-    for idx in (0, 1):
-        sh = sch.cache_read(blk, idx, "shared")
-        sch.compute_at(sh, ko)
-        ax0, ax1 = sch.get_loops(sh)[-2:]
-        if pad:
-            row = bk if idx == 0 else bn
-            sch.storage_align(sh, 0, 0, row, pad)
-        if vector > 1:
-            ax1, vec = sch.split(ax1, [None, vector])
-            sch.vectorize(vec)
-        _lanes(sch, [ax0, ax1], warps)
+    _stage_inputs(sch, blk, ko, (bk, bn), pad, vector, warps)
     init = sch.decompose_reduction(blk, ko)
     if acc is None:
         _lanes(sch, sch.get_loops(init)[-2:], [("threadIdx.x", 32)])
@@ -316,5 +327,136 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
     fuse_epilogue(sch, epilogue)
 
 
-__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_split_k", "gemm_tensorcore",
-           "row_reduce", "softmax"]
+def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
+             warp_m: int = 64, warp_n: int = 64, vector: int | None = None,
+             pad: int | None = None, swizzle: bool = False, stages: int = 1) -> None:
+    """fp16, bf16 (fp32 accumulation) or int8 (int32) GEMM on ``mma.sync`` fed by
+    ``ldmatrix`` (:mod:`targets.cuda.mma`): a ``bm x bn`` tile per block, a ``warp_m x
+    warp_n`` tile per warp (warps on threadIdx.z/y, lanes on threadIdx.x) accumulated
+    in the warp's registers (``warp`` scope) for the whole K loop, A and B slices of
+    depth ``bk`` staged in ``shared`` memory by all threads (``vector`` elements per
+    copy; by default 16 bytes' worth), each warp's slice one ``cuda.mma_{warp_m}x{warp_n}x{bk}`` step.  int8 reads
+    B as ``[N, K]`` (``C[i, j] += A[i, k] * B[j, k]``).  ``pad``: elements added to
+    each staged row (``storage_align``; by default 16 bytes' worth, which puts the 8
+    rows of an ``ldmatrix`` in different banks).  ``swizzle``: no padding; instead
+    the staged tiles are laid out through an XOR swizzle (``transform_layout`` with
+    :func:`mma_swizzle`), which makes the loads conflict-free without wasting
+    shared memory.  ``stages``: slices of A and B in flight (``software_pipeline_stage``
+    on the K loop: the next slices are copied while the warps compute on this one).
+
+    Example::
+
+        >>> gemm_mma.__name__
+        'gemm_mma'
+    """
+    for name, v, tile in (("warp_m", warp_m, bm), ("warp_n", warp_n, bn)):
+        if v not in mma.WARP_TILES or tile % v:
+            raise ScheduleArgumentError(f"gemm_mma: {name}={v} must be one of "
+                                        f"{mma.WARP_TILES} dividing the block tile {tile}")
+    blk = sch.get_block(block)
+    dtype = _block_node(sch, blk).reads[0].buffer.dtype
+    intrin = mma.mma_name(warp_m, warp_n, bk, dtype)
+    if pad is None:
+        pad = 0 if swizzle else 128 // D.bits(dtype)
+    vector = vector or 128 // D.bits(dtype)
+    wz, wy = bm // warp_m, bn // warp_n
+    warps = [("threadIdx.z", wz), ("threadIdx.y", wy), ("threadIdx.x", 32)]
+    i, j, k = sch.get_loops(blk)
+    by, ty, ii = sch.split(i, [None, wz, warp_m])
+    bx, tx, jj = sch.split(j, [None, wy, warp_n])
+    ko, ki = sch.split(k, [None, bk])
+    sch.reorder(by, bx, ko, ty, tx, ii, jj, ki)
+    sch.bind(by, "blockIdx.y")
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(ty, "threadIdx.z")
+    sch.bind(tx, "threadIdx.y")
+    acc = sch.cache_write(blk, 0, mma.WARP_SCOPE)
+    sch.reverse_compute_at(acc, bx)
+    rows = (bk, bk if dtype == "int8" else bn)
+    staged = _stage_inputs(sch, blk, ko, rows, pad, vector, warps)
+    if stages > 1:                  # the two copies, then the product
+        sch.annotate(ko, "software_pipeline_stage", [0, 0, stages - 1])
+    init = sch.decompose_reduction(blk, ko)
+    sch.tensorize(sch.get_loops(init)[-2], mma.fill_name(warp_m, warp_n, dtype))
+    r0, r1 = sch.get_loops(acc)[-2:]
+    wa, ra = sch.split(r0, [wz, warp_m])
+    wb, rb = sch.split(r1, [wy, warp_n])
+    sch.reorder(wa, wb, ra, rb)
+    sch.bind(wa, "threadIdx.z")
+    sch.bind(wb, "threadIdx.y")
+    sch.tensorize(ra, mma.store_name(warp_m, warp_n, dtype))
+    sch.tensorize(ii, intrin)
+    if swizzle:
+        for sh, row in zip(staged, rows):
+            sch.transform_layout(sh, 0, mma_swizzle(dtype, row).index_map())
+
+
+def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128) -> None:
+    """fp16 or bf16 GEMM ``C = A @ B.T`` (B ``[N, K]``, fp32 accumulation) on Hopper's
+    warpgroup tensor cores (``wgmma``, sm_90a; :mod:`targets.cuda.wgmma`): a ``bm x bn``
+    tile per block, ``bm / 64`` warpgroups (threadIdx.y; 128 threads each on
+    threadIdx.x), each holding its ``64 x bn`` accumulators in registers for the whole
+    K loop, 64-deep slices of A and B staged in shared memory by all threads (16-byte
+    copies) through the 128-byte swizzle that ``wgmma`` reads.
+
+    Example::
+
+        >>> gemm_wgmma.__name__
+        'gemm_wgmma'
+    """
+    if bm % 64 or bn not in wgmma.WGMMA_N:
+        raise ScheduleArgumentError(f"gemm_wgmma: bm must be a multiple of 64 and bn one "
+                                    f"of {wgmma.WGMMA_N}; found {bm} and {bn}")
+    blk = sch.get_block(block)
+    dtype = _block_node(sch, blk).reads[0].buffer.dtype
+    intrin = wgmma.wgmma_name(bn, dtype)
+    groups = bm // 64
+    threads = [("threadIdx.y", groups), ("threadIdx.x", 128)]
+    i, j, k = sch.get_loops(blk)
+    by, ty, ii = sch.split(i, [None, groups, 64])
+    bx, jj = sch.split(j, [None, bn])
+    row = wgmma.row_elements(dtype)        # K of one call: a 128-byte row
+    ko, ki = sch.split(k, [None, row])
+    sch.reorder(by, bx, ko, ty, ii, jj, ki)
+    sch.bind(by, "blockIdx.y")
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(ty, "threadIdx.y")
+    acc = sch.cache_write(blk, 0, wgmma.WARPGROUP_SCOPE)
+    sch.reverse_compute_at(acc, bx)
+    staged = _stage_inputs(sch, blk, ko, (row, row), 0,
+                           128 // D.bits(dtype), threads)
+    init = sch.decompose_reduction(blk, ko)
+    sch.tensorize(sch.get_loops(init)[-2], f"cuda.wgmma_fill_64x{bn}_f32")
+    r0, r1 = sch.get_loops(acc)[-2:]
+    wa, ra = sch.split(r0, [groups, 64])
+    sch.bind(wa, "threadIdx.y")
+    sch.tensorize(ra, f"cuda.wgmma_store_64x{bn}_f32")
+    sch.tensorize(ii, intrin)
+    for sh in staged:
+        sch.transform_layout(sh, 0, wgmma.swizzle_of(dtype).index_map())
+
+
+def mma_swizzle(dtype: str, row: int):
+    """The XOR swizzle of a shared tile with rows of ``row`` elements read by
+    ``ldmatrix`` (CUTLASS's 128-byte swizzle): the 16-byte chunks of a row trade
+    places by the row's index so that 8 consecutive rows at one chunk lie in 8
+    different 16-byte bank groups of a 128-byte line.
+
+    Example::
+
+        >>> mma_swizzle("float16", 64), mma_swizzle("float16", 32)
+        (Swizzle(bits=3, base=3, shift=0), Swizzle(bits=2, base=3, shift=1))
+    """
+    base = (128 // D.bits(dtype)).bit_length() - 1          # a chunk: 16 bytes
+    chunks = row >> base
+    if chunks < 2 or chunks & (chunks - 1):
+        raise ScheduleArgumentError(f"mma_swizzle: rows of {row} {dtype} elements hold "
+                                    f"{row / (1 << base):g} 16-byte chunks; a swizzle "
+                                    "needs a power of two of at least 2")
+    bits = min(chunks, 8).bit_length() - 1
+    # rows sharing a 128-byte line differ in their low bits: the swizzle reads the next
+    return Swizzle(bits, base, 3 - bits)
+
+
+__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_mma", "gemm_split_k", "gemm_wgmma",
+           "gemm_tensorcore", "mma_swizzle", "row_reduce", "softmax"]

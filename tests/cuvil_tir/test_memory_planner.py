@@ -35,7 +35,9 @@ def test_each_target_declares_its_memories_and_the_planner_reads_them():
     assert table("cuda") == {"global": ("program", (), 1),
                              "shared": ("block", ("threadIdx", "vthread"), 32),
                              "local": ("thread", (), 1),
-                             "wmma.accumulator": ("warp", ("threadIdx.x",), 1)}
+                             "wmma.accumulator": ("warp", ("threadIdx.x",), 1),
+                             "warp": ("warp", ("threadIdx.x",), 1),
+                             "warpgroup": ("warp", ("threadIdx.x",), 1)}
     npu = memory_table(targets.Target("toy-npu"))
     assert npu["npu.inp"] == MemorySpec("npu.inp", "static", (), 4 * 8192, 4, 8192, 16, 16)
     assert npu["npu.inp"].static and npu["npu.inp"].rebase_regions

@@ -107,7 +107,7 @@ def test_a_scope_no_target_has_is_refused_by_the_schedule(step):
     with pytest.raises(S.ScheduleError, match="expected a storage scope name .*, found "
                                               "'test_scope' \\(str\\): no registered target "
                                               "has a memory 'test_scope' \\(their plain scopes: "
-                                              "global, local, shared\\)"):
+                                              "global, local, shared, warp, warpgroup\\)"):
         step(sch)
     assert sch.func is before
 
