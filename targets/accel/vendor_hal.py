@@ -72,12 +72,14 @@ class HalArg:
     wants), its C type, the ``unit`` Cuvil's value is divided by (32: a count of
     32-byte blocks) and, for an address, ``address``: ``"pointer"``, ``"bytes"`` (byte
     offset from the start of its memory) or ``"elements"`` (element index there, for
-    intrinsic operands).
+    intrinsic operands).  ``minus``: another Cuvil argument subtracted first (a gap
+    between rows where Cuvil passes a stride: ``carries="src_stride",
+    minus="row_bytes"``); it must be carried by another parameter or fixed.
 
     Example::
 
-        >>> HalArg("len_burst", "row_bytes", "uint16_t", unit=32).unit
-        32
+        >>> HalArg("src_gap", "src_stride", "uint16_t", unit=32, minus="row_bytes").minus
+        'row_bytes'
     """
 
     name: str
@@ -85,6 +87,7 @@ class HalArg:
     ctype: str = "int32_t"
     unit: int = 1
     address: str = "pointer"
+    minus: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,8 @@ class HalCall:
     def describe(self) -> dict:
         """The call as plain data (the compile cache's key)."""
         return {"name": self.name, "replaces": self.replaces, "struct": self.struct,
-                "args": [(a.name, a.carries, a.ctype, a.unit, a.address) for a in self.args],
+                "args": [(a.name, a.carries, a.ctype, a.unit, a.address, a.minus)
+                         for a in self.args],
                 "memories": sorted(self.memories.items()), "returns": self.returns,
                 "fixed": sorted(self.fixed.items())}
 
@@ -186,6 +190,15 @@ def check_hal_calls(acc, calls) -> tuple:
         if bad:
             raise DescriptionError(f"{at}: fixed= gives {bad} a value that is not an int, or "
                                    "fixes an address; only numbers can be fixed")
+        plain = {a.carries for a in c.args if isinstance(a.carries, str) and a.minus is None}
+        for a in c.args:
+            if a.minus is not None and (a.address != "pointer" or "*" in a.ctype or
+                                        a.minus not in plain | set(c.fixed) or
+                                        "*" in params[a.minus]):
+                raise DescriptionError(
+                    f"{at}: parameter {a.name!r} subtracts {a.minus!r}: minus= names a "
+                    "number Cuvil passes that another parameter carries as it is (or "
+                    "fixed=), and applies to numbers, not addresses")
         missing = [n for n in params if n not in carried and n not in c.fixed]
         twice = sorted({n for n in carried if carried.count(n) > 1})
         if missing or twice or any(n not in params for n in c.fixed):
@@ -255,18 +268,25 @@ def vendor_sim(acc) -> str:
         mems = {**_implied_memories(acc, c.replaces), **c.memories}
         by_param = {a.carries: a for a in c.args if isinstance(a.carries, str)}
         ref = "d->" if c.struct else ""
-        back = []
+        cval = {}
         for ctype, p in ours[c.replaces]:
+            a = by_param.get(p)
             if p in c.fixed:
-                back.append(f"({ctype}){c.fixed[p]}")
-                continue
-            a = by_param[p]
-            v = f"((int64_t){ref}{a.name} * {a.unit})"
-            if a.address == "elements":
-                v = f"({v} * {_item(acc, c.replaces, p)})"
-            if a.address != "pointer":
-                v = f"({acc.hal}_scratch({mem_index[mems[p]]}) + {v})"
-            back.append(f"({ctype}){v}" if a.address != "pointer" else f"({ctype}){ref}{a.name}")
+                cval[p] = f"({ctype}){c.fixed[p]}"
+            elif a.address == "pointer" and "*" in ctype:
+                cval[p] = f"({ctype}){ref}{a.name}"
+            else:
+                v = f"((int64_t){ref}{a.name} * {a.unit})"
+                if a.address == "elements":
+                    v = f"({v} * {_item(acc, c.replaces, p)})"
+                if a.address != "pointer":
+                    v = f"({acc.hal}_scratch({mem_index[mems[p]]}) + {v})"
+                cval[p] = f"({ctype}){v}"
+        for ctype, p in ours[c.replaces]:      # a gap back to a stride
+            a = by_param.get(p)
+            if a is not None and a.minus is not None:
+                cval[p] = f"({ctype})((int64_t){ref}{a.name} * {a.unit} + {cval[a.minus]})"
+        back = [cval[p] for _, p in ours[c.replaces]]
         params = (f"const {c.struct} *d" if c.struct else
                   ", ".join(f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}"
                             for a in c.args))
@@ -360,7 +380,10 @@ def print_vendor_call(printer, c, e) -> str:
             texts.append(_runtime_offset(printer, a, given[a.carries]))
         else:
             v = _value(printer, c, a, given[a.carries], mems, ana)
-            texts.append(printer.bare(_fit(c, a, ana.simplify(v), ana, a.carries)))
+            if a.minus is not None:
+                v = v - given[a.minus]
+            what = a.carries if a.minus is None else f"{a.carries} - {a.minus}"
+            texts.append(printer.bare(_fit(c, a, ana.simplify(v), ana, what)))
     if c.struct:
         fields = ", ".join(f".{a.name} = {t}" for a, t in zip(c.args, texts))
         return f"{c.name}(&({c.struct}){{{fields}}})"

@@ -66,15 +66,18 @@ def _flag(name, replaces):
                                     HalArg("event_id", "id", "uint8_t")))
 
 
-def _copy_gm(name, mem):
-    """MTE2's DDR -> ``mem`` copy: ``n_burst`` rows of ``len_burst`` bytes, the
-    destination a byte address in ``mem``."""
+def _copy_gm(name, mem, gaps=False):
+    """MTE2's DDR -> ``mem`` copy: ``n_burst`` rows of ``len_burst`` bytes, strides or
+    (``gaps``) the bytes skipped between rows, the destination a byte address in
+    ``mem``."""
+    less = "row_bytes" if gaps else None
     return HalCall(name, "dma_load", (
         HalArg("dst", "dst", "uint32_t", address="bytes"), HalArg("src", "src", "const void *"),
         HalArg("sid", 0, "uint8_t"), HalArg("n_burst", "rows", "uint16_t"),
         HalArg("len_burst", "row_bytes", "uint16_t"),
-        HalArg("src_stride", "src_stride", "uint32_t"),
-        HalArg("dst_stride", "dst_stride", "uint16_t")), memories={"dst": mem})
+        HalArg("src_gap" if gaps else "src_stride", "src_stride", "uint32_t", minus=less),
+        HalArg("dst_gap" if gaps else "dst_stride", "dst_stride", "uint16_t", minus=less)),
+        memories={"dst": mem})
 
 
 def _load_l0(name, replaces):
@@ -91,7 +94,7 @@ def _load_l0(name, replaces):
 # signatures"); every other operation keeps Cuvil's call
 HAL_CALLS = [
     _flag("set_flag", "push"), _flag("wait_flag", "pop"),
-    _copy_gm("copy_gm_to_cbuf", L1), _copy_gm("copy_gm_to_ubuf", UB),
+    _copy_gm("copy_gm_to_cbuf", L1, gaps=True), _copy_gm("copy_gm_to_ubuf", UB),
     _copy_gm("copy_gm_to_l2", L2),
     _load_l0("load_cbuf_to_ca", "move_asc_l1_asc_l0a"),
     _load_l0("load_cbuf_to_cb", "move_asc_l1_asc_l0b"),

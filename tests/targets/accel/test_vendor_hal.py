@@ -99,8 +99,11 @@ def test_ascend_like_calls_its_sdk():
     targets.register_target(ascend, replace=True)
     mod = targets.build(schedule_gemm_cores(gemm(64), cores=2), "ascend-like", name="g")
     src, hdr = mod.get_source("c"), mod.get_source("h")
-    # A's tile at byte 131072 of L1 (the memory map's placement)
-    assert "copy_gm_to_cbuf(131072, &A[i_0_0 * 2048], 0, 32, 64, 64, 64);" in src
+    # A's tile at byte 131072 of L1 (the memory map's placement), 32 rows of 64 bytes
+    # with no gap between them on either side
+    assert "copy_gm_to_cbuf(131072, &A[i_0_0 * 2048], 0, 32, 64, 0, 0);" in src
+    assert "void copy_gm_to_cbuf(uint32_t dst, const void *src, uint8_t sid, " \
+        "uint16_t n_burst, uint16_t len_burst, uint32_t src_gap, uint16_t dst_gap);" in hdr
     assert "load_cbuf_to_ca(0, 131072, 32, 64, 64, 64);" in src
     assert "void set_flag(uint8_t pipe, uint8_t tpipe, uint8_t event_id);" in hdr
     assert "ascend_like_push(" not in src and "ascend_like_mmad_16x16x16(" not in src
@@ -168,6 +171,10 @@ BAD = [
                                 A("r", "rows"), A("b", "row_bytes"), A("s", "dst_stride")),
               memories={"dst": "vh.in"})], r"'elements' only for an intrinsic's operand"),
     ([HalCall("f", "push", tuple(FLAGS[0].args), returns="int")], r"returns must be"),
+    ([HalCall("f", "dma_fill", (A("d", "dst", "void *"), A("r", "rows"),
+                                A("b", "row_bytes", minus="dst_stride"),
+                                A("s", "dst_stride", minus="rows")))],
+     r"'b' subtracts 'dst_stride': minus= names a number .* carries as it is"),
     ([HalCall("f", "push", tuple(FLAGS[0].args), struct="dma t")], r"struct must be a C type"),
     ([_mvin("m", "vh.spad")], r"memories= maps \{'dst': 'vh.spad'\}.*\['dst', 'src'\]"),
     ([HalCall("f", "push", (A("a", "src"), A("b", "dst")), fixed={"id": 0.5})],
@@ -196,3 +203,21 @@ def test_an_operand_without_a_planned_address_gets_its_offset_at_run_time():
                         name="one")
     assert "mmad((uint32_t)(((const uint8_t *)&C[0] - ascend_like_scratch(4)) / 4)" \
         in mod.get_source("c")
+
+
+def test_a_gap_between_rows_where_cuvil_passes_a_stride():
+    """``minus=``: the vendor's gap is Cuvil's stride less the row (Ascend's burst
+    gaps); the simulator adds the row back, and a stride shorter than the row (a gap
+    below zero) does not fit an unsigned gap."""
+    gaps = [HalCall(n, "dma_load", (
+        HalArg("dram", "src", "const void *"), HalArg("sp", "dst", "void *"),
+        HalArg("rows", "rows", "uint16_t"), HalArg("len", "row_bytes", "uint16_t"),
+        HalArg("sp_gap", "dst_stride", "uint16_t", minus="row_bytes"),
+        HalArg("dram_gap", "src_stride", "uint16_t", minus="row_bytes")),
+        memories={"dst": m}) for n, m in (("vh_in", "vh.in"), ("vh_w", "vh.w"))]
+    plain = _run(_device())
+    mod = _run(_device(gaps))
+    # 32-byte rows of A's tile, 64 bytes apart in A: a gap of 32 there, none in vh.in
+    assert "vh_in(&A[(i_0 * 2048) + (k_0 * 32)], &A_vh_in[k_0 * 16384], 32, 32, 0, 32);" \
+        in mod.get_source("c")
+    assert mod.stats["cycles"] == plain.stats["cycles"]
