@@ -25,9 +25,8 @@ up to 64, at most 1024 threads per block.
 Example::
 
     >>> import targets
-    >>> [m.scope for m in targets.get_target_kind("cuda").memories]
-    ['global', 'shared', 'local', 'wmma.accumulator', 'wmma.matrix_a', 'wmma.matrix_b', 'warp',
-     'warpgroup']
+    >>> " ".join(m.scope for m in targets.get_target_kind("cuda").memories)
+    'global shared local wmma.accumulator wmma.matrix_a wmma.matrix_b warp warpgroup'
 """
 
 from __future__ import annotations
