@@ -336,27 +336,24 @@ class Search:
         """Up to ``n`` of the seeds (other tasks' best decisions, run through this
         task's space), in their order; those that fail, are pruned or known are
         skipped."""
-        picked = []
-        while self._seeds and len(picked) < n:
-            try:
-                sch = run_with_decisions(self.space, self.func, self._seeds.pop(0),
-                                         seed=self.rng.randrange(2 ** 31))
-            except Exception as e:  # noqa: BLE001 - a user's space may raise anything
-                self._failed(e)
-                continue
-            key = self._add(sch, seen)
-            if key is not None:
-                seen.add(key)
-                picked.append((sch, key))
-        return picked
+        def draw():
+            return run_with_decisions(self.space, self.func, self._seeds.pop(0),
+                                      seed=self.rng.randrange(2 ** 31))
+        return self._draws(draw, n, seen, len(self._seeds))
 
     def _random(self, n, seen) -> list:
         """``n`` fresh draws (random search, or a guided one with no model yet)."""
-        picked, attempts = [], 0
-        while len(picked) < n and attempts < 20 + 10 * n:
-            attempts += 1
+        return self._draws(self._fresh, n, seen, 20 + 10 * n)
+
+    def _draws(self, draw, n, seen, attempts) -> list:
+        """Up to ``n`` new candidates from at most ``attempts`` calls of ``draw``; a
+        draw that raises is counted as a failure, one pruned or known is skipped."""
+        picked = []
+        for _ in range(attempts):
+            if len(picked) == n:
+                break
             try:
-                sch = self._fresh()
+                sch = draw()
             except Exception as e:  # noqa: BLE001 - a user's space may raise anything
                 self._failed(e)
                 continue
