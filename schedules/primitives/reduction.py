@@ -35,7 +35,8 @@ from ..analysis import (block_path as resolve_block, fresh_block_name, fresh_nam
                         loop_path as resolve_loop)
 from ..handles import BlockRV
 from ..primitive import BLOCK, INT, LOOP, Renamed, primitive
-from .rfactor_checks import _var_ids, check_rfactor_block, check_slots_visited
+from .rfactor_checks import (_var_ids, check_reduction_in_scope, check_rfactor_block,
+                             check_slots_visited)
 from .insertion import insert_after, insert_before
 from .rfactor_nest import check_hoistable, place_shared
 from ..block_flags import pipeline_blocker
@@ -231,6 +232,7 @@ def rfactor(func, loop, factor_axis: int = 0):
                              f"{blk.name!r} (no reduce iter var uses it, and its extent "
                              "is not 1); pass one of the loops its reduce iter vars are "
                              "bound to", func, rf_loop)
+    check_reduction_in_scope(func, bpath, realize)
     above = tree.loops_above(func, bpath)
     check_rfactor_block(func, realize, [l for _, l in above], rf_loop)
     top_path, top = above[0]

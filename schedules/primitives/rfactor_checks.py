@@ -16,7 +16,8 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.expr import IntImm, GE, GT, LE, LT
-from cuvil_tir.stmt import Range
+from cuvil_tir.stmt import For, Range
+from cuvil_tir.analysis import tree
 from cuvil_tir.visitor import substitute, used_vars
 from cuvil_tir import arith
 from cuvil_tir.op import conjuncts
@@ -72,6 +73,30 @@ def check_rfactor_block(func, realize, loops, rf_loop) -> None:
                          "a spatial and a reduction iter var (it was fused from both "
                          "kinds): the partial results of one output element would be "
                          "spread over it. Split or reorder before fusing", loop)
+
+
+def check_reduction_in_scope(func, bpath, realize) -> None:
+    """The block's reduction runs whole inside its enclosing block: no reduce iterator
+    is bound to a loop outside it (a loop_partition part, or a blockized tile, of a
+    split reduction).  Such a loop runs the enclosing block once per iteration, so the
+    partial-result buffer rfactor allocates there would restart, and the write-back's
+    init would reset the output, on every one of them (fuzz case 181629056)."""
+    blk = realize.block
+    scope_path = tree.enclosing_block(func, bpath)
+    if not scope_path:
+        return
+    reduce_ids = {id(u) for iv, val in zip(blk.iter_vars, realize.iter_values)
+                  if iv.kind == "reduce" for u in used_vars(val)}
+    outside = [f.loop_var.name for _, f in tree.ancestors(func, scope_path)
+               if isinstance(f, For) and id(f.loop_var) in reduce_ids]
+    if outside:
+        scope = tree.get(func, scope_path).block.name
+        raise schedule_error(
+            ReductionLoopError, "rfactor",
+            f"block {blk.name!r} reduces over the loops {outside} outside its enclosing "
+            f"block {scope!r}: the partial results would restart on each of their "
+            "iterations; apply rfactor before loop_partition (or blockize) splits the "
+            "reduction", func, blk)
 
 
 def check_slots_visited(func, realize, rf_loop, loops):

@@ -304,3 +304,33 @@ def test_primitives_inside_partition_parts_stay_right(seed):
     unscheduled function does, prints as text that parses back and replays."""
     prog, sch = _fuzzed_partition(seed)
     assert check(prog.func, sch, prog.arrays(np.random.default_rng(seed))) is None
+
+
+def test_rfactor_in_a_part_of_a_split_reduce_loop_is_refused():
+    """Fuzz case 181629056: k split by 3, its inner loop partitioned at 1 and 2, then
+    rfactor of the first part's loop.  The part's block reduces over k_0 outside its
+    wrapper block, so the partial-result buffer rfactor put inside the wrapper and
+    the write-back's init restarted on every k_0: Y lost the sum of k < 3.  Refused,
+    naming the loop and the order that works."""
+    f = _matmul(3, 6, 1)
+    sch = S.Schedule(f)
+    _, _, k = sch.get_loops("Y")
+    _, k1 = sch.split(k, [None, 3])
+    sch.loop_partition(k1, [1, 1, None])
+    first, = sch.get_loops("Y_k_10")[-1:]
+    assert_refused(sch, lambda: sch.rfactor(first, factor_axis=0),
+                   r"\[CVL-E103\] rfactor: block 'Y_k_10' reduces over the loops "
+                   r"\['k_0'\] outside its enclosing block 'Y_k_10_partition'.*apply "
+                   r"rfactor before loop_partition")
+
+
+def test_rfactor_before_loop_partition_stays_right():
+    f = _matmul(3, 6, 1)
+    sch = S.Schedule(f)
+    _, _, k = sch.get_loops("Y")
+    _, k1 = sch.split(k, [None, 3])
+    sch.rfactor(k1, factor_axis=0)
+    x, w = _operands(3, 6, 1)
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, w, np.zeros((3, 1), "float32")])[2]
+        np.testing.assert_allclose(got, x @ w)
