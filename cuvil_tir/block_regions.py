@@ -126,8 +126,9 @@ class _Collect(Visitor):
                     up, down = self.ana.simplify(up), self.ana.simplify(down)
                     hi = up if hi is None else self._pick(hi, up, False)
                     lo = down if lo is None else self._pick(lo, down, True)
-            for x, top in self._capped(cond):
-                got = self._through(r, x, top)
+            capped = self._capped(cond)
+            for pairs in [[c] for c in capped] + ([capped] if len(capped) > 1 else []):
+                got = self._through(r, pairs)
                 if got is not None:
                     hi = got[1] if hi is None else self._pick(hi, got[1], False)
                     lo = got[0] if lo is None else self._pick(lo, got[0], True)
@@ -152,24 +153,50 @@ class _Collect(Visitor):
             out.append((self.ana.simplify(x), self.ana.simplify(top)))
         return out
 
-    def _through(self, r, x, top):
-        """Bounds of the range ``r`` where it names ``x`` (``T.where(f0 * 5 + f1 <
-        9)`` keeps ``(f0 * 5 + f1) // 3`` at most 2, which bounding ``f0`` and ``f1``
-        apart overshoots): ``x`` is a stand-in ranging up to ``top``."""
-        t = Var("t_cap", x.dtype)
-        first = _Replace(x, t).visit(self.ana.simplify(r.min))
-        last = _Replace(x, t).visit(self.ana.simplify(r.min + r.extent - 1))
-        if not any(v is t for v in used_vars(first) + used_vars(last)):
-            return None
+    def _through(self, r, pairs):
+        """Bounds of the range ``r`` where it names each ``x`` of the ``(x, top)``
+        ``pairs`` (``T.where(f0 * 5 + f1 < 9)`` keeps ``(f0 * 5 + f1) // 3`` at most 2,
+        which bounding ``f0`` and ``f1`` apart overshoots): ``x`` is a stand-in ranging
+        up to ``top``.  Several pairs at once bound an index of several capped terms
+        (``(a * 3 + b) * 2 + (f0 * 5 + f1) // 4`` under ``T.where(a * 3 + b < 1 and
+        f0 * 5 + f1 < 8)``: each cap alone leaves the other term unbounded)."""
+        first = self.ana.simplify(r.min)
+        last = self.ana.simplify(r.min + r.extent - 1)
+        loops = dict(self.loops)
         try:
-            start = bound_of(x, self.loops, self.ana)[0]
-            if self.ana.can_prove(LT(top, start)):
-                return None     # the conjunct never holds: an empty range proves anything
-            loops = {**self.loops, t: Range(start, self.ana.simplify(top - start + 1))}
+            # the smallest compounds first: a cap on the whole index would hide them
+            stood = 0
+            for n, (x, top) in enumerate(sorted(pairs, key=lambda p: len(str(p[0])))):
+                t = Var(f"t_cap{n}", x.dtype)
+                first, last = self._stand_in(first, x, t), self._stand_in(last, x, t)
+                if not any(v is t for v in used_vars(first) + used_vars(last)):
+                    continue
+                stood += 1
+                start = bound_of(x, self.loops, self.ana)[0]
+                if self.ana.can_prove(LT(top, start)):
+                    return None  # the conjunct never holds: an empty range proves anything
+                loops[t] = Range(start, self.ana.simplify(top - start + 1))
+            if not stood:
+                return None
             return (self.ana.simplify(bound_of(first, loops, self.ana)[0]),
                     self.ana.simplify(bound_of(last, loops, self.ana)[1]))
         except Exception:    # noqa: BLE001 - a bound we cannot take: none
             return None
+
+    def _stand_in(self, e, x, t):
+        """``e`` with the compound ``x`` replaced by ``t``: where it occurs as written,
+        else where the simplifier spread a multiple of it over ``e``'s terms
+        (``(a * 3 + b) * 2`` is ``a * 6 + b * 2``): ``e - m * x + m * t`` when that
+        leaves none of ``x``'s variables."""
+        got = _Replace(x, t).visit(e)
+        if any(v is t for v in used_vars(got)):
+            return got
+        mine = {id(v) for v in used_vars(x)}
+        for m in _multiples(e, x):
+            rest = self.ana.simplify(e - x * IntImm(m, x.dtype))
+            if not any(id(v) in mine for v in used_vars(rest)):
+                return rest + t * IntImm(m, x.dtype)
+        return e
 
     def _pick(self, a, b, lower: bool):
         """The tighter of two bounds where provably so, else ``a``."""

@@ -334,3 +334,31 @@ def test_rfactor_before_loop_partition_stays_right():
     for runner in (run, run_llvm):
         got = runner(sch, [x, w, np.zeros((3, 1), "float32")])[2]
         np.testing.assert_allclose(got, x @ w)
+
+
+def test_a_part_whose_where_caps_two_terms_of_an_index_parses_back():
+    """Fuzz case 4210929401: i split by 2, its outer loop partitioned at 1 and split
+    by 3, the part's j and inner i fused and split by 5, then decompose_reduction.  The
+    init's row index is (i_00_0 * 3 + i_00_1) * 2 + (fused) // 4 under
+    T.where(i_00_0 * 3 + i_00_1 < 1 and fused < 8): rows 0 and 1 only, as the part
+    declares, but the region check took one cap at a time (and the first term as the
+    simplifier spreads it, i_00_0 * 6 + i_00_1 * 2) and refused the printed text."""
+    f = _matmul(5, 4, 4)
+    sch = S.Schedule(f)
+    i, _, _ = sch.get_loops("Y")
+    i0, _ = sch.split(i, [None, 2])
+    first, _ = sch.loop_partition(i0, [1, None])
+    sch.split(first, [None, 3])
+    _, i1, j, _ = sch.get_loops("Y_i_01")
+    sch.reorder(j, i1)
+    _, _, a, b, _ = sch.get_loops("Y_i_00")
+    sch.split(sch.fuse(a, b), [None, 5])
+    k = sch.get_loops("Y_i_00")[-1]
+    sch.decompose_reduction("Y_i_00", k)
+    text = str(sch.func)
+    assert "T.writes(Y[0:2, 0:4])" in text
+    assert T.structural_equal(T.parse(text), sch.func)
+    x, w = _operands(5, 4, 4)
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, w, np.zeros((5, 4), "float32")])[2]
+        np.testing.assert_array_equal(got, x @ w)
