@@ -43,7 +43,7 @@ from cuvil_tir.visitor import Mutator, substitute
 from ..errors import LayoutError, schedule_error
 from ..primitive import BLOCK, INDEX, INDEX_MAP, STR, primitive
 from .index_eval import eval_np
-from .layout_tiles import map_swizzle, tile_layout
+from .layout_tiles import map_swizzle, tile_layout, written_swizzle
 from .layout_padding import inverse_of, pad_value_at, padding_predicate, write_padding
 from .entry_checks import entry_check, with_entry_check
 from .index_maps import AXIS_SEPARATOR, apply_index_map, bind_free_vars, function_vars
@@ -79,6 +79,8 @@ def _new_shape(func, buf, params, exprs, assume_injective: bool):
     shape = split_shape(buf.shape, params, exprs)     # i -> (i // n, i % n)
     if shape is not None:
         return shape
+    if written_swizzle(buf, params, exprs) is not None:  # a permutation of each row
+        return tuple(buf.shape)
     if not assume_injective and inverse_of(buf.shape, params, exprs) is None:
         raise schedule_error(LayoutError, "transform_layout", f"cannot prove the index map "
                              f"{[str(x) for x in exprs]} one-to-one on {what} of shape "

@@ -22,7 +22,8 @@ import numpy as np
 from cuvil_tir.expr import BufferLoad, Call, IntImm
 from cuvil_tir.ops.gpu import tiles_of
 from cuvil_tir.printer import to_text
-from cuvil_tir.swizzle import recognize, swizzled_tiles
+from cuvil_tir.swizzle import Swizzle, recognize, swizzled_tiles
+from cuvil_tir.structural import structural_equal
 from cuvil_tir.visitor import post_order_visit
 
 from ..errors import LayoutError, schedule_error
@@ -70,9 +71,40 @@ def map_swizzle(buf, new_buf, params, exprs):
     if not any(isinstance(n, Call) and n.op == "bitwise_xor" for x in exprs
                for n in _nodes(x)):
         return None
-    coords = _coords(buf, new_buf, params, exprs)
-    sw = recognize(*coords) if coords is not None else None
+    sw = written_swizzle(buf, params, exprs)
+    if sw is None:
+        coords = _coords(buf, new_buf, params, exprs)
+        sw = recognize(*coords) if coords is not None else None
     return sw if sw is not None and buf.shape[0].value % sw.rows == 0 else None
+
+
+def written_swizzle(buf, params, exprs):
+    """The swizzle whose ``index_map()`` the map is, as written, on a 2-D buffer of
+    constant shape whose rows hold whole groups of its pattern, or None.  Such a map is
+    one-to-one by construction (each row's chunks XORed by one row-dependent value),
+    so a buffer too large to check element by element (a cache of a 4096 x 4096
+    operand before it shrinks to its tile) needs no enumeration.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i, j = T.var("i"), T.var("j")
+        >>> buf = T.decl_buffer((4096, 4096), "float16", name="A_shared")
+        >>> written_swizzle(buf, (i, j), Swizzle(2, 3, 1).index_map()(i, j))
+        Swizzle(bits=2, base=3, shift=1)
+    """
+    shape = [s.value if isinstance(s, IntImm) else None for s in buf.shape]
+    if len(shape) != 2 or None in shape or len(exprs) != 2 or exprs[0] is not params[0]:
+        return None
+    for bits in range(1, 9):
+        for base in range(0, shape[1].bit_length()):
+            if shape[1] % (1 << (base + bits)):
+                continue
+            for shift in range(0, 17):
+                sw = Swizzle(bits, base, shift)
+                if structural_equal(sw.index_map()(*params)[1], exprs[1]):
+                    return sw
+    return None
 
 
 def _nodes(e) -> list:

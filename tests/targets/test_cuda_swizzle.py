@@ -174,3 +174,30 @@ def test_a_two_stage_pipeline_keeps_two_swizzled_versions_of_each_tile():
     check_gemm(mod, "float16")
     usage = resource_usage(src, "sm_90a")["mma_float16_kernel0"]
     assert usage["spill_stores"] == usage["spill_loads"] == 0
+
+
+def test_a_swizzle_on_a_buffer_too_large_to_enumerate_is_taken_as_written():
+    """benchmarks/cuda.py's 4096^3 fp16 GEMM: the shared cache is the whole 4096 x 4096
+    operand when the swizzle is applied (16M elements, past what transform_layout
+    checks element by element), so the map was refused as unprovable.  A map that is a
+    Swizzle's index_map as written is one-to-one by construction."""
+    from targets.toolkit import cuda_recipes as recipes
+    m = n = k = 4096
+    A = T.placeholder((m, k), "float16", name="A")
+    B = T.placeholder((k, n), "float16", name="B")
+    r = T.reduce_axis((0, k), name="k")
+    C = T.compute((m, n), lambda i, j: T.sum(
+        T.Cast("float32", A[i, r]) * T.Cast("float32", B[r, j]), axis=r), name="C")
+    sch = S.Schedule(T.create_prim_func([A, B, C]))
+    recipes.gemm_mma(sch, bm=128, bn=128, bk=32, warp_m=64, warp_n=64, swizzle=True,
+                     stages=2)
+    assert "bitwise_xor" in str(sch.func)
+
+
+def test_a_large_xor_map_that_is_no_swizzle_is_still_refused():
+    X = T.placeholder((4096, 4096), "float16", name="X")
+    f = T.create_prim_func([X, T.compute((4096, 4096), lambda i, j: X[i, j], name="Y")])
+    sch = S.Schedule(f)
+    with pytest.raises(S.ScheduleError, match=r"cannot prove the index map .* one-to-one"):
+        sch.transform_layout("Y", 0,
+                             lambda i, j: (i, T.bitwise_xor(j, i % 4096)))
