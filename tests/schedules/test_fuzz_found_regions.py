@@ -1,13 +1,16 @@
-"""Declared regions the schedule fuzzer found unprovable or wrong after loop_partition,
-cache stages and inlining (fuzz cases 3387375299, 2585467907, 1094895252, 4142430982,
-2292968407); each printed function must parse back and compute what it did."""
+"""What the schedule fuzzer found around loop_partition parts: declared regions
+unprovable or wrong after later steps, cache stages and inlining, a build refusal and a
+reduction counted twice (fuzz cases 3387375299, 2585467907, 1094895252, 4142430982,
+2292968407, 2003067029, 3003939395, 2268235098); each printed function must parse back
+and compute what it did, or the step is refused."""
 
 import numpy as np
 
 import cuvil_tir as T
 import schedules as S
 from cuvil_tir.analysis import tree
-from tests.schedules.testing import run, run_llvm, verify_trace_roundtrip
+from schedules.errors import BlockLocationError
+from tests.schedules.testing import assert_refused, run, run_llvm, verify_trace_roundtrip
 
 
 def _ints(rng, shape, dt="float32"):
@@ -162,4 +165,25 @@ def test_a_blockized_reversed_partition_part_parses_back():
     for runner in (run, run_llvm):
         np.testing.assert_array_equal(runner(sch, [x, np.zeros(7, "float32")])[1],
                                       x[:, 2:6].min(1))
+    verify_trace_roundtrip(sch, f)
+
+
+def test_compute_at_of_a_partition_part_of_a_fused_reduction_is_refused():
+    """A part of a fused (i, k) loop runs the reduction of row 0 for k = 0 only (the
+    rest of the row is in the next part); moved under its cache's write-back loop by
+    compute_at, it ran k over its whole domain, and the next part added k = 1..3 again
+    (case 2268235098: a wrong sum)."""
+    X = T.placeholder((5, 4), name="X")
+    k = T.reduce_axis((0, 4), name="k")
+    f = T.create_prim_func([X, T.compute((5,), lambda i: T.sum(X[i, k], axis=k),
+                                         name="Y")])
+    sch = S.Schedule(f)
+    sch.loop_partition(sch.fuse(*sch.get_loops("Y")), [1, None])
+    (back,) = sch.get_loops(sch.cache_write("Y_i_k_fused0", 0, "global"))
+    assert_refused(sch, lambda: sch.compute_at("Y_i_k_fused0", back),
+                   r"compute_at: block 'Y_i_k_fused0' runs its reduction over v_k in "
+                   r"\[0, 0\] only, of its domain \[0, 3\] .* Move the block before "
+                   "partitioning its reduction", BlockLocationError)
+    x = _ints(np.random.default_rng(5), (5, 4))
+    np.testing.assert_array_equal(run(sch, [x, np.zeros(5, "float32")])[1], x.sum(1))
     verify_trace_roundtrip(sch, f)
