@@ -9,6 +9,7 @@ import numpy as np
 import cuvil_tir as T
 import schedules as S
 from cuvil_tir.analysis import tree
+from cuvil_tir.visitor import used_vars
 from schedules.errors import BlockLocationError
 from tests.schedules.testing import assert_refused, run, run_llvm, verify_trace_roundtrip
 
@@ -186,4 +187,28 @@ def test_compute_at_of_a_partition_part_of_a_fused_reduction_is_refused():
                    "partitioning its reduction", BlockLocationError)
     x = _ints(np.random.default_rng(5), (5, 4))
     np.testing.assert_array_equal(run(sch, [x, np.zeros(5, "float32")])[1], x.sum(1))
+    verify_trace_roundtrip(sch, f)
+
+
+def test_a_cache_of_a_partition_part_is_never_sized_by_a_loop():
+    """A loop_partition part under a loop declares a region whose extent names that
+    loop (X[0:n, 0:n - j_0 * 2 // n]); cache_read sized its allocation by it, and the
+    build found the loop variable undefined where allocations live (case 4100259559)."""
+    n = T.size_var("n")
+    X = T.placeholder((n, n), "float16", name="X")
+    f = T.create_prim_func([X, T.compute((n, n), lambda i, j: X[i, n - 1 - j] * 2.0,
+                                         name="Y")])
+    sch = S.Schedule(f)
+    i, j = sch.get_loops("Y")
+    sch.reorder(j, i)
+    _, inner = sch.split(sch.fuse(j, i), [None, 2])
+    sch.loop_partition(inner, [1, None])
+    sch.cache_read("Y_j_i_fused_10", 0, "local")
+    part = tree.get(sch.func, tree.find_block(sch.func, "Y_j_i_fused_10_partition")).block
+    assert part.alloc_buffers and all(isinstance(v, T.SizeVar) for b in part.alloc_buffers
+                                      for s in b.shape for v in used_vars(s))
+    x = _ints(np.random.default_rng(6), (7, 7), "float16")
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.zeros((7, 7), "float16")])[1],
+                                      x[:, ::-1] * 2)
     verify_trace_roundtrip(sch, f)
