@@ -57,6 +57,7 @@ from ..transform.gpu_threads import is_thread_loop, launch_shape, thread_loops
 from ..visitor import post_order_visit
 from .async_copy import AsyncCopies, compile_async
 from .mbarrier import MBARRIER_ROLES, compile_mbarrier
+from .tma import compile_tma
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
 from .tile_ops import apply_tiles, tile_origin
@@ -263,7 +264,8 @@ class GpuStmtCompiler(StmtCompiler):
     def _s_Evaluate(self, s):
         role = asynchronous(s.value)
         if role is not None:
-            run = compile_mbarrier if role in MBARRIER_ROLES else compile_async
+            run = compile_tma if role == "tma_load" else compile_mbarrier \
+                if role in MBARRIER_ROLES else compile_async
             return run(self, s.value, role, self.g.copies, self.g)
         if is_barrier(s):
             return lambda: None       # outside a kernel, or in un-lowered IR

@@ -91,6 +91,37 @@ def _flat(fs, arr) -> int:
     return idx[0] if len(idx) == 1 else int(np.ravel_multi_index(idx, arr.shape))
 
 
+def barrier_access(c, bar, call, state, block, text: str):
+    """Two closures over the barrier element ``bar`` of ``call`` for the current thread
+    of ``block``: ``barrier(write=False)`` logs the access (race checker) and gives the
+    barrier's key in ``state.barriers``; ``known(key)`` the :class:`Barrier`, refusing
+    one that ``mbarrier_init`` did not set up.
+
+    Example::
+
+        >>> barrier_access.__name__
+        'barrier_access'
+    """
+    kb, fb = _element(c, bar, call)
+    bufs = c.frame.bufs
+
+    def barrier(write=False):
+        arr = bufs[kb]
+        at = _flat(fb, arr)
+        if block.check:
+            addr = at if arr.ndim == 1 else tuple(int(x) for x in np.unravel_index(at, arr.shape))
+            block.log(bar.buffer, addr, write, text)
+        return (id(arr), at)
+
+    def known(key):
+        b = state.barriers.get(key)
+        if b is None:
+            raise LoweringError(f"thread {block.thread} uses mbarrier {bar.buffer.name} "
+                                f"before mbarrier_init set it up:\n{text}")
+        return b
+    return barrier, known
+
+
 def compile_mbarrier(c, call, role: str, state, block):
     """The closure running one bulk-copy or mbarrier op for the current thread of
     ``block``; ``state`` (:class:`~cuvil_tir.interp.async_copy.AsyncCopies`) holds the
@@ -111,22 +142,7 @@ def compile_mbarrier(c, call, role: str, state, block):
             check_barrier(bar, call.op)
     except CuvilError as err:
         raise LoweringError(f"{err.message}:\n{text}") from None
-    kb, fb = _element(c, bar, call)
-
-    def barrier(write=False):
-        arr = bufs[kb]
-        at = _flat(fb, arr)
-        if block.check:
-            addr = at if arr.ndim == 1 else tuple(int(x) for x in np.unravel_index(at, arr.shape))
-            block.log(bar.buffer, addr, write, text)
-        return (id(arr), at)
-
-    def known(key):
-        b = state.barriers.get(key)
-        if b is None:
-            raise LoweringError(f"thread {block.thread} uses mbarrier {bar.buffer.name} "
-                                f"before mbarrier_init set it up:\n{text}")
-        return b
+    barrier, known = barrier_access(c, bar, call, state, block, text)
 
     if role == "mbarrier_init":
         fcount = c.expr(call.args[1])
@@ -193,4 +209,4 @@ def compile_mbarrier(c, call, role: str, state, block):
     return bulk
 
 
-__all__ = ["Barrier", "BulkCopy", "MBARRIER_ROLES", "compile_mbarrier"]
+__all__ = ["Barrier", "BulkCopy", "MBARRIER_ROLES", "barrier_access", "compile_mbarrier"]

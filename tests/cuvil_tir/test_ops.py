@@ -33,10 +33,11 @@ def test_every_layer_lists_the_registry_ops():
     assert gpu == {"tvm_storage_sync", "warp_sum", "warp_max", "warp_min"} | tensor_cores
     copies = {n for n in names if ops.get_op(n).asynchronous is not None}
     assert copies == {"async_copy", "async_commit_group", "async_wait_group", "bulk_copy",
-                      "mbarrier_init", "mbarrier_arrive", "mbarrier_wait"}
+                      "mbarrier_init", "mbarrier_arrive", "mbarrier_wait", "tma_load"}
     assert INTRIN_ARITY == {n: a for n, a in fixed.items() if n not in gpu | copies}
     assert set(names) - set(fixed) == {"call_extern", "parallel_launch", "device_launch",
-                                       "access_ptr", "assume", "elem_offset"} | tensor_cores
+                                       "access_ptr", "assume", "elem_offset",
+                                       "tma_load"} | tensor_cores
     for n in T.op.UNARY_FLOAT:
         assert callable(getattr(T, n)) and getattr(T, n)(T.var("x", "float32")).op == n
 
