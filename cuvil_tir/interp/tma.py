@@ -100,7 +100,7 @@ def compile_tma(c, call, role: str, state, block):
             state.inflight[(id(d), flat)] = cp
         b.copies.append(cp)
         b.tx -= p.nbytes
-        b.complete_if_ready(state.land_bulk)
+        b.complete_if_ready(state)
     return copy
 
 
