@@ -63,6 +63,7 @@ from .mma import SPELLINGS as MMA_SPELLINGS, WARP_SCOPE, declare_registers
 from .mbarrier import SPELLINGS as MBARRIER_SPELLINGS
 from .tma import SPELLINGS as TMA_SPELLINGS, TMAP_TYPE, box_alignment
 from .wgmma import SPELLINGS as WGMMA_SPELLINGS, WARPGROUP_SCOPE, shared_alignment
+from .wgmma_async import SPELLINGS as WGMMA_ASYNC_SPELLINGS
 
 STATIC_SHARED_LIMIT = 48 * 1024
 
@@ -212,6 +213,7 @@ class KernelPrinter(CPrinter):
         self.ana = Analyzer(index_no_overflow=True)
         self.dyn = dict(getattr(self.kernel, "annotations", ()) or ()).get("dyn_shared", 0)
         self.dyn_offset = 0
+        self.dyn_align = 32           # the largest alignment a dynamic buffer needs
         self.alignment: dict = {}     # global buffer -> bytes its pointer needs
         self.param_types: list = []   # the C type of each parameter
         self.tensor_maps: dict = {}   # CUtensorMap parameters (targets.cuda.tma)
@@ -250,7 +252,18 @@ class KernelPrinter(CPrinter):
                 self.emit(f"const int {self.bind(var)} = (int){self.axis_spelling[tag]};")
         if self.dyn:
             self.emit("extern __shared__ __align__(32) unsigned char cvl_dyn_smem[];")
+            at = len(self.lines) - 1
         self.print_stmt(self.kernel)
+        if self.dyn and self.dyn_align > 32:
+            # a tile placed on 1024 bytes (wgmma, swizzled tensor copies): the dynamic
+            # window's base is aligned at run time, in bytes the launch adds
+            pad, ind = self.dyn_align, self.lines[at][:len(self.lines[at])
+                                                      - len(self.lines[at].lstrip())]
+            self.lines[at:at + 1] = [
+                f"{ind}extern __shared__ __align__({pad}) unsigned char cvl_dyn_raw[];",
+                f"{ind}unsigned char* cvl_dyn_smem = cvl_dyn_raw + (({pad}u - ((unsigned)"
+                f"__cvta_generic_to_shared(cvl_dyn_raw) & {pad - 1}u)) & {pad - 1}u);"]
+            self.dyn_offset += pad
         for tm in self.tensor_maps.values():
             # the tensor engine reads its map from the parameter space (tma.py)
             args.append(f"const __grid_constant__ {TMAP_TYPE} {tm.name}")
@@ -283,14 +296,11 @@ class KernelPrinter(CPrinter):
         n = nbytes * 8 // D.bits(buf.dtype)
         align = max(shared_alignment(buf, s.body), box_alignment(buf, s.body)) \
             if buf.scope == "shared" else 32
-        if buf.scope == "shared" and self.dyn and align > 32:
-            raise CodegenError(f"cuda codegen: {buf.name} needs {align}-byte alignment "
-                               "(wgmma) and the kernel uses dynamic shared memory, which "
-                               "does not place it so yet: use smaller tiles (48 KiB of "
-                               "static shared memory)")
         if buf.scope == "shared" and self.dyn:
-            self.emit(f"{t}* {name} = ({t}*)(cvl_dyn_smem + {self.dyn_offset});")
-            self.dyn_offset += (nbytes + 31) & ~31      # tensor-core tiles need 32
+            at = -(-self.dyn_offset // align) * align
+            self.dyn_align = max(self.dyn_align, align)
+            self.emit(f"{t}* {name} = ({t}*)(cvl_dyn_smem + {at});")
+            self.dyn_offset = at + ((nbytes + 31) & ~31)    # tensor-core tiles need 32
         elif buf.scope == "shared":
             self.emit(f"__shared__ __align__({align}) {t} {name}[{n}];")
         elif buf.scope == "local":
@@ -453,7 +463,7 @@ ops.register_spellings("cuda", {
     WMMA_OP: KernelPrinter.wmma, FILL_OP: fill_text, STORE_OP: store_text,
     FP8_OP: KernelPrinter.mma_fp8,
     **ASYNC_SPELLINGS, **MMA_SPELLINGS, **MBARRIER_SPELLINGS, **WGMMA_SPELLINGS,
-    **TMA_SPELLINGS,
+    **TMA_SPELLINGS, **WGMMA_ASYNC_SPELLINGS,
 })
 
 

@@ -69,10 +69,11 @@ def check_hopper_ops(func):
     target = PassContext.current().target
     arch = str(target.options.get("arch", "sm_80")) if target is not None else "sm_80"
     found = []
+    wgmma = (WGMMA_OP, "cuda.wgmma_async")
     post_order_visit(func.body, lambda n: found.append(n.op) if getattr(n, "op", None)
-                     in SPELLINGS or getattr(n, "op", None) in (WGMMA_OP, TMA_OP) else None)
+                     in SPELLINGS or getattr(n, "op", None) in (*wgmma, TMA_OP) else None)
     # wgmma exists on sm_90a only (the architecture-specific features)
-    need = "sm_90a" if WGMMA_OP in found else "sm_90"
+    need = "sm_90a" if set(wgmma) & set(found) else "sm_90"
     if found and (int(re.sub(r"\D", "", arch) or 0) < 90 or need == "sm_90a"
                   and not arch.endswith("a")):
         raise LoweringError(f"{func.name}: {found[0]} needs {need} (Hopper's bulk and "
