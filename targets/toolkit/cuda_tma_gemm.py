@@ -43,6 +43,24 @@ from ..cuda.wgmma_async import (ACTIVATIONS, COMMIT_OP, EPILOGUE_DTYPES, WAIT_OP
 WARPGROUP = 128
 
 
+def nt_gemm_func(m: int, n: int, k: int, dtype: str = "float16"):
+    """The computation :func:`gemm_tma_wgmma` implements without a bias or activation,
+    as a compute definition: ``C[i, j] = sum_k A[i, k] * B[j, k]`` in float32 (what
+    ``recipes.gemm_wgmma`` schedules).
+
+    Example::
+
+        >>> [p.shape for p in nt_gemm_func(64, 32, 16).params]
+        [(64, 16), (32, 16), (64, 32)]
+    """
+    A = T.placeholder((m, k), dtype, name="A")
+    B = T.placeholder((n, k), dtype, name="B")
+    r = T.reduce_axis((0, k), name="k")
+    C = T.compute((m, n), lambda i, j: T.sum(A[i, r].astype("float32")
+                                             * B[j, r].astype("float32"), axis=r), name="C")
+    return T.create_prim_func([A, B, C])
+
+
 def _call(op: str, *args):
     return T.Evaluate(T.Call("int32", op, tuple(T.const(a) if isinstance(a, int) else a
                                                 for a in args)))
@@ -135,4 +153,4 @@ def gemm_tma_wgmma(m: int, n: int, k: int, dtype: str = "float16", bm: int = 128
                                      SWIZZLE_KEY: (("A_s", sw), ("B_s", sw))})
 
 
-__all__ = ["gemm_tma_wgmma"]
+__all__ = ["gemm_tma_wgmma", "nt_gemm_func"]
