@@ -6,8 +6,8 @@ the ops of a pipelined ``wgmma`` GEMM (:mod:`targets.toolkit.cuda_tma_gemm`).
   ``wgmma.fence`` then the ``m64nNk16`` steps; the operands come from shared memory
   the threads did not write (a tensor copy brought them: no proxy fence, no block
   barrier);
-* ``cuda.wgmma_commit()``: closes the warpgroup's group of issued steps
-  (``wgmma.commit_group``);
+* ``cuda.wgmma_commit(C, N)``: closes the warpgroup's group of issued steps into the
+  accumulators ``C`` (``wgmma.commit_group``);
 * ``cuda.wgmma_wait(C, n, N)``: waits until at most ``n`` groups are in flight
   (``wgmma.wait_group n``) and pins the accumulators ``C`` (``64 x N``) in their
   registers across it, so that the compiler neither reads nor moves them while the
@@ -18,7 +18,7 @@ the ops of a pipelined ``wgmma`` GEMM (:mod:`targets.toolkit.cuda_tma_gemm`).
   registers: the epilogue never passes through memory.
 
 The interpreter computes a ``wgmma_async`` when it is issued (its operands are read
-then; commit and wait do nothing): a schedule that releases a stage before
+then; commit and wait leave the accumulators as they are): a schedule that releases a stage before
 ``wgmma_wait`` is not caught.
 
 Example::
@@ -53,8 +53,11 @@ register_op(OpDef(WGMMA_ASYNC_OP, -1, "any", effect="opaque", collective="warpgr
                   tiles=_sync.tiles, reference=_sync.reference,
                   doc="C[64, N] += A[64, K] @ B[N, K].T issued by a warpgroup without "
                       "waiting (wgmma.mma_async)"), replace=True)
-register_op(OpDef(COMMIT_OP, 0, "any", effect="opaque",
-                  doc="close the warpgroup's group of wgmma steps"), replace=True)
+register_op(OpDef(COMMIT_OP, -1, "any", effect="opaque", collective="warpgroup",
+                  tiles=lambda a: (Tile(0, 64, a[1].value, 2 if len(a) > 2 else None,
+                                        "readwrite"),),
+                  reference=lambda t: lambda c: (c,),
+                  doc="close the warpgroup's group of wgmma steps into C"), replace=True)
 register_op(OpDef(WAIT_OP, -1, "any", effect="opaque", collective="warpgroup",
                   tiles=lambda a: (Tile(0, 64, a[2].value, 3 if len(a) > 3 else None,
                                         "readwrite"),),
@@ -65,9 +68,7 @@ register_tile_op(WGMMA_ASYNC_OP, 6, (("shared",), ("shared",), (WARPGROUP_SCOPE,
                  min_arch=90)
 register_swizzled_op(WGMMA_ASYNC_OP, (0, 1))
 register_tile_op(WAIT_OP, 3, ((WARPGROUP_SCOPE,),))
-# the interpreter computes a step at its issue: committing does nothing (and waiting
-# leaves the accumulators as they are)
-ops.register_spelling("interp", COMMIT_OP, lambda self, e: lambda: 0)
+register_tile_op(COMMIT_OP, 2, ((WARPGROUP_SCOPE,),))
 
 
 def epilogue_name(bias: bool, act: str) -> str:

@@ -131,7 +131,7 @@ def gemm_tma_wgmma(m: int, n: int, k: int, dtype: str = "float16", bm: int = 128
     mainloop = T.For(kc, T.const(0), T.const(nk), "serial", T.seq(
         _call("mbarrier_wait", full[cs], kc // stages % 2),
         _call(WGMMA_ASYNC_OP, A_s[cs, ty * 64, 0], B_s[cs, 0, 0], acc[0, 0], 64, bn, bk),
-        _call(COMMIT_OP),
+        _call(COMMIT_OP, acc[0, 0], bn),
         # the steps of the previous stage are done: it goes back to the producer
         _call(WAIT_OP, acc[0, 0], 1, bn),
         T.IfThenElse(kc > 0, _call("mbarrier_arrive", empty[(kc + stages - 1) % stages], 0))))

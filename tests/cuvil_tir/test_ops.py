@@ -26,7 +26,9 @@ def test_every_layer_lists_the_registry_ops():
     tensor_cores = {"cuda.wmma_sync", "cuda.wmma_fill", "cuda.wmma_store",
                     "cuda.mma_fp8_sync", "cuda.mma_sync", "cuda.mma_fill", "cuda.mma_store",
                     "cuda.wgmma_sync", "cuda.wgmma_fill", "cuda.wgmma_store",
-                    "cuda.wmma_load", "cuda.wmma_mma"}
+                    "cuda.wmma_load", "cuda.wmma_mma", "cuda.wgmma_async", "cuda.wgmma_commit",
+                    "cuda.wgmma_wait", "cuda.wgmma_epilogue_none", "cuda.wgmma_epilogue_relu",
+                    "cuda.wgmma_epilogue_bias_none", "cuda.wgmma_epilogue_bias_relu"}
     assert set(names[len(T.op.INTRINSICS):]) == tensor_cores
     fixed = {n: ops.get_op(n).arity for n in names if ops.get_op(n).arity >= 0}
     gpu = {n for n in names if ops.get_op(n).collective is not None}
