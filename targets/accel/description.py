@@ -173,7 +173,13 @@ class DMA:
     - ``dims``: dimensions one command moves, 2 or 3: with 3 a loop of 2-D loads is
       one command paying the latency once (``<hal>_dma_load[_pad]_3d``: a conv's filter
       taps, the blocks of a fractal ``zN`` or ``NC1HWC0`` layout;
-      :mod:`~targets.accel.dma_blocks`).
+      :mod:`~targets.accel.dma_blocks`);
+    - ``outstanding``: commands the load and the store engine each keep in flight (an
+      AXI-style DMA with several outstanding requests): with more than one, a command
+      occupies its engine for its transfer only and the next one's latency overlaps it
+      (a command issues once the one ``outstanding`` before it has completed, its data
+      arrives ``latency_cycles`` after it issued); with one (the default) every command
+      pays its latency in turn.
 
     Example::
 
@@ -191,9 +197,11 @@ class DMA:
     transpose: bool = False
     im2col: bool = False
     dims: int = 2
+    outstanding: int = 1
 
     def __post_init__(self):
         _positive_int("DMA", "width_bits", self.width_bits)
+        _positive_int("DMA", "outstanding", self.outstanding)
         if self.dims not in (2, 3) or isinstance(self.dims, bool):
             raise DescriptionError(f"DMA: dims must be 2 or 3 (the dimensions one command "
                                    f"moves), found {self.dims!r}")
@@ -227,7 +235,7 @@ class DMA:
         return {"width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
                 "padding": self.padding, "broadcast": self.broadcast,
                 "transpose": self.transpose, "im2col": self.im2col, "dims": self.dims,
-                "store_ops": [op.describe() for op in self.store_ops]}
+                "outstanding": self.outstanding, "store_ops": [op.describe() for op in self.store_ops]}
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ ascend = Accelerator(
                      doc="per core: the vector unit's operands and results")],
     # MTE2 takes a repeat count: a loop of 2-D copies (a filter's padded taps) is one
     # command paying the latency once
-    dma=DMA(width_bits=1024, latency_cycles=128, padding=True, dims=3),
+    dma=DMA(width_bits=1024, latency_cycles=128, padding=True, dims=3, outstanding=4),
     moves=[_move(L2, L1, "load"), _move(L1, L0A, "mte1"), _move(L1, L0B, "mte1"),
            _move(L0C, UB, "vector")],
     cores=Cores(4, axis=CORE_AXIS, shared=(L2,), bandwidth={"global": 128, L2: 256}),
