@@ -246,9 +246,14 @@ def test_banks_keep_versions_partners_and_engines_apart_at_aligned_offsets():
              Unit("S", 100, 1, (4, 5), {"store"})]                 # later: may reuse
     plan = {u.name: (u.size, u.addrs, u.banks) for u in place(mem, units, {})}
     # sizes are whole 64-byte accesses; the two versions of T sit in two banks, W in
-    # a third; S, live after both, reuses the first bank's start
+    # a third; S, live after both, takes the free fourth (a reused address would order
+    # its engine after T's), and reuses the first bank's start where none is free
     assert plan == {"T": (320, (0, 1024), (0, 1)), "W": (512, (2048,), (2,)),
-                    "S": (128, (0,), (0,))}
+                    "S": (128, (3072,), (3,))}
+    small = MemorySpec("npu.x", "static", (), 3 * 1024, banks=3, bank_bytes=1024,
+                       width_bytes=64)
+    assert [(u.name, u.addrs) for u in place(small, units, {})
+            if u.name == "S"] == [("S", (0,))]
     text = memory_map_text([mem], {"npu.x": place(mem, units, {"W": 3})}, [])
     assert "  bank 3:\n    W                    offset      0  size    512" in text
 
