@@ -17,6 +17,7 @@ from targets.accel.queues import aliases
 from targets.toolkit.npu.conv2d import conv2d
 from targets.toolkit.npu.fused import fused_gemm, schedule_fused
 from targets.toolkit.npu.multicore import schedule_conv2d_cores
+from tests.workloads import conv2d_nhwc_ref
 
 
 @pytest.fixture(autouse=True)
@@ -83,14 +84,17 @@ def test_an_address_reused_across_engines_is_synchronised_where_nothing_else_ord
     chans = json.loads(mod.program.meta["queues"])
     assert [c["buffers"] for c in chans if c["src"] == "mte1" and c["dst"] == "load"
             and c["distance"] == 0] == [["W_asc.l1~I_asc.l1"]]
+    run_small_conv(mod)
+
+
+def run_small_conv(mod):
+    """Run the conv 18x18 8->24 ``mod`` on random int8 data, bit-exact against numpy."""
     rng = np.random.default_rng(1)
     x = rng.integers(-128, 128, (1, 18, 18, 8)).astype("int8")
     w = rng.integers(-128, 128, (3, 3, 8, 24)).astype("int8")
     y = np.zeros((1, 16, 16, 24), "int32")
     mod(x, w, y)
-    want = sum(np.einsum("nyxc,ck->nyxk", x[:, r:r + 16, s:s + 16].astype("int32"),
-                         w[r, s].astype("int32")) for r in range(3) for s in range(3))
-    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(y, conv2d_nhwc_ref(x, w))
 
 
 def test_the_allocator_prefers_a_free_address_to_a_reused_one():
@@ -108,15 +112,19 @@ def _gemm_call(C, A, B):
                                     B[0:16, 0:16], C[0:16, 0:16], 16, 16, 16))
 
 
+def _buffers():
+    """A (inputs), B (weights), C (accumulators), G and H (host)."""
+    return (T.decl_buffer((16, 16), "int8", "A", scope="npu.inp"),
+            T.decl_buffer((16, 16), "int8", "B", scope="npu.wgt"),
+            T.decl_buffer((16, 16), "int32", "C", scope="npu.acc"),
+            T.decl_buffer((64, 16), "int8", "G"), T.decl_buffer((64, 16), "int32", "H"))
+
+
 def test_an_accumulation_first_keeps_the_coarse_lifetime():
     # the GEMM intrinsic reads C before it writes it: C may carry a value from the
     # previous iteration, so it lives over its whole top-level statement (and the
     # store after it); A, loaded whole first in each iteration, only there
-    A = T.decl_buffer((16, 16), "int8", "A", scope="npu.inp")
-    B = T.decl_buffer((16, 16), "int8", "B", scope="npu.wgt")
-    C = T.decl_buffer((16, 16), "int32", "C", scope="npu.acc")
-    G = T.decl_buffer((64, 16), "int8", "G")
-    H = T.decl_buffer((16, 16), "int32", "H")
+    A, B, C, G, H = _buffers()
     i = T.var("i")
     load = T.Evaluate(T.call_extern("int32", "toy_npu_dma_load", A[0:1, 0:16],
                                     G[i * 16:i * 16 + 1, 0:16], 16, 16, 16, 16))
@@ -133,11 +141,7 @@ def test_a_partial_or_conditional_first_write_keeps_the_coarse_lifetime():
     # A is used only inside the loop (steps 1-2 of 0-3): loaded whole first, it lives
     # from that load to the GEMM; loaded in part, or under a condition, it may keep a
     # value from the previous iteration and lives over the whole loop
-    A = T.decl_buffer((16, 16), "int8", "A", scope="npu.inp")
-    B = T.decl_buffer((16, 16), "int8", "B", scope="npu.wgt")
-    C = T.decl_buffer((16, 16), "int32", "C", scope="npu.acc")
-    G = T.decl_buffer((64, 16), "int8", "G")
-    H = T.decl_buffer((64, 16), "int32", "H")
+    A, B, C, G, H = _buffers()
     i = T.var("i")
 
     def load(buf, rows):
