@@ -77,6 +77,7 @@ def run(npu: str, label: str, double: bool, sch, args, check, repeat: int) -> di
             "dma_out": s["dma_bytes_out"], "min_in": sum(a.nbytes for a in ins),
             "min_out": out.nbytes, "compile_s": compile_s, "sim_s": statistics.median(walls),
             "cores": s["cores_used"], "bw_stalls": s["bandwidth_stalls"],
+            "l2bank": s["shared_bank_stalls"],
             "bound": _bound(s, unit, NPUS[npu].get("latency", 0))}
 
 
@@ -213,12 +214,12 @@ def print_cores(rows) -> list:
     """Print the multi-core rows (cores used, shared-link stalls, speed-up); returns
     them."""
     print(f"\n{'npu':>12} {'workload':>18} {'cores':>5} {'cycles':>9} {'mat%':>6} {'bound':>6} "
-          f"{'bank':>6} {'wait':>7} {'link':>7} {'dma in/min':>17} {'dma out/min':>17} "
+          f"{'bank':>6} {'l2bank':>6} {'wait':>7} {'link':>7} {'dma in/min':>17} {'dma out/min':>17} "
           f"{'compile s':>9} {'sim s':>7} {'speed-up':>8}")
     for r in rows:
         sp = f"{r['speedup']:.2f}x" if "speedup" in r else ""
         print(f"{r['npu']:>12} {r['label']:>18} {r['cores']:>5} {r['cycles']:>9} "
-              f"{100 * r['gemm_util']:>6.1f} {100 * r['bound']:>6.1f} {r['stalls']:>6} {r['waits']:>7} "
+              f"{100 * r['gemm_util']:>6.1f} {100 * r['bound']:>6.1f} {r['stalls']:>6} {r['l2bank']:>6} {r['waits']:>7} "
               f"{r['bw_stalls']:>7} {r['dma_in']:>8}/{r['min_in']:<8} "
               f"{r['dma_out']:>8}/{r['min_out']:<8} {r['compile_s']:>9.2f} "
               f"{r['sim_s']:>7.3f} {sp:>8}")
@@ -226,7 +227,8 @@ def print_cores(rows) -> list:
           "cycles x cores used (a core the schedule leaves idle is free for other work "
           "and not counted); bound: the mat% no schedule can beat on those cores (the "
           "busiest core's cube cycles plus one DMA latency before its first operand and "
-          "one after its last result); wait: cube cycles waiting on a token (all cores); "
+          "one after its last result); l2bank: cycles instructions waited for an L2 bank "
+          "another core held; wait: cube cycles waiting on a token (all cores); "
           "link: cycles transfers waited for the shared DDR/L2 links")
     return rows
 

@@ -32,6 +32,7 @@ from .cores import cores_c, cores_header, link_of
 from .dma_blocks import blocks_header, blocks_sim
 from .im2col import im2col_header, im2col_sim
 from .queue_hal import queue_ops, queue_state
+from .shared_banks import shared_banks_c
 from .vendor_hal import vendor_header, vendor_sim
 
 TRACE_MAX = 1 << 16     # events kept for the timeline; later ones are only counted
@@ -258,6 +259,7 @@ def simulator_c(acc) -> str:
            queue_state(acc),
            f"static int64_t cvl_bs[{nbanks}][{ne}], cvl_be[{nbanks}][{ne}];",
            cores_c(acc, nbanks),
+           shared_banks_c(acc, nbanks),
            f"""void cvl_sim_reset(void) {{
     memset(&cvl_sim_stats, 0, sizeof cvl_sim_stats);
     memset(cvl_clock, 0, sizeof cvl_clock); memset(cvl_ready, 0, sizeof cvl_ready);
@@ -267,6 +269,7 @@ def simulator_c(acc) -> str:
     memset(cvl_be, 0, sizeof cvl_be);
     cvl_trace_n = 0;
     cvl_cores_reset();
+    cvl_shared_reset();
 }}
 uint8_t *{h}_scratch(int32_t mem) {{ return cvl_mems[mem]; }}
 /* banks [*lo, *hi] of the bytes [p, p + n) when they are in a scratchpad */
@@ -304,6 +307,8 @@ static void cvl_issue_l(int e, int what, int64_t lat, int64_t c, const int *lo,
                         t = cvl_be[b][f];
                         again = 1;
                     }}
+        int64_t s = cvl_shared_slot(lo, hi, nr, t, c);    /* other cores' holds */
+        if (s != t) {{ t = s; again = 1; }}
     }}
     if (l >= 0 && n > 0) {{
         int64_t dur = (n + cvl_link_bw[l] - 1) / cvl_link_bw[l];
@@ -315,6 +320,7 @@ static void cvl_issue_l(int e, int what, int64_t lat, int64_t c, const int *lo,
     }}
     for (int r = 0; r < nr; ++r)
         for (int b = lo[r]; b <= hi[r]; ++b) {{ cvl_bs[b][e] = t; cvl_be[b][e] = t + c; }}
+    cvl_shared_hold(lo, hi, nr, t, c);
     if (cvl_trace_n < {TRACE_MAX}) {{
         int64_t *ev = cvl_trace[cvl_trace_n];
         ev[0] = e + (int64_t)cvl_core * {ne}; ev[1] = what; ev[2] = t + lat; ev[3] = c - lat;

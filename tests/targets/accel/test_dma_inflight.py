@@ -69,3 +69,21 @@ def test_outstanding_must_be_a_positive_int(bad):
 def test_outstanding_is_part_of_the_build_key():
     assert DMA(128, 32).describe()["outstanding"] == 1
     assert DMA(128, 32, outstanding=4).describe() != DMA(128, 32).describe()
+
+
+def test_cores_reading_one_bank_of_the_shared_l2_wait_for_each_other():
+    # the four cores move the filter out of the same L2 bank: one at a time, each
+    # holding the bank for the whole move (16 cycles of latency, 18 of transfer) and
+    # the next core waiting for it, counted as shared-bank stalls; the shared L2 link
+    # alone (256 bytes a cycle) spaced them by the transfer only
+    mod = targets.build(schedule_conv2d_cores(conv2d(1, 18, 18, 8, 24), cores=4),
+                        "ascend-like", name="conv")
+    run_small_conv(mod)
+    starts = sorted(e[2] for c in range(4) for e in _events(mod, c)
+                    if e[1] == "move_asc_l2_asc_l1")
+    assert len(starts) == 4 and all(b - a >= 16 + 18 for a, b in zip(starts, starts[1:]))
+    assert mod.stats["shared_bank_stalls"] > 0
+
+
+def test_one_core_never_waits_for_another_cores_bank(conv1):
+    assert conv1.stats["shared_bank_stalls"] == 0
