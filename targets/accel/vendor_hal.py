@@ -75,11 +75,17 @@ class HalArg:
     intrinsic operands).  ``minus``: another Cuvil argument subtracted first (a gap
     between rows where Cuvil passes a stride: ``carries="src_stride",
     minus="row_bytes"``); it must be carried by another parameter or fixed.
+    ``symbols``: the vendor's names for the values it takes (``{"load": "PIPE_MTE2",
+    0: "EVENT_ID0"}``: an engine of the accelerator by name, or a number); the kernel
+    passes the name, the header defines it (unless the vendor's own header does), and a
+    value with no name is refused when the call is emitted.
 
     Example::
 
         >>> HalArg("src_gap", "src_stride", "uint16_t", unit=32, minus="row_bytes").minus
         'row_bytes'
+        >>> HalArg("pipe", "src", "uint8_t", symbols={"load": "PIPE_MTE2"}).symbols
+        (('load', 'PIPE_MTE2'),)
     """
 
     name: str
@@ -88,6 +94,16 @@ class HalArg:
     unit: int = 1
     address: str = "pointer"
     minus: str | None = None
+    symbols: tuple = ()
+
+    def __post_init__(self):
+        if isinstance(self.symbols, dict):
+            object.__setattr__(self, "symbols", tuple(self.symbols.items()))
+
+    def symbol_values(self, acc) -> dict:
+        """``{value Cuvil passes: the vendor's name}`` (engines by their index)."""
+        return {acc.engines.index(k) if isinstance(k, str) else k: v
+                for k, v in self.symbols}
 
 
 @dataclass(frozen=True)
@@ -118,8 +134,8 @@ class HalCall:
     def describe(self) -> dict:
         """The call as plain data (the compile cache's key)."""
         return {"name": self.name, "replaces": self.replaces, "struct": self.struct,
-                "args": [(a.name, a.carries, a.ctype, a.unit, a.address, a.minus)
-                         for a in self.args],
+                "args": [(a.name, a.carries, a.ctype, a.unit, a.address, a.minus,
+                          list(a.symbols)) for a in self.args],
                 "memories": sorted(self.memories.items()), "returns": self.returns,
                 "fixed": sorted(self.fixed.items())}
 
@@ -226,6 +242,7 @@ def _check_arg(at, a, params, mems, acc, op) -> None:
         raise DescriptionError(f"{at}: parameter {a.name!r} carries {a.carries!r}; a pointer "
                                "is passed as a pointer type or with address='bytes'/'elements', "
                                "a number as an integer type")
+    _check_symbols(at, a, pointer, acc)
     if a.address == "pointer":
         return
     mem = mems.get(a.carries) if pointer else None
@@ -237,6 +254,33 @@ def _check_arg(at, a, params, mems, acc, op) -> None:
             f"{mem!r}), of an integer C type, and 'elements' only for an intrinsic's operand")
 
 
+def _check_symbols(at, a, pointer, acc) -> None:
+    keys = [k for k, _ in a.symbols]
+    names = [v for _, v in a.symbols]
+    bad = [k for k in keys if isinstance(k, bool) or not isinstance(k, (int, str)) or
+           isinstance(k, str) and k not in acc.engines]
+    bad += [v for v in names if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z_]\w*", v)]
+    if a.symbols and (bad or pointer or a.address != "pointer" or
+                      len(set(names)) < len(names) or len(set(keys)) < len(keys)):
+        raise DescriptionError(
+            f"{at}: parameter {a.name!r}: symbols= maps numbers it takes (ints, or engine "
+            f"names of this accelerator: {list(acc.engines)}) to distinct C identifiers, "
+            f"and only for a number; found {dict(a.symbols)!r}")
+
+
+def symbol_defines(acc) -> list:
+    """``#define`` lines for the vendor's value names (each once, unless its header
+    has it)."""
+    out, seen = [], set()
+    for c in acc.hal_calls:
+        for a in c.args:
+            for value, name in a.symbol_values(acc).items():
+                if name not in seen:
+                    seen.add(name)
+                    out += [f"#ifndef {name}", f"#define {name} {value // a.unit}", "#endif"]
+    return out
+
+
 def _item(acc, op, param) -> int:
     it = next((it for it in acc.intrinsics if it.c_name == op), None)
     p = next(p for p in it.desc.params if p.name == param)
@@ -244,8 +288,9 @@ def _item(acc, op, param) -> int:
 
 
 def vendor_header(acc) -> list:
-    """The declarations of the vendor calls (and their descriptor structs)."""
-    out, structs = [], set()
+    """The declarations of the vendor calls (and their descriptor structs, and the
+    names of the values they take)."""
+    out, structs = symbol_defines(acc), set()
     for c in acc.hal_calls:
         params = [f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}" for a in c.args]
         out.append(f"/* the vendor's {c.name}: Cuvil's {c.replaces}"
@@ -355,6 +400,17 @@ def _runtime_offset(printer, a, r) -> str:
     return f"({a.ctype})({off} / {a.unit})" if a.unit > 1 else f"({a.ctype}){off}"
 
 
+def _symbol(c, a, v, acc) -> str:
+    """The vendor's name of the value ``v`` of parameter ``a``."""
+    names = {k // a.unit: n for k, n in a.symbol_values(acc).items()}
+    if not isinstance(v, IntImm) or v.value not in names:
+        raise HalSignatureError(
+            f"vendor call {c.name!r} ({c.replaces}): parameter {a.name!r} is {v}, which "
+            f"has no name in its symbols= ({sorted(names)} are named); name every value "
+            "it can take")
+    return names[v.value]
+
+
 def print_vendor_call(printer, c, e) -> str:
     """The C of Cuvil's call ``e`` as the vendor's ``c`` (HalSignatureError when it does
     not fit)."""
@@ -383,7 +439,8 @@ def print_vendor_call(printer, c, e) -> str:
             if a.minus is not None:
                 v = v - given[a.minus]
             what = a.carries if a.minus is None else f"{a.carries} - {a.minus}"
-            texts.append(printer.bare(_fit(c, a, ana.simplify(v), ana, what)))
+            v = _fit(c, a, ana.simplify(v), ana, what)
+            texts.append(_symbol(c, a, v, acc) if a.symbols else printer.bare(v))
     if c.struct:
         fields = ", ".join(f".{a.name} = {t}" for a, t in zip(c.args, texts))
         return f"{c.name}(&({c.struct}){{{fields}}})"

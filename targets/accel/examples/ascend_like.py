@@ -59,11 +59,17 @@ def _vector(name, fn, inputs, out, c_name):
                      cycles=TILE, unit="vector")
 
 
+#: the SDK's names of the pipes (engines) and of the event flags between them
+PIPES = {"load": "PIPE_MTE2", "store": "PIPE_MTE3", "cube": "PIPE_M", "vector": "PIPE_V",
+         "mte1": "PIPE_MTE1"}
+EVENTS = {k: f"EVENT_ID{k}" for k in range(8)}
+
+
 def _flag(name, replaces):
-    """Ascend's event flags between pipes: ``set_flag(pipe, tpipe, event_id)``."""
-    return HalCall(name, replaces, (HalArg("pipe", "src", "uint8_t"),
-                                    HalArg("tpipe", "dst", "uint8_t"),
-                                    HalArg("event_id", "id", "uint8_t")))
+    """Ascend's event flags between pipes: ``set_flag(PIPE_MTE2, PIPE_M, EVENT_ID0)``."""
+    return HalCall(name, replaces, (HalArg("pipe", "src", "uint8_t", symbols=PIPES),
+                                    HalArg("tpipe", "dst", "uint8_t", symbols=PIPES),
+                                    HalArg("event_id", "id", "uint8_t", symbols=EVENTS)))
 
 
 def _copy_gm(name, mem, gaps=False):

@@ -107,6 +107,11 @@ def test_ascend_like_calls_its_sdk():
     assert "load_cbuf_to_ca(0, 131072, 32, 64, 64, 64);" in src
     assert "void set_flag(uint8_t pipe, uint8_t tpipe, uint8_t event_id);" in hdr
     assert "ascend_like_push(" not in src and "ascend_like_mmad_16x16x16(" not in src
+    # the pipes and event flags by the SDK's names (symbols=), defined unless its own
+    # header defines them: the load engine is PIPE_MTE2, mte1 PIPE_MTE1
+    assert "set_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID0);" in src and "set_flag(0," not in src
+    assert "#ifndef PIPE_MTE2\n#define PIPE_MTE2 0\n#endif" in hdr
+    assert "#define PIPE_MTE1 4" in hdr and "#define EVENT_ID7 7" in hdr
     rng = np.random.default_rng(3)
     a, b = (rng.integers(-128, 128, (64, 64)).astype("int8") for _ in range(2))
     c = np.zeros((64, 64), "int32")
@@ -183,6 +188,17 @@ BAD = [
               fixed={"dst": 0})], r"fixed= gives \['dst'\].*fixes an address"),
     ([_mvin("m1", "vh.in"), _mvin("m2", "vh.w", fixed={"dst_stride": 16, "src_stride": 16})],
      r"struct 'vh_dma_t' is declared by another call with other fields"),
+    ([HalCall("f", "push", (A("a", "src", symbols={"mte2": "PIPE_MTE2"}), A("b", "dst"),
+                            A("c", "id")))],
+     r"'a': symbols= maps numbers it takes \(ints, or engine names of this accelerator: "
+     r"\['load', 'store', 'gemm'\]\) to distinct C identifiers"),
+    ([HalCall("f", "push", (A("a", "src", symbols={"load": "P", "gemm": "P"}),
+                            A("b", "dst"), A("c", "id")))], r"'a': symbols= maps"),
+    ([HalCall("f", "push", (A("a", "src", symbols={0: "2x"}), A("b", "dst"), A("c", "id")))],
+     r"'a': symbols= maps"),
+    ([HalCall("f", "dma_fill", (A("d", "dst", "void *", symbols={0: "Z"}), A("r", "rows"),
+                                A("b", "row_bytes"), A("s", "dst_stride")))],
+     r"'d': symbols= maps .* only for a number"),
 ]
 
 
@@ -190,6 +206,17 @@ BAD = [
 def test_a_malformed_signature_is_a_description_error(calls, match):
     with pytest.raises(DescriptionError, match=r"CVL-E170.*" + match):
         _device(calls)
+
+
+def test_a_value_with_no_symbol_is_refused_when_the_call_is_emitted():
+    # the flags name only the load engine as a source; the GEMM unit pushes too
+    named = [HalCall(c.name, c.replaces, (
+        HalArg("from_pipe", "src", "uint8_t", symbols={"load": "VH_LOAD"}),
+        HalArg("to_pipe", "dst", "uint8_t"), HalArg("event", "id", "uint8_t"))) for c in FLAGS]
+    with pytest.raises(HalSignatureError, match=r"CVL-E176.*vendor call 'vh_(set|wait)_flag' "
+                       r"\((push|pop)\): parameter 'from_pipe' is [12], which has no name in "
+                       r"its symbols= \(\[0\] are named\); name every value it can take"):
+        _run(_device(named))
 
 
 def test_an_operand_without_a_planned_address_gets_its_offset_at_run_time():
