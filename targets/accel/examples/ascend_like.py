@@ -129,7 +129,10 @@ ascend = Accelerator(
                      doc="per core: the vector unit's operands and results")],
     # MTE2 takes a repeat count: a loop of 2-D copies (a filter's padded taps) is one
     # command paying the latency once
-    dma=DMA(width_bits=1024, latency_cycles=128, padding=True, dims=3, outstanding=4),
+    # MTE2/MTE3 reach L2, L1 and UB (and L0C for a zero fill: its accumulators start
+    # at zero); L0A/L0B fill from L1 only
+    dma=DMA(width_bits=1024, latency_cycles=128, padding=True, dims=3, outstanding=4,
+            reach=(L2, L1, L0C, UB)),
     moves=[_move(L2, L1, "load"), _move(L1, L0A, "mte1"), _move(L1, L0B, "mte1"),
            _move(L0C, UB, "vector")],
     cores=Cores(4, axis=CORE_AXIS, shared=(L2,), bandwidth={"global": 128, L2: 256}),
