@@ -115,11 +115,20 @@ class HalCall:
     intrinsic's are known); ``fixed``: Cuvil arguments the vendor call does not take
     because it assumes their value; ``struct``: pass the arguments as one descriptor
     of that C struct type, by pointer; ``returns``: ``"void"`` or ``"int32_t"``.
+    ``then``: the vendor splits the operation in two calls (Gemmini's ``preload`` of
+    the weights and accumulators, then ``compute_preloaded`` of the inputs): this call
+    carries some of Cuvil's arguments, ``then`` (another HalCall replacing the same
+    operation, itself maybe with a ``then``) the rest, and the kernel issues them one
+    after the other for each of Cuvil's calls.
 
     Example::
 
         >>> HalCall("set_flag", "push", (HalArg("pipe", "src"),), returns="void").name
         'set_flag'
+        >>> pre = HalCall("preload", "matmul", (HalArg("b", "B"),),
+        ...               then=HalCall("compute", "matmul", (HalArg("a", "A"),)))
+        >>> [p.name for p in pre.parts()]
+        ['preload', 'compute']
     """
 
     name: str
@@ -130,10 +139,16 @@ class HalCall:
     struct: str | None = None
     returns: str = "void"
     doc: str = ""
+    then: object = None
+
+    def parts(self) -> list:
+        """This call and the calls it continues with (``then``), in order."""
+        return [self] + (self.then.parts() if isinstance(self.then, HalCall) else [])
 
     def describe(self) -> dict:
         """The call as plain data (the compile cache's key)."""
         return {"name": self.name, "replaces": self.replaces, "struct": self.struct,
+                "then": self.then.describe() if isinstance(self.then, HalCall) else None,
                 "args": [(a.name, a.carries, a.ctype, a.unit, a.address, a.minus,
                           list(a.symbols)) for a in self.args],
                 "memories": sorted(self.memories.items()), "returns": self.returns,
@@ -166,9 +181,23 @@ def check_hal_calls(acc, calls) -> tuple:
     """Validate the declared vendor calls against ``acc``'s own (DescriptionError)."""
     where = f"Accelerator {acc.name!r}"
     ours, seen, structs = acc.hal_ops, set(), {}
-    for c in calls:
-        if not isinstance(c, HalCall):
-            raise DescriptionError(f"{where}: hal_calls takes HalCall(...) entries, found {c!r}")
+    for head in calls:
+        if not isinstance(head, HalCall):
+            raise DescriptionError(f"{where}: hal_calls takes HalCall(...) entries, found "
+                                   f"{head!r}")
+        parts = head.parts()
+        if head.then is not None and not isinstance(head.then, HalCall) or \
+                any(p.replaces != head.replaces for p in parts):
+            raise DescriptionError(f"{where}: vendor call {head.name!r}: then= continues it "
+                                   f"with another HalCall replacing {head.replaces!r} too")
+        _check_parts(where, head, parts, ours, seen, structs, acc)
+    return tuple(calls)
+
+
+def _check_parts(where, head, parts, ours, seen, structs, acc) -> None:
+    """The checks of one vendor call and the calls it continues with."""
+    carried, fixed = [], {}
+    for c in parts:
         at = f"{where}: vendor call {c.name!r}"
         if not re.fullmatch(r"[A-Za-z_]\w*", c.name) or c.name.startswith(f"{acc.hal}_") \
                 or c.name in seen:
@@ -191,7 +220,9 @@ def check_hal_calls(acc, calls) -> tuple:
                                    f"of {c.replaces} ({[n for n in params if '*' in params[n]]})"
                                    f" to accelerator memories ({sorted(acc.scopes)})")
         mems = {**_implied_memories(acc, c.replaces), **c.memories}
-        carried = [a.carries for a in c.args if isinstance(a, HalArg) and isinstance(a.carries, str)]
+        carried += [a.carries for a in c.args
+                    if isinstance(a, HalArg) and isinstance(a.carries, str)]
+        fixed.update(c.fixed)
         for a in c.args:
             if not isinstance(a, HalArg):
                 raise DescriptionError(f"{at}: args takes HalArg(...) entries, found {a!r}")
@@ -213,16 +244,17 @@ def check_hal_calls(acc, calls) -> tuple:
                                         "*" in params[a.minus]):
                 raise DescriptionError(
                     f"{at}: parameter {a.name!r} subtracts {a.minus!r}: minus= names a "
-                    "number Cuvil passes that another parameter carries as it is (or "
-                    "fixed=), and applies to numbers, not addresses")
-        missing = [n for n in params if n not in carried and n not in c.fixed]
-        twice = sorted({n for n in carried if carried.count(n) > 1})
-        if missing or twice or any(n not in params for n in c.fixed):
-            raise DescriptionError(
-                f"{at}: every argument of Cuvil's {c.replaces}({', '.join(params)}) must be "
-                f"carried by one HalArg or named in fixed= (missing: {missing}, carried twice: "
-                f"{twice}, fixed but unknown: {sorted(set(c.fixed) - set(params))})")
-    return tuple(calls)
+                    "number Cuvil passes that another parameter of the same call carries "
+                    "as it is (or fixed=), and applies to numbers, not addresses")
+    at = f"{where}: vendor call {head.name!r}" + (" (with its then= calls)"
+                                                   if len(parts) > 1 else "")
+    missing = [n for n in params if n not in carried and n not in fixed]
+    twice = sorted({n for n in carried if carried.count(n) > 1})
+    if missing or twice or any(n not in params for n in fixed):
+        raise DescriptionError(
+            f"{at}: every argument of Cuvil's {head.replaces}({', '.join(params)}) must be "
+            f"carried by one HalArg or named in fixed= (missing: {missing}, carried twice: "
+            f"{twice}, fixed but unknown: {sorted(set(fixed) - set(params))})")
 
 
 def _check_arg(at, a, params, mems, acc, op) -> None:
@@ -272,7 +304,7 @@ def symbol_defines(acc) -> list:
     """``#define`` lines for the vendor's value names (each once, unless its header
     has it)."""
     out, seen = [], set()
-    for c in acc.hal_calls:
+    for c in (p for head in acc.hal_calls for p in head.parts()):
         for a in c.args:
             for value, name in a.symbol_values(acc).items():
                 if name not in seen:
@@ -291,7 +323,7 @@ def vendor_header(acc) -> list:
     """The declarations of the vendor calls (and their descriptor structs, and the
     names of the values they take)."""
     out, structs = symbol_defines(acc), set()
-    for c in acc.hal_calls:
+    for c in (p for head in acc.hal_calls for p in head.parts()):
         params = [f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}" for a in c.args]
         out.append(f"/* the vendor's {c.name}: Cuvil's {c.replaces}"
                    + (f"; {c.doc}" if c.doc else "") + " */")
@@ -304,40 +336,58 @@ def vendor_header(acc) -> list:
     return out
 
 
+def _params(c) -> str:
+    return (f"const {c.struct} *d" if c.struct else
+            ", ".join(f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}"
+                      for a in c.args))
+
+
 def vendor_sim(acc) -> str:
     """The simulator's vendor calls: each converts its arguments back to Cuvil's and
-    runs Cuvil's call."""
+    runs Cuvil's call (a call split in parts: the first ones keep their arguments, the
+    last runs it)."""
     ours, out = acc.hal_ops, []
     mem_index = {m.scope: k for k, m in enumerate(acc.memories_only)}
-    for c in acc.hal_calls:
-        mems = {**_implied_memories(acc, c.replaces), **c.memories}
-        by_param = {a.carries: a for a in c.args if isinstance(a.carries, str)}
-        ref = "d->" if c.struct else ""
+    for head in acc.hal_calls:
+        parts, last = head.parts(), head.parts()[-1]
+        mems, fixed, ref, by_param = _implied_memories(acc, head.replaces), {}, {}, {}
+        for c in parts:
+            mems.update(c.memories)
+            fixed.update(c.fixed)
+            for a in c.args:
+                at = "d->" if c.struct else ""
+                ref[a.name] = f"{at}{a.name}" if c is last else f"cvl_hold_{c.name}_{a.name}"
+                if isinstance(a.carries, str):
+                    by_param[a.carries] = a
+            if c is not last:
+                out += [f"static {a.ctype}{'' if a.ctype.endswith('*') else ' '}"
+                        f"cvl_hold_{c.name}_{a.name};" for a in c.args]
+                keep = " ".join(f"cvl_hold_{c.name}_{a.name} = {'d->' if c.struct else ''}"
+                                f"{a.name};" for a in c.args)
+                out.append(f"{c.returns} {c.name}({_params(c)}) {{ {keep}"
+                           + (" return 0;" if c.returns != "void" else "") + " }")
         cval = {}
-        for ctype, p in ours[c.replaces]:
+        for ctype, p in ours[head.replaces]:
             a = by_param.get(p)
-            if p in c.fixed:
-                cval[p] = f"({ctype}){c.fixed[p]}"
+            if p in fixed:
+                cval[p] = f"({ctype}){fixed[p]}"
             elif a.address == "pointer" and "*" in ctype:
-                cval[p] = f"({ctype}){ref}{a.name}"
+                cval[p] = f"({ctype}){ref[a.name]}"
             else:
-                v = f"((int64_t){ref}{a.name} * {a.unit})"
+                v = f"((int64_t){ref[a.name]} * {a.unit})"
                 if a.address == "elements":
-                    v = f"({v} * {_item(acc, c.replaces, p)})"
+                    v = f"({v} * {_item(acc, head.replaces, p)})"
                 if a.address != "pointer":
                     v = f"({acc.hal}_scratch({mem_index[mems[p]]}) + {v})"
                 cval[p] = f"({ctype}){v}"
-        for ctype, p in ours[c.replaces]:      # a gap back to a stride
+        for ctype, p in ours[head.replaces]:      # a gap back to a stride
             a = by_param.get(p)
             if a is not None and a.minus is not None:
-                cval[p] = f"({ctype})((int64_t){ref}{a.name} * {a.unit} + {cval[a.minus]})"
-        back = [cval[p] for _, p in ours[c.replaces]]
-        params = (f"const {c.struct} *d" if c.struct else
-                  ", ".join(f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}"
-                            for a in c.args))
-        call = f"{acc.hal}_{c.replaces}({', '.join(back)})"
-        body = f"(void){call};" if c.returns == "void" else f"return {call};"
-        out.append(f"{c.returns} {c.name}({params}) {{ {body} }}")
+                cval[p] = f"({ctype})((int64_t){ref[a.name]} * {a.unit} + {cval[a.minus]})"
+        back = [cval[p] for _, p in ours[head.replaces]]
+        call = f"{acc.hal}_{head.replaces}({', '.join(back)})"
+        body = f"(void){call};" if last.returns == "void" else f"return {call};"
+        out.append(f"{last.returns} {last.name}({_params(last)}) {{ {body} }}")
     return "\n".join(out) + "\n"
 
 
@@ -413,7 +463,12 @@ def _symbol(c, a, v, acc) -> str:
 
 def print_vendor_call(printer, c, e) -> str:
     """The C of Cuvil's call ``e`` as the vendor's ``c`` (HalSignatureError when it does
-    not fit)."""
+    not fit); a call in parts (``then``) is their comma expression, in order."""
+    parts = [_print_part(printer, p, e) for p in c.parts()]
+    return parts[0] if len(parts) == 1 else f"({', '.join(parts)})"
+
+
+def _print_part(printer, c, e) -> str:
     acc = printer.acc
     ours = [n for _, n in acc.hal_ops[c.replaces]]
     given = dict(zip(ours, e.args[2:]))

@@ -74,6 +74,19 @@ def _mv(name, op, mem, row):
         memories={sp: mem}, struct=f"gemmini_{op[4:]}_t")
 
 
+def _row(name, operand, mem_row):
+    """An operand as a row address in its memory (``mem_row`` bytes a row)."""
+    return HalArg(name, operand, "uint32_t", unit=mem_row, address="bytes")
+
+
+# Gemmini's matmul is two instructions: preload (the weights B and the accumulator
+# tile C the result goes to) then compute_preloaded (the inputs A)
+MATMUL = HalCall("gemmini_preload", "matmul", (
+    _row("bd", "B", DIM), _row("c", "C", 4 * DIM), HalArg("bd_stride", "B_stride", "uint16_t"),
+    HalArg("c_stride", "C_stride", "uint16_t")),
+    then=HalCall("gemmini_compute_preloaded", "matmul", (
+        _row("a", "A", DIM), HalArg("a_stride", "A_stride", "uint16_t"))))
+
 gemmini = Accelerator(
     "gemmini-like",
     memories=[Memory(SPAD, banks=4, bank_bytes=64 << 10, width_bits=8 * DIM,
@@ -109,7 +122,7 @@ gemmini = Accelerator(
     hal_calls=[_mv("gemmini_mvin", "dma_load", SPAD, DIM), _mv("gemmini_mvin_acc", "dma_load",
                                                                ACC, 4 * DIM),
                _mv("gemmini_mvout", "dma_store", SPAD, DIM),
-               _mv("gemmini_mvout_acc", "dma_store", ACC, 4 * DIM)],
+               _mv("gemmini_mvout_acc", "dma_store", ACC, 4 * DIM), MATMUL],
     doc="Gemmini-like NPU: 16x16 int8 systolic array, scratchpad + accumulator, a DMA "
         "with zero/bias preload and activation on read-out")
 

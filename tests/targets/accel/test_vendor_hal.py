@@ -199,6 +199,15 @@ BAD = [
     ([HalCall("f", "dma_fill", (A("d", "dst", "void *", symbols={0: "Z"}), A("r", "rows"),
                                 A("b", "row_bytes"), A("s", "dst_stride")))],
      r"'d': symbols= maps .* only for a number"),
+    ([HalCall("f", "push", (A("a", "src"),), then=HalCall("g", "pop", (A("b", "dst"),
+                                                                      A("c", "id"))))],
+     r"vendor call 'f': then= continues it with another HalCall replacing 'push' too"),
+    ([HalCall("f", "push", (A("a", "src"),), then=HalCall("g", "push", (A("b", "dst"),)))],
+     r"vendor call 'f' \(with its then= calls\): every argument .*missing: \['id'\]"),
+    ([HalCall("f", "push", (A("a", "src"),), then=HalCall("g", "push", (
+        A("b", "src"), A("c", "dst"), A("d", "id"))))], r"carried twice: \['src'\]"),
+    ([HalCall("f", "push", (A("a", "src"),), then=HalCall("f", "push", (
+        A("c", "dst"), A("d", "id"))))], r"vendor call 'f': the name .* not used twice"),
 ]
 
 
@@ -206,6 +215,25 @@ BAD = [
 def test_a_malformed_signature_is_a_description_error(calls, match):
     with pytest.raises(DescriptionError, match=r"CVL-E170.*" + match):
         _device(calls)
+
+
+def test_a_vendor_call_in_two_parts_runs_with_cuvils_results_and_cycles():
+    # the GEMM as Gemmini issues it: preload(B, C, their strides), then
+    # compute_preloaded(A, its stride), one after the other for each of Cuvil's calls
+    split = HalCall("vh_preload", "gemm_16x16x16", (
+        A("b", "B", "uint32_t", address="elements"), A("c", "C", "uint32_t",
+                                                       address="elements"),
+        A("ldb", "B_stride", "uint16_t"), A("ldc", "C_stride", "uint16_t")),
+        then=HalCall("vh_compute", "gemm_16x16x16", (
+            A("a", "A", "uint32_t", address="elements"), A("lda", "A_stride", "uint16_t"))))
+    plain, mod = _run(_device()), _run(_device([split]))
+    src, hdr = mod.get_source("c"), mod.get_source("h")
+    assert "(void)(vh_preload(" in src and "), vh_compute(" in src
+    assert "vh_npu_gemm_16x16x16(" not in src
+    assert "void vh_preload(uint32_t b, uint32_t c, uint16_t ldb, uint16_t ldc);" in hdr
+    assert "void vh_compute(uint32_t a, uint16_t lda);" in hdr
+    for key in ("cycles", "dependency_stalls", "engine_busy"):
+        assert mod.stats[key] == plain.stats[key]
 
 
 def test_a_value_with_no_symbol_is_refused_when_the_call_is_emitted():
