@@ -119,7 +119,10 @@ class HalCall:
     the weights and accumulators, then ``compute_preloaded`` of the inputs): this call
     carries some of Cuvil's arguments, ``then`` (another HalCall replacing the same
     operation, itself maybe with a ``then``) the rest, and the kernel issues them one
-    after the other for each of Cuvil's calls.
+    after the other for each of Cuvil's calls.  ``config``: a configuration call
+    (Gemmini's ``config_ld`` of the DRAM stride) carrying some of the arguments as
+    state the call then uses: issued once at the start of the kernel when every call
+    passes it the same constants (on a one-core device), otherwise before each call.
 
     Example::
 
@@ -140,15 +143,20 @@ class HalCall:
     returns: str = "void"
     doc: str = ""
     then: object = None
+    config: object = None
 
     def parts(self) -> list:
-        """This call and the calls it continues with (``then``), in order."""
-        return [self] + (self.then.parts() if isinstance(self.then, HalCall) else [])
+        """Its configuration call, this call and the calls it continues with
+        (``then``), in order."""
+        return ([self.config] if isinstance(self.config, HalCall) else []) + [self] + \
+            (self.then.parts() if isinstance(self.then, HalCall) else [])
 
     def describe(self) -> dict:
         """The call as plain data (the compile cache's key)."""
         return {"name": self.name, "replaces": self.replaces, "struct": self.struct,
                 "then": self.then.describe() if isinstance(self.then, HalCall) else None,
+                "config": self.config.describe() if isinstance(self.config, HalCall)
+                else None,
                 "args": [(a.name, a.carries, a.ctype, a.unit, a.address, a.minus,
                           list(a.symbols)) for a in self.args],
                 "memories": sorted(self.memories.items()), "returns": self.returns,
@@ -186,10 +194,13 @@ def check_hal_calls(acc, calls) -> tuple:
             raise DescriptionError(f"{where}: hal_calls takes HalCall(...) entries, found "
                                    f"{head!r}")
         parts = head.parts()
-        if head.then is not None and not isinstance(head.then, HalCall) or \
-                any(p.replaces != head.replaces for p in parts):
+        if any(x is not None and not isinstance(x, HalCall) for x in (head.then, head.config)) \
+                or any(p.replaces != head.replaces for p in parts) or \
+                isinstance(head.config, HalCall) and (head.config.config or head.config.then):
             raise DescriptionError(f"{where}: vendor call {head.name!r}: then= continues it "
-                                   f"with another HalCall replacing {head.replaces!r} too")
+                                   f"and config= configures it with another HalCall "
+                                   f"replacing {head.replaces!r} too (a configuration "
+                                   "call without its own config= or then=)")
         _check_parts(where, head, parts, ours, seen, structs, acc)
     return tuple(calls)
 
@@ -464,8 +475,36 @@ def _symbol(c, a, v, acc) -> str:
 def print_vendor_call(printer, c, e) -> str:
     """The C of Cuvil's call ``e`` as the vendor's ``c`` (HalSignatureError when it does
     not fit); a call in parts (``then``) is their comma expression, in order."""
-    parts = [_print_part(printer, p, e) for p in c.parts()]
+    hoisted = getattr(printer, "hoisted", {})
+    parts = [_print_part(printer, p, e) for p in c.parts() if p.name not in hoisted]
     return parts[0] if len(parts) == 1 else f"({', '.join(parts)})"
+
+
+def hoisted_configs(acc, calls) -> dict:
+    """``{configuration call name: a call it configures}`` for the configuration calls
+    that every one of ``calls`` (the kernel's Cuvil calls, in order) it configures
+    passes the same constants: those are issued once, at the start (not on a device
+    with cores: each core has its own configuration)."""
+    if acc.cores is not None or not acc.hal_calls:
+        return {}
+    values, first = {}, {}
+    for e in calls:
+        c = pick_vendor_call(acc, e)
+        if c is None or not isinstance(c.config, HalCall):
+            continue
+        given = dict(zip([n for _, n in acc.hal_ops[c.replaces]], e.args[2:]))
+        vals = tuple(given[a.carries] for a in c.config.args if isinstance(a.carries, str))
+        key = tuple(v.value for v in vals) if all(isinstance(v, IntImm) for v in vals) \
+            else None
+        values.setdefault(c.config.name, set()).add(key)
+        first.setdefault(c.config.name, e)
+    return {n: first[n] for n, v in values.items() if len(v) == 1 and None not in v}
+
+
+def print_hoisted(printer, name, e) -> str:
+    """The configuration call ``name`` as ``e``'s vendor call passes it."""
+    c = pick_vendor_call(printer.acc, e)
+    return _print_part(printer, c.config, e)
 
 
 def _print_part(printer, c, e) -> str:

@@ -65,13 +65,17 @@ def _mv(name, op, mem, row):
     """Gemmini's ``mvin``/``mvout``: one descriptor (``gemmini_dma_t``) by pointer, the
     scratchpad side as a row address (``row`` bytes a row of ``mem``)."""
     sp, dram = ("dst", "src") if op == "dma_load" else ("src", "dst")
+    # the DRAM stride is state set by config_ld / config_st, issued once when every
+    # move passes the same one
     return HalCall(name, op, (
         HalArg("dram_addr", dram, "const void *" if op == "dma_load" else "void *"),
         HalArg("sp_row", sp, "uint32_t", unit=row, address="bytes"),
         HalArg("rows", "rows", "uint16_t"), HalArg("cols", "row_bytes", "uint16_t"),
-        HalArg("sp_stride", f"{sp}_stride", "uint32_t"),
-        HalArg("dram_stride", f"{dram}_stride", "uint32_t")),
-        memories={sp: mem}, struct=f"gemmini_{op[4:]}_t")
+        HalArg("sp_stride", f"{sp}_stride", "uint32_t")),
+        memories={sp: mem}, struct=f"gemmini_{op[4:]}_t",
+        config=HalCall(f"gemmini_config_{'ld' if sp == 'dst' else 'st'}"
+                       f"{'_acc' if mem == ACC else ''}", op, (
+            HalArg("dram_stride", f"{dram}_stride", "uint32_t"),)))
 
 
 def _row(name, operand, mem_row):

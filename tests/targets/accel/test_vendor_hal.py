@@ -201,7 +201,11 @@ BAD = [
      r"'d': symbols= maps .* only for a number"),
     ([HalCall("f", "push", (A("a", "src"),), then=HalCall("g", "pop", (A("b", "dst"),
                                                                       A("c", "id"))))],
-     r"vendor call 'f': then= continues it with another HalCall replacing 'push' too"),
+     r"vendor call 'f': then= continues it and config= configures it with another "
+     r"HalCall replacing 'push' too"),
+    ([HalCall("f", "push", (A("a", "src"), A("b", "dst")), config=HalCall(
+        "g", "push", (A("c", "id"),), then=HalCall("h", "push", ())))],
+     r"a configuration call without its own config= or then="),
     ([HalCall("f", "push", (A("a", "src"),), then=HalCall("g", "push", (A("b", "dst"),)))],
      r"vendor call 'f' \(with its then= calls\): every argument .*missing: \['id'\]"),
     ([HalCall("f", "push", (A("a", "src"),), then=HalCall("g", "push", (
@@ -234,6 +238,39 @@ def test_a_vendor_call_in_two_parts_runs_with_cuvils_results_and_cycles():
     assert "void vh_compute(uint32_t a, uint16_t lda);" in hdr
     for key in ("cycles", "dependency_stalls", "engine_busy"):
         assert mod.stats[key] == plain.stats[key]
+
+
+# a load (into either memory) whose DRAM stride is state a configuration call sets
+CONFIGURED = HalCall("vh_ld", "dma_load", (
+    A("dram", "src", "const void *"), A("sp", "dst", "void *"), A("rows", "rows", "uint16_t"),
+    A("cols", "row_bytes", "uint16_t"), A("sp_stride", "dst_stride", "uint32_t")),
+    config=HalCall("vh_ld_config", "dma_load", (A("stride", "src_stride", "uint32_t"),)))
+
+
+@pytest.mark.parametrize("m", [64, 32])
+def test_a_configuration_call_is_issued_once_when_every_call_passes_the_same(m):
+    # A (64 x 64) and B (64 x m) come in rows of their widths: with m = 64 every load
+    # passes the stride 64 and the configuration is issued once, first; with m = 32
+    # the loads of B pass 32, so each load is issued after its configuration
+    targets.register_target(_device(), replace=True)
+    plain = targets.build(schedule_gemm(gemm(64, m, 64), tile=32, **ON), "vh-npu", name="g")
+    targets.register_target(_device([CONFIGURED]), replace=True)
+    mod = targets.build(schedule_gemm(gemm(64, m, 64), tile=32, **ON), "vh-npu", name="g")
+    src, hdr = mod.get_source("c"), mod.get_source("h")
+    assert "void vh_ld_config(uint32_t stride);" in hdr
+    if m == 64:
+        assert src.count("vh_ld_config(") == 1 and "(void)vh_ld_config(64);" in src
+    else:
+        assert "(void)(vh_ld_config(64), vh_ld(&A[" in src
+        assert "(void)(vh_ld_config(32), vh_ld(&B[" in src
+    rng = np.random.default_rng(m)
+    a, b = rng.integers(-128, 128, (64, 64)).astype("int8"), \
+        rng.integers(-128, 128, (64, m)).astype("int8")
+    for built in (plain, mod):
+        c = np.zeros((64, m), "int32")
+        built(a, b, c)
+        np.testing.assert_array_equal(c, a.astype("int32") @ b.astype("int32"))
+    assert mod.stats["cycles"] == plain.stats["cycles"]
 
 
 def test_a_value_with_no_symbol_is_refused_when_the_call_is_emitted():
