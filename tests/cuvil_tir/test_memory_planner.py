@@ -266,9 +266,11 @@ def test_the_accelerator_bank_plan_travels_in_the_program_as_data():
     plan = mod.program.memory
     a = next(d for d in plan["npu.inp"] if d["buffer"] == "A_npu.inp")
     # two versions of a 64 x 64 int8 tile, in two banks of 8 KiB, touched by the DMA and
-    # the GEMM unit; no JSON in the C source
+    # the GEMM unit, living over the instructions of its top-level statement (steps
+    # count instructions; a multi-buffered tile keeps its whole statement); no JSON in
+    # the C source
     assert a == {"buffer": "A_npu.inp", "addresses": [0, 8192], "bytes": 4096,
-                 "steps": [0, 0], "engines": ["gemm", "load"], "conflicts": []}
+                 "steps": [0, 4], "engines": ["gemm", "load"], "conflicts": []}
     assert "cuvil-accel-plan" not in mod.get_source("c")
     again = Program.from_blobs(mod.program.to_blobs(), None)
     assert again.memory == plan
