@@ -22,9 +22,10 @@ time is within ``best / 0.95``; a run that never does counts as ``trials + 1`` (
 ratio printed is a lower bound when random search mostly misses).  Then the cost model
 ranks held-out candidates: every *randomly drawn* candidate of a workload (pool and
 random searches: an unbiased sample of the space) is ranked by a model trained on the
-other workloads' random candidates (``transfer``: a workload it never saw) and by one
-trained on those plus a random half of this workload's (``within``: tested on the other
-half); Spearman's rank correlation with the measured times.
+random candidates of the other workloads of its family, as the tuner transfers
+(``transfer``: a workload it never saw; none for a workload alone in its family), and
+by one trained on those plus a random half of this workload's (``within``: tested on
+the other half); Spearman's rank correlation with the measured times.
 
     python benchmarks/tune_search.py [--trials 32] [--seeds 3] [--pool 32] [--only gemm256 conv28]
     python benchmarks/tune_search.py --quick    # 2 workloads, 1 seed, 8 trials (CI)
@@ -217,21 +218,27 @@ def summary(funcs, keys, runs, records, args):
 
 def model_quality(keys, records, seed=0):
     """Spearman's rank correlation of the cost model on held-out random candidates."""
-    rows: dict = {}
+    rows, family = {}, {}
     for r in records:
         if r["drawn"] in ("pool", "random") and r.get("seconds") and r.get("feat") \
                 and not r.get("remeasured"):
             rows.setdefault(r["workload"], {})[r["cand"]] = (r["feat"], r["seconds"])
+            family[r["workload"]] = r["task"]["family"]
     rng = random.Random(seed)
     within, transfer = [], []
     for name, w in keys.items():
         mine = list(rows.get(w, {}).values())
         if len(mine) < 16:
             continue
-        other = [(f, s, g) for g, rs in rows.items() if g != w for f, s in rs.values()]
+        # as the tuner learns (:func:`schedules.tune.transfer.nearest_rows`): from the
+        # workload's own family only
+        other = [(f, s, g) for g, rs in rows.items() if g != w and family[g] == family[w]
+                 for f, s in rs.values()]
         rng.shuffle(mine)
         half = len(mine) // 2
         for own, test, out in (([], mine, transfer), (mine[:half], mine[half:], within)):
+            if not own and not other:
+                continue   # no relative: the tuner starts this one with no model
             train = other + [(f, s, "this") for f, s in own]
             m = CostModel()
             m.fit([f for f, _, _ in train], [s for _, s, _ in train],
@@ -242,8 +249,8 @@ def model_quality(keys, records, seed=0):
         print("cost model: no workload has the 16 distinct random candidates a held-out "
               "rank correlation needs (give a larger --pool or more --trials)")
         return
-    for label, got in (("transfer (a workload the model never saw)", transfer),
-                       ("within (plus half of the workload's own)", within)):
+    for label, got in (("transfer (a workload the model never saw; its family's others)",
+                        transfer), ("within (plus half of the workload's own)", within)):
         print(f"cost model Spearman, {label}: median "
               f"{statistics.median(x for _, x in got):.2f} (goal >= 0.6): " +
               ", ".join(f"{n} {x:.2f}" for n, x in got))
