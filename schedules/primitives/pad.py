@@ -40,7 +40,7 @@ from cuvil_tir.errors import ScheduleError
 from cuvil_tir.expr import Add, BufferLoad, Cast, IntImm, Mul, Var, const
 from cuvil_tir.op import if_then_else
 from cuvil_tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, Range
-from cuvil_tir.visitor import Mutator, post_order_visit
+from cuvil_tir.visitor import Mutator, post_order_visit, used_vars
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import simplify
@@ -109,6 +109,20 @@ def _loops_to_pad(func, blk, loops, changed):
             raise _fail(f"block {blk.name!r}: iter var {iv.var.name!r} has no loop to pad "
                         "(a unit domain); use padding 1 for the iterations that index it",
                         func, blk)
+
+
+def _check_output_indexed(func, blk, store, changed):
+    """Every padded spatial iter var must index the output: one it does not index (a
+    unit dimension folded to 0 by ``transform_layout``, say) makes the padded
+    iterations write, and re-initialise, the elements of the valid ones."""
+    seen = {id(v) for i in store.indices for v in used_vars(i)}
+    for iv in blk.iter_vars:
+        if iv.kind != "reduce" and changed[id(iv.var)] and id(iv.var) not in seen:
+            idx = ", ".join(str(i) for i in store.indices)
+            raise _fail(f"block {blk.name!r}: spatial iter var {iv.var.name!r} must index "
+                        f"its output to be padded, found {store.buffer.name}[{idx}] "
+                        "without it: the padded iterations would overwrite the valid "
+                        f"ones. Use padding 1 for {iv.var.name!r}", func, blk)
 
 
 def _accesses(blk) -> list:
@@ -257,6 +271,7 @@ def pad_einsum(func, block, padding):
         raise _fail(f"block {blk.name!r} is not a sum of products (out = out + a * b ...): "
                     "pad_einsum pads inputs with zeros, which leaves only such a sum "
                     "unchanged along a padded reduction", func, blk)
+    _check_output_indexed(func, blk, store, changed)
     grow = _new_shapes(func, blk, old, ext)
     if store.buffer in grow and blk.init is None and _reads_output(blk, store.buffer) \
             and not any(p is store.buffer for p in func.params):   # (pad_params says it)
