@@ -36,7 +36,7 @@ from ..analysis import (block_path as resolve_block, fresh_block_name, fresh_nam
 from ..handles import BlockRV
 from ..primitive import BLOCK, INT, LOOP, Renamed, primitive
 from .rfactor_checks import (_var_ids, check_reduction_in_scope, check_rfactor_block,
-                             check_slots_visited)
+                             check_init_starts, check_slots_visited)
 from .insertion import insert_after, insert_before
 from .rfactor_nest import check_hoistable, place_shared
 from ..block_flags import pipeline_blocker
@@ -240,6 +240,7 @@ def rfactor(func, loop, factor_axis: int = 0):
     if shared:
         check_hoistable(func, realize, top)
     check_slots_visited(func, realize, rf_loop, [l for _, l in above])
+    check_init_starts(func, realize, [l for _, l in above], rf_loop)
     buf = blk.body.buffer
     nd = len(buf.shape)
     if not isinstance(factor_axis, int) or not -(nd + 1) <= factor_axis <= nd:

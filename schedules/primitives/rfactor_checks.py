@@ -138,3 +138,26 @@ def check_slots_visited(func, realize, rf_loop, loops):
 
 def _var_ids(e) -> set:
     return {id(v) for v in used_vars(e)}
+
+
+def check_init_starts(func, realize, loops, rf_loop):
+    """The block's init must run where its loops start: each reduce iter var, with the
+    loops at their minimum, at the start of its domain.  A block that continues a
+    reduction started elsewhere (a ``loop_partition`` part after the first) never runs
+    its init, but the write-back rfactor builds would run it at the start of its own
+    loop, dropping what the earlier part reduced."""
+    start = {l.loop_var: l.min for l in loops}
+    for iv, val in zip(realize.block.iter_vars, realize.iter_values):
+        if iv.kind != "reduce" or realize.block.init is None:
+            continue
+        first = arith.simplify(substitute(val, start))
+        at = arith.simplify(first - iv.dom.min)
+        if not (isinstance(at, IntImm) and at.value == 0):
+            raise schedule_error(ReductionLoopError, "rfactor",
+                                 f"block {realize.block.name!r} starts its reduce iter var "
+                                 f"{iv.var.name!r} at {first}, expected "
+                                 f"the start of its domain {iv.dom.min}: the block "
+                                 "continues a reduction another block began (a "
+                                 "loop_partition part after the first), and the "
+                                 "write-back would re-initialise its output. rfactor "
+                                 "before loop_partition, or the first part", func, rf_loop)

@@ -6,6 +6,7 @@ import numpy as np
 
 import cuvil_tir as T
 import schedules as S
+from schedules.errors import ReductionLoopError
 from schedules.primitives.pad import PadEinsumError
 from tests.schedules.testing import assert_refused, run
 
@@ -31,3 +32,28 @@ def test_pad_einsum_refuses_a_padded_iter_var_that_does_not_index_the_output():
     x, w = np.arange(4, dtype="float32").reshape(1, 4), np.ones((4, 7), "float32")
     got = run(sch, [x, w, np.zeros((7, 1), "float32")])[2]
     np.testing.assert_array_equal(got, (x @ w).T)
+
+
+def _rowmin():
+    X = T.placeholder((2, 4), name="X")
+    k = T.reduce_axis((0, 4), name="k")
+    return T.create_prim_func([X, T.compute((2,), lambda i: T.min(X[i, k], axis=k),
+                                            name="Y")])
+
+
+def test_rfactor_refuses_a_partition_part_that_continues_the_reduction():
+    """The second loop_partition part reduces k = 3 onto what the first part left; its
+    init never runs, but rfactor's write-back ran it at the start of its own loop and
+    dropped the first part's minimum (case 1532791086)."""
+    sch = S.Schedule(_rowmin())
+    _, k = sch.get_loops("Y")
+    k0, _ = sch.split(k, [None, 3])
+    sch.loop_partition(k0, [1, None])
+    later = sch.get_loops("Y_k_01")[-2]
+    assert_refused(sch, lambda: sch.rfactor(later, 0),
+                   r"CVL-E103.*block 'Y_k_01' starts its reduce iter var 'v_k' at 3, "
+                   r"expected the start of its domain 0.*rfactor before loop_partition",
+                   ReductionLoopError)
+    sch.rfactor(sch.get_loops("Y_k_00")[-2], 0)     # the first part starts it: stays right
+    x = np.array([[5, 2, 7, 1], [4, 8, 6, 9]], "float32")
+    np.testing.assert_array_equal(run(sch, [x, np.zeros(2, "float32")])[1], x.min(1))
