@@ -8,7 +8,7 @@ import cuvil_tir as T
 import schedules as S
 from schedules.errors import ReductionLoopError
 from schedules.primitives.pad import PadEinsumError
-from tests.schedules.testing import assert_refused, run
+from tests.schedules.testing import assert_refused, run, run_llvm
 
 
 def _row_matmul():
@@ -57,3 +57,29 @@ def test_rfactor_refuses_a_partition_part_that_continues_the_reduction():
     sch.rfactor(sch.get_loops("Y_k_00")[-2], 0)     # the first part starts it: stays right
     x = np.array([[5, 2, 7, 1], [4, 8, 6, 9]], "float32")
     np.testing.assert_array_equal(run(sch, [x, np.zeros(2, "float32")])[1], x.min(1))
+
+
+def _neighbours():
+    X = T.placeholder((6, 6), "int8", name="X")
+    Y = T.compute((6, 6), lambda i, j: X[i, j] * 2, name="Y")
+    zero = T.const(0, "int8")
+    Z = T.compute((6, 6), lambda i, j: T.if_then_else(i >= 1, Y[i - 1, j], zero)
+                  + T.if_then_else(i + 1 < 6, Y[i + 1, j], zero), name="Z")
+    return T.create_prim_func([X, Z])
+
+
+def test_a_nested_cache_read_copies_only_what_the_outer_copy_wrote():
+    """The outer cache_read copies Y's rows i - 1 .. i + 1 clipped to Y (a T.where): at
+    i = 0 it leaves row 0 of Y_local unwritten.  The nested cache_read copied all three
+    rows, reading that row, which Z reads only under an if_then_else that skips it
+    (case 1863173224); it now copies under the outer copy's condition."""
+    sch = S.Schedule(_neighbours())
+    sch.blockize(sch.get_loops("Z")[1])
+    sch.cache_read("Z", 0, "local")
+    sch.blockize(sch.get_loops("Z")[0])
+    sch.cache_read("Z", 0, "local")
+    x = np.arange(36, dtype="int8").reshape(6, 6)
+    y = np.pad(x * 2, ((1, 1), (0, 0)))
+    want = y[:-2] + y[2:]
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.zeros((6, 6), "int8")])[1], want)
