@@ -54,7 +54,8 @@ from cuvil_tir.node import same
 from .nests import block_names, make_nest, subtrees, with_fields
 from ..block_scope import DepKind, scope_dependences
 from ..region_cover import region_covered
-from .cache_elements import element_condition, unreset_reduction, writes_whole
+from .cache_elements import (element_condition, outer_written, unreset_reduction,
+                             writes_whole)
 
 
 def _names(func) -> tuple:
@@ -348,35 +349,10 @@ def _read_keep(func, cpath, buf, rs, prim):
                    "nested blocks) by indices the copy cannot follow: a copy of the "
                    "whole region would read elements no store wrote; cache_read at the "
                    "block that writes the buffer, or before blockize", func)
-    written = _written_outside(func, cpath, buf, prim)
+    written = outer_written(func, cpath, buf, prim)
     if written is None:
         return keep
     return lambda index: (keep(index) if keep else []) + written(index)
-
-
-def _written_outside(func, cpath, buf, prim):
-    """The condition on an element that the writer of ``buf`` in an enclosing scope
-    (the outer level's cache copy, clipped to its buffer by a ``T.where``) writes it;
-    None where that writer writes its whole region.  A nested copy of the rest would
-    read elements no store wrote, even where the readers read them only under an
-    ``if_then_else`` that skips them."""
-    path = cpath
-    while path:
-        path = tree.enclosing_block(func, path)
-        ws = [(p, b) for p, b in writers(func, path, buf) if cpath[:len(p)] != p]
-        if not ws:
-            continue
-        if len(ws) != 1 or not conjuncts(ws[0][1].predicate):
-            return None
-        cond = element_condition(func, path, buf, [ws[0][0]], "writes")
-        if cond is None:
-            raise fail(CacheStageError, prim, f"block {ws[0][1].block.name!r} writes "
-                       f"only part of {buf.name!r} (under a T.where), by indices the copy "
-                       "cannot follow: a copy of the whole region would read elements "
-                       f"no store wrote; cache_read {buf.name!r} at its writer's level",
-                       func)
-        return cond
-    return None
 
 
 def _write_keep(func, cpath, buf, wpath, outer_loops, prim):

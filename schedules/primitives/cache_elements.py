@@ -41,7 +41,8 @@ from cuvil_tir.op import all as all_of, any as any_of, conjuncts
 from cuvil_tir.visitor import substitute, used_vars
 
 from cuvil_tir.analysis import tree
-from cuvil_tir.analysis.regions import bound_region, inner_loops, region_of, simplify
+from cuvil_tir.analysis.regions import bound_region, inner_loops, region_of, simplify, writers
+from ..errors import CacheStageError, fail
 from ..region_cover import produced_box
 
 
@@ -220,3 +221,38 @@ def unreset_reduction(func, bpath, prim: str = "cache_write"):
 
 
 __all__ = ["element_condition", "writes_whole", "unreset_reduction"]
+
+
+def outer_written(func, cpath, buf, prim):
+    """The condition on an element that the writer of ``buf`` in an enclosing scope
+    (the outer level's cache copy, clipped to its buffer by a ``T.where``) writes it;
+    None where that writer writes its whole region.  A nested copy of the rest would
+    read elements no store wrote, even where the readers read them only under an
+    ``if_then_else`` that skips them.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> outer_written(f, tree.find_block(f, "B"), f.params[0], "cache_read") is None
+        True
+    """
+    path = cpath
+    while path:
+        path = tree.enclosing_block(func, path)
+        ws = [(p, b) for p, b in writers(func, path, buf) if cpath[:len(p)] != p]
+        if not ws:
+            continue
+        if len(ws) != 1 or not conjuncts(ws[0][1].predicate):
+            return None
+        cond = element_condition(func, path, buf, [ws[0][0]], "writes")
+        if cond is None:
+            raise fail(CacheStageError, prim, f"block {ws[0][1].block.name!r} writes "
+                       f"only part of {buf.name!r} (under a T.where), by indices the copy "
+                       "cannot follow: a copy of the whole region would read elements "
+                       f"no store wrote; cache_read {buf.name!r} at its writer's level",
+                       func)
+        return cond
+    return None
+

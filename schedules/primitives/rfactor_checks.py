@@ -145,7 +145,16 @@ def check_init_starts(func, realize, loops, rf_loop):
     loops at their minimum, at the start of its domain.  A block that continues a
     reduction started elsewhere (a ``loop_partition`` part after the first) never runs
     its init, but the write-back rfactor builds would run it at the start of its own
-    loop, dropping what the earlier part reduced."""
+    loop, dropping what the earlier part reduced.
+
+    Example::
+
+        >>> from cuvil_tir.te.examples import matmul
+        >>> f = matmul(4, 4, 4)
+        >>> path = tree.find_block(f, "C")
+        >>> loops = [l for _, l in tree.loops_above(f, path)]
+        >>> check_init_starts(f, tree.get(f, path), loops, loops[-1])
+    """
     start = {l.loop_var: l.min for l in loops}
     for iv, val in zip(realize.block.iter_vars, realize.iter_values):
         if iv.kind != "reduce" or realize.block.init is None:
