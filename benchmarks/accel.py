@@ -76,7 +76,17 @@ def run(npu: str, label: str, double: bool, sch, args, check, repeat: int) -> di
             "dma_in": s["dma_bytes_in"],
             "dma_out": s["dma_bytes_out"], "min_in": sum(a.nbytes for a in ins),
             "min_out": out.nbytes, "compile_s": compile_s, "sim_s": statistics.median(walls),
-            "cores": s["cores_used"], "bw_stalls": s["bandwidth_stalls"]}
+            "cores": s["cores_used"], "bw_stalls": s["bandwidth_stalls"],
+            "l2bank": s["shared_bank_stalls"],
+            "bound": _bound(s, unit, NPUS[npu].get("latency", 0))}
+
+
+def _bound(s, unit, latency):
+    """The matrix-unit utilisation no schedule can beat on the cores used: the busiest
+    core's matrix-unit cycles plus one DMA latency before its first operand can arrive
+    and one after its last result leaves (cycles >= that, for every core)."""
+    per = [b[unit] for b in s["core_busy"].values()]
+    return sum(per) / (len(per) * (max(per) + 2 * latency))
 
 
 def gemm_rows(npu, n, m, k, repeat):
@@ -153,7 +163,7 @@ def cores_rows(quick: bool, repeat: int) -> list:
     """The Ascend-like NPU (4 cores, shared L2): every workload double-buffered on all
     cores, then GEMM on 1, 2 and 4 cores (``speedup``: cycles on 1 core over these)."""
     targets.register_target(ascend, replace=True)
-    NPUS["ascend-like"] = {"unit": "cube"}
+    NPUS["ascend-like"] = {"unit": "cube", "latency": ascend.dma.latency_cycles}
     big = 128 if quick else 512
     rows = []
     for n, m, k in [(big, big, big)] + ([(136, 72, 40)] if quick else [(256, 256, 256),
@@ -162,12 +172,14 @@ def cores_rows(quick: bool, repeat: int) -> list:
         label = f"gemm {n}" if n == m == k else f"gemm {n}x{m}x{k}"
         rows.append(run("ascend-like", label, True, schedule_gemm_cores(gemm(n, m, k)), args,
                         check, repeat))
-    for conv in ([(18, 8, 24)] if quick else [(34, 32, 64), (18, 8, 24), (66, 64, 64)]):
-        h, c, k = conv
+    # the small conv also on one core: the three others free for other work
+    for conv in ([(18, 8, 24, 4), (18, 8, 24, 1)] if quick else [
+            (34, 32, 64, 4), (18, 8, 24, 4), (18, 8, 24, 1), (66, 64, 64, 4)]):
+        h, c, k, cores = conv
         rng = np.random.default_rng(1)
         x, w = _ints(rng, (1, h, h, c), "int8"), _ints(rng, (3, 3, c, k), "int8")
         rows.append(run("ascend-like", f"conv {h}x{h} {c}->{k}", True,
-                        schedule_conv2d_cores(conv2d(1, h, h, c, k)),
+                        schedule_conv2d_cores(conv2d(1, h, h, c, k), cores=cores),
                         [x, w, np.zeros((1, h - 2, h - 2, k), "int32")],
                         lambda x, w, y: np.array_equal(y, _conv_ref(x, w)), repeat))
     n = 128 if quick else 512
@@ -201,19 +213,23 @@ def _fused_ok(a, b, bias, q):
 def print_cores(rows) -> list:
     """Print the multi-core rows (cores used, shared-link stalls, speed-up); returns
     them."""
-    print(f"\n{'npu':>12} {'workload':>18} {'cores':>5} {'cycles':>9} {'mat%':>6} "
-          f"{'bank':>6} {'wait':>7} {'link':>7} {'dma in/min':>17} {'dma out/min':>17} "
+    print(f"\n{'npu':>12} {'workload':>18} {'cores':>5} {'cycles':>9} {'mat%':>6} {'bound':>6} "
+          f"{'bank':>6} {'l2bank':>6} {'wait':>7} {'link':>7} {'dma in/min':>17} {'dma out/min':>17} "
           f"{'compile s':>9} {'sim s':>7} {'speed-up':>8}")
     for r in rows:
         sp = f"{r['speedup']:.2f}x" if "speedup" in r else ""
         print(f"{r['npu']:>12} {r['label']:>18} {r['cores']:>5} {r['cycles']:>9} "
-              f"{100 * r['gemm_util']:>6.1f} {r['stalls']:>6} {r['waits']:>7} "
+              f"{100 * r['gemm_util']:>6.1f} {100 * r['bound']:>6.1f} {r['stalls']:>6} {r['l2bank']:>6} {r['waits']:>7} "
               f"{r['bw_stalls']:>7} {r['dma_in']:>8}/{r['min_in']:<8} "
               f"{r['dma_out']:>8}/{r['min_out']:<8} {r['compile_s']:>9.2f} "
               f"{r['sim_s']:>7.3f} {sp:>8}")
     print("ascend-like: double-buffered, tiles bound to its cores; mat%: cube busy over "
-          "cycles x cores used; wait: cube cycles waiting on a token (all cores); link: "
-          "cycles transfers waited for the shared DDR/L2 links")
+          "cycles x cores used (a core the schedule leaves idle is free for other work "
+          "and not counted); bound: the mat% no schedule can beat on those cores (the "
+          "busiest core's cube cycles plus one DMA latency before its first operand and "
+          "one after its last result); l2bank: cycles instructions waited for an L2 bank "
+          "another core held; wait: cube cycles waiting on a token (all cores); "
+          "link: cycles transfers waited for the shared DDR/L2 links")
     return rows
 
 

@@ -12,7 +12,9 @@ each other for a bank.  Sizes are whole accesses of the memory's width, offsets
 multiples of its alignment (and width).  Buffers are placed largest first; a pinned buffer
 (``Target(..., pin_banks={"A_npu.inp": 2})``) keeps its bank.  When no conflict-free
 placement exists the least-conflicting one is taken and reported (in the memory map
-and as a warning), never silently; when nothing fits the
+and as a warning), never silently; among conflict-free placements one whose addresses
+no other buffer used before is preferred (a reused address orders the two buffers'
+engines: a token the target's synchronisation must place); when nothing fits the
 :class:`~cuvil_tir.errors.AllocationError` names the memory, its capacity, the
 buffers live at the peak with their sizes and the overflow.
 
@@ -122,6 +124,14 @@ def _candidates(mem, u, pins):
                 yield k, s, banks
 
 
+def _reuses(u, addrs, placed) -> int:
+    """How many placed units (their lifetimes apart from ``u``'s) ``u`` at ``addrs``
+    would share an address with: each reuse orders the two (a token between their
+    engines), so a free address is preferred where one exists."""
+    return sum(1 for v in placed for a in addrs for b in v.addrs
+               if not _overlap(u.life, v.life) and a < b + v.size and b < a + u.size)
+
+
 def _fit(mem, u, k, step, banks, placed):
     """Lowest offset where ``u`` fits in every slot bank, and the conflicting units."""
     w = max(mem.align_bytes, mem.width_bytes)
@@ -178,10 +188,10 @@ def place(mem, units, pins) -> list:
             addrs, conflicts = _fit(mem, u, k, step, banks, placed)
             if addrs is None:
                 continue
-            score = (len(conflicts),)
+            score = (len(conflicts), _reuses(u, addrs, placed))
             if best is None or score < best[0]:
                 best = (score, addrs, banks, conflicts)
-            if not conflicts:
+            if score == (0, 0):
                 break
         if best is None:
             total, _, live = peak(units)

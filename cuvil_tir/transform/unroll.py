@@ -22,10 +22,11 @@ Example::
 from __future__ import annotations
 
 from ..arith import Analyzer
+from ..arith.affine import Key
 from ..expr import BufferLoad, IntImm, Ramp
 from ..function import PrimFunc
 from ..stmt import BufferStore, Evaluate, For, IfThenElse, seq
-from ..visitor import Mutator, post_order_visit, substitute
+from ..visitor import Mutator, post_order_visit
 
 #: the default limits on what is unrolled in the IR
 MAX_EXTENT = 64
@@ -40,19 +41,40 @@ def _count_stmts(s) -> int:
 
 
 class _FoldIndices(Mutator):
-    """Simplify the indices of loads and stores (constants folded after unrolling)."""
+    """Substitute ``vmap`` (the unrolled loop's variable by one copy's constant) and
+    simplify the indices of loads and stores, in one traversal of the copy.
 
-    def __init__(self):
+    The analyzer knows no bounds, so a simplified expression depends on the expression
+    alone: ``memo`` (shared by every unrolled loop of one function) keeps each result.
+    The copies of a register tile repeat most indices (an operand's index in every
+    copy of the other axis's loop, an accumulator's in its load and its store): a
+    GEMM candidate's 470 simplifications were 105 distinct expressions."""
+
+    def __init__(self, memo: dict | None = None, vmap: dict | None = None):
         self.ana = Analyzer(index_no_overflow=True)
+        self.memo = {} if memo is None else memo
+        self.vmap = vmap or {}
+
+    def visit_Var(self, v):
+        return self.vmap.get(v, v)
+
+    def _simplify(self, e):
+        key = Key(e)
+        got = self.memo.get(key)
+        if got is None:
+            got = self.memo[key] = self.ana.simplify(e)
+        return got
 
     def _idx(self, indices):
         out = []
         for ix in indices:
             if isinstance(ix, Ramp):
-                ix = Ramp(self.ana.simplify(self.visit(ix.base)),
-                          self.ana.simplify(self.visit(ix.stride)), ix.lanes)
+                ix = Ramp(self._simplify(self.visit(ix.base)),
+                          self._simplify(self.visit(ix.stride)), ix.lanes)
             elif ix.lanes == 1:
-                ix = self.ana.simplify(self.visit(ix))
+                ix = self._simplify(self.visit(ix))
+            else:   # a gather's vector index: substituted, left as it is
+                ix = self.visit(ix)
             out.append(ix)
         return tuple(out)
 
@@ -63,7 +85,7 @@ class _FoldIndices(Mutator):
         return BufferStore(s.buffer, self.visit(s.value), self._idx(s.indices))
 
     def visit_IfThenElse(self, s):
-        cond = self.ana.simplify(self.visit(s.condition))
+        cond = self._simplify(self.visit(s.condition))
         then = self.visit(s.then_case)
         if isinstance(cond, IntImm):            # decided once the loop var is known
             return then if cond.value else (s.else_case and self.visit(s.else_case)) or \
@@ -83,6 +105,7 @@ class LoopUnroller(Mutator):
 
     def __init__(self, max_extent: int = MAX_EXTENT, max_nodes: int = MAX_NODES):
         self.max_extent, self.max_nodes = max_extent, max_nodes
+        self.memo: dict = {}
 
     def visit_For(self, s):
         body = self.visit(s.body)
@@ -94,9 +117,8 @@ class LoopUnroller(Mutator):
         n = s.extent.value
         if n > self.max_extent or n * _count_stmts(s.body) > self.max_nodes:
             return s
-        fold = _FoldIndices()
-        copies = [fold.visit(substitute(s.body, {s.loop_var: IntImm(s.min.value + k,
-                                                                    s.loop_var.dtype)}))
+        copies = [_FoldIndices(self.memo, {s.loop_var: IntImm(s.min.value + k,
+                                                              s.loop_var.dtype)}).visit(s.body)
                   for k in range(n)]
         return seq(*copies)
 

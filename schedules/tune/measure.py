@@ -343,15 +343,16 @@ def run_candidate(payload, emit) -> None:
         stage = "replay"
         sch = _rebuild(func, payload)
         stage = "build"
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         mod = build(sch, target)
         info["build_s"] = round(time.perf_counter() - t0, 4)
+        info["build_cpu_s"] = round(time.process_time() - c0, 4)
         emit(("built", None))
         stage = "run"
         kind = get_target_kind(_kind_name(target))
         got = random_args(func, seed)
         with timing_lock():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             mod(*got)
             for p, w, g in zip(func.params, want, got):
                 if not agree(w, g, str(p.dtype)):
@@ -364,6 +365,7 @@ def run_candidate(payload, emit) -> None:
                                  payload.get("min_repeat_ms", MIN_REPEAT_MS))
         info["timing"] = how
         info["check_time_s"] = round(time.perf_counter() - t0, 4)
+        info["check_time_cpu_s"] = round(time.process_time() - c0, 4)
         # CPU the child used (a forked child's clock starts at zero): what the
         # throughput benchmark adds up, since wall time on a shared machine says
         # more about the other processes than about the tuner

@@ -110,6 +110,8 @@ def generated_space(func, machine, intrinsics=None, recipes=None):
     machine = _machine(machine)
     reductions = reductions_of(func)
     inlined = inlinable(func, reductions)
+    weights = {name: choice_weights(func, name, machine, (intrinsics or {}).get(name) or [],
+                                    (recipes or {}).get(name) or []) for name in reductions}
 
     def space(sch):
         for name in inlined:  # elementwise producers into their consumers
@@ -123,7 +125,7 @@ def generated_space(func, machine, intrinsics=None, recipes=None):
             pick = "tile"
             labels = ["tile"] + [m.name for m in options] + [r.name for r in own]
             if len(labels) > 1:
-                pick = sch.sample_categorical(labels, [1] * len(labels))
+                pick = sch.sample_categorical(labels, weights[name])
             if pick in [r.name for r in own]:
                 own[labels.index(pick) - 1 - len(options)].apply(sch, name)
             elif pick != "tile":
@@ -139,6 +141,41 @@ def generated_space(func, machine, intrinsics=None, recipes=None):
                 _spatial(sch, sch.get_block(name), machine)
 
     return space
+
+
+def choice_weights(func, name, machine, intrinsics=(), recipes=()) -> list:
+    """The weights of a reduction block's categorical ``tile / intrinsics / recipes``
+    (:func:`generated_space`): each choice in proportion to the accumulator vectors of
+    the largest tile it keeps in registers, as a register tile is drawn
+    (:func:`_weight`).  Equal weights spent half of a 512^3 fp32 GEMM's draws on the
+    4 x 8 ``cpu.gemm_4x8x4_f32`` micro-kernel (2 accumulator vectors at 16 lanes
+    against up to 29 for a register tile; its candidates ran 13x slower than the
+    best), and the search's best after 48 trials was 0.57x numpy on Zen 5.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from schedules.tune.autotensorize import matches
+        >>> A = T.placeholder((64, 64), name="A"); B = T.placeholder((64, 64), name="B")
+        >>> k = T.reduce_axis((0, 64), name="k")
+        >>> f = T.create_prim_func([A, B, T.compute((64, 64), lambda i, j: T.sum(
+        ...     A[i, k] * B[k, j], axis=k), name="C")])
+        >>> m = Machine(512, 32, 49152, 1 << 21, 2)
+        >>> choice_weights(f, "C", m, [x for x in matches(f, "C", "llvm -mcpu=znver4")
+        ...                           if x.name == "cpu.gemm_4x8x4_f32"])
+        [29, 2]
+    """
+    node = tree.get(func, tree.find_block(func, name))
+    lanes = machine.lanes(_dtype(node.block))
+    got = _register_options(node, machine)
+    out = [max(_weight(t, lanes) for t in got[2]) if got else 1]
+    kinds = _kinds(node.block)
+    for m in intrinsics:
+        tile = [e for e, k in zip(m.extents, kinds) if e and k == "spatial"]
+        out.append(_weight(tile, lanes))
+    out += [max(r * v for r, v in getattr(r, "tiles", ())) if getattr(r, "tiles", ()) else 1
+            for r in recipes]
+    return out
 
 
 def reductions_of(func) -> list:
@@ -229,12 +266,8 @@ def _tile_reduction(sch, name, machine) -> None:
     lanes = machine.lanes(_dtype(node.block))
     extents = [_extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) or 0
                for lp, k in zip(loops, kinds) if k == "spatial"]
-    plans = _pack_plans(node)
-    paddable = _paddable(node, plans)
-    vec = _vector_axis(extents, lanes, paddable)
+    plans, vec, options = _register_options(node, machine, extents)
     axes = [n for n in range(len(extents)) if n != vec] + ([vec] if vec is not None else [])
-    options = register_tiles([extents[n] for n in axes], [paddable[n] for n in axes],
-                             machine, lanes, vector_last=vec is not None)
     labels = ["x".join(map(str, t)) for t in options]
     label = sch.sample_categorical(labels, [_weight(t, lanes) for t in options])
     tile = dict(zip(axes, options[labels.index(label)]))
@@ -299,6 +332,25 @@ def _tile_reduction(sch, name, machine) -> None:
             _try(sch.unroll, lp)
         if lanes_last and inner:
             _try(sch.vectorize, inner[-1])
+
+
+def _register_options(node, machine, extents=None):
+    """``(pack plans, vector axis, register tiles)`` of a reduction block (``node``, its
+    spatial ``extents``; default: the block's own iterator extents), or None for a block
+    with no spatial iterator; the tiles list the vector axis last."""
+    if extents is None:
+        extents = [int(iv.dom.extent.value) if hasattr(iv.dom.extent, "value") else 0
+                   for iv in node.block.iter_vars if iv.kind == "spatial"]
+    if not extents:
+        return None
+    lanes = machine.lanes(_dtype(node.block))
+    plans = _pack_plans(node)
+    paddable = _paddable(node, plans)
+    vec = _vector_axis(extents, lanes, paddable)
+    axes = [n for n in range(len(extents)) if n != vec] + ([vec] if vec is not None else [])
+    options = register_tiles([extents[n] for n in axes], [paddable[n] for n in axes],
+                             machine, lanes, vector_last=vec is not None)
+    return plans, vec, options
 
 
 def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:

@@ -168,7 +168,8 @@ class _Run:
                    "host": info.get("host"), "cpu": info.get("cpu"),
                    "cpu_features": info.get("features"), "timing": info.get("timing"),
                    "build_s": info.get("build_s"), "check_time_s": info.get("check_time_s"),
-                   "cpu_s": info.get("cpu_s"),
+                   "cpu_s": info.get("cpu_s"), "build_cpu_s": info.get("build_cpu_s"),
+                   "check_time_cpu_s": info.get("check_time_cpu_s"),
                    "wall_s": out.get("wall_s"),
                    "task": self.task}
             feat = self.features_of(key)

@@ -54,7 +54,7 @@ from .errors import AllocationError, DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
 from .hal import header
 from .queues import insert_queues
-from .tokens import accesses
+from .lifetimes import lifetimes
 from .intrinsic_calls import check_no_host_access, intrinsic_calls
 from .copy_nest import row_strides
 from .cores import Cores, bind_cores, check_placement, core_memory_maps
@@ -188,8 +188,8 @@ class Accelerator(TargetKind):
 
         return [accel_cores, plan_buffer_allocation, lower_blocks, accel_placement,
                 accel_pipeline, hoist_static_allocations, simplify, accel_dma,
-                accel_intrinsics, accel_queues,
-                accel_allocate, flatten_buffers, simplify, verify]
+                accel_intrinsics, accel_allocate, accel_queues, flatten_buffers, simplify,
+                verify]
 
     def pipeline(self, target) -> list:
         """The passes of :meth:`lower_passes`."""
@@ -285,31 +285,6 @@ def _claim(acc_name: str, intrinsics) -> None:
         _OWNER[it.name] = acc_name
 
 
-def _steps(body, acc, versions):
-    """``{buffer name: [(top step, engine, writes)]}`` and intrinsic operand groups."""
-    while not hasattr(body, "seq") and hasattr(body, "buffer") and hasattr(body, "body"):
-        body = body.body
-    tops = list(body.seq) if hasattr(body, "seq") else [body]
-    uses, groups = {}, []
-    for step, top in enumerate(tops):
-        found = []
-
-        def look(n, found=found):
-            if isinstance(n, Evaluate) and getattr(n.value, "op", None) == "call_extern" \
-                    and n.value.args[0].value in acc.engine_of:
-                found.append(n.value)
-
-        post_order_visit(top, look)
-        for call in found:
-            e = acc.engine_of[call.args[0].value]
-            acc_list = accesses(call, acc, versions)
-            for buf, w, _ in acc_list:
-                uses.setdefault(buf.name, []).append((step, e, w))
-            if e not in ("load", "store"):
-                groups.append({b.name for b, _, _ in acc_list})
-    return uses, groups
-
-
 def allocate(func, acc):
     """Assign (bank, offset) to every scratchpad buffer; the plan goes in attribute
     ``accel.plan`` (JSON) and multi-buffered tiles get their version stride."""
@@ -321,7 +296,7 @@ def allocate(func, acc):
             bufs.append(n.buffer)
 
     post_order_visit(func.body, look)
-    uses, groups = _steps(func.body, acc, versions)
+    life, engines, groups = lifetimes(func.body, acc, versions)
     target = PassContext.current().target
     pins = dict((target.options.get("pin_banks") if target is not None else None) or {})
     _check_pins(pins, bufs)
@@ -330,15 +305,12 @@ def allocate(func, acc):
     for mem in specs:
         scope, units = mem.scope, []
         for b in bufs:
-            if b.scope != scope or b.name not in uses:
+            if b.scope != scope or b.name not in life:
                 continue
-            u = uses[b.name]
             slots = versions.get(b.name, 1)
             size = b.nbytes_const() // slots
             partners = set().union(*[g for g in groups if b.name in g]) - {b.name}
-            units.append(Unit(b.name, size, slots,
-                              (min(s for s, _, _ in u), max(s for s, _, _ in u)),
-                              {e for _, e, _ in u}, partners))
+            units.append(Unit(b.name, size, slots, life[b.name], engines[b.name], partners))
         plans[scope] = place(mem, units, pins)
         for u in plans[scope]:
             if u.conflicts:

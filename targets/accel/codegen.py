@@ -15,9 +15,11 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.expr import IntImm
+from cuvil_tir.stmt import Evaluate
+from cuvil_tir.visitor import post_order_visit
 
 from ..cstyle import CPrinter
-from .vendor_hal import pick_vendor_call, print_vendor_call
+from .vendor_hal import hoisted_configs, pick_vendor_call, print_hoisted, print_vendor_call
 
 
 class AccelPrinter(CPrinter):
@@ -44,6 +46,21 @@ class AccelPrinter(CPrinter):
     def prelude(self) -> str:
         return f'#include "{self.acc.hal}_hal.h"\n'
 
+    def print_function(self, func, name=None) -> str:
+        calls = []
+        post_order_visit(func.body, lambda n: calls.append(n.value) if isinstance(n, Evaluate)
+                         and getattr(n.value, "op", None) == "call_extern" else None)
+        self.hoisted = hoisted_configs(self.acc, calls)
+        self._top = func.body
+        return super().print_function(func, name)
+
+    def print_stmt(self, s) -> None:
+        if s is getattr(self, "_top", None):     # configuration issued once, first
+            self._top = None
+            for n, e in self.hoisted.items():
+                self.emit(f"(void){print_hoisted(self, n, e)};")
+        super().print_stmt(s)
+
     def print_extern(self, e) -> str:
         c = pick_vendor_call(self.acc, e) if self.acc.hal_calls else None
         return super().print_extern(e) if c is None else print_vendor_call(self, c, e)
@@ -64,6 +81,8 @@ class AccelPrinter(CPrinter):
         name = self.bind(buf)
         self.emit(f"{t} *{name} = ({t} *)({self.acc.hal}_scratch({self.acc.hal.upper()}"
                   f"_MEM_{mem}) + {addr});")
+        if self.acc.hal_calls:      # vendor calls may take it only as an offset
+            self.emit(f"(void){name};")
         self.print_stmt(s.body)
 
 

@@ -350,26 +350,36 @@ static int64_t cvl_link_slot(int l, int64_t t, int64_t dur) {{
         save = "\n".join(f"    memcpy(cvl_c_mem{k}[c], cvl_mem{k}, {cap});" for k, cap in own)
         load = "\n".join(f"    memcpy(cvl_mem{k}, cvl_c_mem{k}[c], {cap});" for k, cap in own)
         nq, ring = queue_geometry(acc)
+        ring_fly = acc.dma.outstanding
         out.append(f"""{decl}
-static int64_t cvl_c_clock[{nc}][{ne}], cvl_c_ready[{nc}][{ne}];
+static int64_t cvl_c_clock[{nc}][{ne}], cvl_c_ready[{nc}][{ne}], cvl_c_done[{nc}][{ne}];
+static int64_t cvl_c_fly[{nc}][{ne}][{ring_fly}], cvl_c_flyn[{nc}][{ne}];
 static int64_t cvl_c_bs[{nc}][{nbanks}][{ne}], cvl_c_be[{nc}][{nbanks}][{ne}];
 static int64_t cvl_f_time, cvl_f_pushes[{nq}], cvl_f_pops[{nq}];
 static int cvl_entered[{nc}];
 static void cvl_save(int c) {{
     memcpy(cvl_c_clock[c], cvl_clock, sizeof cvl_clock);
     memcpy(cvl_c_ready[c], cvl_ready, sizeof cvl_ready);
+    memcpy(cvl_c_done[c], cvl_done, sizeof cvl_done);
+    memcpy(cvl_c_fly[c], cvl_fly, sizeof cvl_fly);
+    memcpy(cvl_c_flyn[c], cvl_flyn, sizeof cvl_flyn);
     memcpy(cvl_c_bs[c], cvl_bs, sizeof cvl_bs); memcpy(cvl_c_be[c], cvl_be, sizeof cvl_be);
 {save}
 }}
 static void cvl_restore(int c) {{
     memcpy(cvl_clock, cvl_c_clock[c], sizeof cvl_clock);
     memcpy(cvl_ready, cvl_c_ready[c], sizeof cvl_ready);
+    memcpy(cvl_done, cvl_c_done[c], sizeof cvl_done);
+    memcpy(cvl_fly, cvl_c_fly[c], sizeof cvl_fly);
+    memcpy(cvl_flyn, cvl_c_flyn[c], sizeof cvl_flyn);
     memcpy(cvl_bs, cvl_c_bs[c], sizeof cvl_bs); memcpy(cvl_be, cvl_c_be[c], sizeof cvl_be);
 {load}
 }}
 static void cvl_cores_reset(void) {{
     cvl_core = 0;
     memset(cvl_c_clock, 0, sizeof cvl_c_clock); memset(cvl_c_ready, 0, sizeof cvl_c_ready);
+    memset(cvl_c_done, 0, sizeof cvl_c_done); memset(cvl_c_fly, 0, sizeof cvl_c_fly);
+    memset(cvl_c_flyn, 0, sizeof cvl_c_flyn);
     memset(cvl_c_bs, 0, sizeof cvl_c_bs); memset(cvl_c_be, 0, sizeof cvl_c_be);
     memset(cvl_entered, 0, sizeof cvl_entered);
     memset(cvl_cal_n, 0, sizeof cvl_cal_n); memset(cvl_busy_core, 0, sizeof cvl_busy_core);
@@ -382,6 +392,7 @@ int32_t {h}_fork(void) {{
     for (int e = 0; e < {ne}; ++e) {{
         if (cvl_clock[e] > cvl_f_time) cvl_f_time = cvl_clock[e];
         if (cvl_ready[e] > cvl_f_time) cvl_f_time = cvl_ready[e];
+        if (cvl_done[e] > cvl_f_time) cvl_f_time = cvl_done[e];
     }}
     memcpy(cvl_f_pushes, cvl_qpushes, sizeof cvl_qpushes);
     memcpy(cvl_f_pops, cvl_qpops, sizeof cvl_qpops);
@@ -419,6 +430,7 @@ int32_t {h}_join(void) {{
         for (int e = 0; e < {ne}; ++e) {{
             if (cvl_c_clock[c][e] > t) t = cvl_c_clock[c][e];
             if (cvl_c_ready[c][e] > t) t = cvl_c_ready[c][e];
+            if (cvl_c_done[c][e] > t) t = cvl_c_done[c][e];
         }}
     for (int c = 0; c < {nc}; ++c)
         for (int e = 0; e < {ne}; ++e) cvl_c_ready[c][e] = t;

@@ -173,7 +173,17 @@ class DMA:
     - ``dims``: dimensions one command moves, 2 or 3: with 3 a loop of 2-D loads is
       one command paying the latency once (``<hal>_dma_load[_pad]_3d``: a conv's filter
       taps, the blocks of a fractal ``zN`` or ``NC1HWC0`` layout;
-      :mod:`~targets.accel.dma_blocks`).
+      :mod:`~targets.accel.dma_blocks`);
+    - ``outstanding``: commands the load and the store engine each keep in flight (an
+      AXI-style DMA with several outstanding requests): with more than one, a command
+      occupies its engine for its transfer only and the next one's latency overlaps it
+      (a command issues once the one ``outstanding`` before it has completed, its data
+      arrives ``latency_cycles`` after it issued); with one (the default) every command
+      pays its latency in turn;
+    - ``reach``: the memories it can load into and store from (Ascend's MTE2 reaches
+      L1 and UB, not L0A/L0B: those fill from L1 on-chip); empty (the default): every
+      memory.  A staged copy between host memory and another memory is refused with
+      the memories it can reach.
 
     Example::
 
@@ -191,9 +201,17 @@ class DMA:
     transpose: bool = False
     im2col: bool = False
     dims: int = 2
+    outstanding: int = 1
+    reach: tuple = ()
 
     def __post_init__(self):
         _positive_int("DMA", "width_bits", self.width_bits)
+        _positive_int("DMA", "outstanding", self.outstanding)
+        reach = (self.reach,) if isinstance(self.reach, str) else tuple(self.reach)
+        if not all(isinstance(r, str) for r in reach):
+            raise DescriptionError(f"DMA: reach names memory scopes ('asc.l1'), found "
+                                   f"{self.reach!r}")
+        object.__setattr__(self, "reach", reach)
         if self.dims not in (2, 3) or isinstance(self.dims, bool):
             raise DescriptionError(f"DMA: dims must be 2 or 3 (the dimensions one command "
                                    f"moves), found {self.dims!r}")
@@ -227,7 +245,7 @@ class DMA:
         return {"width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
                 "padding": self.padding, "broadcast": self.broadcast,
                 "transpose": self.transpose, "im2col": self.im2col, "dims": self.dims,
-                "store_ops": [op.describe() for op in self.store_ops]}
+                "outstanding": self.outstanding, "reach": list(self.reach), "store_ops": [op.describe() for op in self.store_ops]}
 
 
 @dataclass(frozen=True)
@@ -487,6 +505,10 @@ def check_description(name, memories, dma, intrinsics, moves=()) -> None:
     _distinct(owner, "memories", memories, Memory, "scope", "memory scope(s)")
     scopes = [m.scope for m in memories]
     _distinct(owner, "moves", moves, Move, "c_name", "move(s)")
+    far = [r for r in getattr(dma, "reach", ()) if r not in scopes]
+    if far:
+        raise DescriptionError(f"{owner}: DMA reach names {far}, which are not among its "
+                               f"memories ({', '.join(scopes)})")
     for mv in moves:
         for end in (mv.src, mv.dst):
             if end not in scopes:

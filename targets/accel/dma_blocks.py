@@ -142,7 +142,8 @@ def blocks_sim(acc, events: dict) -> str:
             if (n < row_bytes) memset(d + n, 0, (size_t)(row_bytes - n));
         }}
     int64_t beats = ((int64_t)row_bytes + {w - 1}) / {w};
-    cvl_issue({up}_LOAD, what, {acc.dma.latency_cycles} + (int64_t)blocks * rows * beats,
+    cvl_issue({up}_LOAD, what, {acc.dma.latency_cycles},
+              {acc.dma.latency_cycles} + (int64_t)blocks * rows * beats,
               lo, hi, 1);
     cvl_sim_stats.bytes_in += (int64_t)blocks * vr * vb;
     return 0;

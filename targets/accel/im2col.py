@@ -159,7 +159,7 @@ def im2col_sim(acc, event: int) -> str:
     int64_t seg_beats = ((int64_t)seg_bytes + {w - 1}) / {w};
     int64_t tail = row_bytes - (int64_t)valid_bytes;
     beats = (int64_t)rows * (kh * seg_beats + (tail > 0 ? (tail + {w - 1}) / {w} : 0));
-    cvl_issue({up}_LOAD, {event}, {acc.dma.latency_cycles} + beats, lo, hi, 1);
+    cvl_issue({up}_LOAD, {event}, {acc.dma.latency_cycles}, {acc.dma.latency_cycles} + beats, lo, hi, 1);
     cvl_sim_stats.bytes_in += read;
     return 0;
 }}"""

@@ -68,6 +68,7 @@ int32_t {h}_push(int32_t src, int32_t dst, int32_t id) {{
     if (c < 0) return 0;
     int64_t depth = cvl_qdepth[src][dst], n = cvl_qpushes[c];
     int64_t t = cvl_clock[src] > cvl_ready[src] ? cvl_clock[src] : cvl_ready[src];
+    if (cvl_done[src] > t) t = cvl_done[src];   /* what it issued has completed */
     if (n - cvl_qpops[c] >= depth) {{ cvl_sim_stats.error = 3; return 0; }}
     if (n >= depth) {{      /* full until the (n - depth)-th pop */
         int64_t freed = cvl_qpop[c][(n - depth) % {ring}];

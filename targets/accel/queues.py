@@ -154,8 +154,11 @@ class _Stream:
     versions: int = 0    # the fewest copies of its buffers (0: none versioned)
 
 
-def _rules(sites, versions) -> dict:
-    """``{key: _Stream}``, before pruning (module doc)."""
+def _rules(sites, versions, alias=frozenset()) -> dict:
+    """``{key: _Stream}``, before pruning (module doc).  ``alias``: pairs of buffers
+    the allocator placed at overlapping addresses (their lifetimes apart): one
+    resource, so the reuse waits for the last use before it (a pair's token carries
+    no copy slot: it orders whole buffers)."""
     rules = {}
     for p in sites:
         for q in sites:
@@ -163,10 +166,34 @@ def _rules(sites, versions) -> dict:
                 continue
             for bp, wp, sp in p.uses:
                 for bq, wq, sq in q.uses:
-                    if bp != bq or not (wp or wq):
+                    if not (wp or wq):
                         continue
-                    _add(rules, p, q, bp, sp, sq, versions)
+                    if bp == bq:
+                        _add(rules, p, q, bp, sp, sq, versions)
+                    elif (bp, bq) in alias:
+                        _add(rules, p, q, f"{bp}~{bq}", None, None, versions)
     return rules
+
+
+def aliases(plan: dict) -> frozenset:
+    """The ordered pairs of buffers whose address ranges overlap in ``plan`` (the
+    allocator's ``{memory: [unit data]}``, every copy of a multi-buffered tile).
+
+    Example::
+
+        >>> sorted(aliases({"m": [{"buffer": "A", "bytes": 64, "addresses": [0]},
+        ...                       {"buffer": "B", "bytes": 32, "addresses": [32]},
+        ...                       {"buffer": "C", "bytes": 16, "addresses": [64]}]}))
+        [('A', 'B'), ('B', 'A')]
+    """
+    out = set()
+    for units in plan.values():
+        spans = [(u["buffer"], a, a + u["bytes"]) for u in units for a in u["addresses"]]
+        for n, a0, a1 in spans:
+            for m, b0, b1 in spans:
+                if n != m and a0 < b1 and b0 < a1:
+                    out.add((n, m))
+    return frozenset(out)
 
 
 def _add(rules, p, q, buf, sp, sq, versions):
@@ -342,7 +369,7 @@ def insert_queues(func, acc):
     channel's engines, buffers and the most tokens it holds."""
     versions = dict(func.attr(VERSIONS, ()))
     sites = _sites(func.body, acc, versions)
-    rules = _rules(sites, versions)
+    rules = _rules(sites, versions, aliases(json.loads(func.attr("accel.plan", "{}"))))
     pl, channels, nxt = _Placement(), [], {}
     target = PassContext.current().target
     serialise = target is not None and \
@@ -446,4 +473,4 @@ def check_queues(body, acc, pl, channels) -> None:
                 f"copies are then reused after {q.depth} uses: less overlap)")
 
 
-__all__ = ["check_queues", "insert_queues", "sync_names"]
+__all__ = ["aliases", "check_queues", "insert_queues", "sync_names"]

@@ -7,8 +7,10 @@ Stalls by cause: ``bank_conflict_stalls`` (cycles an instruction waited for a ba
 another engine held), ``dependency_stalls`` (per engine, cycles it sat idle waiting
 to pop a token another engine had not yet pushed: its data was not ready, or its
 buffer not yet free), ``queue_full_stalls`` (per engine, cycles it waited to push
-a token into a full queue) and ``bandwidth_stalls`` (cycles transfers waited for a
-shared link, host memory or a shared L2, that other transfers held).
+a token into a full queue), ``bandwidth_stalls`` (cycles transfers waited for a
+shared link, host memory or a shared L2, that other transfers held) and
+``shared_bank_stalls`` (cycles instructions waited for a bank of a shared memory that
+another core's instruction held: :mod:`~targets.accel.shared_banks`).
 
 On a device with several cores (:mod:`~targets.accel.cores`) ``engine_busy`` sums
 the cores, ``core_busy`` has each core's, ``cores_used`` counts the cores that ran
@@ -20,7 +22,7 @@ Example::
     >>> sorted(STAT_KEYS)  # doctest: +NORMALIZE_WHITESPACE
     ['bandwidth_stalls', 'bank_conflict_stalls', 'core_busy', 'cores_used', 'cycles',
      'dependency_stalls', 'dma_bytes_in', 'dma_bytes_out', 'engine_busy', 'peak_bytes',
-     'queue_full_stalls', 'utilisation']
+     'queue_full_stalls', 'shared_bank_stalls', 'utilisation']
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from .hal import TRACE_MAX, event_names, header, simulator_c
 
 STAT_KEYS = ("cycles", "engine_busy", "utilisation", "dma_bytes_in", "dma_bytes_out",
              "bank_conflict_stalls", "dependency_stalls", "queue_full_stalls", "peak_bytes",
-             "bandwidth_stalls", "core_busy", "cores_used")
+             "bandwidth_stalls", "shared_bank_stalls", "core_busy", "cores_used")
 
 
 def _peak_bytes(acc, plan: dict) -> dict:
@@ -117,6 +119,7 @@ class SimulatorModule(CRuntimeModule):
         self._core_busy = (ctypes.c_int64 * (self._ncores * ne)).in_dll(self.library,
                                                                        "cvl_busy_core")
         self._link_stalls = ctypes.c_int64.in_dll(self.library, "cvl_link_stalls")
+        self._sbank_stalls = ctypes.c_int64.in_dll(self.library, "cvl_sbank_stalls")
         raw = self.raw
 
         def run(*args):
@@ -149,6 +152,7 @@ class SimulatorModule(CRuntimeModule):
             "dependency_stalls": {e: int(s.waits[k]) for k, e in enumerate(self.acc.engines)},
             "queue_full_stalls": {e: int(s.qfull[k]) for k, e in enumerate(self.acc.engines)},
             "peak_bytes": dict(self._peak), "bandwidth_stalls": int(self._link_stalls.value),
+            "shared_bank_stalls": int(self._sbank_stalls.value),
             "core_busy": per_core, "cores_used": len(per_core)}
 
     def trace(self) -> dict:

@@ -65,8 +65,13 @@ class _ToDMA(Mutator):
             return Mutator.generic_visit(self, s)
         dst_acc = nest.store.buffer.scope in self.scopes
         if nest.fill:
+            if dst_acc:
+                self._reaches(nest.store.buffer, f"the zero fill of {nest.store.buffer.name}")
             return self.fill(nest) if dst_acc else Mutator.generic_visit(self, s)
         src_acc = nest.load.buffer.scope in self.scopes
+        if dst_acc != src_acc:
+            self._reaches(nest.store.buffer if dst_acc else nest.load.buffer,
+                          f"the copy {nest.load.buffer.name} -> {nest.store.buffer.name}")
         if dst_acc and src_acc:
             return self.move(nest)
         if dst_acc == src_acc:
@@ -178,6 +183,14 @@ class _ToDMA(Mutator):
                 f"DMA: {where}: a row of {row_bytes} bytes (stride {stride} bytes) "
                 f"in memory '{mem.scope}' does not fit its access width of {w} bytes; make "
                 f"the staged tile's rows a multiple of {w // item} {dtype} elements")
+
+    def _reaches(self, buf, where):
+        reach = self.acc.dma.reach
+        if reach and buf.scope not in reach:
+            raise AccelLoweringError(
+                f"DMA: {where}: the DMA of accelerator '{self.acc.name}' reaches "
+                f"{list(reach)}, not '{buf.scope}'; stage it through one of those (a "
+                f"cache_read/cache_write there first, then an on-chip move)")
 
     def fill(self, nest):
         """A tile of zeros written by the DMA (``<hal>_dma_fill``)."""

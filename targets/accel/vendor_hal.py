@@ -75,11 +75,17 @@ class HalArg:
     intrinsic operands).  ``minus``: another Cuvil argument subtracted first (a gap
     between rows where Cuvil passes a stride: ``carries="src_stride",
     minus="row_bytes"``); it must be carried by another parameter or fixed.
+    ``symbols``: the vendor's names for the values it takes (``{"load": "PIPE_MTE2",
+    0: "EVENT_ID0"}``: an engine of the accelerator by name, or a number); the kernel
+    passes the name, the header defines it (unless the vendor's own header does), and a
+    value with no name is refused when the call is emitted.
 
     Example::
 
         >>> HalArg("src_gap", "src_stride", "uint16_t", unit=32, minus="row_bytes").minus
         'row_bytes'
+        >>> HalArg("pipe", "src", "uint8_t", symbols={"load": "PIPE_MTE2"}).symbols
+        (('load', 'PIPE_MTE2'),)
     """
 
     name: str
@@ -88,6 +94,16 @@ class HalArg:
     unit: int = 1
     address: str = "pointer"
     minus: str | None = None
+    symbols: tuple = ()
+
+    def __post_init__(self):
+        if isinstance(self.symbols, dict):
+            object.__setattr__(self, "symbols", tuple(self.symbols.items()))
+
+    def symbol_values(self, acc) -> dict:
+        """``{value Cuvil passes: the vendor's name}`` (engines by their index)."""
+        return {acc.engines.index(k) if isinstance(k, str) else k: v
+                for k, v in self.symbols}
 
 
 @dataclass(frozen=True)
@@ -99,11 +115,23 @@ class HalCall:
     intrinsic's are known); ``fixed``: Cuvil arguments the vendor call does not take
     because it assumes their value; ``struct``: pass the arguments as one descriptor
     of that C struct type, by pointer; ``returns``: ``"void"`` or ``"int32_t"``.
+    ``then``: the vendor splits the operation in two calls (Gemmini's ``preload`` of
+    the weights and accumulators, then ``compute_preloaded`` of the inputs): this call
+    carries some of Cuvil's arguments, ``then`` (another HalCall replacing the same
+    operation, itself maybe with a ``then``) the rest, and the kernel issues them one
+    after the other for each of Cuvil's calls.  ``config``: a configuration call
+    (Gemmini's ``config_ld`` of the DRAM stride) carrying some of the arguments as
+    state the call then uses: issued once at the start of the kernel when every call
+    passes it the same constants (on a one-core device), otherwise before each call.
 
     Example::
 
         >>> HalCall("set_flag", "push", (HalArg("pipe", "src"),), returns="void").name
         'set_flag'
+        >>> pre = HalCall("preload", "matmul", (HalArg("b", "B"),),
+        ...               then=HalCall("compute", "matmul", (HalArg("a", "A"),)))
+        >>> [p.name for p in pre.parts()]
+        ['preload', 'compute']
     """
 
     name: str
@@ -114,12 +142,23 @@ class HalCall:
     struct: str | None = None
     returns: str = "void"
     doc: str = ""
+    then: object = None
+    config: object = None
+
+    def parts(self) -> list:
+        """Its configuration call, this call and the calls it continues with
+        (``then``), in order."""
+        return ([self.config] if isinstance(self.config, HalCall) else []) + [self] + \
+            (self.then.parts() if isinstance(self.then, HalCall) else [])
 
     def describe(self) -> dict:
         """The call as plain data (the compile cache's key)."""
         return {"name": self.name, "replaces": self.replaces, "struct": self.struct,
-                "args": [(a.name, a.carries, a.ctype, a.unit, a.address, a.minus)
-                         for a in self.args],
+                "then": self.then.describe() if isinstance(self.then, HalCall) else None,
+                "config": self.config.describe() if isinstance(self.config, HalCall)
+                else None,
+                "args": [(a.name, a.carries, a.ctype, a.unit, a.address, a.minus,
+                          list(a.symbols)) for a in self.args],
                 "memories": sorted(self.memories.items()), "returns": self.returns,
                 "fixed": sorted(self.fixed.items())}
 
@@ -150,9 +189,26 @@ def check_hal_calls(acc, calls) -> tuple:
     """Validate the declared vendor calls against ``acc``'s own (DescriptionError)."""
     where = f"Accelerator {acc.name!r}"
     ours, seen, structs = acc.hal_ops, set(), {}
-    for c in calls:
-        if not isinstance(c, HalCall):
-            raise DescriptionError(f"{where}: hal_calls takes HalCall(...) entries, found {c!r}")
+    for head in calls:
+        if not isinstance(head, HalCall):
+            raise DescriptionError(f"{where}: hal_calls takes HalCall(...) entries, found "
+                                   f"{head!r}")
+        parts = head.parts()
+        if any(x is not None and not isinstance(x, HalCall) for x in (head.then, head.config)) \
+                or any(p.replaces != head.replaces for p in parts) or \
+                isinstance(head.config, HalCall) and (head.config.config or head.config.then):
+            raise DescriptionError(f"{where}: vendor call {head.name!r}: then= continues it "
+                                   f"and config= configures it with another HalCall "
+                                   f"replacing {head.replaces!r} too (a configuration "
+                                   "call without its own config= or then=)")
+        _check_parts(where, head, parts, ours, seen, structs, acc)
+    return tuple(calls)
+
+
+def _check_parts(where, head, parts, ours, seen, structs, acc) -> None:
+    """The checks of one vendor call and the calls it continues with."""
+    carried, fixed = [], {}
+    for c in parts:
         at = f"{where}: vendor call {c.name!r}"
         if not re.fullmatch(r"[A-Za-z_]\w*", c.name) or c.name.startswith(f"{acc.hal}_") \
                 or c.name in seen:
@@ -175,7 +231,9 @@ def check_hal_calls(acc, calls) -> tuple:
                                    f"of {c.replaces} ({[n for n in params if '*' in params[n]]})"
                                    f" to accelerator memories ({sorted(acc.scopes)})")
         mems = {**_implied_memories(acc, c.replaces), **c.memories}
-        carried = [a.carries for a in c.args if isinstance(a, HalArg) and isinstance(a.carries, str)]
+        carried += [a.carries for a in c.args
+                    if isinstance(a, HalArg) and isinstance(a.carries, str)]
+        fixed.update(c.fixed)
         for a in c.args:
             if not isinstance(a, HalArg):
                 raise DescriptionError(f"{at}: args takes HalArg(...) entries, found {a!r}")
@@ -197,16 +255,17 @@ def check_hal_calls(acc, calls) -> tuple:
                                         "*" in params[a.minus]):
                 raise DescriptionError(
                     f"{at}: parameter {a.name!r} subtracts {a.minus!r}: minus= names a "
-                    "number Cuvil passes that another parameter carries as it is (or "
-                    "fixed=), and applies to numbers, not addresses")
-        missing = [n for n in params if n not in carried and n not in c.fixed]
-        twice = sorted({n for n in carried if carried.count(n) > 1})
-        if missing or twice or any(n not in params for n in c.fixed):
-            raise DescriptionError(
-                f"{at}: every argument of Cuvil's {c.replaces}({', '.join(params)}) must be "
-                f"carried by one HalArg or named in fixed= (missing: {missing}, carried twice: "
-                f"{twice}, fixed but unknown: {sorted(set(c.fixed) - set(params))})")
-    return tuple(calls)
+                    "number Cuvil passes that another parameter of the same call carries "
+                    "as it is (or fixed=), and applies to numbers, not addresses")
+    at = f"{where}: vendor call {head.name!r}" + (" (with its then= calls)"
+                                                   if len(parts) > 1 else "")
+    missing = [n for n in params if n not in carried and n not in fixed]
+    twice = sorted({n for n in carried if carried.count(n) > 1})
+    if missing or twice or any(n not in params for n in fixed):
+        raise DescriptionError(
+            f"{at}: every argument of Cuvil's {head.replaces}({', '.join(params)}) must be "
+            f"carried by one HalArg or named in fixed= (missing: {missing}, carried twice: "
+            f"{twice}, fixed but unknown: {sorted(set(fixed) - set(params))})")
 
 
 def _check_arg(at, a, params, mems, acc, op) -> None:
@@ -226,6 +285,7 @@ def _check_arg(at, a, params, mems, acc, op) -> None:
         raise DescriptionError(f"{at}: parameter {a.name!r} carries {a.carries!r}; a pointer "
                                "is passed as a pointer type or with address='bytes'/'elements', "
                                "a number as an integer type")
+    _check_symbols(at, a, pointer, acc)
     if a.address == "pointer":
         return
     mem = mems.get(a.carries) if pointer else None
@@ -237,6 +297,33 @@ def _check_arg(at, a, params, mems, acc, op) -> None:
             f"{mem!r}), of an integer C type, and 'elements' only for an intrinsic's operand")
 
 
+def _check_symbols(at, a, pointer, acc) -> None:
+    keys = [k for k, _ in a.symbols]
+    names = [v for _, v in a.symbols]
+    bad = [k for k in keys if isinstance(k, bool) or not isinstance(k, (int, str)) or
+           isinstance(k, str) and k not in acc.engines]
+    bad += [v for v in names if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z_]\w*", v)]
+    if a.symbols and (bad or pointer or a.address != "pointer" or
+                      len(set(names)) < len(names) or len(set(keys)) < len(keys)):
+        raise DescriptionError(
+            f"{at}: parameter {a.name!r}: symbols= maps numbers it takes (ints, or engine "
+            f"names of this accelerator: {list(acc.engines)}) to distinct C identifiers, "
+            f"and only for a number; found {dict(a.symbols)!r}")
+
+
+def symbol_defines(acc) -> list:
+    """``#define`` lines for the vendor's value names (each once, unless its header
+    has it)."""
+    out, seen = [], set()
+    for c in (p for head in acc.hal_calls for p in head.parts()):
+        for a in c.args:
+            for value, name in a.symbol_values(acc).items():
+                if name not in seen:
+                    seen.add(name)
+                    out += [f"#ifndef {name}", f"#define {name} {value // a.unit}", "#endif"]
+    return out
+
+
 def _item(acc, op, param) -> int:
     it = next((it for it in acc.intrinsics if it.c_name == op), None)
     p = next(p for p in it.desc.params if p.name == param)
@@ -244,9 +331,10 @@ def _item(acc, op, param) -> int:
 
 
 def vendor_header(acc) -> list:
-    """The declarations of the vendor calls (and their descriptor structs)."""
-    out, structs = [], set()
-    for c in acc.hal_calls:
+    """The declarations of the vendor calls (and their descriptor structs, and the
+    names of the values they take)."""
+    out, structs = symbol_defines(acc), set()
+    for c in (p for head in acc.hal_calls for p in head.parts()):
         params = [f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}" for a in c.args]
         out.append(f"/* the vendor's {c.name}: Cuvil's {c.replaces}"
                    + (f"; {c.doc}" if c.doc else "") + " */")
@@ -259,40 +347,58 @@ def vendor_header(acc) -> list:
     return out
 
 
+def _params(c) -> str:
+    return (f"const {c.struct} *d" if c.struct else
+            ", ".join(f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}"
+                      for a in c.args))
+
+
 def vendor_sim(acc) -> str:
     """The simulator's vendor calls: each converts its arguments back to Cuvil's and
-    runs Cuvil's call."""
+    runs Cuvil's call (a call split in parts: the first ones keep their arguments, the
+    last runs it)."""
     ours, out = acc.hal_ops, []
     mem_index = {m.scope: k for k, m in enumerate(acc.memories_only)}
-    for c in acc.hal_calls:
-        mems = {**_implied_memories(acc, c.replaces), **c.memories}
-        by_param = {a.carries: a for a in c.args if isinstance(a.carries, str)}
-        ref = "d->" if c.struct else ""
+    for head in acc.hal_calls:
+        parts, last = head.parts(), head.parts()[-1]
+        mems, fixed, ref, by_param = _implied_memories(acc, head.replaces), {}, {}, {}
+        for c in parts:
+            mems.update(c.memories)
+            fixed.update(c.fixed)
+            for a in c.args:
+                at = "d->" if c.struct else ""
+                ref[a.name] = f"{at}{a.name}" if c is last else f"cvl_hold_{c.name}_{a.name}"
+                if isinstance(a.carries, str):
+                    by_param[a.carries] = a
+            if c is not last:
+                out += [f"static {a.ctype}{'' if a.ctype.endswith('*') else ' '}"
+                        f"cvl_hold_{c.name}_{a.name};" for a in c.args]
+                keep = " ".join(f"cvl_hold_{c.name}_{a.name} = {'d->' if c.struct else ''}"
+                                f"{a.name};" for a in c.args)
+                out.append(f"{c.returns} {c.name}({_params(c)}) {{ {keep}"
+                           + (" return 0;" if c.returns != "void" else "") + " }")
         cval = {}
-        for ctype, p in ours[c.replaces]:
+        for ctype, p in ours[head.replaces]:
             a = by_param.get(p)
-            if p in c.fixed:
-                cval[p] = f"({ctype}){c.fixed[p]}"
+            if p in fixed:
+                cval[p] = f"({ctype}){fixed[p]}"
             elif a.address == "pointer" and "*" in ctype:
-                cval[p] = f"({ctype}){ref}{a.name}"
+                cval[p] = f"({ctype}){ref[a.name]}"
             else:
-                v = f"((int64_t){ref}{a.name} * {a.unit})"
+                v = f"((int64_t){ref[a.name]} * {a.unit})"
                 if a.address == "elements":
-                    v = f"({v} * {_item(acc, c.replaces, p)})"
+                    v = f"({v} * {_item(acc, head.replaces, p)})"
                 if a.address != "pointer":
                     v = f"({acc.hal}_scratch({mem_index[mems[p]]}) + {v})"
                 cval[p] = f"({ctype}){v}"
-        for ctype, p in ours[c.replaces]:      # a gap back to a stride
+        for ctype, p in ours[head.replaces]:      # a gap back to a stride
             a = by_param.get(p)
             if a is not None and a.minus is not None:
-                cval[p] = f"({ctype})((int64_t){ref}{a.name} * {a.unit} + {cval[a.minus]})"
-        back = [cval[p] for _, p in ours[c.replaces]]
-        params = (f"const {c.struct} *d" if c.struct else
-                  ", ".join(f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}"
-                            for a in c.args))
-        call = f"{acc.hal}_{c.replaces}({', '.join(back)})"
-        body = f"(void){call};" if c.returns == "void" else f"return {call};"
-        out.append(f"{c.returns} {c.name}({params}) {{ {body} }}")
+                cval[p] = f"({ctype})((int64_t){ref[a.name]} * {a.unit} + {cval[a.minus]})"
+        back = [cval[p] for _, p in ours[head.replaces]]
+        call = f"{acc.hal}_{head.replaces}({', '.join(back)})"
+        body = f"(void){call};" if last.returns == "void" else f"return {call};"
+        out.append(f"{last.returns} {last.name}({_params(last)}) {{ {body} }}")
     return "\n".join(out) + "\n"
 
 
@@ -355,9 +461,53 @@ def _runtime_offset(printer, a, r) -> str:
     return f"({a.ctype})({off} / {a.unit})" if a.unit > 1 else f"({a.ctype}){off}"
 
 
+def _symbol(c, a, v, acc) -> str:
+    """The vendor's name of the value ``v`` of parameter ``a``."""
+    names = {k // a.unit: n for k, n in a.symbol_values(acc).items()}
+    if not isinstance(v, IntImm) or v.value not in names:
+        raise HalSignatureError(
+            f"vendor call {c.name!r} ({c.replaces}): parameter {a.name!r} is {v}, which "
+            f"has no name in its symbols= ({sorted(names)} are named); name every value "
+            "it can take")
+    return names[v.value]
+
+
 def print_vendor_call(printer, c, e) -> str:
     """The C of Cuvil's call ``e`` as the vendor's ``c`` (HalSignatureError when it does
-    not fit)."""
+    not fit); a call in parts (``then``) is their comma expression, in order."""
+    hoisted = getattr(printer, "hoisted", {})
+    parts = [_print_part(printer, p, e) for p in c.parts() if p.name not in hoisted]
+    return parts[0] if len(parts) == 1 else f"({', '.join(parts)})"
+
+
+def hoisted_configs(acc, calls) -> dict:
+    """``{configuration call name: a call it configures}`` for the configuration calls
+    that every one of ``calls`` (the kernel's Cuvil calls, in order) it configures
+    passes the same constants: those are issued once, at the start (not on a device
+    with cores: each core has its own configuration)."""
+    if acc.cores is not None or not acc.hal_calls:
+        return {}
+    values, first = {}, {}
+    for e in calls:
+        c = pick_vendor_call(acc, e)
+        if c is None or not isinstance(c.config, HalCall):
+            continue
+        given = dict(zip([n for _, n in acc.hal_ops[c.replaces]], e.args[2:]))
+        vals = tuple(given[a.carries] for a in c.config.args if isinstance(a.carries, str))
+        key = tuple(v.value for v in vals) if all(isinstance(v, IntImm) for v in vals) \
+            else None
+        values.setdefault(c.config.name, set()).add(key)
+        first.setdefault(c.config.name, e)
+    return {n: first[n] for n, v in values.items() if len(v) == 1 and None not in v}
+
+
+def print_hoisted(printer, name, e) -> str:
+    """The configuration call ``name`` as ``e``'s vendor call passes it."""
+    c = pick_vendor_call(printer.acc, e)
+    return _print_part(printer, c.config, e)
+
+
+def _print_part(printer, c, e) -> str:
     acc = printer.acc
     ours = [n for _, n in acc.hal_ops[c.replaces]]
     given = dict(zip(ours, e.args[2:]))
@@ -383,7 +533,8 @@ def print_vendor_call(printer, c, e) -> str:
             if a.minus is not None:
                 v = v - given[a.minus]
             what = a.carries if a.minus is None else f"{a.carries} - {a.minus}"
-            texts.append(printer.bare(_fit(c, a, ana.simplify(v), ana, what)))
+            v = _fit(c, a, ana.simplify(v), ana, what)
+            texts.append(_symbol(c, a, v, acc) if a.symbols else printer.bare(v))
     if c.struct:
         fields = ", ".join(f".{a.name} = {t}" for a, t in zip(c.args, texts))
         return f"{c.name}(&({c.struct}){{{fields}}})"

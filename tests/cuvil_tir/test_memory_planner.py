@@ -246,9 +246,14 @@ def test_banks_keep_versions_partners_and_engines_apart_at_aligned_offsets():
              Unit("S", 100, 1, (4, 5), {"store"})]                 # later: may reuse
     plan = {u.name: (u.size, u.addrs, u.banks) for u in place(mem, units, {})}
     # sizes are whole 64-byte accesses; the two versions of T sit in two banks, W in
-    # a third; S, live after both, reuses the first bank's start
+    # a third; S, live after both, takes the free fourth (a reused address would order
+    # its engine after T's), and reuses the first bank's start where none is free
     assert plan == {"T": (320, (0, 1024), (0, 1)), "W": (512, (2048,), (2,)),
-                    "S": (128, (0,), (0,))}
+                    "S": (128, (3072,), (3,))}
+    small = MemorySpec("npu.x", "static", (), 3 * 1024, banks=3, bank_bytes=1024,
+                       width_bytes=64)
+    assert [(u.name, u.addrs) for u in place(small, units, {})
+            if u.name == "S"] == [("S", (0,))]
     text = memory_map_text([mem], {"npu.x": place(mem, units, {"W": 3})}, [])
     assert "  bank 3:\n    W                    offset      0  size    512" in text
 
@@ -261,9 +266,11 @@ def test_the_accelerator_bank_plan_travels_in_the_program_as_data():
     plan = mod.program.memory
     a = next(d for d in plan["npu.inp"] if d["buffer"] == "A_npu.inp")
     # two versions of a 64 x 64 int8 tile, in two banks of 8 KiB, touched by the DMA and
-    # the GEMM unit; no JSON in the C source
+    # the GEMM unit, living over the instructions of its top-level statement (steps
+    # count instructions; a multi-buffered tile keeps its whole statement); no JSON in
+    # the C source
     assert a == {"buffer": "A_npu.inp", "addresses": [0, 8192], "bytes": 4096,
-                 "steps": [0, 0], "engines": ["gemm", "load"], "conflicts": []}
+                 "steps": [0, 4], "engines": ["gemm", "load"], "conflicts": []}
     assert "cuvil-accel-plan" not in mod.get_source("c")
     again = Program.from_blobs(mod.program.to_blobs(), None)
     assert again.memory == plan

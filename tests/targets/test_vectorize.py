@@ -69,6 +69,27 @@ def test_unroll_pass_output_exactly_and_limits():
     assert unroll_loops(f, max_extent=2) is f
 
 
+def test_unroll_simplifies_each_distinct_index_once(monkeypatch):
+    # a 3 x 4 register tile: C[i, j] += A[i] * B[j], both loops unrolled; the copies
+    # repeat A's index in every j and B's in every i, C's in its load and its store
+    from cuvil_tir.transform import unroll
+    A = T.decl_buffer((3,), "float32", "A")
+    B = T.decl_buffer((4,), "float32", "B")
+    C = T.decl_buffer((12,), "float32", "C", scope="local")
+    i, j = T.var("i"), T.var("j")
+    store = BufferStore(C, T.BufferLoad(C, (i * 4 + j,)) + T.BufferLoad(A, (i + 0,)) *
+                        T.BufferLoad(B, (j * 1,)), (i * 4 + j,))
+    f = _func([A, B, C], For(i, _c(0), _c(3), "unrolled",
+                             For(j, _c(0), _c(4), "unrolled", store)))
+    seen = []
+    simplify = unroll.Analyzer.simplify
+    monkeypatch.setattr(unroll.Analyzer, "simplify",
+                        lambda self, e, steps=2: seen.append(str(e)) or simplify(self, e, steps))
+    out = _text(unroll_loops(f).body).splitlines()
+    assert out[0] == "C[0] = C[0] + A[0] * B[0]" and out[-1] == "C[11] = C[11] + A[2] * B[3]"
+    assert len(out) == 12 and len(seen) == len(set(seen))
+
+
 # vector instructions and results ------------------------------------------------------------
 
 @pytest.mark.parametrize("n", [8, 20, 17, 3])

@@ -59,11 +59,17 @@ def _vector(name, fn, inputs, out, c_name):
                      cycles=TILE, unit="vector")
 
 
+#: the SDK's names of the pipes (engines) and of the event flags between them
+PIPES = {"load": "PIPE_MTE2", "store": "PIPE_MTE3", "cube": "PIPE_M", "vector": "PIPE_V",
+         "mte1": "PIPE_MTE1"}
+EVENTS = {k: f"EVENT_ID{k}" for k in range(8)}
+
+
 def _flag(name, replaces):
-    """Ascend's event flags between pipes: ``set_flag(pipe, tpipe, event_id)``."""
-    return HalCall(name, replaces, (HalArg("pipe", "src", "uint8_t"),
-                                    HalArg("tpipe", "dst", "uint8_t"),
-                                    HalArg("event_id", "id", "uint8_t")))
+    """Ascend's event flags between pipes: ``set_flag(PIPE_MTE2, PIPE_M, EVENT_ID0)``."""
+    return HalCall(name, replaces, (HalArg("pipe", "src", "uint8_t", symbols=PIPES),
+                                    HalArg("tpipe", "dst", "uint8_t", symbols=PIPES),
+                                    HalArg("event_id", "id", "uint8_t", symbols=EVENTS)))
 
 
 def _copy_gm(name, mem, gaps=False):
@@ -123,7 +129,10 @@ ascend = Accelerator(
                      doc="per core: the vector unit's operands and results")],
     # MTE2 takes a repeat count: a loop of 2-D copies (a filter's padded taps) is one
     # command paying the latency once
-    dma=DMA(width_bits=1024, latency_cycles=128, padding=True, dims=3),
+    # MTE2/MTE3 reach L2, L1 and UB (and L0C for a zero fill: its accumulators start
+    # at zero); L0A/L0B fill from L1 only
+    dma=DMA(width_bits=1024, latency_cycles=128, padding=True, dims=3, outstanding=4,
+            reach=(L2, L1, L0C, UB)),
     moves=[_move(L2, L1, "load"), _move(L1, L0A, "mte1"), _move(L1, L0B, "mte1"),
            _move(L0C, UB, "vector")],
     cores=Cores(4, axis=CORE_AXIS, shared=(L2,), bandwidth={"global": 128, L2: 256}),

@@ -65,14 +65,31 @@ def _mv(name, op, mem, row):
     """Gemmini's ``mvin``/``mvout``: one descriptor (``gemmini_dma_t``) by pointer, the
     scratchpad side as a row address (``row`` bytes a row of ``mem``)."""
     sp, dram = ("dst", "src") if op == "dma_load" else ("src", "dst")
+    # the DRAM stride is state set by config_ld / config_st, issued once when every
+    # move passes the same one
     return HalCall(name, op, (
         HalArg("dram_addr", dram, "const void *" if op == "dma_load" else "void *"),
         HalArg("sp_row", sp, "uint32_t", unit=row, address="bytes"),
         HalArg("rows", "rows", "uint16_t"), HalArg("cols", "row_bytes", "uint16_t"),
-        HalArg("sp_stride", f"{sp}_stride", "uint32_t"),
-        HalArg("dram_stride", f"{dram}_stride", "uint32_t")),
-        memories={sp: mem}, struct=f"gemmini_{op[4:]}_t")
+        HalArg("sp_stride", f"{sp}_stride", "uint32_t")),
+        memories={sp: mem}, struct=f"gemmini_{op[4:]}_t",
+        config=HalCall(f"gemmini_config_{'ld' if sp == 'dst' else 'st'}"
+                       f"{'_acc' if mem == ACC else ''}", op, (
+            HalArg("dram_stride", f"{dram}_stride", "uint32_t"),)))
 
+
+def _row(name, operand, mem_row):
+    """An operand as a row address in its memory (``mem_row`` bytes a row)."""
+    return HalArg(name, operand, "uint32_t", unit=mem_row, address="bytes")
+
+
+# Gemmini's matmul is two instructions: preload (the weights B and the accumulator
+# tile C the result goes to) then compute_preloaded (the inputs A)
+MATMUL = HalCall("gemmini_preload", "matmul", (
+    _row("bd", "B", DIM), _row("c", "C", 4 * DIM), HalArg("bd_stride", "B_stride", "uint16_t"),
+    HalArg("c_stride", "C_stride", "uint16_t")),
+    then=HalCall("gemmini_compute_preloaded", "matmul", (
+        _row("a", "A", DIM), HalArg("a_stride", "A_stride", "uint16_t"))))
 
 gemmini = Accelerator(
     "gemmini-like",
@@ -109,7 +126,7 @@ gemmini = Accelerator(
     hal_calls=[_mv("gemmini_mvin", "dma_load", SPAD, DIM), _mv("gemmini_mvin_acc", "dma_load",
                                                                ACC, 4 * DIM),
                _mv("gemmini_mvout", "dma_store", SPAD, DIM),
-               _mv("gemmini_mvout_acc", "dma_store", ACC, 4 * DIM)],
+               _mv("gemmini_mvout_acc", "dma_store", ACC, 4 * DIM), MATMUL],
     doc="Gemmini-like NPU: 16x16 int8 systolic array, scratchpad + accumulator, a DMA "
         "with zero/bias preload and activation on read-out")
 

@@ -120,10 +120,13 @@ def schedule_conv2d_cores(func, cores=4, t=16, axis="asc.core", gemm="asc.mmad_1
     sch = S.Schedule(func)
     blk = sch.get_block("O")
     a_l1 = sch.cache_read(blk, 0, l1)
-    sch.cache_read(blk, 1, l2)
+    # the weights shared through L2 (one core: straight into its L1), staged before
+    # pad_einsum so the DMA pads them
+    w_l1 = sch.cache_read(blk, 1, l2 if cores > 1 else l1)
     o_ub = sch.cache_write(blk, 0, ub)
     sch.pad_einsum(blk, [1, cores, t, t, 1, 1, t])
-    w_l1 = sch.cache_read(blk, 1, l1)
+    if cores > 1:
+        w_l1 = sch.cache_read(blk, 1, l1)
     a_l0 = sch.cache_read(blk, 0, l0a)
     w_l0 = sch.cache_read(blk, 1, l0b)
     o_l0 = sch.cache_write(blk, 0, l0c)

@@ -328,7 +328,8 @@ def test_a_small_conv_loads_each_row_block_in_one_command():
     are one 3-D command into L2, and with four output rows a core (fewer than the
     pipeline's five stages) each core's six input rows one command into L1 (padded only
     along the channels, contiguous on both sides), each input byte read once; it took
-    4370 cycles at 26% of the cube, three commands a row and nine for the weights."""
+    4370 cycles at 26% of the cube, three commands a row and nine for the weights, then
+    2280 (50.5%) before its DMA kept several commands in flight."""
     mod = targets.build(schedule_conv2d_cores(conv2d(1, 18, 18, 8, 24), cores=4),
                         "ascend-like", name="conv")
     src = mod.get_source("c")
@@ -340,7 +341,7 @@ def test_a_small_conv_loads_each_row_block_in_one_command():
     y = np.zeros((1, 16, 16, 24), "int32")
     mod(x, w, y)
     np.testing.assert_array_equal(y, conv2d_nhwc_ref(x, w))
-    assert mod.stats["cycles"] == 2280 and mod.stats["cores_used"] == 4
+    assert mod.stats["cycles"] == 1980 and mod.stats["cores_used"] == 4
     assert mod.stats["dma_bytes_in"] == 4 * 6 * 18 * 8 + w.size
 
 

@@ -107,6 +107,11 @@ def test_ascend_like_calls_its_sdk():
     assert "load_cbuf_to_ca(0, 131072, 32, 64, 64, 64);" in src
     assert "void set_flag(uint8_t pipe, uint8_t tpipe, uint8_t event_id);" in hdr
     assert "ascend_like_push(" not in src and "ascend_like_mmad_16x16x16(" not in src
+    # the pipes and event flags by the SDK's names (symbols=), defined unless its own
+    # header defines them: the load engine is PIPE_MTE2, mte1 PIPE_MTE1
+    assert "set_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID0);" in src and "set_flag(0," not in src
+    assert "#ifndef PIPE_MTE2\n#define PIPE_MTE2 0\n#endif" in hdr
+    assert "#define PIPE_MTE1 4" in hdr and "#define EVENT_ID7 7" in hdr
     rng = np.random.default_rng(3)
     a, b = (rng.integers(-128, 128, (64, 64)).astype("int8") for _ in range(2))
     c = np.zeros((64, 64), "int32")
@@ -183,6 +188,30 @@ BAD = [
               fixed={"dst": 0})], r"fixed= gives \['dst'\].*fixes an address"),
     ([_mvin("m1", "vh.in"), _mvin("m2", "vh.w", fixed={"dst_stride": 16, "src_stride": 16})],
      r"struct 'vh_dma_t' is declared by another call with other fields"),
+    ([HalCall("f", "push", (A("a", "src", symbols={"mte2": "PIPE_MTE2"}), A("b", "dst"),
+                            A("c", "id")))],
+     r"'a': symbols= maps numbers it takes \(ints, or engine names of this accelerator: "
+     r"\['load', 'store', 'gemm'\]\) to distinct C identifiers"),
+    ([HalCall("f", "push", (A("a", "src", symbols={"load": "P", "gemm": "P"}),
+                            A("b", "dst"), A("c", "id")))], r"'a': symbols= maps"),
+    ([HalCall("f", "push", (A("a", "src", symbols={0: "2x"}), A("b", "dst"), A("c", "id")))],
+     r"'a': symbols= maps"),
+    ([HalCall("f", "dma_fill", (A("d", "dst", "void *", symbols={0: "Z"}), A("r", "rows"),
+                                A("b", "row_bytes"), A("s", "dst_stride")))],
+     r"'d': symbols= maps .* only for a number"),
+    ([HalCall("f", "push", (A("a", "src"),), then=HalCall("g", "pop", (A("b", "dst"),
+                                                                      A("c", "id"))))],
+     r"vendor call 'f': then= continues it and config= configures it with another "
+     r"HalCall replacing 'push' too"),
+    ([HalCall("f", "push", (A("a", "src"), A("b", "dst")), config=HalCall(
+        "g", "push", (A("c", "id"),), then=HalCall("h", "push", ())))],
+     r"a configuration call without its own config= or then="),
+    ([HalCall("f", "push", (A("a", "src"),), then=HalCall("g", "push", (A("b", "dst"),)))],
+     r"vendor call 'f' \(with its then= calls\): every argument .*missing: \['id'\]"),
+    ([HalCall("f", "push", (A("a", "src"),), then=HalCall("g", "push", (
+        A("b", "src"), A("c", "dst"), A("d", "id"))))], r"carried twice: \['src'\]"),
+    ([HalCall("f", "push", (A("a", "src"),), then=HalCall("f", "push", (
+        A("c", "dst"), A("d", "id"))))], r"vendor call 'f': the name .* not used twice"),
 ]
 
 
@@ -190,6 +219,69 @@ BAD = [
 def test_a_malformed_signature_is_a_description_error(calls, match):
     with pytest.raises(DescriptionError, match=r"CVL-E170.*" + match):
         _device(calls)
+
+
+def test_a_vendor_call_in_two_parts_runs_with_cuvils_results_and_cycles():
+    # the GEMM as Gemmini issues it: preload(B, C, their strides), then
+    # compute_preloaded(A, its stride), one after the other for each of Cuvil's calls
+    split = HalCall("vh_preload", "gemm_16x16x16", (
+        A("b", "B", "uint32_t", address="elements"), A("c", "C", "uint32_t",
+                                                       address="elements"),
+        A("ldb", "B_stride", "uint16_t"), A("ldc", "C_stride", "uint16_t")),
+        then=HalCall("vh_compute", "gemm_16x16x16", (
+            A("a", "A", "uint32_t", address="elements"), A("lda", "A_stride", "uint16_t"))))
+    plain, mod = _run(_device()), _run(_device([split]))
+    src, hdr = mod.get_source("c"), mod.get_source("h")
+    assert "(void)(vh_preload(" in src and "), vh_compute(" in src
+    assert "vh_npu_gemm_16x16x16(" not in src
+    assert "void vh_preload(uint32_t b, uint32_t c, uint16_t ldb, uint16_t ldc);" in hdr
+    assert "void vh_compute(uint32_t a, uint16_t lda);" in hdr
+    for key in ("cycles", "dependency_stalls", "engine_busy"):
+        assert mod.stats[key] == plain.stats[key]
+
+
+# a load (into either memory) whose DRAM stride is state a configuration call sets
+CONFIGURED = HalCall("vh_ld", "dma_load", (
+    A("dram", "src", "const void *"), A("sp", "dst", "void *"), A("rows", "rows", "uint16_t"),
+    A("cols", "row_bytes", "uint16_t"), A("sp_stride", "dst_stride", "uint32_t")),
+    config=HalCall("vh_ld_config", "dma_load", (A("stride", "src_stride", "uint32_t"),)))
+
+
+@pytest.mark.parametrize("m", [64, 32])
+def test_a_configuration_call_is_issued_once_when_every_call_passes_the_same(m):
+    # A (64 x 64) and B (64 x m) come in rows of their widths: with m = 64 every load
+    # passes the stride 64 and the configuration is issued once, first; with m = 32
+    # the loads of B pass 32, so each load is issued after its configuration
+    targets.register_target(_device(), replace=True)
+    plain = targets.build(schedule_gemm(gemm(64, m, 64), tile=32, **ON), "vh-npu", name="g")
+    targets.register_target(_device([CONFIGURED]), replace=True)
+    mod = targets.build(schedule_gemm(gemm(64, m, 64), tile=32, **ON), "vh-npu", name="g")
+    src, hdr = mod.get_source("c"), mod.get_source("h")
+    assert "void vh_ld_config(uint32_t stride);" in hdr
+    if m == 64:
+        assert src.count("vh_ld_config(") == 1 and "(void)vh_ld_config(64);" in src
+    else:
+        assert "(void)(vh_ld_config(64), vh_ld(&A[" in src
+        assert "(void)(vh_ld_config(32), vh_ld(&B[" in src
+    rng = np.random.default_rng(m)
+    a, b = rng.integers(-128, 128, (64, 64)).astype("int8"), \
+        rng.integers(-128, 128, (64, m)).astype("int8")
+    for built in (plain, mod):
+        c = np.zeros((64, m), "int32")
+        built(a, b, c)
+        np.testing.assert_array_equal(c, a.astype("int32") @ b.astype("int32"))
+    assert mod.stats["cycles"] == plain.stats["cycles"]
+
+
+def test_a_value_with_no_symbol_is_refused_when_the_call_is_emitted():
+    # the flags name only the load engine as a source; the GEMM unit pushes too
+    named = [HalCall(c.name, c.replaces, (
+        HalArg("from_pipe", "src", "uint8_t", symbols={"load": "VH_LOAD"}),
+        HalArg("to_pipe", "dst", "uint8_t"), HalArg("event", "id", "uint8_t"))) for c in FLAGS]
+    with pytest.raises(HalSignatureError, match=r"CVL-E176.*vendor call 'vh_(set|wait)_flag' "
+                       r"\((push|pop)\): parameter 'from_pipe' is [12], which has no name in "
+                       r"its symbols= \(\[0\] are named\); name every value it can take"):
+        _run(_device(named))
 
 
 def test_an_operand_without_a_planned_address_gets_its_offset_at_run_time():
