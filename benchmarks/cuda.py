@@ -19,6 +19,9 @@ needs:
    bf16 and fp8 through torch, which cupy has no dtype for: ``torch.matmul``,
    ``torch._scaled_mm``): times, the ratio cuBLAS time / ours (above 1: ours is
    faster), TFLOP/s and the share of the tensor-core (or fp32) peak, the max error;
+   then the Hopper rows ``gemm_nt:<dtype>:MxNxK`` (fp16/bf16 ``A @ B.T`` on sm_90a: the
+   TMA + warp-specialized ``wgmma`` pipeline and the plain ``wgmma`` recipe, beside
+   cuBLAS's "TN" GEMM; ``benchmarks/cuda_hopper``);
 5. fused rows: softmax, layernorm and RMSNorm at 4096x4096 and 16x262144 beside cupy's
    composed expressions, in GB/s and as a share of the copy bandwidth;
 6. launch overhead: a cuvil module call (argument checks included) beside a bare
@@ -79,6 +82,7 @@ import targets  # noqa: E402
 from cuvil_tir.interp.scalar import tile_storage, tile_values  # noqa: E402
 from targets.toolkit import cuda_norms as norms  # noqa: E402
 from targets.toolkit import cuda_recipes as recipes  # noqa: E402
+from benchmarks import cuda_hopper as hopper  # noqa: E402
 
 #: the GEMM shapes, M x N x K
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (1024, 4096, 4096),
@@ -98,6 +102,7 @@ FMA_PER_SM_CLOCK = {(8, "float32"): 64, (9, "float32"): 128, (10, "float32"): 12
 def row_names() -> list:
     """Every row's name: ``gemm:<dtype>:MxNxK``, ``norm:<kind>:RxC``, ``launch``."""
     out = [f"gemm:{dt}:{m}x{n}x{k}" for dt in GEMM_DTYPES for m, n, k in SHAPES]
+    out += hopper.nt_row_names(SHAPES)
     out += [f"norm:{kind}:{r}x{c}" for kind in NORMS for r, c in NORM_SHAPES]
     return out + ["launch"]
 
@@ -204,6 +209,8 @@ def quick_cpu_row(name) -> dict:
     rng = np.random.default_rng(0)
     if kind == "launch":
         return {"row": name, "status": "ok", "detail": "needs a GPU to mean anything"}
+    if kind == "gemm_nt":
+        return hopper.quick_nt_row(name, _CHECKED)
     if kind == "norm":
         what, shape = rest.split(":")
         rows, cols = (int(x) for x in shape.split("x"))
@@ -323,21 +330,27 @@ def gpu_gemm_row(cp, name, dtype, m, n, k) -> dict:
     if not variants:
         res.update(status="missing", detail=_missing(dtype))
         return res
+    tol = 1e-3 if dtype == "float32" else 1e-2
+    return time_variants(cp, res, [(label, lambda v=variant: build_gemm(dtype, m, n, k, v))
+                                   for label, variant in variants], a_ours, b_ours, ref, tol)
+
+
+def time_variants(cp, res, tries, a, b, ref, tol) -> dict:
+    """Every ``(label, build)`` of ``tries`` built, checked against ``ref`` (relative
+    error at most ``tol``) and timed (a GPU run is rare: its note shows them all); the
+    fastest correct one is the row's figure."""
     tried = []
-    for label, variant in variants:
-        # every variant is timed (a GPU run is rare: its note shows them all); the
-        # fastest correct one is the row's figure
+    for label, build in tries:
         try:
-            mod = build_gemm(dtype, m, n, k, variant)
-            c = cp.zeros((m, n), "float32")
-            mod(a_ours, b_ours, c)
+            mod = build()
+            c = cp.zeros(ref.shape, "float32")
+            mod(a, b, c)
             cp.cuda.Device().synchronize()
             err = float(cp.abs(c - ref).max() / max(1.0, float(cp.abs(ref).max())))
-            tol = 1e-3 if dtype == "float32" else 1e-2
             if not err <= tol:
                 tried.append(f"{label}: WRONG (rel err {err:.1e})")
                 continue
-            t = timed(cp, lambda m=mod, c=c: m(a_ours, b_ours, c))
+            t = timed(cp, lambda m=mod, c=c: m(a, b, c))
             tried.append(f"{label}: {t * 1e3:.3f} ms")
             if t < res.get("ours_s", float("inf")):
                 res.update(ours_s=t, status="ok", variant=label, rel_err=err)
@@ -458,6 +471,8 @@ def run_row(name, quick) -> dict:
         m, n, k = (int(x) for x in shape.split("x"))
         if quick:
             m, n, k = min(m, 1024), min(n, 1024), min(k, 1024)
+        if kind == "gemm_nt":
+            return hopper.gpu_nt_row(cp, name, dtype, m, n, k, timed, time_variants)
         return gpu_gemm_row(cp, name, dtype, m, n, k)
     except Exception as e:  # noqa: BLE001 - a row reports its failure, the run goes on
         return {"row": name, "status": "failed",

@@ -2,29 +2,36 @@
 to reach 95% of the best-known time, and how well the cost model ranks held-out
 candidates (a benchmark, not a test).
 
-Every search draws from the space generated for the target (``space=None``).  All
-searches measure through one cache of measurements (a candidate measured once keeps its
-time for every search that proposes it), so they compete on the same numbers and
-timing noise cannot favour one.
+Every search draws from the space generated for the target (``space=None``) and
+measures through one cache keyed by the candidate's decisions: a distinct candidate is
+measured once in the whole invocation, and every search that proposes it gets that
+same time, so timing noise (other processes on the machine) cannot favour either
+strategy.
 
-1. Random search, ``--seeds`` seeds of ``--trials`` trials on every workload: these are
-   also the records a tuned database holds when a new task arrives.
-2. Guided search, the same seeds and trials, each run with a database holding the
-   random records of the *other* workloads only (leave-one-out: the task starts from
-   the nearest tuned tasks, never from its own measurements).
+1. A *pool*: ``--pool`` random candidates of every workload (seeds of their own),
+   measured first.  The pool of the other workloads is the tuned database a new task
+   finds (leave-one-out: a guided search never sees its own workload's pool).
+2. Random and guided searches, ``--seeds`` seeds of ``--trials`` trials on every
+   workload, run *interleaved*: for each workload and seed both sessions advance
+   ``--step`` trials at a time in turn (the one to start alternates by seed), so both
+   meet the same load.
 
-The best-known time of a workload is the fastest any run found; a run reaches 95% of it
-at the first trial whose time is within ``best / 0.95``; a run that never does counts
-as ``trials + 1`` (said beside the medians).  Then the cost model, trained on the other
-workloads' records plus a random half of this workload's distinct measured candidates,
-ranks the other half: Spearman's rank correlation with the measured times (and the
-same with no row of this workload: pure transfer).
+The best-known time of a workload is the fastest of everything measured for it in this
+invocation (pool and both searches).  A run reaches 95% of it at the first trial whose
+time is within ``best / 0.95``; a run that never does counts as ``trials + 1`` (so the
+ratio printed is a lower bound when random search mostly misses).  Then the cost model
+ranks held-out candidates: every *randomly drawn* candidate of a workload (pool and
+random searches: an unbiased sample of the space) is ranked by a model trained on the
+random candidates of the other workloads of its family, as the tuner transfers
+(``transfer``: a workload it never saw; none for a workload alone in its family), and
+by one trained on those plus a random half of this workload's (``within``: tested on
+the other half); Spearman's rank correlation with the measured times.
 
-    python benchmarks/tune_search.py [--trials 32] [--seeds 3] [--only gemm128 conv28]
-    python benchmarks/tune_search.py --quick          # 2 workloads, 1 seed, 8 trials (CI)
+    python benchmarks/tune_search.py [--trials 32] [--seeds 3] [--pool 32] [--only gemm256 conv28]
+    python benchmarks/tune_search.py --quick    # 2 workloads, 1 seed, 8 trials (CI)
 
-Numbers measured while other processes share the machine are noisy: a run under load
-compares the searches with each other (same cache), not with other machines.
+Numbers measured while other processes share the machine are noisy; the shared cache
+makes the comparison of the two searches fair, not the times comparable across runs.
 """
 
 from __future__ import annotations
@@ -48,18 +55,22 @@ from schedules.tune.cost_model import CostModel, rank_correlation  # noqa: E402
 from schedules.tune.database import workload_key  # noqa: E402
 from schedules.tune.executor import local_executor, slots  # noqa: E402
 from schedules.tune.networks import matmul  # noqa: E402
+from schedules.tune.tuner import Session  # noqa: E402
+
+#: the pool's seeds start here (the searches use 0 .. seeds - 1)
+POOL_SEED = 1000
 
 
 class CachedExecutor(Executor):
-    """Measures each distinct candidate of each function once through ``inner``;
-    repeats share the result."""
+    """Measures each distinct candidate (function and decisions) once through
+    ``inner``; every later submission of it shares that measurement."""
 
     def __init__(self, inner):
         self.inner, self.cache = inner, {}
         self._max_workers = slots(inner)
 
     def submit(self, fn, payload):
-        key = (payload["func"], payload["trace"])
+        key = (payload["func"], json.dumps(payload["decisions"], separators=(",", ":")))
         if key not in self.cache:
             self.cache[key] = self.inner.submit(fn, payload)
         return self.cache[key]
@@ -80,16 +91,17 @@ def conv2d(c, k, h, w):
 
 
 WORKLOADS = {
-    "gemm128": lambda: matmul(128, 128, 128),
     "gemm256": lambda: matmul(256, 256, 256),
-    "skinny16": lambda: matmul(16, 768, 768),
+    "gemm512": lambda: matmul(512, 512, 512),
+    "skinny64": lambda: matmul(64, 768, 768),
     "bert_qkv": lambda: matmul(128, 768, 768),
-    "dense4": lambda: matmul(4, 1000, 512),
-    "conv28": lambda: conv2d(32, 32, 28, 28),
-    "conv14": lambda: conv2d(64, 64, 14, 14),
-    "int8_128": lambda: matmul(128, 128, 128, "int8", "int32"),
+    "dense64": lambda: matmul(64, 1000, 512),
+    "conv28": lambda: conv2d(64, 64, 28, 28),
+    "conv14": lambda: conv2d(128, 128, 14, 14),
+    "int8_256": lambda: matmul(256, 256, 256, "int8", "int32"),
 }
-QUICK = ("gemm128", "conv28")
+QUICK = ("gemm256", "skinny64")
+HOW = ("guided", "random")
 
 
 def reach(history, best, trials) -> int:
@@ -97,171 +109,151 @@ def reach(history, best, trials) -> int:
     return next((n for n, s in history if s and s <= best / 0.95), trials + 1)
 
 
-def run_search(func, guided, seed, trials, db, ex, min_repeat_ms):
-    res = S.tune(func, None, target=TARGET, trials=trials, database=db, executor=ex,
-                 seed=seed, progress=False, guided=guided, remeasure=0,
-                 min_repeat_ms=min_repeat_ms)
-    return res
-
-
 def main(argv=None):
     global TARGET
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=32)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--pool", type=int, default=32,
+                    help="random candidates measured first per workload (the database)")
+    ap.add_argument("--step", type=int, default=4,
+                    help="trials each search runs before the other takes its turn")
     ap.add_argument("--target", default="llvm")
     ap.add_argument("--only", nargs="*", default=None, help=" ".join(WORKLOADS))
-    ap.add_argument("--quick", action="store_true", help="2 workloads, 1 seed, 8 trials")
+    ap.add_argument("--quick", action="store_true",
+                    help="2 workloads, pool 6, 1 seed, 8 trials")
     ap.add_argument("--workers", type=int, default=2,
                     help="measurement slots (builds run in parallel; timing is "
                     "serialised by a per-host lock)")
     ap.add_argument("--min-repeat-ms", type=float, default=20.0)
-    ap.add_argument("--save", default=None, help="a JSON file for the histories")
-    ap.add_argument("--random-db", default=None,
-                    help="the random.jsonl of an earlier run: its random searches are "
-                    "reused (their measurements too) and only the guided ones run")
+    ap.add_argument("--save", default=None,
+                    help="a JSON file for the histories and every measured record")
     args = ap.parse_args(argv)
     if args.quick:
-        args.trials, args.seeds, args.only = 8, 1, args.only or list(QUICK)
+        args.trials, args.seeds, args.pool = 8, 1, 6
+        args.only = args.only or list(QUICK)
     TARGET = args.target
     names = args.only or list(WORKLOADS)
     funcs = {n: WORKLOADS[n]() for n in names}
+    keys = {n: workload_key(f, TARGET) for n, f in funcs.items()}
     folder = tempfile.mkdtemp(prefix="cuvil-tune-search-")
     t0 = time.perf_counter()
-    print(f"{len(names)} workloads x {args.seeds} seeds x {args.trials} trials, target "
-          f"{TARGET}, load {os.getloadavg()[0]:.1f}; databases in {folder} (--random-db "
-          f"{os.path.join(folder, 'random.jsonl')} reuses the random searches)", flush=True)
-    runs: dict = {}
+    print(f"{len(names)} workloads: pool {args.pool}, then guided and random interleaved "
+          f"({args.step} trials a turn), {args.seeds} seeds x {args.trials} trials; target "
+          f"{TARGET}, load {os.getloadavg()[0]:.1f}; databases in {folder}", flush=True)
+    runs, spent, records = {}, {h: 0.0 for h in HOW}, []
     with local_executor(args.workers) as pool:
         ex = CachedExecutor(pool)
-        random_db = os.path.join(folder, "random.jsonl")
-        if args.random_db:
-            records = reuse(args.random_db, funcs, runs, ex, args)
-            S.Database(random_db).append(records)
-        for name, f in funcs.items():                       # 1. random search
-            for seed in range(args.seeds):
-                if (name, "random", seed) in runs:
-                    continue
-                t1 = time.perf_counter()
-                res = run_search(f, False, seed, args.trials, random_db, ex,
-                                 args.min_repeat_ms)
-                runs[(name, "random", seed)] = res.history
-                _note(name, "random", seed, res, t1)
-        records = S.Database(random_db).records()
-        for name, f in funcs.items():                       # 2. guided, leave-one-out
-            mine = workload_key(f, TARGET)
-            others = [r for r in records if r.get("workload") != mine]
+        pool_db = S.Database(os.path.join(folder, "pool.jsonl"))
+        for name, f in funcs.items():                       # 1. the pool
+            t1 = time.perf_counter()
+            s = Session(f, None, TARGET, pool_db, ex, seed=POOL_SEED, guided=False,
+                        min_repeat_ms=args.min_repeat_ms)
+            s.run(args.pool)
+            print(f"  {name:9s} pool of {s.measured}: {time.perf_counter() - t1:4.0f} s, "
+                  f"best {_ms(s.best_seconds())}", flush=True)
+        known = pool_db.records()
+        records += [dict(r, drawn="pool") for r in known]
+        for name, f in funcs.items():                       # 2. the searches
+            others = [r for r in known if r.get("workload") != keys[name]]
             for seed in range(args.seeds):
                 db = S.Database(os.path.join(folder, f"guided-{name}-{seed}.jsonl"))
                 db.append(others)
-                t1 = time.perf_counter()
-                res = run_search(f, True, seed, args.trials, db, ex, args.min_repeat_ms)
-                runs[(name, "guided", seed)] = res.history
-                _note(name, "guided", seed, res, t1)
-        if args.save:
-            with open(args.save, "w") as fh:
-                json.dump([[*k, h] for k, h in runs.items()], fh)
-        summary(funcs, runs, args)
-        model_quality(funcs, ex.cache, records)
+                sessions = {
+                    "guided": Session(f, None, TARGET, db, ex, seed=seed,
+                                      min_repeat_ms=args.min_repeat_ms),
+                    "random": Session(f, None, TARGET, None, ex, seed=seed, guided=False,
+                                      min_repeat_ms=args.min_repeat_ms)}
+                order = HOW if seed % 2 == 0 else HOW[::-1]
+                while any(sessions[h].measured < args.trials for h in order):
+                    for h in order:
+                        t1 = time.perf_counter()
+                        sessions[h].run(min(args.step, args.trials - sessions[h].measured))
+                        spent[h] += time.perf_counter() - t1
+                for h in HOW:
+                    res = sessions[h].result()
+                    runs[(name, h, seed)] = res.history
+                    mine = [r for r in sessions[h].run_state.records
+                            if r.get("workload") == keys[name]]
+                    records += [dict(r, drawn=h) for r in mine]
+                best = {h: min((s for _, s in runs[(name, h, seed)] if s), default=None)
+                        for h in HOW}
+                print(f"  {name:9s} seed {seed}: best guided {_ms(best['guided'])}, "
+                      f"random {_ms(best['random'])}", flush=True)
+    if args.save:
+        with open(args.save, "w") as fh:
+            json.dump({"runs": [[*k, h] for k, h in runs.items()], "records": records}, fh)
+    n_trials = max(1, len(funcs) * args.seeds * args.trials)
+    print(f"search time per trial (measuring shared): guided {spent['guided'] / n_trials:.2f}"
+          f" s, random {spent['random'] / n_trials:.2f} s")
+    summary(funcs, keys, runs, records, args)
+    model_quality(keys, records)
     print(f"{time.perf_counter() - t0:.0f} s in all, load {os.getloadavg()[0]:.1f}")
     return 0
 
 
-def reuse(path, funcs, runs, ex, args) -> list:
-    """The records of an earlier run's random searches: their histories (``trials``
-    records per seed, in order), their measurements in the cache, and their features
-    computed again when :mod:`schedules.tune.features` changed since."""
-    from concurrent.futures import Future
-
-    from schedules.tune.features import features
-    from schedules.tune.transfer import FEATURES_VERSION
-    records = S.Database(path).records()
-    out = []
-    for name, f in funcs.items():
-        mine = [r for r in records if r.get("workload") == workload_key(f, TARGET)
-                and not r.get("remeasured")]
-        for seed in range(args.seeds):
-            part = mine[seed * args.trials:(seed + 1) * args.trials]
-            if len(part) == args.trials:
-                runs[(name, "random", seed)] = [(n, r.get("seconds"))
-                                                for n, r in enumerate(part, 1)]
-        for r in mine:
-            fut = Future()
-            fut.set_result({"kind": r.get("failure") or "ok", "seconds": r.get("seconds"),
-                            "error": r.get("error"), "info": {}})
-            ex.cache[(str(f), r["trace"])] = fut
-            if r.get("seconds") is not None and r.get("feat_v") != FEATURES_VERSION:
-                r = dict(r, feat=features(S.Trace.from_json(r["trace"]).apply(f), TARGET),
-                         feat_v=FEATURES_VERSION)
-            out.append(r)
-    print(f"reused {len(out)} records of {path}", flush=True)
-    return out
+def _ms(seconds) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.4f} ms"
 
 
-def _note(name, how, seed, res, t1):
-    best = min((s for _, s in res.history if s), default=float("nan"))
-    print(f"  {name:9s} {how:6s} seed {seed}: {time.perf_counter() - t1:5.0f} s, best "
-          f"{best * 1e3:.4f} ms, failures {res.failures or '-'}", flush=True)
-
-
-def summary(funcs, runs, args):
-    print(f"\ntrials to 95% of the best-known time (not reached: {args.trials + 1})")
-    per = {"guided": [], "random": []}
+def summary(funcs, keys, runs, records, args):
+    """The table: trials to 95% of the best-known time, per workload and seed."""
+    print(f"\ntrials to 95% of the best-known time (best of everything measured for the "
+          f"workload; not reached: {args.trials + 1})")
+    per = {h: [] for h in HOW}
     for name in funcs:
-        best = min(s for (n, _, _), h in runs.items() if n == name for _, s in h if s)
+        best = min(r["seconds"] for r in records
+                   if r.get("workload") == keys[name] and r.get("seconds"))
         row = []
-        for how in ("guided", "random"):
-            got = [reach(runs[(name, how, seed)], best, args.trials)
+        for h in HOW:
+            got = [reach(runs[(name, h, seed)], best, args.trials)
                    for seed in range(args.seeds)]
-            per[how] += got
-            row.append(f"{how} {got}")
+            per[h] += got
+            row.append(f"{h} {got}")
         print(f"  {name:9s} best {best * 1e3:8.4f} ms   " + "   ".join(row))
     mg, mr = statistics.median(per["guided"]), statistics.median(per["random"])
     print(f"median over {len(per['guided'])} runs: guided {mg}, random {mr}; random / "
           f"guided = {mr / mg:.1f}x (goal >= 3x)")
 
 
-def model_quality(funcs, cache, random_records):
-    """Spearman's rank correlation of the cost model on held-out candidates."""
-    by_workload: dict = {}
-    feats = {(r["workload"], r["cand"]): r.get("feat") for r in random_records}
-    for (ftext, trace), fut in cache.items():
-        out = fut.result()
-        if out["kind"] != "ok":
-            continue
-        func = next(f for f in funcs.values() if str(f) == ftext)
-        w = workload_key(func, TARGET)
-        from schedules.tune.features import features
-        sch = S.Trace.from_json(trace).apply(func)
-        key = json.dumps([[k, d] for k, d in sorted(sch.trace.decisions.items())],
-                         separators=(",", ":"))
-        feat = feats.get((w, key)) or features(sch, TARGET)
-        by_workload.setdefault(w, []).append((feat, out["seconds"]))
-    rng = random.Random(0)
+def model_quality(keys, records, seed=0):
+    """Spearman's rank correlation of the cost model on held-out random candidates."""
+    rows, family = {}, {}
+    for r in records:
+        if r["drawn"] in ("pool", "random") and r.get("seconds") and r.get("feat") \
+                and not r.get("remeasured"):
+            rows.setdefault(r["workload"], {})[r["cand"]] = (r["feat"], r["seconds"])
+            family[r["workload"]] = r["task"]["family"]
+    rng = random.Random(seed)
     within, transfer = [], []
-    for w, rows in by_workload.items():
-        if len(rows) < 16:
+    for name, w in keys.items():
+        mine = list(rows.get(w, {}).values())
+        if len(mine) < 16:
             continue
-        rng.shuffle(rows)
-        half = len(rows) // 2
-        other = [(f, s, g) for g, rs in by_workload.items() if g != w for f, s in rs]
-        test = rows[half:]
-        for own, out in ((rows[:half], within), ([], transfer)):
+        # as the tuner learns (:func:`schedules.tune.transfer.nearest_rows`): from the
+        # workload's own family only
+        other = [(f, s, g) for g, rs in rows.items() if g != w and family[g] == family[w]
+                 for f, s in rs.values()]
+        rng.shuffle(mine)
+        half = len(mine) // 2
+        for own, test, out in (([], mine, transfer), (mine[:half], mine[half:], within)):
+            if not own and not other:
+                continue   # no relative: the tuner starts this one with no model
             train = other + [(f, s, "this") for f, s in own]
             m = CostModel()
             m.fit([f for f, _, _ in train], [s for _, s, _ in train],
                   [g for _, _, g in train])
-            out.append(rank_correlation(-m.predict([f for f, _ in test]),
-                                        [s for _, s in test]))
-    if within:
-        print(f"cost model, held-out Spearman per workload (other workloads + half of "
-              f"this one): {[round(x, 2) for x in within]}, median "
-              f"{statistics.median(within):.2f} (goal >= 0.6)")
-        print(f"  transfer only (no row of the workload): "
-              f"{[round(x, 2) for x in transfer]}, median {statistics.median(transfer):.2f}")
-    else:
-        print("cost model: no workload has the 16 distinct measured candidates a held-out "
-              "rank correlation needs (give more --trials)")
+            out.append((name, rank_correlation(-m.predict([f for f, _ in test]),
+                                               [s for _, s in test])))
+    if not within:
+        print("cost model: no workload has the 16 distinct random candidates a held-out "
+              "rank correlation needs (give a larger --pool or more --trials)")
+        return
+    for label, got in (("transfer (a workload the model never saw; its family's others)",
+                        transfer), ("within (plus half of the workload's own)", within)):
+        print(f"cost model Spearman, {label}: median "
+              f"{statistics.median(x for _, x in got):.2f} (goal >= 0.6): " +
+              ", ".join(f"{n} {x:.2f}" for n, x in got))
 
 
 TARGET = "llvm"

@@ -78,6 +78,8 @@ class AsyncCopies:
         self.groups: dict = {}
         self.inflight: dict = {}
         self.barriers: dict = {}      # mbarriers (cuvil_tir.interp.mbarrier)
+        self.tick = 0                 # mbarrier phases completed in the block
+        self.synced: dict = {}        # thread -> tick of the last phase it waited for
 
     def check(self, arr, flat: int, thread: tuple, kind: str, text: str, threads) -> None:
         """Raise a ``RaceError`` when ``arr[flat]`` is the destination of a copy in
@@ -85,12 +87,19 @@ class AsyncCopies:
         c = self.inflight.get((id(arr), flat))
         if c is None or (hasattr(c, "visible_to") and c.visible_to(thread)):
             return
+        first = getattr(c, "first_wait", None)
+        if kind == "writes" and first is not None and self.synced.get(thread, -1) > first:
+            # a landed copy some thread waited for, overwritten by a thread that waited
+            # on a phase completed after that (a ring buffer's "empty" barrier)
+            return
         raise RaceError(
             f"data race on {c.buffer.scope} buffer {c.buffer.name} at address {flat}: thread "
             f"{thread} {kind} it in `{text}` while the asynchronous copy `{c.text}` of "
             f"thread {threads[c.thread]} is still in flight (no async_wait_group covering "
-            "its group ran before this access): wait for the copy, then put a barrier "
-            "between the wait and the other threads' use",
+            "its group, or mbarrier_wait on its phase, ran before this access; or the "
+            "threads that read it did not release it through an mbarrier this thread "
+            "waited on): wait for the copy, then put a barrier between the wait and the "
+            "other threads' use",
             buffer=c.buffer.name, address=flat, threads=(threads[c.thread], thread),
             statements=(c.text, text))
 

@@ -57,6 +57,8 @@ from ..transform.gpu_threads import is_thread_loop, launch_shape, thread_loops
 from ..visitor import post_order_visit
 from .async_copy import AsyncCopies, compile_async
 from .mbarrier import MBARRIER_ROLES, compile_mbarrier
+from .tma import compile_tma
+from .gpu_tasks import Tasks
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
 from .tile_ops import apply_tiles, tile_origin
@@ -93,6 +95,8 @@ class _Block:
         self.phase = 0               # barriers passed by the current block
         self.warp_vals: list = []
         self.copies = AsyncCopies()      # asynchronous copies in flight
+        self.active = None               # the threads of the running task (None: all)
+        self.tasks = None                # the block's tasks (cuvil_tir.interp.gpu_tasks)
 
     def start(self, block: tuple, dims: tuple):
         self.block = block
@@ -102,7 +106,14 @@ class _Block:
         self.logs = {}
         self.copies.reset()
         self.phase = 0
+        self.active = None
         self.set_thread(0)
+
+    def members(self):
+        """``(index, context)`` of each thread that runs now (those of the running
+        task: :mod:`cuvil_tir.interp.gpu_tasks`)."""
+        ts = self.active if self.active is not None else range(len(self.ctxs))
+        return [(t, self.ctxs[t]) for t in ts]
 
     def set_thread(self, t: int):
         self.cur = t
@@ -209,11 +220,14 @@ def _warp_calls(s) -> list:
 
 def _collective(s) -> bool:
     """Whether ``s`` holds a collective op (a barrier, a warp reduction, a tile op: the
-    op registry's ``collective``) or a shared allocation (run for the whole block)."""
+    op registry's ``collective``), an mbarrier wait (which may block: a branch holding
+    one runs as a task, :mod:`cuvil_tir.interp.gpu_tasks`) or a shared allocation (run
+    for the whole block)."""
     hit = []
 
     def look(n):
-        if (isinstance(n, Call) and collective(n) is not None) or (
+        if (isinstance(n, Call) and (collective(n) is not None
+                                     or asynchronous(n) == "mbarrier_wait")) or (
                 isinstance(n, Allocate) and (n.buffer.scope == "shared"
                                              or per_warp(n.buffer.scope))):
             hit.append(1)
@@ -263,7 +277,8 @@ class GpuStmtCompiler(StmtCompiler):
     def _s_Evaluate(self, s):
         role = asynchronous(s.value)
         if role is not None:
-            run = compile_mbarrier if role in MBARRIER_ROLES else compile_async
+            run = compile_tma if role == "tma_load" else compile_mbarrier \
+                if role in MBARRIER_ROLES else compile_async
             return run(self, s.value, role, self.g.copies, self.g)
         if is_barrier(s):
             return lambda: None       # outside a kernel, or in un-lowered IR
@@ -397,6 +412,8 @@ class GpuStmtCompiler(StmtCompiler):
             return self._coll_warp(s)
         if isinstance(s, Evaluate) and tiles_of(s.value):
             return self._coll_tiles(s.value)
+        if isinstance(s, Evaluate) and asynchronous(s.value) == "mbarrier_wait":
+            return self._each_thread(self.stmt(s))
         raise LoweringError(f"the GPU interpreter cannot run a barrier inside "
                             f"{type(s).__name__}:\n{to_text(s)}")
 
@@ -422,7 +439,7 @@ class GpuStmtCompiler(StmtCompiler):
 
         def run():
             vals = []
-            for t, ctx in enumerate(g.ctxs):
+            for t, ctx in g.members():
                 g.set_thread(t)
                 for (kind, slot), v in ctx.items():
                     (env if kind == "e" else bufs)[slot] = v
@@ -435,7 +452,7 @@ class GpuStmtCompiler(StmtCompiler):
                 vals = [op(vals[i], vals[i ^ o]) for i in range(len(vals))]
                 o //= 2
             g.warp_vals = vals
-            for t, ctx in enumerate(g.ctxs):
+            for t, ctx in g.members():
                 g.set_thread(t)
                 for (kind, slot), v in ctx.items():
                     (env if kind == "e" else bufs)[slot] = v
@@ -467,12 +484,13 @@ class GpuStmtCompiler(StmtCompiler):
                     for slot, fs, fld, t in zip(slots, fidx, flds, tiles)]
 
         def run():
-            n = len(g.ctxs)
-            if n % lanes:
+            members = [t for t, _ in g.members()]
+            starts = sorted({t - t % lanes for t in members})
+            if len(members) != lanes * len(starts):
                 raise LoweringError(f"a {spec.collective}-wide tile op needs whole groups of "
-                                    f"{lanes} threads; the block has "
-                                    f"{n} threads:\n{text}")
-            for w in range(0, n, lanes):
+                                    f"{lanes} threads; {len(members)} threads of the block "
+                                    f"run it:\n{text}")
+            for w in starts:
                 seen = None
                 for t in range(w, w + lanes):
                     g.set_thread(t)
@@ -491,8 +509,14 @@ class GpuStmtCompiler(StmtCompiler):
 
     def _tiles_once(self, spec, tiles, args, slots, seen, text, swizzles):
         g, bufs = self.g, self.frame.bufs
+        arrays = {id(a.buffer): bufs[k] for a, k in zip(args, slots)}
 
         def log(buf, x, write):
+            if g.copies.inflight:
+                # a tile read or written before the copy bringing it landed and was
+                # waited for
+                g.copies.check(arrays[id(buf)], x, g.thread, "writes" if write else "reads",
+                               text, g.threads)
             if buf.scope == "shared":
                 g.log(buf, x, write, text)
         apply_tiles(spec, tiles, args, [bufs[s] for s in slots], seen, text,
@@ -502,7 +526,7 @@ class GpuStmtCompiler(StmtCompiler):
         g, env, bufs = self.g, self.frame.env, self.frame.bufs
 
         def each():
-            for t, ctx in enumerate(g.ctxs):
+            for t, ctx in g.members():
                 g.set_thread(t)
                 for (kind, slot), v in ctx.items():
                     (env if kind == "e" else bufs)[slot] = v
@@ -514,7 +538,7 @@ class GpuStmtCompiler(StmtCompiler):
         g, env, bufs = self.g, self.frame.env, self.frame.bufs
 
         def run():
-            for t, ctx in enumerate(g.ctxs):
+            for t, ctx in g.members():
                 g.set_thread(t)
                 for (kind, slot), v in ctx.items():
                     (env if kind == "e" else bufs)[slot] = v
@@ -553,28 +577,52 @@ class GpuStmtCompiler(StmtCompiler):
         return loop
 
     def _coll_if(self, s):
+        """A branch: taken by the whole block, or (holding no block barrier) by two
+        groups of threads that run as interleaved tasks (warp specialization)."""
         fc = self.expr(s.condition)
-        cond = self._uniform(lambda: bool(fc()), s)
+        found = []
+        post_order_visit(s, lambda n: found.append(1) if isinstance(n, Evaluate)
+                         and is_barrier(n) else None)
+        if found:
+            cond = self._uniform(lambda: bool(fc()), s)
         ft = self.coll(s.then_case)
         fe = self.coll(s.else_case) if s.else_case is not None else (lambda: None)
-        return lambda: ft() if cond() else fe()
+        if found:
+            return lambda: ft() if cond() else fe()
+        g, env, bufs, frame = self.g, self.frame.env, self.frame.bufs, self.frame
+
+        def run():
+            sides = ([], [])
+            for t, ctx in g.members():
+                g.set_thread(t)
+                for (kind, slot), v in ctx.items():
+                    (env if kind == "e" else bufs)[slot] = v
+                sides[0 if fc() else 1].append(t)
+            if not sides[1]:
+                return ft()
+            if not sides[0]:
+                return fe()
+            if g.tasks is None:
+                g.tasks = Tasks(g, frame)
+            g.tasks.split([(sides[0], ft), (sides[1], fe)])
+        return run
 
     def _uniform(self, f, s):
         """Evaluate ``f`` in every thread; it must agree (control flow with a barrier)."""
         g, env, bufs = self.g, self.frame.env, self.frame.bufs
 
         def run():
-            first = None
-            for t, ctx in enumerate(g.ctxs):
+            first, lead = None, None
+            for t, ctx in g.members():
                 g.set_thread(t)
                 for (kind, slot), v in ctx.items():
                     (env if kind == "e" else bufs)[slot] = v
                 v = f()
-                if t == 0:
-                    first = v
+                if lead is None:
+                    first, lead = v, t
                 elif v != first:
                     raise LoweringError(
-                        f"threads {g.threads[0]} and {g.threads[t]} take different paths "
+                        f"threads {g.threads[lead]} and {g.threads[t]} take different paths "
                         f"through control flow that holds a barrier ({first} vs {v}); on a "
                         f"GPU not every thread would reach it:\n{to_text(s)}")
             return first

@@ -49,6 +49,7 @@ class BulkCopy:
     text: str
     landed: bool = False
     waited: set = field(default_factory=set)
+    first_wait: int | None = None     # the clock when a thread first waited for it
 
     def visible_to(self, thread: tuple) -> bool:
         """Whether ``thread`` may touch the destination (landed, and it waited)."""
@@ -70,13 +71,16 @@ class Barrier:
         if self.pending < 0:
             self.pending = self.count
 
-    def complete_if_ready(self, land) -> None:
-        """Close the open phase when its arrivals and bytes are all in."""
+    def complete_if_ready(self, state) -> None:
+        """Close the open phase when its arrivals and bytes are all in: its copies
+        land (``state``: the block's copies); the completion gets the next tick of
+        ``state``'s clock."""
         if self.pending or self.tx:
             return
         for cp in self.copies:
-            land(cp)
-        self.done = (self.done + [(self.phase, self.copies)])[-2:]
+            state.land_bulk(cp)
+        state.tick += 1
+        self.done = (self.done + [(self.phase, self.copies, state.tick)])[-2:]
         self.phase += 1
         self.pending, self.copies = self.count, []
 
@@ -89,6 +93,37 @@ def _element(c, e, call):
 def _flat(fs, arr) -> int:
     idx = tuple(as_index(f()) for f in fs)
     return idx[0] if len(idx) == 1 else int(np.ravel_multi_index(idx, arr.shape))
+
+
+def barrier_access(c, bar, call, state, block, text: str):
+    """Two closures over the barrier element ``bar`` of ``call`` for the current thread
+    of ``block``: ``barrier(write=False)`` logs the access (race checker) and gives the
+    barrier's key in ``state.barriers``; ``known(key)`` the :class:`Barrier`, refusing
+    one that ``mbarrier_init`` did not set up.
+
+    Example::
+
+        >>> barrier_access.__name__
+        'barrier_access'
+    """
+    kb, fb = _element(c, bar, call)
+    bufs = c.frame.bufs
+
+    def barrier(write=False):
+        arr = bufs[kb]
+        at = _flat(fb, arr)
+        if block.check:
+            addr = at if arr.ndim == 1 else tuple(int(x) for x in np.unravel_index(at, arr.shape))
+            block.log(bar.buffer, addr, write, text)
+        return (id(arr), at)
+
+    def known(key):
+        b = state.barriers.get(key)
+        if b is None:
+            raise LoweringError(f"thread {block.thread} uses mbarrier {bar.buffer.name} "
+                                f"before mbarrier_init set it up:\n{text}")
+        return b
+    return barrier, known
 
 
 def compile_mbarrier(c, call, role: str, state, block):
@@ -111,22 +146,7 @@ def compile_mbarrier(c, call, role: str, state, block):
             check_barrier(bar, call.op)
     except CuvilError as err:
         raise LoweringError(f"{err.message}:\n{text}") from None
-    kb, fb = _element(c, bar, call)
-
-    def barrier(write=False):
-        arr = bufs[kb]
-        at = _flat(fb, arr)
-        if block.check:
-            addr = at if arr.ndim == 1 else tuple(int(x) for x in np.unravel_index(at, arr.shape))
-            block.log(bar.buffer, addr, write, text)
-        return (id(arr), at)
-
-    def known(key):
-        b = state.barriers.get(key)
-        if b is None:
-            raise LoweringError(f"thread {block.thread} uses mbarrier {bar.buffer.name} "
-                                f"before mbarrier_init set it up:\n{text}")
-        return b
+    barrier, known = barrier_access(c, bar, call, state, block, text)
 
     if role == "mbarrier_init":
         fcount = c.expr(call.args[1])
@@ -148,7 +168,7 @@ def compile_mbarrier(c, call, role: str, state, block):
             if b.pending < 0:
                 raise LoweringError(f"mbarrier {bar.buffer.name}: more arrivals than its "
                                     f"count {b.count} in one phase:\n{text}")
-            b.complete_if_ready(state.land_bulk)
+            b.complete_if_ready(state)
         return arrive
     if role == "mbarrier_wait":
         fpar = c.expr(call.args[1])
@@ -156,6 +176,12 @@ def compile_mbarrier(c, call, role: str, state, block):
         def wait():
             b = known(barrier())
             p = as_index(fpar()) & 1
+            tasks = block.tasks
+            if b.phase % 2 == p and tasks is not None and tasks.current is not None:
+                # another group of threads may complete it (warp specialization)
+                tasks.block(lambda: b.phase % 2 != p, lambda: (
+                    f"`{text}` (phase {b.phase} of mbarrier {bar.buffer.name} lacks "
+                    f"{b.pending} of {b.count} arrivals and {b.tx} bytes)"))
             if b.phase % 2 == p:
                 raise LoweringError(
                     f"thread {block.thread} waits for phase {b.phase} of mbarrier "
@@ -165,10 +191,14 @@ def compile_mbarrier(c, call, role: str, state, block):
                     f"runs after its consumers, which the interpreter cannot order):\n"
                     f"{text}")
             last = b.phase - 1 if (b.phase - 1) % 2 == p else b.phase - 2
-            for k, copies in b.done:
+            for k, copies, tick in b.done:
                 if k <= last:
                     for cp in copies:
                         cp.waited.add(block.thread)
+                        if cp.first_wait is None:
+                            cp.first_wait = state.tick
+                    state.synced[block.thread] = max(state.synced.get(block.thread, -1),
+                                                     tick)
         return wait
     kd, fd = _element(c, dst, call)
     ks, fsrc = _element(c, src, call)
@@ -189,8 +219,8 @@ def compile_mbarrier(c, call, role: str, state, block):
             state.inflight[(id(d), flat)] = cp
         b.copies.append(cp)
         b.tx -= nbytes
-        b.complete_if_ready(state.land_bulk)
+        b.complete_if_ready(state)
     return bulk
 
 
-__all__ = ["Barrier", "BulkCopy", "MBARRIER_ROLES", "compile_mbarrier"]
+__all__ = ["Barrier", "BulkCopy", "MBARRIER_ROLES", "barrier_access", "compile_mbarrier"]

@@ -69,7 +69,7 @@ COLLECTIVES = (None, "block", "warp", "warpgroup")
 OPERAND_RULES = ("float", "number", "select", "any")
 #: the roles of asynchronous copies (:mod:`cuvil_tir.ops.async_copy`)
 ASYNC_ROLES = (None, "copy", "commit", "wait", "bulk_copy", "mbarrier_init", "mbarrier_arrive",
-               "mbarrier_wait")
+               "mbarrier_wait", "tma_load")
 
 
 @dataclass(frozen=True)
@@ -418,3 +418,5 @@ from . import gpu as _gpu  # noqa: E402,F401
 from . import async_copy as _async_copy  # noqa: E402,F401
 # bulk copies completing on mbarrier phases (cuvil_tir.ops.mbarrier)
 from . import mbarrier as _mbarrier  # noqa: E402,F401
+# tensor copies through tensor maps (cuvil_tir.ops.tma)
+from . import tma as _tma  # noqa: E402,F401

@@ -10,7 +10,10 @@ is ever removed or moved.  A barrier goes before the outermost statement (loop,
 condition) holding the conflicting access, so a loop gets one barrier, not one per
 iteration of its innermost body.  Two writes of one address by different threads in
 one phase are a race no barrier placement fixes; the interpreter's race checker
-reports them.  When a kernel uses dynamic shared memory (annotation
+reports them.  The mbarriers that mbarrier ops, bulk and tensor copies take are
+synchronisation objects, not data: they are no accesses here (the threads using one
+wait on its phases; its init needs an explicit barrier before them).  When a kernel
+uses dynamic shared memory (annotation
 ``dyn_shared``) every shared buffer is treated as one, since they alias.
 
 A barrier is placed before the outermost statement that can hold it under uniform
@@ -44,6 +47,7 @@ from ..function import PrimFunc
 from ..printer import to_text
 from ..stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt,
                     seq)
+from ..ops.async_copy import asynchronous
 from ..ops.gpu import SYNC_OP, is_block_barrier, tiles_of
 from ..thread_axes import thread_axis
 from ..visitor import Mutator, post_order_visit
@@ -94,6 +98,22 @@ def _tile_writes(s, updates: bool = False) -> list:
     return out
 
 
+#: the argument holding the mbarrier of each op that takes one (by asynchronous role)
+_BARRIER_ARG = {"mbarrier_init": 0, "mbarrier_arrive": 0, "mbarrier_wait": 0,
+                "bulk_copy": 3, "tma_load": 2}
+
+
+def _barrier_args(s) -> set:
+    """The mbarrier elements the ops in ``s`` take: synchronisation objects, not data
+    (the phases order their users; an init is followed by an explicit barrier)."""
+    out = set()
+    for n in _calls(s):
+        k = _BARRIER_ARG.get(asynchronous(n))
+        if k is not None and len(n.args) > k:
+            out.add(id(n.args[k]))
+    return out
+
+
 class _State:
     __slots__ = ("w", "r")
 
@@ -136,6 +156,7 @@ class _Kernel:
         out = []
         # a tile call reads and writes its accumulator itself, in one warp operation
         rmw = {id(n.args[t.arg]) for n in _calls(s) for t in tiles_of(n) if t.writes}
+        rmw |= _barrier_args(s)
 
         def look(n):
             if isinstance(n, BufferLoad) and n.buffer.scope == "shared" and id(n) not in rmw:
@@ -189,11 +210,13 @@ class _Kernel:
     def entry_conflict(self, s, st: _State) -> bool:
         """Whether some access in ``s`` conflicts with what ``st`` has pending."""
         found = [self.key(b) in st.r for b in _tile_writes(s)]
+        sync = _barrier_args(s)
 
         def look(n):
             if isinstance(n, BufferStore) and n.buffer.scope == "shared":
                 found.append(self.key(n.buffer) in st.r)
-            elif isinstance(n, BufferLoad) and n.buffer.scope == "shared":
+            elif isinstance(n, BufferLoad) and n.buffer.scope == "shared" and \
+                    id(n) not in sync:
                 found.append(self.key(n.buffer) in st.w)
         post_order_visit(s, look)
         return any(found)

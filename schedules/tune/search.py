@@ -37,6 +37,8 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
+
 from cuvil_tir.errors import CuvilError
 
 from ..schedule import Schedule
@@ -48,7 +50,7 @@ from .space import machine_of, prune
 from .transfer import FEATURES_VERSION
 
 #: the share of each batch picked at random from the pool instead of by the model
-EPSILON = 0.1
+EPSILON = 0.05
 #: the share of new pool members drawn fresh from the space (the rest is bred)
 FRESH = 0.3
 #: how many of the best measured (and of the best predicted) candidates breed
@@ -136,7 +138,8 @@ class Search:
     their measurements; ``machine`` (a :class:`~cuvil_tir.target.Machine`, default the
     target's) sizes the features and the pruning; ``prior`` is ``(rows, seconds,
     groups)`` of other tasks (:func:`.transfer.nearest_rows`) the model starts from;
-    ``seeds`` are decisions measured first (:func:`.transfer.nearest_decisions`);
+    ``seeds`` are decisions tried first (:func:`.transfer.nearest_decisions`: the
+    first batch measures them; once a model ranks, the rest join the pool);
     ``guided=False`` draws every candidate fresh from the space (random search);
     ``pruner(func)`` says why a scheduled candidate cannot be good (None: keep it;
     default: :func:`.space.prune` on the machine).
@@ -167,7 +170,9 @@ class Search:
         self._pool: dict = {}      # candidate key -> unmeasured Schedule
         self._measured: list = []  # (seconds, key, trace json)
         self._fitted = -1          # rows the model was last fitted on
+        self._drawn: list = []     # features of fresh draws: the task's centre
         self._seeds = [list(d) for d in seeds] if guided else []  # measured first
+        self._blind = False        # whether a batch of seeds went without the model
         if guided and self.prior[0]:
             self._fit()
 
@@ -223,7 +228,12 @@ class Search:
             return
         self._fitted = len(own) + len(rows)
         self.model.fit(list(rows) + [f for f, _ in own], list(secs) + [s for _, s in own],
-                       list(groups) + ["this task"] * len(own))
+                       list(groups) + ["this task"] * len(own), {"this task": self._center()})
+
+    def _center(self):
+        """The task's mean candidate: the mean features of its fresh draws (an unbiased
+        sample of the space, as the other tasks' centres are), or None before any."""
+        return np.mean(self._drawn, axis=0) if self._drawn else None
 
     def population(self) -> list:
         """The traces (JSON) of the best measured candidates, fastest first."""
@@ -253,22 +263,23 @@ class Search:
                                   seed=self.rng.randrange(2 ** 31))
 
     def _one(self, parents):
-        """A new schedule, or None when its trace failed to replay (counted)."""
+        """``(schedule, whether a fresh draw)``; the schedule is None when its trace
+        failed to replay (counted)."""
+        fresh = not parents or self.rng.random() < FRESH
         try:
-            if not parents or self.rng.random() < FRESH:
-                return self._fresh()
-            return self._bred(parents)
+            return (self._fresh() if fresh else self._bred(parents)), fresh
         except Exception as e:  # noqa: BLE001 - a user's space may raise anything
             self._failed(e)
-            return None
+            return None, fresh
 
     def _failed(self, e) -> None:
         self.replay_failures += 1
         if self.replay_error is None:
             self.replay_error = f"{type(e).__name__}: {e}"[:300]
 
-    def _add(self, sch, seen) -> str | None:
-        """Key ``sch`` and compute its features; None when it is known or pruned."""
+    def _add(self, sch, seen, fresh=False) -> str | None:
+        """Key ``sch`` and compute its features; None when it is known or pruned.
+        ``fresh``: a fresh draw of the space."""
         key = decisions_key(decisions_of(sch.trace))
         if key in seen or key in self._pool:
             return None
@@ -280,6 +291,8 @@ class Search:
             self._feat[key] = features(sch.func, self.machine)
         except CuvilError:
             self._feat[key] = None  # it will fail to build too; the measurement says
+        if fresh and self._feat[key] is not None:   # part of the task's centre
+            self._drawn.append(self._feat[key])
         return key
 
     def propose(self, n: int, seen: set, busy=None) -> list:
@@ -298,11 +311,14 @@ class Search:
         """
         if n <= 0:
             return []
-        picked = self._seeded(n, seen)
-        if picked:
-            return picked
+        if not (self.guided and self.model.trained) or not self._blind:
+            picked = self._seeded(n, seen)   # the nearest tasks' best go first
+            if picked:
+                self._blind = True
+                return picked
         if not (self.guided and self.model.trained):
             return self._random(n, seen)
+        self._pool_seeds(seen)   # the other seeds compete in the pool
         scores = self._scores(list(self._pool))
         best_pool = sorted(scores, key=scores.get, reverse=True)[:POPULATION]
         parents = self.population() + [self._pool[k].trace.as_json() for k in best_pool]
@@ -313,8 +329,8 @@ class Search:
             if added >= least and (busy is None or not busy()):
                 break  # the workers are free (or wait for nothing): measure now
             attempts += 1
-            sch = self._one(parents)
-            key = None if sch is None else self._add(sch, seen)
+            sch, fresh = self._one(parents)
+            key = None if sch is None else self._add(sch, seen, fresh)
             if key is not None:
                 self._pool[key] = sch
                 added += 1
@@ -341,11 +357,19 @@ class Search:
                                       seed=self.rng.randrange(2 ** 31))
         return self._draws(draw, n, seen, len(self._seeds))
 
+    def _pool_seeds(self, seen) -> None:
+        """The seeds not measured yet join the pool, where the model ranks them with
+        the rest: a seed measured blindly costs a trial it may not earn."""
+        while self._seeds:
+            for sch, key in self._seeded(1, seen):
+                seen.discard(key)
+                self._pool[key] = sch
+
     def _random(self, n, seen) -> list:
         """``n`` fresh draws (random search, or a guided one with no model yet)."""
-        return self._draws(self._fresh, n, seen, 20 + 10 * n)
+        return self._draws(self._fresh, n, seen, 20 + 10 * n, fresh=True)
 
-    def _draws(self, draw, n, seen, attempts) -> list:
+    def _draws(self, draw, n, seen, attempts, fresh=False) -> list:
         """Up to ``n`` new candidates from at most ``attempts`` calls of ``draw``; a
         draw that raises is counted as a failure, one pruned or known is skipped."""
         picked = []
@@ -357,7 +381,7 @@ class Search:
             except Exception as e:  # noqa: BLE001 - a user's space may raise anything
                 self._failed(e)
                 continue
-            key = self._add(sch, seen)
+            key = self._add(sch, seen, fresh)
             if key is not None:
                 seen.add(key)
                 picked.append((sch, key))
@@ -366,6 +390,6 @@ class Search:
     def _scores(self, keys) -> dict:
         """Predicted normalised throughput per key (higher: faster); -1 unknown."""
         known = [k for k in keys if self._feat.get(k) is not None]
-        pred = dict(zip(known, self.model.predict([self._feat[k] for k in known]).tolist())
-                    ) if known else {}
+        pred = dict(zip(known, self.model.predict([self._feat[k] for k in known],
+                                                  self._center()).tolist())) if known else {}
         return {k: pred.get(k, -1.0) for k in keys}

@@ -61,7 +61,9 @@ from .fragments import (FILL_OP, FRAGMENT_SCOPES, STORE_OP, declare_fragments,
 from .asynccopy import SPELLINGS as ASYNC_SPELLINGS
 from .mma import SPELLINGS as MMA_SPELLINGS, WARP_SCOPE, declare_registers
 from .mbarrier import SPELLINGS as MBARRIER_SPELLINGS
+from .tma import SPELLINGS as TMA_SPELLINGS, TMAP_TYPE, box_alignment
 from .wgmma import SPELLINGS as WGMMA_SPELLINGS, WARPGROUP_SCOPE, shared_alignment
+from .wgmma_async import SPELLINGS as WGMMA_ASYNC_SPELLINGS
 
 STATIC_SHARED_LIMIT = 48 * 1024
 
@@ -73,7 +75,8 @@ class KernelInfo:
     ``params``: ``("buffer", Buffer)`` or ``("scalar", Var)`` in C parameter order
     (the ``device_kernel`` function's); ``dims``: ``{tag: extent expression}`` in the
     kernel's variables; ``dyn_shared``: bytes of dynamic shared memory (0: static
-    only); ``param_types``: the C type of each parameter.
+    only); ``param_types``: the C type of each parameter; ``tensor_maps``: the
+    ``CUtensorMap`` parameters after those (:class:`targets.cuda.tma.TensorMap`).
 
     Example::
 
@@ -86,6 +89,7 @@ class KernelInfo:
     dims: dict
     dyn_shared: int = 0
     param_types: tuple = ()
+    tensor_maps: tuple = ()
 
     def threads_per_block(self) -> int:
         """Product of the (constant) block extents."""
@@ -209,8 +213,10 @@ class KernelPrinter(CPrinter):
         self.ana = Analyzer(index_no_overflow=True)
         self.dyn = dict(getattr(self.kernel, "annotations", ()) or ()).get("dyn_shared", 0)
         self.dyn_offset = 0
+        self.dyn_align = 32           # the largest alignment a dynamic buffer needs
         self.alignment: dict = {}     # global buffer -> bytes its pointer needs
         self.param_types: list = []   # the C type of each parameter
+        self.tensor_maps: dict = {}   # CUtensorMap parameters (targets.cuda.tma)
 
     # ---- the kernel -----------------------------------------------------------------
     def print_kernel(self) -> str:
@@ -233,8 +239,6 @@ class KernelPrinter(CPrinter):
                 t = self.scalar_type(p.dtype)
                 args.append(f"{t} {self.bind(p)}")
             self.param_types.append(t)
-        head = (f"{self.function_prefix} void __launch_bounds__({nthreads}) "
-                f"{self.name}({', '.join(args)})")
         used = _used_indices(self.kernel)
         for tag, var in thread_vars(self.kernel).items():
             if tag not in self.axis_spelling:
@@ -248,7 +252,24 @@ class KernelPrinter(CPrinter):
                 self.emit(f"const int {self.bind(var)} = (int){self.axis_spelling[tag]};")
         if self.dyn:
             self.emit("extern __shared__ __align__(32) unsigned char cvl_dyn_smem[];")
+            at = len(self.lines) - 1
         self.print_stmt(self.kernel)
+        if self.dyn and self.dyn_align > 32:
+            # a tile placed on 1024 bytes (wgmma, swizzled tensor copies): the dynamic
+            # window's base is aligned at run time, in bytes the launch adds
+            pad, ind = self.dyn_align, self.lines[at][:len(self.lines[at])
+                                                      - len(self.lines[at].lstrip())]
+            self.lines[at:at + 1] = [
+                f"{ind}extern __shared__ __align__({pad}) unsigned char cvl_dyn_raw[];",
+                f"{ind}unsigned char* cvl_dyn_smem = cvl_dyn_raw + (({pad}u - ((unsigned)"
+                f"__cvta_generic_to_shared(cvl_dyn_raw) & {pad - 1}u)) & {pad - 1}u);"]
+            self.dyn_offset += pad
+        for tm in self.tensor_maps.values():
+            # the tensor engine reads its map from the parameter space (tma.py)
+            args.append(f"const __grid_constant__ {TMAP_TYPE} {tm.name}")
+            self.param_types.append(TMAP_TYPE)
+        head = (f"{self.function_prefix} void __launch_bounds__({nthreads}) "
+                f"{self.name}({', '.join(args)})")
         return "\n".join([head + " {"] + self.lines + ["}"])
 
     def use_helper(self, key: str, text: str) -> None:
@@ -273,15 +294,13 @@ class KernelPrinter(CPrinter):
         t = self.mem_type(buf.dtype)
         nbytes = _alloc_bytes(buf)
         n = nbytes * 8 // D.bits(buf.dtype)
-        align = shared_alignment(buf, s.body) if buf.scope == "shared" else 32
-        if buf.scope == "shared" and self.dyn and align > 32:
-            raise CodegenError(f"cuda codegen: {buf.name} needs {align}-byte alignment "
-                               "(wgmma) and the kernel uses dynamic shared memory, which "
-                               "does not place it so yet: use smaller tiles (48 KiB of "
-                               "static shared memory)")
+        align = max(shared_alignment(buf, s.body), box_alignment(buf, s.body)) \
+            if buf.scope == "shared" else 32
         if buf.scope == "shared" and self.dyn:
-            self.emit(f"{t}* {name} = ({t}*)(cvl_dyn_smem + {self.dyn_offset});")
-            self.dyn_offset += (nbytes + 31) & ~31      # tensor-core tiles need 32
+            at = -(-self.dyn_offset // align) * align
+            self.dyn_align = max(self.dyn_align, align)
+            self.emit(f"{t}* {name} = ({t}*)(cvl_dyn_smem + {at});")
+            self.dyn_offset = at + ((nbytes + 31) & ~31)    # tensor-core tiles need 32
         elif buf.scope == "shared":
             self.emit(f"__shared__ __align__({align}) {t} {name}[{n}];")
         elif buf.scope == "local":
@@ -444,6 +463,7 @@ ops.register_spellings("cuda", {
     WMMA_OP: KernelPrinter.wmma, FILL_OP: fill_text, STORE_OP: store_text,
     FP8_OP: KernelPrinter.mma_fp8,
     **ASYNC_SPELLINGS, **MMA_SPELLINGS, **MBARRIER_SPELLINGS, **WGMMA_SPELLINGS,
+    **TMA_SPELLINGS, **WGMMA_ASYNC_SPELLINGS,
 })
 
 
@@ -467,13 +487,16 @@ def codegen_cuda(lowered, target=None) -> CudaProgram:
         helpers.update(p.helpers)
         params = [("buffer" if isinstance(x, Buffer) else "scalar", x) for x in func.params]
         infos[func.name] = KernelInfo(func.name, params, launch_dims(func.body),
-                                      p.dyn_offset if p.dyn else 0, tuple(p.param_types))
+                                      p.dyn_offset if p.dyn else 0, tuple(p.param_types),
+                                      tuple(p.tensor_maps.values()))
         for b, n in p.alignment.items():
             aligned[(func.name, b)] = n
     host = mod.entry
     host_c = print_host(host, host.name, list(infos),
                         {k: i.param_types for k, i in infos.items()},
-                        {k: i.dyn_shared for k, i in infos.items()})
+                        {k: i.dyn_shared for k, i in infos.items()},
+                        {k: ([x for _, x in i.params], i.tensor_maps)
+                         for k, i in infos.items() if i.tensor_maps})
     launches = _launches(host)
     alignment = {}
     for name, _, args in launches:

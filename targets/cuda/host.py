@@ -11,13 +11,16 @@ the device goes through one table the runtime fills, :data:`DEVICE_TABLE`:
   own function, a test passes a recorder (:mod:`targets.cuda.launcher`);
 * ``kernels``: the kernels' handles (``CUfunction``), in the program's kernel order;
 * ``stream``; ``alloc``/``release`` for ``global`` temporaries (``ctx`` is theirs);
-* ``error``: the driver's error code when a launch failed.
+* ``error``: the driver's error code when a launch failed;
+* ``encode_tiled``: ``cuTensorMapEncodeTiled``'s signature, which encodes each
+  ``CUtensorMap`` parameter of a kernel that copies through the tensor engine
+  (:mod:`targets.cuda.tma`) before its launch.
 
 The function is ``int32_t name(const cvl_device *dev, <buffers as device pointers>,
 <scalars>, <sizes as int64_t>)`` and returns 0, ``STATUS_ALLOC_FAILED`` (a
 temporary could not be allocated), ``STATUS_CHECK_FAILED`` (a ``T.assert_`` of the
-IR failed: its values are in the error slot, :mod:`targets.runtime.checks`) or
-:data:`STATUS_LAUNCH_FAILED`; every path out releases the live temporaries.  Reading
+IR failed: its values are in the error slot, :mod:`targets.runtime.checks`),
+:data:`STATUS_LAUNCH_FAILED` or :data:`STATUS_ENCODE_FAILED`; every path out releases the live temporaries.  Reading
 device memory on the host is a ``CodegenError``.
 
 Example::
@@ -45,10 +48,12 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CodegenError
 from cuvil_tir.ir_module import device_launch_parts, is_device_launch
 from cuvil_tir.transform.gpu_threads import launch_shape
+from cuvil_tir.visitor import substitute
 
 from ..cstyle import CPrinter
 from ..cstyle.printer import STATUS_ALLOC_FAILED
@@ -56,6 +61,8 @@ from ..cstyle.printer import STATUS_ALLOC_FAILED
 #: the status the host returns when a kernel launch failed (the driver's code is in
 #: the table's ``error``)
 STATUS_LAUNCH_FAILED = 3
+#: the status when encoding a tensor map failed (the driver's code is in ``error``)
+STATUS_ENCODE_FAILED = 4
 
 #: the device table every host program takes (see the module docstring)
 DEVICE_TABLE = """\
@@ -70,7 +77,12 @@ typedef struct {
     int32_t (*release)(void *ctx, void *ptr);
     void *ctx;
     int32_t *error;
-} cvl_device;"""
+    int32_t (*encode_tiled)(void *map, int32_t dtype, uint32_t rank, void *address,
+                            const uint64_t *dims, const uint64_t *strides,
+                            const uint32_t *box, const uint32_t *elem_strides,
+                            int32_t interleave, int32_t swizzle, int32_t l2, int32_t fill);
+} cvl_device;
+typedef struct { _Alignas(64) uint64_t opaque[16]; } cvl_tmap;"""
 
 
 class HostPrinter(CPrinter):
@@ -78,7 +90,9 @@ class HostPrinter(CPrinter):
 
     ``kernels``: the kernel names in the program's order (their index in the table);
     ``param_types``: per kernel, the C type of each parameter (what a launch passes);
-    ``dyn_shared``: per kernel, its dynamic shared memory in bytes.
+    ``dyn_shared``: per kernel, its dynamic shared memory in bytes; ``tensor_maps``:
+    per kernel taking ``CUtensorMap`` parameters, ``(its parameters, its
+    TensorMaps)``.
 
     Example::
 
@@ -91,8 +105,10 @@ class HostPrinter(CPrinter):
     memory_types = {**CPrinter.memory_types, "float8_e4m3fn": "uint8_t",
                     "float8_e5m2": "uint8_t"}
 
-    def __init__(self, kernels, param_types: dict, dyn_shared: dict | None = None):
+    def __init__(self, kernels, param_types: dict, dyn_shared: dict | None = None,
+                 tensor_maps: dict | None = None):
         super().__init__()
+        self.tensor_maps = tensor_maps or {}
         self.kernel_index = {name: k for k, name in enumerate(kernels)}
         self.param_types = param_types
         self.dyn_shared = dyn_shared or {}
@@ -185,6 +201,7 @@ class HostPrinter(CPrinter):
             else:
                 self.emit(f"{t} cvl_a{k} = ({t})({self.bare(a)});")
                 ptrs.append(f"(void *)&cvl_a{k}")
+        ptrs += self.encode_maps(name, args)
         self.emit(f"void *cvl_args[] = {{{', '.join(ptrs) or 'NULL'}}};")
         extents = ", ".join(self.extent(e) for e in grid + block)
         shared = self.dyn_shared.get(name, 0)
@@ -202,6 +219,35 @@ class HostPrinter(CPrinter):
         self.emit("}")
         self.launches += 1
 
+    def encode_maps(self, name: str, args) -> list:
+        """Encode the kernel's ``CUtensorMap`` parameters (the table's ``encode_tiled``,
+        the arguments of :meth:`targets.cuda.tma.TensorMap.encoding`); their
+        addresses, for the launch's parameters."""
+        params, maps = self.tensor_maps.get(name, ((), ()))
+        vmap = {p: a for p, a in zip(params, args) if not isinstance(p, Buffer)}
+        out = []
+        for k, tm in enumerate(maps):
+            rows, cols = (f"(uint64_t)({self.bare(substitute(d, vmap))})" for d in tm.dims)
+            enc = tm.encoding(0, (0, 0))
+            var = f"cvl_tm{k}"
+            self.emit(f"cvl_tmap {var};")
+            self.emit(f"uint64_t {var}_dims[2] = {{{cols}, {rows}}};")
+            self.emit(f"uint64_t {var}_strides[1] = {{{cols} * {D.bits(tm.dtype) // 8}u}};")
+            self.emit(f"uint32_t {var}_box[2] = {{{enc[5][0]}u, {enc[5][1]}u}};")
+            self.emit(f"uint32_t {var}_steps[2] = {{1u, 1u}};")
+            self.emit(f"int32_t {var}_err = cvl_dev->encode_tiled(&{var}, {enc[0]}, 2u, "
+                      f"(void *){self.name_of(args[tm.param])}, {var}_dims, {var}_strides, "
+                      f"{var}_box, {var}_steps, {enc[7]}, {enc[8]}, {enc[9]}, {enc[10]});")
+            self.emit(f"if ({var}_err != 0) {{")
+            self.indent += 1
+            self.emit(f"cvl_dev->error[0] = {var}_err;")
+            self.release_temps()
+            self.emit(f"return {STATUS_ENCODE_FAILED};")
+            self.indent -= 1
+            self.emit("}")
+            out.append(f"(void *)&{var}")
+        return out
+
     def extent(self, e) -> str:
         """A launch extent as ``uint32_t`` (the IR guards it positive and in range)."""
         if isinstance(e, int):
@@ -211,7 +257,8 @@ class HostPrinter(CPrinter):
         return f"(uint32_t)({self.bare(e)})"
 
 
-def print_host(func, name: str, kernels, param_types: dict, dyn_shared: dict) -> str:
+def print_host(func, name: str, kernels, param_types: dict, dyn_shared: dict,
+               tensor_maps: dict | None = None) -> str:
     """The C source of the host function ``func`` exported as ``name``.
 
     Example::
@@ -220,7 +267,9 @@ def print_host(func, name: str, kernels, param_types: dict, dyn_shared: dict) ->
         >>> "cvl_device" in print_host(T.PrimFunc([], T.Evaluate(T.const(0))), "f", [], {}, {})
         True
     """
-    return HostPrinter(kernels, param_types, dyn_shared).print_function(func, name)
+    return HostPrinter(kernels, param_types, dyn_shared, tensor_maps).print_function(func,
+                                                                                 name)
 
 
-__all__ = ["DEVICE_TABLE", "HostPrinter", "STATUS_LAUNCH_FAILED", "print_host"]
+__all__ = ["DEVICE_TABLE", "HostPrinter", "STATUS_ENCODE_FAILED", "STATUS_LAUNCH_FAILED",
+           "print_host"]

@@ -40,13 +40,21 @@ from ..cstyle.compiler import compile_shared
 from ..runtime.checks import STATUS_CHECK_FAILED, check_report
 from ..cstyle import CPrinter
 from ..cstyle.printer import size_vars_of
-from .host import STATUS_LAUNCH_FAILED
+from .host import STATUS_ENCODE_FAILED, STATUS_LAUNCH_FAILED
+from .tma import TMAP_TYPE
 
 _C = ctypes
 LAUNCH_FN = _C.CFUNCTYPE(_C.c_int, _C.c_void_p, *([_C.c_uint32] * 7), _C.c_void_p,
                          _C.POINTER(_C.c_void_p), _C.POINTER(_C.c_void_p))
 ALLOC_FN = _C.CFUNCTYPE(_C.c_int32, _C.c_void_p, _C.c_int64, _C.POINTER(_C.c_void_p))
 RELEASE_FN = _C.CFUNCTYPE(_C.c_int32, _C.c_void_p, _C.c_void_p)
+#: ``cuTensorMapEncodeTiled``'s signature (targets.cuda.tma)
+ENCODE_FN = _C.CFUNCTYPE(_C.c_int32, _C.c_void_p, _C.c_int32, _C.c_uint32, _C.c_void_p,
+                         _C.POINTER(_C.c_uint64), _C.POINTER(_C.c_uint64),
+                         _C.POINTER(_C.c_uint32), _C.POINTER(_C.c_uint32), _C.c_int32,
+                         _C.c_int32, _C.c_int32, _C.c_int32)
+#: a ``CUtensorMap``: 16 opaque 64-bit words
+TMAP_CTYPE = _C.c_uint64 * 16
 #: C type -> ctypes type, for scalar parameters of the host and of kernels
 CTYPES = {"bool": _C.c_bool, "int8_t": _C.c_int8, "int16_t": _C.c_int16,
           "int32_t": _C.c_int32, "int64_t": _C.c_int64, "uint8_t": _C.c_uint8,
@@ -65,7 +73,8 @@ class DeviceTable(_C.Structure):
 
     _fields_ = [("launch", LAUNCH_FN), ("kernels", _C.POINTER(_C.c_void_p)),
                 ("stream", _C.c_void_p), ("alloc", ALLOC_FN), ("release", RELEASE_FN),
-                ("ctx", _C.c_void_p), ("error", _C.POINTER(_C.c_int32))]
+                ("ctx", _C.c_void_p), ("error", _C.POINTER(_C.c_int32)),
+                ("encode_tiled", ENCODE_FN)]
 
 
 def ctype_of(c_type: str):
@@ -78,6 +87,8 @@ def ctype_of(c_type: str):
     """
     if c_type.rstrip().endswith("*"):
         return _C.c_void_p
+    if c_type == TMAP_TYPE:
+        return TMAP_CTYPE
     try:
         return CTYPES[c_type]
     except KeyError:
@@ -126,8 +137,12 @@ class Recorder:
     """A device table that launches nothing: it records (module docstring).
 
     ``fail_at``: the launch (0, 1, …) that returns the driver error ``error_code``
-    instead; ``fail_alloc``: every temporary's allocation fails (tests of the error
-    paths).
+    instead; ``fail_alloc``: every temporary's allocation fails; ``fail_encode``:
+    encoding a tensor map returns that driver error (tests of the error paths).
+    ``encodings`` holds the arguments of each ``cuTensorMapEncodeTiled`` call (the
+    table's ``encode_tiled``, as :meth:`targets.cuda.tma.TensorMap.encoding` gives
+    them); the map it fills holds the call's number and the address, which a
+    recorded launch then passes.
 
     Example::
 
@@ -137,7 +152,7 @@ class Recorder:
     """
 
     def __init__(self, program, fail_at: int | None = None, error_code: int = 700,
-                 fail_alloc: bool = False):
+                 fail_alloc: bool = False, fail_encode: int = 0):
         self.names = list(program.kernels)
         self.types = [[ctype_of(t) for t in info.param_types]
                       for info in program.kernels.values()]
@@ -146,6 +161,8 @@ class Recorder:
         self.released: list = []
         self.fail_at, self.error_code, self.fail_alloc = fail_at, error_code, fail_alloc
         self.next_address = 1 << 40
+        self.encodings: list = []
+        self.fail_encode = fail_encode
 
     def table(self) -> Table:
         """A fresh device table recording into this recorder."""
@@ -153,14 +170,28 @@ class Recorder:
             *[k + 1 for k in range(len(self.names))])
         launch, alloc, release = LAUNCH_FN(self._launch), ALLOC_FN(self._alloc), \
             RELEASE_FN(self._release)
+        encode = ENCODE_FN(self._encode)
         s = DeviceTable(launch, _C.cast(handles, _C.POINTER(_C.c_void_p)), None, alloc,
                         release, None)
-        return Table(s, [handles, launch, alloc, release])
+        s.encode_tiled = encode
+        return Table(s, [handles, launch, alloc, release, encode])
+
+    def _encode(self, tmap, dtype, rank, address, dims, strides, box, steps, interleave,
+                swizzle, l2, fill):
+        if self.fail_encode:
+            return self.fail_encode
+        self.encodings.append((dtype, rank, address or 0, tuple(dims[:rank]),
+                               tuple(strides[:rank - 1]), tuple(box[:rank]),
+                               tuple(steps[:rank]), interleave, swizzle, l2, fill))
+        words = _C.cast(tmap, _C.POINTER(TMAP_CTYPE))[0]
+        words[0], words[1] = len(self.encodings), address or 0
+        return 0
 
     def _launch(self, kernel, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         k = int(kernel) - 1
         args = tuple(_C.cast(params[n], _C.POINTER(t))[0]
                      for n, t in enumerate(self.types[k]))
+        args = tuple(tuple(a) if isinstance(a, _C.Array) else a for a in args)
         if len(self.launches) == self.fail_at:
             return self.error_code
         self.launches.append(Launch(self.names[k], (gx, gy, gz), (bx, by, bz), shared,
@@ -221,6 +252,12 @@ class HostProgram:
         name = self.program.entry
         if status == STATUS_CHECK_FAILED and self.report is not None:
             raise self.report.error(name, "cuda")
+        if status == STATUS_ENCODE_FAILED:
+            raise TargetError(f"cuda: {name} could not encode a tensor map "
+                              f"(cuTensorMapEncodeTiled failed with CUDA error "
+                              f"{table.error[0]}, {driver_error_name(table.error[0])}): a "
+                              "tensor copy's source must start on 16 bytes, with rows a "
+                              "multiple of 16 bytes apart")
         if status == STATUS_LAUNCH_FAILED:
             raise TargetError(f"cuda: a kernel launch of {name} failed with CUDA error "
                               f"{table.error[0]} ({driver_error_name(table.error[0])})")
@@ -246,5 +283,5 @@ def driver_error_name(code: int) -> str:
     return "unknown"
 
 
-__all__ = ["CTYPES", "DeviceTable", "HostProgram", "Launch", "Recorder", "Table",
+__all__ = ["CTYPES", "DeviceTable", "ENCODE_FN", "TMAP_CTYPE", "HostProgram", "Launch", "Recorder", "Table",
            "ctype_of", "driver_error_name"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from cuvil_tir.errors import LoweringError
+from cuvil_tir.ops.tma import TMA_OP
 from cuvil_tir.ops.mbarrier import ARRIVE_OP, BULK_OP, INIT_OP, WAIT_OP, bulk_parts
 from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.visitor import post_order_visit
@@ -54,8 +55,9 @@ __device__ __forceinline__ void cvl_bulk_copy(void* dst, const void* src, int by
 
 
 def check_hopper_ops(func):
-    """Refuse bulk copies and mbarriers in a build for an architecture before sm_90,
-    and ``wgmma`` in one for other than sm_90a (their PTX does not exist there).
+    """Refuse bulk copies, tensor copies and mbarriers in a build for an architecture
+    before sm_90, and ``wgmma`` in one for other than sm_90a (their PTX does not exist
+    there).
 
     Example::
 
@@ -67,14 +69,16 @@ def check_hopper_ops(func):
     target = PassContext.current().target
     arch = str(target.options.get("arch", "sm_80")) if target is not None else "sm_80"
     found = []
+    wgmma = (WGMMA_OP, "cuda.wgmma_async")
     post_order_visit(func.body, lambda n: found.append(n.op) if getattr(n, "op", None)
-                     in SPELLINGS or getattr(n, "op", None) == WGMMA_OP else None)
+                     in SPELLINGS or getattr(n, "op", None) in (*wgmma, TMA_OP) else None)
     # wgmma exists on sm_90a only (the architecture-specific features)
-    need = "sm_90a" if WGMMA_OP in found else "sm_90"
+    need = "sm_90a" if set(wgmma) & set(found) else "sm_90"
     if found and (int(re.sub(r"\D", "", arch) or 0) < 90 or need == "sm_90a"
                   and not arch.endswith("a")):
-        raise LoweringError(f"{func.name}: {found[0]} needs {need} (Hopper's bulk copies, "
-                            f"mbarriers and warpgroup tensor cores); the target is {arch}: "
+        raise LoweringError(f"{func.name}: {found[0]} needs {need} (Hopper's bulk and "
+                            "tensor copies, mbarriers and warpgroup tensor cores); the "
+                            f"target is {arch}: "
                             "build for Target('cuda', arch='sm_90a')")
     return func
 

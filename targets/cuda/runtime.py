@@ -44,7 +44,7 @@ from cuvil_tir.target import BenchmarkResult
 from ..runtime import NativeCode
 
 from .args import check_device, device_pointer, import_cupy, make_device_caller
-from .launcher import (ALLOC_FN, LAUNCH_FN, RELEASE_FN, DeviceTable, HostProgram, Recorder,
+from .launcher import (ALLOC_FN, ENCODE_FN, LAUNCH_FN, RELEASE_FN, DeviceTable, HostProgram, Recorder,
                        Table)
 from .nvcc import needs_nvcc, nvcc_compile, nvcc_ptx, source_error
 from .streams import stream_handle, wait_for
@@ -241,6 +241,10 @@ class CudaRuntime(NativeCode):
         return BenchmarkResult(tuple(out), number=number)
 
 
+#: ``CUDA_ERROR_NOT_SUPPORTED``
+NOT_SUPPORTED = 801
+
+
 def driver_library():
     """The CUDA driver library (``libcuda.so.1``); a ``TargetError`` without one.
 
@@ -286,7 +290,13 @@ def driver_table(cp, handles) -> Table:
     fa, fr = ALLOC_FN(alloc), RELEASE_FN(release)
     struct = DeviceTable(launch, ctypes.cast(handles, ctypes.POINTER(ctypes.c_void_p)),
                          None, fa, fr, None)
-    return Table(struct, [libcuda, handles, launch, fa, fr, live])
+    # tensor maps (targets.cuda.tma) are encoded by the driver itself; a driver
+    # before CUDA 12 has no encoder: CUDA_ERROR_NOT_SUPPORTED
+    fn = getattr(libcuda, "cuTensorMapEncodeTiled", None)
+    encode = ENCODE_FN(ctypes.cast(fn, ctypes.c_void_p).value) if fn is not None else \
+        ENCODE_FN(lambda *args: NOT_SUPPORTED)
+    struct.encode_tiled = encode
+    return Table(struct, [libcuda, handles, launch, fa, fr, live, encode])
 
 
 __all__ = ["CudaRuntime", "driver_library", "driver_table"]

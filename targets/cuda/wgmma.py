@@ -194,7 +194,14 @@ def _step(n: int, kind: int, tag: str) -> str:
             f'               : "l"(da), "l"(db));\n}}\n')
 
 
-def _registers(p, load, what: str) -> str:
+def registers(p, load, what: str) -> str:
+    """The C name of a warpgroup's accumulator array, which ``load`` must pass whole.
+
+    Example::
+
+        >>> registers.__name__
+        'registers'
+    """
     off = constant_offset(p, load.indices[0])
     if not (isinstance(off, IntImm) and off.value == 0):
         raise CodegenError(f"cuda codegen: {what} takes a warpgroup's whole accumulator "
@@ -203,7 +210,26 @@ def _registers(p, load, what: str) -> str:
     return p.name_of(load.buffer)
 
 
-def _mma_text(p, e) -> str:
+def wgmma_helper(p) -> None:
+    """Give the printer ``p`` the ``wgmma`` helpers (descriptors, steps, stores).
+
+    Example::
+
+        >>> wgmma_helper.__name__
+        'wgmma_helper'
+    """
+    p.use_helper("cvl_wgmma", _HELPER)
+
+
+def mma_text(p, e, fn: str = "cvl_wgmma") -> str:
+    """A ``wgmma`` call on the tiles of ``e`` through the helper ``fn`` (waiting for
+    its steps: ``cvl_wgmma``; issuing them: ``cvl_wgmma_async``).
+
+    Example::
+
+        >>> mma_text.__name__
+        'mma_text'
+    """
     a, b, c = e.args[:3]
     n, k, lda, ldb = (x.value for x in (e.args[4], e.args[5], e.args[6], e.args[7]))
     swz = tuple(x.value for x in e.args[9:11]) if len(e.args) > 9 else (0, 0)
@@ -217,13 +243,13 @@ def _mma_text(p, e) -> str:
     p.use_helper("cvl_wgmma", _HELPER)
     p.use_helper(f"cvl_wgmma_{n}_{kind}", _step(n, kind, WGMMA_INPUTS[a.buffer.dtype]))
     (ao,), (bo,) = a.indices, b.indices
-    return (f"cvl_wgmma<{n}, {kind}>(&{p.name_of(a.buffer)}[{p.bare(ao)}], "
-            f"&{p.name_of(b.buffer)}[{p.bare(bo)}], {_registers(p, c, 'wgmma')})")
+    return (f"{fn}<{n}, {kind}>(&{p.name_of(a.buffer)}[{p.bare(ao)}], "
+            f"&{p.name_of(b.buffer)}[{p.bare(bo)}], {registers(p, c, 'wgmma')})")
 
 
 def _fill_text(p, e) -> str:
     p.use_helper("cvl_wgmma", _HELPER)
-    return f"cvl_wgmma_fill<{e.args[2].value}>({_registers(p, e.args[0], 'wgmma_fill')})"
+    return f"cvl_wgmma_fill<{e.args[2].value}>({registers(p, e.args[0], 'wgmma_fill')})"
 
 
 def _store_text(p, e) -> str:
@@ -234,7 +260,7 @@ def _store_text(p, e) -> str:
                            f"{d.buffer.dtype}")
     if d.buffer.scope == "global":
         p.alignment[d.buffer.name] = max(p.alignment.get(d.buffer.name, 0), 8)
-    return (f"cvl_wgmma_store<{e.args[3].value}>({_registers(p, c, 'wgmma_store')}, "
+    return (f"cvl_wgmma_store<{e.args[3].value}>({registers(p, c, 'wgmma_store')}, "
             f"&{p.access(d.buffer, d.indices)}, {p.bare(e.args[5])})")
 
 
@@ -249,14 +275,16 @@ def shared_alignment(buf, body) -> int:
     """
     hit = []
     if body is not None:
-        post_order_visit(body, lambda n: hit.append(1) if getattr(n, "op", None) == WGMMA_OP
+        post_order_visit(body, lambda n: hit.append(1) if getattr(n, "op", None) in
+                         (WGMMA_OP, "cuda.wgmma_async")
                          and any(getattr(a, "buffer", None) is buf for a in n.args[:2])
                          else None)
     return 1024 if hit else 32
 
 
 #: the ``cuda`` spellings of the ops (registered by the codegen)
-SPELLINGS = {WGMMA_OP: _mma_text, WGMMA_FILL_OP: _fill_text, WGMMA_STORE_OP: _store_text}
+SPELLINGS = {WGMMA_OP: mma_text, WGMMA_FILL_OP: _fill_text, WGMMA_STORE_OP: _store_text}
 
-__all__ = ["row_elements", "swizzle_of", "SPELLINGS", "SWIZZLE_128B", "WARPGROUP_SCOPE", "WGMMA_FILL_OP", "WGMMA_N",
-           "WGMMA_OP", "WGMMA_STORE_OP", "shared_alignment", "wgmma_name"]
+__all__ = ["row_elements", "swizzle_of", "SPELLINGS", "SWIZZLE_128B", "WARPGROUP_SCOPE",
+           "WGMMA_FILL_OP", "WGMMA_N", "WGMMA_OP", "WGMMA_STORE_OP", "mma_text", "registers",
+           "shared_alignment", "wgmma_helper", "wgmma_name"]

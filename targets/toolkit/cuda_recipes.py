@@ -25,6 +25,9 @@ from targets.cuda import mma, wgmma
 from targets.cuda.mma_fp8 import mma_name
 from targets.cuda.tensorcore import wmma_name
 
+# the Hopper GEMM written at the level of tiles (tensor copies, warp specialization)
+from .cuda_tma_gemm import gemm_tma_wgmma  # noqa: F401
+
 
 def elementwise(sch, block: str, threads: int = 256) -> None:
     """Fuse all loops of ``block``, split by ``threads``, bind blocks and threads.
@@ -458,5 +461,6 @@ def mma_swizzle(dtype: str, row: int):
     return Swizzle(bits, base, 3 - bits)
 
 
-__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_mma", "gemm_split_k", "gemm_wgmma",
-           "gemm_tensorcore", "mma_swizzle", "row_reduce", "softmax"]
+__all__ = ["conv2d", "elementwise", "fuse_epilogue", "gemm", "gemm_mma", "gemm_split_k",
+           "gemm_tma_wgmma", "gemm_wgmma", "gemm_tensorcore", "mma_swizzle", "row_reduce",
+           "softmax"]

@@ -26,17 +26,20 @@ def test_every_layer_lists_the_registry_ops():
     tensor_cores = {"cuda.wmma_sync", "cuda.wmma_fill", "cuda.wmma_store",
                     "cuda.mma_fp8_sync", "cuda.mma_sync", "cuda.mma_fill", "cuda.mma_store",
                     "cuda.wgmma_sync", "cuda.wgmma_fill", "cuda.wgmma_store",
-                    "cuda.wmma_load", "cuda.wmma_mma"}
+                    "cuda.wmma_load", "cuda.wmma_mma", "cuda.wgmma_async", "cuda.wgmma_commit",
+                    "cuda.wgmma_wait", "cuda.wgmma_epilogue_none", "cuda.wgmma_epilogue_relu",
+                    "cuda.wgmma_epilogue_bias_none", "cuda.wgmma_epilogue_bias_relu"}
     assert set(names[len(T.op.INTRINSICS):]) == tensor_cores
     fixed = {n: ops.get_op(n).arity for n in names if ops.get_op(n).arity >= 0}
     gpu = {n for n in names if ops.get_op(n).collective is not None}
     assert gpu == {"tvm_storage_sync", "warp_sum", "warp_max", "warp_min"} | tensor_cores
     copies = {n for n in names if ops.get_op(n).asynchronous is not None}
     assert copies == {"async_copy", "async_commit_group", "async_wait_group", "bulk_copy",
-                      "mbarrier_init", "mbarrier_arrive", "mbarrier_wait"}
+                      "mbarrier_init", "mbarrier_arrive", "mbarrier_wait", "tma_load"}
     assert INTRIN_ARITY == {n: a for n, a in fixed.items() if n not in gpu | copies}
     assert set(names) - set(fixed) == {"call_extern", "parallel_launch", "device_launch",
-                                       "access_ptr", "assume", "elem_offset"} | tensor_cores
+                                       "access_ptr", "assume", "elem_offset",
+                                       "tma_load"} | tensor_cores
     for n in T.op.UNARY_FLOAT:
         assert callable(getattr(T, n)) and getattr(T, n)(T.var("x", "float32")).op == n
 

@@ -272,3 +272,69 @@ def test_a_tile_made_for_another_extent_becomes_the_nearest_that_fits():
     assert _nearest_tile(sch, i, 2, 16, [0, 4]) is None        # not a tiling at all
     got = run_with_decisions(space, _wider(), [[2, 3], [1, 64], 1, 0])
     assert [d for _, d in sorted(got.trace.decisions.items())][:2] == [[8, 4], [1, 64]]
+
+
+def test_a_split_falls_between_two_measured_values():
+    m = CostModel(rounds=1, depth=1, rate=1.0, relative=False)
+    m.fit([[1.0], [2.0], [3.0], [4.0]], [1.0, 1.0, 9.0, 9.0])
+    low, mid_low, mid_high, high = m.predict([[1.0], [2.49], [2.51], [4.0]]).tolist()
+    assert low == mid_low > mid_high == high    # one split, at 2.5
+
+
+def test_relative_features_let_tasks_teach_another():
+    """The best candidate of each task sits at its task's mean feature value; a task
+    whose values all lie outside the others' range is ranked only through each
+    candidate's distance from its own task's mean."""
+    rng = random.Random(0)
+    a, b, c = ([rng.uniform(lo, lo + 8) for _ in range(40)] for lo in (0, 20, 100))
+    seconds = lambda xs: [1 + (x - sum(xs) / len(xs)) ** 2 for x in xs]  # noqa: E731
+    for relative in (True, False):
+        m = CostModel(relative=relative)
+        m.fit([[x] for x in a + b], seconds(a) + seconds(b), ["a"] * 40 + ["b"] * 40)
+        p = m.predict([[x] for x in c])
+        if relative:
+            assert rank_correlation(-p, seconds(c)) > 0.6
+        else:
+            assert len(set(p.tolist())) == 1   # beyond every split: one leaf for all
+
+
+def test_transfer_keeps_to_the_task_family():
+    from schedules.tune.transfer import FEATURES_VERSION, nearest_rows
+
+    def rec(w, family, size):
+        return {"workload": w, "task": {"family": family, "sizes": [size]},
+                "feat": [float(size)], "feat_v": FEATURES_VERSION, "seconds": 1e-3}
+    records = [rec("gemm-far", "gemm", 4096), rec("conv-near", "conv", 64)]
+    assert nearest_rows(records, {"family": "gemm", "sizes": [64]}, "new")[2] == ["gemm-far"]
+    assert nearest_rows(records, {"family": "other", "sizes": [64]}, "new") == ([], [], [])
+
+
+def test_seeds_after_the_first_batch_compete_in_the_pool():
+    """Other tasks' best candidates: the first batch measures them blindly; once the
+    model ranks, the rest join the pool instead of taking trials it has not chosen."""
+    from schedules.tune.space import machine_of, prune
+    f = _func()
+    drawn = []
+    for k in range(40):
+        sch = S.Schedule(f, seed=k)
+        space(sch)
+        keys = {str(sorted(d.trace.decisions.items())) for d in drawn}
+        if prune(sch.func, machine_of(TARGET)) is None and \
+                str(sorted(sch.trace.decisions.items())) not in keys:
+            drawn.append(sch)   # seeds that are neither pruned nor repeated
+    drawn = drawn[:8]
+    prior = ([features(sch, TARGET) for sch in drawn], [cost(sorted(
+        sch.trace.decisions.items())) for sch in drawn], ["other"] * len(drawn))
+    seeds = [[v for _, v in sorted(sch.trace.decisions.items())] for sch in drawn[:5]]
+    s = Search(f, space, TARGET, rng=random.Random(0), prior=prior, seeds=seeds)
+    assert s.model.trained
+    seen: set = set()
+    first = s.propose(2, seen)
+    assert [[v for _, v in sorted(sch.trace.decisions.items())] for sch, _ in first] == \
+        seeds[:2]
+    second = s.propose(2, seen)
+    assert s._seeds == [] and len(second) == 2
+    later = {k for k in s._pool} | {k for _, k in second}
+    from schedules.tune.search import decisions_key
+    assert all(decisions_key([[i, d] for i, d in sorted(run_with_decisions(
+        space, f, dec).trace.decisions.items())]) in later for dec in seeds[2:])
