@@ -28,7 +28,7 @@ def dense(a: str, b: str, acc: str, m=16, n=32, k=64):
     return T.create_prim_func([A, B, C])
 
 
-def build(name: str, arch: str = "sm_80"):
+def schedule(name: str) -> S.Schedule:
     """A block per row, a thread per column, A and B staged in shared memory, C in a
     register, the k loop's inner 4 tensorized with ``name``."""
     a, b, acc = KINDS[name]
@@ -43,7 +43,11 @@ def build(name: str, arch: str = "sm_80"):
     sch.reverse_compute_at(sch.cache_write(blk, 0, "local"), j)
     sch.decompose_reduction(blk, ko)
     sch.tensorize(ki, name)
-    return targets.build(sch, targets.Target("cuda", arch=arch), name=name)
+    return sch
+
+
+def build(name: str, arch: str = "sm_80"):
+    return targets.build(schedule(name), targets.Target("cuda", arch=arch), name=name)
 
 
 MODS = {name: build(name) for name in KINDS}
@@ -93,3 +97,10 @@ def test_tensorize_refuses_dp4a_on_float_operands():
     _, ki = sch.split(k, [None, 4])
     with pytest.raises(TensorizeMismatchError, match=r"int32, found .C. of float32 \(intrinsic 'dp4a_s8s8s32'\)"):
         sch.tensorize(ki, "dp4a_s8s8s32")
+
+
+def test_the_tensorized_function_prints_and_parses_back():
+    func = schedule("dp4a_u8s8s32").func
+    text = str(func)
+    assert 'T.call_intrin("int32", "cuda.dp4a_u8s8", ' in text
+    assert T.structural_equal(T.parse(text), func)
