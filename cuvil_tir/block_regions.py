@@ -1,22 +1,15 @@
-"""The regions a block's body accesses, and the check of a block's declared regions.
-
-A block's ``reads``/``writes`` are a contract the schedule primitives rely on
-(``compute_at`` sizes the producer from them).  A hand-written ``T.reads(B[vi])`` whose
-body reads ``B[vi + 1]`` would let a primitive compute too little, silently; so the
-parser and :class:`schedules.Schedule` check declared regions against the body.
+"""The regions a block's body accesses (what :mod:`cuvil_tir.region_check` checks a
+block's declared regions against, and what an inferred region is made of).
 
 Accesses are expressed over the block's own iterators: loops *inside* the block are
 relaxed over their ranges, and a nested block contributes its declared regions, bound
 to its iter values and relaxed over the loops between the two blocks.  Buffers the
 block (or a block inside it) allocates are not part of its regions.
 
-A block without iterators that declares no regions (the root) is not checked.
-The check reports only what is provably wrong: a buffer accessed but not declared, or
-an access whose bound is provably outside the declared range.  Accesses under a
-condition (``if``, ``T.if_then_else``) are not bounded, since the guard may keep them
-inside.  A nested block's declared region may be looser than what it accesses (a
-blockized block whose inner ``T.where`` cuts its tile): before it is reported outside
-its parent's, the accesses of its body are checked in its place.
+An access under a condition (``if``, ``T.if_then_else``) is marked guarded: the guard
+may keep it inside any region.  Each access also carries how to take its exact bounds
+over the points of a small nest (:mod:`cuvil_tir.region_points`) and, for a nested
+block's region, the accesses of that block's body.
 
 Example::
 
@@ -26,7 +19,6 @@ Example::
     >>> blk = f.body.block.body.body.block          # root > loop > block B
     >>> [str(r) for r in infer_block_regions(blk)[0]]
     ['A[v_i:v_i + 2]']
-    >>> check_block_regions(blk)
 """
 
 from __future__ import annotations
@@ -37,10 +29,9 @@ from . import ops
 from .arith import Analyzer, bound_of
 from .arith.affine import Affine, Key, is_index_dtype
 from .buffer import Buffer
-from .errors import LoweringError
 from .expr import GE, GT, LE, LT, Expr, IntImm, Max, Min, Ramp, Var
-from .function import PrimFunc
 from .printer import to_text
+from .region_points import point_bounds
 from .stmt import Block, BufferRegion, Range
 from .node import same
 from .visitor import Mutator, Visitor, substitute, used_vars
@@ -60,21 +51,30 @@ class Access:
     # a nested block's declared region: the accesses of that block's body, which the
     # region bounds (a callable giving them, relaxed as this one), else None
     inner: object = None
+    # a callable giving its exact bounds over the points of its loops (region_points)
+    exact: object = None
 
 
 class _Collect(Visitor):
-    def __init__(self, ana: Analyzer):
+    def __init__(self, ana: Analyzer, outer: dict | None = None):
         self.ana = ana
         self.loops: dict = {}
         self.guards = 0
         self.local: set[int] = set()
         self.out: list[Access] = []
+        # for exact bounds by points: the loops around the block, and (in a nested
+        # block's body) its iterators' bindings and the T.where of the blocks between
+        self.outer = dict(outer or {})
+        self.bind: dict = {}
+        self.preds: tuple = ()
 
     def relax(self, buf, ranges, write, text, clip=False, also=None, cond=None,
-              inner=None):
+              inner=None, points=None):
         """Record the access of ``ranges`` of ``buf`` relaxed over the loops; ``also``:
         other ranges, relaxed over other loops, that bound it too, and ``cond``: other
-        ranges and a ``T.where`` that bounds them (the tighter is kept per side)."""
+        ranges and a ``T.where`` that bounds them (the tighter is kept per side);
+        ``points``: the ranges and predicate to enumerate for exact bounds (default: the
+        ranges over the loops)."""
         plain = dims = self._dims(buf, ranges, clip, self.loops)
         if also is not None:
             dims = self._tighter(dims, self._dims(buf, also[0], clip, also[1]))
@@ -88,8 +88,15 @@ class _Collect(Visitor):
             # split of the part) would not reach the same ones.  Its plain box is
             # declared; as a guarded access, it is never reported outside
             dims = plain
+        rs, pred = points if points is not None else (ranges, None)
+        if self.bind:
+            rs = [Range(substitute(r.min, self.bind), substitute(r.extent, self.bind))
+                  for r in rs]
+            pred = substitute(pred, self.bind) if pred is not None else None
+        conds = self.preds + ((pred,) if pred is not None else ())
+        loops = {**self.outer, **self.loops}
         self.out.append(Access(buf, tuple(dims), write, self.guards > 0 or never, text,
-                               inner))
+                               inner, lambda: point_bounds(rs, conds, loops)))
 
     def _tighter(self, dims, other):
         out = []
@@ -296,7 +303,7 @@ class _Collect(Visitor):
         cut = cut if cut is not None and any(
             cut[v] is not r for v, r in self.loops.items()) else None
         self.loops.update(doms)
-        inner = self._inner(blk)
+        inner = self._inner(br)
         try:
             for regions, write in ((blk.reads, False), (blk.writes, True)):
                 for r in regions:
@@ -308,7 +315,7 @@ class _Collect(Visitor):
                     self.relax(r.buffer, rs, write, f"{to_text(r)} (block '{blk.name}')",
                                clip=True, also=(bound, cut) if cut is not None else None,
                                cond=(bound, br.predicate) if predicated else None,
-                               inner=inner)
+                               inner=inner, points=(bound, br.predicate))
         finally:
             for v in doms:
                 del self.loops[v]
@@ -333,16 +340,22 @@ class _Collect(Visitor):
             return iv.dom
         return Range(first, self.ana.simplify(last - first + 1))
 
-    def _inner(self, blk):
-        """A callable giving the accesses of ``blk``'s body relaxed over the loops
-        here and ``blk``'s iterators over their domains (its check keeps them within
-        its declared regions)."""
+    def _inner(self, br):
+        """A callable giving the accesses of the body of ``br``'s block relaxed over
+        the loops here and its iterators over their domains (its check keeps them
+        within its declared regions); their points see the iterators' bindings."""
+        blk = br.block
         loops = dict(self.loops)
         loops.update((iv.var, iv.dom) for iv in blk.iter_vars)
         guards, local = self.guards, set(self.local)
+        bind = {**self.bind, **{iv.var: substitute(v, self.bind) if self.bind else v
+                                for iv, v in zip(blk.iter_vars, br.iter_values)}}
+        pred = substitute(br.predicate, self.bind) if self.bind else br.predicate
+        preds = self.preds + (pred,)
 
         def accesses():
-            c = _Collect(self.ana)
+            c = _Collect(self.ana, self.outer)
+            c.bind, c.preds = bind, preds
             c.loops, c.guards, c.local = dict(loops), guards, set(local)
             if blk.init is not None:
                 c.visit(blk.init)
@@ -376,8 +389,10 @@ class _Replace(Mutator):
         return self.by if same(n, self.target) else Mutator.generic_visit(self, n)
 
 
-def block_accesses(block: Block) -> list[Access]:
-    """Every access of ``block``'s body and init, over the block's iterators.
+def block_accesses(block: Block, outer: dict | None = None) -> list[Access]:
+    """Every access of ``block``'s body and init, over the block's iterators
+    (``outer``: ``{Var: Range}`` of the loops and iterators around the block, which
+    bound the bindings of the blocks inside it).
 
     Example::
 
@@ -387,8 +402,11 @@ def block_accesses(block: Block) -> list[Access]:
         >>> [(a.buffer.name, a.write) for a in block_accesses(f.body.block.body.body.block)]
         [('A', False), ('B', True)]
     """
-    ana = _analyzer(block)
-    c = _Collect(ana)
+    return _accesses(block, _analyzer(block, outer), outer)
+
+
+def _accesses(block: Block, ana: Analyzer, outer: dict | None) -> list[Access]:
+    c = _Collect(ana, outer)
     c.local.update(id(b) for b in block.alloc_buffers)
     if block.init is not None:
         c.visit(block.init)
@@ -396,15 +414,19 @@ def block_accesses(block: Block) -> list[Access]:
     return c.out
 
 
-def _analyzer(block: Block) -> Analyzer:
+def _analyzer(block: Block, outer: dict | None = None) -> Analyzer:
     ana = Analyzer(index_no_overflow=True)
+    for v, r in (outer or {}).items():
+        ana.bind(v, r)
     for iv in block.iter_vars:
         ana.bind(iv.var, iv.dom)
     return ana
 
 
-def infer_block_regions(block: Block) -> tuple[tuple, tuple]:
-    """``(reads, writes)`` of ``block`` inferred from its body (bounding boxes).
+def infer_block_regions(block: Block, outer: dict | None = None) -> tuple[tuple, tuple]:
+    """``(reads, writes)`` of ``block`` inferred from its body (bounding boxes);
+    ``outer``: ``{Var: Range}`` of the loops and iterators around it, where known (a
+    block inside a loop then declares the row of that loop's iteration, not every row).
 
     A buffer the block writes is left out of its reads only when the block has an
     ``init`` (a reduction's update reads what it writes by construction).  A dimension
@@ -420,8 +442,8 @@ def infer_block_regions(block: Block) -> tuple[tuple, tuple]:
         >>> [str(r) for r in reads], [str(w) for w in writes]
         (['A[v_i]'], ['B[v_i]'])
     """
-    acc = block_accesses(block)
-    ana = _analyzer(block)
+    acc = block_accesses(block, outer)
+    ana = _analyzer(block, outer)
     writes = _merge([a for a in acc if a.write], ana)
     written = {id(w.buffer) for w in writes}
     loads = [a for a in acc if not a.write and
@@ -467,72 +489,6 @@ def _pick(x: Expr, y: Expr, ana: Analyzer, lower: bool):
     return (y if d.value > 0 else x) if lower else (x if d.value > 0 else y)
 
 
-def check_block_regions(block: Block) -> None:
-    """Raise ``LoweringError`` when ``block``'s body provably accesses outside its
-    declared ``reads``/``writes`` (see the module docstring).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> A = T.decl_buffer((8,), "float32", "A")
-        >>> B = T.decl_buffer((8,), "float32", "B")
-        >>> v = T.var("vi")
-        >>> blk = T.Block("B", (T.IterVar(v, T.Range.from_extent(7), "spatial"),),
-        ...               (T.BufferRegion(A, (T.Range(v, T.const(1)),)),),
-        ...               (T.BufferRegion(B, (T.Range(v, T.const(1)),)),),
-        ...               T.BufferStore(B, A[v + 1], (v,)))
-        >>> try:
-        ...     check_block_regions(blk)
-        ... except T.LoweringError as err:
-        ...     print(err.message.splitlines()[0])
-        block 'B' reads A[vi + 1] outside its declared T.reads(A[vi]): dimension 0 reaches vi + 1, past the declared end vi
-    """
-    if not block.iter_vars and not block.reads and not block.writes:
-        return      # the root (or an opaque block) declaring nothing: nothing to trust
-    ana = _analyzer(block)
-    for a in block_accesses(block):
-        declared = _declared(block, a)
-        kind = "writes" if a.write else "reads"
-        if declared is None:
-            raise LoweringError(
-                f"block '{block.name}' {kind} {a.text} but its T.{kind}(...) does not name "
-                f"buffer '{a.buffer.name}'\n  fix: add {a.buffer.name}[...] to "
-                f"T.{kind}, or leave T.reads/T.writes out to have them inferred")
-        what = _outside_by(a, declared, ana)
-        if what is not None and not _inside_through_body(a, declared, ana):
-            _outside(block, a, kind, declared, *what)
-
-
-def _outside_by(a: Access, declared, ana):
-    """``(dimension, what)`` where ``a`` provably leaves ``declared``, else None."""
-    if a.guarded:
-        return None
-    for d, (b, r) in enumerate(zip(a.bounds, declared.region)):
-        if b is None:
-            continue
-        lo, hi = b
-        end = ana.simplify(r.min + r.extent - 1)
-        if lo is not None and lo.dtype == r.min.dtype and ana.can_prove(LT(lo, r.min)):
-            return d, (f"starts at {to_text(lo)}, before the declared start "
-                       f"{to_text(r.min)}")
-        if hi is not None and hi.dtype == end.dtype and ana.can_prove(GT(hi, end)):
-            return d, f"reaches {to_text(hi)}, past the declared end {to_text(end)}"
-    return None
-
-
-def _inside_through_body(a: Access, declared, ana) -> bool:
-    """Whether the accesses of the body of the nested block ``a`` comes from (its
-    declared region overshooting what the body accesses) all stay in ``declared``."""
-    if a.inner is None:
-        return False
-    for b in a.inner():
-        if b.buffer is a.buffer and b.write == a.write and \
-                _outside_by(b, declared, ana) is not None and \
-                not _inside_through_body(b, declared, ana):
-            return False
-    return True
-
-
 def widen_block_regions(block: Block) -> Block:
     """``block`` with its declared ``reads``/``writes`` grown to cover what its body
     accesses (each buffer's box is the hull of the declared region and the accesses;
@@ -571,45 +527,4 @@ def widen_block_regions(block: Block) -> Block:
                  block.alloc_buffers, block.annotations)
 
 
-def _declared(block: Block, a: Access):
-    # a load of a buffer the block writes may be covered by its write region
-    # (the update of a reduction reads its own output)
-    pools = (block.writes,) if a.write else (block.reads, block.writes)
-    for pool in pools:
-        for r in pool:
-            if r.buffer is a.buffer:
-                return r
-    return None
-
-
-def _outside(block, a, kind, declared, d, what):
-    raise LoweringError(
-        f"block '{block.name}' {kind} {a.text} outside its declared "
-        f"T.{kind}({to_text(declared)}): dimension {d} {what}\n  fix: declare the "
-        f"region the body {kind[:-1]}s, or leave T.reads/T.writes out to have them "
-        "inferred; a primitive such as compute_at trusts the declared regions")
-
-
-def verify_block_regions(func: PrimFunc) -> PrimFunc:
-    """Check every block of ``func`` with :func:`check_block_regions`; returns ``func``.
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> A = T.placeholder((4,), name="A")
-        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
-        >>> verify_block_regions(f) is f
-        True
-    """
-
-    class _V(Visitor):
-        def visit_Block(self, blk):
-            check_block_regions(blk)
-            self.generic_visit(blk)
-
-    _V().visit(func.body)
-    return func
-
-
-__all__ = ["Access", "block_accesses", "infer_block_regions", "check_block_regions",
-           "verify_block_regions", "widen_block_regions"]
+__all__ = ["Access", "block_accesses", "infer_block_regions", "widen_block_regions"]

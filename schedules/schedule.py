@@ -30,7 +30,7 @@ import random
 
 from cuvil_tir.deep import deep_ok
 from cuvil_tir.analysis import tree
-from cuvil_tir.block_regions import verify_block_regions
+from cuvil_tir.region_check import verify_block_regions
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.ir_module import IRModule
 

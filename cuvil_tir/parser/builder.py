@@ -25,7 +25,8 @@ from lark import Tree
 
 from .. import dtype as D
 from ..buffer import Buffer
-from ..block_regions import check_block_regions, infer_block_regions, widen_block_regions
+from ..block_regions import infer_block_regions, widen_block_regions
+from ..region_check import check_block_regions
 from ..errors import CuvilError, LoweringError
 from ..expr import BufferLoad, Expr, SizeVar, Var, const
 from ..function import PrimFunc
@@ -464,6 +465,19 @@ class Builder(TVMScriptMixin, TVMLoweredMixin, TVMAllreduceMixin, BuiltinCalls,
                          f"'with T.allocate(...) as X' or 'with T.LetStmt(v) as x', found "
                          f"{spec!r}", head)
 
+    def _outer_ranges(self) -> dict:
+        """``{Var: Range}`` of the loops and block iterators in scope (the region
+        check's small nests may be enumerated through them)."""
+        out = {}
+        for c in self.block_ctxs:
+            out.update((iv.var, iv.dom) for iv in c.iter_vars)
+        for frame in self.frames:
+            for v, kind in frame.values():
+                dom = self.loop_dom.get(id(v)) if kind == "loop" else None
+                if dom is not None:
+                    out[v] = Range(*dom)
+        return out
+
     def block(self, spec: Spec, suite, outer_ctx, t):
         # TVMScript's unnamed block (`with T.block():`) has the empty name, as in TVM
         name = spec.args[0] if spec.args else spec.kwargs.get("name_hint", "")
@@ -493,7 +507,7 @@ class Builder(TVMScriptMixin, TVMLoweredMixin, TVMAllreduceMixin, BuiltinCalls,
                     tuple(ctx.allocs), ctx.annotations or ())
         if ctx.trees:
             try:
-                check_block_regions(blk)
+                check_block_regions(blk, self._outer_ranges())
             except LoweringError as err:
                 if self.tvm_dialect:
                     # TVM does not check declared regions: a TVM test's under-stated

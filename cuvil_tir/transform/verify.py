@@ -12,7 +12,8 @@ Checked, on IR with or without blocks:
 * memory safety: an access whose index range — from loop bounds and enclosing
   ``IfThenElse`` conditions / ``if_then_else`` guards on single variables — is
   *provably* outside the buffer's extent (the bound is reached, not just an
-  over-approximation) is an error naming the buffer, the index and the range.
+  over-approximation) is an error naming the buffer, the index and the range; an
+  access under a condition that provably never holds is never reached, so never one.
 
 Example::
 
@@ -92,7 +93,11 @@ class _Verify(Visitor):
     @contextmanager
     def assume(self, cond: Expr):
         saved = self.precise
-        if not self._simple_condition(cond):
+        # under a condition that cannot hold the code is never reached (the else arm
+        # of a guard its loop's extent already decides): no bound there is attained
+        if not self._simple_condition(cond) or \
+                (self.precise and not isinstance(cond, IntImm) and
+                 D.is_bool(cond.dtype) and self.ana.can_prove(Not(cond))):
             self.precise = False
         try:
             with self.ana.constraint(cond):

@@ -319,13 +319,15 @@ def _readers_before(func, scope_path, wnames, rnames) -> set:
 
 
 def _offsets_of_own(func, scope_path, tile) -> bool:
-    """Whether ``tile`` starts at an offset made of the scope block's own iterators: a
-    block without iterators (loop_partition's) names the loops around it in its
-    regions, and a cache block may not use those in its indices, so its cache then
-    has the buffer's whole shape (the copy still covers only the tile)."""
+    """Whether ``tile`` starts at an offset made of the scope block's own iterators and
+    spans extents of sizes alone: a block without iterators (loop_partition's) names
+    the loops around it in its regions, and a cache block may not use those in its
+    indices, nor an allocation in its shape, so its cache then has the buffer's whole
+    shape (the copy still covers only the tile)."""
     own = {id(iv.var) for iv in tree.get(func, scope_path).block.iter_vars}
     return all(isinstance(v, SizeVar) or id(v) in own
-               for d in tile.region for v in used_vars(d.min))
+               for d in tile.region for v in used_vars(d.min)) and \
+        all(isinstance(v, SizeVar) for d in tile.region for v in used_vars(d.extent))
 
 
 def _read_keep(func, cpath, buf, rs, prim):

@@ -296,6 +296,7 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool, index: in
         pairs = [(blk.writes[0], needed_region(func, lpath, out, [p for p, _ in consumers],
                                                "reads", relax_threads=True))]
     doms = _block_domain(blk, pairs, outer, prim)
+    _check_whole_reduction(func, bpath, doms, prim, lname)
     guards = None
     if reverse:
         backwards = _reduction_order_blocker(blk, doms, outer)
@@ -319,6 +320,33 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool, index: in
 
     body = Relocate(remove=nest_obj, target=loop_node, place=place).visit(func.body)
     return func.with_body(body), None
+
+
+def _check_whole_reduction(func, bpath, doms, prim, lname):
+    """The moved nest runs a reduce iterator the region does not fix over its whole
+    domain: where the block's loops provably run it over less (a loop_partition part of
+    a fused reduction), the moved block would add the other iterations again."""
+    br = tree.get(func, bpath)
+    around = {**scope_doms(func, bpath), **loop_doms(tree.loops_above(func, bpath))}
+    for iv, val, dom in zip(br.block.iter_vars, br.iter_values, doms):
+        if iv.kind != "reduce" or dom is not None:
+            continue
+        try:
+            first, last = bounds(val, around)
+        except ScheduleError:
+            continue
+        last = simplify(last)
+        dmax = simplify(iv.dom.min + iv.dom.extent - 1)
+        one = IntImm(1, dmax.dtype)
+        if provably_le(simplify(iv.dom.min + one), first) or \
+                provably_le(simplify(last + one), dmax):
+            raise fail(BlockLocationError, prim,
+                       f"block {br.block.name!r} runs its reduction over {iv.var.name} in "
+                       f"[{simplify(first)}, {last}] only, of its domain [{iv.dom.min}, "
+                       f"{dmax}] (its loops were partitioned or cut); under loop {lname!r} "
+                       "it would run the whole domain and add the other iterations "
+                       "again. Move the block before partitioning its reduction, or "
+                       "partition a loop that is not fused with the reduction", func)
 
 
 def _check_covered(func, blk, doms, outer, lname):

@@ -164,6 +164,11 @@ def refresh_reads(blk: Block, old_reads, removed) -> tuple:
         found = access_regions(blk.body, exclude=written + [removed])
     if blk.init is not None:
         found += access_regions(blk.init, exclude=written + [removed])
+    # a buffer allocated in the block or a block inside it is no access of the block (a
+    # cache stage inside a blockized block: named above its allocation, it is unbound)
+    local = {id(b) for b in blk.alloc_buffers}
+    local |= {id(b) for br in tree.blocks_under(blk.body) for b in br.block.alloc_buffers}
+    found = [r for r in found if id(r.buffer) not in local]
     for r in found:
         k = next((n for n, o in enumerate(out) if o.buffer is r.buffer), None)
         if k is None:

@@ -140,6 +140,19 @@ class _Copy(Mutator):
         return BlockRealize(values, self.visit(br.predicate), new_blk)
 
 
+def _outer_ranges(func, path) -> dict:
+    """``{Var: Range}`` of the loops and block iterators above ``path``: a part's
+    region is then the row of the iteration it runs in, where the iterators' domains
+    alone would declare every row (a cache_read sized from it copied them all)."""
+    out = {}
+    for _, s in tree.ancestors(func, path):
+        if isinstance(s, For):
+            out[s.loop_var] = Range(s.min, s.extent)
+        elif isinstance(s, Block):
+            out.update((iv.var, iv.dom) for iv in s.iter_vars)
+    return out
+
+
 def _is_true(cond) -> bool:
     return isinstance(cond, IntImm) and bool(cond.value)
 
@@ -149,9 +162,9 @@ def _first_block_name(stmt) -> str:
     return blocks[0].block.name if blocks else "loop"
 
 
-def _opaque(name: str, body) -> BlockRealize:
+def _opaque(name: str, body, outer: dict) -> BlockRealize:
     blk = Block(name, (), (), (), body)
-    reads, writes = infer_block_regions(blk)
+    reads, writes = infer_block_regions(blk, outer)
     return BlockRealize((), IntImm(1, "bool"), with_fields(blk, reads=reads, writes=writes))
 
 
@@ -212,15 +225,17 @@ def loop_partition(func, loop, factors, preserve_unit_iters: bool = True):
     title = f"{_first_block_name(node.body)}_{base}"
     dt = node.loop_var.dtype
     parts, loops = [], []
+    outer = _outer_ranges(func, path)
     start = lo
     for k, n in enumerate(lengths):
         var = Var(f"{base}{k}", dt)
         body = substitute(node.body, {node.loop_var: var})
         body = _Copy(var, start, start + n, var.name, taken).visit(body)
         parts.append(_opaque(fresh_name(f"{title}{k}_partition", taken),
-                             For(var, const(start, dt), const(n, dt), "serial", body)))
+                             For(var, const(start, dt), const(n, dt), "serial", body),
+                             outer))
         taken.add(parts[-1].block.name)
         loops.append(LoopRV(var))
         start += n
-    common = _opaque(fresh_name(f"{title}_common", taken), SeqStmt(tuple(parts)))
+    common = _opaque(fresh_name(f"{title}_common", taken), SeqStmt(tuple(parts)), outer)
     return tree.replace(func, path, common), loops

@@ -6,7 +6,8 @@ import pytest
 
 import cuvil_tir as T
 import schedules as S
-from cuvil_tir.block_regions import check_block_regions, infer_block_regions
+from cuvil_tir.block_regions import infer_block_regions
+from cuvil_tir.region_check import check_block_regions
 
 UNDER_STATED = '''
 @T.prim_func

@@ -271,6 +271,26 @@ def test_verify_bounds_the_body_of_a_loop_by_its_extent_being_positive():
         verify_well_formed(func(8))
 
 
+def test_verify_never_reports_an_access_under_a_condition_that_cannot_hold():
+    # for io in [0, 2): for ii in [0, max(2 - io * 3, 0)): io is 0 in the body, so the
+    # else arm of io == 0 ? 0 : A[io * 12 + ii * 4 + 16] is never reached (a padded
+    # layout's partitioned init was refused with "ranges over [16, 23]", fuzz case
+    # 3003939395); the same load in the then arm is reached and stays an error
+    io, ii = T.var("io"), T.var("ii")
+    A = T.decl_buffer((16,), f32, "A")
+    B = T.decl_buffer((8,), f32, "B")
+
+    def func(value):
+        extent = T.expr.Max(c(2) - io * 3, c(0))
+        st = T.BufferStore(B, value, (io * 3 + ii,))
+        return T.PrimFunc([A, B], loop(io, 2, loop(ii, extent, st)))
+
+    load = A[io * 12 + ii * 4 + 16]
+    verify_well_formed(func(T.if_then_else(io == 0, c(0.0, f32), load)))
+    with pytest.raises(T.LoweringError, match=r"ranges over \[16, 20\] but the extent is 16"):
+        verify_well_formed(func(T.if_then_else(io == 0, load, c(0.0, f32))))
+
+
 def test_verify_is_not_fooled_by_over_approximation():
     # i % 4 + (i // 4) * 4 is in bounds; non-affine indices are never reported
     verify_well_formed(_store_func(lambda i: i % 4 + i // 4 * 4))
