@@ -251,9 +251,10 @@ def model_quality(keys, records, seed=0):
         return
     for label, got in (("transfer (a workload the model never saw; its family's others)",
                         transfer), ("within (plus half of the workload's own)", within)):
-        print(f"cost model Spearman, {label}: median "
-              f"{statistics.median(x for _, x in got):.2f} (goal >= 0.6): " +
-              ", ".join(f"{n} {x:.2f}" for n, x in got))
+        print(f"cost model Spearman, {label}: " + (
+            f"median {statistics.median(x for _, x in got):.2f} (goal >= 0.6): " +
+            ", ".join(f"{n} {x:.2f}" for n, x in got) if got else
+            "none (no workload here has another of its family)"))
 
 
 TARGET = "llvm"
