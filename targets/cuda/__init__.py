@@ -59,6 +59,7 @@ from .tensorcore import wmma_leading_dims
 from .tma import tma_coordinates
 from .mbarrier import check_hopper_ops
 from . import tvm_wmma  # noqa: F401 - registers TVM's wmma intrinsics and their ops
+from . import dp4a  # noqa: F401 - registers the dp4a ops and TVM's dp4a intrinsics
 
 #: the thread axes of a CUDA launch and their limits
 THREAD_AXES = (ThreadAxis("blockIdx.x", "grid", 0, (1 << 31) - 1),

@@ -24,13 +24,13 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from cuvil_tir.errors import ArgumentError, TargetError
 
-from ..runtime.argcheck import make_caller
+from ..runtime.argcheck import check_overlap, make_caller
 from .streams import producer_stream
 
 
@@ -149,6 +149,24 @@ def import_cupy(why: str):
     return cupy
 
 
+def _device_range(arg: DeviceArg) -> tuple[int, int] | None:
+    v = arg.view
+    if v.size == 0:
+        return None
+    lo = sum(min(0, (d - 1) * s) for d, s in zip(v.shape, v.strides))
+    hi = sum(max(0, (d - 1) * s) for d, s in zip(v.shape, v.strides)) + v.dtype.itemsize
+    return arg.ptr + lo, arg.ptr + hi
+
+
+def _device_overlap(a: DeviceArg, b: DeviceArg) -> bool:
+    ra, rb = _device_range(a), _device_range(b)
+    return ra is not None and rb is not None and ra[0] < rb[1] and rb[0] < ra[1]
+
+
+def _fail(p, text: str):
+    raise ArgumentError(f"argument {p.index} '{p.name}': {text}")
+
+
 def make_device_caller(sig, raw, alignment=None, stream_of=None):
     """``call(args)`` that checks GPU arguments then returns ``raw(...)`` with a
     :class:`DeviceArg` per array, the scalars converted and one int per symbolic size.
@@ -169,7 +187,9 @@ def make_device_caller(sig, raw, alignment=None, stream_of=None):
         ...     print(err.message[:60])
         argument 0 'X': expected a GPU array (cupy, or an object wit
     """
-    check = make_caller(sig, lambda *xs: xs)
+    # the shadows hold no memory, so whether two arguments overlap is a question for
+    # their device addresses (numpy would compare the shadows' made-up host ranges)
+    check = make_caller(replace(sig, allow_inplace=True), lambda *xs: xs)
     n = len(sig.params)
 
     def call(args):
@@ -196,6 +216,7 @@ def make_device_caller(sig, raw, alignment=None, stream_of=None):
                 raise ArgumentError(f"argument {p.index} '{p.name}': expected a device "
                                     f"pointer aligned to {need} bytes, got 0x{ptr:x} (a "
                                     "slice of another array?); pass a fresh copy")
+        check_overlap(sig, found, _device_overlap, _fail)
         out = [found[p.index] if p.kind == "buffer" else checked[p.index] for p in sig.params]
         return raw(*out, *checked[n:])
     call.check = check

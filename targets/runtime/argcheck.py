@@ -200,21 +200,7 @@ class _Slow:
                          "pass a writeable array")
 
     def _check_overlap(self, args):
-        if self.sig.allow_inplace:
-            return
-        bufs = self.sig.buffers
-        for w in bufs:
-            if not w.writes:
-                continue
-            for o in bufs:
-                if o is w or (o.writes and o.index < w.index):
-                    continue
-                if np.may_share_memory(args[w.index], args[o.index]):
-                    self.fail(w, f"overlaps argument {o.index} '{o.name}' in memory, and "
-                                 f"the function writes {w.name}; pass separate arrays "
-                                 f"(e.g. np.copy), or declare in-place use with "
-                                 f"func.with_attr('cuvil.allow_inplace', True) if the "
-                                 f"function is written for it")
+        check_overlap(self.sig, args, np.may_share_memory, self.fail)
 
     def _shape_fail(self, p, a, bound):
         syms = []
@@ -226,6 +212,41 @@ class _Slow:
         extra = "".join(f"; {name} = {val} (bound by {where})"
                         for name, (val, where) in syms)
         self.fail(p, f"expected shape {p.shape_text()}{extra}, got {_shape_str(a.shape)}")
+
+
+def check_overlap(sig: Signature, args, overlaps, fail) -> None:
+    """Call ``fail(param, text)`` for the first written buffer of ``args`` that
+    ``overlaps(a, b)`` another buffer argument (unless ``sig`` allows in-place use).
+
+    ``overlaps`` is the backend's notion of shared memory: ``np.may_share_memory`` on
+    host arrays, device address ranges on a GPU.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.create_prim_func([T.placeholder((2,), name="X"),
+        ...                         T.compute((2,), lambda i: 1.0, name="Y")])
+        >>> x = np.zeros(2, "float32")
+        >>> check_overlap(Signature.from_func(f), (x, x), np.may_share_memory,
+        ...               lambda p, text: print(p.name, text[:30]))
+        Y overlaps argument 0 'X' in mem
+    """
+    if sig.allow_inplace:
+        return
+    bufs = sig.buffers
+    for w in bufs:
+        if not w.writes:
+            continue
+        for o in bufs:
+            if o is w or (o.writes and o.index < w.index):
+                continue
+            if overlaps(args[w.index], args[o.index]):
+                fail(w, f"overlaps argument {o.index} '{o.name}' in memory, and "
+                        f"the function writes {w.name}; pass separate arrays "
+                        f"(e.g. np.copy), or declare in-place use with "
+                        f"func.with_attr('cuvil.allow_inplace', True) if the "
+                        f"function is written for it")
+                return
 
 
 def make_caller(sig: Signature, raw):
