@@ -225,7 +225,17 @@ def start_guard(realize, loops, needed):
                 return (f"it binds the reduce iter var {iv.var.name} to {val}, which "
                         "mixes the loops the init iterates with a reduction loop: where "
                         "the init runs cannot be written")
-            continue        # a reduction nest of its own (fused reduce loops): from 0
+            # a binding through non-affine atoms (fused reduce loops: f // 4, f % 4)
+            # starts its domain where the loops start only if it provably does there;
+            # a loop_partition part (f from 3) or a loop outside the block may not
+            first = {l.loop_var: l.min for l in pure.values()}
+            cond = Analyzer(index_no_overflow=True).simplify(
+                EQ(substitute(val, first), iv.dom.min))
+            if isinstance(cond, IntImm) and cond.value:
+                continue
+            return (f"it binds the reduce iter var {iv.var.name} to {val}, which is not "
+                    f"provably at its start {iv.dom.min} where the loops start "
+                    f"({cond} may not hold): where the init runs cannot be written")
         cond = Analyzer(index_no_overflow=True).simplify(
             EQ(substitute(val, at_min), iv.dom.min))
         if not (isinstance(cond, IntImm) and cond.value):

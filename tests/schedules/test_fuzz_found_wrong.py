@@ -83,3 +83,31 @@ def test_a_nested_cache_read_copies_only_what_the_outer_copy_wrote():
     want = y[:-2] + y[2:]
     for runner in (run, run_llvm):
         np.testing.assert_array_equal(runner(sch, [x, np.zeros((6, 6), "int8")])[1], want)
+
+
+def _sum2d():
+    X = T.placeholder((3, 2, 4), name="X")
+    k = T.reduce_axis((0, 2), name="k")
+    r = T.reduce_axis((0, 4), name="r")
+    return T.create_prim_func([X, T.compute((3,), lambda i: T.sum(X[i, k, r], axis=[k, r]),
+                                            name="Y")])
+
+
+def test_decompose_reduction_refuses_a_fused_reduction_part_that_does_not_start_it():
+    """Fused reduce loops bind v_k = f // 4, v_r = f % 4; the second loop_partition part
+    (f from 6) continues the sum the first began, but its hoisted init ran there
+    unconditionally and wiped it (seed 942729098, case 2015041221: a max reduction
+    gave -inf)."""
+    sch = S.Schedule(_sum2d())
+    _, k, r = sch.get_loops("Y")
+    f = sch.fuse(k, r)
+    sch.loop_partition(f, [6])
+    second = sch.get_loops("Y_k_r_fused1")[-1]
+    assert_refused(sch, lambda: sch.decompose_reduction("Y_k_r_fused1", second),
+                   r"CVL-E103.*binds the reduce iter var v_k to .*not provably at its "
+                   r"start 0 where the loops start", ReductionLoopError)
+    first = sch.get_loops("Y_k_r_fused0")[-1]
+    sch.decompose_reduction("Y_k_r_fused0", first)    # the part that starts it: right
+    x = np.arange(24, dtype="float32").reshape(3, 2, 4)
+    np.testing.assert_array_equal(run(sch, [x, np.zeros(3, "float32")])[1],
+                                  x.sum(axis=(1, 2)))
