@@ -368,7 +368,7 @@ class Search:
                 self._pool[key] = sch
 
     def _random(self, n, seen) -> list:
-        """``n`` fresh draws (random search, or a guided one with no model yet)."""
+        """``n`` fresh draws (random search)."""
         return self._draws(self._fresh, n, seen, 20 + 10 * n, fresh=True)
 
     def _draws(self, draw, n, seen, attempts, fresh=False) -> list:
