@@ -30,8 +30,6 @@ Example::
 
 from __future__ import annotations
 
-import math
-
 from cuvil_tir import dtype as D
 from cuvil_tir.errors import CuvilError
 from cuvil_tir.expr import Add, BufferLoad, Call, Div, FloorDiv, FloorMod, Max, Min, Mul, \
@@ -39,7 +37,7 @@ from cuvil_tir.expr import Add, BufferLoad, Call, Div, FloorDiv, FloorMod, Max, 
 from cuvil_tir.stmt import Block, BlockRealize, For
 from cuvil_tir.target import SCALAR_MACHINE, Machine
 from cuvil_tir.visitor import post_order_visit
-from .prior import analytic_score
+from .prior import _log, analytic_score
 from .space import machine_of
 
 #: inner loop levels whose footprints are described
@@ -57,10 +55,6 @@ NAMES = ("iterations", "flops", "parallel", "parallel_per_core", "parallel_balan
          "blocks", "other_work", "cached_bytes", "local_scope", "analytic")
 
 _ARITH = (Add, Sub, Mul, Div, FloorDiv, FloorMod, Min, Max, Call)
-
-
-def _log(x: float) -> float:
-    return math.log2(1.0 + max(0.0, float(x)))
 
 
 def _extent(loop) -> int:
