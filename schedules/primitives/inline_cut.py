@@ -11,16 +11,17 @@ holds wherever the consumer runs.  :func:`refuse_cut_producer` refuses the guard
 case unless the producer's conditions provably hold at every iteration the consumer
 runs.
 
-Example::
+Example (a producer without a T.where: nothing to refuse)::
 
     >>> import cuvil_tir as T
     >>> from cuvil_tir.analysis import tree
-    >>> A = T.placeholder((4,), name="A")
-    >>> B = T.compute((4,), lambda i: A[i] * 2.0, name="B")
-    >>> f = T.create_prim_func([A, T.compute((4,), lambda i: B[i], name="C")])
-    >>> bp, cp = tree.find_block(f, "B"), tree.find_block(f, "C")
-    >>> c = tree.get(f, cp).block
-    >>> refuse_cut_producer(f, tree.get(f, bp), c, cp, c.body.value.indices, [], "demo")
+    >>> X = T.placeholder((3, 2), name="X")
+    >>> P = T.compute((3, 2), lambda i, j: X[i, j] + 1.0, name="P")
+    >>> g = T.create_prim_func([X, T.compute((3, 2), lambda i, j: P[i, j] * 3.0, name="Q")])
+    >>> q_at = tree.find_block(g, "Q")
+    >>> q = tree.get(g, q_at).block
+    >>> refuse_cut_producer(g, tree.get(g, tree.find_block(g, "P")), q, q_at,
+    ...                     q.body.value.a.indices, [], "reverse_compute_inline")
 """
 
 from __future__ import annotations
