@@ -25,7 +25,9 @@ sum would be of the last partition only).  The later copies read what they accum
 
 The wrapper blocks declare the regions their bodies access (inferred), where TensorIR
 leaves them empty: Cuvil's dependence analysis reads sibling blocks' regions, and an
-empty region would hide the copies' accesses from it.
+empty region would hide the copies' accesses from it.  Each is cut to what the block
+around the loop declares (a part whose ``T.where`` never holds infers its plain box,
+which may overshoot it: a nested block's region must lie inside its parent's).
 
 Example::
 
