@@ -48,7 +48,7 @@ from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_pa
 from cuvil_tir.arith import Analyzer
 from .block_predicates import predicate_conditions
 from .nests import Relocate, exclusive_nest, nest_loops, with_fields
-from .inline_cut import refuse_cut_producer
+from .inline_cut import refuse_cut_producer, refuse_unwritten_loads
 from .inline_reach import refuse_out_of_reach
 
 
@@ -241,6 +241,7 @@ def compute_inline(func, block):
                    func)
     refuse_out_of_reach(func, bpath, st.value, buf, prim)
     _, nest = exclusive_nest(func, bpath, prim)
+    refuse_unwritten_loads(func, bpath, inv, nest_loops(nest), prim)
     body = Relocate(remove=nest).visit(func.body)
     # each load B[x] reads the value the block stored at the block variables
     # inverse(x) (a transposed layout stores at [v_j, v_i], a fused one at [v_i * 16 + v_j])

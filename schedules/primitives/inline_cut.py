@@ -32,11 +32,14 @@ from cuvil_tir.arith import Analyzer
 from cuvil_tir.block_regions import block_accesses
 from cuvil_tir.expr import Var
 from cuvil_tir.op import all as all_of
-from cuvil_tir.stmt import For, Range
+from cuvil_tir import ops
+from cuvil_tir.analysis import map_inverse
+from cuvil_tir.stmt import BlockRealize, For, Range
+from cuvil_tir.visitor import Mutator
 from cuvil_tir.visitor import substitute, used_vars
 
 from cuvil_tir.analysis import tree
-from cuvil_tir.analysis.regions import scope_doms
+from cuvil_tir.analysis.regions import region_of, scope_doms
 from ..errors import InlineError, fail
 from .block_predicates import predicate_conditions
 
@@ -77,4 +80,96 @@ def refuse_cut_producer(func, preal, cons, cpath, load, cconds, prim) -> None:
                            "consumer instead (compute_inline)", func)
 
 
-__all__ = ["refuse_cut_producer"]
+def refuse_unwritten_loads(func, bpath, inv, loops, prim) -> None:
+    """``compute_inline``: raise ``InlineError`` unless every element a consumer loads
+    from the producer at ``bpath`` is one the producer stores, i.e. the producer's
+    ``T.where`` (over its block variables, its own loops ``loops`` mapped to them)
+    provably holds at the producer iteration ``inv`` names for each load, under the
+    consumer's ``T.where`` and the conditions around the load.  A consumer that loads
+    an element the producer never stores reads unwritten memory; inlined, it would
+    evaluate the producer's value there instead: a cache_read copy clipped to its
+    buffer then reads the buffer out of bounds (fuzz case 3820702966)."""
+    preal = tree.get(func, bpath)
+    prod = preal.block
+    buf = prod.body.buffer
+    pconds = predicate_conditions(func, preal, loops, prim, InlineError)
+    if not pconds:
+        return
+    own = {id(iv.var) for iv in prod.iter_vars} | {id(lp.loop_var) for lp in loops}
+    for cpath, creal in tree.walk(func):
+        if cpath == bpath or not isinstance(creal, BlockRealize) or \
+                region_of(creal.block.reads, buf) is None:
+            continue
+        cons = creal.block
+        binding = dict(zip((iv.var for iv in cons.iter_vars), creal.iter_values))
+        ana = Analyzer(index_no_overflow=True)
+        for _, s in tree.ancestors(func, cpath):
+            if isinstance(s, For):
+                ana.bind(s.loop_var, Range(s.min, s.extent))
+        for v, r in scope_doms(func, cpath).items():
+            ana.bind(v, r)
+        for indices, guards in _guarded_loads(cons, buf):
+            at = map_inverse.at(inv, indices)
+            holds = [substitute(g, binding) for g in guards] + [creal.predicate]
+            with ana.constraint(all_of(*holds)):
+                for c in pconds:
+                    e = substitute(substitute(c, at), binding)
+                    if any(id(v) in own for v in used_vars(e)) or not ana.can_prove(e):
+                        raise fail(InlineError, prim, f"the producer {prod.name!r} stores "
+                                   f"{buf.name} only where {c} holds, but block "
+                                   f"{cons.name!r} loads {buf.name}[{_show(indices)}] also "
+                                   "where that may fail: it reads elements never written, "
+                                   "and once inlined it would evaluate the producer's "
+                                   "value there (e.g. a cache_read copy clipped to its "
+                                   "buffer would read that buffer out of bounds). Guard "
+                                   "the consumer's load with the same condition, or "
+                                   "schedule the consumer before adding the producer's "
+                                   "T.where", func)
+
+
+def _show(indices) -> str:
+    return ", ".join(str(e) for e in indices)
+
+
+def _guarded_loads(block, buf) -> list:
+    """``[(indices, conditions)]``: each load of ``buf`` in ``block``'s body with the
+    ``if`` / ``T.if_then_else`` conditions it is evaluated under."""
+    out: list = []
+
+    class Loads(Mutator):
+        def __init__(self):
+            self.guards: list = []
+
+        def visit_BufferLoad(self, e):
+            self.generic_visit(e)
+            if e.buffer is buf:
+                out.append((e.indices, tuple(self.guards)))
+            return e
+
+        def visit_Call(self, e):
+            arms = ops.branches(e)
+            if arms is None:
+                return self.generic_visit(e)
+            self._arms(*arms)
+            return e
+
+        def visit_IfThenElse(self, s):
+            self._arms(s.condition, s.then_case, s.else_case)
+            return s
+
+        def _arms(self, cond, a, b):
+            self.visit(cond)
+            for guard, branch in ((cond, a), (~cond, b)):
+                if branch is not None:
+                    self.guards.append(guard)
+                    self.visit(branch)
+                    self.guards.pop()
+
+        def visit_Block(self, blk):
+            return blk     # a nested block declares its own reads
+
+    Loads().visit(block.body)
+    return out
+
+
+__all__ = ["refuse_cut_producer", "refuse_unwritten_loads"]

@@ -38,13 +38,14 @@ from __future__ import annotations
 
 from cuvil_tir.arith import Analyzer
 from cuvil_tir.buffer import Buffer
-from cuvil_tir.expr import BufferLoad, Var, const
+from cuvil_tir.block_regions import block_accesses
+from cuvil_tir.expr import BufferLoad, IntImm, Var, const
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For,
                             IfThenElse, IterVar, Range)
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute, used_vars
 
 from cuvil_tir.analysis import tree
-from cuvil_tir.analysis.regions import bounds, provably_le, simplify, tree_same
+from cuvil_tir.analysis.regions import bounds, provably_le, region_of, simplify, tree_same
 from ..analysis import block_path, fresh_name
 from ..errors import CacheStageError, ScheduleArgumentError, ScheduleError, schedule_error
 from ..handles import BlockRV
@@ -117,6 +118,7 @@ def _check_everywhere(func, blk, buf, indices, is_read, prim):
                                  "overwriting the others. Write the block without the "
                                  "condition (T.if_then_else on the value) first", func, blk)
         return
+    _refuse_cut_writer(func, blk, buf, shown, prim)
     doms = {iv.var: iv.dom for iv in blk.iter_vars}
     for axis, (x, extent) in enumerate(zip(indices, buf.shape)):
         try:
@@ -132,6 +134,27 @@ def _check_everywhere(func, blk, buf, indices, is_read, prim):
                                  f"{buf.name!r} out of bounds. Pad {buf.name!r} first "
                                  "(transform_layout with pad_value) or use cache_read, "
                                  "which copies only the region read", func, blk)
+
+
+def _refuse_cut_writer(func, blk, buf, shown, prim):
+    """A guarded read of a buffer whose writer runs under a ``T.where`` (a cache_read
+    copy clipped to its buffer) may name elements no store wrote where the guard
+    fails; the unguarded copy would read them (fuzz case 3820702966: an uninitialised
+    read, and an out-of-bounds one once the writer was inlined into the copy)."""
+    if not any(a.buffer is buf and a.guarded and not a.write for a in block_accesses(blk)):
+        return
+    for _, br in tree.walk(func):
+        if isinstance(br, BlockRealize) and br.block is not blk and \
+                region_of(br.block.writes, buf) is not None and \
+                not (isinstance(br.predicate, IntImm) and br.predicate.value != 0):
+            raise schedule_error(CacheStageError, prim, f"block {blk.name!r} reads {shown} "
+                                 "only where a condition holds, and its writer "
+                                 f"{br.block.name!r} stores it only where {br.predicate} "
+                                 "holds; the copy would read every element of the "
+                                 "block's domain, also ones never written. Reindex before "
+                                 f"the step that gave {br.block.name!r} its T.where "
+                                 "(cache_read, split), or leave the read as it is",
+                                 func, blk)
 
 
 class _Redirect(Mutator):

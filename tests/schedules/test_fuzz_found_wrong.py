@@ -134,3 +134,74 @@ def test_reverse_compute_inline_refuses_a_producer_cut_where_the_consumer_comput
     want = np.concatenate([x[1:], np.zeros((1, 6), "int8")]) * 2 + 1
     for runner in (run, run_llvm):
         np.testing.assert_array_equal(runner(sch, [x, np.zeros((7, 6), "int8")])[1], want)
+
+
+def test_reindex_refuses_a_guarded_read_of_a_cut_copy():
+    """A cache_read copy clipped to X (its T.where never holds: Y reads X's row 1,
+    which does not exist, only under a condition that never holds); reindex of Y's
+    guarded read copied every element of the copy, unwritten ones too (case
+    3820702966: an uninitialised read, then an out-of-bounds load of X once the copy
+    was inlined)."""
+    X = T.placeholder((1, 7), "int32", name="X")
+    f = T.create_prim_func([X, T.compute(
+        (1, 7), lambda i, j: T.if_then_else(i + 1 < 1, X[i + 1, j], 0), name="Y")])
+    sch = S.Schedule(f)
+    sch.blockize(sch.split(sch.get_loops("Y")[1], [None, 3])[1])
+    sch.cache_read("Y", 0, "local")
+    assert_refused(sch, lambda: sch.reindex("Y", ("read", 0)),
+                   r"CVL-E103.*block 'Y' reads X_local\[0, v_j_i\] only where a condition "
+                   r"holds, and its writer 'X_local' stores it only where")
+    x = np.arange(7, dtype="int32").reshape(1, 7)
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.ones((1, 7), "int32")])[1], 0 * x)
+
+
+def _cut_producer():
+    @T.prim_func
+    def f(X: T.Buffer((7,), "int32"), Y: T.Buffer((7,), "int32")):
+        P = T.alloc_buffer((7,), "int32")
+        for i in T.serial(7):
+            with T.block("P"):
+                v = T.axis.remap("S", [i])
+                T.where(i < 6)
+                T.reads(X[v + 1])
+                T.writes(P[v])
+                P[v] = X[v + 1]
+        for i in T.serial(7):
+            with T.block("Y"):
+                v = T.axis.remap("S", [i])
+                T.reads(P[v])
+                T.writes(Y[v])
+                Y[v] = T.if_then_else(v < 6, P[v], 0)
+    return f
+
+
+def test_compute_inline_refuses_a_load_of_elements_the_producer_never_stores():
+    """P stores only where i < 6; a consumer load of P[6] (unguarded) would, once P is
+    inlined, evaluate X[7]: out of bounds (case 3820702966's last step)."""
+    sch = S.Schedule(_cut_producer())
+    sch.compute_inline("P")      # Y's load is guarded by v < 6: the same elements
+    x = np.arange(7, dtype="int32")
+    want = np.concatenate([x[1:], [0]]).astype("int32")
+    np.testing.assert_array_equal(run(sch, [x, np.zeros(7, "int32")])[1], want)
+
+    @T.prim_func
+    def unguarded(X: T.Buffer((7,), "int32"), Y: T.Buffer((7,), "int32")):
+        P = T.alloc_buffer((7,), "int32")
+        for i in T.serial(7):
+            with T.block("P"):
+                v = T.axis.remap("S", [i])
+                T.where(i < 6)
+                T.reads(X[v + 1])
+                T.writes(P[v])
+                P[v] = X[v + 1]
+        for i in T.serial(7):
+            with T.block("Y"):
+                v = T.axis.remap("S", [i])
+                T.reads(P[v])
+                T.writes(Y[v])
+                Y[v] = P[v] * 0
+    sch = S.Schedule(unguarded)
+    assert_refused(sch, lambda: sch.compute_inline("P"),
+                   r"CVL-E103.*the producer 'P' stores P only where v < 6 holds, but "
+                   r"block 'Y' loads P\[v\] also where that may fail", InlineError)
