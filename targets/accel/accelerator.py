@@ -50,6 +50,7 @@ from cuvil_tir.transform.static_memory import hoist_static_allocations
 from ..runtime import Module
 from .codegen import print_kernel
 from .description import check_description, queue_table
+from .dma_engines import calls_of
 from .errors import AllocationError, DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
 from .hal import header
@@ -120,24 +121,27 @@ class Accelerator(TargetKind):
         self.intrinsics = tuple(intrinsics)
         self.hal = name.replace("-", "_").lower()
         self.moves = tuple(moves)
+        dma_names = [e.name for e in dma.engines]
         units = []
         for u in [it.unit for it in intrinsics] + [mv.engine for mv in moves]:
-            if u not in units and u not in ("load", "store"):
+            if u not in units and u not in dma_names:
                 units.append(u)
-        self.engines = ("load", "store", *units)
+        self.engines = (*dma_names, *units)
+        #: each DMA engine's direction ("load" or "store")
+        self.dma_direction = {e.name: e.direction for e in dma.engines}
         # every ordered pair of engines has a queue: declared, or queue_depth deep
         self.queues = queue_table(name, self.engines, queues, queue_depth)
         self.queues_default = queue_depth
-        self.engine_of = {f"{self.hal}_dma_{n}": "load"
-                          for n in ("load", "load_pad", "fill", "load_t", "load_im2col",
-                                    "load_3d", "load_pad_3d")}
-        self.engine_of.update({f"{self.hal}_dma_store{n}": "store"
-                               for n in [""] + [f"_{op.name}" for op in dma.store_ops]})
+        #: {HAL function: (DMA engine, op)} of every DMA call
+        self.dma_calls = calls_of(self.hal, dma)
+        self.engine_of = {n: e.name for n, (e, _) in self.dma_calls.items()}
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
         # each move's calls: {name: move}, plain and with each of its ops
         self.move_of = {f"{self.hal}_{mv.c_name}{n}": mv for mv in moves
                         for n in [""] + [f"_{op.name}" for op in mv.ops]}
         self.engine_of.update({n: mv.engine for n, mv in self.move_of.items()})
+        _distinct_calls(name, [n for n, _ in self.dma_calls.items()]
+                        + [self.call_name(it) for it in intrinsics] + list(self.move_of))
         _claim(name, intrinsics)
         for it in intrinsics:
             TensorIntrin.register(it.name, it.desc, _impl(self, it), override=True)
@@ -259,6 +263,16 @@ class Accelerator(TargetKind):
     def load(self, program, target) -> Module:
         """The simulator library of ``program``, with ``stats`` and ``memory_map()``."""
         return AccelModule(SimulatorModule(self, program), program, target)
+
+
+def _distinct_calls(acc_name: str, names) -> None:
+    """Two operations must never share a HAL function (a DMA engine named like
+    another's calls, an intrinsic's c_name like a DMA call)."""
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DescriptionError(f"Accelerator {acc_name!r}: HAL function(s) {dup} would "
+                               "run two different operations; rename the DMA engine, "
+                               "intrinsic c_name or move that makes them meet")
 
 
 _OWNER: dict = {}      # intrinsic name -> the accelerator that registered it

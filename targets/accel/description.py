@@ -33,6 +33,7 @@ from cuvil_tir.stmt import BufferStore
 from cuvil_tir.target import Memory as TargetMemory
 from cuvil_tir.visitor import post_order_visit
 
+from .dma_engines import check_engines
 from .errors import DescriptionError
 
 _SCOPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
@@ -183,7 +184,11 @@ class DMA:
     - ``reach``: the memories it can load into and store from (Ascend's MTE2 reaches
       L1 and UB, not L0A/L0B: those fill from L1 on-chip); empty (the default): every
       memory.  A staged copy between host memory and another memory is refused with
-      the memories it can reach.
+      the memories it can reach;
+    - ``engines``: its :class:`~targets.accel.dma_engines.DMAEngine` objects, how many
+      load and store engines it has, each with its own timeline and queues, the
+      memories it serves and optionally its own width and latency (default: one
+      ``load`` and one ``store`` engine).
 
     Example::
 
@@ -203,8 +208,10 @@ class DMA:
     dims: int = 2
     outstanding: int = 1
     reach: tuple = ()
+    engines: tuple = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "engines", check_engines(self.engines))
         _positive_int("DMA", "width_bits", self.width_bits)
         _positive_int("DMA", "outstanding", self.outstanding)
         reach = (self.reach,) if isinstance(self.reach, str) else tuple(self.reach)
@@ -245,7 +252,9 @@ class DMA:
         return {"width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
                 "padding": self.padding, "broadcast": self.broadcast,
                 "transpose": self.transpose, "im2col": self.im2col, "dims": self.dims,
-                "outstanding": self.outstanding, "reach": list(self.reach), "store_ops": [op.describe() for op in self.store_ops]}
+                "outstanding": self.outstanding, "reach": list(self.reach),
+                "store_ops": [op.describe() for op in self.store_ops],
+                "engines": [e.describe() for e in self.engines]}
 
 
 @dataclass(frozen=True)
@@ -505,10 +514,12 @@ def check_description(name, memories, dma, intrinsics, moves=()) -> None:
     _distinct(owner, "memories", memories, Memory, "scope", "memory scope(s)")
     scopes = [m.scope for m in memories]
     _distinct(owner, "moves", moves, Move, "c_name", "move(s)")
-    far = [r for r in getattr(dma, "reach", ()) if r not in scopes]
-    if far:
-        raise DescriptionError(f"{owner}: DMA reach names {far}, which are not among its "
-                               f"memories ({', '.join(scopes)})")
+    for what, reach in [("DMA", getattr(dma, "reach", ()))] + [
+            (f"DMAEngine {e.name!r}", e.reach) for e in getattr(dma, "engines", ())]:
+        far = [r for r in reach if r not in scopes]
+        if far:
+            raise DescriptionError(f"{owner}: {what} reach names {far}, which are not "
+                                   f"among its memories ({', '.join(scopes)})")
     for mv in moves:
         for end in (mv.src, mv.dst):
             if end not in scopes:

@@ -146,7 +146,8 @@ class SimulatorModule(CRuntimeModule):
         total = max(int(s.cycles), 1) * len(per_core)
         self.stats = {
             "cycles": int(s.cycles), "engine_busy": busy,
-            "utilisation": {e: busy[e] / total for e in self.acc.engines[2:]},
+            "utilisation": {e: busy[e] / total for e in self.acc.engines
+                            if e not in self.acc.dma_direction},
             "dma_bytes_in": int(s.bytes_in), "dma_bytes_out": int(s.bytes_out),
             "bank_conflict_stalls": int(s.stalls),
             "dependency_stalls": {e: int(s.waits[k]) for k, e in enumerate(self.acc.engines)},

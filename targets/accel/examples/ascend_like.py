@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import cuvil_tir as T
 
-from targets.accel import DMA, Accelerator, Cores, HalArg, HalCall, Intrinsic, Memory, Move
+from targets.accel import (DMA, Accelerator, Cores, DMAEngine, HalArg, HalCall, Intrinsic,
+                           Memory, Move)
 from targets.accel.examples.toy_npu import elementwise_desc, gemm_desc, requant
 
 TILE = 16
@@ -128,11 +129,12 @@ ascend = Accelerator(
               Memory(UB, banks=4, bank_bytes=64 << 10, width_bits=256,
                      doc="per core: the vector unit's operands and results")],
     # MTE2 takes a repeat count: a loop of 2-D copies (a filter's padded taps) is one
-    # command paying the latency once
-    # MTE2/MTE3 reach L2, L1 and UB (and L0C for a zero fill: its accumulators start
-    # at zero); L0A/L0B fill from L1 only
+    # command paying the latency once; L0A/L0B fill from L1 only (MTE1, a Move)
+    # two DMA engines: MTE2 ("load") from DDR into L2, L1, UB (and L0C for a zero fill:
+    # its accumulators start at zero), MTE3 ("store") from UB back to DDR
     dma=DMA(width_bits=1024, latency_cycles=128, padding=True, dims=3, outstanding=4,
-            reach=(L2, L1, L0C, UB)),
+            engines=(DMAEngine("load", "load", reach=(L2, L1, L0C, UB)),
+                     DMAEngine("store", "store", reach=(UB,)))),
     moves=[_move(L2, L1, "load"), _move(L1, L0A, "mte1"), _move(L1, L0B, "mte1"),
            _move(L0C, UB, "vector")],
     cores=Cores(4, axis=CORE_AXIS, shared=(L2,), bandwidth={"global": 128, L2: 256}),
