@@ -255,7 +255,9 @@ def simulator_c(acc) -> str:
            f"static int64_t cvl_bs[{nbanks}][{ne}], cvl_be[{nbanks}][{ne}];",
            cores_c(acc, nbanks),
            shared_banks_c(acc, nbanks),
+           "static void cvl_vendor_reset(void);",
            f"""void cvl_sim_reset(void) {{
+    cvl_vendor_reset();
     memset(&cvl_sim_stats, 0, sizeof cvl_sim_stats);
     memset(cvl_clock, 0, sizeof cvl_clock); memset(cvl_ready, 0, sizeof cvl_ready);
     memset(cvl_done, 0, sizeof cvl_done); memset(cvl_fly, 0, sizeof cvl_fly);

@@ -136,7 +136,9 @@ class SimulatorModule(CRuntimeModule):
                 1: "an access ran past the end of a scratchpad memory",
                 3: "a queue was used out of order (a pop before its push, a push into "
                    "a full queue, or a channel that does not exist)",
-                4: "a core index is out of range"}.get(int(s.error), f"error {int(s.error)}"))
+                4: "a core index is out of range",
+                5: "a vendor call ran on a core its configuration call (or first part) "
+                   "was not issued on"}.get(int(s.error), f"error {int(s.error)}"))
         busy = {e: int(s.busy[k]) for k, e in enumerate(self.acc.engines)}
         ne = len(self.acc.engines)
         per_core = {c: {e: int(self._core_busy[c * ne + k])
