@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CuvilError
-from cuvil_tir.expr import IntImm
+from cuvil_tir.expr import BufferLoad, IntImm
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.printer import to_text
 from cuvil_tir.transform.verify import verify
@@ -415,7 +415,10 @@ class Intrinsic:
     scope it must live in; ``align_bytes`` (optional, per name) the alignment of an
     operand's first element; ``c_name`` the HAL function; ``cycles`` an int or a
     function of the desc's shapes (``{name: shape}``) giving the cost; ``unit`` the
-    compute engine that runs it (``"gemm"``, ``"vector"``).
+    compute engine that runs it (``"gemm"``, ``"vector"``); ``init``: the instruction
+    has a flag that makes it overwrite its accumulator (the operand it reads and
+    writes) instead of adding to it, at no cost (Ascend's ``mmad`` with its init bit),
+    so the zero fill before a reduction is dropped (:mod:`~targets.accel.init_flag`).
 
     Example::
 
@@ -435,9 +438,13 @@ class Intrinsic:
     cycles: object
     unit: str = "gemm"
     align_bytes: dict = field(default_factory=dict)
+    init: bool = False
 
     def __post_init__(self):
         owner = f"Intrinsic {self.name!r}"
+        if not isinstance(self.init, bool):
+            raise DescriptionError(f"{owner}: init must be True or False, found "
+                                   f"{self.init!r}")
         if not isinstance(self.name, str) or not self.name:
             raise DescriptionError(f"Intrinsic: name must be a non-empty string, found "
                                    f"{self.name!r}")
@@ -478,6 +485,10 @@ class Intrinsic:
             if not isinstance(got, int) or got <= 0:
                 raise DescriptionError(f"{owner}: cycles({self.shapes()}) must return a "
                                        f"positive int, returned {got!r}")
+        if self.init and self.accumulator() is None:
+            raise DescriptionError(f"{owner}: init=True overwrites the accumulator, but the "
+                                   "desc has no single operand it both reads and writes "
+                                   "(C = C + ...); drop init or fix the desc")
 
     def shapes(self) -> dict:
         """``{operand name: shape tuple}`` of the desc."""
@@ -489,6 +500,14 @@ class Intrinsic:
         post_order_visit(self.desc.body, lambda n: out.add(n.buffer.name)
                          if isinstance(n, BufferStore) else None)
         return out
+
+    def accumulator(self):
+        """The operand the desc reads and writes (what ``init`` overwrites), else None."""
+        read = set()
+        post_order_visit(self.desc.body, lambda n: read.add(n.buffer.name)
+                         if isinstance(n, BufferLoad) else None)
+        both = sorted(self.written() & read)
+        return both[0] if len(both) == 1 else None
 
     def cost(self) -> int:
         """Cycles of one call."""

@@ -128,6 +128,10 @@ def header(acc, vendor: bool = True) -> str:
                          [f"int32_t {p.name}_stride" for p in it.desc.params])
         lines.append(f"/* {it.name} on unit {it.unit}: {it.cost()} cycles */")
         lines.append(f"int32_t {acc.call_name(it)}({args});")
+        if it.init:
+            lines += [f"/* the same with its init flag: init != 0 overwrites {it.accumulator()}"
+                      " instead of adding to it */",
+                      f"int32_t {acc.call_name(it)}_init({args}, int32_t init);"]
     if vendor:
         lines += vendor_header(acc)
     lines += ["", "#endif", ""]
@@ -215,6 +219,20 @@ def _move(acc, mv, op) -> str:
                 {mv.latency_cycles} + beats, lo, hi, 2,
                 {link_of(acc, mv.src, mv.dst)}, (int64_t)(rows > 0 ? rows : 0) * n * {max(si, di)});
     return 0;
+}}"""
+
+
+def _init_body(acc, it, args: str, call: str) -> str:
+    """The intrinsic with its init flag: the accumulator zeroed first (no cost)."""
+    c = it.accumulator()
+    shape = it.shapes()[c]
+    rows, cols = shape if len(shape) == 2 else (1, shape[0])
+    item = D.itemsize(next(p for p in it.desc.params if p.name == c).dtype)
+    return f"""int32_t {acc.call_name(it)}_init({args}, int32_t init) {{
+    if (init)
+        for (int32_t r = 0; r < {rows}; ++r)
+            memset((uint8_t *){c} + (int64_t)r * {c}_stride * {item}, 0, {cols * item});
+    return {acc.call_name(it)}({call});
 }}"""
 
 
@@ -444,6 +462,8 @@ static int32_t cvl_x_fill(int e, void *dst, int32_t rows, int32_t row_bytes,
     cvl_issue({up}_{it.unit.upper()}, {names.index(it.c_name)}, 0, {it.cost()}, lo, hi, {n});
     return cvl_sim_{it.c_name}({call});
 }}""")
+        if it.init:
+            out.append(_init_body(acc, it, args, call))
     out.append(vendor_sim(acc))
     return "\n".join(out) + "\n"
 

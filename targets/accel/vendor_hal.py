@@ -180,12 +180,18 @@ def cuvil_calls(acc, header_text: str) -> dict:
     return out
 
 
+def _intrinsic_of_op(acc, op):
+    """The intrinsic whose HAL operation is ``op`` (with its init flag or not)."""
+    return next((it for it in acc.intrinsics if op in (
+        it.c_name, f"{it.c_name}_init" if it.init else None)), None)
+
+
 def _implied_memories(acc, op) -> dict:
     """The memory of each address parameter the operation itself names."""
     mv = acc.move_of.get(f"{acc.hal}_{op}")
     if mv is not None:
         return {"dst": mv.dst, "src": mv.src}
-    it = next((it for it in acc.intrinsics if it.c_name == op), None)
+    it = _intrinsic_of_op(acc, op)
     return dict(it.operands) if it is not None else {}
 
 
@@ -295,7 +301,7 @@ def _check_arg(at, a, params, mems, acc, op) -> None:
     if a.address == "pointer":
         return
     mem = mems.get(a.carries) if pointer else None
-    operand = any(it.c_name == op for it in acc.intrinsics) and a.carries in mems
+    operand = _intrinsic_of_op(acc, op) is not None and a.carries in mems
     if mem not in acc.scopes or "*" in a.ctype or a.address == "elements" and not operand:
         raise DescriptionError(
             f"{at}: parameter {a.name!r} passes {a.carries!r} as {a.address} in its memory: it "
@@ -331,7 +337,7 @@ def symbol_defines(acc) -> list:
 
 
 def _item(acc, op, param) -> int:
-    it = next((it for it in acc.intrinsics if it.c_name == op), None)
+    it = _intrinsic_of_op(acc, op)
     p = next(p for p in it.desc.params if p.name == param)
     return D.itemsize(p.dtype)
 

@@ -105,13 +105,14 @@ HAL_CALLS = [
     _copy_gm("copy_gm_to_l2", L2),
     _load_l0("load_cbuf_to_ca", "move_asc_l1_asc_l0a"),
     _load_l0("load_cbuf_to_cb", "move_asc_l1_asc_l0b"),
-    HalCall("mmad", "mmad_16x16x16", (
+    HalCall("mmad", "mmad_16x16x16_init", (
         HalArg("c", "C", "uint32_t", address="elements"),
         HalArg("a", "A", "uint32_t", address="elements"),
         HalArg("b", "B", "uint32_t", address="elements"),
         HalArg("a_stride", "A_stride", "uint16_t"), HalArg("b_stride", "B_stride", "uint16_t"),
-        HalArg("c_stride", "C_stride", "uint16_t")),
-        doc="C[16,16] += A @ B, operands as element indices in L0A/L0B/L0C"),
+        HalArg("c_stride", "C_stride", "uint16_t"), HalArg("init", "init", "uint8_t")),
+        doc="C[16,16] += A @ B (init: C = A @ B), operands as element indices in "
+            "L0A/L0B/L0C"),
 ]
 I32_UB = ("X", "int32", UB)
 ascend = Accelerator(
@@ -143,7 +144,8 @@ ascend = Accelerator(
         Intrinsic("asc.mmad_16x16x16_i8", gemm_desc(scopes=(L0A, L0B, L0C)),
                   {"A": L0A, "B": L0B, "C": L0C}, "mmad_16x16x16",
                   cycles=lambda s: s["A"][0], unit="cube",
-                  align_bytes={"A": 16, "B": 16, "C": 64}),
+                  align_bytes={"A": 16, "B": 16, "C": 64},
+                  init=True),   # mmad's init bit: the first step overwrites L0C
         _vector("bias_add_16x16_i32", lambda a, b: a + b,
                 [I32_UB, ("Y", "int32", UB, "row")], ("Z", "int32", UB), "bias_add_16x16"),
         _vector("relu_16x16_i32", lambda a: T.max(a, T.const(0, "int32")), [I32_UB],

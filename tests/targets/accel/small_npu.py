@@ -1,6 +1,8 @@
 """A small NPU of the toy NPU's geometry with its own memory scopes and intrinsic
 names, for tests that vary one part of the description (queues, DMA engines)."""
 
+import contextlib
+
 import numpy as np
 
 import cuvil_tir as T
@@ -32,6 +34,17 @@ def small_npu(name, prefix, dma=None, queues=(), queue_depth=2):
                                                     ("C", "int32", acc)),
                       {"C": acc}, "zero", cycles=16, unit="vector")],
         queues=queues, queue_depth=queue_depth)
+
+
+@contextlib.contextmanager
+def registered(acc, restore):
+    """``acc`` registered for the block (a rebuild of a shipped device under its name),
+    ``restore`` registered again after it."""
+    targets.register_target(acc, replace=True)
+    try:
+        yield acc
+    finally:
+        targets.register_target(restore, replace=True)
 
 
 def build_gemm(acc, prefix, n=128, tile=64, double=True, **options):

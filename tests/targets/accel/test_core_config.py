@@ -13,7 +13,7 @@ from targets.accel import Accelerator, HalArg, HalCall
 from targets.accel.examples.ascend_like import L1, ascend
 from targets.toolkit.npu.gemm import gemm
 from targets.toolkit.npu.multicore import schedule_gemm_cores
-from tests.targets.accel.small_npu import run_gemm
+from tests.targets.accel.small_npu import registered, run_gemm
 
 # MTE2's DDR -> L1 copy with the stride between source rows set by a configuration
 GAP = HalCall("set_mte2_src_stride", "dma_load", (HalArg("stride", "src_stride", "uint32_t"),))
@@ -34,13 +34,10 @@ def _configured():
 
 
 def _gemm(acc, cores, n=64):
-    targets.register_target(acc, replace=True)
-    try:
+    with registered(acc, ascend):
         mod = targets.build(schedule_gemm_cores(gemm(n), cores=cores), ascend.name, name="g")
-        run_gemm(mod, n, seed=cores)
-        return mod
-    finally:
-        targets.register_target(ascend, replace=True)
+    run_gemm(mod, n, seed=cores)
+    return mod
 
 
 @pytest.mark.parametrize("cores", [2, 4])

@@ -10,7 +10,7 @@ from targets.accel import (Accelerator, DescriptionError, HalArg, HalCall, HalSi
                            HalWord)
 from targets.accel.examples.gemmini_like import MATMUL, gemmini
 from targets.toolkit.npu.gemm import gemm, schedule_gemm
-from tests.targets.accel.small_npu import run_gemm
+from tests.targets.accel.small_npu import registered, run_gemm
 
 ON = dict(gemm="gemmini.matmul_16x16x16_i8", zero=None, scopes=("gem.spad", "gem.spad",
                                                                  "gem.acc"))
@@ -24,13 +24,10 @@ def _gemmini(hal_calls):
 
 
 def _gemm(acc, n=64):
-    targets.register_target(acc, replace=True)
-    try:
+    with registered(acc, gemmini):
         mod = targets.build(schedule_gemm(gemm(n), tile=32, **ON), gemmini.name, name="g")
-        run_gemm(mod, n)
-        return mod
-    finally:
-        targets.register_target(gemmini, replace=True)
+    run_gemm(mod, n)
+    return mod
 
 
 def test_packed_registers_run_with_cuvils_results_and_cycles():
