@@ -102,6 +102,12 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
     stages = stages or (2 if double_buffer else 1)
     if stages > 1:                  # the two copies, then the product
         sch.annotate(ko, "software_pipeline_stage", [0, 0, stages - 1])
+        if cp_async:
+            sch.annotate(ko, "software_pipeline_async_stages", [0])
+    elif cp_async:
+        raise ScheduleArgumentError("gemm_mma: cp_async overlaps the copies of later K "
+                                    "slices with this one's product; it needs stages >= 2, "
+                                    f"found stages={stages}")
     sch.decompose_reduction(blk, ko)    # zero the accumulators once, before the k loop
     fuse_epilogue(sch, epilogue)
 
@@ -337,7 +343,8 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
 
 def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
              warp_m: int = 64, warp_n: int = 64, vector: int | None = None,
-             pad: int | None = None, swizzle: bool = False, stages: int = 1) -> None:
+             pad: int | None = None, swizzle: bool = False, stages: int = 1,
+             cp_async: bool = False) -> None:
     """fp16, bf16 (fp32 accumulation) or int8 (int32) GEMM on ``mma.sync`` fed by
     ``ldmatrix`` (:mod:`targets.cuda.mma`): a ``bm x bn`` tile per block, a ``warp_m x
     warp_n`` tile per warp (warps on threadIdx.z/y, lanes on threadIdx.x) accumulated
@@ -351,6 +358,9 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
     :func:`mma_swizzle`), which makes the loads conflict-free without wasting
     shared memory.  ``stages``: slices of A and B in flight (``software_pipeline_stage``
     on the K loop: the next slices are copied while the warps compute on this one).
+    ``cp_async`` (with ``stages`` > 1): the copies are asynchronous (TVM's
+    ``software_pipeline_async_stages`` on stage 0: ``cp.async`` of 16 bytes, sm_80+,
+    one group per K slice, waited for before the warps read it).
 
     Example::
 
@@ -384,6 +394,12 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
     staged = _stage_inputs(sch, blk, ko, rows, pad, vector, warps)
     if stages > 1:                  # the two copies, then the product
         sch.annotate(ko, "software_pipeline_stage", [0, 0, stages - 1])
+        if cp_async:
+            sch.annotate(ko, "software_pipeline_async_stages", [0])
+    elif cp_async:
+        raise ScheduleArgumentError("gemm_mma: cp_async overlaps the copies of later K "
+                                    "slices with this one's product; it needs stages >= 2, "
+                                    f"found stages={stages}")
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(sch.get_loops(init)[-2], mma.fill_name(warp_m, warp_n, dtype))
     r0, r1 = sch.get_loops(acc)[-2:]
