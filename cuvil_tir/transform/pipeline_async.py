@@ -32,7 +32,7 @@ from .. import dtype as D
 from ..arith.index_eval import eval_np
 from ..expr import BufferLoad, Call, IntImm, Var
 from ..ops.async_copy import COMMIT_OP, COPY_BYTES, WAIT_OP
-from ..stmt import BufferStore, Evaluate, For
+from ..stmt import BufferStore, Evaluate
 from ..visitor import Mutator, post_order_visit, substitute
 
 ASYNC = "software_pipeline_async_stages"

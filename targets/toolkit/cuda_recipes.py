@@ -102,12 +102,6 @@ def gemm(sch, block: str = "C", bm: int = 32, bn: int = 32, bk: int = 8, tm: int
     stages = stages or (2 if double_buffer else 1)
     if stages > 1:                  # the two copies, then the product
         sch.annotate(ko, "software_pipeline_stage", [0, 0, stages - 1])
-        if cp_async:
-            sch.annotate(ko, "software_pipeline_async_stages", [0])
-    elif cp_async:
-        raise ScheduleArgumentError("gemm_mma: cp_async overlaps the copies of later K "
-                                    "slices with this one's product; it needs stages >= 2, "
-                                    f"found stages={stages}")
     sch.decompose_reduction(blk, ko)    # zero the accumulators once, before the k loop
     fuse_epilogue(sch, epilogue)
 

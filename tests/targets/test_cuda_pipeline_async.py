@@ -89,7 +89,7 @@ def test_cp_async_needs_a_pipeline():
 def _summed(dtype="float32", vector=4, stages="[0, 1]", asyncs="[0]"):
     lanes = (f"for v in T.vectorized({vector}):\n                            "
              f"S[tx * {vector} + v] = A[bx, ko * {32 * vector} + tx * {vector} + v]"
-             if vector > 1 else f"S[tx] = A[bx, ko * 32 + tx]")
+             if vector > 1 else "S[tx] = A[bx, ko * 32 + tx]")
     return f'''
 def summed(A: T.Buffer((4, {128 * vector}), "{dtype}"), C: T.Buffer((4, 32), "float32")):
     for bx in T.thread_binding(4, thread="blockIdx.x"):
