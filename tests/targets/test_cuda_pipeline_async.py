@@ -9,6 +9,7 @@ annotations that cannot hold are refused."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -29,6 +30,7 @@ from .test_cuda_mma import build, gemm_func, inputs
 TILES = {"bm": 64, "bn": 64, "bk": 32, "warp_m": 32, "warp_n": 32, "swizzle": True}
 
 
+@functools.lru_cache(maxsize=None)
 def _mma(dtype, stages, cp_async=True, k=128):
     return build(dtype, k=k, stages=stages, cp_async=cp_async, **TILES)
 

@@ -8,6 +8,7 @@ wait is a race naming the copy and the read; the nests it cannot copy are refuse
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -33,6 +34,7 @@ from .test_cuda_wgmma import nt_gemm
 SM90A = targets.Target("cuda", arch="sm_90a")
 
 
+@functools.lru_cache(maxsize=None)
 def _gemm(dtype, m=128, n=128, k=256, bm=128, bn=64, arch=SM90A):
     sch = S.Schedule(nt_gemm(m, n, k, dtype))
     recipes.gemm_wgmma(sch, bm=bm, bn=bn, tma=True)
