@@ -146,8 +146,11 @@ class Simplifier(Mutator):
             return r
         out = self._rebuild(e, a, b)
         if is_index_dtype(out.dtype):
-            # the affine form is exact modulo 2**bits, so no bound check is needed
-            return _join_divmod(Affine.of(out)).to_expr()
+            # the affine form is exact modulo 2**bits, so no bound check is needed;
+            # an expression already in its canonical form is returned itself, so the
+            # caller sees that nothing changed (no second step, no rebuilt parents)
+            canon = _join_divmod(Affine.of(out)).to_expr()
+            return out if same(canon, out) else canon
         if D.is_float(out.dtype):
             if isinstance(out, Mul) and _fconst(b, 1.0):
                 return a
