@@ -1,6 +1,9 @@
 """The compile path's shortcuts (the visitor's dispatch table, the inlined module kept
-for the build's second reader, the memoised simplification) change no output: the
-same LLVM IR with and without them, for candidates of the tuner's generated space."""
+for the build's second reader, the memoised simplification, the hash kept on a node,
+the integer constant's checked dtypes) change no output: the same LLVM IR with and
+without them, for candidates of the tuner's generated space."""
+
+from hypothesis import given, settings, strategies as st
 
 import cuvil_tir as T
 from cuvil_tir import arith
@@ -99,3 +102,28 @@ def test_the_shortcuts_leave_the_llvm_ir_as_it_was(monkeypatch):
     slow = [compile_program(f, target, "main").sources["ll"] for f in funcs]
     assert fast == slow
     assert len(set(fast)) == len(funcs)   # the candidates do differ
+
+
+def test_a_nodes_hash_is_kept_and_a_copy_computes_its_own():
+    import copy
+    import pickle
+
+    from cuvil_tir.node import node_hash, same
+    i = T.var("i")
+    e = (i * 4 + 3) // 8
+    h = node_hash(e)
+    assert node_hash(e) == h == hash(e) == node_hash((i * 4 + 3) // 8)
+    for other in (pickle.loads(pickle.dumps(e)), copy.deepcopy(e)):
+        assert not same(other, e)                   # its variable is another object
+        assert node_hash(other) != h
+        assert node_hash(other) == node_hash(copy.copy(other))
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=st.integers(-2 ** 70, 2 ** 70),
+       dtype=st.sampled_from(["bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                              "uint32", "uint64"]))
+def test_an_integer_constant_wraps_as_its_dtype_says(value, dtype):
+    from cuvil_tir import dtype as D
+    c = T.IntImm(value, dtype)
+    assert c.value == D.wrap_int(value, dtype) and c.dtype == dtype
