@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import cuvil_tir as T
 from cuvil_tir import arith
-from cuvil_tir.arith import Analyzer
+from cuvil_tir.arith import Analyzer, rewrite
 from cuvil_tir.target import as_target, compile_program
 from cuvil_tir.transform import inline
 from cuvil_tir.transform.outline import outline_parallel
@@ -92,13 +92,19 @@ def _candidates():
 def test_the_shortcuts_leave_the_llvm_ir_as_it_was(monkeypatch):
     target, funcs = _candidates()
     fast = [compile_program(f, target, "main").sources["ll"] for f in funcs]
-    # without the memo of arith.simplify and without the kept inlined module
+    # without the memo of arith.simplify, the kept canonical sums and the kept
+    # inlined module
     monkeypatch.setattr(arith, "simplify_free", lambda e: Analyzer().simplify(e))
 
     class Never(list):
         def __setitem__(self, k, v):
             pass
+
+    class Forgetful(dict):
+        def __setitem__(self, k, v):
+            pass
     monkeypatch.setattr(inline, "_LAST", Never([None]))
+    monkeypatch.setattr(rewrite, "_CANON", Forgetful())
     slow = [compile_program(f, target, "main").sources["ll"] for f in funcs]
     assert fast == slow
     assert len(set(fast)) == len(funcs)   # the candidates do differ

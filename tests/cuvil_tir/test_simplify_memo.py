@@ -70,3 +70,43 @@ def test_bounds_given_are_not_memoised():
     assert str(arith.simplify(e, {i: T.Range.from_extent(8)})) == "i"
     assert arith.simplify(e) is e    # nothing known: min stays
     assert len(memo._TABLE) == 1
+
+
+class _Forgetful(dict):
+    """A memo table that keeps nothing: every lookup computes afresh."""
+
+    def __setitem__(self, key, value):
+        pass
+
+
+@settings(max_examples=120, deadline=None)
+@given(e=index_exprs(), extent=st.integers(1, 40))
+def test_kept_canonical_sums_give_what_computing_them_gives(e, extent):
+    from cuvil_tir.arith import rewrite
+
+    def run():
+        a = Analyzer(index_no_overflow=True)
+        a.bind(VARS[0], T.Range.from_extent(extent))
+        return a.simplify(e)
+    kept = [run(), run()]          # the second reads what the first kept
+    real = rewrite._CANON
+    try:
+        rewrite._CANON = _Forgetful()
+        fresh = run()
+    finally:
+        rewrite._CANON = real
+    assert same(kept[0], fresh) and same(kept[1], fresh), (e, kept, fresh)
+
+
+def test_kept_canonical_sums_are_bounded_and_tell_variables_apart(monkeypatch):
+    from cuvil_tir.arith import rewrite
+    monkeypatch.setattr(rewrite, "_CANON", {})
+    monkeypatch.setattr(rewrite, "CANON_SIZE", 16)
+    a, b = T.var("x"), T.var("x")
+    assert Analyzer().simplify((a * 2 + 1) - 1) is not None
+    got = Analyzer().simplify((b * 2 + 1) - 1)
+    assert str(got) == "x * 2" and got.a is b
+    i = VARS[0]
+    for k in range(40):
+        assert str(Analyzer().simplify(i * 2 + k - k)) == "i * 2"
+    assert len(rewrite._CANON) == 16
