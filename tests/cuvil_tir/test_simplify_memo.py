@@ -110,3 +110,18 @@ def test_kept_canonical_sums_are_bounded_and_tell_variables_apart(monkeypatch):
     for k in range(40):
         assert str(Analyzer().simplify(i * 2 + k - k)) == "i * 2"
     assert len(rewrite._CANON) == 16
+
+
+def test_the_simplify_pass_flattens_a_sequence_inside_a_sequence():
+    # with nothing left to simplify, the pass once returned the nested sequence as it
+    # was: it prints like the flat one, so the parsed text differed from the function
+    from cuvil_tir.stmt import SeqStmt
+    from cuvil_tir.transform.simplify import simplify
+    A = T.decl_buffer((4,), "float32", "A")
+    store = [T.BufferStore(A, T.float32(k), (T.const(k),)) for k in range(3)]
+    f = T.PrimFunc([A], SeqStmt((store[0], SeqStmt((store[1], store[2])))))
+    out = simplify(f)
+    assert [type(s).__name__ for s in out.body.seq] == ["BufferStore"] * 3
+    assert T.structural_equal(T.parse(str(out)), out)
+    flat = T.PrimFunc([A], SeqStmt(tuple(store)))
+    assert simplify(flat).body is flat.body
