@@ -236,13 +236,13 @@ def throughput_report(recs, wall, parent_cpu, width) -> str:
     search (drawing and replaying the schedule, pruning), sending it, the build
     (lowering, code generation, loading), the correctness check and the timing's
     calibration.  By wall time it depends on the other processes of a shared
-    machine; by CPU it does not, and CPU / cores is the overhead per candidate that
+    machine (the timed runs' wall time too); by CPU it does not, and CPU / cores is the overhead per candidate that
     idle cores would see (the builds run in parallel; the timing is serialised).
 
     Example::
 
         >>> r = {"build_s": 0.2, "check_time_s": 0.06, "timed_s": 0.05, "cpu_s": 0.3,
-        ...      "build_cpu_s": 0.2, "check_time_cpu_s": 0.06}
+        ...      "build_cpu_s": 0.2, "check_time_cpu_s": 0.06, "timed_cpu_s": 0.05}
         >>> print(throughput_report([r] * 10, 2.0, 0.5, 2))  # doctest: +NORMALIZE_WHITESPACE
           10 candidates on 2 slots in 2.0 s: 5.00 candidates/s (goal >= 5)
           overhead = everything per candidate but the kernel's own timed runs (search, replay, build, load, check, timing calibration)
@@ -261,14 +261,14 @@ def throughput_report(recs, wall, parent_cpu, width) -> str:
              f"load); build {_mean(recs, 'build_s'):.3f} s, check + timing "
              f"{_mean(recs, 'check_time_s'):.3f} s"]
     child, build = _mean(recs, "cpu_s"), _mean(recs, "build_cpu_s")
-    check = _mean(recs, "check_time_cpu_s")
+    check, timed_cpu = _mean(recs, "check_time_cpu_s"), _mean(recs, "timed_cpu_s")
     search = parent_cpu / n
     per = search + child
-    overhead = per - timed
+    overhead = per - timed_cpu
     # the timing is serialised per host: on idle cores its CPU bounds the rate too
     idle = min(width / per, 1 / check) if per > 0 and check > 0 else float("nan")
     lines.append(f"  CPU per candidate: {per:.3f} s = search {search:.3f} s + build "
-                 f"{build:.3f} s + check + timing {check:.3f} s (timed runs {timed:.3f} s) "
+                 f"{build:.3f} s + check + timing {check:.3f} s (timed runs {timed_cpu:.3f} s) "
                  f"+ rest of the child {child - build - check:.3f} s; overhead "
                  f"{overhead:.3f} s CPU, {overhead / width:.3f} s per candidate of "
                  f"{width} idle cores: about {idle:.1f} candidates/s there (goal >= 5, "
