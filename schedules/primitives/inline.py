@@ -48,6 +48,7 @@ from cuvil_tir.analysis.regions import (bounds, child_blocks, is_complete, is_pa
 from cuvil_tir.arith import Analyzer
 from .block_predicates import predicate_conditions
 from .nests import Relocate, exclusive_nest, nest_loops, with_fields
+from .inline_cut import refuse_cut_producer
 from .inline_reach import refuse_out_of_reach
 
 
@@ -536,8 +537,10 @@ def _reverse_inline(func, block, prim):
     guard = _consumer_guard(prod, cons, load, sigma)
     # the consumer's own T.where, carried over to the producer's variables
     _, cnest = exclusive_nest(func, cpath, prim)
-    guard += [simplify(substitute(c, sigma)) for c in predicate_conditions(
-        func, tree.get(func, cpath), nest_loops(cnest), prim, InlineError)]
+    cconds = predicate_conditions(func, tree.get(func, cpath), nest_loops(cnest), prim,
+                                  InlineError)
+    refuse_cut_producer(func, preal, cons, cpath, load, cconds, prim)
+    guard += [simplify(substitute(c, sigma)) for c in cconds]
     cidx = tuple(simplify(substitute(e, sigma)) for e in cst.indices)
     init = None
     if reduction:

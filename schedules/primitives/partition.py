@@ -25,7 +25,9 @@ sum would be of the last partition only).  The later copies read what they accum
 
 The wrapper blocks declare the regions their bodies access (inferred), where TensorIR
 leaves them empty: Cuvil's dependence analysis reads sibling blocks' regions, and an
-empty region would hide the copies' accesses from it.
+empty region would hide the copies' accesses from it.  Each is cut to what the block
+around the loop declares (a part whose ``T.where`` never holds infers its plain box,
+which may overshoot it: a nested block's region must lie inside its parent's).
 
 Example::
 
@@ -42,9 +44,10 @@ Example::
 
 from __future__ import annotations
 
+from cuvil_tir.arith import Analyzer
 from cuvil_tir.block_regions import infer_block_regions
-from cuvil_tir.expr import IntImm, Var, const
-from cuvil_tir.stmt import Block, BlockRealize, For, IterVar, Range, SeqStmt
+from cuvil_tir.expr import GE, LE, LT, IntImm, Var, const
+from cuvil_tir.stmt import Block, BlockRealize, BufferRegion, For, IterVar, Range, SeqStmt
 from cuvil_tir.visitor import Mutator, substitute
 
 from cuvil_tir.analysis import tree
@@ -140,6 +143,48 @@ class _Copy(Mutator):
         return BlockRealize(values, self.visit(br.predicate), new_blk)
 
 
+def _enclosing(func, path):
+    """The nearest block above ``path`` that declares regions (None: the root, which
+    declares none)."""
+    for _, s in reversed(tree.ancestors(func, path)):
+        if isinstance(s, Block):
+            return s if s.iter_vars or s.reads or s.writes else None
+    return None
+
+
+def _inside(regions, enclosing, pools, outer: dict) -> tuple:
+    """``regions`` cut, per side of each dimension, to the region ``enclosing``
+    declares for the same buffer (the first of ``pools`` naming it): its body's
+    accesses lie there by the region contract, and a part's bounding box that
+    overshoots it (a part whose T.where never holds declares its plain box) would
+    size a cache stage outside the enclosing block's declaration (case 3479583659)."""
+    if enclosing is None:
+        return regions
+    ana = Analyzer(index_no_overflow=True)
+    for v, r in outer.items():
+        ana.bind(v, r)
+    out = []
+    for reg in regions:
+        held = next((r for pool in pools for r in getattr(enclosing, pool)
+                     if r.buffer is reg.buffer), None)
+        if held is None:
+            out.append(reg)
+            continue
+        dims = []
+        for r, e in zip(reg.region, held.region):
+            r_end, e_end = r.min + r.extent, e.min + e.extent
+            lo = e.min if ana.can_prove(GE(e.min, r.min)) else r.min
+            hi = e_end if ana.can_prove(LE(e_end, r_end)) else r_end
+            if ana.can_prove(LE(hi, lo)):
+                dims.append(e)      # the part touches nothing here: any part of e holds
+            elif ana.can_prove(LT(lo, hi)):
+                dims.append(Range(ana.simplify(lo), ana.simplify(hi - lo)))
+            else:
+                dims.append(r)
+        out.append(BufferRegion(reg.buffer, tuple(dims)))
+    return tuple(out)
+
+
 def _outer_ranges(func, path) -> dict:
     """``{Var: Range}`` of the loops and block iterators above ``path``: a part's
     region is then the row of the iteration it runs in, where the iterators' domains
@@ -162,9 +207,11 @@ def _first_block_name(stmt) -> str:
     return blocks[0].block.name if blocks else "loop"
 
 
-def _opaque(name: str, body, outer: dict) -> BlockRealize:
+def _opaque(name: str, body, outer: dict, enclosing) -> BlockRealize:
     blk = Block(name, (), (), (), body)
     reads, writes = infer_block_regions(blk, outer)
+    reads = _inside(reads, enclosing, ("reads", "writes"), outer)
+    writes = _inside(writes, enclosing, ("writes",), outer)
     return BlockRealize((), IntImm(1, "bool"), with_fields(blk, reads=reads, writes=writes))
 
 
@@ -226,6 +273,7 @@ def loop_partition(func, loop, factors, preserve_unit_iters: bool = True):
     dt = node.loop_var.dtype
     parts, loops = [], []
     outer = _outer_ranges(func, path)
+    enclosing = _enclosing(func, path)
     start = lo
     for k, n in enumerate(lengths):
         var = Var(f"{base}{k}", dt)
@@ -233,9 +281,10 @@ def loop_partition(func, loop, factors, preserve_unit_iters: bool = True):
         body = _Copy(var, start, start + n, var.name, taken).visit(body)
         parts.append(_opaque(fresh_name(f"{title}{k}_partition", taken),
                              For(var, const(start, dt), const(n, dt), "serial", body),
-                             outer))
+                             outer, enclosing))
         taken.add(parts[-1].block.name)
         loops.append(LoopRV(var))
         start += n
-    common = _opaque(fresh_name(f"{title}_common", taken), SeqStmt(tuple(parts)), outer)
+    common = _opaque(fresh_name(f"{title}_common", taken), SeqStmt(tuple(parts)), outer,
+                     enclosing)
     return tree.replace(func, path, common), loops

@@ -2,7 +2,9 @@
 crossed over, or another task's) make when the space itself runs again, so a rule that
 depends on a sampled value follows the new decision.  A decision that no longer fits
 (another extent: an earlier decision changed it, or it was made for another task) is
-replaced by the nearest one that does (:func:`_nearest_tile`), else by a fresh draw.
+replaced by the nearest one that does (:func:`_nearest_tile`), else by a fresh draw;
+a categorical decision given as ``{"value": option}`` (another task's, whose options
+may differ) takes the option nearest that value (:func:`nearest_option`).
 
 Example::
 
@@ -61,12 +63,60 @@ def run_with_decisions(space, func, decisions, seed=None):
             return _fitting(sample, loop, n, max_innermost_factor, decision=near)
 
         def sample_categorical(self, candidates, probs, decision=None):
+            want = queue.pop(0) if queue else decision
+            if isinstance(want, dict):   # a value (another task's): its nearest option
+                want = nearest_option(candidates, want.get("value"))
             return _fitting(super().sample_categorical, candidates, probs,
-                            decision=_next(queue, decision, int))
+                            decision=want if isinstance(want, int) and
+                            not isinstance(want, bool) else None)
 
     sch = _Forced(func, seed=seed)
     space(sch)
     return sch
+
+
+def _magnitudes(value):
+    """The positive numbers a categorical option is made of (``8``: [8]; a tile label
+    ``"4x32"``: [4, 32]), or None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return [float(value)]
+    if isinstance(value, str):
+        try:
+            parts = [float(x) for x in value.split("x")]
+        except ValueError:
+            return None
+        return parts if all(x > 0 for x in parts) else None
+    return None
+
+
+def nearest_option(candidates, value):
+    """The index of ``value`` among a categorical's ``candidates``, else of the option
+    nearest it (numbers and tile labels such as ``"4x32"``: on a log scale), else None.
+    A decision of another task is carried by its value: the same index names another
+    option where the options differ (a parallel count of 16 is index 3 of ``[2, 4, 8,
+    16]`` but does not exist in ``[2, 3, 4, 6, 8, 12, 24]``, where 12 is nearest).
+
+    Example::
+
+        >>> nearest_option([2, 3, 4, 6, 8, 12, 24], 16), nearest_option(["a", "b"], "b")
+        (5, 1)
+        >>> nearest_option(["1x16", "4x32"], "5x32"), nearest_option(["a"], "z") is None
+        (1, True)
+    """
+    for k, c in enumerate(candidates):
+        if c == value:
+            return k
+    want = _magnitudes(value)
+    if want is None:
+        return None
+    best, gap = None, math.inf
+    for k, c in enumerate(candidates):
+        got = _magnitudes(c)
+        if got is not None and len(got) == len(want):
+            d = sum(abs(math.log2(a) - math.log2(b)) for a, b in zip(got, want))
+            if d < gap:
+                best, gap = k, d
+    return best
 
 
 def _fitting(sample, *args, decision):
@@ -122,4 +172,4 @@ def _next(queue, given, kind):
     return d if isinstance(d, kind) and not isinstance(d, bool) else None
 
 
-__all__ = ["run_with_decisions"]
+__all__ = ["nearest_option", "run_with_decisions"]

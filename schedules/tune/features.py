@@ -11,7 +11,8 @@ innermost 1..6 loops touch (and how many of those levels fit L1 and L2), the
 arithmetic intensity there, the reduction loops' position; for the whole function the
 share of work in other blocks (packing, copies) and the bytes of cached buffers.
 Counts enter as ``log2(1 + x)`` so the model sees ratios; sizes are taken relative to
-the :class:`~cuvil_tir.target.Machine`, so records of one task teach another.
+the :class:`~cuvil_tir.target.Machine`, so records of one task teach another.  The
+last is :func:`.prior.analytic_score`, a roofline estimate made of the others.
 
 A loop's stride in an access is the slope of each region index (in block iterators)
 through the bindings of the iterators (in loop variables), :func:`_slope`.
@@ -29,8 +30,6 @@ Example::
 
 from __future__ import annotations
 
-import math
-
 from cuvil_tir import dtype as D
 from cuvil_tir.errors import CuvilError
 from cuvil_tir.expr import Add, BufferLoad, Call, Div, FloorDiv, FloorMod, Max, Min, Mul, \
@@ -38,6 +37,7 @@ from cuvil_tir.expr import Add, BufferLoad, Call, Div, FloorDiv, FloorMod, Max, 
 from cuvil_tir.stmt import Block, BlockRealize, For
 from cuvil_tir.target import SCALAR_MACHINE, Machine
 from cuvil_tir.visitor import post_order_visit
+from .prior import _log, analytic_score
 from .space import machine_of
 
 #: inner loop levels whose footprints are described
@@ -52,13 +52,9 @@ NAMES = ("iterations", "flops", "parallel", "parallel_per_core", "parallel_balan
          *(f"{a}_{b}" for a in ("kernel", "reduce", "reduce_up1", "reduce_up2")
            for b in ("bytes", "in_l1", "in_l2")),
          "accumulator_vectors", "tile_rows", "work_per_task", "expression_lanes",
-         "blocks", "other_work", "cached_bytes", "local_scope")
+         "blocks", "other_work", "cached_bytes", "local_scope", "analytic")
 
 _ARITH = (Add, Sub, Mul, Div, FloorDiv, FloorMod, Min, Max, Call)
-
-
-def _log(x: float) -> float:
-    return math.log2(1.0 + max(0.0, float(x)))
 
 
 def _extent(loop) -> int:
@@ -314,6 +310,7 @@ def features(func_or_sch, machine=None) -> list:
                 cached += n
     out = vec + [float(len(nests)), _log(other / max(1, work)), _log(cached),
                  1.0 if local else 0.0]
+    out.append(analytic_score(dict(zip(NAMES, out)), machine))
     return [float(x) for x in out]
 
 

@@ -16,8 +16,9 @@ measurements in flight run, so the workers never wait for the search.  The
 nearest tasks already in the database, :mod:`.transfer`) scores the whole pool; the
 batch is its best, except an ``epsilon`` share drawn at random, so the model keeps
 seeing candidates it would not have picked.  Without a model (nothing measured and no
-task like it in the database) the batch is drawn at random.  A trace that fails to
-replay is counted and skipped.
+task like it in the database) the analytic prior (:mod:`.prior`: lanes, cores,
+register tile and caches against what the target declares) ranks the pool instead.
+A trace that fails to replay is counted and skipped.
 
 Example::
 
@@ -35,6 +36,7 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import numpy as np
@@ -316,7 +318,7 @@ class Search:
             if picked:
                 self._blind = True
                 return picked
-        if not (self.guided and self.model.trained):
+        if not self.guided:
             return self._random(n, seen)
         self._pool_seeds(seen)   # the other seeds compete in the pool
         scores = self._scores(list(self._pool))
@@ -366,7 +368,7 @@ class Search:
                 self._pool[key] = sch
 
     def _random(self, n, seen) -> list:
-        """``n`` fresh draws (random search, or a guided one with no model yet)."""
+        """``n`` fresh draws (random search)."""
         return self._draws(self._fresh, n, seen, 20 + 10 * n, fresh=True)
 
     def _draws(self, draw, n, seen, attempts, fresh=False) -> list:
@@ -388,8 +390,14 @@ class Search:
         return picked
 
     def _scores(self, keys) -> dict:
-        """Predicted normalised throughput per key (higher: faster); -1 unknown."""
+        """Predicted normalised throughput per key (higher: faster), or before the
+        model is trained the analytic prior (:mod:`.prior`, the features' last); the
+        least of all for a candidate without features."""
         known = [k for k in keys if self._feat.get(k) is not None]
-        pred = dict(zip(known, self.model.predict([self._feat[k] for k in known],
-                                                  self._center()).tolist())) if known else {}
-        return {k: pred.get(k, -1.0) for k in keys}
+        if not known:
+            return {k: -math.inf for k in keys}
+        rows = [self._feat[k] for k in known]
+        got = self.model.predict(rows, self._center()).tolist() if self.model.trained \
+            else [r[-1] for r in rows]
+        pred = dict(zip(known, got))
+        return {k: pred.get(k, -math.inf) for k in keys}

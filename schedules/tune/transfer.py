@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import math
 
 from cuvil_tir.stmt import BlockRealize
@@ -31,7 +32,7 @@ from cuvil_tir.stmt import BlockRealize
 from cuvil_tir.analysis import tree
 
 #: bump when :mod:`.features` changes meaning: older vectors are then not used
-FEATURES_VERSION = 4
+FEATURES_VERSION = 5
 #: at most this many tasks, and rows, are taken from the database to start a model
 NEAREST_TASKS = 6
 MAX_ROWS = 1500
@@ -125,6 +126,8 @@ def nearest_decisions(records, task: dict, workload: str, cpu=None,
         ...          "decisions": [[0, [4, 2]]], "seconds": 1e-3}]
         >>> nearest_decisions(recs, {"family": "f", "sizes": [16]}, "w0")
         [[[4, 2]], [[2, 4]]]
+
+    A categorical decision comes as its value (:func:`portable`).
     """
     by_task: dict = {}
     for r in records:
@@ -142,7 +145,7 @@ def nearest_decisions(records, task: dict, workload: str, cpu=None,
     for rank in range(per_task):
         for w in order:
             if rank < len(best[w]):
-                dec = [d for _, d in best[w][rank]["decisions"]]
+                dec = portable(best[w][rank])
                 key = repr(dec)
                 if key not in keys:
                     keys.add(key)
@@ -150,4 +153,36 @@ def nearest_decisions(records, task: dict, workload: str, cpu=None,
     return out
 
 
-__all__ = ["FEATURES_VERSION", "describe", "distance", "nearest_decisions", "nearest_rows"]
+def portable(record) -> list:
+    """A record's decisions in call order, each categorical one as ``{"value":
+    option}`` (read from its trace) rather than an index: another task's options may
+    differ (a parallel count drawn from ``[2, 4, 8, 16]`` there, ``[2, 3, 4, 6, 8, 12,
+    24]`` here), and :func:`.decisions.run_with_decisions` takes the nearest option.
+
+    Example::
+
+        >>> import json
+        >>> t = {"insts": [{"name": "sample_categorical", "inputs": [[2, 4, 16], [1, 1, 1]],
+        ...                 "decision": 2}]}
+        >>> portable({"decisions": [[0, 2]], "trace": json.dumps(t)})
+        [{'value': 16}]
+        >>> portable({"decisions": [[0, [4, 2]]], "trace": "not json"})
+        [[4, 2]]
+    """
+    try:
+        insts = json.loads(record.get("trace") or "")["insts"]
+    except (ValueError, TypeError, KeyError):
+        insts = []
+    out = []
+    for k, d in record["decisions"]:
+        inst = insts[k] if isinstance(k, int) and 0 <= k < len(insts) else {}
+        options = (inst.get("inputs") or [None])[0] \
+            if inst.get("name") == "sample_categorical" else None
+        if isinstance(options, list) and isinstance(d, int) and 0 <= d < len(options):
+            out.append({"value": options[d]})
+        else:
+            out.append(d)
+    return out
+
+
+__all__ = ["FEATURES_VERSION", "describe", "portable", "distance", "nearest_decisions", "nearest_rows"]

@@ -212,3 +212,26 @@ def test_a_cache_of_a_partition_part_is_never_sized_by_a_loop():
         np.testing.assert_array_equal(runner(sch, [x, np.zeros((7, 7), "float16")])[1],
                                       x[:, ::-1] * 2)
     verify_trace_roundtrip(sch, f)
+
+
+def test_a_partition_nested_in_a_part_declares_within_the_part():
+    """A loop_partition inside a part of an earlier one: its second part never runs
+    (its T.where never holds) and declared its plain box, all of X, as did the common
+    block around it, inside a part declaring X[3, 0:7]; a cache_read sized from it
+    copied all of X there, and the text did not parse back (case 3479583659)."""
+    X = T.placeholder((4, 7), "int32", name="X")
+    f = T.create_prim_func([X, T.compute((4, 7), lambda i, j: X[i, j] * 2, name="Y")])
+    sch = S.Schedule(f)
+    sch.split(sch.get_loops("Y")[0], [5, None])
+    i00, _ = sch.split(sch.get_loops("Y")[0], [None, 3])
+    sch.loop_partition(i00, [1, None])
+    _, inner = sch.split(sch.get_loops("Y_i_0_01")[0], [None, 3])
+    sch.loop_partition(inner, [1, None])
+    for name in ("Y_i_0_01_i_0_01_1_common", "Y_i_0_01_i_0_01_11_partition"):
+        blk = tree.get(sch.func, tree.find_block(sch.func, name)).block
+        assert [str(r) for r in blk.reads] == ["X[3, 0:7]"], name
+    sch.fuse(*sch.get_loops(sch.cache_read("Y_i_0_01_i_0_01_11", 0, "global")))
+    x = np.arange(28, dtype="int32").reshape(4, 7)
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.zeros((4, 7), "int32")])[1], x * 2)
+    verify_trace_roundtrip(sch, f)

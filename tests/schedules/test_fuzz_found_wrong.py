@@ -1,12 +1,13 @@
 """Accepted schedules the differential fuzzer found computing wrong results (seed
-1445087623: fuzz cases 1567903225, 1532791086, 1863173224); each reduced to its
+1445087623: fuzz cases 1567903225, 1532791086, 1863173224, and later ones each named in
+its test); each reduced to its
 smallest form: the step is refused with a coded error, or it now computes right."""
 
 import numpy as np
 
 import cuvil_tir as T
 import schedules as S
-from schedules.errors import ReductionLoopError
+from schedules.errors import InlineError, ReductionLoopError
 from schedules.primitives.pad import PadEinsumError
 from tests.schedules.testing import assert_refused, run, run_llvm
 
@@ -111,3 +112,25 @@ def test_decompose_reduction_refuses_a_fused_reduction_part_that_does_not_start_
     x = np.arange(24, dtype="float32").reshape(3, 2, 4)
     np.testing.assert_array_equal(run(sch, [x, np.zeros(3, "float32")])[1],
                                   x.sum(axis=(1, 2)))
+
+
+def test_reverse_compute_inline_refuses_a_producer_cut_where_the_consumer_computes():
+    """A cache_read inside a blockized block copies only the rows of X that exist
+    (T.where(v_i_o * 4 + ax0 < 6)); Y reads the copy under a condition and sets its
+    last row to 0 without reading it: inlined into the copy, Y's last row was never
+    written (case 3848889141: an uninitialised read)."""
+    X = T.placeholder((7, 6), "int8", name="X")
+    Y = T.compute((7, 6), lambda i, j: T.if_then_else(i + 1 < 7, X[i + 1, j],
+                                                     T.int8(0)) * T.int8(2), name="Y")
+    f = T.create_prim_func([X, T.compute((7, 6), lambda i, j: Y[i, j] + T.int8(1),
+                                         name="Z")])
+    sch = S.Schedule(f)
+    sch.blockize(sch.split(sch.get_loops("Y")[0], [None, 4])[1])
+    sch.cache_read("Y", 0, "local")
+    assert_refused(sch, lambda: sch.reverse_compute_inline("Y"),
+                   r"CVL-E103.*the producer 'X_local' runs only where v_i_o \* 4 \+ v0 < 6 "
+                   r"holds, but block 'Y' reads X_local under a condition", InlineError)
+    x = np.arange(-21, 21, dtype="int8").reshape(7, 6)
+    want = np.concatenate([x[1:], np.zeros((1, 6), "int8")]) * 2 + 1
+    for runner in (run, run_llvm):
+        np.testing.assert_array_equal(runner(sch, [x, np.zeros((7, 6), "int8")])[1], want)

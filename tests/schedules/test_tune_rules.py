@@ -158,8 +158,9 @@ def test_no_intrinsic_matches_another_computation():
 
 def test_the_printed_best_schedule_replays_when_pasted():
     f = gemm(64)
+    # random draws (seed 0): their best packs an operand (transform_layout's index map)
     res = S.tune(f, None, target=HASWELL, trials=3, executor=Instant(), progress=False,
-                 remeasure=0)
+                 remeasure=0, guided=False)
     code = res.best_python()
     assert "lambda" in code and ": ..." not in code   # index maps in full
     sch = S.Schedule(f)

@@ -1,0 +1,105 @@
+"""The search's first picks: the analytic prior, categorical decisions carried to
+another task by value, the prior-ranked cold start, and a search reproducible from its
+seed (costs from a stand-in executor, no timing)."""
+
+import json
+import random
+
+import pytest
+
+from cuvil_tir.target import Machine
+from schedules.tune.decisions import nearest_option, run_with_decisions
+from schedules.tune.features import NAMES, features
+from schedules.tune.prior import _log, analytic_score, shares
+from schedules.tune.search import Search
+from schedules.tune.space import machine_of
+from schedules.tune.transfer import portable
+
+from .test_tune_search import TARGET, _func, space
+
+AVX512 = Machine(512, 32, 32768, 1 << 20, 2)
+GOOD = {"vector_lanes": 1.0, "vector_innermost": 1.0, "parallel": _log(4),
+        "accumulator_vectors": 12.0, "kernel_in_l1": 1.0, "reduce_in_l2": 1.0}
+
+
+@pytest.mark.parametrize("worse, why", [
+    ({"vector_innermost": 0.0}, "a scalar innermost loop"),
+    ({"parallel": _log(3)}, "3 parallel iterations on 2 cores"),
+    ({"parallel": 0.0}, "nothing in parallel"),
+    ({"accumulator_vectors": 2.0}, "two accumulators: the FMA latency shows"),
+    ({"accumulator_vectors": 64.0}, "twice the vector registers: spills"),
+    ({"kernel_in_l1": 0.0}, "the micro-kernel beyond L1"),
+    ({"reduce_in_l2": 0.0}, "the reduction beyond L2"),
+    ({"other_work": _log(0.5)}, "packing half the work again"),
+])
+def test_the_prior_ranks_each_inefficiency_below_the_efficient_candidate(worse, why):
+    assert analytic_score(dict(GOOD, **worse), AVX512) < analytic_score(GOOD, AVX512), why
+
+
+def test_the_prior_reads_the_target_not_the_host():
+    """Cores and registers come from the declared machine: 3 parallel iterations fill
+    a 3-core machine's one wave, and 6 accumulators a 16-register machine's quarter."""
+    three = Machine(256, 16, 32768, 1 << 20, 3)
+    tile = dict(GOOD, parallel=_log(3), accumulator_vectors=6.0)
+    assert shares(tile, three)["cores"] == 1.0 and shares(tile, AVX512)["cores"] == 0.75
+    assert shares(tile, three)["registers"] == 1.0
+    assert shares(tile, AVX512)["registers"] == 0.75
+
+
+def test_a_tensorized_step_counts_its_lanes():
+    """VNNI's 4 int8 products per int32 lane: a share above 1, whatever the tile."""
+    step = {"expression_lanes": 4.0, "parallel": _log(2), "accumulator_vectors": 1.0}
+    loop = dict(step, expression_lanes=1 / 16, vector_lanes=1.0, vector_innermost=1.0)
+    assert analytic_score(step, AVX512) == 2.0 > analytic_score(loop, AVX512)
+
+
+def test_features_end_with_the_prior_and_are_deterministic():
+    sch = run_with_decisions(space, _func(), [[4, 4], [4, 16], 1, 1])
+    a, b = features(sch, TARGET), features(sch.func, TARGET)
+    assert a == b and len(a) == len(NAMES) and NAMES[-1] == "analytic"
+    assert a[-1] == analytic_score(dict(zip(NAMES, a)), machine_of(TARGET))
+
+
+def test_a_categorical_decision_travels_by_value():
+    """Another task's parallel count of 16 (index 3 of its options) becomes this
+    task's 12, its nearest option, not this task's index 3 (a count of 6)."""
+    assert nearest_option([2, 3, 4, 6, 8, 12, 24], 16) == 5
+    assert nearest_option(["1x16", "4x32", "6x16"], "5x16") == 2
+    assert nearest_option(["tile", "dot"], "dot") == 1
+    assert nearest_option(["tile", "dot"], "other") is None
+    trace = {"insts": [{"name": "sample_categorical",
+                        "inputs": [[2, 4, 8, 16], [1, 1, 1, 1]], "decision": 3}]}
+    record = {"decisions": [[0, 3]], "trace": json.dumps(trace)}
+    assert portable(record) == [{"value": 16}]
+    f = _func()
+
+    def counts(sch):
+        sch.sample_categorical([2, 3, 4, 6, 8, 12, 24], [1] * 7)
+    got = run_with_decisions(counts, f, portable(record))
+    assert got.trace.decisions == {0: 5}
+    unknown = run_with_decisions(counts, f, [{"value": "nothing like it"}], seed=0)
+    assert 0 <= unknown.trace.decisions[0] < 7   # no option near it: drawn afresh
+
+
+def test_with_no_model_the_prior_picks_the_first_batch():
+    """No measurement and no relative: the pool is ranked by the analytic prior, so the
+    first picks are vectorised (random draws are half the time)."""
+    s = Search(_func(), space, TARGET, rng=random.Random(3), epsilon=0.0)
+    assert not s.model.trained
+    picked = s.propose(2, set())
+    for sch, _ in picked:
+        f = features(sch, TARGET)
+        assert f[NAMES.index("vector_innermost")] == 1.0
+        assert f[-1] >= max(s.features_of(k)[-1] for k in s._pool)
+
+
+def test_a_search_is_reproducible_from_its_seed():
+    def run(seed):
+        s, seen, keys = Search(_func(), space, TARGET, rng=random.Random(seed)), set(), []
+        for n in range(3):
+            batch = s.propose(2, seen)
+            keys += [k for _, k in batch]
+            s.observe([{"cand": k, "trace": sch.trace.as_json(), "seconds": 1e-6 * (n + 1)}
+                       for sch, k in batch])
+        return keys
+    assert run(5) == run(5) and len(set(run(5))) == 6
