@@ -13,7 +13,8 @@ needs:
    fp16/bf16 rate at 8192^3, and the tensor-core peak from SMs x clock x the
    architecture's rate (Hopper: 4096 fp16 FLOP per SM per clock, dense);
 4. GEMM rows: SGEMM fp32 (TF32 off, ``CUPY_TF32=0``), fp16 and bf16 tensor-core GEMM
-   (fp32 accumulation; ``mma.sync`` + ``ldmatrix`` with swizzled tiles, then ``wmma``
+   (fp32 accumulation; ``mma.sync`` + ``ldmatrix`` with swizzled tiles, ``cp.async``
+   three-stage pipelines (``software_pipeline_async_stages``) first, then ``wmma``
    variants, every variant timed) and fp8 (sm_90) at 4096^3, 8192^3, 1024x4096x4096,
    4096x1024x16384 and 512x3072x768 (M x N x K), each against cuBLAS (``cupy.matmul``;
    bf16 and fp8 through torch, which cupy has no dtype for: ``torch.matmul``,
@@ -145,6 +146,11 @@ def gemm_variants(dtype, m, n, k) -> list:
         out = []
         for bm, bn, wm, wn in ((128, 128, 64, 64), (64, 64, 32, 32)):
             if m % bm == 0 and n % bn == 0 and k % 32 == 0:
+                out.append((f"mma.sync m16n8k16 + ldmatrix {bm}x{bn}x32, {wm}x{wn} per warp "
+                            "in registers, swizzled shared tiles, cp.async 3 stages",
+                            lambda sch, bm=bm, bn=bn, wm=wm, wn=wn: recipes.gemm_mma(
+                                sch, bm=bm, bn=bn, bk=32, warp_m=wm, warp_n=wn, swizzle=True,
+                                stages=3, cp_async=True)))
                 out.append((f"mma.sync m16n8k16 + ldmatrix {bm}x{bn}x32, {wm}x{wn} per warp "
                             "in registers, swizzled shared tiles, 2 stages",
                             lambda sch, bm=bm, bn=bn, wm=wm, wn=wn: recipes.gemm_mma(

@@ -9,10 +9,12 @@ Sections (``--only``):
 
 * ``throughput`` -- candidates measured per second on a kernel under 1 ms (GEMM
   128^3, random search, the default local pool over an empty compile cache: builds in
-  parallel, timing serialised per host), and the overhead per candidate (wall time per
-  candidate per slot less its timing), then the CPU per candidate (search, build,
-  timing) and the rate and overhead that makes on idle cores; goals: >= 5
-  candidates/s on 2 cores, overhead < 0.2 s;
+  parallel, timing serialised per host) and the overhead per candidate: everything a
+  candidate costs but the kernel's own timed runs (search, replay, build, load,
+  correctness check, timing calibration), by wall time (per slot, under whatever else
+  the machine runs) and by CPU with its split (search, build, check + timing), and
+  what the CPU makes on idle cores; goals: >= 5 candidates/s on 2 cores, overhead
+  < 0.2 s;
 * ``gemm`` -- 17 GEMM shapes (BERT-base layers at sequence 128, ResNet-50's 1x1
   convolutions and classifier as GEMMs, square 512-4096, skinny M = 1..64) in the
   ``--dtypes`` (fp32; int8 with int32 accumulation; bf16 with fp32 accumulation): tuned
@@ -216,27 +218,62 @@ def _throughput(opts, target, executor):
            min_repeat_ms=opts.min_repeat_ms)
     wall, parent_cpu = time.perf_counter() - t0, time.process_time() - cpu0
     recs = [r for r in db.records(workload_key(func, target)) if not r.get("remeasured")]
-    timing = statistics.mean(r.get("check_time_s") or 0.0 for r in recs)
-    build = statistics.mean(r.get("build_s") or 0.0 for r in recs)
-    width = slots(executor)
-    overhead = wall * width / len(recs) - timing
-    print(f"  GEMM 128^3, {len(recs)} candidates on {width} slots in {wall:.1f} s: "
-          f"{len(recs) / wall:.2f} candidates/s (goal >= 5); per candidate: build "
-          f"{build:.2f} s, check + timing {timing:.2f} s, overhead {overhead:.2f} s "
-          f"(goal < 0.2 s); load {_load()}", flush=True)
-    # the CPU each candidate costs does not depend on the other processes' load: what
-    # the rate would be on idle cores (the timing is serialised: it bounds the rate)
-    child = statistics.mean(r.get("cpu_s") or 0.0 for r in recs)
-    build_cpu = statistics.mean(r.get("build_cpu_s") or 0.0 for r in recs)
-    timing_cpu = statistics.mean(r.get("check_time_cpu_s") or 0.0 for r in recs)
-    per = parent_cpu / len(recs) + child
-    # serialised, the timing bounds the rate: by its CPU on idle cores (its wall time
-    # here is mostly waiting for the other processes)
-    idle = min(width / per, 1 / timing_cpu) if per > 0 and timing_cpu > 0 else float("nan")
-    print(f"  CPU per candidate: {per:.3f} s (search {parent_cpu / len(recs):.3f} s, "
-          f"measuring child {child:.3f} s: build {build_cpu:.3f} s, check + timing "
-          f"{timing_cpu:.3f} s): about {idle:.1f} candidates/s on {width} idle cores, "
-          f"overhead {per - timing_cpu:.3f} s per candidate (goal < 0.2 s)", flush=True)
+    print(f"  GEMM 128^3, random search, min_repeat_ms {opts.min_repeat_ms:g}; load "
+          f"{_load()}")
+    print(throughput_report(recs, wall, parent_cpu, slots(executor)), flush=True)
+
+
+def _mean(recs, field) -> float:
+    return statistics.mean(r.get(field) or 0.0 for r in recs)
+
+
+def throughput_report(recs, wall, parent_cpu, width) -> str:
+    """The throughput section's lines from the measured records (their ``build_s``,
+    ``timed_s``, ``cpu_s``, ... fields), the run's wall time, the tuner's own CPU and
+    the pool's slots.
+
+    Overhead is everything a candidate costs but the kernel's own timed runs: the
+    search (drawing and replaying the schedule, pruning), sending it, the build
+    (lowering, code generation, loading), the correctness check and the timing's
+    calibration.  By wall time it depends on the other processes of a shared
+    machine (the timed runs' wall time too); by CPU it does not, and CPU / cores is the overhead per candidate that
+    idle cores would see (the builds run in parallel; the timing is serialised).
+
+    Example::
+
+        >>> r = {"build_s": 0.2, "check_time_s": 0.06, "timed_s": 0.05, "cpu_s": 0.3,
+        ...      "build_cpu_s": 0.2, "check_time_cpu_s": 0.06, "timed_cpu_s": 0.05}
+        >>> print(throughput_report([r] * 10, 2.0, 0.5, 2))  # doctest: +NORMALIZE_WHITESPACE
+          10 candidates on 2 slots in 2.0 s: 5.00 candidates/s (goal >= 5)
+          overhead = everything per candidate but the kernel's own timed runs (search, replay, build, load, check, timing calibration)
+          wall per candidate and slot: 0.400 s = timed runs 0.050 s + overhead 0.350 s (goal < 0.2 s; under this machine's load); build 0.200 s, check + timing 0.060 s
+          CPU per candidate: 0.350 s = search 0.050 s + build 0.200 s + check + timing 0.060 s (timed runs 0.050 s) + rest of the child 0.040 s; overhead 0.300 s CPU, 0.150 s per candidate of 2 idle cores: about 5.7 candidates/s there (goal >= 5, overhead < 0.2 s)
+    """
+    n = len(recs)
+    timed = _mean(recs, "timed_s")
+    per_slot = wall * width / n
+    lines = [f"  {n} candidates on {width} slots in {wall:.1f} s: {n / wall:.2f} "
+             "candidates/s (goal >= 5)",
+             "  overhead = everything per candidate but the kernel's own timed runs "
+             "(search, replay, build, load, check, timing calibration)",
+             f"  wall per candidate and slot: {per_slot:.3f} s = timed runs {timed:.3f} s "
+             f"+ overhead {per_slot - timed:.3f} s (goal < 0.2 s; under this machine's "
+             f"load); build {_mean(recs, 'build_s'):.3f} s, check + timing "
+             f"{_mean(recs, 'check_time_s'):.3f} s"]
+    child, build = _mean(recs, "cpu_s"), _mean(recs, "build_cpu_s")
+    check, timed_cpu = _mean(recs, "check_time_cpu_s"), _mean(recs, "timed_cpu_s")
+    search = parent_cpu / n
+    per = search + child
+    overhead = per - timed_cpu
+    # the timing is serialised per host: on idle cores its CPU bounds the rate too
+    idle = min(width / per, 1 / check) if per > 0 and check > 0 else float("nan")
+    lines.append(f"  CPU per candidate: {per:.3f} s = search {search:.3f} s + build "
+                 f"{build:.3f} s + check + timing {check:.3f} s (timed runs {timed_cpu:.3f} s) "
+                 f"+ rest of the child {child - build - check:.3f} s; overhead "
+                 f"{overhead:.3f} s CPU, {overhead / width:.3f} s per candidate of "
+                 f"{width} idle cores: about {idle:.1f} candidates/s there (goal >= 5, "
+                 "overhead < 0.2 s)")
+    return "\n".join(lines)
 
 
 def main(argv=None):
@@ -251,7 +288,8 @@ def main(argv=None):
     p.add_argument("--only", nargs="*", default=None,
                    choices=("throughput", "gemm", "conv"))
     p.add_argument("--dtypes", nargs="*", default=list(DTYPES), help=" ".join(DTYPES))
-    p.add_argument("--shapes", nargs="*", default=None, help="GEMM labels to run")
+    p.add_argument("--shapes", nargs="*", default=None,
+                   help="GEMM labels and conv names to run (default: all)")
     p.add_argument("--db", default=None, help="directory of the databases (kept)")
     opts = p.parse_args(argv)
     rc = bench_env.rerun_without_blas_overrides(__file__, argv)
@@ -291,6 +329,8 @@ def main(argv=None):
                                                          "args": {"c": 16, "k": 16,
                                                                   "h": 14, "w": 14}}]})[0]}
             for name in tasks if opts.quick else CONV_NAMES:
+                if opts.shapes and name not in opts.shapes and not opts.quick:
+                    continue
                 convs.append(conv_row(tasks[name], opts, target, ex))
     summary([r for r in rows if r], [c for c in convs if c])
     return 0

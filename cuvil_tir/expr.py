@@ -162,6 +162,10 @@ class SizeVar(Var):
     __hash__ = Node.__hash__
 
 
+#: the scalar integer and bool dtypes an IntImm was made of -> their (lo, hi)
+_INT_RANGE: dict[str, tuple[int, int]] = {}
+
+
 @node
 class IntImm(Expr):
     """An integer (or bool) constant; the value is wrapped into the dtype's range.
@@ -176,11 +180,21 @@ class IntImm(Expr):
     dtype: str = "int32"
 
     def __post_init__(self):
-        dt = D.canonical(self.dtype)
-        if not (D.is_integer(dt) or D.is_bool(dt)) or D.lanes(dt) != 1:
-            raise DTypeError(f"IntImm: expected a scalar integer or bool dtype, found {dt}")
-        object.__setattr__(self, "dtype", dt)
-        object.__setattr__(self, "value", D.wrap_int(int(self.value), dt))
+        dt = self.dtype
+        # the checks of a dtype string are done once: the lowering passes make
+        # thousands of constants of the same few dtypes per function
+        span = _INT_RANGE.get(dt) if type(dt) is str else None
+        if span is None:
+            dt = D.canonical(dt)
+            if not (D.is_integer(dt) or D.is_bool(dt)) or D.lanes(dt) != 1:
+                raise DTypeError(f"IntImm: expected a scalar integer or bool dtype, "
+                                 f"found {dt}")
+            object.__setattr__(self, "dtype", dt)
+            span = _INT_RANGE[dt] = D.int_range(dt)
+        value = int(self.value)
+        if not span[0] <= value <= span[1]:
+            value = D.wrap_int(value, dt)
+        object.__setattr__(self, "value", value)
 
     def __bool__(self):
         return self.value != 0

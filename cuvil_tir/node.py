@@ -83,7 +83,9 @@ class Node:
         True
     """
 
-    __slots__ = ()
+    #: ``_h``: the structural hash, computed once (:func:`node_hash`); not a field, so
+    #: a copy or an unpickled node computes its own (its variables are new objects)
+    __slots__ = ("_h",)
     #: nodes compared by identity instead of structure (variables, buffers)
     by_identity = False
 
@@ -188,8 +190,14 @@ def node_hash(x) -> int:
     if isinstance(x, Node):
         if x.by_identity:
             return id(x)
-        return hash((type(x).__name__,) + tuple(node_hash(getattr(x, f))
-                                                for f in field_names(type(x))))
+        # the IR is immutable: a node's hash never changes, and hashing is linear in
+        # its size (a Key of every atom, of every index, ...): kept on the node
+        h = getattr(x, "_h", None)
+        if h is None:
+            h = hash((type(x).__name__,) + tuple(node_hash(getattr(x, f))
+                                                 for f in field_names(type(x))))
+            object.__setattr__(x, "_h", h)
+        return h
     if isinstance(x, (tuple, list)):
         return hash(tuple(node_hash(v) for v in x))
     return hash(x)

@@ -22,22 +22,58 @@ from __future__ import annotations
 
 from .buffer import Buffer
 from .expr import Expr, as_expr
-from .node import Node, field_names
+from .node import _FIELDS, Node, field_names
 
-_DISPATCH: dict[tuple[type, type], object] = {}
+#: (visitor class, value class) -> what ``visit`` calls; one table per base, since a
+#: Visitor and a Mutator treat a tuple or a plain value differently
+_VISIT: dict[tuple[type, type], object] = {}
+_MUTATE: dict[tuple[type, type], object] = {}
 
 
 def _method(visitor_cls, node_cls, generic_name):
-    key = (visitor_cls, node_cls)
-    fn = _DISPATCH.get(key)
-    if fn is None:
-        fn = getattr(visitor_cls, generic_name)
-        for klass in node_cls.__mro__:
-            cand = getattr(visitor_cls, "visit_" + klass.__name__, None)
-            if cand is not None:
-                fn = cand
-                break
-        _DISPATCH[key] = fn
+    fn = getattr(visitor_cls, generic_name)
+    for klass in node_cls.__mro__:
+        cand = getattr(visitor_cls, "visit_" + klass.__name__, None)
+        if cand is not None:
+            return cand
+    return fn
+
+
+def _call_visit_buffer(self, n):
+    return self.visit_buffer(n)
+
+
+def _call_visit_tuple(self, n):
+    return self.visit_tuple(n)
+
+
+def _visit_each(self, n):
+    for v in n:
+        self.visit(v)
+
+
+def _nothing(self, n):
+    return None
+
+
+def _itself(self, n):
+    return n
+
+
+def _entry(visitor_cls, value_cls, base) -> object:
+    """What ``visit`` calls for a value of ``value_cls``, found once per pair of classes
+    (``visit`` runs for every node of every pass: one table lookup, no isinstance
+    chain): a node's ``visit_<Class>`` or ``generic_visit``, a buffer's
+    ``visit_buffer``, a tuple's walk, and for anything else nothing (a Visitor) or the
+    value itself (a Mutator)."""
+    if issubclass(value_cls, Node):
+        fn = _call_visit_buffer if issubclass(value_cls, Buffer) else \
+            _method(visitor_cls, value_cls, "generic_visit")
+    elif issubclass(value_cls, tuple):
+        fn = _call_visit_tuple if base is Mutator else _visit_each
+    else:
+        fn = _itself if base is Mutator else _nothing
+    (_MUTATE if base is Mutator else _VISIT)[(visitor_cls, value_cls)] = fn
     return fn
 
 
@@ -55,17 +91,13 @@ class Visitor:
     """
 
     def visit(self, n):
-        if isinstance(n, Node):
-            if isinstance(n, Buffer):
-                return self.visit_buffer(n)
-            return _method(type(self), type(n), "generic_visit")(self, n)
-        if isinstance(n, tuple):
-            for v in n:
-                self.visit(v)
-        return None
+        fn = _VISIT.get((type(self), type(n)))
+        if fn is None:
+            fn = _entry(type(self), type(n), Visitor)
+        return fn(self, n)
 
     def generic_visit(self, n):
-        for f in field_names(type(n)):
+        for f in _FIELDS.get(type(n)) or field_names(type(n)):
             v = getattr(n, f)
             if isinstance(v, (Node, tuple)):
                 self.visit(v)
@@ -88,13 +120,10 @@ class Mutator:
     """
 
     def visit(self, n):
-        if isinstance(n, Node):
-            if isinstance(n, Buffer):
-                return self.visit_buffer(n)
-            return _method(type(self), type(n), "generic_visit")(self, n)
-        if isinstance(n, tuple):
-            return self.visit_tuple(n)
-        return n
+        fn = _MUTATE.get((type(self), type(n)))
+        if fn is None:
+            fn = _entry(type(self), type(n), Mutator)
+        return fn(self, n)
 
     def visit_tuple(self, t: tuple) -> tuple:
         out = [self.visit(v) if isinstance(v, (Node, tuple)) else v for v in t]
@@ -103,7 +132,7 @@ class Mutator:
         return tuple(out)
 
     def generic_visit(self, n):
-        names = field_names(type(n))
+        names = _FIELDS.get(type(n)) or field_names(type(n))
         vals = []
         changed = False
         for f in names:

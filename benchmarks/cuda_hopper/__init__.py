@@ -5,7 +5,8 @@ cores, sm_90a.
 Variants, best first: the tensor-copy pipeline (``recipes.gemm_tma_wgmma``: a
 producer warpgroup filling a ring of stages through TMA, two consumer warpgroups
 with overlapped ``wgmma``), then ``recipes.gemm_wgmma`` (every thread copies the
-tiles, one ``wgmma`` group at a time).  Without a GPU (``--quick``) each variant is
+tiles, one ``wgmma`` group at a time; then the same schedule with its copies annotated
+``"cuda.tma"``: the tensor engine copies the tiles).  Without a GPU (``--quick``) each variant is
 built at the row's size, compiled by nvcc for sm_90a and interpreted at a small size
 against numpy; on a GPU each is timed beside cuBLAS (``cupy.matmul(a, b.T)``; bf16
 through ``torch.matmul``).
@@ -34,9 +35,9 @@ NT_DTYPES = ("float16", "bfloat16")
 SMALL = {"tma": (128, 128, 256), "wgmma": (256, 256, 128)}
 
 
-def _wgmma(m, n, k, dtype, name):
+def _wgmma(m, n, k, dtype, name, tma=False):
     sch = S.Schedule(nt_gemm_func(m, n, k, dtype))
-    recipes.gemm_wgmma(sch, bm=128, bn=128)
+    recipes.gemm_wgmma(sch, bm=128, bn=128, tma=tma)
     return targets.build(sch, SM90A, name=name)
 
 
@@ -52,6 +53,9 @@ def nt_variants(dtype, m, n, k) -> list:
                             name=name)))
         out.append(("wgmma 128x128x64, threads copy, one group at a time", "wgmma",
                     lambda m, n, k, name: _wgmma(m, n, k, dtype, name)))
+        out.append(("wgmma 128x128x64, tensor copies from the schedule ('cuda.tma'), "
+                    "one group at a time", "wgmma",
+                    lambda m, n, k, name: _wgmma(m, n, k, dtype, name, tma=True)))
     return out
 
 

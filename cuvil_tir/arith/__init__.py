@@ -20,6 +20,7 @@ from .affine import Affine
 from .analyzer import Analyzer
 from .bound import bound_of
 from .interval import NEG_INF, POS_INF
+from .memo import simplify_free
 
 
 def simplify(expr: Expr, bounds: dict | None = None) -> Expr:
@@ -33,8 +34,10 @@ def simplify(expr: Expr, bounds: dict | None = None) -> Expr:
         >>> str(simplify(x * 1 + 0 - x))
         '0'
     """
+    if not bounds:
+        return simplify_free(expr)   # a pure function of expr: memoised
     ana = Analyzer()
-    for v, b in (bounds or {}).items():
+    for v, b in bounds.items():
         if isinstance(b, Range):
             ana.bind(v, b)
         else:

@@ -80,13 +80,32 @@ class AsyncCopies:
         self.barriers: dict = {}      # mbarriers (cuvil_tir.interp.mbarrier)
         self.tick = 0                 # mbarrier phases completed in the block
         self.synced: dict = {}        # thread -> tick of the last phase it waited for
+        # tile ops that land at a later wait (cuvil_tir.interp.async_mma)
+        self.reading: dict = {}       # (array, flat) -> the issued ops reading it
+        self.mma_open: dict = {}      # warpgroup -> its issued, uncommitted ops
+        self.mma_groups: dict = {}    # warpgroup -> its committed groups, oldest first
+
+    @property
+    def busy(self) -> bool:
+        """Whether an access may race with something in flight."""
+        return bool(self.inflight or self.reading)
 
     def check(self, arr, flat: int, thread: tuple, kind: str, text: str, threads) -> None:
         """Raise a ``RaceError`` when ``arr[flat]`` is the destination of a copy in
         flight (``thread`` ``kind`` s it in statement ``text``)."""
         c = self.inflight.get((id(arr), flat))
+        if kind == "writes" and self.reading.get((id(arr), flat)):
+            c = self.reading[(id(arr), flat)][0]     # an operand a tensor-core op reads
         if c is None or (hasattr(c, "visible_to") and c.visible_to(thread)):
             return
+        if hasattr(c, "in_flight"):
+            buf = c.buffers[id(arr)]
+            raise RaceError(
+                f"data race on {buf.scope} buffer {buf.name} at address {flat}: thread "
+                f"{thread} {kind} it in `{text}` while {c.in_flight(threads)}: put the "
+                "wait for that op's group before this access (and release a stage only "
+                "after it)", buffer=buf.name, address=flat,
+                threads=(threads[c.group], thread), statements=(c.text, text))
         first = getattr(c, "first_wait", None)
         if kind == "writes" and first is not None and self.synced.get(thread, -1) > first:
             # a landed copy some thread waited for, overwritten by a thread that waited

@@ -56,6 +56,7 @@ from ..thread_axes import thread_axis
 from ..transform.gpu_threads import is_thread_loop, launch_shape, thread_loops
 from ..visitor import post_order_visit
 from .async_copy import AsyncCopies, compile_async
+from .async_mma import run_landing
 from .mbarrier import MBARRIER_ROLES, compile_mbarrier
 from .tma import compile_tma
 from .gpu_tasks import Tasks
@@ -334,7 +335,7 @@ class GpuStmtCompiler(StmtCompiler):
         if write:
             def store():
                 addrs = addr()
-                if g.copies.inflight:
+                if g.copies.busy:
                     in_flight(addrs)
                 inner()
                 arr = bufs[slot]
@@ -344,7 +345,7 @@ class GpuStmtCompiler(StmtCompiler):
 
         def load():
             addrs = addr()
-            if g.copies.inflight:
+            if g.copies.busy:
                 in_flight(addrs)
             for a in addrs:
                 log(buf, a, False, text)
@@ -504,7 +505,11 @@ class GpuStmtCompiler(StmtCompiler):
                                             f"tiles to a warp-wide op ({seen} vs {got}): "
                                             f"all 32 lanes must take part together:\n{text}")
                 g.set_thread(w)
-                self._tiles_once(spec, tiles, args, slots, seen, text, swizzles)
+                if spec.lands is not None:
+                    run_landing(g, call, spec, tiles, args, [bufs[k] for k in slots], seen,
+                                text, swizzles)
+                else:
+                    self._tiles_once(spec, tiles, args, slots, seen, text, swizzles)
         return run
 
     def _tiles_once(self, spec, tiles, args, slots, seen, text, swizzles):
@@ -512,7 +517,7 @@ class GpuStmtCompiler(StmtCompiler):
         arrays = {id(a.buffer): bufs[k] for a, k in zip(args, slots)}
 
         def log(buf, x, write):
-            if g.copies.inflight:
+            if g.copies.busy:
                 # a tile read or written before the copy bringing it landed and was
                 # waited for
                 g.copies.check(arrays[id(buf)], x, g.thread, "writes" if write else "reads",

@@ -26,6 +26,10 @@ An :class:`OpDef` says, for one op, everything the rest of Cuvil needs to know:
   ``reference(t)`` its computation on them (:mod:`cuvil_tir.ops.gpu`);
 * ``asynchronous``: the op's role in asynchronous copies (``"copy"``, ``"commit"``,
   ``"wait"``: :mod:`cuvil_tir.ops.async_copy`), or None;
+* ``lands``: for a tile op whose written tiles land later, its role (``"issue"``: a
+  step issued without waiting, ``"commit"``: closes the issued steps into a group,
+  ``"wait"``: waits until at most ``args[1]`` groups are in flight), which the
+  interpreter gives its exact meaning (:mod:`cuvil_tir.interp.async_mma`), or None;
 * ``lanes_reference``: for an op whose result lanes each combine several lanes of its
   arguments (a dot product of byte groups, :mod:`cuvil_tir.ops.dot`),
   ``lanes_reference(*args)`` computes the whole result from its arguments as numpy
@@ -70,6 +74,8 @@ OPERAND_RULES = ("float", "number", "select", "any")
 #: the roles of asynchronous copies (:mod:`cuvil_tir.ops.async_copy`)
 ASYNC_ROLES = (None, "copy", "commit", "wait", "bulk_copy", "mbarrier_init", "mbarrier_arrive",
                "mbarrier_wait", "tma_load")
+#: the roles of tile ops that land at a later wait (:mod:`cuvil_tir.interp.async_mma`)
+LANDS_ROLES = (None, "issue", "commit", "wait")
 
 
 @dataclass(frozen=True)
@@ -99,8 +105,12 @@ class OpDef:
     tiles: Callable | None = None
     asynchronous: str | None = None
     lanes_reference: Callable | None = None
+    lands: str | None = None
 
     def __post_init__(self):
+        if self.lands not in LANDS_ROLES or (self.lands and self.tiles is None):
+            raise CuvilError(f"op {self.name!r}: lands must be one of {LANDS_ROLES}, on a "
+                             f"tile op (tiles given), found {self.lands!r}")
         if self.asynchronous not in ASYNC_ROLES:
             raise CuvilError(f"op {self.name!r}: asynchronous must be one of "
                              f"{ASYNC_ROLES}, found {self.asynchronous!r}")

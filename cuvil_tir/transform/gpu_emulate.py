@@ -21,6 +21,9 @@ same execution as IR that a CPU backend compiles:
   butterfly of ``__shfl_xor_sync`` over them, and gives each thread its lane's value.
 
 Tile ops (tensor cores) are refused (``LoweringError``): the interpreter runs them.
+Asynchronous copies (``cp.async``) land at once, as plain stores, and their group ops
+vanish: exact for a kernel whose copies are each waited for before any use, which
+the interpreter's race checker checks on a small size.
 The result has only ``global`` buffers and runs on ``llvm`` or ``c``.  It checks the
 numbers, not races (the interpreter's ``check_races`` does).
 
@@ -43,6 +46,7 @@ Example::
 
 from __future__ import annotations
 
+from .. import dtype as D
 from .. import expr as expr_module
 from ..buffer import Buffer
 from ..errors import LoweringError
@@ -50,6 +54,7 @@ from ..expr import Broadcast, BufferLoad, FloorDiv, FloorMod, IntImm, Var
 from ..function import PrimFunc
 from ..interp.gpu import _collective, _warp_calls
 from ..op import bitwise_xor
+from ..ops.async_copy import asynchronous, copy_parts
 from ..ops.gpu import COMBINERS, tiles_of, warp_combiner
 from ..printer import to_text
 from ..stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt,
@@ -288,6 +293,26 @@ def in_global_memory(body):
     return _Global(found).visit(body) if found else body
 
 
+class _LandNow(Mutator):
+    """Asynchronous copies as the stores they make, their groups as nothing: a kernel
+    the interpreter checked race-free (each copy waited for before any use) computes
+    the same when each copy lands at once."""
+
+    def visit_Evaluate(self, s):
+        role = asynchronous(s.value)
+        if role in ("commit", "wait"):
+            return Evaluate(IntImm(0, "int32"))
+        if role != "copy":
+            return s
+        dst, src, nbytes = copy_parts(s.value)
+        out = []
+        for e in range(nbytes * 8 // max(8, D.bits(dst.buffer.dtype))):
+            def at(load, e=e):
+                return tuple(load.indices[:-1]) + (load.indices[-1] + e,)
+            out.append(BufferStore(dst.buffer, BufferLoad(src.buffer, at(src)), at(dst)))
+        return seq(*out)
+
+
 def emulate_gpu(mod) -> PrimFunc:
     """The entry of the lowered GPU module ``mod`` (or a PrimFunc with kernels) as one
     CPU function with the same semantics (module docstring).
@@ -302,7 +327,7 @@ def emulate_gpu(mod) -> PrimFunc:
     # one variable per axis in each kernel (a module read back from text has one per
     # loop)
     func = normalize_thread_bindings(inline_launches(mod))
-    body = in_global_memory(_Kernels().visit(func.body))
+    body = in_global_memory(_Kernels().visit(_LandNow().visit(func.body)))
     return func.with_body(body)
 
 

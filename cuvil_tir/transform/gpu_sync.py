@@ -210,7 +210,9 @@ class _Kernel:
     def entry_conflict(self, s, st: _State) -> bool:
         """Whether some access in ``s`` conflicts with what ``st`` has pending."""
         found = [self.key(b) in st.r for b in _tile_writes(s)]
-        sync = _barrier_args(s)
+        # a tile an op only writes (a copy's destination element) is no read
+        sync = _barrier_args(s) | {id(n.args[t.arg]) for n in _calls(s)
+                                   for t in tiles_of(n) if t.access == "write"}
 
         def look(n):
             if isinstance(n, BufferStore) and n.buffer.scope == "shared":

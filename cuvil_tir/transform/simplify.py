@@ -97,7 +97,10 @@ class _Simplify(Mutator):
 
     def visit_SeqStmt(self, s):
         out = [self.visit(x) for x in s.seq]
-        if all(a is b for a, b in zip(out, s.seq)) and not any(_is_empty(x) for x in out):
+        # a sequence inside a sequence is flattened even when nothing else changed:
+        # the text prints both alike, so the parsed text equals the function
+        if all(a is b for a, b in zip(out, s.seq)) and not any(
+                _is_empty(x) or isinstance(x, SeqStmt) for x in out):
             return s
         return seq(*[x for x in out if not _is_empty(x)])
 

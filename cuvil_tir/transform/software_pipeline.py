@@ -50,6 +50,7 @@ from ..op import floormod
 from ..printer import to_text
 from ..stmt import Allocate, BufferRegion, BufferStore, For, IfThenElse, Range, SeqStmt, seq
 from ..visitor import Mutator, post_order_visit, substitute
+from .pipeline_async import ASYNC, async_statement, commit, wait, wait_count
 
 STAGE, ORDER = "software_pipeline_stage", "software_pipeline_order"
 VERSIONS = "buffer_versions"
@@ -104,7 +105,7 @@ class _Version(Mutator):
 class _Pipeline:
     """One annotated loop rewritten (module doc)."""
 
-    def __init__(self, func, loop, stages, order, nested=None):
+    def __init__(self, func, loop, stages, order, nested=None, asyncs=None):
         self.func, self.loop = func, loop
         body, self.tiles = loop.body, []
         while isinstance(body, Allocate):
@@ -127,6 +128,7 @@ class _Pipeline:
         self.depth = max(self.stages)
         self._check_dependences()
         self.versions = self._versions()
+        self.asyncs = self._async_stage(asyncs, low)
 
     def fail(self, why: str):
         raise LoweringError(f"software pipeline on loop {self.loop.loop_var.name}: {why}:\n"
@@ -166,6 +168,54 @@ class _Pipeline:
                           f"but runs before it (stages {si} and {sj}, places {place[i]} and "
                           f"{place[j]} in {ORDER}); give statement {j} a later stage than "
                           f"{i}, or the same stage and a later place in the order")
+
+    def _async_stage(self, asyncs, low):
+        """``(async statements, consumers, wait count, commit place)`` of
+        ``software_pipeline_async_stages`` (:mod:`.pipeline_async`), or None."""
+        if asyncs is None:
+            return None
+        if not (isinstance(asyncs, tuple) and len(asyncs) == 1 and isinstance(asyncs[0], int)
+                and asyncs[0] - low in self.stages):
+            self.fail(f"{ASYNC} must name one stage of {STAGE} (a list of one int), found "
+                      f"{asyncs!r}")
+        sa = asyncs[0] - low
+        mine = [i for i, s in enumerate(self.stages) if s == sa]
+        written = set()
+        for i in mine:
+            written |= _touched(self.stmts[i])[1].keys()
+        place = {i: p for p, i in enumerate(self.order)}
+        users = [j for j in range(len(self.stmts))
+                 if j not in mine and _touched(self.stmts[j])[0].keys() & written]
+        if not users:
+            self.fail(f"{ASYNC} names stage {asyncs[0]}, whose statements write nothing a "
+                      "later statement reads")
+        at = max(place[i] for i in mine)
+        n = wait_count([(self.stages[j], place[j]) for j in users], sa, at)
+        if n < 0:
+            self.fail(f"a statement reading what the asynchronous stage {asyncs[0]} copies "
+                      "runs in the same step before its copies are issued")
+        for i in mine:
+            self.stmts[i] = async_statement(self.stmts[i])
+        return set(mine), set(users), n, at
+
+    def _groups(self, items, step_runs_async: bool) -> list:
+        """One step's statements (``(index, statement)`` in order) with the async
+        group ops: a commit after the async statements' place, a wait before the
+        first statement reading what they copy."""
+        if self.asyncs is None:
+            return [st for _, st in items]
+        mine, users, n, at = self.asyncs
+        by = dict(items)
+        out, waited = [], False
+        for p, i in enumerate(self.order):
+            if i in by:
+                if i in users and not waited:
+                    out.append(wait(n))
+                    waited = True
+                out.append(by[i])
+            if p == at and step_runs_async:
+                out.append(commit())
+        return out
 
     def _versions(self) -> dict:
         """``{id(tile): versions}``; refuses a buffer outside the loop crossing stages."""
@@ -210,10 +260,12 @@ class _Pipeline:
             out = For(v, lo, loop.extent, loop.kind,
                       seq(*[step(i, v, False) for i in range(len(self.stmts))]),
                       loop.thread_tag, {k: x for k, x in loop.annotations
-                                        if k not in (STAGE, ORDER)})
+                                        if k not in (STAGE, ORDER, ASYNC)})
             return self._wrap(out, bmap)
         prologue = []
+        sa = min(self.stages[i] for i in self.asyncs[0]) if self.asyncs else 0
         for q in range(self.depth):
+            items = []
             for i in self.order:
                 ahead = q - self.stages[i]
                 if ahead < 0:
@@ -221,13 +273,18 @@ class _Pipeline:
                 static = isinstance(loop.extent, IntImm)
                 if static and ahead >= loop.extent.value:
                     continue
-                prologue.append(step(i, lo + IntImm(ahead, v.dtype), not static))
-        ann = {k: x for k, x in loop.annotations if k not in (STAGE, ORDER)}
+                items.append((i, step(i, lo + IntImm(ahead, v.dtype), not static)))
+            prologue.extend(self._groups(items, q >= sa))
+        ann = {k: x for k, x in loop.annotations if k not in (STAGE, ORDER, ASYNC)}
         if parts and isinstance(loop.extent, IntImm) and loop.extent.value > self.depth:
+            if self.asyncs:
+                self.fail(f"{ASYNC} on a pipeline nested in another pipelined loop is not "
+                          "supported; annotate the outer loop's pipeline only")
             return self._parts(prologue, step, ann, bmap)
-        body = _merge_guards([step(i, v + IntImm(self.depth - self.stages[i], v.dtype)
-                                   if self.depth > self.stages[i] else v,
-                                   self.depth > self.stages[i]) for i in self.order])
+        body = _merge_guards(self._groups(
+            [(i, step(i, v + IntImm(self.depth - self.stages[i], v.dtype)
+                      if self.depth > self.stages[i] else v,
+                      self.depth > self.stages[i])) for i in self.order], True))
         return self._wrap(seq(*prologue, For(v, lo, loop.extent, loop.kind, seq(*body),
                                              loop.thread_tag, ann)), bmap)
 
@@ -290,8 +347,9 @@ class _Inject(Mutator):
                     "pipelines):\n" + to_text(self.func, highlight=loop))
         if STAGE not in ann:
             return loop
-        out, versions, *parts = _Pipeline(self.func, loop, ann[STAGE], ann.get(ORDER),
-                                          self.nested).rewrite(self.reorder, inside)
+        out, versions, *parts = _Pipeline(
+            self.func, loop, ann[STAGE], ann.get(ORDER), self.nested,
+            ann.get(ASYNC) if self.reorder else None).rewrite(self.reorder, inside)
         if parts:
             self.nested[id(out)] = parts[0]
         self.versions.update(versions)

@@ -227,9 +227,12 @@ def timing_lock():
 SAMPLES = 5
 
 
-def _time(mod, args, kind, min_repeat_ms):
+def _time(mod, args, kind, min_repeat_ms, spent=None):
     """The candidate's time: the fastest of :data:`SAMPLES` calls of the kind's
-    ``measure`` (each the median of short rounds), sharing ``min_repeat_ms``.  On a
+    ``measure`` (each the median of short rounds), sharing ``min_repeat_ms``;
+    ``spent`` (a list), when given, receives ``(wall, cpu)`` seconds of the kernel's
+    timed rounds on the host clock (what a measurement cannot avoid: the rest of a
+    candidate's cost is overhead; nothing for a kind that measures otherwise).  On a
     machine shared with other work, a round the scheduler interrupted (or that waited
     for a descheduled thread of the pool) is slower, never faster: the same GEMM timed
     0.05 to 0.45 ms by one median of 4 ms rounds under a load of 11 on 2 cores, and
@@ -244,10 +247,18 @@ def _time(mod, args, kind, min_repeat_ms):
         first = time_calls(lambda: mod(*args), repeat=MEASURE_REPEAT, warmup=1,
                            min_repeat_seconds=per)
         seen.append((first.median, f"median of {MEASURE_REPEAT} rounds of {first.number}"))
+        rounds = [first]
+        c0 = time.process_time()
         for _ in range(SAMPLES - 1):
             res = time_calls(lambda: mod(*args), repeat=MEASURE_REPEAT,
                              number=first.number, warmup=0)
             seen.append((res.median, seen[0][1]))
+            rounds.append(res)
+        if spent is not None:
+            # the later samples are timed rounds alone (no warm-up, no calibration),
+            # as many calls as the first's: their CPU stands for its rounds' too
+            spent.append((sum(sum(r.all) * r.number for r in rounds),
+                          (time.process_time() - c0) * SAMPLES / max(1, SAMPLES - 1)))
         seconds, how = min(seen, key=lambda r: r[0])
         return float(seconds), f"fastest of {len(seen)}: {how}"
     for _ in range(SAMPLES):
@@ -361,9 +372,12 @@ def run_candidate(payload, emit) -> None:
                           f"tolerance ({TOLERANCE.get(str(p.dtype), 0)} of its "
                           "magnitude)", info))
                     return
+            spent: list = []
             seconds, how = _time(mod, got, kind,
-                                 payload.get("min_repeat_ms", MIN_REPEAT_MS))
+                                 payload.get("min_repeat_ms", MIN_REPEAT_MS), spent)
         info["timing"] = how
+        if spent:   # the kernel's own timed runs (host clock)
+            info["timed_s"], info["timed_cpu_s"] = (round(x, 5) for x in spent[0])
         info["check_time_s"] = round(time.perf_counter() - t0, 4)
         info["check_time_cpu_s"] = round(time.process_time() - c0, 4)
         # CPU the child used (a forked child's clock starts at zero): what the

@@ -91,7 +91,8 @@ def _level(kind, scope, output):
     move that fills it on an engine of its own (an input), the destination of the move
     that empties it on one (an output); None when the DMA reaches it directly."""
     for mv in getattr(kind, "moves", ()):
-        if mv.engine not in ("load", "store") and (mv.src if output else mv.dst) == scope:
+        if mv.engine not in getattr(kind, "dma_direction", ("load", "store")) and \
+                (mv.src if output else mv.dst) == scope:
             return mv.dst if output else mv.src
     return None
 

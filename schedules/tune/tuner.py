@@ -170,6 +170,7 @@ class _Run:
                    "build_s": info.get("build_s"), "check_time_s": info.get("check_time_s"),
                    "cpu_s": info.get("cpu_s"), "build_cpu_s": info.get("build_cpu_s"),
                    "check_time_cpu_s": info.get("check_time_cpu_s"),
+                   "timed_s": info.get("timed_s"), "timed_cpu_s": info.get("timed_cpu_s"),
                    "wall_s": out.get("wall_s"),
                    "task": self.task}
             feat = self.features_of(key)

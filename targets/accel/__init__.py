@@ -13,8 +13,10 @@ Example::
 from .accelerator import Accelerator
 from .cores import Cores
 from .description import DMA, DMAOp, Intrinsic, Memory, Move, Queue
+from .dma_engines import DMAEngine
+from .hal_words import HalWord
 from .errors import AccelLoweringError, AllocationError, DescriptionError, QueueDepthError
 from .vendor_hal import HalArg, HalCall, HalSignatureError
 
-__all__ = ["AccelLoweringError", "Accelerator", "AllocationError", "Cores", "DMA", "DMAOp",
-           "DescriptionError", "HalArg", "HalCall", "HalSignatureError", "Intrinsic", "Memory", "Move", "Queue", "QueueDepthError"]
+__all__ = ["AccelLoweringError", "Accelerator", "AllocationError", "Cores", "DMA", "DMAEngine",
+           "DMAOp", "DescriptionError", "HalArg", "HalCall", "HalSignatureError", "HalWord", "Intrinsic", "Memory", "Move", "Queue", "QueueDepthError"]

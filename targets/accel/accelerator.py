@@ -50,6 +50,8 @@ from cuvil_tir.transform.static_memory import hoist_static_allocations
 from ..runtime import Module
 from .codegen import print_kernel
 from .description import check_description, queue_table
+from .dma_engines import calls_of
+from .init_flag import init_flags, init_name
 from .errors import AllocationError, DescriptionError
 from .runtime import AccelModule, SimulatorModule, compile_simulator
 from .hal import header
@@ -120,24 +122,33 @@ class Accelerator(TargetKind):
         self.intrinsics = tuple(intrinsics)
         self.hal = name.replace("-", "_").lower()
         self.moves = tuple(moves)
+        dma_names = [e.name for e in dma.engines]
         units = []
         for u in [it.unit for it in intrinsics] + [mv.engine for mv in moves]:
-            if u not in units and u not in ("load", "store"):
+            if u not in units and u not in dma_names:
                 units.append(u)
-        self.engines = ("load", "store", *units)
+        self.engines = (*dma_names, *units)
+        #: each DMA engine's direction ("load" or "store")
+        self.dma_direction = {e.name: e.direction for e in dma.engines}
         # every ordered pair of engines has a queue: declared, or queue_depth deep
         self.queues = queue_table(name, self.engines, queues, queue_depth)
         self.queues_default = queue_depth
-        self.engine_of = {f"{self.hal}_dma_{n}": "load"
-                          for n in ("load", "load_pad", "fill", "load_t", "load_im2col",
-                                    "load_3d", "load_pad_3d")}
-        self.engine_of.update({f"{self.hal}_dma_store{n}": "store"
-                               for n in [""] + [f"_{op.name}" for op in dma.store_ops]})
+        #: {HAL function: (DMA engine, op)} of every DMA call
+        self.dma_calls = calls_of(self.hal, dma)
+        self.engine_of = {n: e.name for n, (e, _) in self.dma_calls.items()}
         self.engine_of.update({self.call_name(it): it.unit for it in intrinsics})
+        self.engine_of.update({init_name(self, it): it.unit for it in intrinsics if it.init})
+        bad = [it.name for it in intrinsics if it.unit in dma_names]
+        if bad:
+            raise DescriptionError(f"Accelerator {name!r}: intrinsic(s) {bad} run on a DMA "
+                                   f"engine ({', '.join(dma_names)}); name a compute unit")
         # each move's calls: {name: move}, plain and with each of its ops
         self.move_of = {f"{self.hal}_{mv.c_name}{n}": mv for mv in moves
                         for n in [""] + [f"_{op.name}" for op in mv.ops]}
         self.engine_of.update({n: mv.engine for n, mv in self.move_of.items()})
+        _distinct_calls(name, [n for n, _ in self.dma_calls.items()]
+                        + [self.call_name(it) for it in intrinsics] + list(self.move_of)
+                        + [init_name(self, it) for it in intrinsics if it.init])
         _claim(name, intrinsics)
         for it in intrinsics:
             TensorIntrin.register(it.name, it.desc, _impl(self, it), override=True)
@@ -154,8 +165,9 @@ class Accelerator(TargetKind):
         return f"{self.hal}_{it.c_name}"
 
     def intrinsic_of_call(self, name: str):
-        """The intrinsic whose HAL function is ``name``."""
-        return next(it for it in self.intrinsics if self.call_name(it) == name)
+        """The intrinsic whose HAL function is ``name`` (with its init flag or not)."""
+        return next(it for it in self.intrinsics if self.call_name(it) == name
+                    or it.init and init_name(self, it) == name)
 
     def lower_passes(self) -> list:
         """The lowering pipeline of this accelerator (module doc)."""
@@ -180,6 +192,9 @@ class Accelerator(TargetKind):
             check_no_host_access(f, set(acc.scopes), [it.name for it in acc.intrinsics])
             return f
 
+        def accel_init(f):
+            return init_flags(f, acc)
+
         def accel_queues(f):
             return insert_queues(f, acc)
 
@@ -188,7 +203,7 @@ class Accelerator(TargetKind):
 
         return [accel_cores, plan_buffer_allocation, lower_blocks, accel_placement,
                 accel_pipeline, hoist_static_allocations, simplify, accel_dma,
-                accel_intrinsics, accel_allocate, accel_queues, flatten_buffers, simplify,
+                accel_intrinsics, accel_init, accel_allocate, accel_queues, flatten_buffers, simplify,
                 verify]
 
     def pipeline(self, target) -> list:
@@ -211,7 +226,8 @@ class Accelerator(TargetKind):
         """
         its = [{"name": it.name, "unit": it.unit, "c_name": it.c_name, "cost": it.cost(),
                 "operands": sorted(it.operands.items()),
-                "align": sorted(it.align_bytes.items()), "desc": fingerprint(it.desc)}
+                "align": sorted(it.align_bytes.items()), "desc": fingerprint(it.desc),
+                "init": it.init}
                for it in self.intrinsics]
         return {"kind": self.name, "options": dict(target.options),
                 "memories": [dataclasses.asdict(m) for m in self.memories],
@@ -259,6 +275,16 @@ class Accelerator(TargetKind):
     def load(self, program, target) -> Module:
         """The simulator library of ``program``, with ``stats`` and ``memory_map()``."""
         return AccelModule(SimulatorModule(self, program), program, target)
+
+
+def _distinct_calls(acc_name: str, names) -> None:
+    """Two operations must never share a HAL function (a DMA engine named like
+    another's calls, an intrinsic's c_name like a DMA call)."""
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DescriptionError(f"Accelerator {acc_name!r}: HAL function(s) {dup} would "
+                               "run two different operations; rename the DMA engine, "
+                               "intrinsic c_name or move that makes them meet")
 
 
 _OWNER: dict = {}      # intrinsic name -> the accelerator that registered it

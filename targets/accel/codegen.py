@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.expr import IntImm
-from cuvil_tir.stmt import Evaluate
+from cuvil_tir.stmt import Evaluate, For, SeqStmt
 from cuvil_tir.visitor import post_order_visit
 
 from ..cstyle import CPrinter
@@ -47,19 +47,31 @@ class AccelPrinter(CPrinter):
         return f'#include "{self.acc.hal}_hal.h"\n'
 
     def print_function(self, func, name=None) -> str:
-        calls = []
-        post_order_visit(func.body, lambda n: calls.append(n.value) if isinstance(n, Evaluate)
-                         and getattr(n.value, "op", None) == "call_extern" else None)
+        calls, on_cores = _calls(func.body), set()
+        self._switch = f"{self.acc.hal}_core"
+        for loop in _core_loops(func.body, self._switch):
+            on_cores |= {id(e) for e in _calls(loop.body)}
         self.hoisted = hoisted_configs(self.acc, calls)
+        # a configuration is per core: issued first for the calls before the cores
+        # start, and after the switch to each core for the calls on the cores
+        self._first, self._per_core = {}, {}
+        for e in calls:
+            c = pick_vendor_call(self.acc, e)
+            n = c.config.name if c is not None and c.config is not None else None
+            if n in self.hoisted:
+                (self._per_core if id(e) in on_cores else self._first)[n] = e
         self._top = func.body
         return super().print_function(func, name)
 
     def print_stmt(self, s) -> None:
         if s is getattr(self, "_top", None):     # configuration issued once, first
             self._top = None
-            for n, e in self.hoisted.items():
+            for n, e in self._first.items():
                 self.emit(f"(void){print_hoisted(self, n, e)};")
         super().print_stmt(s)
+        if _callee(s) == self._switch:
+            for n, e in self._per_core.items():
+                self.emit(f"(void){print_hoisted(self, n, e)};")
 
     def print_extern(self, e) -> str:
         c = pick_vendor_call(self.acc, e) if self.acc.hal_calls else None
@@ -84,6 +96,34 @@ class AccelPrinter(CPrinter):
         if self.acc.hal_calls:      # vendor calls may take it only as an offset
             self.emit(f"(void){name};")
         self.print_stmt(s.body)
+
+
+def _calls(body) -> list:
+    """The extern calls of ``body``, in order."""
+    out = []
+    post_order_visit(body, lambda n: out.append(n.value) if _callee(n) else None)
+    return out
+
+
+def _callee(s):
+    """The function an ``Evaluate`` of an extern call calls, else None."""
+    if isinstance(s, Evaluate) and getattr(s.value, "op", None) == "call_extern":
+        return s.value.args[0].value
+    return None
+
+
+def _core_loops(body, switch: str) -> list:
+    """The loops over the cores: those whose body switches to a core first."""
+    out = []
+
+    def look(n):
+        if isinstance(n, For):
+            first = n.body.seq[0] if isinstance(n.body, SeqStmt) else n.body
+            if _callee(first) == switch:
+                out.append(n)
+
+    post_order_visit(body, look)
+    return out
 
 
 def print_kernel(acc, func, plan: dict) -> str:

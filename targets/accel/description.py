@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from cuvil_tir import dtype as D
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import CuvilError
-from cuvil_tir.expr import IntImm
+from cuvil_tir.expr import BufferLoad, IntImm
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.printer import to_text
 from cuvil_tir.transform.verify import verify
@@ -33,6 +33,7 @@ from cuvil_tir.stmt import BufferStore
 from cuvil_tir.target import Memory as TargetMemory
 from cuvil_tir.visitor import post_order_visit
 
+from .dma_engines import check_engines
 from .errors import DescriptionError
 
 _SCOPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
@@ -183,7 +184,11 @@ class DMA:
     - ``reach``: the memories it can load into and store from (Ascend's MTE2 reaches
       L1 and UB, not L0A/L0B: those fill from L1 on-chip); empty (the default): every
       memory.  A staged copy between host memory and another memory is refused with
-      the memories it can reach.
+      the memories it can reach;
+    - ``engines``: its :class:`~targets.accel.dma_engines.DMAEngine` objects, how many
+      load and store engines it has, each with its own timeline and queues, the
+      memories it serves and optionally its own width and latency (default: one
+      ``load`` and one ``store`` engine).
 
     Example::
 
@@ -203,8 +208,10 @@ class DMA:
     dims: int = 2
     outstanding: int = 1
     reach: tuple = ()
+    engines: tuple = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "engines", check_engines(self.engines))
         _positive_int("DMA", "width_bits", self.width_bits)
         _positive_int("DMA", "outstanding", self.outstanding)
         reach = (self.reach,) if isinstance(self.reach, str) else tuple(self.reach)
@@ -245,7 +252,9 @@ class DMA:
         return {"width_bits": self.width_bits, "latency_cycles": self.latency_cycles,
                 "padding": self.padding, "broadcast": self.broadcast,
                 "transpose": self.transpose, "im2col": self.im2col, "dims": self.dims,
-                "outstanding": self.outstanding, "reach": list(self.reach), "store_ops": [op.describe() for op in self.store_ops]}
+                "outstanding": self.outstanding, "reach": list(self.reach),
+                "store_ops": [op.describe() for op in self.store_ops],
+                "engines": [e.describe() for e in self.engines]}
 
 
 @dataclass(frozen=True)
@@ -406,7 +415,10 @@ class Intrinsic:
     scope it must live in; ``align_bytes`` (optional, per name) the alignment of an
     operand's first element; ``c_name`` the HAL function; ``cycles`` an int or a
     function of the desc's shapes (``{name: shape}``) giving the cost; ``unit`` the
-    compute engine that runs it (``"gemm"``, ``"vector"``).
+    compute engine that runs it (``"gemm"``, ``"vector"``); ``init``: the instruction
+    has a flag that makes it overwrite its accumulator (the operand it reads and
+    writes) instead of adding to it, at no cost (Ascend's ``mmad`` with its init bit),
+    so the zero fill before a reduction is dropped (:mod:`~targets.accel.init_flag`).
 
     Example::
 
@@ -426,9 +438,13 @@ class Intrinsic:
     cycles: object
     unit: str = "gemm"
     align_bytes: dict = field(default_factory=dict)
+    init: bool = False
 
     def __post_init__(self):
         owner = f"Intrinsic {self.name!r}"
+        if not isinstance(self.init, bool):
+            raise DescriptionError(f"{owner}: init must be True or False, found "
+                                   f"{self.init!r}")
         if not isinstance(self.name, str) or not self.name:
             raise DescriptionError(f"Intrinsic: name must be a non-empty string, found "
                                    f"{self.name!r}")
@@ -469,6 +485,10 @@ class Intrinsic:
             if not isinstance(got, int) or got <= 0:
                 raise DescriptionError(f"{owner}: cycles({self.shapes()}) must return a "
                                        f"positive int, returned {got!r}")
+        if self.init and self.accumulator() is None:
+            raise DescriptionError(f"{owner}: init=True overwrites the accumulator, but the "
+                                   "desc has no single operand it both reads and writes "
+                                   "(C = C + ...); drop init or fix the desc")
 
     def shapes(self) -> dict:
         """``{operand name: shape tuple}`` of the desc."""
@@ -480,6 +500,14 @@ class Intrinsic:
         post_order_visit(self.desc.body, lambda n: out.add(n.buffer.name)
                          if isinstance(n, BufferStore) else None)
         return out
+
+    def accumulator(self):
+        """The operand the desc reads and writes (what ``init`` overwrites), else None."""
+        read = set()
+        post_order_visit(self.desc.body, lambda n: read.add(n.buffer.name)
+                         if isinstance(n, BufferLoad) else None)
+        both = sorted(self.written() & read)
+        return both[0] if len(both) == 1 else None
 
     def cost(self) -> int:
         """Cycles of one call."""
@@ -505,10 +533,12 @@ def check_description(name, memories, dma, intrinsics, moves=()) -> None:
     _distinct(owner, "memories", memories, Memory, "scope", "memory scope(s)")
     scopes = [m.scope for m in memories]
     _distinct(owner, "moves", moves, Move, "c_name", "move(s)")
-    far = [r for r in getattr(dma, "reach", ()) if r not in scopes]
-    if far:
-        raise DescriptionError(f"{owner}: DMA reach names {far}, which are not among its "
-                               f"memories ({', '.join(scopes)})")
+    for what, reach in [("DMA", getattr(dma, "reach", ()))] + [
+            (f"DMAEngine {e.name!r}", e.reach) for e in getattr(dma, "engines", ())]:
+        far = [r for r in reach if r not in scopes]
+        if far:
+            raise DescriptionError(f"{owner}: {what} reach names {far}, which are not "
+                                   f"among its memories ({', '.join(scopes)})")
     for mv in moves:
         for end in (mv.src, mv.dst):
             if end not in scopes:

@@ -28,11 +28,13 @@ from cuvil_tir.stmt import BufferRegion, Evaluate, For, Range
 from cuvil_tir.visitor import Mutator, substitute, used_vars
 
 from .copy_nest import row_strides
+from .dma_engines import call_name, dma_decls
 
 
 def block_names(acc) -> dict:
     """``{2-D load: its 3-D form}`` of accelerator ``acc``'s DMA."""
-    return {f"{acc.hal}_dma_{n}": f"{acc.hal}_dma_{n}_3d" for n in ("load", "load_pad")}
+    return {call_name(acc.hal, e, n): call_name(acc.hal, e, n + "_3d")
+            for e in acc.dma.engines if e.direction == "load" for n in ("load", "load_pad")}
 
 
 def _coef(e, var):
@@ -109,21 +111,14 @@ def fold_blocks(body, acc):
 
 def blocks_header(acc) -> list:
     """The HAL declarations of the 3-D loads."""
-    h = acc.hal
-    tail = "int32_t blocks, int32_t dst_block_stride, int32_t src_block_stride);"
-    return ["/* 3-D loads: blocks of the 2-D load, strides between blocks in bytes */",
-            f"int32_t {h}_dma_load_3d(void *dst, const void *src, int32_t rows, "
-            f"int32_t row_bytes, int32_t dst_stride, int32_t src_stride, {tail}",
-            f"int32_t {h}_dma_load_pad_3d(void *dst, const void *src, int32_t rows, "
-            "int32_t row_bytes, int32_t valid_rows, int32_t valid_row_bytes, "
-            f"int32_t dst_stride, int32_t src_stride, {tail}"]
+    return (["/* 3-D loads: blocks of the 2-D load, strides between blocks in bytes */"]
+            + dma_decls(acc, "load_3d") + dma_decls(acc, "load_pad_3d"))
 
 
 def blocks_sim(acc, events: dict) -> str:
     """The simulator's 3-D loads: each block copied as its 2-D load would, the
     latency charged once."""
-    h, up, w = acc.hal, acc.hal.upper(), acc.dma.width_bytes
-    return f"""static int32_t cvl_dma_3d(int what, void *dst, const void *src, int32_t rows,
+    return f"""static int32_t cvl_dma_3d(int e, int what, void *dst, const void *src, int32_t rows,
         int32_t row_bytes, int32_t vr, int32_t vb, int32_t ds, int32_t ss, int32_t blocks,
         int32_t dbs, int32_t sbs) {{
     int lo[1] = {{0}}, hi[1] = {{-1}};
@@ -141,23 +136,21 @@ def blocks_sim(acc, events: dict) -> str:
                               (size_t)n);
             if (n < row_bytes) memset(d + n, 0, (size_t)(row_bytes - n));
         }}
-    int64_t beats = ((int64_t)row_bytes + {w - 1}) / {w};
-    cvl_issue({up}_LOAD, what, {acc.dma.latency_cycles},
-              {acc.dma.latency_cycles} + (int64_t)blocks * rows * beats,
-              lo, hi, 1);
+    int64_t beats = ((int64_t)row_bytes + cvl_dw[e] - 1) / cvl_dw[e];
+    cvl_issue(e, what, cvl_dlat[e], cvl_dlat[e] + (int64_t)blocks * rows * beats, lo, hi, 1);
     cvl_sim_stats.bytes_in += (int64_t)blocks * vr * vb;
     return 0;
 }}
-int32_t {h}_dma_load_3d(void *dst, const void *src, int32_t rows, int32_t row_bytes,
+static int32_t cvl_x_load_3d(int e, void *dst, const void *src, int32_t rows, int32_t row_bytes,
         int32_t dst_stride, int32_t src_stride, int32_t blocks, int32_t dst_block_stride,
         int32_t src_block_stride) {{
-    return cvl_dma_3d({events["dma_load_3d"]}, dst, src, rows, row_bytes, rows, row_bytes,
+    return cvl_dma_3d(e, {events["dma_load_3d"]}, dst, src, rows, row_bytes, rows, row_bytes,
                       dst_stride, src_stride, blocks, dst_block_stride, src_block_stride);
 }}
-int32_t {h}_dma_load_pad_3d(void *dst, const void *src, int32_t rows, int32_t row_bytes,
+static int32_t cvl_x_load_pad_3d(int e, void *dst, const void *src, int32_t rows, int32_t row_bytes,
         int32_t valid_rows, int32_t valid_row_bytes, int32_t dst_stride, int32_t src_stride,
         int32_t blocks, int32_t dst_block_stride, int32_t src_block_stride) {{
-    return cvl_dma_3d({events["dma_load_pad_3d"]}, dst, src, rows, row_bytes, valid_rows,
+    return cvl_dma_3d(e, {events["dma_load_pad_3d"]}, dst, src, rows, row_bytes, valid_rows,
                       valid_row_bytes, dst_stride, src_stride, blocks, dst_block_stride,
                       src_block_stride);
 }}"""

@@ -30,6 +30,7 @@ from cuvil_tir.visitor import substitute
 from ..cstyle import CPrinter
 from .cores import cores_c, cores_header, link_of
 from .dma_blocks import blocks_header, blocks_sim
+from .dma_engines import dma_decls, dma_tables, dma_wrappers
 from .im2col import im2col_header, im2col_sim
 from .queue_hal import queue_ops, queue_state
 from .shared_banks import shared_banks_c
@@ -77,37 +78,33 @@ def header(acc, vendor: bool = True) -> str:
         lines.append(f"/* memory {k}: {m.scope}, {m.banks} banks x {m.bank_bytes} bytes, "
                      f"{m.width_bits}-bit access */")
     lines += [f"uint8_t *{h}_scratch(int32_t mem);",
-              "/* 2-D strided copies, strides in bytes; DMA "
-              f"{acc.dma.width_bits}-bit, latency {acc.dma.latency_cycles} cycles */",
-              f"int32_t {h}_dma_load(void *dst, const void *src, int32_t rows, "
-              "int32_t row_bytes, int32_t dst_stride, int32_t src_stride);",
-              f"int32_t {h}_dma_store(void *dst, const void *src, int32_t rows, "
-              "int32_t row_bytes, int32_t dst_stride, int32_t src_stride);"]
+              f"/* DMA {acc.dma.width_bits}-bit, latency {acc.dma.latency_cycles} cycles; "
+              "engines (each with its own calls, each running in parallel): "
+              + ", ".join(f"{e.name} ({e.direction}"
+                          + (f" {list(e.reach)}" if e.reach else "")
+                          + (f", {e.width_bits}-bit" if e.width_bits else "")
+                          + (f", latency {e.latency_cycles}" if e.latency_cycles is not None
+                             else "") + ")" for e in acc.dma.engines) + " */",
+              "/* 2-D strided copies, strides in bytes */"]
+    lines += dma_decls(acc, "load") + dma_decls(acc, "store")
     if acc.dma.padding:
         lines += ["/* a load of the valid part of a rows x row_bytes tile, the rest "
-                  "zero-filled */",
-                  f"int32_t {h}_dma_load_pad(void *dst, const void *src, int32_t rows, "
-                  "int32_t row_bytes, int32_t valid_rows, int32_t valid_row_bytes, "
-                  "int32_t dst_stride, int32_t src_stride);",
-                  "/* a rows x row_bytes tile of zeros */",
-                  f"int32_t {h}_dma_fill(void *dst, int32_t rows, int32_t row_bytes, "
-                  "int32_t dst_stride);"]
+                  "zero-filled */"] + dma_decls(acc, "load_pad") + \
+                 ["/* a rows x row_bytes tile of zeros */"] + dma_decls(acc, "fill")
     if acc.dma.broadcast:
         lines.append("/* a load may repeat one source row down the tile: src_stride 0 */")
     if acc.dma.transpose:
         lines += ["/* a transposing load: dst[r][c] = src[c][r] for a rows x cols tile of "
-                  "item-byte elements; src_stride: bytes between source rows */",
-                  f"int32_t {h}_dma_load_t(void *dst, const void *src, int32_t rows, "
-                  "int32_t cols, int32_t item, int32_t dst_stride, int32_t src_stride);"]
+                  "item-byte elements; src_stride: bytes between source rows */"] + \
+                 dma_decls(acc, "load_t")
     if acc.dma.im2col:
         lines += im2col_header(acc)
     if acc.dma.dims >= 3:
         lines += blocks_header(acc)
     for op in acc.dma.store_ops:
         lines += [f"/* a store applying {op.name} to each element, {op.in_dtype} -> "
-                  f"{op.out_dtype}; rows x cols elements, strides in bytes */",
-                  f"int32_t {h}_dma_store_{op.name}(void *dst, const void *src, int32_t rows, "
-                  "int32_t cols, int32_t dst_stride, int32_t src_stride);"]
+                  f"{op.out_dtype}; rows x cols elements, strides in bytes */"] + \
+                 dma_decls(acc, f"store_{op.name}")
     declared = [q for q in acc.queues.values() if q.depth != acc.queues_default]
     lines += [
               "/* queues between engines: src pushes a token on channel id, dst pops it;",
@@ -131,6 +128,10 @@ def header(acc, vendor: bool = True) -> str:
                          [f"int32_t {p.name}_stride" for p in it.desc.params])
         lines.append(f"/* {it.name} on unit {it.unit}: {it.cost()} cycles */")
         lines.append(f"int32_t {acc.call_name(it)}({args});")
+        if it.init:
+            lines += [f"/* the same with its init flag: init != 0 overwrites {it.accumulator()}"
+                      " instead of adding to it */",
+                      f"int32_t {acc.call_name(it)}_init({args}, int32_t init);"]
     if vendor:
         lines += vendor_header(acc)
     lines += ["", "#endif", ""]
@@ -173,10 +174,9 @@ def _op_body(op, seen: set) -> str:
 
 
 def _store_op(acc, op) -> str:
-    h, up, w = acc.hal, acc.hal.upper(), acc.dma.width_bytes
     src_item, dst_item = D.itemsize(op.in_dtype), D.itemsize(op.out_dtype)
-    return f"""int32_t {h}_dma_store_{op.name}(void *dst, const void *src, int32_t rows,
-                     int32_t cols, int32_t dst_stride, int32_t src_stride) {{
+    return f"""static int32_t cvl_x_store_{op.name}(int e, void *dst, const void *src,
+        int32_t rows, int32_t cols, int32_t dst_stride, int32_t src_stride) {{
     int lo[1] = {{0}}, hi[1] = {{-1}};
     if (rows < 0) rows = 0;
     if (cols < 0) cols = 0;
@@ -185,9 +185,9 @@ def _store_op(acc, op) -> str:
     for (int32_t r = 0; r < rows; ++r)
         cvl_op_{op.name}((uint8_t *)src + (int64_t)r * src_stride,
                          (uint8_t *)dst + (int64_t)r * dst_stride, cols);
-    int64_t beats = ((int64_t)cols * {max(src_item, dst_item)} + {w - 1}) / {w};
-    cvl_issue_l({up}_STORE, {event_names(acc).index("dma_store_" + op.name)},
-                {acc.dma.latency_cycles}, {acc.dma.latency_cycles} + rows * beats, lo, hi, 1, {link_of(acc, "global")},
+    int64_t beats = ((int64_t)cols * {max(src_item, dst_item)} + cvl_dw[e] - 1) / cvl_dw[e];
+    cvl_issue_l(e, {event_names(acc).index("dma_store_" + op.name)},
+                cvl_dlat[e], cvl_dlat[e] + rows * beats, lo, hi, 1, {link_of(acc, "global")},
                 (int64_t)rows * cols * {dst_item});
     cvl_sim_stats.bytes_out += (int64_t)rows * cols * {dst_item};
     return 0;
@@ -222,6 +222,20 @@ def _move(acc, mv, op) -> str:
 }}"""
 
 
+def _init_body(acc, it, args: str, call: str) -> str:
+    """The intrinsic with its init flag: the accumulator zeroed first (no cost)."""
+    c = it.accumulator()
+    shape = it.shapes()[c]
+    rows, cols = shape if len(shape) == 2 else (1, shape[0])
+    item = D.itemsize(next(p for p in it.desc.params if p.name == c).dtype)
+    return f"""int32_t {acc.call_name(it)}_init({args}, int32_t init) {{
+    if (init)
+        for (int32_t r = 0; r < {rows}; ++r)
+            memset((uint8_t *){c} + (int64_t)r * {c}_stride * {item}, 0, {cols * item});
+    return {acc.call_name(it)}({call});
+}}"""
+
+
 def _banks_table(acc) -> str:
     rows, first = [], 0
     for m in acc.memories_only:
@@ -238,9 +252,8 @@ def simulator_c(acc) -> str:
     mems = "\n".join(f"static uint8_t cvl_mem{k}[{m.capacity_bytes}];"
                      for k, m in enumerate(acc.memories_only))
     mem_ptrs = ", ".join(f"cvl_mem{k}" for k in range(nm))
-    dma = acc.dma
-    ring = dma.outstanding
-    inflight = ", ".join(str(ring if k < 2 else 1) for k in range(ne))
+    ring = acc.dma.outstanding
+    inflight = ", ".join(str(ring if e in acc.dma_direction else 1) for e in acc.engines)
     out = [f"/* simulator of {acc.name!r}, generated by Cuvil */", "#include <string.h>", mems,
            f"static uint8_t *const cvl_mems[{nm}] = {{{mem_ptrs}}};",
            f"static const int64_t cvl_geom[{nm}][4] = {{{table}}};",
@@ -256,11 +269,13 @@ def simulator_c(acc) -> str:
            " the completion times of its last commands */",
            f"static const int64_t cvl_inflight[{ne}] = {{{inflight}}};",
            f"static int64_t cvl_done[{ne}], cvl_fly[{ne}][{ring}], cvl_flyn[{ne}];",
-           queue_state(acc),
+           queue_state(acc), dma_tables(acc),
            f"static int64_t cvl_bs[{nbanks}][{ne}], cvl_be[{nbanks}][{ne}];",
            cores_c(acc, nbanks),
            shared_banks_c(acc, nbanks),
+           "static void cvl_vendor_reset(void);",
            f"""void cvl_sim_reset(void) {{
+    cvl_vendor_reset();
     memset(&cvl_sim_stats, 0, sizeof cvl_sim_stats);
     memset(cvl_clock, 0, sizeof cvl_clock); memset(cvl_ready, 0, sizeof cvl_ready);
     memset(cvl_done, 0, sizeof cvl_done); memset(cvl_fly, 0, sizeof cvl_fly);
@@ -349,8 +364,8 @@ static int32_t cvl_dma(int e, int what, void *dst, const void *src, int32_t rows
     if (vr > rows) vr = rows;
     if (vb > row_bytes) vb = row_bytes;
     if (!pad) {{ rows = vr; row_bytes = vb; }}
-    const void *side = e == {up}_LOAD ? (const void *)dst : src;
-    int64_t span = (int64_t)(rows - 1) * (e == {up}_LOAD ? ds : ss) + row_bytes;
+    const void *side = cvl_ddir[e] == 1 ? (const void *)dst : src;
+    int64_t span = (int64_t)(rows - 1) * (cvl_ddir[e] == 1 ? ds : ss) + row_bytes;
     cvl_banks(side, span, lo, hi);
     for (int32_t r = 0; r < rows; ++r) {{
         uint8_t *d = (uint8_t *)dst + (int64_t)r * ds;
@@ -358,33 +373,33 @@ static int32_t cvl_dma(int e, int what, void *dst, const void *src, int32_t rows
         if (n > 0) memcpy(d, (const uint8_t *)src + (int64_t)r * ss, (size_t)n);
         if (n < row_bytes) memset(d + n, 0, (size_t)(row_bytes - n));
     }}
-    int64_t beats = rows * (((int64_t)row_bytes + {dma.width_bytes - 1}) / {dma.width_bytes});
+    int64_t w = cvl_dw[e], beats = rows * (((int64_t)row_bytes + w - 1) / w);
     if (rows > 1 && ds == row_bytes && ss == row_bytes && vr == rows && vb == row_bytes)
-        beats = ((int64_t)rows * row_bytes + {dma.width_bytes - 1}) / {dma.width_bytes};
-    cvl_issue_l(e, what, {dma.latency_cycles}, {dma.latency_cycles} + beats, lo, hi, 1,
+        beats = ((int64_t)rows * row_bytes + w - 1) / w;
+    cvl_issue_l(e, what, cvl_dlat[e], cvl_dlat[e] + beats, lo, hi, 1,
                 src ? {link_of(acc, "global")} : -1, (int64_t)rows * row_bytes);
-    if (e == {up}_LOAD) cvl_sim_stats.bytes_in += (int64_t)vr * vb;
+    if (cvl_ddir[e] == 1) cvl_sim_stats.bytes_in += (int64_t)vr * vb;
     else cvl_sim_stats.bytes_out += (int64_t)vr * vb;
     return 0;
 }}
-int32_t {h}_dma_load(void *dst, const void *src, int32_t rows, int32_t row_bytes,
-                     int32_t dst_stride, int32_t src_stride) {{
-    return cvl_dma({up}_LOAD, 0, dst, src, rows, row_bytes, rows, row_bytes, 0, dst_stride,
+static int32_t cvl_x_load(int e, void *dst, const void *src, int32_t rows,
+                          int32_t row_bytes, int32_t dst_stride, int32_t src_stride) {{
+    return cvl_dma(e, 0, dst, src, rows, row_bytes, rows, row_bytes, 0, dst_stride,
                    src_stride);
 }}
-int32_t {h}_dma_load_pad(void *dst, const void *src, int32_t rows, int32_t row_bytes,
-                         int32_t valid_rows, int32_t valid_row_bytes, int32_t dst_stride,
-                         int32_t src_stride) {{
-    return cvl_dma({up}_LOAD, 1, dst, src, rows, row_bytes, valid_rows, valid_row_bytes, 1,
+static int32_t cvl_x_load_pad(int e, void *dst, const void *src, int32_t rows,
+        int32_t row_bytes, int32_t valid_rows, int32_t valid_row_bytes, int32_t dst_stride,
+        int32_t src_stride) {{
+    return cvl_dma(e, 1, dst, src, rows, row_bytes, valid_rows, valid_row_bytes, 1,
                    dst_stride, src_stride);
 }}
-int32_t {h}_dma_store(void *dst, const void *src, int32_t rows, int32_t row_bytes,
-                      int32_t dst_stride, int32_t src_stride) {{
-    return cvl_dma({up}_STORE, 3, dst, src, rows, row_bytes, rows, row_bytes, 0, dst_stride,
+static int32_t cvl_x_store(int e, void *dst, const void *src, int32_t rows,
+                           int32_t row_bytes, int32_t dst_stride, int32_t src_stride) {{
+    return cvl_dma(e, 3, dst, src, rows, row_bytes, rows, row_bytes, 0, dst_stride,
                    src_stride);
 }}
-int32_t {h}_dma_load_t(void *dst, const void *src, int32_t rows, int32_t cols,
-                       int32_t item, int32_t dst_stride, int32_t src_stride) {{
+static int32_t cvl_x_load_t(int e, void *dst, const void *src, int32_t rows, int32_t cols,
+                            int32_t item, int32_t dst_stride, int32_t src_stride) {{
     int lo[1] = {{0}}, hi[1] = {{-1}};
     if (rows <= 0 || cols <= 0) return 0;
     cvl_banks(dst, (int64_t)(rows - 1) * dst_stride + (int64_t)cols * item, lo, hi);
@@ -394,16 +409,17 @@ int32_t {h}_dma_load_t(void *dst, const void *src, int32_t rows, int32_t cols,
                    (const uint8_t *)src + (int64_t)c * src_stride + (int64_t)r * item,
                    (size_t)item);
     /* it reads cols source rows of rows elements */
-    int64_t beats = ((int64_t)rows * item + {dma.width_bytes - 1}) / {dma.width_bytes};
-    cvl_issue_l({up}_LOAD, 4, {dma.latency_cycles}, {dma.latency_cycles} + cols * beats, lo, hi, 1,
+    int64_t beats = ((int64_t)rows * item + cvl_dw[e] - 1) / cvl_dw[e];
+    cvl_issue_l(e, 4, cvl_dlat[e], cvl_dlat[e] + cols * beats, lo, hi, 1,
                 {link_of(acc, "global")}, (int64_t)rows * cols * item);
     cvl_sim_stats.bytes_in += (int64_t)rows * cols * item;
     return 0;
 }}
 /* a fill reads nothing over the bus: zeros are written at the memory's access width */
-int32_t {h}_dma_fill(void *dst, int32_t rows, int32_t row_bytes, int32_t dst_stride) {{
+static int32_t cvl_x_fill(int e, void *dst, int32_t rows, int32_t row_bytes,
+                          int32_t dst_stride) {{
     int lo[1] = {{0}}, hi[1] = {{-1}};
-    int64_t w = {dma.width_bytes};
+    int64_t w = cvl_dw[e];
     if (rows <= 0 || row_bytes <= 0) return 0;
     for (int m = 0; m < {nm}; ++m)
         if ((uint8_t *)dst >= cvl_mems[m] && (uint8_t *)dst < cvl_mems[m] + cvl_geom[m][0])
@@ -411,8 +427,8 @@ int32_t {h}_dma_fill(void *dst, int32_t rows, int32_t row_bytes, int32_t dst_str
     cvl_banks(dst, (int64_t)(rows - 1) * dst_stride + row_bytes, lo, hi);
     for (int32_t r = 0; r < rows; ++r)
         memset((uint8_t *)dst + (int64_t)r * dst_stride, 0, (size_t)row_bytes);
-    cvl_issue({up}_LOAD, 2, {dma.latency_cycles},
-              {dma.latency_cycles} + (int64_t)rows * ((row_bytes + w - 1) / w), lo, hi, 1);
+    cvl_issue(e, 2, cvl_dlat[e], cvl_dlat[e] + (int64_t)rows * ((row_bytes + w - 1) / w),
+              lo, hi, 1);
     return 0;
 }}"""]
     seen: set = set()
@@ -425,6 +441,7 @@ int32_t {h}_dma_fill(void *dst, int32_t rows, int32_t row_bytes, int32_t dst_str
     if acc.dma.dims >= 3:
         out.append(blocks_sim(acc, {n: names.index(n) for n in ("dma_load_3d",
                                                                  "dma_load_pad_3d")}))
+    out.append(dma_wrappers(acc))
     for it in acc.intrinsics:
         out.append(_intrinsic_body(acc, it, seen))
         ps = it.desc.params
@@ -445,6 +462,8 @@ int32_t {h}_dma_fill(void *dst, int32_t rows, int32_t row_bytes, int32_t dst_str
     cvl_issue({up}_{it.unit.upper()}, {names.index(it.c_name)}, 0, {it.cost()}, lo, hi, {n});
     return cvl_sim_{it.c_name}({call});
 }}""")
+        if it.init:
+            out.append(_init_body(acc, it, args, call))
     out.append(vendor_sim(acc))
     return "\n".join(out) + "\n"
 

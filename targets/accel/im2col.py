@@ -35,6 +35,7 @@ from cuvil_tir.stmt import BufferRegion, Evaluate, Range
 from cuvil_tir.visitor import substitute, used_vars
 
 from .copy_nest import dim_of, row_strides, valid_part
+from .dma_engines import dma_decls
 
 
 def _terms(e) -> list:
@@ -83,9 +84,10 @@ def im2col_shape(indices, q, x):
     return None if any(_uses(e, x) for e in indices[:-3]) else (kw, c)
 
 
-def im2col_call(acc, nest, region_of, where):
-    """The ``<hal>_dma_load_im2col`` call of copy ``nest`` (row loop: the patch
-    matrix's rows, column loop: its ``q``), else None when it is no im2col gather."""
+def im2col_call(acc, nest, region_of, where, name=None):
+    """The ``<hal>_dma_load_im2col`` call (or ``name``: another engine's) of copy
+    ``nest`` (row loop: the patch matrix's rows, column loop: its ``q``), else None
+    when it is no im2col gather."""
     if len(nest.loops) < 2 or nest.fill or nest.op is not None:
         return None
     row, col = nest.loops[-2], nest.loops[-1]
@@ -110,7 +112,7 @@ def im2col_call(acc, nest, region_of, where):
     base = [substitute(e, first) for e in ld.indices]
     src_region = BufferRegion(src, tuple(Range(m, IntImm(1, "int32")) for m in base))
     dst_stride = row_strides(dst)[rd] * item
-    call = call_extern("int32", f"{acc.hal}_dma_load_im2col", region_of(dst, st.indices),
+    call = call_extern("int32", name or f"{acc.hal}_dma_load_im2col", region_of(dst, st.indices),
                        src_region, rows, cols * item, vr, vc * item, kw * c * item,
                        dst_stride, rs[-3] * item, rs[-2] * item, effect="writes:0")
     return Evaluate(call)
@@ -121,16 +123,12 @@ def im2col_header(acc) -> list:
     return ["/* im2col: rows x row_bytes patch rows, segment t of seg_bytes read at "
             "src + t * src_row_stride + row * src_px_stride; zero past valid_bytes and "
             "valid_rows */",
-            f"int32_t {acc.hal}_dma_load_im2col(void *dst, const void *src, int32_t rows, "
-            "int32_t row_bytes, int32_t valid_rows, int32_t valid_bytes, "
-            "int32_t seg_bytes, int32_t dst_stride, int32_t src_row_stride, "
-            "int32_t src_px_stride);"]
+            ] + dma_decls(acc, "load_im2col")
 
 
 def im2col_sim(acc, event: int) -> str:
     """The simulator's gather and its cost (module doc)."""
-    h, up, w = acc.hal, acc.hal.upper(), acc.dma.width_bytes
-    return f"""int32_t {h}_dma_load_im2col(void *dst, const void *src, int32_t rows,
+    return f"""static int32_t cvl_x_load_im2col(int e, void *dst, const void *src, int32_t rows,
         int32_t row_bytes, int32_t valid_rows, int32_t valid_bytes,
         int32_t seg_bytes, int32_t dst_stride, int32_t src_row_stride,
         int32_t src_px_stride) {{
@@ -156,10 +154,10 @@ def im2col_sim(acc, event: int) -> str:
         }}
     }}
     /* per row: one burst per segment, one for the zero tail */
-    int64_t seg_beats = ((int64_t)seg_bytes + {w - 1}) / {w};
+    int64_t w = cvl_dw[e], seg_beats = ((int64_t)seg_bytes + w - 1) / w;
     int64_t tail = row_bytes - (int64_t)valid_bytes;
-    beats = (int64_t)rows * (kh * seg_beats + (tail > 0 ? (tail + {w - 1}) / {w} : 0));
-    cvl_issue({up}_LOAD, {event}, {acc.dma.latency_cycles}, {acc.dma.latency_cycles} + beats, lo, hi, 1);
+    beats = (int64_t)rows * (kh * seg_beats + (tail > 0 ? (tail + w - 1) / w : 0));
+    cvl_issue(e, {event}, cvl_dlat[e], cvl_dlat[e] + beats, lo, hi, 1);
     cvl_sim_stats.bytes_in += read;
     return 0;
 }}"""

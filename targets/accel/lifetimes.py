@@ -136,10 +136,10 @@ def writes_whole(call, buf, acc, loops=()) -> bool:
     """
     name = call.args[0].value
     regions = [a for a in call.args[2:] if isinstance(a, BufferRegion)]
-    kind = "move" if name in acc.move_of else name[len(acc.hal) + 1:]
+    kind = "move" if name in acc.move_of else (
+        "dma_" + acc.dma_calls[name][1] if name in acc.dma_calls else None)
     if kind not in _LAYOUT:
-        it = acc.intrinsic_of_call(name) if acc.engine_of.get(name) not in (
-            "load", "store") else None
+        it = acc.intrinsic_of_call(name) if name not in acc.dma_calls else None
         if it is None:
             return False
         out = [(p.name, r) for p, r in zip(it.desc.params, regions) if r.buffer is buf]
@@ -178,7 +178,7 @@ def lifetimes(body, acc, versions) -> tuple:
         found = accesses(call, acc, versions)
         for buf, w, _ in found:
             uses.setdefault(buf.name, []).append((step, e, w, loops, cond, top, call, buf))
-        if e not in ("load", "store"):
+        if e not in acc.dma_direction:
             groups.append({b.name for b, _, _ in found})
     life, engines = {}, {}
     for name, us in uses.items():

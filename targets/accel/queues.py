@@ -85,8 +85,7 @@ def _sites(body, acc, versions) -> list:
                 regions = {}
                 # an intrinsic's regions are its whole operands; a DMA's or a move's
                 # name only a tile's first row, so they never prove tiles apart
-                exact = name not in acc.move_of and acc.engine_of[name] not in ("load",
-                                                                                 "store")
+                exact = name not in acc.move_of and name not in acc.dma_calls
                 for r in s.value.args[2:]:
                     if isinstance(r, BufferRegion) and exact:
                         regions.setdefault(r.buffer.name, []).append(r)

@@ -136,7 +136,9 @@ class SimulatorModule(CRuntimeModule):
                 1: "an access ran past the end of a scratchpad memory",
                 3: "a queue was used out of order (a pop before its push, a push into "
                    "a full queue, or a channel that does not exist)",
-                4: "a core index is out of range"}.get(int(s.error), f"error {int(s.error)}"))
+                4: "a core index is out of range",
+                5: "a vendor call ran on a core its configuration call (or first part) "
+                   "was not issued on"}.get(int(s.error), f"error {int(s.error)}"))
         busy = {e: int(s.busy[k]) for k, e in enumerate(self.acc.engines)}
         ne = len(self.acc.engines)
         per_core = {c: {e: int(self._core_busy[c * ne + k])
@@ -146,7 +148,8 @@ class SimulatorModule(CRuntimeModule):
         total = max(int(s.cycles), 1) * len(per_core)
         self.stats = {
             "cycles": int(s.cycles), "engine_busy": busy,
-            "utilisation": {e: busy[e] / total for e in self.acc.engines[2:]},
+            "utilisation": {e: busy[e] / total for e in self.acc.engines
+                            if e not in self.acc.dma_direction},
             "dma_bytes_in": int(s.bytes_in), "dma_bytes_out": int(s.bytes_out),
             "bank_conflict_stalls": int(s.stalls),
             "dependency_stalls": {e: int(s.waits[k]) for k, e in enumerate(self.acc.engines)},

@@ -34,9 +34,9 @@ def accesses(call, acc, versions=()) -> list:
     engine = acc.engine_of.get(name)
     if name in acc.move_of:         # an on-chip move (dst, src, ...): both sides
         pairs = [(regions[0], True), (regions[1], False)]
-    elif engine == "load":            # every DMA call is (dst, src, ...) or (dst, ...)
+    elif acc.dma_direction.get(engine) == "load":   # a DMA call: (dst, src, ...), (dst, ...)
         pairs = [(regions[0], True)]
-    elif engine == "store":
+    elif acc.dma_direction.get(engine) == "store":
         pairs = [(regions[1], False)]
     else:
         it = acc.intrinsic_of_call(name)

@@ -49,6 +49,7 @@ from .errors import AccelLoweringError
 from .copy_nest import (continues, copy_nest, dim_of, extent, row_strides, transposed_loops,
                         valid_part)
 from .dma_blocks import fold_blocks
+from .dma_engines import EngineChooser, call_name
 from .im2col import im2col_call
 
 
@@ -58,6 +59,7 @@ class _ToDMA(Mutator):
         self.scopes = {m.scope: m for m in acc.memories_only}
         self.ops = list(acc.dma.store_ops) + [op for mv in acc.moves for op in mv.ops
                                               if op not in acc.dma.store_ops]
+        self.chooser = EngineChooser(acc)
 
     def visit_For(self, s):
         nest = copy_nest(s, self.ops)
@@ -65,29 +67,33 @@ class _ToDMA(Mutator):
             return Mutator.generic_visit(self, s)
         dst_acc = nest.store.buffer.scope in self.scopes
         if nest.fill:
-            if dst_acc:
-                self._reaches(nest.store.buffer, f"the zero fill of {nest.store.buffer.name}")
-            return self.fill(nest) if dst_acc else Mutator.generic_visit(self, s)
+            if not dst_acc:
+                return Mutator.generic_visit(self, s)
+            return self.fill(nest, self.chooser.pick(
+                "load", nest.store.buffer, f"the zero fill of {nest.store.buffer.name}"))
         src_acc = nest.load.buffer.scope in self.scopes
         if dst_acc != src_acc:
-            self._reaches(nest.store.buffer if dst_acc else nest.load.buffer,
-                          f"the copy {nest.load.buffer.name} -> {nest.store.buffer.name}")
+            eng = self.chooser.pick("load" if dst_acc else "store",
+                                    nest.store.buffer if dst_acc else nest.load.buffer,
+                                    f"the copy {nest.load.buffer.name} -> "
+                                    f"{nest.store.buffer.name}")
         if dst_acc and src_acc:
             return self.move(nest)
         if dst_acc == src_acc:
             return Mutator.generic_visit(self, s)
         if dst_acc and self.acc.dma.transpose and transposed_loops(nest):
-            return self.transposed(nest, *transposed_loops(nest))
+            return self.transposed(nest, eng, *transposed_loops(nest))
         if dst_acc and self.acc.dma.im2col and len(nest.loops) >= 2:
             inner = self._inner(nest.loops, f"the copy {nest.load.buffer.name} -> "
                                 f"{nest.store.buffer.name}")[0]
             call = im2col_call(self.acc, nest, lambda b, idx: _region(b, idx, inner, inner[-1]),
-                               f"the copy {nest.load.buffer.name} -> {nest.store.buffer.name}")
+                               f"the copy {nest.load.buffer.name} -> {nest.store.buffer.name}",
+                               call_name(self.acc.hal, eng, "load_im2col"))
             if call is not None:
                 return _outer(nest.loops, inner, call)
-        return self.transfer(nest, dst_acc)
+        return self.transfer(nest, dst_acc, eng)
 
-    def transposed(self, nest, row, col):
+    def transposed(self, nest, eng, row, col):
         """``dst[r, c] = src[c, r]``: ``<hal>_dma_load_t`` (whole tiles, one dtype)."""
         st, ld, dst, src = nest.store, nest.load, nest.store.buffer, nest.load.buffer
         where = f"the transposing copy {src.name} -> {dst.name}"
@@ -105,7 +111,7 @@ class _ToDMA(Mutator):
                          dst.dtype)
         first = [substitute(e, {f.loop_var: f.min for f in inner}) for e in ld.indices]
         ext = [IntImm(1, "int32")] * (len(first) - 1) + [row.extent]
-        call = call_extern("int32", f"{self.acc.hal}_dma_load_t",
+        call = call_extern("int32", call_name(self.acc.hal, eng, "load_t"),
                            _region(dst, st.indices, inner, col),
                            BufferRegion(src, tuple(Range(m, e) for m, e in zip(first, ext))),
                            rows, cols, item, dst_stride, src_stride, effect="writes:0")
@@ -184,15 +190,7 @@ class _ToDMA(Mutator):
                 f"in memory '{mem.scope}' does not fit its access width of {w} bytes; make "
                 f"the staged tile's rows a multiple of {w // item} {dtype} elements")
 
-    def _reaches(self, buf, where):
-        reach = self.acc.dma.reach
-        if reach and buf.scope not in reach:
-            raise AccelLoweringError(
-                f"DMA: {where}: the DMA of accelerator '{self.acc.name}' reaches "
-                f"{list(reach)}, not '{buf.scope}'; stage it through one of those (a "
-                f"cache_read/cache_write there first, then an on-chip move)")
-
-    def fill(self, nest):
+    def fill(self, nest, eng):
         """A tile of zeros written by the DMA (``<hal>_dma_fill``)."""
         st, dst = nest.store, nest.store.buffer
         where = f"the zero fill of {dst.name}"
@@ -212,12 +210,12 @@ class _ToDMA(Mutator):
         stride = (row_strides(dst)[rd] if rd is not None else 0) * item
         self._check_rows(self.scopes[dst.scope], where, row_bytes, rows, stride, item,
                          dst.dtype)
-        call = call_extern("int32", f"{self.acc.hal}_dma_fill",
+        call = call_extern("int32", call_name(self.acc.hal, eng, "fill"),
                            _region(dst, st.indices, inner, col), rows, row_bytes, stride,
                            effect="writes:0")
         return _outer(nest.loops, inner, Evaluate(call))
 
-    def transfer(self, nest, load: bool):
+    def transfer(self, nest, load: bool, eng):
         st, ld, op = nest.store, nest.load, nest.op
         dst, src = st.buffer, ld.buffer
         side = dst if load else src
@@ -269,7 +267,7 @@ class _ToDMA(Mutator):
             raise AccelLoweringError(
                 f"DMA: {where} starts {lead.value * item} bytes into a row of memory "
                 f"'{mem.scope}', not aligned to its access width of {mem.width_bytes} bytes")
-        name = f"{self.acc.hal}_dma_{'load' if load else 'store'}"
+        op_name = "load" if load else "store"
         # a plain copy counts bytes, a converting one elements (two dtypes)
         unit = 1 if op is not None else D.itemsize(dst.dtype)
         moved = [rows, cols * unit]
@@ -278,10 +276,11 @@ class _ToDMA(Mutator):
             moved = [vr, vc * unit]
         if nest.padded:
             self._check_pad(where, src, load)
-            name += "_pad"
+            op_name += "_pad"
             moved = [rows, cols * unit] + moved
         if op is not None:
-            name += f"_{op.name}"
+            op_name += f"_{op.name}"
+        name = call_name(self.acc.hal, eng, op_name)
         # a DMA writes its destination and only reads its source (a read-only
         # input array is fine)
         call = call_extern("int32", name, _region(dst, st.indices, inner, col),

@@ -43,6 +43,7 @@ from cuvil_tir.op import floordiv, floormod
 from cuvil_tir.stmt import BufferRegion
 
 from .errors import AccelLoweringError, DescriptionError
+from .hal_words import BITS, HalWord, flat_args
 
 #: the C types a vendor parameter may have, with the range of the integer ones
 CTYPES = {"int8_t": (-(1 << 7), (1 << 7) - 1), "uint8_t": (0, (1 << 8) - 1),
@@ -121,8 +122,10 @@ class HalCall:
     operation, itself maybe with a ``then``) the rest, and the kernel issues them one
     after the other for each of Cuvil's calls.  ``config``: a configuration call
     (Gemmini's ``config_ld`` of the DRAM stride) carrying some of the arguments as
-    state the call then uses: issued once at the start of the kernel when every call
-    passes it the same constants (on a one-core device), otherwise before each call.
+    state the call then uses: issued once at the start of the kernel (once per core,
+    after the switch to it, on a multi-core device) when every call passes it the same
+    constants, otherwise before each call.  A parameter may pack several arguments as
+    bit fields of one word (:class:`~targets.accel.hal_words.HalWord`).
 
     Example::
 
@@ -157,7 +160,8 @@ class HalCall:
                 "then": self.then.describe() if isinstance(self.then, HalCall) else None,
                 "config": self.config.describe() if isinstance(self.config, HalCall)
                 else None,
-                "args": [(a.name, a.carries, a.ctype, a.unit, a.address, a.minus,
+                "args": [a.describe() if isinstance(a, HalWord) else
+                         (a.name, a.carries, a.ctype, a.unit, a.address, a.minus,
                           list(a.symbols)) for a in self.args],
                 "memories": sorted(self.memories.items()), "returns": self.returns,
                 "fixed": sorted(self.fixed.items())}
@@ -176,12 +180,18 @@ def cuvil_calls(acc, header_text: str) -> dict:
     return out
 
 
+def _intrinsic_of_op(acc, op):
+    """The intrinsic whose HAL operation is ``op`` (with its init flag or not)."""
+    return next((it for it in acc.intrinsics if op in (
+        it.c_name, f"{it.c_name}_init" if it.init else None)), None)
+
+
 def _implied_memories(acc, op) -> dict:
     """The memory of each address parameter the operation itself names."""
     mv = acc.move_of.get(f"{acc.hal}_{op}")
     if mv is not None:
         return {"dst": mv.dst, "src": mv.src}
-    it = next((it for it in acc.intrinsics if it.c_name == op), None)
+    it = _intrinsic_of_op(acc, op)
     return dict(it.operands) if it is not None else {}
 
 
@@ -231,12 +241,13 @@ def _check_parts(where, head, parts, ours, seen, structs, acc) -> None:
                                    f"of {c.replaces} ({[n for n in params if '*' in params[n]]})"
                                    f" to accelerator memories ({sorted(acc.scopes)})")
         mems = {**_implied_memories(acc, c.replaces), **c.memories}
-        carried += [a.carries for a in c.args
-                    if isinstance(a, HalArg) and isinstance(a.carries, str)]
+        if not all(isinstance(a, (HalArg, HalWord)) for a in c.args) or \
+                c.struct and any(isinstance(a, HalWord) for a in c.args):
+            raise DescriptionError(f"{at}: args takes HalArg(...) or HalWord(...) entries "
+                                   f"(no HalWord in a struct), found {list(c.args)!r}")
+        carried += [a.carries for a in flat_args(c) if isinstance(a.carries, str)]
         fixed.update(c.fixed)
-        for a in c.args:
-            if not isinstance(a, HalArg):
-                raise DescriptionError(f"{at}: args takes HalArg(...) entries, found {a!r}")
+        for a in flat_args(c):
             _check_arg(at, a, params, mems, acc, c.replaces)
         fields = [(a.name, a.ctype) for a in c.args]
         if c.struct is not None and structs.setdefault(c.struct, fields) != fields:
@@ -248,8 +259,9 @@ def _check_parts(where, head, parts, ours, seen, structs, acc) -> None:
         if bad:
             raise DescriptionError(f"{at}: fixed= gives {bad} a value that is not an int, or "
                                    "fixes an address; only numbers can be fixed")
-        plain = {a.carries for a in c.args if isinstance(a.carries, str) and a.minus is None}
-        for a in c.args:
+        plain = {a.carries for a in flat_args(c)
+                 if isinstance(a.carries, str) and a.minus is None}
+        for a in flat_args(c):
             if a.minus is not None and (a.address != "pointer" or "*" in a.ctype or
                                         a.minus not in plain | set(c.fixed) or
                                         "*" in params[a.minus]):
@@ -289,7 +301,7 @@ def _check_arg(at, a, params, mems, acc, op) -> None:
     if a.address == "pointer":
         return
     mem = mems.get(a.carries) if pointer else None
-    operand = any(it.c_name == op for it in acc.intrinsics) and a.carries in mems
+    operand = _intrinsic_of_op(acc, op) is not None and a.carries in mems
     if mem not in acc.scopes or "*" in a.ctype or a.address == "elements" and not operand:
         raise DescriptionError(
             f"{at}: parameter {a.name!r} passes {a.carries!r} as {a.address} in its memory: it "
@@ -316,7 +328,7 @@ def symbol_defines(acc) -> list:
     has it)."""
     out, seen = [], set()
     for c in (p for head in acc.hal_calls for p in head.parts()):
-        for a in c.args:
+        for a in flat_args(c):
             for value, name in a.symbol_values(acc).items():
                 if name not in seen:
                     seen.add(name)
@@ -325,7 +337,7 @@ def symbol_defines(acc) -> list:
 
 
 def _item(acc, op, param) -> int:
-    it = next((it for it in acc.intrinsics if it.c_name == op), None)
+    it = _intrinsic_of_op(acc, op)
     p = next(p for p in it.desc.params if p.name == param)
     return D.itemsize(p.dtype)
 
@@ -357,7 +369,8 @@ def vendor_sim(acc) -> str:
     """The simulator's vendor calls: each converts its arguments back to Cuvil's and
     runs Cuvil's call (a call split in parts: the first ones keep their arguments, the
     last runs it)."""
-    ours, out = acc.hal_ops, []
+    ours, out, held = acc.hal_ops, [], []
+    nc = acc.cores.count if acc.cores is not None else 1
     mem_index = {m.scope: k for k, m in enumerate(acc.memories_only)}
     for head in acc.hal_calls:
         parts, last = head.parts(), head.parts()[-1]
@@ -367,14 +380,21 @@ def vendor_sim(acc) -> str:
             fixed.update(c.fixed)
             for a in c.args:
                 at = "d->" if c.struct else ""
-                ref[a.name] = f"{at}{a.name}" if c is last else f"cvl_hold_{c.name}_{a.name}"
-                if isinstance(a.carries, str):
-                    by_param[a.carries] = a
+                # by parameter object: two parts may name parameters alike
+                ref[id(a)] = f"{at}{a.name}" if c is last else \
+                    f"cvl_hold_{c.name}_{a.name}[cvl_core]"
+                if isinstance(a, HalWord):
+                    ref.update(zip(map(id, (f for f, _, _ in a.fields)), a.unpack(ref[id(a)])))
+            by_param.update({a.carries: a for a in flat_args(c) if isinstance(a.carries, str)})
             if c is not last:
+                # what a configuration call sets is the state of the core it ran on
                 out += [f"static {a.ctype}{'' if a.ctype.endswith('*') else ' '}"
-                        f"cvl_hold_{c.name}_{a.name};" for a in c.args]
-                keep = " ".join(f"cvl_hold_{c.name}_{a.name} = {'d->' if c.struct else ''}"
-                                f"{a.name};" for a in c.args)
+                        f"cvl_hold_{c.name}_{a.name}[{nc}];" for a in c.args]
+                out.append(f"static int cvl_held_{c.name}[{nc}];")
+                held.append(c.name)
+                keep = " ".join(f"cvl_hold_{c.name}_{a.name}[cvl_core] = "
+                                f"{'d->' if c.struct else ''}{a.name};" for a in c.args)
+                keep += f" cvl_held_{c.name}[cvl_core] = 1;"
                 out.append(f"{c.returns} {c.name}({_params(c)}) {{ {keep}"
                            + (" return 0;" if c.returns != "void" else "") + " }")
         cval = {}
@@ -383,9 +403,9 @@ def vendor_sim(acc) -> str:
             if p in fixed:
                 cval[p] = f"({ctype}){fixed[p]}"
             elif a.address == "pointer" and "*" in ctype:
-                cval[p] = f"({ctype}){ref[a.name]}"
+                cval[p] = f"({ctype}){ref[id(a)]}"
             else:
-                v = f"((int64_t){ref[a.name]} * {a.unit})"
+                v = f"((int64_t){ref[id(a)]} * {a.unit})"
                 if a.address == "elements":
                     v = f"({v} * {_item(acc, head.replaces, p)})"
                 if a.address != "pointer":
@@ -394,11 +414,15 @@ def vendor_sim(acc) -> str:
         for ctype, p in ours[head.replaces]:      # a gap back to a stride
             a = by_param.get(p)
             if a is not None and a.minus is not None:
-                cval[p] = f"({ctype})((int64_t){ref[a.name]} * {a.unit} + {cval[a.minus]})"
+                cval[p] = f"({ctype})((int64_t){ref[id(a)]} * {a.unit} + {cval[a.minus]})"
         back = [cval[p] for _, p in ours[head.replaces]]
         call = f"{acc.hal}_{head.replaces}({', '.join(back)})"
         body = f"(void){call};" if last.returns == "void" else f"return {call};"
-        out.append(f"{last.returns} {last.name}({_params(last)}) {{ {body} }}")
+        check = "".join(f"if (!cvl_held_{c.name}[cvl_core]) cvl_sim_stats.error = 5; "
+                        for c in parts if c is not last)
+        out.append(f"{last.returns} {last.name}({_params(last)}) {{ {check}{body} }}")
+    resets = " ".join(f"memset(cvl_held_{n}, 0, sizeof cvl_held_{n});" for n in held)
+    out.append(f"static void cvl_vendor_reset(void) {{ {resets} }}")
     return "\n".join(out) + "\n"
 
 
@@ -483,9 +507,10 @@ def print_vendor_call(printer, c, e) -> str:
 def hoisted_configs(acc, calls) -> dict:
     """``{configuration call name: a call it configures}`` for the configuration calls
     that every one of ``calls`` (the kernel's Cuvil calls, in order) it configures
-    passes the same constants: those are issued once, at the start (not on a device
-    with cores: each core has its own configuration)."""
-    if acc.cores is not None or not acc.hal_calls:
+    passes the same constants: those are issued once, at the start, and on a device
+    with cores once per core, after the switch to it (each core has its own
+    configuration: :mod:`~targets.accel.codegen`)."""
+    if not acc.hal_calls:
         return {}
     values, first = {}, {}
     for e in calls:
@@ -493,7 +518,8 @@ def hoisted_configs(acc, calls) -> dict:
         if c is None or not isinstance(c.config, HalCall):
             continue
         given = dict(zip([n for _, n in acc.hal_ops[c.replaces]], e.args[2:]))
-        vals = tuple(given[a.carries] for a in c.config.args if isinstance(a.carries, str))
+        vals = tuple(given[a.carries] for a in flat_args(c.config)
+                     if isinstance(a.carries, str))
         key = tuple(v.value for v in vals) if all(isinstance(v, IntImm) for v in vals) \
             else None
         values.setdefault(c.config.name, set()).add(key)
@@ -519,26 +545,36 @@ def _print_part(printer, c, e) -> str:
             raise HalSignatureError(
                 f"vendor call {c.name!r} ({c.replaces}) assumes {p} = {want}, but this call "
                 f"passes {v}; carry {p!r} with a HalArg, or schedule so that it is {want}")
-    texts = []
-    for a in c.args:
-        if isinstance(a.carries, int):
-            texts.append(str(a.carries))
-        elif a.address == "pointer" and "*" in a.ctype:
-            texts.append(printer.extern_arg(given[a.carries]))
-        elif isinstance(given[a.carries], BufferRegion) and \
-                given[a.carries].buffer.name not in printer.addr:
-            texts.append(_runtime_offset(printer, a, given[a.carries]))
-        else:
-            v = _value(printer, c, a, given[a.carries], mems, ana)
-            if a.minus is not None:
-                v = v - given[a.minus]
-            what = a.carries if a.minus is None else f"{a.carries} - {a.minus}"
-            v = _fit(c, a, ana.simplify(v), ana, what)
-            texts.append(_symbol(c, a, v, acc) if a.symbols else printer.bare(v))
+    texts = [a.pack([_text(printer, c, f, n, given, mems, ana) for f, _, n in a.fields])
+             if isinstance(a, HalWord) else _text(printer, c, a, None, given, mems, ana)
+             for a in c.args]
     if c.struct:
         fields = ", ".join(f".{a.name} = {t}" for a, t in zip(c.args, texts))
         return f"{c.name}(&({c.struct}){{{fields}}})"
     return f"{c.name}({', '.join(texts)})"
+
+
+def _text(printer, c, a, width, given, mems, ana) -> str:
+    """The C of parameter ``a`` (a field of ``width`` bits of a word, or None)."""
+    if isinstance(a.carries, int):
+        return str(a.carries)
+    if a.address == "pointer" and "*" in a.ctype:
+        return printer.extern_arg(given[a.carries])
+    if isinstance(given[a.carries], BufferRegion) and \
+            given[a.carries].buffer.name not in printer.addr:
+        return _runtime_offset(printer, a, given[a.carries])
+    v = _value(printer, c, a, given[a.carries], mems, ana)
+    if a.minus is not None:
+        v = v - given[a.minus]
+    what = a.carries if a.minus is None else f"{a.carries} - {a.minus}"
+    v = _fit(c, a, ana.simplify(v), ana, what)
+    lo, hi = ana.const_int_bound(v)
+    if width is not None and width < BITS[a.ctype] and (lo < 0 or hi >= 1 << width):
+        raise HalSignatureError(
+            f"vendor call {c.name!r} ({c.replaces}): field {a.name!r} ({what}) ranges over "
+            f"[{lo}, {hi}], beyond its {width} bits [0, {(1 << width) - 1}]; use smaller "
+            "tiles or declare a wider field")
+    return _symbol(c, a, v, printer.acc) if a.symbols else printer.bare(v)
 
 
 def pick_vendor_call(acc, e):

@@ -57,6 +57,7 @@ from .nvcc import needs_nvcc, nvcc_available, nvcc_compile
 from .runtime import CudaRuntime
 from .tensorcore import wmma_leading_dims
 from .tma import tma_coordinates
+from .tma_copy import lower_tma_copies
 from .mbarrier import check_hopper_ops
 from . import tvm_wmma  # noqa: F401 - registers TVM's wmma intrinsics and their ops
 from . import dp4a  # noqa: F401 - registers the dp4a ops and TVM's dp4a intrinsics
@@ -145,7 +146,8 @@ def cuda_pipeline() -> list:
          'plan_buffer_allocation', 'lower_blocks']
     """
     return [cooperative_fetch, lower_cross_thread_reduction, grid_roots, plan_buffer_allocation,
-            lower_blocks, normalize_thread_bindings, inject_software_pipeline, wmma_leading_dims,
+            lower_blocks, lower_tma_copies, normalize_thread_bindings,
+            inject_software_pipeline, wmma_leading_dims,
             tma_coordinates, append_swizzles, check_hopper_ops, flatten_buffers, drop_dead_stores,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]

@@ -17,9 +17,11 @@ the ops of a pipelined ``wgmma`` GEMM (:mod:`targets.toolkit.cuda_tma_gemm`).
   converted to ``D``'s dtype (float32, float16 or bfloat16) straight from the
   registers: the epilogue never passes through memory.
 
-The interpreter computes a ``wgmma_async`` when it is issued (its operands are read
-then; commit and wait leave the accumulators as they are): a schedule that releases a stage before
-``wgmma_wait`` is not caught.
+In the interpreter (``OpDef.lands``, :mod:`cuvil_tir.interp.async_mma`) a
+``wgmma_async`` lands at the ``wgmma_wait`` that covers its group: with
+``check_races=True`` a stage overwritten (or released to a producer that overwrites
+it) before that wait, or accumulators read before it, is a race naming both
+statements.
 
 Example::
 
@@ -50,18 +52,18 @@ EPILOGUE_DTYPES = {"float32": "float", "float16": "half", "bfloat16": "__nv_bflo
 
 _sync = ops.get_op(WGMMA_OP)
 register_op(OpDef(WGMMA_ASYNC_OP, -1, "any", effect="opaque", collective="warpgroup",
-                  tiles=_sync.tiles, reference=_sync.reference,
+                  tiles=_sync.tiles, reference=_sync.reference, lands="issue",
                   doc="C[64, N] += A[64, K] @ B[N, K].T issued by a warpgroup without "
                       "waiting (wgmma.mma_async)"), replace=True)
 register_op(OpDef(COMMIT_OP, -1, "any", effect="opaque", collective="warpgroup",
                   tiles=lambda a: (Tile(0, 64, a[1].value, 2 if len(a) > 2 else None,
                                         "readwrite"),),
-                  reference=lambda t: lambda c: (c,),
+                  reference=lambda t: lambda c: (c,), lands="commit",
                   doc="close the warpgroup's group of wgmma steps into C"), replace=True)
 register_op(OpDef(WAIT_OP, -1, "any", effect="opaque", collective="warpgroup",
                   tiles=lambda a: (Tile(0, 64, a[2].value, 3 if len(a) > 3 else None,
                                         "readwrite"),),
-                  reference=lambda t: lambda c: (c,),
+                  reference=lambda t: lambda c: (c,), lands="wait",
                   doc="wait until at most n groups of wgmma steps are in flight"),
             replace=True)
 register_tile_op(WGMMA_ASYNC_OP, 6, (("shared",), ("shared",), (WARPGROUP_SCOPE,)),

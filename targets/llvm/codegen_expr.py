@@ -51,6 +51,9 @@ def _symbol(name: str) -> str:
 
 _INDEX_OPS = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max)
 
+#: (code generator class, expression class) -> the ``e_<Class>`` method translating it
+_EXPR: dict = {}
+
 
 def index64(e):
     """The int32 scalar index ``e`` computed in 64 bits: each int32 leaf is widened,
@@ -99,10 +102,14 @@ class ExprEmitter:
 
     # expressions ----------------------------------------------------------------------
     def expr(self, e) -> str:
+        fn = _EXPR.get((type(self), type(e)))
+        if fn is not None:
+            return fn(self, e)
         for klass in type(e).__mro__:
-            fn = getattr(self, "e_" + klass.__name__, None)
+            fn = getattr(type(self), "e_" + klass.__name__, None)
             if fn is not None:
-                return fn(e)
+                _EXPR[(type(self), type(e))] = fn   # found once per pair of classes
+                return fn(self, e)
         raise CodegenError(f"llvm codegen: no translation for expression node "
                            f"{type(e).__name__} ({e})")
 

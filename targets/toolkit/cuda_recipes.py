@@ -23,6 +23,7 @@ from schedules.errors import ScheduleArgumentError
 from targets.cuda.fragments import ACC_SCOPE, FILL_INTRIN, STORE_INTRIN
 from targets.cuda import mma, wgmma
 from targets.cuda.mma_fp8 import mma_name
+from targets.cuda.tma_copy import TMA_KEY
 from targets.cuda.tensorcore import wmma_name
 
 # the Hopper GEMM written at the level of tiles (tensor copies, warp specialization)
@@ -221,14 +222,16 @@ def _lanes(sch, loops, split):
         sch.bind(loop, tag)
 
 
-def _stage_inputs(sch, blk, ko, rows, pad, vector, warps) -> list:
+def _stage_inputs(sch, blk, ko, rows, pad, vector, warps, annotate=None) -> list:
     """Stage A and B (reads 0, 1 of ``blk``) in ``shared`` memory at each ``ko`` slice,
     their rows (of ``rows`` elements) padded by ``pad`` elements, copied ``vector``
-    elements at a time by the threads ``warps`` names; the copy blocks."""
+    elements at a time by the threads ``warps`` names (``annotate``: a key given to
+    the copy's outermost loop, e.g. ``"cuda.tma"``); the copy blocks."""
     out = []
     for idx, row in enumerate(rows):
         sh = sch.cache_read(blk, idx, "shared")
         sch.compute_at(sh, ko)
+        depth = len(sch.get_loops(sh)) - 2
         ax0, ax1 = sch.get_loops(sh)[-2:]
         if pad:
             sch.storage_align(sh, 0, 0, row, pad)
@@ -236,6 +239,8 @@ def _stage_inputs(sch, blk, ko, rows, pad, vector, warps) -> list:
             ax1, vec = sch.split(ax1, [None, vector])
             sch.vectorize(vec)
         _lanes(sch, [ax0, ax1], warps)
+        if annotate is not None:
+            sch.annotate(sch.get_loops(sh)[depth], annotate, 1)
         out.append(sh)
     return out
 
@@ -332,7 +337,8 @@ def gemm_tensorcore(sch, block: str = "C", bm: int = 64, bn: int = 64, bk: int =
 
 def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
              warp_m: int = 64, warp_n: int = 64, vector: int | None = None,
-             pad: int | None = None, swizzle: bool = False, stages: int = 1) -> None:
+             pad: int | None = None, swizzle: bool = False, stages: int = 1,
+             cp_async: bool = False) -> None:
     """fp16, bf16 (fp32 accumulation) or int8 (int32) GEMM on ``mma.sync`` fed by
     ``ldmatrix`` (:mod:`targets.cuda.mma`): a ``bm x bn`` tile per block, a ``warp_m x
     warp_n`` tile per warp (warps on threadIdx.z/y, lanes on threadIdx.x) accumulated
@@ -346,6 +352,9 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
     :func:`mma_swizzle`), which makes the loads conflict-free without wasting
     shared memory.  ``stages``: slices of A and B in flight (``software_pipeline_stage``
     on the K loop: the next slices are copied while the warps compute on this one).
+    ``cp_async`` (with ``stages`` > 1): the copies are asynchronous (TVM's
+    ``software_pipeline_async_stages`` on stage 0: ``cp.async`` of 16 bytes, sm_80+,
+    one group per K slice, waited for before the warps read it).
 
     Example::
 
@@ -379,6 +388,12 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
     staged = _stage_inputs(sch, blk, ko, rows, pad, vector, warps)
     if stages > 1:                  # the two copies, then the product
         sch.annotate(ko, "software_pipeline_stage", [0, 0, stages - 1])
+        if cp_async:
+            sch.annotate(ko, "software_pipeline_async_stages", [0])
+    elif cp_async:
+        raise ScheduleArgumentError("gemm_mma: cp_async overlaps the copies of later K "
+                                    "slices with this one's product; it needs stages >= 2, "
+                                    f"found stages={stages}")
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(sch.get_loops(init)[-2], mma.fill_name(warp_m, warp_n, dtype))
     r0, r1 = sch.get_loops(acc)[-2:]
@@ -394,13 +409,16 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
             sch.transform_layout(sh, 0, mma_swizzle(dtype, row).index_map())
 
 
-def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128) -> None:
+def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128,
+               tma: bool = False) -> None:
     """fp16 or bf16 GEMM ``C = A @ B.T`` (B ``[N, K]``, fp32 accumulation) on Hopper's
     warpgroup tensor cores (``wgmma``, sm_90a; :mod:`targets.cuda.wgmma`): a ``bm x bn``
     tile per block, ``bm / 64`` warpgroups (threadIdx.y; 128 threads each on
     threadIdx.x), each holding its ``64 x bn`` accumulators in registers for the whole
     K loop, 64-deep slices of A and B staged in shared memory by all threads (16-byte
-    copies) through the 128-byte swizzle that ``wgmma`` reads.
+    copies) through the 128-byte swizzle that ``wgmma`` reads.  ``tma``: the tensor
+    engine copies each slice instead (the copy annotated ``"cuda.tma"``:
+    :mod:`targets.cuda.tma_copy`), straight into the swizzled layout.
 
     Example::
 
@@ -426,8 +444,8 @@ def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128) -> None:
     sch.bind(ty, "threadIdx.y")
     acc = sch.cache_write(blk, 0, wgmma.WARPGROUP_SCOPE)
     sch.reverse_compute_at(acc, bx)
-    staged = _stage_inputs(sch, blk, ko, (row, row), 0,
-                           128 // D.bits(dtype), threads)
+    staged = _stage_inputs(sch, blk, ko, (row, row), 0, 128 // D.bits(dtype), threads,
+                           TMA_KEY if tma else None)
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(sch.get_loops(init)[-2], f"cuda.wgmma_fill_64x{bn}_f32")
     r0, r1 = sch.get_loops(acc)[-2:]

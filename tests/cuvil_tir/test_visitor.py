@@ -143,10 +143,10 @@ def test_used_vars_and_post_order_visit_do_not_grow_the_dispatch_cache():
     e = i * j + 1
     visitor.used_vars(e)
     visitor.post_order_visit(e, lambda n: None)
-    before = len(visitor._DISPATCH)
+    before = len(visitor._VISIT) + len(visitor._MUTATE)
     for _ in range(5):
         assert [v.name for v in visitor.used_vars(e)] == ["i", "j"]
         seen = []
         visitor.post_order_visit(e, seen.append)
         assert len(seen) == 5
-    assert len(visitor._DISPATCH) == before
+    assert len(visitor._VISIT) + len(visitor._MUTATE) == before

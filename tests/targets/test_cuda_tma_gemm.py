@@ -22,6 +22,7 @@ from cuvil_tir.stmt import Evaluate
 from cuvil_tir.visitor import Mutator, substitute
 from targets.cuda.nvcc import resource_usage, sass
 from targets.toolkit import cuda_recipes as recipes
+from targets.cuda.wgmma_async import WAIT_OP
 from targets.toolkit.cuda_tma_gemm import gemm_tma_wgmma
 
 from .cuda_helpers import rand
@@ -109,6 +110,62 @@ def test_a_producer_that_does_not_wait_for_released_stages_is_a_race():
     with pytest.raises(T.RaceError, match="still in flight") as err:
         T.interpret(mod.lowered, a, b, np.zeros((64, 64), "float32"), check_races=True)
     assert all('"tma_load", A_s[' in s for s in err.value.statements)
+
+
+class _DropWgmmaWaits(Mutator):
+    """Remove the ``wgmma_wait`` calls that leave ``keep`` groups in flight."""
+
+    def __init__(self, keep):
+        super().__init__()
+        self.keep = keep
+
+    def visit_Evaluate(self, s):
+        v = s.value
+        if getattr(v, "op", None) == WAIT_OP and v.args[1].value == self.keep:
+            return Evaluate(T.const(0))
+        return s
+
+
+def _without_wgmma_waits(keep, **kwargs):
+    f = gemm_tma_wgmma(64, 64, 256, "float16", 64, 64, 2, **kwargs)
+    return targets.build(f.with_body(_DropWgmmaWaits(keep).visit(f.body)), SM90A,
+                         name=f"tg_nowait{keep}")
+
+
+def test_a_stage_released_before_its_wgmma_wait_is_a_race():
+    # without wgmma_wait(1) the consumers hand the previous stage back while its
+    # steps are still in flight: the producer's next tensor copy overwrites it
+    mod = _without_wgmma_waits(1)
+    a, b, _ = _inputs(64, 64, 256, "float16")
+    with pytest.raises(T.RaceError, match=r"A_s at address \d+: thread \(0, 1, 0\) writes "
+                       r"it in .* while the asynchronous tensor-core op .* is still in "
+                       r"flight") as err:
+        T.interpret(mod.lowered, a, b, np.zeros((64, 64), "float32"), check_races=True)
+    first, second = err.value.statements
+    assert '"cuda.wgmma_async", A_s' in first and '"tma_load", A_s' in second
+    assert err.value.threads == ((0, 0, 0), (0, 1, 0))
+
+
+def test_accumulators_read_before_the_last_wgmma_wait_are_a_race_or_wrong():
+    mod = _without_wgmma_waits(0)
+    a, b, ref = _inputs(64, 64, 256, "float16")
+    with pytest.raises(T.RaceError, match="still in flight") as err:
+        T.interpret(mod.lowered, a, b, np.zeros((64, 64), "float32"), check_races=True)
+    assert "cuda.wgmma_async" in err.value.statements[0]
+    assert "cuda.wgmma_epilogue_none" in err.value.statements[1]
+    # unchecked, the epilogue stores the accumulators as the last wait left them
+    c = np.zeros((64, 64), "float32")
+    T.interpret(mod.lowered, a, b, c)
+    assert not np.allclose(c, ref, rtol=1e-3, atol=1e-2)
+
+
+def test_the_wgmma_wait_count_must_be_a_constant():
+    from cuvil_tir.interp.async_mma import wait_count
+    from cuvil_tir.errors import LoweringError
+    with pytest.raises(LoweringError, match=r"cuda.wgmma_wait: the count of groups left in "
+                                            r"flight \(argument 1\) must be a constant >= 0, "
+                                            r"found n"):
+        wait_count(T.Call("int32", WAIT_OP, (T.const(0), T.var("n"), T.const(64))), "")
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -101,3 +101,15 @@ def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
     a, b = rand((64,)), np.zeros(64, "float32")
     run(a, b)
     np.testing.assert_array_equal(b, a * 3)
+
+
+def test_emulated_cp_async_pipeline_lands_each_copy_at_once():
+    # software_pipeline_async_stages: cp.async of 16 bytes, commit and wait per step
+    from cuvil_tir.parser import parse
+    from .test_cuda_pipeline_async import _summed
+    mod = targets.build(parse(_summed()), "cuda", name="sum_emu")
+    assert "async_copy" in T.to_text(mod.lowered)
+    a, c = rand((4, 512)), np.zeros((4, 32), "float32")
+    _emulated(mod.lowered)(a, c)
+    np.testing.assert_allclose(c, a.reshape(4, 4, 4, 32).sum(axis=(1, 2)), rtol=1e-5,
+                               atol=1e-5)

@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import cuvil_tir as T
 
-from targets.accel import DMA, Accelerator, Cores, HalArg, HalCall, Intrinsic, Memory, Move
+from targets.accel import (DMA, Accelerator, Cores, DMAEngine, HalArg, HalCall, Intrinsic,
+                           Memory, Move)
 from targets.accel.examples.toy_npu import elementwise_desc, gemm_desc, requant
 
 TILE = 16
@@ -104,13 +105,14 @@ HAL_CALLS = [
     _copy_gm("copy_gm_to_l2", L2),
     _load_l0("load_cbuf_to_ca", "move_asc_l1_asc_l0a"),
     _load_l0("load_cbuf_to_cb", "move_asc_l1_asc_l0b"),
-    HalCall("mmad", "mmad_16x16x16", (
+    HalCall("mmad", "mmad_16x16x16_init", (
         HalArg("c", "C", "uint32_t", address="elements"),
         HalArg("a", "A", "uint32_t", address="elements"),
         HalArg("b", "B", "uint32_t", address="elements"),
         HalArg("a_stride", "A_stride", "uint16_t"), HalArg("b_stride", "B_stride", "uint16_t"),
-        HalArg("c_stride", "C_stride", "uint16_t")),
-        doc="C[16,16] += A @ B, operands as element indices in L0A/L0B/L0C"),
+        HalArg("c_stride", "C_stride", "uint16_t"), HalArg("init", "init", "uint8_t")),
+        doc="C[16,16] += A @ B (init: C = A @ B), operands as element indices in "
+            "L0A/L0B/L0C"),
 ]
 I32_UB = ("X", "int32", UB)
 ascend = Accelerator(
@@ -128,11 +130,12 @@ ascend = Accelerator(
               Memory(UB, banks=4, bank_bytes=64 << 10, width_bits=256,
                      doc="per core: the vector unit's operands and results")],
     # MTE2 takes a repeat count: a loop of 2-D copies (a filter's padded taps) is one
-    # command paying the latency once
-    # MTE2/MTE3 reach L2, L1 and UB (and L0C for a zero fill: its accumulators start
-    # at zero); L0A/L0B fill from L1 only
+    # command paying the latency once; L0A/L0B fill from L1 only (MTE1, a Move)
+    # two DMA engines: MTE2 ("load") from DDR into L2, L1, UB (and L0C for a zero fill:
+    # its accumulators start at zero), MTE3 ("store") from UB back to DDR
     dma=DMA(width_bits=1024, latency_cycles=128, padding=True, dims=3, outstanding=4,
-            reach=(L2, L1, L0C, UB)),
+            engines=(DMAEngine("load", "load", reach=(L2, L1, L0C, UB)),
+                     DMAEngine("store", "store", reach=(UB,)))),
     moves=[_move(L2, L1, "load"), _move(L1, L0A, "mte1"), _move(L1, L0B, "mte1"),
            _move(L0C, UB, "vector")],
     cores=Cores(4, axis=CORE_AXIS, shared=(L2,), bandwidth={"global": 128, L2: 256}),
@@ -141,7 +144,8 @@ ascend = Accelerator(
         Intrinsic("asc.mmad_16x16x16_i8", gemm_desc(scopes=(L0A, L0B, L0C)),
                   {"A": L0A, "B": L0B, "C": L0C}, "mmad_16x16x16",
                   cycles=lambda s: s["A"][0], unit="cube",
-                  align_bytes={"A": 16, "B": 16, "C": 64}),
+                  align_bytes={"A": 16, "B": 16, "C": 64},
+                  init=True),   # mmad's init bit: the first step overwrites L0C
         _vector("bias_add_16x16_i32", lambda a, b: a + b,
                 [I32_UB, ("Y", "int32", UB, "row")], ("Z", "int32", UB), "bias_add_16x16"),
         _vector("relu_16x16_i32", lambda a: T.max(a, T.const(0, "int32")), [I32_UB],

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import cuvil_tir as T
 
-from targets.accel import (DMA, Accelerator, DMAOp, HalArg, HalCall, Intrinsic, Memory, Move,
-                           Queue)
+from targets.accel import (DMA, Accelerator, DMAOp, HalArg, HalCall, HalWord, Intrinsic,
+                           Memory, Move, Queue)
 from targets.accel.examples.toy_npu import gemm_desc, requant
 
 DIM = 16
@@ -83,13 +83,19 @@ def _row(name, operand, mem_row):
     return HalArg(name, operand, "uint32_t", unit=mem_row, address="bytes")
 
 
+def _rs(name, operand, mem_row):
+    """A RoCC source register: the operand's row address in bits 0-31, its row stride
+    (elements) in bits 32-47."""
+    return HalWord(name, "uint64_t", ((_row(f"{name}_addr", operand, mem_row), 0),
+                                      (HalArg(f"{name}_stride", f"{operand}_stride",
+                                              "uint16_t"), 32)))
+
+
 # Gemmini's matmul is two instructions: preload (the weights B and the accumulator
-# tile C the result goes to) then compute_preloaded (the inputs A)
-MATMUL = HalCall("gemmini_preload", "matmul", (
-    _row("bd", "B", DIM), _row("c", "C", 4 * DIM), HalArg("bd_stride", "B_stride", "uint16_t"),
-    HalArg("c_stride", "C_stride", "uint16_t")),
-    then=HalCall("gemmini_compute_preloaded", "matmul", (
-        _row("a", "A", DIM), HalArg("a_stride", "A_stride", "uint16_t"))))
+# tile C the result goes to) then compute_preloaded (the inputs A), each taking its
+# operands packed in 64-bit registers (rs1, rs2)
+MATMUL = HalCall("gemmini_preload", "matmul", (_rs("rs1", "B", DIM), _rs("rs2", "C", 4 * DIM)),
+                 then=HalCall("gemmini_compute_preloaded", "matmul", (_rs("rs1", "A", DIM),)))
 
 gemmini = Accelerator(
     "gemmini-like",
@@ -130,4 +136,4 @@ gemmini = Accelerator(
     doc="Gemmini-like NPU: 16x16 int8 systolic array, scratchpad + accumulator, a DMA "
         "with zero/bias preload and activation on read-out")
 
-__all__ = ["decode_e4m3", "gemmini", "relu_requant"]
+__all__ = ["MATMUL", "decode_e4m3", "gemmini", "relu_requant"]

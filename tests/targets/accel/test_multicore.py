@@ -146,7 +146,10 @@ def test_speed_up_is_monotone_in_the_cores():
 def test_shared_links_make_cores_wait_for_each_other():
     one = _run_gemm(128, 512, 64, cores=1, tile=(32, 128, 64)).stats
     four = _run_gemm(128, 512, 64, cores=4, tile=(32, 128, 64)).stats
-    assert four["bandwidth_stalls"] > 4 * one["bandwidth_stalls"]
+    # one core's loads and stores share its DDR link too (408 cycles); four cores'
+    # loads meet on it (544; 1824 while a DMA fill of the accumulators, mmad's init
+    # bit now, held each core's load engine and lined their loads up)
+    assert four["bandwidth_stalls"] > one["bandwidth_stalls"]
 
 
 def test_memory_map_per_core():
@@ -329,7 +332,8 @@ def test_a_small_conv_loads_each_row_block_in_one_command():
     pipeline's five stages) each core's six input rows one command into L1 (padded only
     along the channels, contiguous on both sides), each input byte read once; it took
     4370 cycles at 26% of the cube, three commands a row and nine for the weights, then
-    2280 (50.5%) before its DMA kept several commands in flight."""
+    2280 (50.5%) before its DMA kept several commands in flight, 1980 before mmad's
+    init bit replaced the accumulators' zero fill."""
     mod = targets.build(schedule_conv2d_cores(conv2d(1, 18, 18, 8, 24), cores=4),
                         "ascend-like", name="conv")
     src = mod.get_source("c")
@@ -341,7 +345,7 @@ def test_a_small_conv_loads_each_row_block_in_one_command():
     y = np.zeros((1, 16, 16, 24), "int32")
     mod(x, w, y)
     np.testing.assert_array_equal(y, conv2d_nhwc_ref(x, w))
-    assert mod.stats["cycles"] == 1980 and mod.stats["cores_used"] == 4
+    assert mod.stats["cycles"] == 1924 and mod.stats["cores_used"] == 4
     assert mod.stats["dma_bytes_in"] == 4 * 6 * 18 * 8 + w.size
 
 

@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-import cuvil_tir as T
 import targets
+from tests.targets.accel.small_npu import build_gemm, run_gemm, small_npu
 from tests.workloads import conv2d_nhwc_ref
 from cuvil_tir.errors import TargetError
-from targets.accel import (DMA, Accelerator, DescriptionError, Intrinsic, Memory, Queue,
+from targets.accel import (DescriptionError, Queue,
                            QueueDepthError)
-from targets.accel.examples.toy_npu import elementwise_desc, gemm_desc, toy_npu
+from targets.accel.examples.toy_npu import toy_npu
 from targets.toolkit.npu.conv2d import conv2d, schedule_conv2d
 from targets.toolkit.npu.gemm import gemm, schedule_gemm
 
@@ -22,38 +22,14 @@ SCOPES = ("q.inp", "q.wgt", "q.acc")
 
 def _npu(name, queues=(), queue_depth=2):
     """The toy NPU's geometry with its own intrinsic names and the given queues."""
-    p = name.replace("-", "_")
-    return Accelerator(
-        name,
-        memories=[Memory("q.inp", banks=4, bank_bytes=8 << 10, width_bits=128),
-                  Memory("q.wgt", banks=4, bank_bytes=8 << 10, width_bits=128),
-                  Memory("q.acc", banks=8, bank_bytes=8 << 10, width_bits=512)],
-        dma=DMA(width_bits=512, latency_cycles=64),
-        intrinsics=[
-            Intrinsic(f"{p}.gemm", gemm_desc(scopes=SCOPES), dict(zip("ABC", SCOPES)),
-                      "gemm", cycles=18, unit="gemm"),
-            Intrinsic(f"{p}.zero", elementwise_desc("zero", lambda: T.const(0, "int32"), [],
-                                                    ("C", "int32", "q.acc")),
-                      {"C": "q.acc"}, "zero", cycles=16, unit="vector")],
-        queues=queues, queue_depth=queue_depth)
+    return small_npu(name, "q", queues=queues, queue_depth=queue_depth)
 
 
 def _gemm(acc, n=128, double=True, **options):
-    targets.register_target(acc, replace=True)
-    p = acc.name.replace("-", "_")
-    sch = schedule_gemm(gemm(n), tile=64, gemm=f"{p}.gemm", zero=f"{p}.zero", scopes=SCOPES,
-                        double=double)
-    return targets.build(sch, targets.Target(acc.name, **options), name="qgemm")
+    return build_gemm(acc, "q", n=n, double=double, **options)
 
 
-def _run(mod, n=128):
-    rng = np.random.default_rng(3)
-    a = rng.integers(-128, 128, (n, n)).astype("int8")
-    b = rng.integers(-128, 128, (n, n)).astype("int8")
-    c = np.zeros((n, n), "int32")
-    mod(a, b, c)
-    np.testing.assert_array_equal(c, a.astype("int32") @ b.astype("int32"))
-    return mod.stats
+_run = run_gemm
 
 
 def test_pushes_and_pops_are_placed_once_per_tile_and_balanced():

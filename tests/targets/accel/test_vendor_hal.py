@@ -14,6 +14,7 @@ from targets.accel.examples.ascend_like import ascend
 from targets.accel.examples.toy_npu import elementwise_desc, gemm_desc
 from targets.toolkit.npu.gemm import gemm, schedule_gemm
 from targets.toolkit.npu.multicore import schedule_gemm_cores
+from tests.targets.accel.small_npu import run_gemm
 
 SCOPES = ("vh.in", "vh.w", "vh.acc")
 ON = dict(gemm="vh.gemm_16x16x16_i8", zero="vh.zero_16x16_i32", scopes=SCOPES)
@@ -66,11 +67,7 @@ def _run(acc, n=64, tile=32):
     targets.register_target(acc, replace=True)
     mod = targets.build(schedule_gemm(gemm(n), tile=tile, double=True, **ON), "vh-npu",
                         name="g")
-    rng = np.random.default_rng(n)
-    a, b = (rng.integers(-128, 128, (n, n)).astype("int8") for _ in range(2))
-    c = np.zeros((n, n), "int32")
-    mod(a, b, c)
-    np.testing.assert_array_equal(c, a.astype("int32") @ b.astype("int32"))
+    run_gemm(mod, n, seed=n)
     return mod
 
 
