@@ -156,52 +156,35 @@ def test_reindex_refuses_a_guarded_read_of_a_cut_copy():
         np.testing.assert_array_equal(runner(sch, [x, np.ones((1, 7), "int32")])[1], 0 * x)
 
 
-def _cut_producer():
-    @T.prim_func
-    def f(X: T.Buffer((7,), "int32"), Y: T.Buffer((7,), "int32")):
-        P = T.alloc_buffer((7,), "int32")
-        for i in T.serial(7):
-            with T.block("P"):
-                v = T.axis.remap("S", [i])
-                T.where(i < 6)
-                T.reads(X[v + 1])
-                T.writes(P[v])
-                P[v] = X[v + 1]
-        for i in T.serial(7):
-            with T.block("Y"):
-                v = T.axis.remap("S", [i])
-                T.reads(P[v])
-                T.writes(Y[v])
-                Y[v] = T.if_then_else(v < 6, P[v], 0)
-    return f
+_CUT_PRODUCER = """
+@T.prim_func
+def f(X: T.Buffer((7,), "int32"), Y: T.Buffer((7,), "int32")):
+    P = T.alloc_buffer((7,), "int32")
+    for i in T.serial(7):
+        with T.block("P"):
+            v = T.axis.remap("S", [i])
+            T.where(i < 6)
+            T.reads(X[v + 1])
+            T.writes(P[v])
+            P[v] = X[v + 1]
+    for i in T.serial(7):
+        with T.block("Y"):
+            v = T.axis.remap("S", [i])
+            T.reads(P[v])
+            T.writes(Y[v])
+            Y[v] = VALUE
+"""
 
 
 def test_compute_inline_refuses_a_load_of_elements_the_producer_never_stores():
     """P stores only where i < 6; a consumer load of P[6] (unguarded) would, once P is
     inlined, evaluate X[7]: out of bounds (case 3820702966's last step)."""
-    sch = S.Schedule(_cut_producer())
+    sch = S.Schedule(T.parse(_CUT_PRODUCER.replace("VALUE", "T.if_then_else(v < 6, P[v], 0)")))
     sch.compute_inline("P")      # Y's load is guarded by v < 6: the same elements
     x = np.arange(7, dtype="int32")
     want = np.concatenate([x[1:], [0]]).astype("int32")
     np.testing.assert_array_equal(run(sch, [x, np.zeros(7, "int32")])[1], want)
-
-    @T.prim_func
-    def unguarded(X: T.Buffer((7,), "int32"), Y: T.Buffer((7,), "int32")):
-        P = T.alloc_buffer((7,), "int32")
-        for i in T.serial(7):
-            with T.block("P"):
-                v = T.axis.remap("S", [i])
-                T.where(i < 6)
-                T.reads(X[v + 1])
-                T.writes(P[v])
-                P[v] = X[v + 1]
-        for i in T.serial(7):
-            with T.block("Y"):
-                v = T.axis.remap("S", [i])
-                T.reads(P[v])
-                T.writes(Y[v])
-                Y[v] = P[v] * 0
-    sch = S.Schedule(unguarded)
+    sch = S.Schedule(T.parse(_CUT_PRODUCER.replace("VALUE", "P[v] * 0")))
     assert_refused(sch, lambda: sch.compute_inline("P"),
                    r"CVL-E103.*the producer 'P' stores P only where v < 6 holds, but "
                    r"block 'Y' loads P\[v\] also where that may fail", InlineError)
