@@ -410,7 +410,7 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
 
 
 def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128,
-               tma: bool = False) -> None:
+               tma: bool = False, stages: int = 1) -> None:
     """fp16 or bf16 GEMM ``C = A @ B.T`` (B ``[N, K]``, fp32 accumulation) on Hopper's
     warpgroup tensor cores (``wgmma``, sm_90a; :mod:`targets.cuda.wgmma`): a ``bm x bn``
     tile per block, ``bm / 64`` warpgroups (threadIdx.y; 128 threads each on
@@ -418,7 +418,10 @@ def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128,
     K loop, 64-deep slices of A and B staged in shared memory by all threads (16-byte
     copies) through the 128-byte swizzle that ``wgmma`` reads.  ``tma``: the tensor
     engine copies each slice instead (the copy annotated ``"cuda.tma"``:
-    :mod:`targets.cuda.tma_copy`), straight into the swizzled layout.
+    :mod:`targets.cuda.tma_copy`), straight into the swizzled layout.  ``stages``:
+    slices of A and B in flight (``software_pipeline_stage`` on the K loop; with
+    ``tma``, a ring of ``stages`` shared buffers each completing on its own mbarrier,
+    :mod:`targets.cuda.tma_ring`).
 
     Example::
 
@@ -446,6 +449,8 @@ def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128,
     sch.reverse_compute_at(acc, bx)
     staged = _stage_inputs(sch, blk, ko, (row, row), 0, 128 // D.bits(dtype), threads,
                            TMA_KEY if tma else None)
+    if stages > 1:                  # the two copies, then the product
+        sch.annotate(ko, "software_pipeline_stage", [0, 0, stages - 1])
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(sch.get_loops(init)[-2], f"cuda.wgmma_fill_64x{bn}_f32")
     r0, r1 = sch.get_loops(acc)[-2:]
