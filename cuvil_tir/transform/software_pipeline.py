@@ -372,6 +372,22 @@ class _Inject(Mutator):
         return out
 
 
+def versioned(stmt, tiles: dict, slot):
+    """``stmt`` with every access of a tile in ``tiles`` (``{id(tile): the tile with
+    a leading version axis}``) given the version index ``slot`` first.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> S = T.decl_buffer((4,), "float32", "S", scope="shared")
+        >>> S2 = T.decl_buffer((2, 4), "float32", "S", scope="shared")
+        >>> print(versioned(T.BufferStore(S, T.float32(1), (T.const(3),)), {id(S): S2},
+        ...                 T.const(1)))
+        S[1, 3] = T.float32(1)
+    """
+    return _Version(tiles, lambda key: slot).visit(stmt)
+
+
 def stage_versions(func, loop) -> dict:
     """``{id(tile): versions}`` of the tiles allocated in the pipelined ``loop`` (as
     :func:`inject_software_pipeline` will make them: the last stage using a tile,
@@ -415,4 +431,5 @@ def inject_software_pipeline(func, reorder: bool = True):
     return out
 
 
-__all__ = ["ORDER", "STAGE", "VERSIONS", "inject_software_pipeline", "stage_versions", "touched"]
+__all__ = ["ORDER", "STAGE", "VERSIONS", "inject_software_pipeline", "stage_versions", "touched",
+           "versioned"]

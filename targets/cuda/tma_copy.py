@@ -56,6 +56,7 @@ from cuvil_tir.transform.software_pipeline import stage_versions
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
 
 from .tma_ring import has_ring, ring_statements
+from .warp_specialize import WS_KEY, warp_specialized
 
 #: the loop annotation asking for a tensor copy
 TMA_KEY = "cuda.tma"
@@ -171,7 +172,8 @@ class _Lower(Mutator):
         self.swizzles = swizzles_of(func)
         self.threads: list = []        # threadIdx loops around the current statement
         self.kernel_axes: tuple = ()   # the threadIdx axes of the current kernel
-        self.made: list = []           # (barrier, counter or None) of the current kernel
+        self.made: list = []           # (barrier, counter or None, arrivals) per kernel
+        self.extents: dict = {}        # the largest extent of each threadIdx axis
         self.grids = 0                 # blockIdx loops around the current statement
 
     def visit_For(self, s):
@@ -185,6 +187,8 @@ class _Lower(Mutator):
                 self.threads.pop()
         if TMA_KEY in dict(s.annotations):
             return self._copy(s)
+        if WS_KEY in dict(s.annotations):
+            return self._specialized(s)
         if has_ring(s, TMA_KEY):
             return ring_statements(s, TMA_KEY, stage_versions(self.func, s), self._ring_issue,
                                    self.visit, _destination)
@@ -193,11 +197,16 @@ class _Lower(Mutator):
     def _grid(self, s):
         outer = not self.grids
         if outer:
-            axes = set()
-            post_order_visit(s, lambda n: axes.add(n.thread_tag) if isinstance(n, For) and
-                             n.kind == "thread_binding" and n.thread_tag.startswith(
-                                 "threadIdx") else None)
-            self.kernel_axes = tuple(sorted(axes))
+            ext = self.extents = {}
+
+            def look(n):
+                if isinstance(n, For) and n.kind == "thread_binding" and \
+                        n.thread_tag.startswith("threadIdx"):
+                    e = n.extent.value if isinstance(n.extent, IntImm) else None
+                    ext[n.thread_tag] = None if e is None or ext.get(n.thread_tag, 0) is None \
+                        else max(ext.get(n.thread_tag, 0), e)
+            post_order_visit(s, look)
+            self.kernel_axes = tuple(sorted(ext))
         self.grids += 1
         try:
             out = self.generic_visit(s)
@@ -214,14 +223,14 @@ class _Lower(Mutator):
         while isinstance(loops[-1].body, For) and loops[-1].body.kind == "thread_binding" \
                 and thread_axis(loops[-1].body.thread_tag).level == "grid":
             loops.append(loops[-1].body)
-        body = seq(*(self._first_thread(_call("mbarrier_init", bar[k], 1)) for bar, _ in made
-                     for k in range(bar.shape[0].value)),
+        body = seq(*(self._first_thread(_call("mbarrier_init", bar[k], n))
+                     for bar, _, n in made for k in range(bar.shape[0].value)),
                    T.Evaluate(T.Call("int32", "tvm_storage_sync", (T.StringImm("shared"),))),
-                   *(BufferStore(cnt, T.const(0), (T.const(0),)) for _, cnt in made
+                   *(BufferStore(cnt, T.const(0), (T.const(0),)) for _, cnt, _ in made
                      if cnt is not None),
                    loops[-1].body)
         self.kernel_axes = ()
-        for bar, cnt in made:
+        for bar, cnt, _ in made:
             body = Allocate(bar, body if cnt is None else Allocate(cnt, body))
         for lp in reversed(loops):
             body = For(lp.loop_var, lp.min, lp.extent, lp.kind, body, lp.thread_tag,
@@ -241,6 +250,27 @@ class _Lower(Mutator):
         return seq(self._issue(s, bar[0]), _call("mbarrier_wait", bar[0], cnt[0]),
                    BufferStore(cnt, T.const(1) - cnt[0], (T.const(0),)))
 
+    def _specialized(self, s):
+        """The pipelined loop ``s`` split between a producer and consumer warpgroups
+        (:mod:`targets.cuda.warp_specialize`)."""
+        if self.threads or not self.grids:
+            raise LoweringError(f"the loop {s.loop_var.name} annotated {WS_KEY!r} must lie "
+                                "in a kernel, outside its threadIdx loops:\n" + to_text(s))
+        # the producer warpgroup is a threadIdx.y index: the barriers' initialiser is
+        # the block's first thread along it too
+        self.kernel_axes = tuple(sorted({*self.kernel_axes, "threadIdx.y"}))
+        return warp_specialized(self.func, s, self.extents, self._ring_barriers,
+                                self._issue_ops, _destination, self.visit)
+
+    def _ring_barriers(self, s, count: int, arrivals: int, role: str):
+        """``count`` mbarriers for the copy nest ``s``, each expecting ``arrivals``
+        (``role``: their name's part, ``"full"`` or ``"empty"``)."""
+        dst = _destination(s)
+        bar = T.decl_buffer((count,), "uint64", f"{dst.name}_{role}{len(self.made)}",
+                            scope="shared")
+        self.made.append((bar, None, arrivals))
+        return bar
+
     def _ring_issue(self, s, slot, parity, count):
         """The issue of the copy nest ``s`` on stage ``slot`` of a ring of ``count``
         barriers, and the wait for it (:mod:`targets.cuda.tma_ring`)."""
@@ -255,12 +285,26 @@ class _Lower(Mutator):
         bar = T.decl_buffer((count,), "uint64", f"{dst.name}_tma_bar{k}", scope="shared")
         cnt = T.decl_buffer((1,), "int32", f"{dst.name}_tma_phase{k}", scope="local") \
             if counted else None
-        self.made.append((bar, cnt))
+        self.made.append((bar, cnt, 1))
         return bar, cnt
 
     def _issue(self, s, bar):
         """The block's first thread announcing the bytes of the copy nest ``s`` on the
         barrier element ``bar`` and issuing it."""
+        issue, loops = self._issue_ops(s, bar)
+        # the nest's thread loops stay (they launch the block's threads); their first
+        # thread issues the copy
+        bound = [lp for lp in loops if lp.kind == "thread_binding"]
+        if bound:
+            issue = T.IfThenElse(_all(lp.loop_var == lp.min for lp in bound), issue)
+        issue = self._first_thread(issue, {lp.thread_tag for lp in bound})
+        for lp in reversed(bound):
+            issue = For(lp.loop_var, lp.min, lp.extent, lp.kind, issue, lp.thread_tag)
+        return issue
+
+    def _issue_ops(self, s, bar):
+        """``(ops, the nest's loops)``: the arrival announcing the bytes of the copy nest
+        ``s`` on the barrier element ``bar`` and the ``tma_load``, for one thread."""
         if self.threads:
             _fail(s, f"it lies inside the loop {self.threads[-1].loop_var.name} bound to "
                      f"{self.threads[-1].thread_tag}",
@@ -272,18 +316,9 @@ class _Lower(Mutator):
         dst, src = store.buffer, store.value
         nbytes = rows * cols * D.bits(dst.dtype) // 8
         at = tuple(store.indices[:-2]) + (T.const(0), T.const(0))
-        issue = seq(_call("mbarrier_arrive", bar, nbytes),
-                    _call("tma_load", BufferLoad(dst, at), BufferLoad(src.buffer, tuple(corner)),
-                          bar, rows, cols))
-        # the nest's thread loops stay (they launch the block's threads); their first
-        # thread issues the copy
-        bound = [lp for lp in loops if lp.kind == "thread_binding"]
-        if bound:
-            issue = T.IfThenElse(_all(lp.loop_var == lp.min for lp in bound), issue)
-        issue = self._first_thread(issue, {lp.thread_tag for lp in bound})
-        for lp in reversed(bound):
-            issue = For(lp.loop_var, lp.min, lp.extent, lp.kind, issue, lp.thread_tag)
-        return issue
+        return seq(_call("mbarrier_arrive", bar, nbytes),
+                   _call("tma_load", BufferLoad(dst, at), BufferLoad(src.buffer, tuple(corner)),
+                         bar, rows, cols)), loops
 
 
 def _destination(nest):
@@ -307,7 +342,7 @@ def lower_tma_copies(func):
     """
     found = []
     post_order_visit(func.body, lambda n: found.append(n) if isinstance(n, For) and
-                     TMA_KEY in dict(n.annotations) else None)
+                     {TMA_KEY, WS_KEY} & set(dict(n.annotations)) else None)
     if not found:
         return func
     target = PassContext.current().target

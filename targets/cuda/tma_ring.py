@@ -75,7 +75,15 @@ def ring_parity(loop, versions: int):
     return simplify(floormod(floordiv(loop.loop_var - loop.min, versions), 2))
 
 
-def _statements(loop):
+def loop_statements(loop):
+    """``(tiles allocated in the loop, its body's statements)``.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> loop_statements(T.For(T.var("k"), T.const(0), T.const(2), "serial", T.Evaluate(0)))[0]
+        []
+    """
     allocs, body = [], loop.body
     while isinstance(body, Allocate):
         allocs.append(body.buffer)
@@ -113,7 +121,7 @@ def ring_statements(loop, key: str, versions: dict, issue, visit, destination):
         'ring_statements'
     """
     ann = dict(loop.annotations)
-    allocs, stmts = _statements(loop)
+    allocs, stmts = loop_statements(loop)
     stages = list(ann[STAGE])
     order = list(ann.get(ORDER) or range(len(stmts)))
     waits: dict = {}
@@ -189,4 +197,4 @@ def has_ring(loop, key: str) -> bool:
     return STAGE in dict(loop.annotations) and _has_copy(loop.body, key)
 
 
-__all__ = ["has_ring", "ring_parity", "ring_slot", "ring_statements"]
+__all__ = ["has_ring", "loop_statements", "ring_parity", "ring_slot", "ring_statements"]

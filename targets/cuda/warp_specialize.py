@@ -1,0 +1,162 @@
+"""Warp specialization from a schedule: a producer warpgroup issuing the tensor copies
+of a pipelined loop, consumer warpgroups computing, "full" and "empty" mbarriers
+between them (Hopper, sm_90+; the shape of CUTLASS's and ThunderKittens' kernels).
+
+A loop annotated ``software_pipeline_stage`` whose copies are tensor copies (a ring
+of shared stages, :mod:`targets.cuda.tma_ring`) may also be annotated
+``"cuda.warp_specialize"``::
+
+    sch.annotate(ko, "software_pipeline_stage", [0, 0, 2])   # 3 stages in the ring
+    sch.annotate(ko, "cuda.warp_specialize", 1)
+
+The block's threads must be warpgroups: ``threadIdx.x`` of extent 128 and
+``threadIdx.y`` counting ``G`` of them (absent: one).  :func:`warp_specialized`
+(called by ``lower_tma_copies``, before the pipeline would be injected) launches one
+more warpgroup, ``threadIdx.y == G``, and replaces the loop by a branch on it:
+
+* the producer (the new warpgroup's first thread) runs the loop's iterations issuing
+  only the copies: for iteration ``k``, stage ``s = (k - lo) % V`` of each ring, it
+  waits until the consumers released the stage (``EMPTY[s]``, the phase of parity
+  ``((k - lo) // V + 1) % 2``: a fresh barrier's "previous" phase, so the first ``V``
+  waits pass), announces the box's bytes on ``FULL[s]`` and issues the ``tma_load``;
+* the consumers run the loop's other statements: each iteration waits on ``FULL[s]``
+  (parity ``(k - lo) // V % 2``) before them and arrives on ``EMPTY[s]`` after them
+  (``EMPTY`` expects one arrival per consumer thread).
+
+No block barrier lies between the two sides (``bar.sync`` would need the producer's
+threads too); the mbarriers order them.  The tiles get ``V`` versions (``V``: the
+stages the pipeline gives them), the statements outside the loop run on the
+consumers only (the thread-binding normalisation guards them with ``threadIdx.y <
+G``).  The GPU interpreter runs the two sides as interleaved tasks
+(:mod:`cuvil_tir.interp.gpu_tasks`): a read before its ``FULL`` wait is a race, a
+missing arrival a reported deadlock.  What it cannot split is refused with a
+``LoweringError``: a loop without tensor copies or without ``software_pipeline_stage``,
+threads that are not warpgroups.
+
+Example::
+
+    >>> WS_KEY
+    'cuda.warp_specialize'
+"""
+
+from __future__ import annotations
+
+import cuvil_tir as T
+from cuvil_tir.buffer import Buffer
+from cuvil_tir.errors import LoweringError
+from cuvil_tir.expr import IntImm
+from cuvil_tir.printer import to_text
+from cuvil_tir.stmt import Allocate, Evaluate, For, IfThenElse, seq
+from cuvil_tir.transform.pipeline_async import ASYNC
+from cuvil_tir.transform.software_pipeline import ORDER, STAGE, stage_versions, versioned
+from cuvil_tir.visitor import substitute
+
+from .tma_ring import loop_statements, ring_parity, ring_slot
+
+#: the loop annotation asking for a producer warpgroup and consumer warpgroups
+WS_KEY = "cuda.warp_specialize"
+#: threads of a warpgroup
+WARPGROUP = 128
+
+
+def _fail(loop, why: str, fix: str):
+    raise LoweringError(f"the loop {loop.loop_var.name} annotated {WS_KEY!r}: {why}:\n"
+                        f"{to_text(loop)}\n{fix}")
+
+
+def _call(op: str, *args) -> Evaluate:
+    return Evaluate(T.Call("int32", op, tuple(
+        a if not isinstance(a, int) else T.const(a) for a in args)))
+
+
+def consumer_groups(loop, extents: dict) -> int:
+    """The consumer warpgroups of a block with the threadIdx ``extents`` (the largest
+    extent of each axis), checked to be warpgroups.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> k = T.For(T.var("k"), T.const(0), T.const(2), "serial", T.Evaluate(0))
+        >>> consumer_groups(k, {"threadIdx.x": 128, "threadIdx.y": 2})
+        2
+    """
+    fix = ("bind 128 threads to threadIdx.x and the consumer warpgroups to threadIdx.y "
+           "(gemm_wgmma's layout)")
+    if extents.get("threadIdx.x") != WARPGROUP:
+        _fail(loop, f"the block's threadIdx.x runs over {extents.get('threadIdx.x')} threads, "
+                    f"not one warpgroup of {WARPGROUP}", fix)
+    if "threadIdx.z" in extents or extents.get("threadIdx.y", 1) is None:
+        _fail(loop, "the block's threads use threadIdx.z or a symbolic threadIdx.y", fix)
+    return extents.get("threadIdx.y", 1)
+
+
+def warp_specialized(func, loop, extents: dict, barriers, issue_ops, destination, visit):
+    """The branch replacing ``loop`` (module doc).
+
+    ``func``: the function holding ``loop``; ``extents``: the block's threadIdx extents; ``barriers(nest, count, arrivals,
+    role)`` makes ``count`` mbarriers (initialised once per block; ``role``:
+    ``"full"`` or ``"empty"``); ``issue_ops(nest, bar)``
+    gives the arrival and ``tma_load`` of a copy nest on one barrier element;
+    ``destination(nest)`` its tile; ``visit`` lowers the other statements.
+
+    Example::
+
+        >>> warp_specialized.__name__
+        'warp_specialized'
+    """
+    ann = dict(loop.annotations)
+    if STAGE not in ann:
+        _fail(loop, f"it has no {STAGE}, which gives the ring's depth",
+              f"annotate it {STAGE} as well (e.g. [0, 0, 2]: three stages)")
+    groups = consumer_groups(loop, extents)
+    versions = stage_versions(func, loop)
+    tiles, stmts = loop_statements(loop)
+    order = list(ann.get(ORDER) or range(len(stmts)))
+    copies = [st for st in stmts if isinstance(st, For) and "cuda.tma" in dict(st.annotations)]
+    others = [stmts[i] for i in sorted(range(len(stmts)), key=lambda i: order[i])
+              if stmts[i] not in copies]
+    if not copies:
+        _fail(loop, "none of its statements is a copy annotated 'cuda.tma'",
+              "annotate the copies into shared memory 'cuda.tma' (the producer issues them)")
+    v = max(versions.get(id(destination(c)), 1) for c in copies)
+    ring = {id(destination(c)) for c in copies}
+    bmap = {id(b): Buffer((IntImm(v, "int32"),) + tuple(b.shape), b.dtype, b.name,
+                          scope=b.scope, align=b.align) for b in tiles if id(b) in ring}
+    rings = [(c, barriers(c, v, 1, "full"), barriers(c, v, groups * WARPGROUP, "empty"))
+             for c in copies]
+
+    # the producer: its own loop variable, the copies only
+    k = T.var(f"{loop.loop_var.name}_p", loop.loop_var.dtype)
+    mine = For(k, loop.min, loop.extent, "serial", T.Evaluate(0))
+    slot, parity = ring_slot(mine, v), ring_parity(mine, v)
+    produce = []
+    for c, full, empty in rings:
+        ops, _ = issue_ops(c, full[slot])
+        produce += [_call("mbarrier_wait", empty[slot], (parity + 1) % 2),
+                    substitute(versioned(ops, bmap, slot), {loop.loop_var: k})]
+    producer = For(k, loop.min, loop.extent, "serial", seq(*produce))
+
+    # the consumers: the other statements between the waits and the releases
+    slot, parity = ring_slot(loop, v), ring_parity(loop, v)
+    body = seq(*[_call("mbarrier_wait", full[slot], parity) for _, full, _ in rings],
+               *[versioned(visit(st), bmap, slot) for st in others],
+               *[_call("mbarrier_arrive", empty[slot], 0) for _, _, empty in rings])
+    for b in reversed(tiles):       # the consumers' own tiles stay per iteration
+        if id(b) not in bmap:
+            body = Allocate(b, body)
+    keep = {key: x for key, x in ann.items() if key not in (STAGE, ORDER, ASYNC, WS_KEY)}
+    consumer = For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_tag,
+                   tuple(keep.items()))
+
+    ty, tx = T.var("ws_y"), T.var("ws_x")
+    split = IfThenElse(ty == groups, IfThenElse(tx == 0, producer), consumer)
+    out = For(ty, T.const(0), T.const(groups + 1), "thread_binding",
+              For(tx, T.const(0), T.const(WARPGROUP), "thread_binding", split,
+                  "threadIdx.x"), "threadIdx.y")
+    for b in reversed(tiles):
+        if id(b) in bmap:
+            out = Allocate(bmap[id(b)], out)
+    return out
+
+
+__all__ = ["WARPGROUP", "WS_KEY", "consumer_groups", "warp_specialized"]
