@@ -11,7 +11,6 @@ cannot make a ring are refused."""
 from __future__ import annotations
 
 import functools
-import re
 
 import numpy as np
 import pytest
@@ -21,13 +20,11 @@ import schedules as S
 import targets
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.parser import parse
-from cuvil_tir.stmt import Evaluate
-from cuvil_tir.visitor import Mutator, post_order_visit
-from targets.cuda.nvcc import resource_usage, sass
+from cuvil_tir.visitor import post_order_visit
 from targets.cuda.tma_copy import TMA_KEY
 from targets.toolkit import cuda_recipes as recipes
 
-from .cuda_helpers import rand
+from .cuda_helpers import check_early_read_races, check_tma_wgmma_sass, rand
 from .test_cuda_wgmma import nt_gemm
 
 SM90A = targets.Target("cuda", arch="sm_90a")
@@ -78,14 +75,8 @@ def test_the_ring_of_tensor_copies_computes_right_without_races(stages, asyncs):
 
 def test_the_ring_gemm_compiles_to_tensor_copies_hgmma_and_phase_waits():
     mod = _ring(3, 512, 512, 512, 128, 128)
-    src = mod.get_source("cuda")
-    code = sass(src, "sm_90a")["ring3_512_kernel0"]
-    assert re.search(r"HGMMA\.64x128x16\.F32\b", code)
-    assert "UTMALDG.2D" in code and "SYNCS.PHASECHK.TRANS64.TRYWAIT" in code
-    assert "SYNCS.ARRIVE.TRANS64" in code
-    assert not re.search(r"\bLDG\b", code)
-    usage = resource_usage(src, "sm_90a")["ring3_512_kernel0"]
-    assert usage["spill_stores"] == usage["spill_loads"] == usage["stack"] == 0
+    check_tma_wgmma_sass(mod.get_source("cuda"), "ring3_512_kernel0",
+                         r"HGMMA\.64x128x16\.F32\b")
     # three stages of two 128 x 64 fp16 slices: dynamic shared memory past 48 KiB
     dyn = []
     post_order_visit(mod.lowered.functions[-1].body, lambda n: dyn.append(
@@ -94,21 +85,10 @@ def test_the_ring_gemm_compiles_to_tensor_copies_hgmma_and_phase_waits():
     assert 3 * 2 * 128 * 64 * 2 <= dyn[0] < 3 * 2 * 128 * 64 * 2 + 1024
 
 
-class _DropWaits(Mutator):
-    def visit_Evaluate(self, s):
-        if getattr(s.value, "op", None) == "mbarrier_wait":
-            return Evaluate(T.const(0))
-        return s
-
-
 def test_a_removed_wait_is_a_race_naming_the_copy_and_the_read():
-    mod = _ring(2)
-    lowered = mod.lowered.map_functions(lambda f: f.with_body(_DropWaits().visit(f.body)))
     a, b, _ = _operands(64, 64, 512)
-    with pytest.raises(T.RaceError, match="still in flight") as err:
-        T.interpret(lowered, a, b, np.zeros((64, 64), "float32"), check_races=True)
-    copy, read = err.value.statements
-    assert '"tma_load", A_shared[0]' in copy and '"cuda.wgmma_sync", A_shared[' in read
+    check_early_read_races(_ring(2).lowered, (a, b, np.zeros((64, 64), "float32")),
+                           '"tma_load", A_shared[0]', '"cuda.wgmma_sync", A_shared[')
 
 
 PIPED = f'''

@@ -21,13 +21,10 @@ import schedules as S
 import targets
 from cuvil_tir.errors import LoweringError, ScheduleArgumentError
 from cuvil_tir.parser import parse
-from cuvil_tir.stmt import Evaluate
-from cuvil_tir.visitor import Mutator
-from targets.cuda.nvcc import resource_usage, sass
 from targets.cuda.warp_specialize import WS_KEY
 from targets.toolkit import cuda_recipes as recipes
 
-from .cuda_helpers import rand
+from .cuda_helpers import check_early_read_races, check_tma_wgmma_sass, rand, without_ops
 from .test_cuda_wgmma import nt_gemm
 
 SM90A = targets.Target("cuda", arch="sm_90a")
@@ -67,34 +64,15 @@ def test_the_warp_specialized_gemm_computes_right_without_races(stages):
     assert "tvm_storage_sync" not in text.split("if y_tma == 2")[1]
 
 
-class _Drop(Mutator):
-    """Drops the mbarrier ops ``op`` on barriers whose name holds ``role``."""
-
-    def __init__(self, op, role):
-        self.op, self.role = op, role
-
-    def visit_Evaluate(self, s):
-        v = s.value
-        if getattr(v, "op", None) == self.op and self.role in v.args[0].buffer.name:
-            return Evaluate(T.const(0))
-        return s
-
-
-def _without(mod, op, role):
-    return mod.lowered.map_functions(lambda f: f.with_body(_Drop(op, role).visit(f.body)))
-
-
 def test_a_removed_full_wait_is_a_race_naming_the_copy_and_the_read():
-    lowered = _without(_ws(128, 64, 256, stages=2), "mbarrier_wait", "_full")
     a, b, _ = _operands(128, 64, 256)
-    with pytest.raises(T.RaceError, match="still in flight") as err:
-        T.interpret(lowered, a, b, np.zeros((128, 64), "float32"), check_races=True)
-    copy, read = err.value.statements
-    assert '"tma_load", A_shared[' in copy and '"cuda.wgmma_sync", A_shared[' in read
+    check_early_read_races(_ws(128, 64, 256, stages=2).lowered,
+                           (a, b, np.zeros((128, 64), "float32")), '"tma_load", A_shared[',
+                           '"cuda.wgmma_sync", A_shared[', "_full")
 
 
 def test_removed_empty_arrivals_are_a_reported_deadlock():
-    lowered = _without(_ws(128, 64, 256, stages=2), "mbarrier_arrive", "_empty")
+    lowered = without_ops(_ws(128, 64, 256, stages=2).lowered, "mbarrier_arrive", "_empty")
     a, b, _ = _operands(128, 64, 256)
     with pytest.raises(LoweringError, match=r"(?s)deadlock in block \(0, 0, 0\).*threads "
                                             r"\(0, 2, 0\)\.\.\(0, 2, 0\) wait at `T.call_intrin"
@@ -106,16 +84,9 @@ def test_removed_empty_arrivals_are_a_reported_deadlock():
 def test_a_4096_gemm_compiles_to_hgmma_and_tensor_copies_without_spills():
     mod = _ws(4096, 4096, 4096, bn=128, stages=4)
     src = mod.get_source("cuda")
-    code = sass(src, "sm_90a")["ws_4096_4096_4096_kernel0"]
-    assert re.search(r"HGMMA\.64x128x16\.F32\b", code)
-    assert "UTMALDG.2D" in code and "SYNCS.PHASECHK.TRANS64.TRYWAIT" in code
-    assert "SYNCS.ARRIVE.TRANS64" in code
-    # the threads load nothing from global memory; no block barrier between the
-    # producer and the consumers
-    assert not re.search(r"\bLDG\b", code)
+    check_tma_wgmma_sass(src, "ws_4096_4096_4096_kernel0", r"HGMMA\.64x128x16\.F32\b")
+    # no block barrier between the producer and the consumers
     assert "__syncthreads" not in src.split("if (y_tma == 2)")[1]
-    usage = resource_usage(src, "sm_90a")["ws_4096_4096_4096_kernel0"]
-    assert usage["spill_stores"] == usage["spill_loads"] == usage["stack"] == 0
     (launch,) = mod.runtime.record().launches
     assert launch.grid == (32, 32, 1) and launch.block == (128, 3, 1)
     # four stages of a 128 x 64 slice of A and of B
