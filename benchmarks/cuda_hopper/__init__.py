@@ -8,9 +8,10 @@ with overlapped ``wgmma``), then ``recipes.gemm_wgmma`` (every thread copies the
 tiles, one ``wgmma`` group at a time; then the same schedule with its copies annotated
 ``"cuda.tma"``: the tensor engine copies the tiles; then with its K loop pipelined
 over a ring of 4 stages, ``stages=4``; then warp-specialized from the schedule,
-``warp_specialize=True``: a producer warpgroup and two consumers, as the hand-written
-kernel but with one ``wgmma`` group at a time).  Without a GPU (``--quick``) each variant is
-built at the row's size, compiled by nvcc for sm_90a and interpreted at a small size
+``warp_specialize=True``: a producer warpgroup and two consumers keeping one ``wgmma``
+group in flight, as the hand-written kernel but without its fused epilogue).  Without a
+GPU (``--quick``) each variant is built at the row's size, compiled by nvcc for sm_90a
+and interpreted at a small size
 against numpy; on a GPU each is timed beside cuBLAS (``cupy.matmul(a, b.T)``; bf16
 through ``torch.matmul``).
 
@@ -66,7 +67,7 @@ def nt_variants(dtype, m, n, k) -> list:
                                                  stages=4)))
         out.append(("wgmma 128x128x64, warp-specialized from the schedule "
                     "('cuda.warp_specialize': producer + 2 consumer warpgroups, 4 stages), "
-                    "one group at a time", "tma",
+                    "wait_group 1", "tma",
                     lambda m, n, k, name: _wgmma(m, n, k, dtype, name, tma=True, stages=4,
                                                  warp_specialize=True)))
     return out

@@ -21,7 +21,11 @@ more warpgroup, ``threadIdx.y == G``, and replaces the loop by a branch on it:
   waits pass), announces the box's bytes on ``FULL[s]`` and issues the ``tma_load``;
 * the consumers run the loop's other statements: each iteration waits on ``FULL[s]``
   (parity ``(k - lo) // V % 2``) before them and arrives on ``EMPTY[s]`` after them
-  (``EMPTY`` expects one arrival per consumer thread).
+  (``EMPTY`` expects one arrival per consumer thread).  When those statements are one
+  synchronous ``wgmma`` (``cuda.wgmma_sync`` in its thread loops), the consumers keep
+  one group of steps in flight instead: ``wgmma_async``, ``wgmma_commit``,
+  ``wgmma_wait(1)``, then the release of the *previous* stage (whose steps that wait
+  found done), and ``wgmma_wait(0)`` after the loop (:mod:`targets.cuda.wgmma_async`).
 
 No block barrier lies between the two sides (``bar.sync`` would need the producer's
 threads too); the mbarriers order them.  The tiles get ``V`` versions (``V``: the
@@ -42,9 +46,11 @@ Example::
 from __future__ import annotations
 
 import cuvil_tir as T
+from cuvil_tir.analysis.regions import simplify
 from cuvil_tir.buffer import Buffer
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.expr import IntImm
+from cuvil_tir.op import floormod
 from cuvil_tir.printer import to_text
 from cuvil_tir.stmt import Allocate, Evaluate, For, IfThenElse, seq
 from cuvil_tir.transform.pipeline_async import ASYNC
@@ -52,6 +58,8 @@ from cuvil_tir.transform.software_pipeline import ORDER, STAGE, stage_versions, 
 from cuvil_tir.visitor import substitute
 
 from .tma_ring import loop_statements, ring_parity, ring_slot
+from .wgmma import WGMMA_OP
+from .wgmma_async import COMMIT_OP, WAIT_OP, WGMMA_ASYNC_OP
 
 #: the loop annotation asking for a producer warpgroup and consumer warpgroups
 WS_KEY = "cuda.warp_specialize"
@@ -88,6 +96,29 @@ def consumer_groups(loop, extents: dict) -> int:
     if "threadIdx.z" in extents or extents.get("threadIdx.y", 1) is None:
         _fail(loop, "the block's threads use threadIdx.z or a symbolic threadIdx.y", fix)
     return extents.get("threadIdx.y", 1)
+
+
+def _overlapped(stmt):
+    """``(issue, drain)`` for a statement that is thread loops around one synchronous
+    ``wgmma`` (``wgmma_async`` + ``wgmma_commit`` + ``wgmma_wait(1)``; after the loop,
+    ``wgmma_wait(0)`` in the same thread loops), else None."""
+    loops, s = [], stmt
+    while isinstance(s, For) and s.kind == "thread_binding":
+        loops.append(s)
+        s = s.body
+    call = getattr(s, "value", None)
+    if not (isinstance(s, Evaluate) and getattr(call, "op", None) == WGMMA_OP):
+        return None
+    acc, n = call.args[2], call.args[4]
+
+    def wrap(body):
+        for lp in reversed(loops):
+            body = For(lp.loop_var, lp.min, lp.extent, lp.kind, body, lp.thread_tag,
+                       lp.annotations)
+        return body
+    issue = wrap(seq(Evaluate(T.Call(call.dtype, WGMMA_ASYNC_OP, call.args)),
+                     _call(COMMIT_OP, acc, n), _call(WAIT_OP, acc, 1, n)))
+    return issue, wrap(_call(WAIT_OP, acc, 0, n))
 
 
 def warp_specialized(func, loop, extents: dict, barriers, issue_ops, destination, visit):
@@ -138,15 +169,31 @@ def warp_specialized(func, loop, extents: dict, barriers, issue_ops, destination
 
     # the consumers: the other statements between the waits and the releases
     slot, parity = ring_slot(loop, v), ring_parity(loop, v)
-    body = seq(*[_call("mbarrier_wait", full[slot], parity) for _, full, _ in rings],
-               *[versioned(visit(st), bmap, slot) for st in others],
-               *[_call("mbarrier_arrive", empty[slot], 0) for _, _, empty in rings])
+    steps = [versioned(visit(st), bmap, slot) for st in others]
+    overlapped = [_overlapped(st) for st in steps]
+    if all(overlapped) and len(overlapped) == 1:
+        # one group of wgmma steps in flight: a stage goes back to the producer once
+        # the next step's wait found the steps reading it done
+        (issue, drain), = overlapped
+        before = simplify(floormod(loop.loop_var - loop.min + (v - 1), v))
+        release = IfThenElse(loop.loop_var > loop.min, seq(
+            *[_call("mbarrier_arrive", empty[before], 0) for _, _, empty in rings]))
+        body = seq(*[_call("mbarrier_wait", full[slot], parity) for _, full, _ in rings],
+                   issue, release)
+        after = drain
+    else:
+        body = seq(*[_call("mbarrier_wait", full[slot], parity) for _, full, _ in rings],
+                   *steps,
+                   *[_call("mbarrier_arrive", empty[slot], 0) for _, _, empty in rings])
+        after = None
     for b in reversed(tiles):       # the consumers' own tiles stay per iteration
         if id(b) not in bmap:
             body = Allocate(b, body)
     keep = {key: x for key, x in ann.items() if key not in (STAGE, ORDER, ASYNC, WS_KEY)}
     consumer = For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_tag,
                    tuple(keep.items()))
+    if after is not None:
+        consumer = seq(consumer, after)
 
     ty, tx = T.var("ws_y"), T.var("ws_x")
     split = IfThenElse(ty == groups, IfThenElse(tx == 0, producer), consumer)

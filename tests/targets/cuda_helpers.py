@@ -92,11 +92,11 @@ def without_ops(lowered, op: str, name_part: str = ""):
     return lowered.map_functions(lambda f: f.with_body(_DropOps(op, name_part).visit(f.body)))
 
 
-def check_tma_wgmma_sass(src: str, kernel: str, hgmma: str) -> dict:
+def check_tma_wgmma_sass(src: str, kernel: str, hgmma: str) -> str:
     """Assert that ``kernel`` of the CUDA ``src`` compiles for sm_90a (warnings are
     errors) into the ``hgmma`` instruction (a regex), tensor copies and mbarrier
     arrivals and phase waits, loads nothing from global memory through the threads
-    and spills nothing; its ``ptxas -v`` figures."""
+    and spills nothing; its SASS."""
     code = sass(src, "sm_90a")[kernel]
     assert re.search(hgmma, code)
     assert "UTMALDG.2D" in code and "SYNCS.PHASECHK.TRANS64.TRYWAIT" in code
@@ -104,7 +104,7 @@ def check_tma_wgmma_sass(src: str, kernel: str, hgmma: str) -> dict:
     assert not re.search(r"\bLDG\b", code)
     usage = resource_usage(src, "sm_90a")[kernel]
     assert usage["spill_stores"] == usage["spill_loads"] == usage["stack"] == 0
-    return usage
+    return code
 
 
 def check_early_read_races(lowered, args, copy: str, read: str, name_part: str = "") -> None:

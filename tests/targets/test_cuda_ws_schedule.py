@@ -61,6 +61,15 @@ def test_the_warp_specialized_gemm_computes_right_without_races(stages):
     assert re.search(rf"mbarrier_wait\", A_shared_full0\[k_0 % {stages}\], "
                      rf"k_0 // {stages}( % 2)?\)", text)
     assert '"mbarrier_init", A_shared_empty1[0], 256)' in text
+    # one group of wgmma steps in flight: a stage is released once the next step's
+    # wait found the steps reading it done, the last group waited for after the loop
+    consumer = text.split("if y_tma == 2")[1].split("else:")[1]
+    assert re.search(r'"cuda.wgmma_async", A_shared\[.*\n.*"cuda.wgmma_commit".*\n.*'
+                     r'"cuda.wgmma_wait", C_warpgroup\[.*\], 1, 64, 64\)\)\n\s*if 0 < k_0:\n'
+                     rf'.*"mbarrier_arrive", A_shared_empty1\[(\(k_0 \+ {stages - 1}\) % '
+                     rf'{stages}|k_0 - 1)\], 0\)', consumer)
+    assert re.search(r'"cuda.wgmma_wait", C_warpgroup\[.*\], 0, 64, 64\)', consumer)
+    assert "cuda.wgmma_sync" not in text
     assert "tvm_storage_sync" not in text.split("if y_tma == 2")[1]
 
 
@@ -68,7 +77,7 @@ def test_a_removed_full_wait_is_a_race_naming_the_copy_and_the_read():
     a, b, _ = _operands(128, 64, 256)
     check_early_read_races(_ws(128, 64, 256, stages=2).lowered,
                            (a, b, np.zeros((128, 64), "float32")), '"tma_load", A_shared[',
-                           '"cuda.wgmma_sync", A_shared[', "_full")
+                           '"cuda.wgmma_async", A_shared[', "_full")
 
 
 def test_removed_empty_arrivals_are_a_reported_deadlock():
@@ -84,7 +93,9 @@ def test_removed_empty_arrivals_are_a_reported_deadlock():
 def test_a_4096_gemm_compiles_to_hgmma_and_tensor_copies_without_spills():
     mod = _ws(4096, 4096, 4096, bn=128, stages=4)
     src = mod.get_source("cuda")
-    check_tma_wgmma_sass(src, "ws_4096_4096_4096_kernel0", r"HGMMA\.64x128x16\.F32\b")
+    code = check_tma_wgmma_sass(src, "ws_4096_4096_4096_kernel0", r"HGMMA\.64x128x16\.F32\b")
+    # one group in flight in the loop, none after it
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in code and "WARPGROUP.DEPBAR.LE gsb0, 0x0" in code
     # no block barrier between the producer and the consumers
     assert "__syncthreads" not in src.split("if (y_tma == 2)")[1]
     (launch,) = mod.runtime.record().launches
