@@ -46,6 +46,8 @@ from __future__ import annotations
 from ..errors import LoweringError
 from ..expr import BufferLoad, Call, IntImm
 from ..stmt import Evaluate, For
+from ..thread_axes import thread_axis
+from ..visitor import post_order_visit
 from . import OpDef, register_op
 
 #: the loop annotation declaring the blocks of a cluster along a grid axis
@@ -56,9 +58,7 @@ SYNC_OP, DSMEM_OP = "cluster_sync", "dsmem_load"
 
 
 def _grid_loops(kernel) -> list:
-    # the thread loops of a kernel, not importing the transform package (it imports us)
-    from ..thread_axes import thread_axis
-    from ..visitor import post_order_visit
+    # the thread loops of a kernel (the transform package's thread_loops imports ops)
     out = []
     post_order_visit(kernel, lambda n: out.append(n) if isinstance(n, For) and
                      n.kind == "thread_binding" and thread_axis(n.thread_tag).launched
@@ -78,7 +78,6 @@ def cluster_shape(kernel) -> tuple | None:
         >>> cluster_shape(None) is None
         True
     """
-    from ..thread_axes import thread_axis
     if kernel is None:
         return None
     shape, found = [1, 1, 1], False
