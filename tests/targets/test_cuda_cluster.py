@@ -4,9 +4,11 @@ refusal of clusters below sm_90."""
 
 import re
 
+import numpy as np
 import pytest
 
 import cuvil_tir as T
+import schedules as S
 import targets
 from targets.cuda.nvcc import resource_usage, sass
 
@@ -50,3 +52,22 @@ def test_a_cluster_op_without_a_cluster_is_refused_below_sm_90_too():
     text = ROTATE.replace(', annotations={"cluster": 4}', "").replace("(b + 1) % 4", "0")
     with pytest.raises(T.LoweringError, match=r"cluster_sync needs sm_90 or newer"):
         targets.build(T.parse(text), targets.Target("cuda", arch="sm_80"))
+
+
+def test_a_schedule_declares_a_cluster_with_annotate_and_the_trace_replays_it():
+    A = T.placeholder((64, 32), name="A")
+    B = T.compute((64, 32), lambda i, j: A[i, j] * 2.0, name="B")
+    func = T.create_prim_func([A, B])
+    sch = S.Schedule(func)
+    i, j = sch.get_loops(sch.get_block("B"))
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j, "threadIdx.x")
+    sch.annotate(i, "cluster", 4)
+    replayed = S.Trace.from_json(sch.trace.as_json()).apply(func)
+    sm90 = targets.Target("cuda", arch="sm_90")
+    src = targets.build(replayed, sm90, name="scaled").get_source("cuda")
+    assert "__cluster_dims__(4, 1, 1) scaled_kernel0" in src
+    a = np.random.default_rng(0).standard_normal((64, 32)).astype("float32")
+    b = np.zeros_like(a)
+    T.interpret(T.lower(sch, sm90), a, b, check_races=True)
+    np.testing.assert_array_equal(b, 2 * a)
