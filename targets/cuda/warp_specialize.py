@@ -27,6 +27,11 @@ more warpgroup, ``threadIdx.y == G``, and replaces the loop by a branch on it:
   ``wgmma_wait(1)``, then the release of the *previous* stage (whose steps that wait
   found done), and ``wgmma_wait(0)`` after the loop (:mod:`targets.cuda.wgmma_async`).
 
+The annotation's value is 1, or the registers of a producer and of a consumer thread
+(``[40, 232]``): each warpgroup then starts its side with ``setmaxnreg`` to that count
+(:mod:`targets.cuda.setmaxnreg`, the producer giving registers back, the consumers
+taking them) and returns to the block's starting count after it.
+
 No block barrier lies between the two sides (``bar.sync`` would need the producer's
 threads too); the mbarriers order them.  The tiles get ``V`` versions (``V``: the
 stages the pipeline gives them), the statements outside the loop run on the
@@ -48,7 +53,7 @@ from __future__ import annotations
 import cuvil_tir as T
 from cuvil_tir.analysis.regions import simplify
 from cuvil_tir.buffer import Buffer
-from cuvil_tir.errors import LoweringError
+from cuvil_tir.errors import CuvilError, LoweringError
 from cuvil_tir.expr import IntImm
 from cuvil_tir.op import floormod
 from cuvil_tir.printer import to_text
@@ -57,6 +62,7 @@ from cuvil_tir.transform.pipeline_async import ASYNC
 from cuvil_tir.transform.software_pipeline import ORDER, STAGE, stage_versions, versioned
 from cuvil_tir.visitor import substitute
 
+from .setmaxnreg import SETMAXNREG_OP, register_split
 from .tma_ring import loop_statements, ring_parity, ring_slot
 from .wgmma import WGMMA_OP
 from .wgmma_async import COMMIT_OP, WAIT_OP, WGMMA_ASYNC_OP
@@ -96,6 +102,19 @@ def consumer_groups(loop, extents: dict) -> int:
     if "threadIdx.z" in extents or extents.get("threadIdx.y", 1) is None:
         _fail(loop, "the block's threads use threadIdx.z or a symbolic threadIdx.y", fix)
     return extents.get("threadIdx.y", 1)
+
+
+def _registers(loop, value, groups):
+    """``((producer, consumer) registers, starting count)`` of the annotation's value
+    (1: no reallocation, None)."""
+    if value in (1, True):
+        return None
+    try:
+        return value, register_split(groups, value)
+    except CuvilError as err:
+        _fail(loop, err.message, f"give {WS_KEY!r} 1 (no register reallocation) or the "
+                                 "registers of a producer and of a consumer thread, e.g. "
+                                 "[40, 232] for two consumer warpgroups")
 
 
 def _overlapped(stmt):
@@ -140,6 +159,7 @@ def warp_specialized(func, loop, extents: dict, barriers, issue_ops, destination
         _fail(loop, f"it has no {STAGE}, which gives the ring's depth",
               f"annotate it {STAGE} as well (e.g. [0, 0, 2]: three stages)")
     groups = consumer_groups(loop, extents)
+    registers = _registers(loop, ann[WS_KEY], groups)
     versions = stage_versions(func, loop)
     tiles, stmts = loop_statements(loop)
     order = list(ann.get(ORDER) or range(len(stmts)))
@@ -196,7 +216,14 @@ def warp_specialized(func, loop, extents: dict, barriers, issue_ops, destination
         consumer = seq(consumer, after)
 
     ty, tx = T.var("ws_y"), T.var("ws_x")
-    split = IfThenElse(ty == groups, IfThenElse(tx == 0, producer), consumer)
+    producer = IfThenElse(tx == 0, producer)
+    if registers is not None:
+        # every thread of each warpgroup: few registers for the producer, many for the
+        # consumers, the starting count again where the two paths join
+        (few, many), start = registers
+        producer = seq(_call(SETMAXNREG_OP, few, 0), producer, _call(SETMAXNREG_OP, start, 1))
+        consumer = seq(_call(SETMAXNREG_OP, many, 1), consumer, _call(SETMAXNREG_OP, start, 0))
+    split = IfThenElse(ty == groups, producer, consumer)
     out = For(ty, T.const(0), T.const(groups + 1), "thread_binding",
               For(tx, T.const(0), T.const(WARPGROUP), "thread_binding", split,
                   "threadIdx.x"), "threadIdx.y")

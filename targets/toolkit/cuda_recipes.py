@@ -411,7 +411,8 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
 
 
 def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128,
-               tma: bool = False, stages: int = 1, warp_specialize: bool = False) -> None:
+               tma: bool = False, stages: int = 1,
+               warp_specialize: bool | tuple = False) -> None:
     """fp16 or bf16 GEMM ``C = A @ B.T`` (B ``[N, K]``, fp32 accumulation) on Hopper's
     warpgroup tensor cores (``wgmma``, sm_90a; :mod:`targets.cuda.wgmma`): a ``bm x bn``
     tile per block, ``bm / 64`` warpgroups (threadIdx.y; 128 threads each on
@@ -425,7 +426,9 @@ def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128,
     :mod:`targets.cuda.tma_ring`).  ``warp_specialize`` (with ``tma`` and ``stages``
     > 1): one more warpgroup issues the copies while the ``bm / 64`` others compute,
     "full" and "empty" mbarriers between them (the K loop annotated
-    ``"cuda.warp_specialize"``, :mod:`targets.cuda.warp_specialize`).
+    ``"cuda.warp_specialize"``, :mod:`targets.cuda.warp_specialize`); a pair
+    ``(producer, consumer)`` of register counts also moves registers from the producer
+    to the consumers (``setmaxnreg``, e.g. ``(40, 232)`` with ``bm=128``).
 
     Example::
 
@@ -460,7 +463,7 @@ def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128,
             raise ScheduleArgumentError(f"gemm_wgmma: warp_specialize gives the tensor copies "
                                         f"of a ring to a producer warpgroup; it needs tma=True "
                                         f"and stages >= 2, found tma={tma}, stages={stages}")
-        sch.annotate(ko, WS_KEY, 1)
+        sch.annotate(ko, WS_KEY, 1 if warp_specialize is True else list(warp_specialize))
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(sch.get_loops(init)[-2], f"cuda.wgmma_fill_64x{bn}_f32")
     r0, r1 = sch.get_loops(acc)[-2:]

@@ -21,6 +21,7 @@ import schedules as S
 import targets
 from cuvil_tir.errors import LoweringError, ScheduleArgumentError
 from cuvil_tir.parser import parse
+from targets.cuda.nvcc import resource_usage
 from targets.cuda.warp_specialize import WS_KEY
 from targets.toolkit import cuda_recipes as recipes
 
@@ -158,3 +159,46 @@ def test_the_recipe_refuses_warp_specialization_without_a_ring():
     with pytest.raises(ScheduleArgumentError, match=r"warp_specialize .* needs tma=True and "
                                                     r"stages >= 2, found tma=True, stages=1"):
         recipes.gemm_wgmma(sch, bm=128, bn=64, tma=True, warp_specialize=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _ws_registers(m, n, k, bn, registers):
+    sch = S.Schedule(nt_gemm(m, n, k, "float16"))
+    recipes.gemm_wgmma(sch, bm=128, bn=bn, tma=True, stages=3, warp_specialize=registers)
+    return targets.build(sch, SM90A, name=f"wsr_{m}_{n}")
+
+
+def test_registers_move_from_the_producer_to_the_consumers():
+    mod = _ws_registers(4096, 4096, 4096, 256, (40, 232))
+    src = mod.get_source("cuda")
+    code = check_tma_wgmma_sass(src, "wsr_4096_4096_kernel0", r"HGMMA\.64x256x16\.F32\b")
+    # the producer gives its registers back (40 = 0x28), the consumers take them
+    # (232 = 0xe8); both return to the 168 (0xa8) the 384 threads start with
+    for op in ("DEALLOC.CTAPOOL 0x28", "TRY_ALLOC.CTAPOOL UP0, 0xe8",
+               "DEALLOC.CTAPOOL 0xa8", "TRY_ALLOC.CTAPOOL UP0, 0xa8"):
+        assert f"USETMAXREG.{op}" in code
+    assert resource_usage(src, "sm_90a")["wsr_4096_4096_kernel0"]["registers"] == 168
+
+
+def test_register_reallocation_leaves_the_results_alone():
+    mod = _ws_registers(128, 64, 192, 64, (40, 232))
+    a, b, ref = _operands(128, 64, 192)
+    c = np.zeros((128, 64), "float32")
+    T.interpret(mod.lowered, a, b, c, check_races=True)
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+    text = T.printer.to_text(mod.lowered.functions[-1])
+    assert text.count('"cuda.setmaxnreg"') == 4
+
+
+@pytest.mark.parametrize("registers, match", [
+    ((40, 240), r"128 x \(40 \+ 2 x 240\) = 66560 within the 65536 registers"),
+    ((48, 160), r"starts with 168 registers a thread; the producer's 48 must be at most "
+                r"that, the consumers' 160 at least that"),
+    ((40, 230), r"two multiples of 8 in 24..256, found \(40, 230\)"),
+])
+def test_register_counts_that_do_not_fit_are_refused(registers, match):
+    sch = S.Schedule(nt_gemm(128, 64, 192, "float16"))
+    recipes.gemm_wgmma(sch, bm=128, bn=64, tma=True, stages=2, warp_specialize=registers)
+    with pytest.raises(LoweringError, match=r"(?s)annotated 'cuda.warp_specialize': "
+                                            r"setmaxnreg: .*" + match + r".*e\.g\. \[40, 232\]"):
+        targets.build(sch, SM90A, name="wsr_bad")
