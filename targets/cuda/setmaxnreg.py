@@ -53,7 +53,7 @@ def register_split(consumers: int, counts) -> int:
 
     Example::
 
-        >>> register_split(1, (40, 232))
+        >>> register_split(1, (40, 248))
         248
     """
     threads = 128 * (consumers + 1)
