@@ -41,7 +41,13 @@ class Cluster:
         4
     """
 
+    #: clusters made so far (each one's serial number tells it apart in the logs)
+    made = 0
+
     def __init__(self, shape: tuple):
+        Cluster.made += 1
+        self.serial = Cluster.made
+        self.phase = 0                # cluster barriers passed
         self.shape = shape
         self.size = shape[0] * shape[1] * shape[2]
         self.writes: dict = {}        # (buffer, block, address) -> (thread, statement)
@@ -49,6 +55,7 @@ class Cluster:
 
     def barrier(self) -> None:
         """A ``cluster_sync()``: what came before is ordered with what comes after."""
+        self.phase += 1
         self.writes = {}
         self.peer_reads = {}
 

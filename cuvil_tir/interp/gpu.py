@@ -169,7 +169,8 @@ class _Block:
         """An access of global memory in this launch: accesses of two threads are
         ordered only within one block, across a barrier."""
         entries = self.glog.setdefault(buf, {})
-        me = (self.block, self.cur, self.phase)
+        cl = self.cluster
+        me = (self.block, self.cur, self.phase, cl and cl.serial, cl and cl.phase)
         e = entries.get(addr)
         if e is None:
             entries[addr] = [me, stmt, value, None, None] if write else \
@@ -189,9 +190,14 @@ class _Block:
 
     @staticmethod
     def unordered(a, b) -> bool:
-        """Two accesses ``(block, thread, phase)`` of different threads, in different
-        blocks or in one phase of one block."""
-        return (a[0], a[1]) != (b[0], b[1]) and (a[0] != b[0] or a[2] == b[2])
+        """Two accesses ``(block, thread, phase, cluster, cluster phase)`` of different
+        threads: in one phase of one block, in one cluster phase of two blocks of one
+        cluster, or in blocks of different clusters (or without clusters)."""
+        if (a[0], a[1]) == (b[0], b[1]):
+            return False
+        if a[0] == b[0]:
+            return a[2] == b[2]
+        return a[3] is None or a[3] != b[3] or a[4] == b[4]
 
     def global_race(self, buf, addr, first, second):
         (k1, s1, how1, v1), (k2, s2, how2, v2) = first, second
@@ -205,7 +211,7 @@ class _Block:
             f"of block {th1[0]} {how1} it in `{s1}` and thread {th2[1]} of block "
             f"{th2[0]} {how2}{' it' if not what else ''}{what} in `{s2}`, with no "
             "__syncthreads() between them (threads of different blocks are never "
-            "ordered within a launch). Store from one thread (a predicate such as "
+            "ordered within a launch, but by a cluster barrier within a cluster). Store from one thread (a predicate such as "
             "threadIdx.x == 0), or give each thread its own addresses",
             buffer=buf.name, address=addr, threads=(th1, th2), statements=(s1, s2))
 

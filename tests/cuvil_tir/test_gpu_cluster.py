@@ -131,3 +131,26 @@ def k(R: T.Buffer((4, 4), "int32")):
     want = np.array([[(y // 2 * 2 + 1) * 4 + x // 2 * 2 + 1 for x in range(4)]
                      for y in range(4)])
     np.testing.assert_array_equal(r, want)
+
+
+GLOBAL = '''
+def handoff(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    with T.allocate((8,), "float32", scope="global") as G:
+        for b in T.thread_binding(8, thread="blockIdx.x", annotations={"cluster": 2}):
+            for t in T.thread_binding(1, thread="threadIdx.x"):
+                G[b] = A[b] * T.float32(2)
+SYNC                B[b] = G[b // 2 * 2 + (b + 1) % 2]
+'''
+
+
+def test_a_cluster_barrier_orders_global_memory_between_the_blocks_of_a_cluster():
+    a = np.arange(8, dtype="float32")
+    b = np.zeros_like(a)
+    T.interpret(T.lower(T.parse(GLOBAL.replace("SYNC", SYNC)), SM90), a, b,
+                check_races=True)
+    np.testing.assert_array_equal(b, 2 * a[[1, 0, 3, 2, 5, 4, 7, 6]])
+    with pytest.raises(T.RaceError, match=r"data race on global buffer G") as err:
+        T.interpret(T.lower(T.parse(GLOBAL.replace("SYNC", "")), SM90), a, b,
+                    check_races=True)
+    assert sorted(err.value.statements) == ["B[b] = G[b // 2 * 2 + (b + 1) % 2]",
+                                            "G[b] = A[b] * T.float32(2)"]
