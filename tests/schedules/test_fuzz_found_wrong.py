@@ -221,3 +221,20 @@ def test_decompose_reduction_keeps_the_guard_of_a_partition_part_that_runs_no_it
     for runner in (run, run_llvm):
         got = runner(sch, [x, w, np.full((2, 5), 7.0, "float32")])[2]
         np.testing.assert_array_equal(got, x @ w)
+
+
+def test_decompose_reduction_refuses_a_part_whose_reduction_loop_is_outside_and_may_be_empty():
+    """With K symbolic the reduction loop k is outside the part's block: the hoisted init
+    would run inside it, and with K = 0 never, leaving Y unwritten (numpy: zeros)."""
+    sch, parts = _unit_loop_parts(T.size_var("K"))
+    assert_refused(sch, lambda: sch.decompose_reduction("Y_u_12", parts[2]),
+                   r"CVL-E103.*the reduction of block 'Y_u_12' is driven by 'k', outside "
+                   r"its enclosing block 'Y_u_12_partition', and may run no iteration.*"
+                   r"decompose_reduction before the step that nested the block",
+                   ReductionLoopError)
+    for k in (0, 3):        # the parts as they are: right, the empty sum too
+        x = np.arange(2 * k, dtype="float32").reshape(2, k)
+        w = np.ones((k, 5), "float32")
+        for runner in (run, run_llvm):
+            got = runner(sch, [x, w, np.full((2, 5), 7.0, "float32")])[2]
+            np.testing.assert_array_equal(got, x @ w)
