@@ -54,6 +54,7 @@ from cuvil_tir.node import same
 from .nests import block_names, make_nest, subtrees, with_fields
 from ..block_scope import DepKind, scope_dependences
 from ..region_cover import region_covered
+from .enclosing import within_enclosing
 from .cache_elements import (element_condition, outer_written, unreset_reduction,
                              writes_whole)
 
@@ -232,6 +233,13 @@ def _inside_buffer(region: BufferRegion, doms: dict) -> BufferRegion:
         hi = simplify(dim - 1) if ana.can_prove(dim - 1 <= hi) else Min(hi, dim - 1)
         out.append(Range(ana.simplify(lo), ana.simplify(hi - lo + 1)))
     return BufferRegion(region.buffer, tuple(out))
+
+
+def _both(keep, other):
+    """The conditions of two ``keep`` callables together (None: no condition)."""
+    if keep is None or other is None:
+        return keep or other
+    return lambda index: keep(index) + other(index)
 
 
 def _writer_guard(func, wpath, outer_loops) -> list:
@@ -468,6 +476,10 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
                    f"apply {prim} before those primitives", func)
     if is_read:
         keep = keep if ws else _read_keep(func, cpath, buf, rs, prim)
+    # the blocks around the copy declare all their insides access of the buffer: a box
+    # overshooting that (a blockized tile cut by its T.where) is cut to it
+    keep = _both(keep, within_enclosing(func, cpath, buf, write=not is_read))
+    if is_read:
         nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off,
                                tile_vars, guard, keep)
         redirect = Retarget(buf, cache, off, writes=False)
