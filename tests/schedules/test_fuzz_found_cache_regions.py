@@ -2,13 +2,17 @@
 from a blockized block's whole tile (its inner T.where cuts the tile) read elements
 outside the regions the blocks around it declare, and the printed function did not
 parse back (fuzz cases 2175115933 and 2626021493).  The copy is now cut to those
-regions."""
+regions; a step whose result still breaks the region contract is refused."""
 
 import numpy as np
+import pytest
 
 import cuvil_tir as T
 import schedules as S
-from tests.schedules.testing import run, run_llvm, verify_trace_roundtrip
+import schedules.primitives.cache as cache_module
+from cuvil_tir.region_check import verify_block_regions
+from schedules.errors import RegionContractError
+from tests.schedules.testing import assert_refused, run, run_llvm, verify_trace_roundtrip
 
 
 def _int8_matmul():
@@ -80,3 +84,31 @@ def test_a_cache_in_a_nested_blockized_block_stays_in_its_parent():
         np.testing.assert_allclose(runner(sch, [x, np.zeros(8, "float32")])[1],
                                    x[:, 1:].sum(1))
     verify_trace_roundtrip(sch, f)
+
+
+def test_a_step_breaking_the_region_contract_is_refused(monkeypatch):
+    """A primitive whose result has a block accessing outside what a block around it
+    declares (here cache_read without its cut, as before the fix) is refused with the
+    check's finding, and the schedule is left as it was."""
+    monkeypatch.setattr(cache_module, "within_enclosing", lambda *a, **k: None)
+    sch = S.Schedule(_reversed_sum())
+    _nested_blockize(sch)
+    assert_refused(sch, lambda: sch.cache_read("Y", 1, "local"),
+                   r"cache_read: the result breaks the region contract: block 'Y_o' "
+                   r"reads X\[v_i_o, 2 - v_k_i_o \* 2:.*outside its declared "
+                   r"T.reads\(X\[v_i_o, 1:4\]\): dimension 1 starts at 0, before the "
+                   r"declared start 1", RegionContractError)
+
+
+def test_verify_block_regions_since_checks_only_the_new_blocks(monkeypatch):
+    """With ``since``, a block the transform kept (the same object) is not checked
+    again; a block it made is."""
+    sch = S.Schedule(_reversed_sum())
+    _nested_blockize(sch)
+    good = sch.func
+    with monkeypatch.context() as m:
+        m.setattr(cache_module, "within_enclosing", lambda *a, **k: None)
+        bad, _ = cache_module.cache_read.raw(good, S.BlockRV("Y"), 1, "local")
+    with pytest.raises(T.LoweringError, match="block 'Y_o' reads X"):
+        verify_block_regions(bad, since=good)
+    assert verify_block_regions(bad, since=bad) is bad
