@@ -36,7 +36,7 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.arith import Analyzer
-from cuvil_tir.expr import Add, Expr, IntImm, Max, Min, Var, const, SizeVar
+from cuvil_tir.expr import GE, LT, Add, Expr, IntImm, Max, Min, Var, const, SizeVar
 from cuvil_tir.op import conjuncts
 from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
                             SeqStmt, seq)
@@ -157,12 +157,26 @@ def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off, tile_var
 
 
 def _unique(conds: list) -> list:
-    """``conds`` without repeats (a reader's guard often restates the buffer's bound)."""
+    """``conds`` without repeats (a reader's guard often restates the buffer's bound),
+    and of two constant bounds of one index (``x < 6``, ``x < 2``: the buffer's end and
+    an enclosing block's region) only the tighter."""
     out: list = []
     for c in conds:
-        if not any(same(c, d) for d in out):
+        if any(same(c, d) for d in out):
+            continue
+        k = next((k for k, d in enumerate(out) if _same_side(c, d)), None)
+        if k is None:
             out.append(c)
+        elif (c.b.value < out[k].b.value) == isinstance(c, LT):
+            out[k] = c
     return out
+
+
+def _same_side(c, d) -> bool:
+    """Whether ``c`` and ``d`` bound one index from one side by constants
+    (``x < 2`` and ``x < 6``, or ``x >= 0`` and ``x >= 1``)."""
+    return type(c) is type(d) and isinstance(c, (LT, GE)) and same(c.a, d.a) and \
+        isinstance(c.b, IntImm) and isinstance(d.b, IntImm)
 
 
 def _start_plus(start, v):

@@ -19,13 +19,14 @@ Example::
     >>> import cuvil_tir as T
     >>> A = T.placeholder((8,), name="A")
     >>> f = T.create_prim_func([A, T.compute((8,), lambda i: A[i] + 1.0, name="B")])
-    >>> within_enclosing(f, tree.find_block(f, "B"), f.params[0], write=False) is None
+    >>> within_enclosing(f, (), f.params[0], write=False) is None       # the root: no region
     True
 """
 
 from __future__ import annotations
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.regions import simplify
 from cuvil_tir.stmt import Block, BlockRealize, For
 from cuvil_tir.visitor import used_vars
 
@@ -80,7 +81,7 @@ def within_enclosing(func, path, buf, write: bool):
         ... ''')
         >>> keep = within_enclosing(f, tree.find_block(f, "part"), f.params[0], False)
         >>> [str(c) for c in keep([T.var("e")])]
-        ['0 <= e', 'e < 2']
+        ['e >= 0', 'e < 2']
     """
     blocks, visible, bound = _blocks_and_visible(func, path)
     hidden = bound - visible
@@ -98,7 +99,7 @@ def within_enclosing(func, path, buf, write: bool):
     def keep(index):
         out = []
         for d, r in cuts:
-            out += [r.min <= index[d], index[d] < r.min + r.extent]
+            out += [index[d] >= r.min, index[d] < simplify(r.min + r.extent)]
         return out
     return keep
 

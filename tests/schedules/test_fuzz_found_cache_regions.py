@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import cuvil_tir as T
+from cuvil_tir.analysis import tree
 import schedules as S
 import schedules.primitives.cache as cache_module
 from cuvil_tir.region_check import verify_block_regions
@@ -40,6 +41,9 @@ def test_a_cache_in_a_blockized_partition_part_copies_only_the_part():
     sch.blockize(inner)
     copy = sch.cache_read("Y_k_00", 1, "local")
     assert sch.get(copy).reads[0].buffer.name == "X"
+    # the part's two columns, not the tile's four (nor the buffer's six)
+    realize = tree.get(sch.func, tree.find_block(sch.func, copy.name))
+    assert str(realize.predicate) == "v_k_o * 4 + ax1 < 2"
     rng = np.random.default_rng(0)
     x = rng.integers(-128, 128, (6, 6)).astype("int8")
     w = rng.integers(-128, 128, (6, 4)).astype("int8")
