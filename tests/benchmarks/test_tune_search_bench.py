@@ -32,16 +32,22 @@ class Readings(Executor):
         return fut
 
 
-def test_each_candidate_is_measured_once_and_the_best_settles_on_a_median():
+def _random_run(trials, recorded=None):
+    """A random session of ``trials`` through a cache over stand-in readings:
+    ``(readings, cache, func, session, its records marked as random draws)``."""
     inner = Readings()
-    ex = B.CachedExecutor(inner)
+    ex = B.CachedExecutor(inner, recorded)
     f = _func()
     s = Session(f, space, TARGET, None, ex, seed=0, guided=False, min_repeat_ms=1)
-    s.run(6)
+    s.run(trials)
+    return inner, ex, f, s, [dict(r, drawn="random") for r in s.run_state.records]
+
+
+def test_each_candidate_is_measured_once_and_the_best_settles_on_a_median():
+    inner, ex, f, s, records = _random_run(6)
     again = Session(f, space, TARGET, None, ex, seed=0, guided=False, min_repeat_ms=1)
     again.run(6)      # the same draws: every one shared, none measured again
     assert all(n == 1 for k, n in inner.calls.items() if k != "lucky")
-    records = [dict(r, drawn="random") for r in s.run_state.records]
     lucky = min(records, key=lambda r: r["seconds"])
     settled = B.settle(ex, {"w": s}, {"w": workload_key(f, TARGET)}, records, 2, 2)
     base = lucky["seconds"] / 0.1
@@ -57,27 +63,17 @@ def test_a_run_reaches_the_bar_at_its_first_candidate_within_95_percent():
 
 
 def test_recorded_measurements_are_reused_not_measured_again():
-    first = B.CachedExecutor(Readings())
-    f = _func()
-    s = Session(f, space, TARGET, None, first, seed=0, guided=False, min_repeat_ms=1)
-    s.run(4)
+    _, first, _, s, _ = _random_run(4)
     recorded = json.loads(json.dumps(first.recorded()))   # what --cache writes and reads
-    inner = Readings()
-    again = B.CachedExecutor(inner, recorded)
-    s2 = Session(f, space, TARGET, None, again, seed=0, guided=False, min_repeat_ms=1)
-    s2.run(6)      # the same first 4 draws come from the record, 2 more are measured
+    # the same first 4 draws come from the record, 2 more are measured
+    inner, _, _, s2, _ = _random_run(6, recorded)
     assert sum(n for k, n in inner.calls.items() if k != "lucky") == 2
     assert [r["seconds"] for r in s2.run_state.records[:4]] == \
         [r["seconds"] for r in s.run_state.records]
 
 
 def test_repeatability_ranks_a_second_reading_against_the_first():
-    inner = Readings()
-    ex = B.CachedExecutor(inner)
-    f = _func()
-    s = Session(f, space, TARGET, None, ex, seed=0, guided=False, min_repeat_ms=1)
-    s.run(10)
-    records = [dict(r, drawn="random") for r in s.run_state.records]
+    _, ex, f, s, records = _random_run(10)
     got = B.repeatability(ex, {"w": s}, {"w": workload_key(f, TARGET)}, records, 8)
     # each second reading is the candidate's base time; the first was the base too,
     # except the lucky first candidate's (a tenth of it)
