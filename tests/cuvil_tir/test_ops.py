@@ -34,7 +34,7 @@ def test_every_layer_lists_the_registry_ops():
     fixed = {n: ops.get_op(n).arity for n in names if ops.get_op(n).arity >= 0}
     gpu = {n for n in names if ops.get_op(n).collective is not None}
     assert gpu == {"tvm_storage_sync", "warp_sum", "warp_max", "warp_min",
-                   "cluster_sync"} | tensor_cores
+                   "cluster_sync", "cluster_arrive", "cluster_wait"} | tensor_cores
     copies = {n for n in names if ops.get_op(n).asynchronous is not None}
     assert copies == {"async_copy", "async_commit_group", "async_wait_group", "bulk_copy",
                       "mbarrier_init", "mbarrier_arrive", "mbarrier_wait", "tma_load"}

@@ -188,3 +188,53 @@ def test_compute_inline_refuses_a_load_of_elements_the_producer_never_stores():
     assert_refused(sch, lambda: sch.compute_inline("P"),
                    r"CVL-E103.*the producer 'P' stores P only where v < 6 holds, but "
                    r"block 'Y' loads P\[v\] also where that may fail", InlineError)
+
+
+def _matmul(k_extent):
+    X = T.placeholder((2, k_extent), name="X")
+    W = T.placeholder((k_extent, 5), name="W")
+    k = T.reduce_axis((0, k_extent), name="k")
+    return T.create_prim_func([X, W, T.compute((2, 5), lambda i, j: T.sum(
+        X[i, k] * W[k, j], axis=k), name="Y")])
+
+
+def _unit_loop_parts(k_extent):
+    """Y with a unit loop split by 3 (T.where(u_0 * 3 + u_1 < 1)) and partitioned into
+    three parts: only the first runs an iteration."""
+    sch = S.Schedule(_matmul(k_extent))
+    _, u = sch.split(sch.add_unit_loop("Y"), [None, 3])
+    return sch, sch.loop_partition(u, [1, 1, None])
+
+
+def test_decompose_reduction_keeps_the_guard_of_a_partition_part_that_runs_no_iteration():
+    """The third part (u_1 from 2) runs no iteration.  decompose_reduction at it dropped
+    its guard (it names only loops the init does not iterate), so the init ran anyway,
+    after the first part had summed k = 0, and Y lost that term (fuzz case
+    1818399772: Z0 all 1).  The guard is now taken where the reduction starts
+    (u_0 * 3 + 2 < 1): the init runs where the block's T.init would."""
+    sch, parts = _unit_loop_parts(3)
+    sch.decompose_reduction("Y_u_12", parts[2])
+    sch.decompose_reduction("Y_u_10", parts[0])     # the part that runs: its init stays
+    rng = np.random.default_rng(0)
+    x = rng.integers(-4, 5, (2, 3)).astype("float32")
+    w = rng.integers(-4, 5, (3, 5)).astype("float32")
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, w, np.full((2, 5), 7.0, "float32")])[2]
+        np.testing.assert_array_equal(got, x @ w)
+
+
+def test_decompose_reduction_refuses_a_part_whose_reduction_loop_is_outside_and_may_be_empty():
+    """With K symbolic the reduction loop k is outside the part's block: the hoisted init
+    would run inside it, and with K = 0 never, leaving Y unwritten (numpy: zeros)."""
+    sch, parts = _unit_loop_parts(T.size_var("K"))
+    assert_refused(sch, lambda: sch.decompose_reduction("Y_u_12", parts[2]),
+                   r"CVL-E103.*the reduction of block 'Y_u_12' is driven by 'k', outside "
+                   r"its enclosing block 'Y_u_12_partition', and may run no iteration.*"
+                   r"decompose_reduction before the step that nested the block",
+                   ReductionLoopError)
+    for k in (0, 3):        # the parts as they are: right, the empty sum too
+        x = np.arange(2 * k, dtype="float32").reshape(2, k)
+        w = np.ones((k, 5), "float32")
+        for runner in (run, run_llvm):
+            got = runner(sch, [x, w, np.full((2, 5), 7.0, "float32")])[2]
+            np.testing.assert_array_equal(got, x @ w)
