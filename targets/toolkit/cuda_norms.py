@@ -406,6 +406,17 @@ def _combine(kind: str, chunks: int, n: int, eps: float, chunk: int, stat: str) 
                 f"acc[0] = T.rsqrt(acc[0] / T.float32({n}) + T.float32({eps!r}))\n")
     # layernorm: the mean of the chunks' means (equal counts), then Chan's sum of the
     # squared deviations
+    tail = (f"acc[0] = {_WARP.format(op='warp_sum', x='acc[0]')}\n"
+            f"acc[0] = T.rsqrt(acc[0] / T.float32({n}) + T.float32({eps!r}))\n")
+    if len(lanes) == 1:
+        # one chunk per lane: its mean stays in acc[0] (each statistic read once, a
+        # DSMEM load in a cluster)
+        (c, valid), = lanes
+        return (f"acc[0] = T.if_then_else({valid}, {stat.format(c=c, k=0)}, T.float32(0))\n"
+                f"acc[1] = {_WARP.format(op='warp_sum', x='acc[0]')} / T.float32({chunks})\n"
+                f"acc[0] = T.if_then_else({valid}, {stat.format(c=c, k=1)} + "
+                f"T.float32({chunk}) * (acc[0] - acc[1]) * (acc[0] - acc[1]), T.float32(0))\n"
+                + tail)
     text = "acc[1] = T.float32(0)\n"
     for c, valid in lanes:
         text += (f"acc[1] = acc[1] + T.if_then_else({valid}, {stat.format(c=c, k=0)}, "
@@ -416,8 +427,7 @@ def _combine(kind: str, chunks: int, n: int, eps: float, chunk: int, stat: str) 
         d = f"({stat.format(c=c, k=0)} - acc[1])"
         text += (f"acc[0] = acc[0] + T.if_then_else({valid}, {stat.format(c=c, k=1)} + "
                  f"T.float32({chunk}) * {d} * {d}, T.float32(0))\n")
-    return (text + f"acc[0] = {_WARP.format(op='warp_sum', x='acc[0]')}\n"
-            f"acc[0] = T.rsqrt(acc[0] / T.float32({n}) + T.float32({eps!r}))\n")
+    return text + tail
 
 
 __all__ = ["CHUNK", "FEW_ROWS", "ROW_LIMIT", "cluster_blocks", "layernorm", "rmsnorm",

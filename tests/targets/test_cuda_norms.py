@@ -160,6 +160,9 @@ def test_long_rows_on_sm_90_are_one_kernel_over_a_cluster():
              src.rindex("cvl_dsmem_ld_float32("), src.index("(void)cvl_cluster_arrive();"),
              src.rindex("*(float4*)(&Y["), src.index("(void)cvl_cluster_wait();")]
     assert order == sorted(order)
+    # each lane reads each statistic of its peer once (Chan's combine keeps the mean)
+    assert src.count("cvl_dsmem_ld_float32(&stats[0]") == 1
+    assert src.count("cvl_dsmem_ld_float32(&stats[1]") == 1
     two = targets.build(N.layernorm(16, 262144, arch="sm_80"), "cuda", name="ln_two")
     assert len(two.runtime.launch_plan()) == 2
 
