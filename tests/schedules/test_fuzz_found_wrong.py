@@ -296,3 +296,39 @@ def test_pad_einsum_refuses_a_producer_guard_that_may_not_hold():
                    r"CVL-E103.*producer 'W_s' runs under T.where\(a \* b != 7\), which "
                    r"would skip the padding it must fill with zeros; pad_einsum before",
                    PadEinsumError)
+
+
+_SUM_THEN_REVERSED = """
+@T.prim_func
+def main(X: T.Buffer((6, 1), "int8"), Z0: T.Buffer((6,), "int32")):
+    Y = T.alloc_buffer((6,), "int32")
+    for i in range(6):
+        for k in range(1):
+            with T.block("Y"):
+                v_i, v_k = T.axis.remap("SR", [i, k])
+                with T.init():
+                    Y[v_i] = 0
+                Y[v_i] = Y[v_i] + T.Cast("int32", X[v_i, v_k])
+    for i_1 in range(6):
+        with T.block("Z0"):
+            v_i_1 = T.axis.remap("S", [i_1])
+            T.reads(Y[0:6])
+            Z0[v_i_1] = Y[5 - v_i_1] + Y[v_i_1]
+"""
+
+
+def test_compute_at_drops_the_guard_of_loops_the_block_shared_with_a_producer():
+    """After reverse_compute_at under a cache_read copy and non-dividing splits of the
+    shared loops, Y carried their guard; compute_at moved Y under Z0's loop and kept
+    the guard, naming loops no longer around it (case 3245741115: 'variable ax0_0_0 is
+    used but not defined'). A guard the new domain implies is now dropped."""
+    sch = S.Schedule(T.parse(_SUM_THEN_REVERSED))
+    copy = sch.cache_read("Y", 0, "global")
+    sch.reverse_compute_at("Y", sch.get_loops(copy)[0])
+    sch.split(sch.get_loops("Y")[0], [4, None])
+    sch.split(sch.get_loops("Y")[0], [None, 5, 2])
+    sch.compute_at("Y", sch.get_loops("Z0")[0])
+    x = np.arange(-3, 3, dtype="int8").reshape(6, 1)
+    got = run(sch, [x, np.zeros(6, "int32")])[1]
+    y = x[:, 0].astype("int32")
+    np.testing.assert_array_equal(got, y[::-1] + y)
