@@ -60,6 +60,7 @@ from .tma import tma_coordinates
 from .tma_copy import lower_tma_copies
 from .mbarrier import check_hopper_ops
 from . import tvm_wmma  # noqa: F401 - registers TVM's wmma intrinsics and their ops
+from . import tvm_mma  # noqa: F401 - registers TVM's mma.sync/ldmatrix intrinsics
 from . import dp4a  # noqa: F401 - registers the dp4a ops and TVM's dp4a intrinsics
 
 #: the thread axes of a CUDA launch and their limits
