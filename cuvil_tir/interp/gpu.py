@@ -47,6 +47,7 @@ from ..errors import LoweringError, RaceError
 from ..expr import Call
 from ..ops import get_op
 from ..ops.async_copy import asynchronous
+from ..ops.cluster import DSMEM_OP, cluster_shape, is_cluster_sync
 from ..ops.gpu import collective, group_lanes, per_warp, tiles_of, warp_combiner
 from ..swizzle import Swizzle
 from ..printer import to_text
@@ -59,6 +60,7 @@ from .async_copy import AsyncCopies, compile_async
 from .async_mma import run_landing
 from .mbarrier import MBARRIER_ROLES, compile_mbarrier
 from .tma import compile_tma
+from .cluster import Cluster, compile_dsmem_load
 from .gpu_tasks import Tasks
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
@@ -86,7 +88,10 @@ class _Block:
 
     def __init__(self, check: bool):
         self.check = check
-        self.block = (0, 0, 0)       # the block's (x, y, z)
+        self.block = (0, 0, 0)       # the current thread's block's (x, y, z)
+        self.blocks = [self.block]   # the blocks running together (a cluster's)
+        self.per_block = 1           # threads per block
+        self.cluster = None          # the running cluster (cuvil_tir.interp.cluster)
         self.threads: list = []      # (x, y, z) per thread
         self.thread = (0, 0, 0)      # the current thread's
         self.ctxs: list = []         # per thread: {("e"|"b", slot): value}
@@ -99,10 +104,15 @@ class _Block:
         self.active = None               # the threads of the running task (None: all)
         self.tasks = None                # the block's tasks (cuvil_tir.interp.gpu_tasks)
 
-    def start(self, block: tuple, dims: tuple):
-        self.block = block
-        self.threads = list(itertools.product(*(range(n) for n in reversed(dims))))
-        self.threads = [t[::-1] for t in self.threads]
+    def start(self, block, dims: tuple, cluster=None):
+        """Run the block at ``block`` (x, y, z) with ``dims`` threads; with
+        ``cluster`` (:class:`~cuvil_tir.interp.cluster.Cluster`), ``block`` is the list
+        of its blocks, run together: threads numbered block after block."""
+        blocks = list(block) if cluster is not None else [block]
+        per = list(itertools.product(*(range(n) for n in reversed(dims))))
+        per = [t[::-1] for t in per]
+        self.blocks, self.cluster, self.per_block = blocks, cluster, len(per)
+        self.threads = per * len(blocks)
         self.ctxs = [{} for _ in self.threads]
         self.logs = {}
         self.copies.reset()
@@ -119,6 +129,12 @@ class _Block:
     def set_thread(self, t: int):
         self.cur = t
         self.thread = self.threads[t]
+        self.block = self.blocks[t // self.per_block]
+
+    def cta(self, t: int | None = None) -> int:
+        """The block (its index in the running cluster) of thread ``t`` (the current
+        one)."""
+        return (self.cur if t is None else t) // self.per_block
 
     def index(self, axis) -> int:
         """The current thread's index along ``axis`` (a launched ThreadAxis)."""
@@ -126,8 +142,11 @@ class _Block:
 
     def log(self, buf, addr, write: bool, stmt: str, value=None):
         """An access of shared memory in the current phase (see the module doc)."""
-        entries = self.logs.setdefault(buf, {})
         t = self.cur
+        if self.cluster is not None:
+            # each block of a cluster has its own copy; peers read it through DSMEM
+            self.cluster.local_access(self, buf, addr, write, stmt)
+        entries = self.logs.setdefault((buf, self.cta()), {})
         e = entries.get(addr)
         if e is None:
             entries[addr] = [t, stmt, None, None, None, None, value] if write else \
@@ -367,15 +386,18 @@ class GpuStmtCompiler(StmtCompiler):
         finally:
             self.in_kernel = False
             self.kernel_writes = set()
-        g = self.g
+        g, shape = self.g, cluster_shape(root)
 
         def kernel():
             grid, block = launch_shape({t: max(as_index(f()) for f in fs)
                                         for t, fs in dims.items()})
             g.glog = {}
-            for bz, by, bx in itertools.product(*(range(n) for n in reversed(grid))):
-                g.start((bx, by, bz), block)
-                body()
+            if shape is None:
+                for bz, by, bx in itertools.product(*(range(n) for n in reversed(grid))):
+                    g.start((bx, by, bz), block)
+                    body()
+            else:
+                _run_clusters(g, body, grid, block, shape)
             g.glog = {}
         return kernel
 
@@ -384,12 +406,14 @@ class GpuStmtCompiler(StmtCompiler):
         if not _collective(s):
             return self._each_thread(self.stmt(s))
         if is_barrier(s):
-            g = self.g
+            g, cluster = self.g, is_cluster_sync(s)
 
             def sync():
                 g.logs = {}
                 g.phase += 1
                 g.copies.barrier()
+                if cluster and g.cluster is not None:
+                    g.cluster.barrier()
             return sync
         if isinstance(s, SeqStmt):
             fs = [self.coll(c) for c in s.seq]
@@ -419,6 +443,8 @@ class GpuStmtCompiler(StmtCompiler):
                             f"{type(s).__name__}:\n{to_text(s)}")
 
     def _Call(self, e):
+        if e.op == DSMEM_OP and self.in_kernel:
+            return compile_dsmem_load(self, e)
         if warp_combiner(e) is not None:
             g = self.g
             return lambda: g.warp_vals[g.cur]
@@ -651,9 +677,19 @@ class GpuStmtCompiler(StmtCompiler):
                     warps[t // lanes] = new_array(buf, shape())
                 return warps[t // lanes]
             return self._per_thread_slot(("b", k), of_warp, body)
-        bufs = self.frame.bufs
+        bufs, g, arrays = self.frame.bufs, self.g, {}
+
+        def of_block(t):
+            # a cluster's blocks run together, each with its own copy
+            if g.cta(t) not in arrays:
+                arrays[g.cta(t)] = new_array(buf, shape())
+            return arrays[g.cta(t)]
+        per_block = self._per_thread_slot(("b", k), of_block, body)
 
         def alloc():
+            if g.cluster is not None:
+                arrays.clear()
+                return per_block()
             saved = bufs[k]
             bufs[k] = new_array(buf, shape())
             try:
@@ -661,6 +697,22 @@ class GpuStmtCompiler(StmtCompiler):
             finally:
                 bufs[k] = saved
         return alloc
+
+
+def _run_clusters(g, body, grid, block, shape):
+    """Every cluster of the grid, its blocks together in rank order."""
+    counts = [n // s for n, s in zip(grid, shape)]
+    ranks = [(r % shape[0], r // shape[0] % shape[1], r // (shape[0] * shape[1]))
+             for r in range(shape[0] * shape[1] * shape[2])]
+    for cz, cy, cx in itertools.product(*(range(n) for n in reversed(counts))):
+        blocks = [(cx * shape[0] + x, cy * shape[1] + y, cz * shape[2] + z)
+                  for x, y, z in ranks]
+        cluster = Cluster(shape)
+        g.start(blocks, block, cluster)
+        body()
+        if g.check:
+            cluster.finish(g)
+    g.cluster = None
 
 
 __all__ = ["GpuStmtCompiler", "has_thread_loops"]

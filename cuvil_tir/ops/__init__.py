@@ -68,7 +68,7 @@ from ..expr_build import make_float
 #: the effects an op may have, from least to most constraining
 EFFECTS = ("pure", "reads", "writes", "barrier", "opaque")
 #: the groups of threads a collective op runs over (None: one thread)
-COLLECTIVES = (None, "block", "warp", "warpgroup")
+COLLECTIVES = (None, "block", "warp", "warpgroup", "cluster")
 #: the dtype rules an op's operands follow
 OPERAND_RULES = ("float", "number", "select", "any")
 #: the roles of asynchronous copies (:mod:`cuvil_tir.ops.async_copy`)
@@ -430,3 +430,6 @@ from . import async_copy as _async_copy  # noqa: E402,F401
 from . import mbarrier as _mbarrier  # noqa: E402,F401
 # tensor copies through tensor maps (cuvil_tir.ops.tma)
 from . import tma as _tma  # noqa: E402,F401
+# thread-block clusters: the cluster barrier and distributed shared memory
+# (cuvil_tir.ops.cluster)
+from . import cluster as _cluster  # noqa: E402,F401

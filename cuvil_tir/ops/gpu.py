@@ -93,7 +93,8 @@ def collective(call) -> str | None:
 
 
 def is_block_barrier(call) -> bool:
-    """Whether ``call`` is a barrier of the whole block.
+    """Whether ``call`` is a barrier of the whole block (a cluster barrier is one too:
+    it orders the threads of each block of the cluster, :mod:`cuvil_tir.ops.cluster`).
 
     Example::
 
@@ -101,7 +102,7 @@ def is_block_barrier(call) -> bool:
         >>> is_block_barrier(T.Call("int32", SYNC_OP, (T.StringImm("shared"),)))
         True
     """
-    return collective(call) == "block" and get_op(call.op).effect == "barrier"
+    return collective(call) in ("block", "cluster") and get_op(call.op).effect == "barrier"
 
 
 def warp_combiner(call) -> str | None:

@@ -85,6 +85,9 @@ ops.register_spellings("c", {
     "bitwise_not": lambda p, e: f"(({p.scalar_type(D.element(e.dtype))})~({_args(p, e)[0]}))",
     "shift_left": _shift,
     "shift_right": _shift,
+    "dsmem_load": ops.Unsupported(
+        "dsmem_load reads the shared memory of another block of a GPU thread-block "
+        "cluster; plain C has no blocks: build for Target('cuda', arch='sm_90')"),
     "access_ptr": ops.Unsupported(
         "T.tvm_access_ptr (a pointer to a flat range of a buffer) has no C spelling; "
         "hand T.call_extern the buffer region instead (A[i:i + 16]), which is printed "

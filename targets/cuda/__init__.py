@@ -59,6 +59,7 @@ from .tensorcore import wmma_leading_dims
 from .tma import tma_coordinates
 from .tma_copy import lower_tma_copies
 from .mbarrier import check_hopper_ops
+from .cluster import check_clusters
 from . import tvm_wmma  # noqa: F401 - registers TVM's wmma intrinsics and their ops
 from . import tvm_mma  # noqa: F401 - registers TVM's mma.sync/ldmatrix intrinsics
 from . import dp4a  # noqa: F401 - registers the dp4a ops and TVM's dp4a intrinsics
@@ -149,7 +150,8 @@ def cuda_pipeline() -> list:
     return [cooperative_fetch, lower_cross_thread_reduction, grid_roots, plan_buffer_allocation,
             lower_blocks, lower_tma_copies, normalize_thread_bindings,
             inject_software_pipeline, wmma_leading_dims,
-            tma_coordinates, append_swizzles, check_hopper_ops, flatten_buffers, drop_dead_stores,
+            tma_coordinates, append_swizzles, check_hopper_ops, check_clusters,
+            flatten_buffers, drop_dead_stores,
             simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
             insert_barriers, verify]
 

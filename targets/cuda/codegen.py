@@ -61,6 +61,7 @@ from .fragments import (FILL_OP, FRAGMENT_SCOPES, STORE_OP, declare_fragments,
 from .asynccopy import SPELLINGS as ASYNC_SPELLINGS
 from .mma import SPELLINGS as MMA_SPELLINGS, WARP_SCOPE, declare_registers
 from .mbarrier import SPELLINGS as MBARRIER_SPELLINGS
+from .cluster import SPELLINGS as CLUSTER_SPELLINGS, cluster_attribute
 from .tma import SPELLINGS as TMA_SPELLINGS, TMAP_TYPE, box_alignment
 from .wgmma import SPELLINGS as WGMMA_SPELLINGS, WARPGROUP_SCOPE, shared_alignment
 from .wgmma_async import SPELLINGS as WGMMA_ASYNC_SPELLINGS
@@ -269,7 +270,7 @@ class KernelPrinter(CPrinter):
             args.append(f"const __grid_constant__ {TMAP_TYPE} {tm.name}")
             self.param_types.append(TMAP_TYPE)
         head = (f"{self.function_prefix} void __launch_bounds__({nthreads}) "
-                f"{self.name}({', '.join(args)})")
+                f"{cluster_attribute(self.kernel)}{self.name}({', '.join(args)})")
         return "\n".join([head + " {"] + self.lines + ["}"])
 
     def use_helper(self, key: str, text: str) -> None:
@@ -463,7 +464,7 @@ ops.register_spellings("cuda", {
     WMMA_OP: KernelPrinter.wmma, FILL_OP: fill_text, STORE_OP: store_text,
     FP8_OP: KernelPrinter.mma_fp8,
     **ASYNC_SPELLINGS, **MMA_SPELLINGS, **MBARRIER_SPELLINGS, **WGMMA_SPELLINGS,
-    **TMA_SPELLINGS, **WGMMA_ASYNC_SPELLINGS,
+    **TMA_SPELLINGS, **WGMMA_ASYNC_SPELLINGS, **CLUSTER_SPELLINGS,
 })
 
 

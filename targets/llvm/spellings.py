@@ -106,6 +106,9 @@ ops.register_spellings("llvm", {
     "call_extern": lambda cg, e: cg._call_extern(e),
     "assume": lambda cg, e: "true",      # a hint with no run-time effect
     "access_ptr": _access_ptr,
+    "dsmem_load": ops.Unsupported(
+        "dsmem_load reads the shared memory of another block of a GPU thread-block "
+        "cluster; the llvm target runs on the CPU: build for Target('cuda', arch='sm_90')"),
     "bitwise_and": _binary("and"),
     "bitwise_or": _binary("or"),
     "bitwise_xor": _binary("xor"),

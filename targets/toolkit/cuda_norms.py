@@ -42,6 +42,7 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.errors import ScheduleError
+from cuvil_tir.ops.cluster import CLUSTER_KEY, PORTABLE_CLUSTER_SIZE
 from cuvil_tir.parser import parse
 
 #: the longest row one block keeps in registers (1024 threads x 32 floats)
@@ -99,9 +100,11 @@ def _indent(text: str, n: int) -> str:
     return "".join(pad + line + "\n" if line else "\n" for line in text.splitlines())
 
 
-def _load(threads: int, v: int, src: str, base: str) -> str:
+def _load(threads: int, v: int, src: str, base: str, at: str = "") -> str:
+    # row ``base`` of ``src`` from column ``at`` on (a text ending in " + ")
     return (f"for v in T.unroll({v}):\n"
-            f"    x[T.Ramp(v * 4, 1, 4)] = {src}[{base}, T.Ramp((v * {threads} + tx) * 4, 1, 4)]\n")
+            f"    x[T.Ramp(v * 4, 1, 4)] = {src}[{base}, T.Ramp({at}(v * {threads} + tx) * 4, "
+            "1, 4)]\n")
 
 
 def _kernel(name: str, params: str, grid: str, threads: int, v: int, body: str,
@@ -115,6 +118,9 @@ def _kernel(name: str, params: str, grid: str, threads: int, v: int, body: str,
     nest = 12
     if "part[" in body:     # a kernel that reduces across warps (nvcc refuses unused ones)
         inner += f"{' ' * nest}with T.allocate((32,), \"float32\", scope=\"shared\") as part:\n"
+        nest += 4
+    if "stats[" in body:    # a block's statistics, read by its cluster (_cluster_rows)
+        inner += f"{' ' * nest}with T.allocate((2,), \"float32\", scope=\"shared\") as stats:\n"
         nest += 4
     if weights:
         inner += f"{' ' * nest}with T.allocate((8,), \"float32\", scope=\"local\") as w:\n"
@@ -152,9 +158,11 @@ def _softmax_stats(threads: int, v: int) -> str:
 
 
 def softmax(rows: int, n: int, name: str = "softmax", row_limit: int = ROW_LIMIT,
-            chunk: int = CHUNK):
+            chunk: int = CHUNK, arch: str = "sm_80", cluster: int | None = None):
     """``Y = softmax(X, axis=1)`` for float32 ``X`` of shape ``(rows, n)`` (module doc;
-    ``row_limit`` and ``chunk`` as :data:`ROW_LIMIT` and :data:`CHUNK`).
+    ``row_limit`` and ``chunk`` as :data:`ROW_LIMIT` and :data:`CHUNK`; on ``arch``
+    sm_90+ a long row is one kernel over a cluster of :func:`cluster_blocks` blocks,
+    or of ``cluster`` blocks when given, 0: the two kernels).
 
     Example::
 
@@ -162,14 +170,14 @@ def softmax(rows: int, n: int, name: str = "softmax", row_limit: int = ROW_LIMIT
         ['X', 'Y']
     """
     params = f'X: T.Buffer(({rows}, {n}), "float32"), Y: T.Buffer(({rows}, {n}), "float32")'
-    if not splits(rows, n, row_limit, chunk):
+    if not cluster and not splits(rows, n, row_limit, chunk):
         threads, v = _shape(n)
         body = (_load(threads, v, "X", "row") + _softmax_stats(threads, v)
                 + "acc[0] = T.float32(1) / acc[0]\n"
                 + _store(threads, v, "Y", "row", "x[T.Ramp(v * 4, 1, 4)] * "
                                                   "T.Broadcast(acc[0], 4)"))
         return parse(_kernel(name, params, _row_grid(rows), threads, v, body))
-    return _long_rows(name, params, rows, n, "softmax", chunk)
+    return _split_rows(name, params, rows, n, "softmax", (row_limit, chunk, arch, cluster))
 
 
 def _store(threads: int, v: int, dst: str, base: str, value: str, at: str = "",
@@ -192,10 +200,12 @@ def _norm_stats(threads: int, v: int, n: int) -> str:
 
 
 def layernorm(rows: int, n: int, eps: float = 1e-5, name: str = "layernorm",
-              row_limit: int = ROW_LIMIT, chunk: int = CHUNK):
+              row_limit: int = ROW_LIMIT, chunk: int = CHUNK, arch: str = "sm_80",
+              cluster: int | None = None):
     """``Y = (X - mean) / sqrt(var + eps) * G + B`` over each row of float32 ``X``
     ``(rows, n)``, ``G`` and ``B`` of shape ``(n,)`` (module doc; the variance is the
-    mean of squared deviations from the mean, computed from registers).
+    mean of squared deviations from the mean, computed from registers; ``arch`` and
+    ``cluster`` as for :func:`softmax`).
 
     Example::
 
@@ -207,19 +217,22 @@ def layernorm(rows: int, n: int, eps: float = 1e-5, name: str = "layernorm",
     # acc[1]: the mean, acc[0]: 1 / the standard deviation
     out = ("(x[T.Ramp(v * 4, 1, 4)] - T.Broadcast(acc[1], 4)) * T.Broadcast(acc[0], 4) "
            "* w[T.Ramp(0, 1, 4)] + w[T.Ramp(4, 1, 4)]")
-    if not splits(rows, n, row_limit, chunk):
+    if not cluster and not splits(rows, n, row_limit, chunk):
         threads, v = _shape(n)
         body = (_load(threads, v, "X", "row") + _norm_stats(threads, v, n)
                 + f"acc[0] = T.rsqrt(acc[0] / T.float32({n}) + T.float32({eps!r}))\n"
                 + _store(threads, v, "Y", "row", out, weights=("G", "B")))
         return parse(_kernel(name, params, _row_grid(rows), threads, v, body, True))
-    return _long_rows(name, params, rows, n, "layernorm", chunk, eps, out, ("G", "B"))
+    return _split_rows(name, params, rows, n, "layernorm", (row_limit, chunk, arch, cluster),
+                       eps, out, ("G", "B"))
 
 
 def rmsnorm(rows: int, n: int, eps: float = 1e-6, name: str = "rmsnorm",
-            row_limit: int = ROW_LIMIT, chunk: int = CHUNK):
+            row_limit: int = ROW_LIMIT, chunk: int = CHUNK, arch: str = "sm_80",
+            cluster: int | None = None):
     """``Y = X / sqrt(mean(X**2) + eps) * G`` over each row of float32 ``X``
-    ``(rows, n)``, ``G`` of shape ``(n,)`` (module doc).
+    ``(rows, n)``, ``G`` of shape ``(n,)`` (module doc; ``arch`` and ``cluster`` as
+    for :func:`softmax`).
 
     Example::
 
@@ -229,13 +242,42 @@ def rmsnorm(rows: int, n: int, eps: float = 1e-6, name: str = "rmsnorm",
     params = (f'X: T.Buffer(({rows}, {n}), "float32"), G: T.Buffer(({n},), "float32"), '
               f'Y: T.Buffer(({rows}, {n}), "float32")')
     out = "x[T.Ramp(v * 4, 1, 4)] * T.Broadcast(acc[0], 4) * w[T.Ramp(0, 1, 4)]"
-    if not splits(rows, n, row_limit, chunk):
+    if not cluster and not splits(rows, n, row_limit, chunk):
         threads, v = _shape(n)
         body = (_load(threads, v, "X", "row") + _sum_all(threads, v, "x[e] * x[e]")
                 + f"acc[0] = T.rsqrt(acc[0] / T.float32({n}) + T.float32({eps!r}))\n"
                 + _store(threads, v, "Y", "row", out, weights=("G",)))
         return parse(_kernel(name, params, _row_grid(rows), threads, v, body, True))
-    return _long_rows(name, params, rows, n, "rmsnorm", chunk, eps, out, ("G",))
+    return _split_rows(name, params, rows, n, "rmsnorm", (row_limit, chunk, arch, cluster),
+                       eps, out, ("G",))
+
+
+def _split_rows(name, params, rows, n, kind, how, eps=0.0, out="", weights=()):
+    """A row over several blocks: one kernel over a cluster where ``how`` = (row
+    limit, chunk, arch, cluster) gives one, else the two kernels."""
+    row_limit, chunk, arch, cluster = how
+    blocks = cluster_blocks(rows, n, arch, row_limit, chunk) if cluster is None else cluster
+    if blocks:
+        return _cluster_rows(name, params, rows, n, kind, blocks, eps, out, weights)
+    return _long_rows(name, params, rows, n, kind, chunk, eps, out, weights)
+
+
+def _chunk_stats(kind: str, threads: int, v: int, chunk: int) -> str:
+    """The statistics of a block's chunk, then ``(first, second)`` published by its
+    thread 0: softmax (max, sum of exp); layernorm (mean, squared deviations); rmsnorm
+    (sum of squares, 0)."""
+    if kind == "softmax":
+        return _softmax_stats(threads, v)
+    if kind == "layernorm":
+        return _norm_stats(threads, v, chunk)
+    return _sum_all(threads, v, "x[e] * x[e]") + "acc[1] = T.float32(0)\n"
+
+
+def _publish(kind: str, dst: str) -> str:
+    first, second = ("acc[1]", "acc[0]") if kind != "rmsnorm" else ("acc[0]", "acc[1]")
+    return ("if tx == 0:\n"
+            f"    {dst.format(0)} = {first}\n"
+            f"    {dst.format(1)} = {second}\n")
 
 
 def _long_rows(name, params, rows, n, kind, chunk, eps=0.0, out="", weights=()):
@@ -246,26 +288,13 @@ def _long_rows(name, params, rows, n, kind, chunk, eps=0.0, out="", weights=()):
                             f"{chunk} (one block each), but {n} is not a multiple of {chunk}")
     chunks = n // chunk
     threads, v = _shape(chunk)
-    per_lane = -(-chunks // 32)
     base = f"ch * {chunk} + "
-    load = (f"for v in T.unroll({v}):\n"
-            f"    x[T.Ramp(v * 4, 1, 4)] = X[row, T.Ramp({base}(v * {threads} + tx) * 4, "
-            "1, 4)]\n")
-    if kind == "softmax":
-        stats = _softmax_stats(threads, v)
-    elif kind == "layernorm":
-        stats = _norm_stats(threads, v, chunk)
-    else:
-        stats = _sum_all(threads, v, "x[e] * x[e]") + "acc[1] = T.float32(0)\n"
-    # P[row, ch]: softmax (max, sum); layernorm (mean, squared deviations); rmsnorm
-    # (sum of squares, 0)
-    first_, second_ = ("acc[1]", "acc[0]") if kind != "rmsnorm" else ("acc[0]", "acc[1]")
-    publish = ("if tx == 0:\n"
-               f"    P[row, ch, 0] = {first_}\n"
-               f"    P[row, ch, 1] = {second_}\n")
+    load = _load(threads, v, "X", "row", base)
+    # P[row, ch]: the chunk's statistics (_publish)
     first = _kernel(f"{name}_stats", "", _chunk_grid(rows, chunks), threads, v,
-                    load + stats + publish)
-    combine = _combine(kind, chunks, per_lane, n, eps, chunk)
+                    load + _chunk_stats(kind, threads, v, chunk)
+                    + _publish(kind, "P[row, ch, {}]"))
+    combine = _combine(kind, chunks, n, eps, chunk, "P[row, {c}, {k}]")
     if kind == "softmax":
         # the combine leaves acc[1] = the row max, acc[0] = the row's sum
         final = combine + "acc[0] = T.float32(1) / acc[0]\n" + _store(
@@ -281,15 +310,76 @@ def _long_rows(name, params, rows, n, kind, chunk, eps=0.0, out="", weights=()):
     return parse(body)
 
 
+_SYNC = 'T.evaluate(T.call_intrin("int32", "cluster_sync"))\n'
+
+
+def cluster_blocks(rows: int, n: int, arch: str = "sm_80", row_limit: int = ROW_LIMIT,
+                   chunk: int = CHUNK) -> int:
+    """The blocks of the thread-block cluster reducing one row of ``n`` in one kernel
+    on ``arch`` (:func:`_cluster_rows`), or 0 for the two-kernel path: clusters need
+    sm_90+, and rows that :func:`splits` would split, whose share per block (of at
+    most :data:`PORTABLE_CLUSTER_SIZE`) fits one block's registers.
+
+    Example::
+
+        >>> cluster_blocks(16, 262144, "sm_90"), cluster_blocks(16, 262144, "sm_80")
+        (8, 0)
+        >>> cluster_blocks(4096, 4096, "sm_90"), cluster_blocks(2, 1 << 20, "sm_90a")
+        (0, 0)
+    """
+    try:
+        major = int(str(arch).removeprefix("sm_").rstrip("a")) // 10
+    except ValueError:
+        return 0
+    if major < 9 or not splits(rows, n, row_limit, chunk):
+        return 0
+    for c in (PORTABLE_CLUSTER_SIZE, 4, 2):
+        if n % (c * 32 * VEC) == 0 and n // c <= row_limit:
+            return c
+    return 0
+
+
+def _cluster_rows(name, params, rows, n, kind, blocks, eps=0.0, out="", weights=()):
+    """One kernel for a long row: a cluster of ``blocks`` blocks per row, each holding
+    its share in registers (one read), publishing its statistics in shared memory;
+    after a cluster barrier every warp combines the blocks' statistics through DSMEM,
+    and each block normalises its share from registers (one write).  A last cluster
+    barrier keeps every block's statistics alive until all have read them."""
+    if not 1 <= blocks <= PORTABLE_CLUSTER_SIZE or n % (blocks * 32 * VEC):
+        raise ScheduleError(f"fused row reductions: a cluster of {blocks} blocks per row "
+                            f"of {n}: expected 1 to {PORTABLE_CLUSTER_SIZE} blocks, each "
+                            f"a multiple of {32 * VEC} elements; pick a cluster size "
+                            f"dividing {n // (32 * VEC)}")
+    part = n // blocks
+    threads, v = _shape(part)
+    base = f"ch * {part} + "
+    grid = (f"    for row in T.thread_binding({rows}, thread=\"blockIdx.y\"):\n"
+            f"        for ch in T.thread_binding({blocks}, thread=\"blockIdx.x\", "
+            f"annotations={{\"{CLUSTER_KEY}\": {blocks}}}):\n")
+    body = (_load(threads, v, "X", "row", base) + _chunk_stats(kind, threads, v, part)
+            + _publish(kind, "stats[{}]") + _SYNC
+            + _combine(kind, blocks, n, eps, part, "T.dsmem_load(stats[{k}], {c})"))
+    if kind == "softmax":
+        # x holds exp(x - the block's max): rescaled to the row's max (acc[1]) and
+        # divided by the row's sum (acc[0]) with one exp per thread
+        body += ("acc[0] = T.exp(stats[0] - acc[1]) / acc[0]\n"
+                 + _store(threads, v, "Y", "row", "x[T.Ramp(v * 4, 1, 4)] * "
+                                                  "T.Broadcast(acc[0], 4)", base))
+    else:
+        body += _store(threads, v, "Y", "row", out, base, weights)
+    return parse(_kernel(name, params, grid, threads, v, body + _SYNC, bool(weights)))
+
+
 def _strip_def(kernel: str) -> str:
     return "\n".join(line[4:] for line in kernel.splitlines()[1:]) + "\n"
 
 
-def _combine(kind: str, chunks: int, per_lane: int, n: int, eps: float, chunk: int) -> str:
-    """Every warp combines the row's chunk statistics: lane ``l`` takes chunks
-    ``l, l + 32, ...`` (online softmax / Chan's parallel variance), then the warp."""
+def _combine(kind: str, chunks: int, n: int, eps: float, chunk: int, stat: str) -> str:
+    """Every warp combines the row's chunk statistics (``stat`` formats statistic
+    ``k`` of chunk ``c``): lane ``l`` takes chunks ``l, l + 32, ...`` (online softmax /
+    Chan's parallel variance), then the warp."""
     lanes = []
-    for k in range(per_lane):
+    for k in range(-(-chunks // 32)):
         c = f"tx % 32 + {32 * k}"
         valid = f"{c} < {chunks}"
         lanes.append((c, valid))
@@ -297,17 +387,17 @@ def _combine(kind: str, chunks: int, per_lane: int, n: int, eps: float, chunk: i
         # lane max, then each lane's sums rescaled to the warp max
         text = "acc[1] = " + _NEG_INF + "\n"
         for c, valid in lanes:
-            text += (f"acc[1] = T.max(acc[1], T.if_then_else({valid}, P[row, {c}, 0], "
-                     f"{_NEG_INF}))\n")
+            text += (f"acc[1] = T.max(acc[1], T.if_then_else({valid}, "
+                     f"{stat.format(c=c, k=0)}, {_NEG_INF}))\n")
         text += f"acc[1] = {_WARP.format(op='warp_max', x='acc[1]')}\nacc[0] = T.float32(0)\n"
         for c, valid in lanes:
-            text += (f"acc[0] = acc[0] + T.if_then_else({valid}, P[row, {c}, 1] * "
-                     f"T.exp(P[row, {c}, 0] - acc[1]), T.float32(0))\n")
+            text += (f"acc[0] = acc[0] + T.if_then_else({valid}, {stat.format(c=c, k=1)} * "
+                     f"T.exp({stat.format(c=c, k=0)} - acc[1]), T.float32(0))\n")
         return text + f"acc[0] = {_WARP.format(op='warp_sum', x='acc[0]')}\n"
     if kind == "rmsnorm":
         text = "acc[0] = T.float32(0)\n"
         for c, valid in lanes:
-            text += (f"acc[0] = acc[0] + T.if_then_else({valid}, P[row, {c}, 0], "
+            text += (f"acc[0] = acc[0] + T.if_then_else({valid}, {stat.format(c=c, k=0)}, "
                      "T.float32(0))\n")
         return (text + f"acc[0] = {_WARP.format(op='warp_sum', x='acc[0]')}\n"
                 f"acc[0] = T.rsqrt(acc[0] / T.float32({n}) + T.float32({eps!r}))\n")
@@ -315,16 +405,17 @@ def _combine(kind: str, chunks: int, per_lane: int, n: int, eps: float, chunk: i
     # squared deviations
     text = "acc[1] = T.float32(0)\n"
     for c, valid in lanes:
-        text += (f"acc[1] = acc[1] + T.if_then_else({valid}, P[row, {c}, 0], "
+        text += (f"acc[1] = acc[1] + T.if_then_else({valid}, {stat.format(c=c, k=0)}, "
                  "T.float32(0))\n")
     text += (f"acc[1] = {_WARP.format(op='warp_sum', x='acc[1]')} / T.float32({chunks})\n"
              "acc[0] = T.float32(0)\n")
     for c, valid in lanes:
-        text += (f"acc[0] = acc[0] + T.if_then_else({valid}, P[row, {c}, 1] + "
-                 f"T.float32({chunk}) * (P[row, {c}, 0] - acc[1]) * (P[row, {c}, 0] - acc[1]), "
-                 "T.float32(0))\n")
+        d = f"({stat.format(c=c, k=0)} - acc[1])"
+        text += (f"acc[0] = acc[0] + T.if_then_else({valid}, {stat.format(c=c, k=1)} + "
+                 f"T.float32({chunk}) * {d} * {d}, T.float32(0))\n")
     return (text + f"acc[0] = {_WARP.format(op='warp_sum', x='acc[0]')}\n"
             f"acc[0] = T.rsqrt(acc[0] / T.float32({n}) + T.float32({eps!r}))\n")
 
 
-__all__ = ["CHUNK", "FEW_ROWS", "ROW_LIMIT", "layernorm", "rmsnorm", "softmax", "splits"]
+__all__ = ["CHUNK", "FEW_ROWS", "ROW_LIMIT", "cluster_blocks", "layernorm", "rmsnorm",
+           "softmax", "splits"]

@@ -33,7 +33,8 @@ def test_every_layer_lists_the_registry_ops():
     assert set(names[len(T.op.INTRINSICS):]) == tensor_cores | dp4a
     fixed = {n: ops.get_op(n).arity for n in names if ops.get_op(n).arity >= 0}
     gpu = {n for n in names if ops.get_op(n).collective is not None}
-    assert gpu == {"tvm_storage_sync", "warp_sum", "warp_max", "warp_min"} | tensor_cores
+    assert gpu == {"tvm_storage_sync", "warp_sum", "warp_max", "warp_min",
+                   "cluster_sync"} | tensor_cores
     copies = {n for n in names if ops.get_op(n).asynchronous is not None}
     assert copies == {"async_copy", "async_commit_group", "async_wait_group", "bulk_copy",
                       "mbarrier_init", "mbarrier_arrive", "mbarrier_wait", "tma_load"}
@@ -51,7 +52,9 @@ def test_every_layer_lists_the_registry_ops():
 MATH = [n for n in ops.list_ops()
         if n not in ("if_then_else", "call_extern", "parallel_launch", "device_launch",
                      "access_ptr", "assume", "elem_offset", "q_multiply_shift",
-                     "q_multiply_shift_per_axis")
+                     "q_multiply_shift_per_axis",
+                     # a load of another block's shared memory (ops.cluster)
+                     "dsmem_load")
         and n not in BITWISE and ops.get_op(n).collective is None
         and ops.get_op(n).asynchronous is None
         # a CPU's dot-product instruction (ops.dot): one backend writes it

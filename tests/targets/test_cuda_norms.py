@@ -39,10 +39,20 @@ def _data(rows, n, seed=0):
     return x, rng.standard_normal(n).astype("float32"), rng.standard_normal(n).astype("float32")
 
 
-def _run(f, *args):
+def _run(f, *args, target="cuda"):
     y = np.zeros_like(args[0])
-    T.interpret(T.lower(f, "cuda"), *args, y, check_races=True)
+    T.interpret(T.lower(f, target), *args, y, check_races=True)
     return y
+
+
+def _check_all(rows, n, kw, x, g, b, target="cuda"):
+    """The three reductions built with ``kw``, interpreted for ``target``, vs numpy."""
+    np.testing.assert_allclose(_run(N.softmax(rows, n, **kw), x, target=target),
+                               _softmax(x), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(_run(N.layernorm(rows, n, **kw), x, g, b, target=target),
+                               _layernorm(x, g, b), rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(_run(N.rmsnorm(rows, n, **kw), x, g, target=target),
+                               _rmsnorm(x, g), rtol=1e-4, atol=2e-5)
 
 
 # (rows, n, row_limit, chunk): one block per row with 1 and 4 warps, and long rows
@@ -54,13 +64,7 @@ CASES = [(3, 512, N.ROW_LIMIT, N.CHUNK), (2, 2048, N.ROW_LIMIT, N.CHUNK),
 @pytest.mark.parametrize("rows, n, limit, chunk", CASES)
 def test_fused_reductions_match_numpy(rows, n, limit, chunk):
     x, g, b = _data(rows, n)
-    kw = {"row_limit": limit, "chunk": chunk}
-    np.testing.assert_allclose(_run(N.softmax(rows, n, **kw), x), _softmax(x),
-                               rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(_run(N.layernorm(rows, n, **kw), x, g, b),
-                               _layernorm(x, g, b), rtol=1e-4, atol=2e-5)
-    np.testing.assert_allclose(_run(N.rmsnorm(rows, n, **kw), x, g), _rmsnorm(x, g),
-                               rtol=1e-4, atol=2e-5)
+    _check_all(rows, n, {"row_limit": limit, "chunk": chunk}, x, g, b)
 
 
 def test_long_rows_run_as_two_kernels_over_chunks():
@@ -129,3 +133,73 @@ def test_row_lengths_the_kernels_cannot_take_are_refused():
         N.softmax(2, 100)
     with pytest.raises(S.ScheduleError, match="not a multiple of 4096"):
         N.rmsnorm(2, 40960 + 128)
+
+
+SM90 = targets.Target("cuda", arch="sm_90a")
+
+
+# (rows, n, blocks per cluster): two warps of one block each, and one warp each
+@pytest.mark.parametrize("rows, n, blocks", [(2, 2048, 4), (3, 1024, 8)])
+def test_cluster_rows_match_numpy_in_one_kernel(rows, n, blocks):
+    x, g, b = _data(rows, n, seed=blocks)
+    x[0, 5] = 40.0     # the row's max lies in one block: the others rescale their sums
+    _check_all(rows, n, {"cluster": blocks}, x, g, b, target=SM90)
+
+
+def test_long_rows_on_sm_90_are_one_kernel_over_a_cluster():
+    assert N.cluster_blocks(16, 262144, "sm_90") == 8
+    assert N.cluster_blocks(16, 262144, "sm_80") == 0          # two kernels there
+    assert N.cluster_blocks(16, 524288, "sm_90") == 0          # 65536 a block: too long
+    mod = targets.build(N.layernorm(16, 262144, arch="sm_90a"), SM90, name="ln_cluster")
+    assert mod.runtime.launch_plan() == [("ln_cluster_kernel0", (8, 16, 1), (1024, 1, 1), 0)]
+    assert "__cluster_dims__(8, 1, 1) ln_cluster_kernel0" in mod.get_source("cuda")
+    two = targets.build(N.layernorm(16, 262144, arch="sm_80"), "cuda", name="ln_two")
+    assert len(two.runtime.launch_plan()) == 2
+
+
+def test_a_removed_cluster_barrier_is_caught_naming_the_publish_and_the_dsmem_read():
+    x, _, _ = _data(2, 2048)
+    low = T.lower(N.softmax(2, 2048, cluster=4), SM90)
+
+    class Strip(T.Mutator):
+        def __init__(self):
+            super().__init__()
+            self.seen = 0
+
+        def visit_Evaluate(self, s):
+            if getattr(s.value, "op", None) == "cluster_sync":
+                self.seen += 1
+                if self.seen == 1:       # the barrier between publishing and reading
+                    return T.Evaluate(T.const(0))
+            return s
+    stripped = low.map_functions(lambda f: f.with_body(Strip().visit(f.body)))
+    with pytest.raises(T.RaceError, match="no cluster_sync\\(\\) between them") as err:
+        T.interpret(stripped, x, np.zeros_like(x), check_races=True)
+    assert err.value.statements[0].startswith("stats[0] = acc[1]")
+    assert "T.dsmem_load(stats[0]" in err.value.statements[1]
+
+
+@pytest.mark.parametrize("kind", ["softmax", "layernorm", "rmsnorm"])
+def test_cluster_kernels_compile_for_sm_90a_with_the_cluster_barrier_and_no_spills(kind):
+    src = targets.build(getattr(N, kind)(16, 262144, arch="sm_90a"), SM90,
+                        name=f"cl_{kind}").get_source("cuda")
+    name = f"cl_{kind}_kernel0"
+    code = sass(src, "sm_90a")[name]
+    usage = resource_usage(src, "sm_90a")[name]
+    assert usage["spill_stores"] == usage["spill_loads"] == 0 and usage["registers"] <= 64
+    assert "LDL" not in code and "STL" not in code
+    # one read and one write of the row, 16 bytes at a time; two cluster barriers and
+    # the statistics read through the cluster's shared window
+    assert code.count("UCGABAR_ARV") == code.count("UCGABAR_WAIT") == 2
+    assert "SR_SWINHI" in code and "STG.E.128" in code and "LDG.E.128" in code
+    assert len(re.findall(r"\bLDG\.E\.128\b", code)) == 8 * (1 + (kind != "softmax")
+                                                           + (kind == "layernorm"))
+
+
+def test_a_cluster_the_row_cannot_be_cut_into_is_refused():
+    with pytest.raises(S.ScheduleError, match="a cluster of 3 blocks per row of 2048.*pick "
+                                              "a cluster size dividing 16"):
+        N.softmax(2, 2048, cluster=3)
+    with pytest.raises(S.ScheduleError, match="a cluster of 16 blocks per row.*expected 1 "
+                                              "to 8 blocks"):
+        N.softmax(2, 4096, cluster=16)
