@@ -99,7 +99,15 @@ class _Once(Mutator):
 
 def once_per_thread(func):
     """``func`` with each copy that all threads of a block repeat identically guarded to
-    run at the first thread (module docstring); the serial meaning is unchanged."""
+    run at the first thread (module docstring); the serial meaning is unchanged.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> f = T.PrimFunc([], T.Evaluate(T.const(0)))
+        >>> once_per_thread(f) is f
+        True
+    """
     return func.with_body(_Once(_stored(func.body)).visit(func.body))
 
 

@@ -82,7 +82,13 @@ MMA_OP = mma_op(False, False)
 
 def layout_16x16(i, j) -> tuple:
     """TVM's ``shared_16x16_to_ldmatrix_32x8_layout``: element ``(i, j)`` of a 16 x 16
-    tile is register ``[1]`` of lane ``[0]`` (works on ints and IR expressions)."""
+    tile is register ``[1]`` of lane ``[0]`` (works on ints and IR expressions).
+
+    Example::
+
+        >>> layout_16x16(0, 9)
+        (0, 5)
+    """
     return 4 * (i % 8) + (j % 8) // 2, 4 * (j // 8) + (i // 8) * 2 + j % 2
 
 
@@ -104,7 +110,7 @@ def layout_32x16(i, j) -> tuple:
     Example::
 
         >>> layout_32x16(17, 9)
-        (4, 12)
+        (4, 13)
     """
     return (i % 16) // 4 + 4 * (j % 8), 8 * (j // 8) + (i // 16) * 4 + i % 4
 
@@ -151,7 +157,13 @@ def to_warp(tile: np.ndarray) -> np.ndarray:
 
 
 def from_warp(w: np.ndarray, shape) -> np.ndarray:
-    """The stored tile of ``shape`` that the warp tile ``w`` holds."""
+    """The stored tile of ``shape`` that the warp tile ``w`` holds.
+
+    Example::
+
+        >>> from_warp(np.arange(256).reshape(32, 8), (16, 16))[0, :4].tolist()
+        [0, 1, 8, 9]
+    """
     return w[_positions(tuple(shape))]
 
 
