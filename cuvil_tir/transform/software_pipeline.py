@@ -44,9 +44,10 @@ from __future__ import annotations
 from ..analysis.regions import simplify
 from ..buffer import Buffer
 from ..errors import LoweringError
-from ..expr import BufferLoad, IntImm, LT
+from ..expr import BufferLoad, Call, IntImm, LT
 from ..node import same
 from ..op import floormod
+from ..ops.gpu import tiles_of
 from ..printer import to_text
 from ..stmt import Allocate, BufferRegion, BufferStore, For, IfThenElse, Range, SeqStmt, seq
 from ..visitor import Mutator, post_order_visit, substitute
@@ -59,7 +60,8 @@ _LEGACY = ("double_buffer", "accel.double_buffer")
 
 def _touched(stmt) -> tuple:
     """``(buffers read, buffers written)`` of ``stmt`` by identity (a region handed to
-    a call counts as both)."""
+    a call counts as both; a tile a tile op writes, such as a tensor-core fragment a
+    ``wmma`` load fills, is written, though the call names it by its first element)."""
     reads, writes = {}, {}
 
     def look(n):
@@ -69,6 +71,11 @@ def _touched(stmt) -> tuple:
             writes[id(n.buffer)] = n.buffer
         elif isinstance(n, BufferRegion):
             reads[id(n.buffer)] = writes[id(n.buffer)] = n.buffer
+        elif isinstance(n, Call):
+            for t in tiles_of(n):
+                arg = n.args[t.arg]
+                if t.writes and isinstance(arg, BufferLoad):
+                    writes[id(arg.buffer)] = arg.buffer
 
     post_order_visit(stmt, look)
     return reads, writes
