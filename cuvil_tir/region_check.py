@@ -33,7 +33,8 @@ from .expr import GT, LT, IntImm
 from .function import PrimFunc
 from .printer import to_text
 from .region_points import NEVER
-from .stmt import Block
+from .stmt import Block, Range
+from .analysis.tree import blocks_under
 from .visitor import Visitor
 
 
@@ -148,8 +149,11 @@ def _outside(block, a, kind, declared, d, what):
         "inferred; a primitive such as compute_at trusts the declared regions")
 
 
-def verify_block_regions(func: PrimFunc) -> PrimFunc:
+def verify_block_regions(func: PrimFunc, since: PrimFunc | None = None) -> PrimFunc:
     """Check every block of ``func`` with :func:`check_block_regions`; returns ``func``.
+    With ``since`` (the function ``func`` was made from), only the blocks that are not
+    in ``since`` itself are checked: IR is immutable, and a block a transform left
+    alone (the same object, its body with it) was checked there.
 
     Example::
 
@@ -161,10 +165,25 @@ def verify_block_regions(func: PrimFunc) -> PrimFunc:
     """
 
     class _V(Visitor):
-        def visit_Block(self, blk):
-            check_block_regions(blk)
-            self.generic_visit(blk)
+        # the loops and iterators around each block, as the parser passes them: the
+        # check then reads a function as it reads the function's text
+        outer: dict = {}
 
+        def visit_For(self, f):
+            saved = self.outer
+            self.outer = {**saved, f.loop_var: Range(f.min, f.extent)}
+            self.generic_visit(f)
+            self.outer = saved
+
+        def visit_Block(self, blk):
+            if id(blk) not in known:
+                check_block_regions(blk, self.outer)
+            saved = self.outer
+            self.outer = {**saved, **{iv.var: iv.dom for iv in blk.iter_vars}}
+            self.generic_visit(blk)
+            self.outer = saved
+
+    known = set() if since is None else {id(br.block) for br in blocks_under(since.body)}
     _V().visit(func.body)
     return func
 

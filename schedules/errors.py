@@ -238,6 +238,17 @@ class StagePipelineError(ScheduleError):
     """
 
 
+class RegionContractError(ScheduleError):
+    """A primitive's result has a block accessing outside the regions it or a block
+    around it declares (its printed text would not parse back); the step is refused.
+
+    Example::
+
+        >>> RegionContractError("cache_read: block 'P' reads X[0:4] outside X[0:2]").code
+        'CVL-E103'
+    """
+
+
 fail = schedule_error
 """The same builder under the short name the block primitives use."""
 

@@ -29,14 +29,16 @@ from __future__ import annotations
 import random
 
 from cuvil_tir.deep import deep_ok
+from cuvil_tir.errors import LoweringError
 from cuvil_tir.analysis import tree
 from cuvil_tir.region_check import verify_block_regions
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.ir_module import IRModule
 
 from . import primitives as _primitives  # noqa: F401  (registers every primitive)
-from .errors import (RENDER_LEVELS, ForeignHandleError, ScheduleArgumentError, ScheduleError,
-                     UnknownPrimitiveError, WorkOnError, condense, schedule_error)
+from .errors import (RENDER_LEVELS, ForeignHandleError, RegionContractError,
+                     ScheduleArgumentError, ScheduleError, UnknownPrimitiveError,
+                     WorkOnError, condense, schedule_error)
 from .handles import BlockRV, LoopRV, home_free
 from .primitive import PRIMITIVES, Renamed, install_methods
 from .sampling import Sampled
@@ -51,6 +53,20 @@ def _key(rv):
     if isinstance(rv, LoopRV):
         return ("loop", rv.func, id(rv.var))
     return ("value", id(rv))
+
+
+def _check_regions(name: str, old: PrimFunc, new: PrimFunc) -> None:
+    """Refuse a step whose result has a block accessing outside what it or a block
+    around it declares: primitives size copies and move blocks by declared regions,
+    and its printed text would not parse back.  Only the blocks the step made are
+    checked (see :func:`~cuvil_tir.region_check.verify_block_regions`)."""
+    try:
+        verify_block_regions(new, since=old)
+    except LoweringError as err:
+        raise schedule_error(RegionContractError, name, "the result breaks the region "
+                             f"contract: {err.message}\n  the step is refused; this is "
+                             "a defect of the primitive: please report it with the "
+                             "schedule's trace", new) from None
 
 
 class Schedule:
@@ -307,6 +323,8 @@ class Schedule:
             new_func = old
         else:
             new_func, result = fn.raw(old, *call_args, **call_kwargs)
+            if new_func is not old:
+                _check_regions(name, old, new_func)
         renames = {}
         if isinstance(result, Renamed):
             result, renames = result.result, result.renames

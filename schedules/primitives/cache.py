@@ -36,7 +36,7 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.arith import Analyzer
-from cuvil_tir.expr import Add, Expr, IntImm, Max, Min, Var, const, SizeVar
+from cuvil_tir.expr import GE, LT, Add, Expr, IntImm, Max, Min, Var, const, SizeVar
 from cuvil_tir.op import conjuncts
 from cuvil_tir.stmt import (Block, BufferRegion, BufferStore, For, IterVar, Range,
                             SeqStmt, seq)
@@ -54,6 +54,7 @@ from cuvil_tir.node import same
 from .nests import block_names, make_nest, subtrees, with_fields
 from ..block_scope import DepKind, scope_dependences
 from ..region_cover import region_covered
+from .enclosing import within_enclosing
 from .cache_elements import (element_condition, outer_written, unreset_reduction,
                              writes_whole)
 
@@ -156,12 +157,26 @@ def _copy_block(name, src, dst, region, outer, shape, src_off, dst_off, tile_var
 
 
 def _unique(conds: list) -> list:
-    """``conds`` without repeats (a reader's guard often restates the buffer's bound)."""
+    """``conds`` without repeats (a reader's guard often restates the buffer's bound),
+    and of two constant bounds of one index (``x < 6``, ``x < 2``: the buffer's end and
+    an enclosing block's region) only the tighter."""
     out: list = []
     for c in conds:
-        if not any(same(c, d) for d in out):
+        if any(same(c, d) for d in out):
+            continue
+        k = next((k for k, d in enumerate(out) if _same_side(c, d)), None)
+        if k is None:
             out.append(c)
+        elif (c.b.value < out[k].b.value) == isinstance(c, LT):
+            out[k] = c
     return out
+
+
+def _same_side(c, d) -> bool:
+    """Whether ``c`` and ``d`` bound one index from one side by constants
+    (``x < 2`` and ``x < 6``, or ``x >= 0`` and ``x >= 1``)."""
+    return type(c) is type(d) and isinstance(c, (LT, GE)) and same(c.a, d.a) and \
+        isinstance(c.b, IntImm) and isinstance(d.b, IntImm)
 
 
 def _start_plus(start, v):
@@ -232,6 +247,13 @@ def _inside_buffer(region: BufferRegion, doms: dict) -> BufferRegion:
         hi = simplify(dim - 1) if ana.can_prove(dim - 1 <= hi) else Min(hi, dim - 1)
         out.append(Range(ana.simplify(lo), ana.simplify(hi - lo + 1)))
     return BufferRegion(region.buffer, tuple(out))
+
+
+def _both(keep, other):
+    """The conditions of two ``keep`` callables together (None: no condition)."""
+    if keep is None or other is None:
+        return keep or other
+    return lambda index: keep(index) + other(index)
 
 
 def _writer_guard(func, wpath, outer_loops) -> list:
@@ -478,6 +500,10 @@ def _stage(func, bpath, buf, scope, prim, is_read, consumers=None):
                    f"apply {prim} before those primitives", func)
     if is_read:
         keep = keep if ws else _read_keep(func, cpath, buf, rs, prim)
+    # the blocks around the copy declare all their insides access of the buffer: a box
+    # overshooting that (a blockized tile cut by its T.where) is cut to it
+    keep = _both(keep, within_enclosing(func, cpath, buf, write=not is_read))
+    if is_read:
         nest, rv = _copy_block(name, buf, cache, region, outer, buf.shape, zero, off,
                                tile_vars, guard, keep)
         redirect = Retarget(buf, cache, off, writes=False)
