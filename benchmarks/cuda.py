@@ -21,8 +21,9 @@ needs:
    ``torch._scaled_mm``): times, the ratio cuBLAS time / ours (above 1: ours is
    faster), TFLOP/s and the share of the tensor-core (or fp32) peak, the max error;
    then the Hopper rows ``gemm_nt:<dtype>:MxNxK`` (fp16/bf16 ``A @ B.T`` on sm_90a: the
-   TMA + warp-specialized ``wgmma`` pipeline and the plain ``wgmma`` recipe, beside
-   cuBLAS's "TN" GEMM; ``benchmarks/cuda_hopper``);
+   TMA + warp-specialized ``wgmma`` pipeline, the plain ``wgmma`` recipe, its TMA ring
+   and its warp-specialized form from the schedule, beside cuBLAS's "TN" GEMM;
+   ``benchmarks/cuda_hopper``);
 5. fused rows: softmax, layernorm and RMSNorm at 4096x4096 and 16x262144 beside cupy's
    composed expressions, in GB/s and as a share of the copy bandwidth;
 6. launch overhead: a cuvil module call (argument checks included) beside a bare

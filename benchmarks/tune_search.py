@@ -52,7 +52,7 @@ import statistics
 import sys
 import tempfile
 import time
-from concurrent.futures import Executor, wait
+from concurrent.futures import Executor, Future, wait
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..")]
@@ -78,10 +78,18 @@ class CachedExecutor(Executor):
     beside a parallel kernel's timing made the guided search's candidates time up to
     twice slower than random search's, whose proposals cost a few draws."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, recorded=None):
         self.inner, self.cache = inner, {}
         self.fresh = False
         self._max_workers = slots(inner)
+        for key, out in (recorded or {}).items():
+            self.cache[tuple(json.loads(key))] = _resolved(out)
+
+    def recorded(self) -> dict:
+        """Every measurement made or loaded (key: the candidate as JSON text), for
+        ``--cache``."""
+        return {json.dumps(list(k)): f.result() for k, f in self.cache.items()
+                if f.done() and f.exception() is None}
 
     def submit(self, fn, payload):
         if self.fresh:
@@ -94,6 +102,12 @@ class CachedExecutor(Executor):
 
 def _done(future):
     wait([future])
+    return future
+
+
+def _resolved(out) -> Future:
+    future: Future = Future()
+    future.set_result(out)
     return future
 
 
@@ -153,6 +167,12 @@ def main(argv=None):
                     help="how many more times (their time: the median reading)")
     ap.add_argument("--save", default=None,
                     help="a JSON file for the histories and every measured record")
+    ap.add_argument("--repeat-check", type=int, default=16,
+                    help="random candidates of each workload timed once more, to say "
+                    "how well the measurement ranks itself (0: none)")
+    ap.add_argument("--cache", default=None,
+                    help="a JSON file of measurements: those recorded there are reused "
+                    "(not timed again), and every measurement is written back at the end")
     args = ap.parse_args(argv)
     if args.quick:
         args.trials, args.seeds, args.pool, args.settle_top = 8, 1, 6, 3
@@ -167,8 +187,12 @@ def main(argv=None):
           f"({args.step} trials a turn), {args.seeds} seeds x {args.trials} trials; target "
           f"{TARGET}, load {os.getloadavg()[0]:.1f}; databases in {folder}", flush=True)
     runs, spent, records, measurers = {}, {h: 0.0 for h in HOW}, [], {}
+    recorded = {}
+    if args.cache and os.path.exists(args.cache):
+        with open(args.cache) as fh:
+            recorded = json.load(fh)
     with local_executor(args.workers) as pool:
-        ex = CachedExecutor(pool)
+        ex = CachedExecutor(pool, recorded)
         pool_db = S.Database(os.path.join(folder, "pool.jsonl"))
         for name, f in funcs.items():                       # 1. the pool
             t1 = time.perf_counter()
@@ -214,6 +238,10 @@ def main(argv=None):
         print(f"settling: the best {args.settle_top} candidates of each workload measured "
               f"{args.settle_rounds} more times, interleaved: "
               f"{time.perf_counter() - t1:.0f} s", flush=True)
+        repeat = repeatability(ex, measurers, keys, records, args.repeat_check)
+    if args.cache:
+        with open(args.cache, "w") as fh:
+            json.dump(ex.recorded(), fh)
     if args.save:
         with open(args.save, "w") as fh:
             json.dump({"runs": [[*k, h] for k, h in runs.items()], "records": records,
@@ -222,7 +250,7 @@ def main(argv=None):
     print(f"search time per trial (measuring shared): guided {spent['guided'] / n_trials:.2f}"
           f" s, random {spent['random'] / n_trials:.2f} s")
     summary(funcs, keys, runs, records, settled, args)
-    model_quality(keys, records)
+    model_quality(keys, records, repeat)
     print(f"{time.perf_counter() - t0:.0f} s in all, load {os.getloadavg()[0]:.1f}")
     return 0
 
@@ -285,8 +313,37 @@ def summary(funcs, keys, runs, records, settled, args):
           f"{reached['random']} runs")
 
 
-def model_quality(keys, records, seed=0):
-    """Spearman's rank correlation of the cost model on held-out random candidates."""
+def repeatability(ex, measurers, keys, records, n, seed=0) -> dict:
+    """Workload name -> Spearman's rank correlation between two readings of ``n``
+    randomly drawn candidates (their first, and one more taken now): how well the
+    measurement ranks itself, which bounds how well a model can rank one reading (a
+    model that knew the true times would reach about the square root of it)."""
+    rng = random.Random(seed)
+    out: dict = {}
+    ex.fresh = True
+    try:
+        for name, w in keys.items():
+            first = {r["cand"]: r for r in records if r["workload"] == w and
+                     r["drawn"] in ("pool", "random") and r.get("seconds") and
+                     not r.get("remeasured")}
+            if n <= 0 or len(first) < max(n, 8):
+                continue
+            picked = rng.sample(sorted(first), n)
+            got = measurers[name].run_state.submit(
+                [(c, first[c]["decisions"], first[c]["trace"], None) for c in picked],
+                remeasured=True)
+            pairs = [(first[r["cand"]]["seconds"], r["seconds"]) for r in got
+                     if r.get("seconds")]
+            if len(pairs) >= 8:
+                out[name] = rank_correlation(*zip(*pairs))
+    finally:
+        ex.fresh = False
+    return out
+
+
+def model_quality(keys, records, repeat=None, seed=0):
+    """Spearman's rank correlation of the cost model on held-out random candidates
+    (``repeat``: :func:`repeatability`'s, printed beside it)."""
     rows, family = {}, {}
     for r in records:
         if r["drawn"] in ("pool", "random") and r.get("seconds") and r.get("feat") \
@@ -324,6 +381,12 @@ def model_quality(keys, records, seed=0):
             f"median {statistics.median(x for _, x in got):.2f} (goal >= 0.6): " +
             ", ".join(f"{n} {x:.2f}" for n, x in got) if got else
             "none (no workload here has another of its family)"))
+    if repeat:
+        print(f"measurement repeatability (random candidates timed twice), Spearman: "
+              f"median {statistics.median(repeat.values()):.2f}: " +
+              ", ".join(f"{n} {x:.2f}" for n, x in repeat.items()) +
+              " (a model that knew the true times would rank one reading at about the "
+              "square root of this)")
 
 
 TARGET = "llvm"

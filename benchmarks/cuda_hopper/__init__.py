@@ -6,8 +6,12 @@ Variants, best first: the tensor-copy pipeline (``recipes.gemm_tma_wgmma``: a
 producer warpgroup filling a ring of stages through TMA, two consumer warpgroups
 with overlapped ``wgmma``), then ``recipes.gemm_wgmma`` (every thread copies the
 tiles, one ``wgmma`` group at a time; then the same schedule with its copies annotated
-``"cuda.tma"``: the tensor engine copies the tiles).  Without a GPU (``--quick``) each variant is
-built at the row's size, compiled by nvcc for sm_90a and interpreted at a small size
+``"cuda.tma"``: the tensor engine copies the tiles; then with its K loop pipelined
+over a ring of 4 stages, ``stages=4``; then warp-specialized from the schedule,
+``warp_specialize=True``: a producer warpgroup and two consumers keeping one ``wgmma``
+group in flight, as the hand-written kernel but without its fused epilogue).  Without a
+GPU (``--quick``) each variant is built at the row's size, compiled by nvcc for sm_90a
+and interpreted at a small size
 against numpy; on a GPU each is timed beside cuBLAS (``cupy.matmul(a, b.T)``; bf16
 through ``torch.matmul``).
 
@@ -35,9 +39,10 @@ NT_DTYPES = ("float16", "bfloat16")
 SMALL = {"tma": (128, 128, 256), "wgmma": (256, 256, 128)}
 
 
-def _wgmma(m, n, k, dtype, name, tma=False):
+def _wgmma(m, n, k, dtype, name, tma=False, stages=1, warp_specialize=False):
     sch = S.Schedule(nt_gemm_func(m, n, k, dtype))
-    recipes.gemm_wgmma(sch, bm=128, bn=128, tma=tma)
+    recipes.gemm_wgmma(sch, bm=128, bn=128, tma=tma, stages=stages,
+                       warp_specialize=warp_specialize)
     return targets.build(sch, SM90A, name=name)
 
 
@@ -56,6 +61,15 @@ def nt_variants(dtype, m, n, k) -> list:
         out.append(("wgmma 128x128x64, tensor copies from the schedule ('cuda.tma'), "
                     "one group at a time", "wgmma",
                     lambda m, n, k, name: _wgmma(m, n, k, dtype, name, tma=True)))
+        out.append(("wgmma 128x128x64, a ring of tensor copies from the schedule "
+                    "(software_pipeline_stage, 4 stages), one group at a time", "tma",
+                    lambda m, n, k, name: _wgmma(m, n, k, dtype, name, tma=True,
+                                                 stages=4)))
+        out.append(("wgmma 128x128x64, warp-specialized from the schedule "
+                    "('cuda.warp_specialize': producer + 2 consumer warpgroups, 4 stages), "
+                    "wait_group 1", "tma",
+                    lambda m, n, k, name: _wgmma(m, n, k, dtype, name, tma=True, stages=4,
+                                                 warp_specialize=True)))
     return out
 
 

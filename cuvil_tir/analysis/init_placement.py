@@ -15,10 +15,14 @@ block instance once.  Two things break that:
 :func:`reach_blocker` says which of them holds, proving the rest by a mixed-radix
 argument on each iter value (``k_0 * 4 + k_1`` with ``k_1`` in ``[0, 4)``) and on the
 ``e // c``, ``e % c`` pairs of a fused loop.  :func:`init_guard` decides which parts of
-the block's ``T.where`` the init keeps: TensorIR's rule (a part that names a loop the
-init does not regenerate is dropped), except that a part coupling such a loop with what
-the init's spatial iter values depend on cannot be dropped without writing out of
-bounds, and is refused.
+the block's ``T.where`` the init keeps.  TensorIR drops a part that names a loop the
+init does not regenerate; here such a part is dropped only where it provably holds at
+the iteration the reduction starts (:func:`start_point`), and kept there otherwise: a
+split guard ``k_0 * 4 + k_1 < K`` holds at ``k = 0`` once ``K >= 1`` (and an empty
+reduction still writes its identity), while ``u_0 * 3 + u_1 < 1`` in a
+``loop_partition`` part where ``u_1`` starts at 2 never holds, so that part's init must
+not run.  A part coupling such a loop with what the init's spatial iter values depend
+on cannot be dropped without writing out of bounds, and is refused.
 
 Example::
 
@@ -37,8 +41,8 @@ from __future__ import annotations
 
 from ..arith import Analyzer
 from ..arith.affine import Affine, Key
-from ..expr import EQ, FloorDiv, FloorMod, IntImm, Var, const
-from ..op import all as all_of, conjuncts
+from ..expr import EQ, GE, LE, FloorDiv, FloorMod, IntImm, Var, const
+from ..op import all as all_of, any as any_of, conjuncts
 from ..stmt import Block, BlockRealize, BufferRegion, For, IterVar, Range
 from ..structural import structural_equal
 from ..visitor import Visitor, substitute, used_vars
@@ -147,10 +151,69 @@ def reach_blocker(realize, loops) -> str | None:
     return None
 
 
+def _binding_start(val, pure: dict):
+    """Where the loops of ``pure`` ({id: For}) put the binding ``val`` at its least:
+    ``{var: value}`` for each loop it names through a plain term (``c * k``: the
+    loop's first value for ``c > 0``, its last for ``c < 0``), or None when it names
+    one through another atom (``f // 4``: the loops' first values are taken)."""
+    at_min = {}
+    for atom, c in Affine.of(val).terms:
+        if not any(id(v) in pure for v in used_vars(atom)):
+            continue
+        if not isinstance(atom, Var):
+            return None
+        loop = pure[id(atom)]
+        at_min[atom] = loop.min if c > 0 else loop.min + loop.extent - 1
+    return at_min
+
+
+def start_point(realize, loops, needed) -> dict:
+    """``{var: value}``: the iteration of the loops of ``loops`` the init does not
+    regenerate (not in ``needed``) at which the reduction of one output instance
+    starts, the one where ``T.init`` fires: each such loop at the end that puts the
+    reduce iter var it feeds at its least, a loop feeding none (extent 1) at its
+    first value.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> from cuvil_tir.stmt import Block, BlockRealize, For, IterVar, Range, SeqStmt
+        >>> k = T.var("k")
+        >>> vk = IterVar(T.var("vk"), Range.from_extent(4), "reduce")
+        >>> br = BlockRealize((3 - k,), T.const(True), Block("S", (vk,), (), (), SeqStmt(())))
+        >>> point = start_point(br, [For(k, T.const(0), T.const(4), "serial", br)], set())
+        >>> {v.name: str(at) for v, at in point.items()}     # vk = 3 - k is least at k = 3
+        {'k': '3'}
+    """
+    pure = {id(l.loop_var): l for l in loops if id(l.loop_var) not in needed}
+    point = {l.loop_var: l.min for l in pure.values()}
+    for iv, val in zip(realize.block.iter_vars, realize.iter_values):
+        if iv.kind == "reduce":
+            point.update(_binding_start(val, pure) or {})
+    return point
+
+
+def _reduce_extents(realize) -> list:
+    return [iv.dom.extent for iv in realize.block.iter_vars if iv.kind == "reduce"]
+
+
 def init_guard(realize, loops):
-    """``(kept, needed)``: the conjuncts of ``realize``'s ``T.where`` the hoisted init
-    keeps, and the ids of ``loops`` it must regenerate (those its spatial iter values or
-    kept conjuncts name); or a string saying which conjunct cannot be dropped.
+    """``(guard, needed)``: the conjuncts that keep the hoisted init to where the
+    block's ``T.init`` fires, and the ids of ``loops`` it must regenerate (those its
+    spatial iter values or kept conjuncts name); or a string saying why no guard can be
+    written.
+
+    A part of the block's ``T.where`` that names only loops the init regenerates (or
+    none of ``loops``) is kept as it is.  One that names a loop it does not regenerate
+    (TensorIR drops it) is taken at the iteration where the reduction starts
+    (:func:`start_point`): dropped where it provably holds there once the reduction
+    has an iteration, kept there otherwise (with ``or`` an empty reduction, whose
+    identity is still written).  Dropping it where it may fail ran the init where
+    ``T.init`` never fires: a ``loop_partition`` part of a split unit loop that runs
+    no iteration wiped the sum the first part made (fuzz case 1818399772).  A part
+    that couples such a loop with the loops of the spatial iter values is refused:
+    the init would write where the block never does.  :func:`start_guard` adds where
+    the reduce iter vars start.
 
     Example::
 
@@ -168,17 +231,44 @@ def init_guard(realize, loops):
         if iv.kind != "reduce":
             spatial_deps |= {id(v) for v in used_vars(val)}
     needed = spatial_deps & ids
-    kept = []
+    kept, at_start = [], []
     for c in conjuncts(realize.predicate):
         used = {id(v) for v in used_vars(c)}
-        dropped = (used & ids) - needed
-        if not dropped:
+        if not (used & ids) - needed:
             kept.append(c)
         elif used & spatial_deps:
             return (f"its guard {c} couples loops the init does not iterate with the "
                     "loops of its spatial iter values: the init would write where the "
                     "block never does (out of bounds)")
+        else:
+            at_start.append(c)
+    starts = start_guard(realize, loops, needed)
+    if isinstance(starts, str):
+        return starts
+    kept += starts
+    if at_start:
+        kept += _start_conjuncts(realize, loops, needed, at_start, kept)
     return kept, needed
+
+
+def _start_conjuncts(realize, loops, needed, parts, known) -> list:
+    """``parts`` taken where the reduction starts: those not proven to hold there,
+    given ``known`` and a non-empty reduction, ``or`` the reduction being empty."""
+    ana = Analyzer(index_no_overflow=True)
+    for l in loops:
+        if id(l.loop_var) in needed:
+            ana.bind(l.loop_var, Range(l.min, l.extent))
+    extents = _reduce_extents(realize)
+    nonempty = all_of([GE(e, const(1, e.dtype)) for e in extents])
+    empty = any_of([LE(e, const(0, e.dtype)) for e in extents])
+    point = start_point(realize, loops, needed)
+    out = []
+    with ana.constraint(all_of(list(known) + [nonempty])):
+        for c in parts:
+            at = ana.simplify(substitute(c, point))
+            if not ana.can_prove(at):
+                out.append(Analyzer(index_no_overflow=True).simplify(any_of([at, empty])))
+    return out
 
 
 def start_guard(realize, loops, needed):
@@ -211,15 +301,7 @@ def start_guard(realize, loops, needed):
         if iv.kind != "reduce":
             continue
         mixed = any(id(v) in needed for v in used_vars(val))
-        at_min = {}
-        for atom, c in Affine.of(val).terms:
-            if not any(id(v) in pure for v in used_vars(atom)):
-                continue
-            if not isinstance(atom, Var):
-                at_min = None
-                break
-            loop = pure[id(atom)]
-            at_min[atom] = loop.min if c > 0 else loop.min + loop.extent - 1
+        at_min = _binding_start(val, pure)
         if at_min is None:
             if mixed:
                 return (f"it binds the reduce iter var {iv.var.name} to {val}, which "
@@ -257,11 +339,10 @@ def init_blocker(realize, loops) -> str | None:
         True
     """
     why = reach_blocker(realize, loops)
+    if why is not None:
+        return why
     guard = init_guard(realize, loops)
-    if why is not None or isinstance(guard, str):
-        return why if why is not None else guard
-    starts = start_guard(realize, loops, guard[1])
-    return starts if isinstance(starts, str) else None
+    return guard if isinstance(guard, str) else None
 
 
 def _init_reads(body) -> tuple:
@@ -318,7 +399,6 @@ def init_nest(realize, loops, name: str, suffix: str = "_init"):
     init_blk = Block(name, tuple(ivs), _init_reads(body), writes, body, None, (),
                      blk.annotations)
     values = tuple(substitute(v, lmap) for _, v in spatial)
-    kept = kept + start_guard(realize, loops, needed)
     stmt = BlockRealize(values, all_of([substitute(c, lmap) for c in kept]), init_blk)
     for l in reversed(loops):
         if l.loop_var in lmap:
@@ -327,4 +407,5 @@ def init_nest(realize, loops, name: str, suffix: str = "_init"):
     return stmt
 
 
-__all__ = ["reach_blocker", "init_guard", "start_guard", "init_blocker", "init_nest"]
+__all__ = ["reach_blocker", "start_point", "init_guard", "start_guard", "init_blocker",
+           "init_nest"]

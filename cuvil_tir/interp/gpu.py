@@ -47,7 +47,7 @@ from ..errors import LoweringError, RaceError
 from ..expr import Call
 from ..ops import get_op
 from ..ops.async_copy import asynchronous
-from ..ops.cluster import DSMEM_OP, cluster_shape, is_cluster_sync
+from ..ops.cluster import ARRIVE_OP, DSMEM_OP, WAIT_OP, cluster_shape, is_cluster_sync
 from ..ops.gpu import collective, group_lanes, per_warp, tiles_of, warp_combiner
 from ..swizzle import Swizzle
 from ..printer import to_text
@@ -60,7 +60,7 @@ from .async_copy import AsyncCopies, compile_async
 from .async_mma import run_landing
 from .mbarrier import MBARRIER_ROLES, compile_mbarrier
 from .tma import compile_tma
-from .cluster import Cluster, compile_dsmem_load
+from .cluster import Cluster, compile_dsmem_load, ordered
 from .gpu_tasks import Tasks
 from .exprs import as_index
 from .memory import compile_load, compile_shape, compile_store, new_array
@@ -169,7 +169,8 @@ class _Block:
         """An access of global memory in this launch: accesses of two threads are
         ordered only within one block, across a barrier."""
         entries = self.glog.setdefault(buf, {})
-        me = (self.block, self.cur, self.phase)
+        cl = self.cluster
+        me = (self.block, self.cur, self.phase, cl and cl.serial, cl and cl.phase)
         e = entries.get(addr)
         if e is None:
             entries[addr] = [me, stmt, value, None, None] if write else \
@@ -189,9 +190,14 @@ class _Block:
 
     @staticmethod
     def unordered(a, b) -> bool:
-        """Two accesses ``(block, thread, phase)`` of different threads, in different
-        blocks or in one phase of one block."""
-        return (a[0], a[1]) != (b[0], b[1]) and (a[0] != b[0] or a[2] == b[2])
+        """Two accesses ``(block, thread, phase, cluster, cluster phase)`` of different
+        threads: in one phase of one block, in one cluster phase of two blocks of one
+        cluster, or in blocks of different clusters (or without clusters)."""
+        if (a[0], a[1]) == (b[0], b[1]):
+            return False
+        if a[0] == b[0]:
+            return a[2] == b[2]
+        return a[3] is None or a[3] != b[3] or not ordered(a[4], b[4])
 
     def global_race(self, buf, addr, first, second):
         (k1, s1, how1, v1), (k2, s2, how2, v2) = first, second
@@ -205,8 +211,9 @@ class _Block:
             f"of block {th1[0]} {how1} it in `{s1}` and thread {th2[1]} of block "
             f"{th2[0]} {how2}{' it' if not what else ''}{what} in `{s2}`, with no "
             "__syncthreads() between them (threads of different blocks are never "
-            "ordered within a launch). Store from one thread (a predicate such as "
-            "threadIdx.x == 0), or give each thread its own addresses",
+            "ordered within a launch, but by a cluster barrier within a cluster). "
+            "Store from one thread (a predicate such as threadIdx.x == 0), or give each "
+            "thread its own addresses",
             buffer=buf.name, address=addr, threads=(th1, th2), statements=(s1, s2))
 
     def race(self, buf, addr, first, second):
@@ -415,6 +422,10 @@ class GpuStmtCompiler(StmtCompiler):
                 if cluster and g.cluster is not None:
                     g.cluster.barrier()
             return sync
+        for op, step in ((ARRIVE_OP, Cluster.arrive), (WAIT_OP, Cluster.wait)):
+            if is_cluster_sync(s, op):
+                # a plain launch is a cluster of one block: nothing to order with
+                return lambda step=step: step(self.g.cluster) if self.g.cluster else None
         if isinstance(s, SeqStmt):
             fs = [self.coll(c) for c in s.seq]
 
@@ -437,6 +448,8 @@ class GpuStmtCompiler(StmtCompiler):
             return self._coll_warp(s)
         if isinstance(s, Evaluate) and tiles_of(s.value):
             return self._coll_tiles(s.value)
+        if isinstance(s, Evaluate) and collective(s.value) in ("warp", "warpgroup"):
+            return self._coll_group(s.value)
         if isinstance(s, Evaluate) and asynchronous(s.value) == "mbarrier_wait":
             return self._each_thread(self.stmt(s))
         raise LoweringError(f"the GPU interpreter cannot run a barrier inside "
@@ -536,6 +549,37 @@ class GpuStmtCompiler(StmtCompiler):
                                 text, swizzles)
                 else:
                     self._tiles_once(spec, tiles, args, slots, seen, text, swizzles)
+        return run
+
+    def _coll_group(self, call):
+        """A group-wide op on no data (``setmaxnreg``): run by whole groups of lanes
+        (a warp, a warpgroup of 128), each passing the same arguments; it computes
+        nothing the program sees."""
+        spec = get_op(call.op)
+        lanes = group_lanes(spec.collective)
+        fargs = [self.expr(a) for a in call.args]
+        g, env, bufs = self.g, self.frame.env, self.frame.bufs
+        text = to_text(call)
+
+        def run():
+            members = [t for t, _ in g.members()]
+            starts = sorted({t - t % lanes for t in members})
+            if len(members) != lanes * len(starts):
+                raise LoweringError(f"{call.op} runs on whole groups of {lanes} threads "
+                                    f"together; {len(members)} threads of the block run "
+                                    f"it:\n{text}")
+            for w in starts:
+                seen = None
+                for t in range(w, w + lanes):
+                    g.set_thread(t)
+                    for (kind, slot), v in g.ctxs[t].items():
+                        (env if kind == "e" else bufs)[slot] = v
+                    got = [as_index(f()) for f in fargs]
+                    if seen is not None and got != seen:
+                        raise LoweringError(f"the threads of {spec.collective} {w // lanes} "
+                                            f"pass different arguments to {call.op} ({seen} "
+                                            f"vs {got}):\n{text}")
+                    seen = got
         return run
 
     def _tiles_once(self, spec, tiles, args, slots, seen, text, swizzles):

@@ -13,13 +13,20 @@ in the cluster: :func:`cta_rank`.  Two ops of the registry work on clusters:
   goes on, and shared-memory writes before it are seen by the cluster's reads after
   it (``barrier.cluster.arrive.release`` + ``wait.acquire``; it orders the threads
   of one block too, so it also ends a phase of the block barrier's checks);
+* ``cluster_arrive()`` and ``cluster_wait()``: the two halves of it, so that work
+  goes on in between: what a thread did before its arrive is ordered with what every
+  thread of the cluster does after its next wait (not what it does in between).  A
+  second arrive before the wait, or a wait without an arrive, is refused.  Neither
+  is a block barrier for the barrier pass (it places ``__syncthreads()`` as without
+  them);
 * ``dsmem_load(S[i], rank)``: the element ``S[i]`` of the copy of the shared buffer
   ``S`` that belongs to the block of rank ``rank`` in this cluster (``mapa`` then
   ``ld.shared::cluster``).
 
 A block must not exit while another block of its cluster may still read its shared
-memory: a ``cluster_sync()`` after the last ``dsmem_load`` keeps every block alive
-until all have read.  The interpreter runs the blocks of a cluster together and
+memory: a ``cluster_sync()`` after the last ``dsmem_load`` (or a ``cluster_arrive()``
+after it and a ``cluster_wait()`` before the end) keeps every block alive until all
+have read.  The interpreter runs the blocks of a cluster together and
 checks both rules (``T.interpret(..., check_races=True)``).
 
 The limit of a cluster is :data:`PORTABLE_CLUSTER_SIZE` blocks (8, CUDA's portable
@@ -55,6 +62,7 @@ CLUSTER_KEY = "cluster"
 #: the most blocks in one cluster every sm_90 GPU launches (CUDA's portable size)
 PORTABLE_CLUSTER_SIZE = 8
 SYNC_OP, DSMEM_OP = "cluster_sync", "dsmem_load"
+ARRIVE_OP, WAIT_OP = "cluster_arrive", "cluster_wait"
 
 
 def _grid_loops(kernel) -> list:
@@ -80,7 +88,7 @@ def cluster_shape(kernel) -> tuple | None:
     """
     if kernel is None:
         return None
-    shape, found = [1, 1, 1], False
+    shape, found, seen = [1, 1, 1], False, {}
     for loop in _grid_loops(kernel):
         n = dict(loop.annotations or ()).get(CLUSTER_KEY)
         if n is None:
@@ -101,7 +109,12 @@ def cluster_shape(kernel) -> tuple | None:
                                 f"constant multiple of its cluster size {n}: the grid is "
                                 "made of whole clusters; pad the axis to a multiple of "
                                 f"{n} or choose a cluster size dividing it")
-        shape[axis.dim], found = max(shape[axis.dim], n), True
+        if seen.setdefault(axis.dim, n) != n:
+            raise LoweringError(f"{where} declares clusters of {n} blocks along "
+                                f"{loop.thread_tag}, another loop bound to it "
+                                f"{seen[axis.dim]}: one kernel has one cluster shape; "
+                                "annotate the loops alike")
+        shape[axis.dim], found = n, True
     if not found:
         return None
     total = shape[0] * shape[1] * shape[2]
@@ -137,8 +150,9 @@ def cluster_of(block: tuple, shape: tuple) -> tuple:
     return tuple(b // s for b, s in zip(block, shape))
 
 
-def is_cluster_sync(s) -> bool:
-    """Whether statement ``s`` is ``T.evaluate(T.call_intrin("int32", "cluster_sync"))``.
+def is_cluster_sync(s, op: str = SYNC_OP) -> bool:
+    """Whether statement ``s`` is ``T.evaluate(T.call_intrin("int32", op))`` (by
+    default ``cluster_sync``; :data:`ARRIVE_OP`, :data:`WAIT_OP`).
 
     Example::
 
@@ -146,7 +160,7 @@ def is_cluster_sync(s) -> bool:
         >>> is_cluster_sync(T.Evaluate(T.Call("int32", SYNC_OP, ())))
         True
     """
-    return isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == SYNC_OP
+    return isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == op
 
 
 def dsmem_parts(call) -> tuple:
@@ -174,9 +188,16 @@ def dsmem_parts(call) -> tuple:
 register_op(OpDef(SYNC_OP, 0, "any", effect="barrier", collective="cluster",
                   doc="cluster_sync(): every thread of every block of the cluster arrives "
                       "before any goes on; shared writes before it are seen after it"))
+# opaque, not barriers: neither waits for the whole block (cuvil_tir.ops.gpu)
+register_op(OpDef(ARRIVE_OP, 0, "any", effect="opaque", collective="cluster",
+                  doc="cluster_arrive(): this thread arrives on the cluster barrier "
+                      "(release) and goes on"))
+register_op(OpDef(WAIT_OP, 0, "any", effect="opaque", collective="cluster",
+                  doc="cluster_wait(): wait until every thread of the cluster arrived "
+                      "(acquire)"))
 register_op(OpDef(DSMEM_OP, 2, "any", effect="reads",
                   doc="dsmem_load(S[i], rank): S[i] of the block of that rank in the "
                       "cluster (distributed shared memory)"))
 
-__all__ = ["CLUSTER_KEY", "DSMEM_OP", "PORTABLE_CLUSTER_SIZE", "SYNC_OP", "cluster_of",
+__all__ = ["ARRIVE_OP", "CLUSTER_KEY", "DSMEM_OP", "WAIT_OP", "PORTABLE_CLUSTER_SIZE", "SYNC_OP", "cluster_of",
            "cluster_shape", "cta_rank", "dsmem_parts", "is_cluster_sync"]

@@ -51,7 +51,7 @@ Example::
 from __future__ import annotations
 
 from .. import dtype as D
-from .. import ops
+from ..analysis.guarded_loads import guarded_loads
 from ..arith import Analyzer
 from ..arith.affine import Affine
 from ..expr import Broadcast, BufferLoad, Cast, IntImm, Let, Ramp, Var
@@ -110,37 +110,12 @@ class _Access:
         return not self.guards and not self.lets
 
 
-class _Loads(Mutator):
-    """Collect the loads of an expression, in evaluation order, with the
-    ``if_then_else`` conditions and ``Let`` bindings around each."""
-
-    def __init__(self, out: list):
-        self.out, self.guards, self.lets = out, [], []
-
-    def visit_BufferLoad(self, e):
-        self.generic_visit(e)
-        for ix in _scalar_indices(e.indices) or ():
-            self.out.append(_Access(e.buffer, ix, False, self.guards, self.lets))
-        return e
-
-    def visit_Call(self, e):
-        arms = ops.branches(e)
-        if arms is None:
-            return self.generic_visit(e)
-        cond, a, b = arms
-        self.visit(cond)
-        for guard, branch in ((cond, a), (~cond, b)):
-            self.guards.append(guard)
-            self.visit(branch)
-            self.guards.pop()
-        return e
-
-    def visit_Let(self, e):
-        self.visit(e.value)
-        self.lets.append((e.var, e.value))
-        self.visit(e.body)
-        self.lets.pop()
-        return e
+def _loads(e, out: list) -> None:
+    """Append to ``out`` an access per load of ``e``, in evaluation order, with the
+    ``if_then_else`` conditions and ``Let`` bindings around it."""
+    for g in guarded_loads(e):
+        for ix in _scalar_indices(g.load.indices) or ():
+            out.append(_Access(g.load.buffer, ix, False, g.guards, g.lets))
 
 
 def _condition(acc: _Access, indices, dims=None):
@@ -271,9 +246,9 @@ class _Insert(Mutator):
         for ix in _scalar_indices(s.indices) or ():
             accesses.append(_Access(s.buffer, ix, True))
         loads = []
-        _Loads(loads).visit(s.value)
+        _loads(s.value, loads)
         for ix in s.indices:
-            _Loads(loads).visit(ix)
+            _loads(ix, loads)
         checks = []
         for acc in accesses + loads:
             check = self._check(acc, s)

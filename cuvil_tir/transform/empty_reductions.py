@@ -39,9 +39,9 @@ from ..analysis.init_placement import init_blocker, init_nest
 from ..arith import Analyzer
 from ..expr import GE, LE, const
 from ..function import PrimFunc
-from ..op import any as any_of
-from ..stmt import IfThenElse, SeqStmt
-from ..visitor import used_vars
+from ..op import all as all_of, any as any_of
+from ..stmt import Block, BlockRealize, For, IfThenElse, Range, SeqStmt
+from ..visitor import substitute, used_vars
 
 
 def write_empty_reductions(func: PrimFunc) -> PrimFunc:
@@ -71,22 +71,53 @@ def _write_empty(func: PrimFunc, name: str) -> PrimFunc:
              and not ana.can_prove(GE(iv.dom.extent, const(1, iv.dom.extent.dtype)))]
     if not empty:
         return func
+    # the loops above the block up to the root, through the blocks in between (a
+    # loop_partition part, a blockized tile): the loop driving the reduction may be
+    # outside the block that holds it
+    chain = [(p, s) for p, s in tree.ancestors(func, path)
+             if isinstance(s, (For, BlockRealize))]
     reduce_ids = {id(v) for iv, val in zip(br.block.iter_vars, br.iter_values)
-                  if iv.kind == "reduce" for v in used_vars(val)}
-    above = tree.loops_above(func, path)
-    at = next((k for k, (_, l) in enumerate(above) if id(l.loop_var) in reduce_ids), None)
+                  if iv.kind == "reduce" for v in used_vars(_seen_from(val, chain))}
+    at = next((k for k, (_, s) in enumerate(chain)
+               if isinstance(s, For) and id(s.loop_var) in reduce_ids), None)
     if at is None:
         return func
-    loops = [l for _, l in above[at:]]
-    if init_blocker(br, loops) is not None:
+    flat = _flattened(br, chain[at:])
+    loops = [s for _, s in chain[at:] if isinstance(s, For)]
+    if init_blocker(flat, loops) is not None:
         return func
-    nest = IfThenElse(ana.simplify(any_of(*empty)), init_nest(br, loops, name + "_empty",
+    nest = IfThenElse(ana.simplify(any_of(*empty)), init_nest(flat, loops, name + "_empty",
                                                               "_empty"))
-    lpath = above[at][0]
+    lpath = chain[at][0]
     old = tree.get(func, lpath)
     if lpath and isinstance(lpath[-1], tuple) and lpath[-1][0] == "seq":
         return tree.replace(func, lpath, [nest, old])    # spliced into the sequence
     return tree.replace(func, lpath, SeqStmt((nest, old)))
+
+
+def _seen_from(e, chain):
+    """``e`` with the iter vars of the blocks of ``chain`` replaced by their values,
+    innermost first: in terms of the loops (a block var equals its binding)."""
+    for _, s in reversed(chain):
+        if isinstance(s, BlockRealize) and s.block.iter_vars:
+            e = substitute(e, dict(zip((iv.var for iv in s.block.iter_vars),
+                                       s.iter_values)))
+    return e
+
+
+def _flattened(br, chain):
+    """``br`` as if the loops of ``chain`` held it directly: its bindings, domains and
+    init seen from them, its ``T.where`` joined by those of the blocks in between (it
+    runs only where they hold)."""
+    blk = br.block
+    preds = [br.predicate] + [s.predicate for _, s in chain if isinstance(s, BlockRealize)]
+    ivs = tuple(type(iv)(iv.var, Range(_seen_from(iv.dom.min, chain),
+                                       _seen_from(iv.dom.extent, chain)), iv.kind)
+                for iv in blk.iter_vars)
+    inner = Block(blk.name, ivs, blk.reads, blk.writes, blk.body,
+                  _seen_from(blk.init, chain), blk.alloc_buffers, blk.annotations)
+    return BlockRealize(tuple(_seen_from(v, chain) for v in br.iter_values),
+                        _seen_from(all_of(preds), chain), inner)
 
 
 __all__ = ["write_empty_reductions"]

@@ -44,7 +44,7 @@ from __future__ import annotations
 from ..analysis.regions import simplify
 from ..buffer import Buffer
 from ..errors import LoweringError
-from ..expr import BufferLoad, Call, IntImm, LT
+from ..expr import LT, BufferLoad, Call, IntImm
 from ..node import same
 from ..op import floormod
 from ..ops.gpu import tiles_of
@@ -58,10 +58,19 @@ VERSIONS = "buffer_versions"
 _LEGACY = ("double_buffer", "accel.double_buffer")
 
 
-def _touched(stmt) -> tuple:
+def touched(stmt) -> tuple:
     """``(buffers read, buffers written)`` of ``stmt`` by identity (a region handed to
-    a call counts as both; a tile a tile op writes, such as a tensor-core fragment a
-    ``wmma`` load fills, is written, though the call names it by its first element)."""
+    a call counts as both; a tile an op declares it writes, such as a ``tma_load``'s
+    destination, as written).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A, S = T.decl_buffer((8,), "float32", "A"), T.decl_buffer((8,), "float32", "S")
+        >>> reads, writes = touched(T.BufferStore(S, A[1], (T.const(1),)))
+        >>> [b.name for b in reads.values()], [b.name for b in writes.values()]
+        (['A'], ['S'])
+    """
     reads, writes = {}, {}
 
     def look(n):
@@ -158,11 +167,11 @@ class _Pipeline:
         (TVM's rule): for two statements touching one buffer, at least one writing it,
         the later one in the body needs a later stage, or the same stage and a later
         place in the order."""
-        touched = [_touched(stmt) for stmt in self.stmts]
+        accesses = [touched(stmt) for stmt in self.stmts]
         place = {i: p for p, i in enumerate(self.order)}
-        for j, (reads_j, writes_j) in enumerate(touched):
+        for j, (reads_j, writes_j) in enumerate(accesses):
             for i in range(j):
-                reads_i, writes_i = touched[i]
+                reads_i, writes_i = accesses[i]
                 shared = (writes_i.keys() & (reads_j.keys() | writes_j.keys())) | (
                     reads_i.keys() & writes_j.keys())
                 if not shared:
@@ -189,10 +198,10 @@ class _Pipeline:
         mine = [i for i, s in enumerate(self.stages) if s == sa]
         written = set()
         for i in mine:
-            written |= _touched(self.stmts[i])[1].keys()
+            written |= touched(self.stmts[i])[1].keys()
         place = {i: p for p, i in enumerate(self.order)}
         users = [j for j in range(len(self.stmts))
-                 if j not in mine and _touched(self.stmts[j])[0].keys() & written]
+                 if j not in mine and touched(self.stmts[j])[0].keys() & written]
         if not users:
             self.fail(f"{ASYNC} names stage {asyncs[0]}, whose statements write nothing a "
                       "later statement reads")
@@ -229,7 +238,7 @@ class _Pipeline:
         tile_ids = {id(b) for b in self.tiles}
         first_write, last_use, stages_of, names = {}, {}, {}, {}
         for s, stmt in zip(self.stages, self.stmts):
-            reads, writes = _touched(stmt)
+            reads, writes = touched(stmt)
             for key, buf in {**reads, **writes}.items():
                 names[key] = buf.name
                 stages_of.setdefault(key, set()).add(s)
@@ -363,6 +372,37 @@ class _Inject(Mutator):
         return out
 
 
+def versioned(stmt, tiles: dict, slot):
+    """``stmt`` with every access of a tile in ``tiles`` (``{id(tile): the tile with
+    a leading version axis}``) given the version index ``slot`` first.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> S = T.decl_buffer((4,), "float32", "S", scope="shared")
+        >>> S2 = T.decl_buffer((2, 4), "float32", "S", scope="shared")
+        >>> print(versioned(T.BufferStore(S, T.float32(1), (T.const(3),)), {id(S): S2},
+        ...                 T.const(1)))
+        S[1, 3] = T.float32(1)
+    """
+    return _Version(tiles, lambda key: slot).visit(stmt)
+
+
+def stage_versions(func, loop) -> dict:
+    """``{id(tile): versions}`` of the tiles allocated in the pipelined ``loop`` (as
+    :func:`inject_software_pipeline` will make them: the last stage using a tile,
+    minus the stage writing it, plus one); the pass's own error where the loop's
+    annotations do not fit its body.
+
+    Example::
+
+        >>> stage_versions.__name__
+        'stage_versions'
+    """
+    ann = dict(loop.annotations)
+    return _Pipeline(func, loop, ann[STAGE], ann.get(ORDER)).versions
+
+
 def inject_software_pipeline(func, reorder: bool = True):
     """``func`` with its annotated loops pipelined and their tiles multi-buffered
     (module doc); the function attribute ``buffer_versions`` lists
@@ -391,4 +431,5 @@ def inject_software_pipeline(func, reorder: bool = True):
     return out
 
 
-__all__ = ["ORDER", "STAGE", "VERSIONS", "inject_software_pipeline"]
+__all__ = ["ORDER", "STAGE", "VERSIONS", "inject_software_pipeline", "stage_versions", "touched",
+           "versioned"]

@@ -311,7 +311,10 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
     outer_name = fresh_block_name(func, blk.name + "_o")
     outer_init = None
     if init is not None:
-        with_init = BlockRealize(inner.iter_values, inner.predicate,
+        # the outer block runs its init with its reduce iter vars at their start: the
+        # inner T.where is taken there (v_k_o * 4 + k_1 < 6 at v_k_o = 0)
+        at_start = {iv.var: iv.dom.min for iv in outer_ivs if iv.kind == "reduce"}
+        with_init = BlockRealize(inner.iter_values, substitute(inner.predicate, at_start),
                                  Block(blk.name, inner_blk.iter_vars, (), writes, body, init))
         outer_init = make_init_nest(with_init, inner_loops,
                                     fresh_block_name(func, blk.name + "_init"), prim=prim,

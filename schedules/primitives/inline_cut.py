@@ -32,10 +32,9 @@ from cuvil_tir.arith import Analyzer
 from cuvil_tir.block_regions import block_accesses
 from cuvil_tir.expr import Var
 from cuvil_tir.op import all as all_of
-from cuvil_tir import ops
 from cuvil_tir.analysis import map_inverse
+from cuvil_tir.analysis.guarded_loads import guarded_loads
 from cuvil_tir.stmt import BlockRealize, For, Range
-from cuvil_tir.visitor import Mutator
 from cuvil_tir.visitor import substitute, used_vars
 
 from cuvil_tir.analysis import tree
@@ -108,9 +107,10 @@ def refuse_unwritten_loads(func, bpath, inv, loops, prim) -> None:
                 ana.bind(s.loop_var, Range(s.min, s.extent))
         for v, r in scope_doms(func, cpath).items():
             ana.bind(v, r)
-        for indices, guards in _guarded_loads(cons, buf):
+        for g in guarded_loads(cons.body, buf):
+            indices = g.load.indices
             at = map_inverse.at(inv, indices)
-            holds = [substitute(g, binding) for g in guards] + [creal.predicate]
+            holds = [substitute(c, binding) for c in g.guards] + [creal.predicate]
             with ana.constraint(all_of(*holds)):
                 for c in pconds:
                     e = substitute(substitute(c, at), binding)
@@ -129,47 +129,6 @@ def refuse_unwritten_loads(func, bpath, inv, loops, prim) -> None:
 
 def _show(indices) -> str:
     return ", ".join(str(e) for e in indices)
-
-
-def _guarded_loads(block, buf) -> list:
-    """``[(indices, conditions)]``: each load of ``buf`` in ``block``'s body with the
-    ``if`` / ``T.if_then_else`` conditions it is evaluated under."""
-    out: list = []
-
-    class Loads(Mutator):
-        def __init__(self):
-            self.guards: list = []
-
-        def visit_BufferLoad(self, e):
-            self.generic_visit(e)
-            if e.buffer is buf:
-                out.append((e.indices, tuple(self.guards)))
-            return e
-
-        def visit_Call(self, e):
-            arms = ops.branches(e)
-            if arms is None:
-                return self.generic_visit(e)
-            self._arms(*arms)
-            return e
-
-        def visit_IfThenElse(self, s):
-            self._arms(s.condition, s.then_case, s.else_case)
-            return s
-
-        def _arms(self, cond, a, b):
-            self.visit(cond)
-            for guard, branch in ((cond, a), (~cond, b)):
-                if branch is not None:
-                    self.guards.append(guard)
-                    self.visit(branch)
-                    self.guards.pop()
-
-        def visit_Block(self, blk):
-            return blk     # a nested block declares its own reads
-
-    Loads().visit(block.body)
-    return out
 
 
 __all__ = ["refuse_cut_producer", "refuse_unwritten_loads"]

@@ -20,7 +20,8 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.buffer import Buffer
-from cuvil_tir.expr import IntImm, Var, const
+from cuvil_tir.arith import Analyzer
+from cuvil_tir.expr import GE, IntImm, Var, const
 from cuvil_tir.op import all as all_of, conjuncts
 from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar,
                             LetStmt, Range, SeqStmt)
@@ -163,6 +164,7 @@ def decompose_reduction(func, block, loop):
                                  f"{l.loop_var.name!r} of block {blk.name!r}, so the init "
                                  "would rerun inside the reduction; pick a loop above it "
                                  "(or reorder the reduction loops inward first)", func, l)
+    _refuse_init_inside_outer_reduction(func, bpath, realize, reduce_ids, above, prim)
     name = fresh_block_name(func, blk.name + "_init")
     nest = make_init_nest(realize, [l for _, l in above[at:]], name, func=func)
     # TensorIR's names: the init block <name>_init, the update <name>_update
@@ -173,6 +175,37 @@ def decompose_reduction(func, block, loop):
     g = tree.replace(func, bpath, BlockRealize(realize.iter_values, realize.predicate,
                                                update))
     return insert_before(g, lpath, nest), Renamed(BlockRV(name), {blk.name: renamed})
+
+
+def _refuse_init_inside_outer_reduction(func, bpath, realize, reduce_ids, above, prim):
+    """Refuse (``ReductionLoopError``) a block whose reduction is driven from outside
+    the block that holds it (a loop, or that block's iter var: a ``loop_partition``
+    part, a blockized tile) when the reduction may run no iteration.  The hoisted init
+    then sits inside that loop and runs only where the reduction starts, so over an
+    empty range it never runs, and the output, which must hold the reduction's
+    identity, is left unwritten (the block's own ``T.init`` is written by
+    :func:`cuvil_tir.transform.empty_reductions.write_empty_reductions`)."""
+    ana = Analyzer()
+    extents = [iv.dom.extent for iv in realize.block.iter_vars if iv.kind == "reduce"
+               and not ana.can_prove(GE(iv.dom.extent, const(1, iv.dom.extent.dtype)))]
+    if not extents:
+        return
+    inside = {id(l.loop_var) for _, l in above}
+    for _, s in reversed(tree.ancestors(func, bpath)):
+        drives = [s.loop_var] if isinstance(s, For) else \
+            [iv.var for iv in s.block.iter_vars] if isinstance(s, BlockRealize) else []
+        hit = [v for v in drives if id(v) in reduce_ids and id(v) not in inside]
+        if hit:
+            encl = tree.get(func, tree.enclosing_block(func, bpath)).block.name
+            raise schedule_error(ReductionLoopError, prim,
+                                 f"the reduction of block {realize.block.name!r} is driven "
+                                 f"by {hit[0].name!r}, outside its enclosing block "
+                                 f"{encl!r}, and may run no iteration ({extents[0]} may be "
+                                 "0): the init would run inside it, only where the "
+                                 "reduction starts, and an empty reduction would leave "
+                                 "the output unwritten; decompose_reduction before the "
+                                 "step that nested the block (loop_partition, blockize), "
+                                 "or keep the init in it", func, realize.block)
 
 
 # -- rfactor ----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 the kernel attribute ``__cluster_dims__(cx, cy, cz)`` from the ``cluster``
 annotations of its grid loops (so a plain launch makes clusters), ``cluster_sync()``
 as ``barrier.cluster.arrive`` + ``barrier.cluster.wait`` (release / acquire: shared
-writes before it are seen by DSMEM reads after it), and ``dsmem_load(S[i], rank)``
+writes before it are seen by DSMEM reads after it; ``cluster_arrive()`` and
+``cluster_wait()`` each half), and ``dsmem_load(S[i], rank)``
 as ``mapa.shared::cluster`` (the address of ``S[i]`` in the block of that rank)
 then ``ld.shared::cluster``, a small inline-PTX helper emitted once per source.
 
@@ -17,7 +18,8 @@ from __future__ import annotations
 import re
 
 from cuvil_tir.errors import CodegenError, LoweringError
-from cuvil_tir.ops.cluster import DSMEM_OP, SYNC_OP, cluster_shape, dsmem_parts
+from cuvil_tir.ops.cluster import (ARRIVE_OP, DSMEM_OP, SYNC_OP, WAIT_OP, cluster_shape,
+                                   dsmem_parts)
 from cuvil_tir.transform.gpu_threads import kernels
 from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.visitor import post_order_visit
@@ -59,6 +61,14 @@ def _dsmem(p, e) -> str:
             f"(unsigned)({p.bare(rank)}))")
 
 
+def _half(p, what: str, sem: str) -> str:
+    # a function call: the printer writes a call evaluated for effect as (void)call
+    p.use_helper(f"cvl_cluster_{what}",
+                 f"__device__ __forceinline__ void cvl_cluster_{what}() {{\n"
+                 f'  asm volatile("barrier.cluster.{what}.{sem};" ::: "memory");\n}}\n')
+    return f"cvl_cluster_{what}()"
+
+
 def cluster_attribute(kernel) -> str:
     """``__cluster_dims__(cx, cy, cz) `` for a kernel with clusters, else ``""``.
 
@@ -87,7 +97,7 @@ def check_clusters(func):
     arch = str(target.options.get("arch", "sm_80")) if target is not None else "sm_80"
     ops = []
     post_order_visit(func.body, lambda n: ops.append(n.op) if getattr(n, "op", None)
-                     in (SYNC_OP, DSMEM_OP) else None)
+                     in (SYNC_OP, ARRIVE_OP, WAIT_OP, DSMEM_OP) else None)
     found = [f"a cluster of {s} blocks" for s in map(cluster_shape, kernels(func.body))
              if s is not None] + ops
     if found and int(re.sub(r"\D", "", arch) or 0) < 90:
@@ -101,6 +111,8 @@ def check_clusters(func):
 #: the ``cuda`` spellings of the ops (registered by the codegen)
 SPELLINGS = {SYNC_OP: 'asm volatile("barrier.cluster.arrive.release;\\n\\t"'
                       '"barrier.cluster.wait.acquire;" ::: "memory")',
+             ARRIVE_OP: lambda p, e: _half(p, "arrive", "release"),
+             WAIT_OP: lambda p, e: _half(p, "wait", "acquire"),
              DSMEM_OP: _dsmem}
 
 __all__ = ["SPELLINGS", "check_clusters", "cluster_attribute", "dsmem_helper"]

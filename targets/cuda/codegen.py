@@ -65,6 +65,7 @@ from .cluster import SPELLINGS as CLUSTER_SPELLINGS, cluster_attribute
 from .tma import SPELLINGS as TMA_SPELLINGS, TMAP_TYPE, box_alignment
 from .wgmma import SPELLINGS as WGMMA_SPELLINGS, WARPGROUP_SCOPE, shared_alignment
 from .wgmma_async import SPELLINGS as WGMMA_ASYNC_SPELLINGS
+from .setmaxnreg import SPELLINGS as SETMAXNREG_SPELLINGS
 
 STATIC_SHARED_LIMIT = 48 * 1024
 
@@ -464,7 +465,7 @@ ops.register_spellings("cuda", {
     WMMA_OP: KernelPrinter.wmma, FILL_OP: fill_text, STORE_OP: store_text,
     FP8_OP: KernelPrinter.mma_fp8,
     **ASYNC_SPELLINGS, **MMA_SPELLINGS, **MBARRIER_SPELLINGS, **WGMMA_SPELLINGS,
-    **TMA_SPELLINGS, **WGMMA_ASYNC_SPELLINGS, **CLUSTER_SPELLINGS,
+    **TMA_SPELLINGS, **WGMMA_ASYNC_SPELLINGS, **CLUSTER_SPELLINGS, **SETMAXNREG_SPELLINGS,
 })
 
 

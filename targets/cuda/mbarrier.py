@@ -21,6 +21,7 @@ from cuvil_tir.transform.pass_manager import PassContext
 from cuvil_tir.visitor import post_order_visit
 
 from .asynccopy import global_to_shared
+from .setmaxnreg import SETMAXNREG_OP
 from .wgmma import WGMMA_OP
 
 MBARRIER_HELPER = r"""__device__ __forceinline__ unsigned cvl_smem(const void* p) {
@@ -56,8 +57,8 @@ __device__ __forceinline__ void cvl_bulk_copy(void* dst, const void* src, int by
 
 def check_hopper_ops(func):
     """Refuse bulk copies, tensor copies and mbarriers in a build for an architecture
-    before sm_90, and ``wgmma`` in one for other than sm_90a (their PTX does not exist
-    there).
+    before sm_90, and ``wgmma`` and ``setmaxnreg`` in one for other than sm_90a (their
+    PTX does not exist there).
 
     Example::
 
@@ -69,7 +70,7 @@ def check_hopper_ops(func):
     target = PassContext.current().target
     arch = str(target.options.get("arch", "sm_80")) if target is not None else "sm_80"
     found = []
-    wgmma = (WGMMA_OP, "cuda.wgmma_async")
+    wgmma = (WGMMA_OP, "cuda.wgmma_async", SETMAXNREG_OP)
     post_order_visit(func.body, lambda n: found.append(n.op) if getattr(n, "op", None)
                      in SPELLINGS or getattr(n, "op", None) in (*wgmma, TMA_OP) else None)
     # wgmma exists on sm_90a only (the architecture-specific features)

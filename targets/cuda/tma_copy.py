@@ -22,10 +22,12 @@ box's bytes on an mbarrier of its own (``mbarrier_arrive``) and issuing the copy
 then every thread waiting on the phase (``mbarrier_wait``) whose parity a per-thread
 counter keeps.  The barrier is initialised by the first thread once per block,
 before a block barrier.  The copy is synchronous within its loop (the threads wait
-right after it; a loop annotated ``software_pipeline_stage`` around it is refused:
-the overlapped ring of stages is :mod:`targets.toolkit.cuda_tma_gemm`).  What it
-cannot copy exactly is refused with a ``LoweringError``: a nest that is not a plain
-copy of a box, one inside a loop bound to ``threadIdx``, a build before sm_90.
+right after it), except as a statement of a loop annotated
+``software_pipeline_stage``: there the copies become a ring of shared stages, one
+mbarrier each, waited for before the statement reading them
+(:mod:`targets.cuda.tma_ring`).  What it cannot copy exactly is refused with a
+``LoweringError``: a nest that is not a plain copy of a box, one inside a loop bound
+to ``threadIdx``, a build before sm_90.
 
 Example::
 
@@ -50,7 +52,11 @@ from cuvil_tir.stmt import Allocate, BufferStore, For, seq
 from cuvil_tir.swizzle import swizzles_of
 from cuvil_tir.thread_axes import thread_axis
 from cuvil_tir.transform.pass_manager import PassContext
+from cuvil_tir.transform.software_pipeline import stage_versions
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute
+
+from .tma_ring import has_ring, ring_statements
+from .warp_specialize import WS_KEY, warp_specialized
 
 #: the loop annotation asking for a tensor copy
 TMA_KEY = "cuda.tma"
@@ -160,14 +166,15 @@ def _all(conds):
 
 
 class _Lower(Mutator):
-    def __init__(self, swizzles):
+    def __init__(self, func):
         super().__init__()
-        self.swizzles = swizzles
+        self.func = func
+        self.swizzles = swizzles_of(func)
         self.threads: list = []        # threadIdx loops around the current statement
         self.kernel_axes: tuple = ()   # the threadIdx axes of the current kernel
-        self.made: list = []           # (barrier, counter) of the current kernel
+        self.made: list = []           # (barrier, counter or None, arrivals) per kernel
+        self.extents: dict = {}        # the largest extent of each threadIdx axis
         self.grids = 0                 # blockIdx loops around the current statement
-        self.pipelined = 0             # software-pipelined loops around it
 
     def visit_For(self, s):
         if s.kind == "thread_binding" and thread_axis(s.thread_tag).launched:
@@ -180,21 +187,26 @@ class _Lower(Mutator):
                 self.threads.pop()
         if TMA_KEY in dict(s.annotations):
             return self._copy(s)
-        staged = "software_pipeline_stage" in dict(s.annotations)
-        self.pipelined += staged
-        try:
-            return self.generic_visit(s)
-        finally:
-            self.pipelined -= staged
+        if WS_KEY in dict(s.annotations):
+            return self._specialized(s)
+        if has_ring(s, TMA_KEY):
+            return ring_statements(s, TMA_KEY, stage_versions(self.func, s), self._ring_issue,
+                                   self.visit, _destination)
+        return self.generic_visit(s)
 
     def _grid(self, s):
         outer = not self.grids
         if outer:
-            axes = set()
-            post_order_visit(s, lambda n: axes.add(n.thread_tag) if isinstance(n, For) and
-                             n.kind == "thread_binding" and n.thread_tag.startswith(
-                                 "threadIdx") else None)
-            self.kernel_axes = tuple(sorted(axes))
+            ext = self.extents = {}
+
+            def look(n):
+                if isinstance(n, For) and n.kind == "thread_binding" and \
+                        n.thread_tag.startswith("threadIdx"):
+                    e = n.extent.value if isinstance(n.extent, IntImm) else None
+                    ext[n.thread_tag] = None if e is None or ext.get(n.thread_tag, 0) is None \
+                        else max(ext.get(n.thread_tag, 0), e)
+            post_order_visit(s, look)
+            self.kernel_axes = tuple(sorted(ext))
         self.grids += 1
         try:
             out = self.generic_visit(s)
@@ -211,13 +223,15 @@ class _Lower(Mutator):
         while isinstance(loops[-1].body, For) and loops[-1].body.kind == "thread_binding" \
                 and thread_axis(loops[-1].body.thread_tag).level == "grid":
             loops.append(loops[-1].body)
-        body = seq(*(self._first_thread(_call("mbarrier_init", bar[0], 1)) for bar, _ in made),
+        body = seq(*(self._first_thread(_call("mbarrier_init", bar[k], n))
+                     for bar, _, n in made for k in range(bar.shape[0].value)),
                    T.Evaluate(T.Call("int32", "tvm_storage_sync", (T.StringImm("shared"),))),
-                   *(BufferStore(cnt, T.const(0), (T.const(0),)) for _, cnt in made),
+                   *(BufferStore(cnt, T.const(0), (T.const(0),)) for _, cnt, _ in made
+                     if cnt is not None),
                    loops[-1].body)
         self.kernel_axes = ()
-        for bar, cnt in made:
-            body = Allocate(bar, Allocate(cnt, body))
+        for bar, cnt, _ in made:
+            body = Allocate(bar, body if cnt is None else Allocate(cnt, body))
         for lp in reversed(loops):
             body = For(lp.loop_var, lp.min, lp.extent, lp.kind, body, lp.thread_tag,
                        lp.annotations)
@@ -232,29 +246,52 @@ class _Lower(Mutator):
         return stmt
 
     def _copy(self, s):
-        if self.threads:
-            _fail(s, f"it lies inside the loop {self.threads[-1].loop_var.name} bound to "
-                     f"{self.threads[-1].thread_tag}",
-                  "compute_at the copy at a loop outside the block's threadIdx loops: "
-                  "one thread of the block issues it")
-        if not self.grids:
-            _fail(s, "it lies outside every kernel", "compute_at it inside a blockIdx loop")
-        if self.pipelined:
-            _fail(s, "it lies in a loop annotated software_pipeline_stage",
-                  "a tensor copy is issued and waited for in one step: drop the pipeline "
-                  "annotation, or write the ring of stages as targets/toolkit/"
-                  "cuda_tma_gemm.py does")
-        loops, store, corner, rows, cols = _copy_parts(s, self.swizzles)
-        dst, src = store.buffer, store.value
+        bar, cnt = self._barrier(s, 1, True)
+        return seq(self._issue(s, bar[0]), _call("mbarrier_wait", bar[0], cnt[0]),
+                   BufferStore(cnt, T.const(1) - cnt[0], (T.const(0),)))
+
+    def _specialized(self, s):
+        """The pipelined loop ``s`` split between a producer and consumer warpgroups
+        (:mod:`targets.cuda.warp_specialize`)."""
+        if self.threads or not self.grids:
+            raise LoweringError(f"the loop {s.loop_var.name} annotated {WS_KEY!r} must lie "
+                                "in a kernel, outside its threadIdx loops:\n" + to_text(s))
+        # the producer warpgroup is a threadIdx.y index: the barriers' initialiser is
+        # the block's first thread along it too
+        self.kernel_axes = tuple(sorted({*self.kernel_axes, "threadIdx.y"}))
+        return warp_specialized(self.func, s, self.extents, self._ring_barriers,
+                                self._issue_ops, _destination, self.visit)
+
+    def _ring_barriers(self, s, count: int, arrivals: int, role: str):
+        """``count`` mbarriers for the copy nest ``s``, each expecting ``arrivals``
+        (``role``: their name's part, ``"full"`` or ``"empty"``)."""
+        dst = _destination(s)
+        bar = T.decl_buffer((count,), "uint64", f"{dst.name}_{role}{len(self.made)}",
+                            scope="shared")
+        self.made.append((bar, None, arrivals))
+        return bar
+
+    def _ring_issue(self, s, slot, parity, count):
+        """The issue of the copy nest ``s`` on stage ``slot`` of a ring of ``count``
+        barriers, and the wait for it (:mod:`targets.cuda.tma_ring`)."""
+        bar, _ = self._barrier(s, count, False)
+        return self._issue(s, bar[slot]), _call("mbarrier_wait", bar[slot], parity)
+
+    def _barrier(self, s, count: int, counted: bool):
+        """``count`` new mbarriers for the copy nest ``s`` (initialised once per block)
+        and, if ``counted``, a per-thread phase counter."""
+        dst = _destination(s)
         k = len(self.made)
-        bar = T.decl_buffer((1,), "uint64", f"{dst.name}_tma_bar{k}", scope="shared")
-        cnt = T.decl_buffer((1,), "int32", f"{dst.name}_tma_phase{k}", scope="local")
-        self.made.append((bar, cnt))
-        nbytes = rows * cols * D.bits(dst.dtype) // 8
-        at = tuple(store.indices[:-2]) + (T.const(0), T.const(0))
-        issue = seq(_call("mbarrier_arrive", bar[0], nbytes),
-                    _call("tma_load", BufferLoad(dst, at), BufferLoad(src.buffer, tuple(corner)),
-                          bar[0], rows, cols))
+        bar = T.decl_buffer((count,), "uint64", f"{dst.name}_tma_bar{k}", scope="shared")
+        cnt = T.decl_buffer((1,), "int32", f"{dst.name}_tma_phase{k}", scope="local") \
+            if counted else None
+        self.made.append((bar, cnt, 1))
+        return bar, cnt
+
+    def _issue(self, s, bar):
+        """The block's first thread announcing the bytes of the copy nest ``s`` on the
+        barrier element ``bar`` and issuing it."""
+        issue, loops = self._issue_ops(s, bar)
         # the nest's thread loops stay (they launch the block's threads); their first
         # thread issues the copy
         bound = [lp for lp in loops if lp.kind == "thread_binding"]
@@ -263,8 +300,35 @@ class _Lower(Mutator):
         issue = self._first_thread(issue, {lp.thread_tag for lp in bound})
         for lp in reversed(bound):
             issue = For(lp.loop_var, lp.min, lp.extent, lp.kind, issue, lp.thread_tag)
-        return seq(issue, _call("mbarrier_wait", bar[0], cnt[0]),
-                   BufferStore(cnt, T.const(1) - cnt[0], (T.const(0),)))
+        return issue
+
+    def _issue_ops(self, s, bar):
+        """``(ops, the nest's loops)``: the arrival announcing the bytes of the copy nest
+        ``s`` on the barrier element ``bar`` and the ``tma_load``, for one thread."""
+        if self.threads:
+            _fail(s, f"it lies inside the loop {self.threads[-1].loop_var.name} bound to "
+                     f"{self.threads[-1].thread_tag}",
+                  "compute_at the copy at a loop outside the block's threadIdx loops: "
+                  "one thread of the block issues it")
+        if not self.grids:
+            _fail(s, "it lies outside every kernel", "compute_at it inside a blockIdx loop")
+        loops, store, corner, rows, cols = _copy_parts(s, self.swizzles)
+        dst, src = store.buffer, store.value
+        nbytes = rows * cols * D.bits(dst.dtype) // 8
+        at = tuple(store.indices[:-2]) + (T.const(0), T.const(0))
+        return seq(_call("mbarrier_arrive", bar, nbytes),
+                   _call("tma_load", BufferLoad(dst, at), BufferLoad(src.buffer, tuple(corner)),
+                         bar, rows, cols)), loops
+
+
+def _destination(nest):
+    s = nest
+    while isinstance(s, For):
+        s = s.body
+    if not isinstance(s, BufferStore):
+        _fail(nest, f"its innermost statement is a {type(s).__name__}, not one store",
+              "annotate the outermost loop of a plain copy")
+    return s.buffer
 
 
 def lower_tma_copies(func):
@@ -278,7 +342,7 @@ def lower_tma_copies(func):
     """
     found = []
     post_order_visit(func.body, lambda n: found.append(n) if isinstance(n, For) and
-                     TMA_KEY in dict(n.annotations) else None)
+                     {TMA_KEY, WS_KEY} & set(dict(n.annotations)) else None)
     if not found:
         return func
     target = PassContext.current().target
@@ -288,7 +352,7 @@ def lower_tma_copies(func):
                             f"{TMA_KEY!r} asks for a tensor copy, which needs sm_90 or later; "
                             f"the target is {arch}: build for Target('cuda', arch='sm_90a') "
                             "or drop the annotation")
-    return func.with_body(_Lower(swizzles_of(func)).visit(func.body))
+    return func.with_body(_Lower(func).visit(func.body))
 
 
 __all__ = ["TMA_KEY", "lower_tma_copies"]

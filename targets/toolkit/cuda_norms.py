@@ -310,7 +310,7 @@ def _long_rows(name, params, rows, n, kind, chunk, eps=0.0, out="", weights=()):
     return parse(body)
 
 
-_SYNC = 'T.evaluate(T.call_intrin("int32", "cluster_sync"))\n'
+_CLUSTER = 'T.evaluate(T.call_intrin("int32", "cluster_{}"))\n'
 
 
 def cluster_blocks(rows: int, n: int, arch: str = "sm_80", row_limit: int = ROW_LIMIT,
@@ -343,8 +343,10 @@ def _cluster_rows(name, params, rows, n, kind, blocks, eps=0.0, out="", weights=
     """One kernel for a long row: a cluster of ``blocks`` blocks per row, each holding
     its share in registers (one read), publishing its statistics in shared memory;
     after a cluster barrier every warp combines the blocks' statistics through DSMEM,
-    and each block normalises its share from registers (one write).  A last cluster
-    barrier keeps every block's statistics alive until all have read them."""
+    and each block normalises its share from registers (one write).  Each block
+    arrives on the cluster barrier once it has read its peers and waits on it at its
+    end: no block exits while a peer may still read its statistics, and the wait
+    costs nothing more than the slowest block of the cluster."""
     if not 1 <= blocks <= PORTABLE_CLUSTER_SIZE or n % (blocks * 32 * VEC):
         raise ScheduleError(f"fused row reductions: a cluster of {blocks} blocks per row "
                             f"of {n}: expected 1 to {PORTABLE_CLUSTER_SIZE} blocks, each "
@@ -357,17 +359,18 @@ def _cluster_rows(name, params, rows, n, kind, blocks, eps=0.0, out="", weights=
             f"        for ch in T.thread_binding({blocks}, thread=\"blockIdx.x\", "
             f"annotations={{\"{CLUSTER_KEY}\": {blocks}}}):\n")
     body = (_load(threads, v, "X", "row", base) + _chunk_stats(kind, threads, v, part)
-            + _publish(kind, "stats[{}]") + _SYNC
+            + _publish(kind, "stats[{}]") + _CLUSTER.format("sync")
             + _combine(kind, blocks, n, eps, part, "T.dsmem_load(stats[{k}], {c})"))
     if kind == "softmax":
         # x holds exp(x - the block's max): rescaled to the row's max (acc[1]) and
         # divided by the row's sum (acc[0]) with one exp per thread
-        body += ("acc[0] = T.exp(stats[0] - acc[1]) / acc[0]\n"
+        body += ("acc[0] = T.exp(stats[0] - acc[1]) / acc[0]\n" + _CLUSTER.format("arrive")
                  + _store(threads, v, "Y", "row", "x[T.Ramp(v * 4, 1, 4)] * "
                                                   "T.Broadcast(acc[0], 4)", base))
     else:
-        body += _store(threads, v, "Y", "row", out, base, weights)
-    return parse(_kernel(name, params, grid, threads, v, body + _SYNC, bool(weights)))
+        body += _CLUSTER.format("arrive") + _store(threads, v, "Y", "row", out, base, weights)
+    body += _CLUSTER.format("wait")
+    return parse(_kernel(name, params, grid, threads, v, body, bool(weights)))
 
 
 def _strip_def(kernel: str) -> str:
@@ -403,6 +406,17 @@ def _combine(kind: str, chunks: int, n: int, eps: float, chunk: int, stat: str) 
                 f"acc[0] = T.rsqrt(acc[0] / T.float32({n}) + T.float32({eps!r}))\n")
     # layernorm: the mean of the chunks' means (equal counts), then Chan's sum of the
     # squared deviations
+    tail = (f"acc[0] = {_WARP.format(op='warp_sum', x='acc[0]')}\n"
+            f"acc[0] = T.rsqrt(acc[0] / T.float32({n}) + T.float32({eps!r}))\n")
+    if len(lanes) == 1:
+        # one chunk per lane: its mean stays in acc[0] (each statistic read once, a
+        # DSMEM load in a cluster)
+        (c, valid), = lanes
+        return (f"acc[0] = T.if_then_else({valid}, {stat.format(c=c, k=0)}, T.float32(0))\n"
+                f"acc[1] = {_WARP.format(op='warp_sum', x='acc[0]')} / T.float32({chunks})\n"
+                f"acc[0] = T.if_then_else({valid}, {stat.format(c=c, k=1)} + "
+                f"T.float32({chunk}) * (acc[0] - acc[1]) * (acc[0] - acc[1]), T.float32(0))\n"
+                + tail)
     text = "acc[1] = T.float32(0)\n"
     for c, valid in lanes:
         text += (f"acc[1] = acc[1] + T.if_then_else({valid}, {stat.format(c=c, k=0)}, "
@@ -413,8 +427,7 @@ def _combine(kind: str, chunks: int, n: int, eps: float, chunk: int, stat: str) 
         d = f"({stat.format(c=c, k=0)} - acc[1])"
         text += (f"acc[0] = acc[0] + T.if_then_else({valid}, {stat.format(c=c, k=1)} + "
                  f"T.float32({chunk}) * {d} * {d}, T.float32(0))\n")
-    return (text + f"acc[0] = {_WARP.format(op='warp_sum', x='acc[0]')}\n"
-            f"acc[0] = T.rsqrt(acc[0] / T.float32({n}) + T.float32({eps!r}))\n")
+    return text + tail
 
 
 __all__ = ["CHUNK", "FEW_ROWS", "ROW_LIMIT", "cluster_blocks", "layernorm", "rmsnorm",

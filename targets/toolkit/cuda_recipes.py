@@ -24,6 +24,7 @@ from targets.cuda.fragments import ACC_SCOPE, FILL_INTRIN, STORE_INTRIN
 from targets.cuda import mma, wgmma
 from targets.cuda.mma_fp8 import mma_name
 from targets.cuda.tma_copy import TMA_KEY
+from targets.cuda.warp_specialize import WS_KEY
 from targets.cuda.tensorcore import wmma_name
 
 # the Hopper GEMM written at the level of tiles (tensor copies, warp specialization)
@@ -410,7 +411,8 @@ def gemm_mma(sch, block: str = "C", bm: int = 128, bn: int = 128, bk: int = 32,
 
 
 def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128,
-               tma: bool = False) -> None:
+               tma: bool = False, stages: int = 1,
+               warp_specialize: bool | tuple = False) -> None:
     """fp16 or bf16 GEMM ``C = A @ B.T`` (B ``[N, K]``, fp32 accumulation) on Hopper's
     warpgroup tensor cores (``wgmma``, sm_90a; :mod:`targets.cuda.wgmma`): a ``bm x bn``
     tile per block, ``bm / 64`` warpgroups (threadIdx.y; 128 threads each on
@@ -418,7 +420,15 @@ def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128,
     K loop, 64-deep slices of A and B staged in shared memory by all threads (16-byte
     copies) through the 128-byte swizzle that ``wgmma`` reads.  ``tma``: the tensor
     engine copies each slice instead (the copy annotated ``"cuda.tma"``:
-    :mod:`targets.cuda.tma_copy`), straight into the swizzled layout.
+    :mod:`targets.cuda.tma_copy`), straight into the swizzled layout.  ``stages``:
+    slices of A and B in flight (``software_pipeline_stage`` on the K loop; with
+    ``tma``, a ring of ``stages`` shared buffers each completing on its own mbarrier,
+    :mod:`targets.cuda.tma_ring`).  ``warp_specialize`` (with ``tma`` and ``stages``
+    > 1): one more warpgroup issues the copies while the ``bm / 64`` others compute,
+    "full" and "empty" mbarriers between them (the K loop annotated
+    ``"cuda.warp_specialize"``, :mod:`targets.cuda.warp_specialize`); a pair
+    ``(producer, consumer)`` of register counts also moves registers from the producer
+    to the consumers (``setmaxnreg``, e.g. ``(40, 232)`` with ``bm=128``).
 
     Example::
 
@@ -446,6 +456,14 @@ def gemm_wgmma(sch, block: str = "C", bm: int = 128, bn: int = 128,
     sch.reverse_compute_at(acc, bx)
     staged = _stage_inputs(sch, blk, ko, (row, row), 0, 128 // D.bits(dtype), threads,
                            TMA_KEY if tma else None)
+    if stages > 1:                  # the two copies, then the product
+        sch.annotate(ko, "software_pipeline_stage", [0, 0, stages - 1])
+    if warp_specialize:
+        if not (tma and stages > 1):
+            raise ScheduleArgumentError(f"gemm_wgmma: warp_specialize gives the tensor copies "
+                                        f"of a ring to a producer warpgroup; it needs tma=True "
+                                        f"and stages >= 2, found tma={tma}, stages={stages}")
+        sch.annotate(ko, WS_KEY, 1 if warp_specialize is True else list(warp_specialize))
     init = sch.decompose_reduction(blk, ko)
     sch.tensorize(sch.get_loops(init)[-2], f"cuda.wgmma_fill_64x{bn}_f32")
     r0, r1 = sch.get_loops(acc)[-2:]

@@ -93,3 +93,16 @@ def test_a_masked_reduction_with_an_empty_mask_gives_one_identity_everywhere(com
         m = np.zeros(2, "float32")
         kernel(a, m)
         np.testing.assert_array_equal(m, [want, 20.0])
+
+
+@pytest.mark.parametrize("runner", ["interpret", "llvm", "c"])
+def test_an_empty_reduction_in_a_nested_block_writes_zeros(runner):
+    # loop_partition wraps each part in a block of its own, inside the k loop: the
+    # identity is written before k, outside the blocks that hold the reduction
+    sch = S.Schedule(_matmul(T.size_var("K")))
+    _, u = sch.split(sch.add_unit_loop("C"), [None, 3])
+    sch.loop_partition(u, [1, None])
+    kernel = (lambda *a: T.interpret(sch.func, *a)) if runner == "interpret" else \
+        targets.build(sch, runner)
+    for k in (0, 5):
+        _run(kernel, k)

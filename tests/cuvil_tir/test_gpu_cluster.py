@@ -131,3 +131,88 @@ def k(R: T.Buffer((4, 4), "int32")):
     want = np.array([[(y // 2 * 2 + 1) * 4 + x // 2 * 2 + 1 for x in range(4)]
                      for y in range(4)])
     np.testing.assert_array_equal(r, want)
+
+
+GLOBAL = '''
+def handoff(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    with T.allocate((8,), "float32", scope="global") as G:
+        for b in T.thread_binding(8, thread="blockIdx.x", annotations={"cluster": 2}):
+            for t in T.thread_binding(1, thread="threadIdx.x"):
+                G[b] = A[b] * T.float32(2)
+SYNC                B[b] = G[b // 2 * 2 + (b + 1) % 2]
+'''
+
+
+def test_a_cluster_barrier_orders_global_memory_between_the_blocks_of_a_cluster():
+    a = np.arange(8, dtype="float32")
+    b = np.zeros_like(a)
+    T.interpret(T.lower(T.parse(GLOBAL.replace("SYNC", SYNC)), SM90), a, b,
+                check_races=True)
+    np.testing.assert_array_equal(b, 2 * a[[1, 0, 3, 2, 5, 4, 7, 6]])
+    with pytest.raises(T.RaceError, match=r"data race on global buffer G") as err:
+        T.interpret(T.lower(T.parse(GLOBAL.replace("SYNC", "")), SM90), a, b,
+                    check_races=True)
+    assert sorted(err.value.statements) == ["B[b] = G[b // 2 * 2 + (b + 1) % 2]",
+                                            "G[b] = A[b] * T.float32(2)"]
+
+
+ARRIVE = '                T.evaluate(T.call_intrin("int32", "cluster_arrive"))\n'
+WAIT = '                T.evaluate(T.call_intrin("int32", "cluster_wait"))\n'
+LATE = "                A[b, t] = T.float32(0)\n"
+
+
+def test_an_arrive_after_the_reads_and_a_wait_at_the_end_keep_the_peers_alive():
+    a, b = _data()
+    want = np.stack([a[i // 4 * 4 + (i % 4 + 1) % 4, ::-1] for i in range(8)])
+    # work between the halves: the arrive ends the reads, the wait comes before exit
+    T.interpret(_rotate(last=False, extra=ARRIVE + LATE + WAIT), a, b, check_races=True)
+    np.testing.assert_array_equal(b, want)
+
+
+def test_a_dsmem_read_after_the_arrive_is_not_covered_by_its_wait():
+    text = ROTATE.replace("SYNC1", SYNC).replace(
+        "SYNC2", "").replace("                B[b, t] = T.dsmem_load", ARRIVE +
+                             "                B[b, t] = T.dsmem_load") + WAIT
+    a, b = _data()
+    with pytest.raises(T.RaceError, match=r"no cluster_sync\(\) follows before the kernel "
+                                          r"ends.*or a cluster_arrive\(\) after it"):
+        T.interpret(T.lower(T.parse(text), SM90), a, b, check_races=True)
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (WAIT, r"cluster_wait\(\) with no cluster_arrive\(\) before it"),
+    (ARRIVE + ARRIVE + WAIT, r"cluster_arrive after a cluster_arrive\(\) with no "
+                             r"cluster_wait\(\) between them"),
+    (ARRIVE + SYNC, r"cluster_sync after a cluster_arrive\(\)")])
+def test_unmatched_arrives_and_waits_are_refused(extra, msg):
+    a, b = _data()
+    with pytest.raises(T.LoweringError, match=msg):
+        T.interpret(_rotate(extra=extra), a, b)
+
+
+def test_two_loops_of_one_axis_declaring_different_clusters_are_refused():
+    text = '''
+def k(A: T.Buffer((8,), "float32")):
+    for b in T.thread_binding(8, thread="blockIdx.x", annotations={"cluster": 4}):
+        for t in T.thread_binding(1, thread="threadIdx.x"):
+            A[b] = T.float32(1)
+    for b in T.thread_binding(8, thread="blockIdx.x", annotations={"cluster": 2}):
+        for t in T.thread_binding(1, thread="threadIdx.x"):
+            A[b] = A[b] + T.float32(1)
+'''
+    f = T.parse(text)
+    # within one kernel (a loop bound to the block index inside another)
+    one = text.replace('''            A[b] = T.float32(1)
+    for b in T.thread_binding(8, thread="blockIdx.x", annotations={"cluster": 2}):
+        for t in T.thread_binding(1, thread="threadIdx.x"):
+            A[b] = A[b] + T.float32(1)''', '''            A[b] = T.float32(1)
+        for c in T.thread_binding(8, thread="blockIdx.x", annotations={"cluster": 2}):
+            for t in T.thread_binding(1, thread="threadIdx.x"):
+                A[c] = A[c] + T.float32(1)''')
+    with pytest.raises(T.LoweringError, match=r"loop b bound to blockIdx.x declares "
+                                              r"clusters of 4 blocks along blockIdx.x, another "
+                                              r"loop bound to it 2: one kernel has one cluster "
+                                              r"shape"):
+        cluster_shape(T.parse(one).body)
+    # two kernels may differ
+    assert [cluster_shape(k) for k in f.body.seq] == [(4, 1, 1), (2, 1, 1)]

@@ -262,3 +262,24 @@ def main(A: T.Buffer((8,), "float32"), D: T.Buffer((8,), "float32")):
     with pytest.raises(T.LoweringError, match=r"statement 2 depends on statement 1 through "
                        r"buffer C, but runs before it \(stages 1 and 1, places 2 and 0"):
         pipelined(f)
+
+
+OP_WRITTEN = '''
+def f(A: T.Buffer((256, 64), "float16"), C: T.Buffer((4, 64), "float16")):
+    with T.allocate((1,), "uint64", scope="shared") as M:
+        for k in T.serial(4, annotations={"software_pipeline_stage": [0, 1]}):
+            with T.allocate((64, 64), "float16", scope="shared") as S:
+                T.evaluate(T.call_intrin("int32", "tma_load", S[0, 0], A[k * 64, 0], M[0],
+                                         64, 64))
+                for j in T.serial(64):
+                    C[k, j] = S[0, j]
+'''
+
+
+def test_a_tile_an_op_writes_in_one_stage_gets_a_version_per_stage():
+    # the tensor copy writes S through its destination element (a tile the op
+    # declares it writes), the loop reads S one stage later: two versions
+    g = inject_software_pipeline(T.parse(OP_WRITTEN))
+    assert g.attr("buffer_versions") == (("S", 2),)
+    assert "S[(k + 1) % 2, 0, 0], A[(k + 1) * 64, 0]" in str(g)
+    assert "C[k, j] = S[k % 2, 0, j]" in str(g)

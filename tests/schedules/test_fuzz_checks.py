@@ -62,3 +62,31 @@ def test_failures_are_counted_and_reported(monkeypatch):
     text = st.report()
     assert "2 failure(s)" in text and "interpreter differs" in text
     assert "replay: python -m benchmarks.fuzz --replay" in text
+
+
+def test_a_step_refused_for_breaking_the_region_contract_is_a_failure(monkeypatch):
+    # the schedule's region check refuses such a step (before, its text did not parse
+    # back): the fuzzer reports the primitive's defect instead of counting a refusal
+    import schedules.primitives.cache as cache_module
+    from tests.schedules.fuzz import steps as fuzz_steps
+
+    def nested_blockize_then_cache(sch, rng):
+        _, k = sch.get_loops("Y")
+        sch.blockize(sch.split(k, [None, 3])[1])
+        (k1,) = sch.get_loops("Y")
+        sch.blockize(sch.split(k1, [None, 2])[1])
+        sch.cache_read("Y", 1, "local")
+
+    X = T.placeholder((8, 4), name="X")
+    k = T.reduce_axis((1, 4), name="k")
+    f = T.create_prim_func([X, T.compute((8,), lambda i: T.sum(X[i, 3 - k + 1], axis=k),
+                                         name="Y")])
+    monkeypatch.setattr(cache_module, "within_enclosing", lambda *a, **kw: None)
+    monkeypatch.setattr(fuzz_steps, "STEPS", (("cache_in_blockized",
+                                               nested_blockize_then_cache, 1),))
+    monkeypatch.setattr(fuzz_check, "random_program",
+                        lambda rng: type("P", (), {"what": "reversed sum", "func": f})())
+    res = fuzz_check.run_case(5, build=False, steps=1)
+    assert res.failure[0] == "region contract broken"
+    assert res.failure[1].startswith("cache_in_blockized: [CVL-E103] cache_read: the "
+                                     "result breaks the region contract: block 'Y_o'")

@@ -188,3 +188,111 @@ def test_compute_inline_refuses_a_load_of_elements_the_producer_never_stores():
     assert_refused(sch, lambda: sch.compute_inline("P"),
                    r"CVL-E103.*the producer 'P' stores P only where v < 6 holds, but "
                    r"block 'Y' loads P\[v\] also where that may fail", InlineError)
+
+
+def _matmul(k_extent):
+    X = T.placeholder((2, k_extent), name="X")
+    W = T.placeholder((k_extent, 5), name="W")
+    k = T.reduce_axis((0, k_extent), name="k")
+    return T.create_prim_func([X, W, T.compute((2, 5), lambda i, j: T.sum(
+        X[i, k] * W[k, j], axis=k), name="Y")])
+
+
+def _unit_loop_parts(k_extent):
+    """Y with a unit loop split by 3 (T.where(u_0 * 3 + u_1 < 1)) and partitioned into
+    three parts: only the first runs an iteration."""
+    sch = S.Schedule(_matmul(k_extent))
+    _, u = sch.split(sch.add_unit_loop("Y"), [None, 3])
+    return sch, sch.loop_partition(u, [1, 1, None])
+
+
+def test_decompose_reduction_keeps_the_guard_of_a_partition_part_that_runs_no_iteration():
+    """The third part (u_1 from 2) runs no iteration.  decompose_reduction at it dropped
+    its guard (it names only loops the init does not iterate), so the init ran anyway,
+    after the first part had summed k = 0, and Y lost that term (fuzz case
+    1818399772: Z0 all 1).  The guard is now taken where the reduction starts
+    (u_0 * 3 + 2 < 1): the init runs where the block's T.init would."""
+    sch, parts = _unit_loop_parts(3)
+    sch.decompose_reduction("Y_u_12", parts[2])
+    sch.decompose_reduction("Y_u_10", parts[0])     # the part that runs: its init stays
+    rng = np.random.default_rng(0)
+    x = rng.integers(-4, 5, (2, 3)).astype("float32")
+    w = rng.integers(-4, 5, (3, 5)).astype("float32")
+    for runner in (run, run_llvm):
+        got = runner(sch, [x, w, np.full((2, 5), 7.0, "float32")])[2]
+        np.testing.assert_array_equal(got, x @ w)
+
+
+def test_decompose_reduction_refuses_a_part_whose_reduction_loop_is_outside_and_may_be_empty():
+    """With K symbolic the reduction loop k is outside the part's block: the hoisted init
+    would run inside it, and with K = 0 never, leaving Y unwritten (numpy: zeros)."""
+    sch, parts = _unit_loop_parts(T.size_var("K"))
+    assert_refused(sch, lambda: sch.decompose_reduction("Y_u_12", parts[2]),
+                   r"CVL-E103.*the reduction of block 'Y_u_12' is driven by 'k', outside "
+                   r"its enclosing block 'Y_u_12_partition', and may run no iteration.*"
+                   r"decompose_reduction before the step that nested the block",
+                   ReductionLoopError)
+    for k in (0, 3):        # the parts as they are: right, the empty sum too
+        x = np.arange(2 * k, dtype="float32").reshape(2, k)
+        w = np.ones((k, 5), "float32")
+        for runner in (run, run_llvm):
+            got = runner(sch, [x, w, np.full((2, 5), 7.0, "float32")])[2]
+            np.testing.assert_array_equal(got, x @ w)
+
+
+def _int_matmul_scaled():
+    n = T.size_var("n")
+    X = T.placeholder((n, 6), name="X", dtype="int32")
+    W = T.placeholder((6, n), name="W", dtype="int32")
+    k = T.reduce_axis((0, 6), name="k")
+    Y = T.compute((n, n), lambda i, j: T.sum(X[i, k] * W[k, j], axis=k), name="Y")
+    Z = T.compute((n, n), lambda i, j: Y[i, j] * 3 + 1, name="Z0")
+    return T.create_prim_func([X, W, Z])
+
+
+def test_pad_einsum_drops_a_producer_guard_that_would_skip_the_padding():
+    """cache_write of a padded copy guards the copy back by its loop's own extent;
+    padding again grew the loop but kept the guard, so the new columns of W_pad were
+    never written and the matmul read them (case 2440590812, an uninitialised read)."""
+    sch = S.Schedule(_int_matmul_scaled())
+    sch.pad_einsum("Y", [4, 2, 1])
+    sch.cache_write("W_pad", 0, "local")
+    sch.pad_einsum("Y", [2, 4, 2])
+    rng = np.random.default_rng(0)
+    x = rng.integers(-5, 5, (5, 6)).astype("int32")
+    w = rng.integers(-5, 5, (6, 5)).astype("int32")
+    got = run(sch, [x, w, np.zeros((5, 5), "int32")])[2]
+    np.testing.assert_array_equal(got, (x @ w) * 3 + 1)
+
+
+_GUARDED_COPY = """
+@T.prim_func
+def main(X: T.Buffer((6, 6), "float32"), W: T.Buffer((6, 6), "float32"),
+         Y: T.Buffer((6, 6), "float32")):
+    W_s = T.alloc_buffer((6, 6), "float32")
+    for a in range(6):
+        for b in range(6):
+            with T.block("W_s"):
+                v0, v1 = T.axis.remap("SS", [a, b])
+                T.where(a * b != 7)
+                W_s[v0, v1] = W[v0, v1]
+    for i in range(6):
+        for j in range(6):
+            for k in range(6):
+                with T.block("Y"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    with T.init():
+                        Y[vi, vj] = T.float32(0)
+                    Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W_s[vk, vj]
+"""
+
+
+def test_pad_einsum_refuses_a_producer_guard_that_may_not_hold():
+    """A guard the analyzer cannot prove over the producer's old loops (this one always
+    holds: 7 is prime) is neither kept (it could skip the padding) nor dropped (it could
+    store what the function never stored): the step is refused."""
+    sch = S.Schedule(T.parse(_GUARDED_COPY))
+    assert_refused(sch, lambda: sch.pad_einsum("Y", [8, 8, 8]),
+                   r"CVL-E103.*producer 'W_s' runs under T.where\(a \* b != 7\), which "
+                   r"would skip the padding it must fill with zeros; pad_einsum before",
+                   PadEinsumError)

@@ -276,7 +276,7 @@ def test_a_tile_made_for_another_extent_becomes_the_nearest_that_fits():
 
 
 def test_a_split_falls_between_two_measured_values():
-    m = CostModel(rounds=1, depth=1, rate=1.0, relative=False)
+    m = CostModel(rounds=1, depth=1, rate=1.0, min_leaf=2, relative=False)
     m.fit([[1.0], [2.0], [3.0], [4.0]], [1.0, 1.0, 9.0, 9.0])
     low, mid_low, mid_high, high = m.predict([[1.0], [2.49], [2.51], [4.0]]).tolist()
     assert low == mid_low > mid_high == high    # one split, at 2.5

@@ -4,6 +4,7 @@ sources compiled by nvcc in one call per architecture, GPU availability."""
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,9 @@ import schedules as S
 import targets
 from targets.toolkit import cuda_recipes as recipes
 from targets.cuda.codegen import combine
-from targets.cuda.nvcc import nvcc_available, nvcc_ptx
+from cuvil_tir.stmt import Evaluate
+from cuvil_tir.visitor import Mutator
+from targets.cuda.nvcc import nvcc_available, nvcc_ptx, resource_usage, sass
 
 ARCHS = ("sm_80", "sm_90")
 
@@ -70,3 +73,46 @@ def gemm_case(m=32, n=32, k=16, vector=4, dtype="float32"):
 def rand(shape, dtype="float32", seed=0):
     """Random test data."""
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+class _DropOps(Mutator):
+    def __init__(self, op, name_part):
+        self.op, self.name_part = op, name_part
+
+    def visit_Evaluate(self, s):
+        v = s.value
+        if getattr(v, "op", None) == self.op and self.name_part in v.args[0].buffer.name:
+            return Evaluate(T.const(0))
+        return s
+
+
+def without_ops(lowered, op: str, name_part: str = ""):
+    """``lowered`` (a module) with every ``op`` statement (``"mbarrier_wait"``, ...)
+    whose first argument's buffer name holds ``name_part`` dropped."""
+    return lowered.map_functions(lambda f: f.with_body(_DropOps(op, name_part).visit(f.body)))
+
+
+def check_tma_wgmma_sass(src: str, kernel: str, hgmma: str) -> str:
+    """Assert that ``kernel`` of the CUDA ``src`` compiles for sm_90a (warnings are
+    errors) into the ``hgmma`` instruction (a regex), tensor copies and mbarrier
+    arrivals and phase waits, loads nothing from global memory through the threads
+    and spills nothing; its SASS."""
+    code = sass(src, "sm_90a")[kernel]
+    assert re.search(hgmma, code)
+    assert "UTMALDG.2D" in code and "SYNCS.PHASECHK.TRANS64.TRYWAIT" in code
+    assert "SYNCS.ARRIVE.TRANS64" in code
+    assert not re.search(r"\bLDG\b", code)
+    usage = resource_usage(src, "sm_90a")[kernel]
+    assert usage["spill_stores"] == usage["spill_loads"] == usage["stack"] == 0
+    return code
+
+
+def check_early_read_races(lowered, args, copy: str, read: str, name_part: str = "") -> None:
+    """Assert that ``lowered`` without its ``mbarrier_wait`` statements (on barriers
+    whose name holds ``name_part``) is, run on ``args`` with ``check_races=True``, a
+    ``RaceError`` naming the copy (its text holds ``copy``) and the read (``read``)."""
+    with pytest.raises(T.RaceError, match="still in flight") as err:
+        T.interpret(without_ops(lowered, "mbarrier_wait", name_part), *args,
+                    check_races=True)
+    first, second = err.value.statements
+    assert copy in first and read in second

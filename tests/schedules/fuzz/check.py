@@ -6,6 +6,9 @@ and iterators outside their domains: an accepted schedule it refuses is a defect
 the reference's results; build for llvm and give them too, without writing outside its
 arrays (each array sits between sentinel cells); replay from its trace; and print as
 text that parses back to itself.  Every argument is compared after the run, inputs too.
+A step the schedule refuses because its result broke the region contract
+(``RegionContractError``: what printed as text that did not parse back) is a failure
+too, a defect of the primitive.
 
 A case is determined by its seed (:func:`run_case`), so a failure is replayed with
 ``python -m benchmarks.fuzz --replay SEED``.
@@ -31,7 +34,7 @@ import cuvil_tir as T
 import schedules as S
 
 from .programs import random_program
-from .steps import random_steps
+from .steps import ContractBroken, random_steps
 
 #: the llvm targets a case is built for (both run on an AVX-512 host; CI may have AVX2)
 TARGETS = (("llvm", {}), ("llvm", {"mcpu": "haswell"}))
@@ -202,6 +205,8 @@ def _run(res, rng, seed, build, steps) -> None:
                             target)
     except AssertionError as err:
         res.failure = ("refusal changed the schedule", str(err).splitlines()[0])
+    except ContractBroken as err:
+        res.failure = ("region contract broken", str(err))
     except Exception as err:       # anything not coded is a crash
         import traceback
         tb = traceback.extract_tb(err.__traceback__)[-1]

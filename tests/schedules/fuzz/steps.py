@@ -23,6 +23,13 @@ from __future__ import annotations
 
 import cuvil_tir as T
 from cuvil_tir.analysis import tree
+from schedules.errors import RegionContractError
+
+
+class ContractBroken(Exception):
+    """A step the schedule refused because the primitive's result broke the region
+    contract (:class:`schedules.errors.RegionContractError`): a defect of the
+    primitive, which the fuzzer reports, not a refusal that says what to change."""
 
 
 def blocks(sch) -> list:
@@ -336,6 +343,8 @@ def random_step(sch, rng) -> tuple:
             # a primitive built an invalid node from a valid function: its own defect,
             # not a refusal that says what to change
             raise RuntimeError(f"{name}: {str(err).splitlines()[0]}") from err
+        if isinstance(err, RegionContractError):
+            raise ContractBroken(f"{name}: {str(err).splitlines()[0]}") from err
         if name not in SEQUENCES and sch.func is not before:
             raise AssertionError(f"{name}: a refused primitive changed the function "
                                  f"({err})") from err
@@ -348,4 +357,4 @@ def random_steps(sch, rng, n: int) -> list:
     return [random_step(sch, rng) for _ in range(n)]
 
 
-__all__ = ["random_step", "random_steps", "blocks", "STEPS", "SEQUENCES"]
+__all__ = ["random_step", "random_steps", "blocks", "STEPS", "SEQUENCES", "ContractBroken"]
