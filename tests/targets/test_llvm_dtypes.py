@@ -237,4 +237,8 @@ def test_float16_needs_no_runtime_library_calls():
     a = np.linspace(-3, 3, 16).astype("float16")
     b = np.zeros(16, "float16")
     mod(a, b)
-    np.testing.assert_array_equal(b, a * a + a)
+    # within one fp16 ulp of the exact result: a host with AVX512-FP16 (Sapphire
+    # Rapids) contracts the multiply-add into one vfmadd...ph, rounded once where numpy
+    # rounds twice
+    exact = (a.astype("float64") * a + a).astype("float16")
+    np.testing.assert_array_max_ulp(b, exact, maxulp=1)
