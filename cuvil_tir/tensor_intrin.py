@@ -54,6 +54,8 @@ class TensorIntrin:
     """
 
     _REGISTRY: dict = {}
+    #: names known from another compiler (TVM) that Cuvil does not back: name -> why
+    _DECLINED: dict = {}
 
     def __init__(self, name: str, desc: PrimFunc, impl: PrimFunc, requires=()):
         self.name = name
@@ -121,7 +123,27 @@ class TensorIntrin:
             raise schedule_error(ScheduleArgumentError, where, f"{name}: {err}") from None
         intrin = cls(name, desc_func, impl_func, requires)
         cls._REGISTRY[name] = intrin
+        cls._DECLINED.pop(name, None)
         return intrin
+
+    @classmethod
+    def decline(cls, name: str, reason: str) -> None:
+        """Declare ``name`` an intrinsic of another compiler (TVM's) that Cuvil does not
+        back: :meth:`get` then refuses it saying ``reason``, instead of "unknown"
+        (``allow_missing=True`` still gives None).  A later :meth:`register` of the
+        name backs it.
+
+        Example::
+
+            >>> TensorIntrin.decline("example.declined", "no such instruction here")
+            >>> try:
+            ...     TensorIntrin.get("example.declined")
+            ... except ValueError as err:
+            ...     print(err.code, "no such instruction here" in err.message)
+            CVL-E103 True
+        """
+        if name not in cls._REGISTRY:
+            cls._DECLINED[name] = reason
 
     def missing(self, target) -> str | None:
         """None when ``target`` declares the ISA extensions this intrinsic
@@ -225,6 +247,10 @@ class TensorIntrin:
         if intrin is None:
             if allow_missing:
                 return None
+            if name in cls._DECLINED:
+                raise schedule_error(UnknownTensorIntrinError, "tensorize",
+                                     f"the tensor intrinsic {name!r} (TVM's) is not "
+                                     f"backed by Cuvil: {cls._DECLINED[name]}")
             raise schedule_error(UnknownTensorIntrinError, "tensorize",
                                  f"no tensor intrinsic named {name!r}; registered: "
                                  f"{sorted(cls._REGISTRY)} (declare one with "

@@ -66,6 +66,7 @@ from cuvil_tir.transform.serial_threads import serial_threads
 from cuvil_tir.visitor import post_order_visit, used_vars
 
 from .postproc import rewrite_tensorize, rewrite_unbound_blocks
+from .redundant import once_per_thread
 from .shared_need import shared_lower_bound
 
 #: the architectures every kernel must compile for without a warning
@@ -150,7 +151,8 @@ def work(node) -> int:
 
 def reference(func, arrays) -> None:
     """The scheduled function's meaning on ``arrays``: its thread-bound loops serial,
-    built for ``llvm`` with bounds checks (the interpreter when that build refuses).
+    built for ``llvm`` with bounds checks (the interpreter when that build refuses and
+    the function is small enough for it: :data:`INTERPRETER_WORK`).
     A function that already holds ops run by a warp or block together (TVM's lowered
     ``tvm_thread_allreduce``) has no serial meaning: its meaning is the interpreter's
     GPU semantics of the function as written (before any of Cuvil's CUDA passes)."""
@@ -158,10 +160,14 @@ def reference(func, arrays) -> None:
     if _collective(func):
         T.interpret(func, *arrays)
         return
-    plain = serial(func)
+    # a copy that every thread repeats identically runs once (:mod:`.redundant`)
+    plain = serial(once_per_thread(func))
     try:
         mod = targets.build(plain, targets.Target("llvm", bounds_check=True))
     except CuvilError:
+        if work(plain) > INTERPRETER_WORK:
+            # the interpreter would take hours: no meaning to compare with
+            raise
         T.interpret(plain, *arrays)
         return
     mod(*arrays)

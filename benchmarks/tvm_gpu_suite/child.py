@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import signal
 import sys
+import time
 
 from .cases import definitions
 from .check import ARCHS, check
@@ -23,20 +25,52 @@ from .harvest import collect
 CASE_SECONDS = 900
 
 
-class _CaseTimeout(Exception):
-    pass
-
-
 def _timed(fn, seconds):
-    def on_alarm(signum, frame):
-        raise _CaseTimeout(f"ran past {seconds} s")
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.alarm(int(seconds))
+    """``fn()`` in a forked process, killed after ``seconds``: a signal cannot stop
+    compiled code (a reference built for llvm runs in one C call), a kill of its
+    process group (nvcc included) can.  Returns ``fn``'s result, or a ``timeout`` or
+    ``crash`` record (a process that died without one)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                    # the case, alone
+        os.setpgid(0, 0)
+        os.close(read)
+        try:
+            data = json.dumps(fn()).encode()
+        except BaseException as err:  # noqa: BLE001 - reported as the case's crash
+            data = json.dumps({"bucket": "crash", "reason": repr(err)[:300],
+                               "seconds": 0}).encode()
+        with os.fdopen(write, "wb") as f:
+            f.write(data)
+        os._exit(0)
     try:
-        return fn()
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+        os.setpgid(pid, pid)                        # before any kill, whichever runs first
+    except OSError:
+        pass
+    os.close(write)
+    chunks, late, deadline = [], False, time.monotonic() + seconds
+    with os.fdopen(read, "rb") as f:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([f], [], [], left)[0]:
+                late = True
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                break
+            chunk = os.read(f.fileno(), 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    if late:
+        return {"bucket": "timeout", "reason": f"ran past {seconds:g} s", "seconds": seconds}
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError:
+        return {"bucket": "crash", "reason": f"the case's process died (wait status "
+                                             f"{status})", "seconds": 0}
 
 
 def run_file(path: str, out: str, seconds: float = CASE_SECONDS, archs=ARCHS) -> None:
@@ -78,10 +112,7 @@ def _one(fn, role, seconds, archs, complete) -> dict:
     if type(fn).__name__ != "PrimFunc":
         reason = str(getattr(fn, "error", fn)).splitlines()[0][:300]
         return {"bucket": "parse", "reason": reason, "seconds": 0}
-    try:
-        res = _timed(lambda: check(fn, archs=archs, complete=complete), seconds)
-    except _CaseTimeout as err:
-        return {"bucket": "timeout", "reason": str(err), "seconds": seconds}
+    res = _timed(lambda: check(fn, archs=archs, complete=complete), seconds)
     if role == "error" and res["bucket"] == "build":
         res = dict(res, bucket="refused_as_tvm")
     return res

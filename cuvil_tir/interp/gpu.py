@@ -448,6 +448,8 @@ class GpuStmtCompiler(StmtCompiler):
             return self._coll_warp(s)
         if isinstance(s, Evaluate) and tiles_of(s.value):
             return self._coll_tiles(s.value)
+        if isinstance(s, Evaluate) and collective(s.value) in ("warp", "warpgroup"):
+            return self._coll_group(s.value)
         if isinstance(s, Evaluate) and asynchronous(s.value) == "mbarrier_wait":
             return self._each_thread(self.stmt(s))
         raise LoweringError(f"the GPU interpreter cannot run a barrier inside "
@@ -547,6 +549,37 @@ class GpuStmtCompiler(StmtCompiler):
                                 text, swizzles)
                 else:
                     self._tiles_once(spec, tiles, args, slots, seen, text, swizzles)
+        return run
+
+    def _coll_group(self, call):
+        """A group-wide op on no data (``setmaxnreg``): run by whole groups of lanes
+        (a warp, a warpgroup of 128), each passing the same arguments; it computes
+        nothing the program sees."""
+        spec = get_op(call.op)
+        lanes = group_lanes(spec.collective)
+        fargs = [self.expr(a) for a in call.args]
+        g, env, bufs = self.g, self.frame.env, self.frame.bufs
+        text = to_text(call)
+
+        def run():
+            members = [t for t, _ in g.members()]
+            starts = sorted({t - t % lanes for t in members})
+            if len(members) != lanes * len(starts):
+                raise LoweringError(f"{call.op} runs on whole groups of {lanes} threads "
+                                    f"together; {len(members)} threads of the block run "
+                                    f"it:\n{text}")
+            for w in starts:
+                seen = None
+                for t in range(w, w + lanes):
+                    g.set_thread(t)
+                    for (kind, slot), v in g.ctxs[t].items():
+                        (env if kind == "e" else bufs)[slot] = v
+                    got = [as_index(f()) for f in fargs]
+                    if seen is not None and got != seen:
+                        raise LoweringError(f"the threads of {spec.collective} {w // lanes} "
+                                            f"pass different arguments to {call.op} ({seen} "
+                                            f"vs {got}):\n{text}")
+                    seen = got
         return run
 
     def _tiles_once(self, spec, tiles, args, slots, seen, text, swizzles):

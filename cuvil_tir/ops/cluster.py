@@ -88,7 +88,7 @@ def cluster_shape(kernel) -> tuple | None:
     """
     if kernel is None:
         return None
-    shape, found = [1, 1, 1], False
+    shape, found, seen = [1, 1, 1], False, {}
     for loop in _grid_loops(kernel):
         n = dict(loop.annotations or ()).get(CLUSTER_KEY)
         if n is None:
@@ -109,7 +109,12 @@ def cluster_shape(kernel) -> tuple | None:
                                 f"constant multiple of its cluster size {n}: the grid is "
                                 "made of whole clusters; pad the axis to a multiple of "
                                 f"{n} or choose a cluster size dividing it")
-        shape[axis.dim], found = max(shape[axis.dim], n), True
+        if seen.setdefault(axis.dim, n) != n:
+            raise LoweringError(f"{where} declares clusters of {n} blocks along "
+                                f"{loop.thread_tag}, another loop bound to it "
+                                f"{seen[axis.dim]}: one kernel has one cluster shape; "
+                                "annotate the loops alike")
+        shape[axis.dim], found = n, True
     if not found:
         return None
     total = shape[0] * shape[1] * shape[2]

@@ -6,7 +6,8 @@ chooses *where* iterations run, not *what* they compute; the GPU lowering adds t
 barriers that make the parallel run agree).  ``serial_threads`` makes every
 thread-bound loop a serial loop and every buffer a ``global`` one: the reference that
 ``Schedule(debug=True)`` and the GPU-suite benchmark compare a schedule's steps and
-builds with.  A warp-wide tile op left in it (a tensorized tensor-core step) is
+builds with.  A software pipeline's annotations (``software_pipeline_stage`` ...) are
+dropped: they say how a GPU overlaps iterations, not what the loop computes.  A warp-wide tile op left in it (a tensorized tensor-core step) is
 computed once where it stands (:mod:`cuvil_tir.interp.tile_ops`).
 
 Example::
@@ -30,15 +31,21 @@ from ..visitor import Mutator, post_order_visit
 from .gpu_emulate import in_global_memory
 
 
+def _meaning(annotations) -> tuple:
+    # a software pipeline says how a GPU overlaps the loop's iterations, not what they
+    # compute; run serially, over buffers in global memory, it has nothing to overlap
+    return tuple((k, v) for k, v in annotations if not k.startswith("software_pipeline"))
+
+
 class _Serial(Mutator):
     def visit_For(self, loop):
         body = self.visit(loop.body)
+        ann = _meaning(loop.annotations)
         if loop.kind != "thread_binding":
-            return loop if body is loop.body else For(loop.loop_var, loop.min, loop.extent,
-                                                      loop.kind, body, loop.thread_tag,
-                                                      loop.annotations)
-        return For(loop.loop_var, loop.min, loop.extent, "serial", body, None,
-                   loop.annotations)
+            return loop if body is loop.body and len(ann) == len(loop.annotations) else \
+                For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_tag,
+                    ann)
+        return For(loop.loop_var, loop.min, loop.extent, "serial", body, None, ann)
 
 
 def has_thread_loops(func: PrimFunc) -> bool:

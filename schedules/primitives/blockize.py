@@ -131,7 +131,10 @@ def _divide(iv, val, inner_ids, prim, blk_name):
         return _Part(val, iv.dom, None, None, 1, 0)
     if not uses_outer:
         return _Part(None, None, val, iv.dom, ext if ext is not None else iv.dom.extent, 0)
-    lin = linear(val)
+    # terms over outer loops only that are not affine (ty % 2 * 32: a warp's tile
+    # picked by a fused thread index) are an offset of the outer part, as it is
+    opaque, rest = _outer_terms(val, inner_ids)
+    lin = linear(rest) if rest is not None else ({}, 0)
     lo = _const_int(iv.dom.min)
     why = None
     if lin is None:
@@ -149,12 +152,16 @@ def _divide(iv, val, inner_ids, prim, blk_name):
         else:
             span = sum(k * (inner_ids[i] - 1) for i, (_, k) in inner.items())
             e_in = span + 1
-            if any(k % e_in for _, k in outer.values()) or (c - lo) % e_in:
+            extra = [_divided(t, e_in) for t in opaque]
+            if any(k % e_in for _, k in outer.values()) or (c - lo) % e_in or (
+                    None in extra):
                 why = (f"the outer part is not a multiple of the inner extent {e_in} "
                        "(split so the inner loops cover whole tiles)")
             else:
                 outer_b = from_linear({i: (v, k // e_in) for i, (v, k) in outer.items()},
                                       (c - lo) // e_in, val.dtype)
+                if extra:
+                    outer_b = simplify(_sum(outer_b, *extra))
                 dt = iv.dom.extent.dtype
                 return _Part(outer_b, Range(const(0, dt), const(-(-ext // e_in), dt)),
                              from_linear(inner, 0, val.dtype),
@@ -162,6 +169,35 @@ def _divide(iv, val, inner_ids, prim, blk_name):
     raise schedule_error(SubspaceError, prim,
                          f"cannot divide the binding {iv.var.name} = {val} of block "
                          f"{blk_name!r} into outer and inner parts: {why}")
+
+
+def _outer_terms(val, inner_ids) -> tuple:
+    """``(opaque, rest)``: ``val``'s additive terms that use no inner loop and are not
+    affine (a list), and the sum of the others (None if none)."""
+    terms, stack = [], [val]
+    while stack:
+        e = stack.pop()
+        if type(e).__name__ == "Add":
+            stack += [e.b, e.a]
+        else:
+            terms.append(e)
+    opaque = [t for t in terms if linear(t) is None
+              and not any(id(u) in inner_ids for u in used_vars(t))]
+    rest = [t for t in terms if not any(t is o for o in opaque)]
+    return opaque, _sum(*rest) if rest else None
+
+
+def _divided(term, n: int):
+    """``term // n`` when ``term`` is provably a multiple of ``n`` (``x * 32`` by 16:
+    ``x * 2``), else None."""
+    if type(term).__name__ == "Mul":
+        for x, k in ((term.a, term.b), (term.b, term.a)):
+            c = _const_int(k)
+            if c is not None and c % n == 0:
+                return x * (c // n) if c != n else x
+    if _const_int(simplify(term % n)) == 0:
+        return simplify(term // n)
+    return None
 
 
 def _is_int(e, value: int) -> bool:

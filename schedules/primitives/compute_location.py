@@ -53,8 +53,7 @@ from ..errors import BlockLocationError, fail
 from .insertion import insertion_point
 from ..handles import INLINE_MARK, LocationMark
 from .inline import compute_inline
-from .nests import (Relocate, block_names, exclusive_nest, make_nest, nest_loops,
-                    subtrees, with_fields)
+from .nests import (Relocate, block_names, exclusive_nest, make_nest, subtrees, with_fields)
 from .block_predicates import predicate_conditions
 from cuvil_tir.analysis.regions import (bounds, child_blocks, encloses, is_complete,
                                         is_param, is_reduction, loop_doms, needed_region,
@@ -309,8 +308,11 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool, index: in
                       "the producer's loop run in the order the reduction reads")
         _check_covered(func, blk, doms, outer, lname)
         guards = _in_boxes(blk, pairs)
+    # the loops the block leaves: its own nest, and loops it shared with a neighbour
+    # (a reverse_compute_at before): a T.where naming those would be left undefined
+    left = [f for p, f in tree.loops_above(func, bpath) if not encloses(p, lpath)]
     guards = _with_predicate(guards, blk, predicate_conditions(
-        func, tree.get(func, bpath), nest_loops(nest_obj), prim))
+        func, tree.get(func, bpath), left, prim))
     nest = make_nest(blk, doms, outer, preserve_unit_loops, guards, clip=not reverse)
 
     def place(new_loop):

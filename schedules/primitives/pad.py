@@ -37,13 +37,14 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir.errors import ScheduleError
-from cuvil_tir.expr import Add, BufferLoad, Cast, IntImm, Mul, Var, const
-from cuvil_tir.op import if_then_else
+from cuvil_tir.expr import LT, Add, BufferLoad, Cast, IntImm, Mul, Var, const
+from cuvil_tir.op import conjuncts, if_then_else
 from cuvil_tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, Range
 from cuvil_tir.visitor import Mutator, post_order_visit, used_vars
 
 from cuvil_tir.analysis import tree
 from cuvil_tir.analysis.regions import simplify
+from cuvil_tir.arith.analyzer import Analyzer
 from ..errors import schedule_error
 from ..primitive import BLOCK, INT_LIST, primitive
 from cuvil_tir.arith.affine import linear_form
@@ -153,6 +154,32 @@ def _check_padding(padding, blk):
             raise _fail(f"block {blk.name!r}: iter var {iv.var.name!r} has domain "
                         f"[{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}); pad_einsum needs "
                         "domains starting at 0")
+
+
+def _check_producer_predicate(func, path, realize) -> None:
+    """A producer's ``T.where`` is dropped when padded: its grown loops must run the
+    producer over the padding to write the zeros there, which a guard kept from the
+    old extents would skip (the padded elements left unwritten, then read by the
+    einsum).  So the guard must provably hold over the producer's old loops (a copy's
+    bound clipped to its buffer, say); any other guard is refused."""
+    pred = realize.predicate
+    if isinstance(pred, IntImm) and pred.value:
+        return
+    ana = Analyzer()
+    loops = [f for _, f in tree.loops_above(func, path)]
+    for f in loops:
+        ana.bind(f.loop_var, Range(f.min, f.extent))
+
+    def below_extent(c):        # `v < extent of v's loop`: symbolic, so said directly
+        return isinstance(c, LT) and isinstance(c.a, Var) and any(
+            f.loop_var is c.a and isinstance(f.min, IntImm) and f.min.value == 0
+            and _same(f.extent, c.b) for f in loops)
+
+    left = [c for c in conjuncts(pred) if not (below_extent(c) or ana.can_prove(c))]
+    if left:
+        raise _fail(f"producer {realize.block.name!r} runs under T.where({pred}), which "
+                    "would skip the padding it must fill with zeros; pad_einsum before "
+                    "the step that guarded it (a split, a compute_at)", func, realize.block)
 
 
 def _same(a, b) -> bool:
@@ -302,6 +329,7 @@ def pad_einsum(func, block, padding):
                         f"{buf.name}[v0, v1, ...] indexed by its iter vars in order (a copy "
                         "such as cache_read makes)", func, pblk)
         ploops = _single_loop_nest(func, ppath, pblk, preal, "producer")
+        _check_producer_predicate(func, ppath, preal)
         _loops_to_pad(func, pblk, ploops, [not _same(_expr(n), d) for n, d in
                                            zip(grow[buf], buf.shape)])
         producers[pblk.name] = (ploops, buf)
@@ -339,6 +367,12 @@ class _Pad(Mutator):
                                                 f.thread_tag, f.annotations)
         return For(f.loop_var, f.min, _expr(n, f.extent.dtype), f.kind, body, f.thread_tag,
                    f.annotations)
+
+    def visit_BlockRealize(self, r):
+        out = self.generic_visit(r)
+        if r.block.name in self.producers:      # its guard held over the old loops
+            return BlockRealize(out.iter_values, const(True, "bool"), out.block)
+        return out
 
     def visit_Block(self, b):
         out = self.generic_visit(b)

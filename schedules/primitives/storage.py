@@ -109,7 +109,8 @@ def set_scope(func, block, buffer_index: int, scope: str):
 @primitive("storage_align", block=BLOCK)
 def storage_align(func, block, buffer_index: int, axis: int, factor: int, offset: int):
     """Pad dimension ``axis`` of a written buffer so its stride is
-    ``k * factor + offset`` (avoids shared-memory bank conflicts).
+    ``k * factor + offset`` (avoids shared-memory bank conflicts); a negative ``axis``
+    counts from the last dimension (``-2``: the rows of a matrix), as in TVM.
 
     Recorded as the block annotation ``buffer_dim_align`` and applied in lowering to
     the buffer's final allocation (after compaction to the tile a loop uses).  Before
@@ -133,10 +134,11 @@ def storage_align(func, block, buffer_index: int, axis: int, factor: int, offset
     for name, v in (("axis", axis), ("factor", factor), ("offset", offset)):
         if isinstance(v, bool) or not isinstance(v, int):
             raise fail(StorageError, prim, f"{name} must be an int, got {v!r}", func)
-    if not 0 <= axis < buf.ndim:
+    if not -buf.ndim <= axis < buf.ndim:
         raise fail(StorageError, prim, f"axis {axis} is out of range for buffer "
-                   f"{buf.name!r} of {buf.ndim} dimension(s); expected 0 <= axis < "
-                   f"{buf.ndim}", func)
+                   f"{buf.name!r} of {buf.ndim} dimension(s); expected {-buf.ndim} <= "
+                   f"axis < {buf.ndim}", func)
+    axis %= buf.ndim                    # a negative axis counts from the last, as TVM's
     if factor <= 0 or not 0 <= offset < factor:
         raise fail(StorageError, prim, f"expected factor > 0 and 0 <= offset < factor, got "
                    f"factor={factor}, offset={offset}", func)

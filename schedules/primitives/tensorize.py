@@ -214,7 +214,9 @@ class _Matcher:
         if d > r:
             raise self.fail(f"rank mismatch: desc buffer {pbuf.name!r} has {d} dims, "
                             f"{qbuf.name!r} has {r}")
-        lead = tuple(qidx[:r - d])
+        # a leading index over the tile's own ranges too ((o * 16 + vi) // 16 is o:
+        # a tile picked out of a transform_layout-ed buffer)
+        lead = tuple(self.norm(e) for e in qidx[:r - d])
         for e in lead:
             self.outer_only(e, qbuf)
         offs = []

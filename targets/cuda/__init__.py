@@ -38,6 +38,7 @@ from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
 from cuvil_tir.transform.dead_stores import drop_dead_stores
 from cuvil_tir.transform.gpu_cooperative_fetch import cooperative_fetch
 from cuvil_tir.transform.gpu_reduction import lower_cross_thread_reduction
+from cuvil_tir.transform.local_stage import fold_local_stages
 from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
 from cuvil_tir.transform.software_pipeline import inject_software_pipeline
 from cuvil_tir.transform.gpu_sync import insert_barriers
@@ -61,6 +62,7 @@ from .tma_copy import lower_tma_copies
 from .mbarrier import check_hopper_ops
 from .cluster import check_clusters
 from . import tvm_wmma  # noqa: F401 - registers TVM's wmma intrinsics and their ops
+from . import tvm_mma  # noqa: F401 - registers TVM's mma.sync/ldmatrix intrinsics
 from . import dp4a  # noqa: F401 - registers the dp4a ops and TVM's dp4a intrinsics
 
 #: the thread axes of a CUDA launch and their limits
@@ -143,10 +145,11 @@ def cuda_pipeline() -> list:
 
         >>> from cuvil_tir.transform import pass_name
         >>> [pass_name(p) for p in cuda_pipeline()][:5]  # doctest: +NORMALIZE_WHITESPACE
-        ['cooperative_fetch', 'lower_cross_thread_reduction', 'grid_roots',
-         'plan_buffer_allocation', 'lower_blocks']
+        ['cooperative_fetch', 'fold_local_stages', 'lower_cross_thread_reduction',
+         'grid_roots', 'plan_buffer_allocation']
     """
-    return [cooperative_fetch, lower_cross_thread_reduction, grid_roots, plan_buffer_allocation,
+    return [cooperative_fetch, fold_local_stages, lower_cross_thread_reduction, grid_roots,
+            plan_buffer_allocation,
             lower_blocks, lower_tma_copies, normalize_thread_bindings,
             inject_software_pipeline, wmma_leading_dims,
             tma_coordinates, append_swizzles, check_hopper_ops, check_clusters,

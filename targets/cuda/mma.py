@@ -285,11 +285,17 @@ def declare_registers(printer, buf, name: str, n: int) -> None:
         'declare_registers'
     """
     lanes = group_lanes(buf.scope)
-    if buf.dtype not in ("float32", "int32") or n % (4 * lanes):
+    # TVM's ldmatrix fills warp buffers of operands too (targets/cuda/tvm_mma.py), read
+    # as 32-bit registers
+    operand = buf.scope == WARP_SCOPE and buf.dtype in ("float16", "int8") \
+        and n % (lanes * 32 // D.bits(buf.dtype)) == 0
+    if not operand and (buf.dtype not in ("float32", "int32") or n % (4 * lanes)):
         raise CodegenError(f"cuda codegen: {buf.scope} buffer {buf.name} holds tensor-core "
                            f"accumulators: whole 16 x 8 tiles per warp of float32 or "
-                           f"int32; found {n} elements of {buf.dtype}")
-    printer.emit(f"{printer.mem_type(buf.dtype)} {name}[{n // lanes}];")
+                           f"int32 (or TVM's ldmatrix operands: float16 or int8 tiles); "
+                           f"found {n} elements of {buf.dtype}")
+    align = "__align__(16) " if operand else ""
+    printer.emit(f"{align}{printer.mem_type(buf.dtype)} {name}[{n // lanes}];")
 
 
 def constant_offset(printer, e):

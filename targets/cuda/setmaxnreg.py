@@ -9,8 +9,10 @@ together (``.sync.aligned``).  A warp-specialized kernel
 its consumers many; since ptxas needs one register count where the two paths join,
 both return to the count the kernel started with after their loops.
 
-Values are untouched: in the interpreter the op does nothing (the budget is checked
-when the kernel is lowered, :func:`register_split`).
+Values are untouched: in the interpreter the op computes nothing, but every thread of
+a warpgroup must run it, with the same count (``collective="warpgroup"``, run by
+:mod:`cuvil_tir.interp.gpu`); the budget is checked when the kernel is lowered
+(:func:`register_split`).  The llvm and C targets refuse it with a coded error.
 
 Example::
 
@@ -19,8 +21,6 @@ Example::
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from cuvil_tir.errors import CodegenError, CuvilError
 from cuvil_tir.expr import IntImm
@@ -82,8 +82,7 @@ def _text(p, e) -> str:
     return f"cvl_setmaxnreg_{'inc' if inc.value else 'dec'}<{count.value}>()"
 
 
-register_op(OpDef(SETMAXNREG_OP, 2, "any", effect="opaque",
-                  int_reference=lambda dtype: lambda count, increase: np.int32(0),
+register_op(OpDef(SETMAXNREG_OP, 2, "any", effect="opaque", collective="warpgroup",
                   doc="setmaxnreg(count, increase): the warp's register budget becomes "
                       "count (inc: taken from the block's pool, dec: given back)"),
             replace=True)

@@ -251,3 +251,119 @@ def test_the_shared_bound_gives_up_on_what_it_cannot_evaluate():
     assert shared_lower_bound(f) is None
     g = T.parse(T.to_text(f).replace("S[I[v]]", "S[v]"))
     assert shared_lower_bound(g) == 256
+
+
+def _spin(seconds_of_work):
+    """A compiled loop (one C call) of a float chain: no Python signal stops it."""
+    import cuvil_tir as T
+    import targets
+
+    n = int(seconds_of_work * 1e9) // (1 << 20) + 1
+    f = T.parse(f'''
+@T.prim_func
+def spin(A: T.Buffer((1,), "float32")):
+    for i, j in T.grid({n}, 1048576):
+        A[0] = A[0] * T.float32(0.5) + T.float32(1)
+''')
+    return targets.build(f, targets.Target("llvm"))
+
+
+def test_a_case_past_its_time_limit_is_killed_and_reported():
+    # a reference built for llvm runs in one C call: SIGALRM's handler would wait for
+    # it (the async matmul sketch's reference ran for hours); the case is a process
+    import time
+
+    import numpy as np
+
+    from benchmarks.tvm_gpu_suite.child import _timed
+
+    mod = _spin(30)
+    start = time.monotonic()
+    res = _timed(lambda: mod(np.zeros(1, "float32")) or {"bucket": "passed"}, 1)
+    assert res == {"bucket": "timeout", "reason": "ran past 1 s", "seconds": 1}
+    assert time.monotonic() - start < 10
+    assert _timed(lambda: {"bucket": "passed", "reason": ""}, 60)["bucket"] == "passed"
+    crashed = _timed(lambda: 1 / 0, 60)
+    assert crashed["bucket"] == "crash" and "ZeroDivisionError" in crashed["reason"]
+
+
+REPEATED = '''
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32"),
+      C: T.Buffer((4,), "float32")):
+    S = T.alloc_buffer((64,), scope="shared")
+    R = T.alloc_buffer((64,), scope="shared")
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for vx in T.thread_binding(2, thread="vthread.x"):
+            for tx in T.thread_binding(4, thread="threadIdx.x"):
+                for k in range(2):
+                    for f in range(16):
+                        with T.block("S"):
+                            v = T.axis.spatial(64, bx * 32 + k * 16 + f)
+                            S[v] = A[v]
+                    for f in range(16):
+                        with T.block("R"):
+                            v = T.axis.spatial(64, bx * 32 + k * 16 + f)
+                            R[v] = S[v] + T.float32(1)
+                    for f in range(4):
+                        with T.block("B"):
+                            v = T.axis.spatial(64, bx * 32 + k * 16 + vx * 8 + tx * 2 + f % 2)
+                            B[v] = R[v] * T.float32(2)
+                    with T.block("C"):
+                        vb = T.axis.spatial(2, bx)
+                        vk = T.axis.reduce(2, k)
+                        with T.init():
+                            C[vb] = T.float32(0)
+                        C[vb] = C[vb] + S[vb * 32 + vk * 16]
+'''
+
+
+def test_a_copy_every_thread_repeats_runs_once_in_the_reference():
+    import numpy as np
+
+    import cuvil_tir as T
+    from benchmarks.tvm_gpu_suite.check import arguments, reference, serial
+    from benchmarks.tvm_gpu_suite.redundant import once_per_thread
+
+    f = T.parse(REPEATED)
+    g = once_per_thread(f)
+    text = T.to_text(g)
+    # S: every thread repeats it; R reads S, which a store of the function writes; C
+    # is a reduction (repeating it adds again); B's index uses the threads
+    assert text.count("T.where(vx == 0 and tx == 0)") == 1
+    assert text.index("T.where(vx == 0 and tx == 0)") < text.index('T.block("R")')
+    assert T.to_text(once_per_thread(g)) == text
+    want, got = arguments(f), arguments(f)
+    T.interpret(serial(f), *want)
+    reference(f, got)
+    for w, o in zip(want, got):
+        np.testing.assert_array_equal(w, o)
+
+
+def test_the_reference_of_a_pipelined_function_has_no_pipeline():
+    # TVM's async sketches annotate the K loop of shared tiles allocated outside it:
+    # run serially, over global buffers, the annotations have nothing to overlap
+    # (they made the llvm build of the reference refuse, and it fell back to the
+    # interpreter: hours on the 1024^3 matmul sketch)
+    import cuvil_tir as T
+    import targets
+    from benchmarks.tvm_gpu_suite.check import serial
+
+    f = T.parse('''
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    S = T.alloc_buffer((64,), scope="shared")
+    for tx in T.thread_binding(8, thread="threadIdx.x"):
+        for k in T.serial(8, annotations={"software_pipeline_stage": [0, 1],
+                                          "software_pipeline_order": [0, 1],
+                                          "software_pipeline_async_stages": [0]}):
+            with T.block("S"):
+                v = T.axis.spatial(64, k * 8 + tx)
+                S[v] = A[v]
+            with T.block("B"):
+                v = T.axis.spatial(64, k * 8 + tx)
+                B[v] = S[v] + T.float32(1)
+''')
+    plain = serial(f)
+    assert "software_pipeline" not in T.to_text(plain)
+    targets.build(plain, targets.Target("llvm", bounds_check=True))

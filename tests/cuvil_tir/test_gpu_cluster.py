@@ -188,3 +188,31 @@ def test_unmatched_arrives_and_waits_are_refused(extra, msg):
     a, b = _data()
     with pytest.raises(T.LoweringError, match=msg):
         T.interpret(_rotate(extra=extra), a, b)
+
+
+def test_two_loops_of_one_axis_declaring_different_clusters_are_refused():
+    text = '''
+def k(A: T.Buffer((8,), "float32")):
+    for b in T.thread_binding(8, thread="blockIdx.x", annotations={"cluster": 4}):
+        for t in T.thread_binding(1, thread="threadIdx.x"):
+            A[b] = T.float32(1)
+    for b in T.thread_binding(8, thread="blockIdx.x", annotations={"cluster": 2}):
+        for t in T.thread_binding(1, thread="threadIdx.x"):
+            A[b] = A[b] + T.float32(1)
+'''
+    f = T.parse(text)
+    # within one kernel (a loop bound to the block index inside another)
+    one = text.replace('''            A[b] = T.float32(1)
+    for b in T.thread_binding(8, thread="blockIdx.x", annotations={"cluster": 2}):
+        for t in T.thread_binding(1, thread="threadIdx.x"):
+            A[b] = A[b] + T.float32(1)''', '''            A[b] = T.float32(1)
+        for c in T.thread_binding(8, thread="blockIdx.x", annotations={"cluster": 2}):
+            for t in T.thread_binding(1, thread="threadIdx.x"):
+                A[c] = A[c] + T.float32(1)''')
+    with pytest.raises(T.LoweringError, match=r"loop b bound to blockIdx.x declares "
+                                              r"clusters of 4 blocks along blockIdx.x, another "
+                                              r"loop bound to it 2: one kernel has one cluster "
+                                              r"shape"):
+        cluster_shape(T.parse(one).body)
+    # two kernels may differ
+    assert [cluster_shape(k) for k in f.body.seq] == [(4, 1, 1), (2, 1, 1)]

@@ -150,6 +150,32 @@ def test_blockize_refuses_undividable_binding():
                    SubspaceError)
 
 
+def test_a_binding_with_a_non_affine_term_over_outer_loops_divides():
+    # TVM's mma schedule: a warp's rows are picked by a fused thread index,
+    # ty % 2 * 32 + i0 * 16 + i1; the non-affine term is part of the outer binding
+    f = T.parse('''
+@T.prim_func
+def f(A: T.Buffer((64, 16), "float32"), B: T.Buffer((64, 16), "float32")):
+    for ty in range(4):
+        for i0, i1, j in T.grid(2, 16, 16):
+            with T.block("B"):
+                vi = T.axis.spatial(64, ty % 2 * 32 + i0 * 16 + i1)
+                vj = T.axis.spatial(16, j)
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+''')
+    sch = S.Schedule(f)
+    i1 = sch.get_loops(sch.get_block("B"))[2]
+    outer = sch.blockize(i1)
+    blk = tree.get(sch.func, tree.find_block(sch.func, sch.get(outer).name))
+    assert [str(v) for v in blk.iter_values] == ["i0 + ty % 2 * 2", "0"]
+    a = np.arange(64 * 16, dtype="float32").reshape(64, 16)
+    b = np.zeros_like(a)
+    T.interpret(sch.func, a, b)
+    want = np.zeros_like(a)
+    want[:, :] = a * 2
+    np.testing.assert_array_equal(b, want)
+
+
 def test_an_outer_part_over_unit_loops_is_zero():
     """Under a loop of extent 1 the outer part of ``v = v_o * 4 + v_i`` is always 0:
     the inner block indexes by ``v_i`` alone, and without preserve_unit_iters the outer

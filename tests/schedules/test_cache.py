@@ -342,3 +342,32 @@ def test_cache_write_copy_back_stays_within_a_symbolic_buffer():
     y = np.zeros((7, 7), "float32")
     targets.build(sch, "llvm")(x, y)
     np.testing.assert_array_equal(y, x * 2)
+
+
+def test_cache_read_where_a_unit_loop_is_folded_on_one_side_only():
+    # the copy into S names no bx (extent 1: folded away), its reader names bx * 8:
+    # bx's range says the writer produces what the reader needs (TVM's mma schedule
+    # on a single thread block)
+    f = T.parse('''
+@T.prim_func
+def f(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8, 16), "float32")):
+    S = T.alloc_buffer((8, 16), scope="shared")
+    for bx in T.thread_binding(1, thread="blockIdx.x"):
+        for k0 in range(2):
+            for f in range(64):
+                with T.block("S"):
+                    v0 = T.axis.spatial(8, f // 8)
+                    v1 = T.axis.spatial(16, k0 * 8 + f % 8)
+                    S[v0, v1] = A[v0, v1]
+            for i, k1 in T.grid(8, 8):
+                with T.block("C"):
+                    vi = T.axis.spatial(8, bx * 8 + i)
+                    vk = T.axis.spatial(16, k0 * 8 + k1)
+                    C[vi, vk] = S[vi, vk] * T.float32(2)
+''')
+    sch = S.Schedule(f)
+    sch.cache_read(sch.get_block("C"), 0, "local")
+    a = np.arange(128, dtype="float32").reshape(8, 16)
+    c = np.zeros_like(a)
+    T.interpret(sch.func, a, c)
+    np.testing.assert_array_equal(c, a * 2)

@@ -238,3 +238,97 @@ def test_decompose_reduction_refuses_a_part_whose_reduction_loop_is_outside_and_
         for runner in (run, run_llvm):
             got = runner(sch, [x, w, np.full((2, 5), 7.0, "float32")])[2]
             np.testing.assert_array_equal(got, x @ w)
+
+
+def _int_matmul_scaled():
+    n = T.size_var("n")
+    X = T.placeholder((n, 6), name="X", dtype="int32")
+    W = T.placeholder((6, n), name="W", dtype="int32")
+    k = T.reduce_axis((0, 6), name="k")
+    Y = T.compute((n, n), lambda i, j: T.sum(X[i, k] * W[k, j], axis=k), name="Y")
+    Z = T.compute((n, n), lambda i, j: Y[i, j] * 3 + 1, name="Z0")
+    return T.create_prim_func([X, W, Z])
+
+
+def test_pad_einsum_drops_a_producer_guard_that_would_skip_the_padding():
+    """cache_write of a padded copy guards the copy back by its loop's own extent;
+    padding again grew the loop but kept the guard, so the new columns of W_pad were
+    never written and the matmul read them (case 2440590812, an uninitialised read)."""
+    sch = S.Schedule(_int_matmul_scaled())
+    sch.pad_einsum("Y", [4, 2, 1])
+    sch.cache_write("W_pad", 0, "local")
+    sch.pad_einsum("Y", [2, 4, 2])
+    rng = np.random.default_rng(0)
+    x = rng.integers(-5, 5, (5, 6)).astype("int32")
+    w = rng.integers(-5, 5, (6, 5)).astype("int32")
+    got = run(sch, [x, w, np.zeros((5, 5), "int32")])[2]
+    np.testing.assert_array_equal(got, (x @ w) * 3 + 1)
+
+
+_GUARDED_COPY = """
+@T.prim_func
+def main(X: T.Buffer((6, 6), "float32"), W: T.Buffer((6, 6), "float32"),
+         Y: T.Buffer((6, 6), "float32")):
+    W_s = T.alloc_buffer((6, 6), "float32")
+    for a in range(6):
+        for b in range(6):
+            with T.block("W_s"):
+                v0, v1 = T.axis.remap("SS", [a, b])
+                T.where(a * b != 7)
+                W_s[v0, v1] = W[v0, v1]
+    for i in range(6):
+        for j in range(6):
+            for k in range(6):
+                with T.block("Y"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    with T.init():
+                        Y[vi, vj] = T.float32(0)
+                    Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W_s[vk, vj]
+"""
+
+
+def test_pad_einsum_refuses_a_producer_guard_that_may_not_hold():
+    """A guard the analyzer cannot prove over the producer's old loops (this one always
+    holds: 7 is prime) is neither kept (it could skip the padding) nor dropped (it could
+    store what the function never stored): the step is refused."""
+    sch = S.Schedule(T.parse(_GUARDED_COPY))
+    assert_refused(sch, lambda: sch.pad_einsum("Y", [8, 8, 8]),
+                   r"CVL-E103.*producer 'W_s' runs under T.where\(a \* b != 7\), which "
+                   r"would skip the padding it must fill with zeros; pad_einsum before",
+                   PadEinsumError)
+
+
+_SUM_THEN_REVERSED = """
+@T.prim_func
+def main(X: T.Buffer((6, 1), "int8"), Z0: T.Buffer((6,), "int32")):
+    Y = T.alloc_buffer((6,), "int32")
+    for i in range(6):
+        for k in range(1):
+            with T.block("Y"):
+                v_i, v_k = T.axis.remap("SR", [i, k])
+                with T.init():
+                    Y[v_i] = 0
+                Y[v_i] = Y[v_i] + T.Cast("int32", X[v_i, v_k])
+    for i_1 in range(6):
+        with T.block("Z0"):
+            v_i_1 = T.axis.remap("S", [i_1])
+            T.reads(Y[0:6])
+            Z0[v_i_1] = Y[5 - v_i_1] + Y[v_i_1]
+"""
+
+
+def test_compute_at_drops_the_guard_of_loops_the_block_shared_with_a_producer():
+    """After reverse_compute_at under a cache_read copy and non-dividing splits of the
+    shared loops, Y carried their guard; compute_at moved Y under Z0's loop and kept
+    the guard, naming loops no longer around it (case 3245741115: 'variable ax0_0_0 is
+    used but not defined'). A guard the new domain implies is now dropped."""
+    sch = S.Schedule(T.parse(_SUM_THEN_REVERSED))
+    copy = sch.cache_read("Y", 0, "global")
+    sch.reverse_compute_at("Y", sch.get_loops(copy)[0])
+    sch.split(sch.get_loops("Y")[0], [4, None])
+    sch.split(sch.get_loops("Y")[0], [None, 5, 2])
+    sch.compute_at("Y", sch.get_loops("Z0")[0])
+    x = np.arange(-3, 3, dtype="int8").reshape(6, 1)
+    got = run(sch, [x, np.zeros(6, "int32")])[1]
+    y = x[:, 0].astype("int32")
+    np.testing.assert_array_equal(got, y[::-1] + y)

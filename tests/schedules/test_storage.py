@@ -185,6 +185,19 @@ def test_storage_align_bad_axis_is_refused():
                    r"dimension\(s\)", StorageError)
 
 
+def test_storage_align_a_negative_axis_counts_from_the_last():
+    # TVM's spelling in its mma schedules: axis=-2, the rows of a matrix
+    w = workloads.matmul_bias_relu(4, 6, 4)
+    sch = S.Schedule(w.func)
+    c = sch.get_block("C")
+    sch.storage_align(c, 0, -2, 4, 1)
+    blk = tree.get(sch.func, tree.find_block(sch.func, "C")).block
+    assert dict(blk.annotations)["buffer_dim_align"] == ((0, 0, 4, 1),)
+    assert_refused(sch, lambda: sch.storage_align(c, 0, -3, 4, 1),
+                   r"storage_align: axis -3 is out of range for buffer 'C' of 2 "
+                   r"dimension\(s\); expected -2 <= axis < 2", StorageError)
+
+
 @pytest.mark.parametrize("factor,offset", [(0, 0), (4, 4), (4, -1)])
 def test_storage_align_bad_factor_offset_is_refused(factor, offset):
     w = workloads.matmul_bias_relu(4, 4, 4)

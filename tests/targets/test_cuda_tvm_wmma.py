@@ -177,3 +177,20 @@ def test_a_fragment_of_another_dtype_is_refused():
                                            r"16 x 16 float16 or bfloat16 tiles; found "
                                            r"256 elements of float32"):
         declare_fragments(None, buf, "F", 256)
+
+
+def test_a_pipelined_k_loop_versions_the_fragments_its_loads_fill():
+    # the fragment loads in stage 0, the steps in stage 1: a load of step k + 1 runs
+    # before the step of k reads its fragments, so each needs two versions (the
+    # pipeline pass saw a tile op's written tile as read only: one version, WRONG
+    # numbers)
+    text = SKETCH.replace("for k0 in range(2):", 'for k0 in T.serial(2, annotations={'
+                          '"software_pipeline_stage": [0, 0, 1], '
+                          '"software_pipeline_order": [0, 1, 2]}):')
+    mod = targets.build(_tensorized(text), targets.Target("cuda", arch="sm_80"))
+    assert re.search(r'T.allocate\(\(512,\), "float16", scope="wmma.matrix_a"\) as A_a',
+                     T.to_text(mod.lowered))
+    a, b = _inputs(2)
+    c = np.zeros((32, 32), "float32")
+    T.interpret(mod.lowered, a, b, c, check_races=True)
+    np.testing.assert_array_equal(c, a.astype("float32") @ b.astype("float32"))

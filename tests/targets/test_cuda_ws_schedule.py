@@ -202,3 +202,20 @@ def test_register_counts_that_do_not_fit_are_refused(registers, match):
     with pytest.raises(LoweringError, match=r"(?s)annotated 'cuda.warp_specialize': "
                                             r"setmaxnreg: .*" + match + r".*e\.g\. \[40, 232\]"):
         targets.build(sch, SM90A, name="wsr_bad")
+
+
+def test_setmaxnreg_run_by_part_of_a_warpgroup_is_refused_by_the_interpreter():
+    def kernel(threads):
+        return parse(f'''
+def regs(C: T.Buffer((128,), "float32")):
+    for tx in T.thread_binding(128, thread="threadIdx.x"):
+        if tx < {threads}:
+            T.evaluate(T.call_intrin("int32", "cuda.setmaxnreg", 232, 1))
+        C[tx] = T.float32(1)
+''')
+    c = np.zeros(128, "float32")
+    T.interpret(T.lower(kernel(128), SM90A), c)
+    np.testing.assert_array_equal(c, 1)
+    with pytest.raises(LoweringError, match=r"cuda.setmaxnreg runs on whole groups of 128 "
+                                            r"threads together; 64 threads of the block run it"):
+        T.interpret(T.lower(kernel(64), SM90A), c)
