@@ -512,7 +512,7 @@ class GpuStmtCompiler(StmtCompiler):
         fidx = [[self.expr(ix) for ix in a.indices] for a in args]
         flds = [self.expr(call.args[t.ld_arg]) if t.ld_arg is not None else None
                 for t in tiles]
-        g, env, bufs = self.g, self.frame.env, self.frame.bufs
+        g, bufs = self.g, self.frame.bufs
         text = to_text(call)
         # a swizzle argument is a constant the lowering appended (cuvil_tir.swizzle)
         swizzles = [Swizzle.unpack(call.args[t.swizzle_arg].value)
@@ -524,25 +524,11 @@ class GpuStmtCompiler(StmtCompiler):
                     for slot, fs, fld, t in zip(slots, fidx, flds, tiles)]
 
         def run():
-            members = [t for t, _ in g.members()]
-            starts = sorted({t - t % lanes for t in members})
-            if len(members) != lanes * len(starts):
-                raise LoweringError(f"a {spec.collective}-wide tile op needs whole groups of "
-                                    f"{lanes} threads; {len(members)} threads of the block "
-                                    f"run it:\n{text}")
-            for w in starts:
-                seen = None
-                for t in range(w, w + lanes):
-                    g.set_thread(t)
-                    for (kind, slot), v in g.ctxs[t].items():
-                        (env if kind == "e" else bufs)[slot] = v
-                    got = where()
-                    if seen is None:
-                        seen = got
-                    elif got != seen:
-                        raise LoweringError(f"the lanes of warp {w // 32} pass different "
-                                            f"tiles to a warp-wide op ({seen} vs {got}): "
-                                            f"all 32 lanes must take part together:\n{text}")
+            for w, seen in self._group_values(
+                    lanes, where, f"a {spec.collective}-wide tile op needs whole groups "
+                    f"of {lanes} threads", lambda w, a, b: f"the lanes of warp {w // 32} "
+                    f"pass different tiles to a warp-wide op ({a} vs {b}): all 32 lanes "
+                    f"must take part together", text):
                 g.set_thread(w)
                 if spec.lands is not None:
                     run_landing(g, call, spec, tiles, args, [bufs[k] for k in slots], seen,
@@ -558,29 +544,41 @@ class GpuStmtCompiler(StmtCompiler):
         spec = get_op(call.op)
         lanes = group_lanes(spec.collective)
         fargs = [self.expr(a) for a in call.args]
-        g, env, bufs = self.g, self.frame.env, self.frame.bufs
         text = to_text(call)
 
         def run():
-            members = [t for t, _ in g.members()]
-            starts = sorted({t - t % lanes for t in members})
-            if len(members) != lanes * len(starts):
-                raise LoweringError(f"{call.op} runs on whole groups of {lanes} threads "
-                                    f"together; {len(members)} threads of the block run "
-                                    f"it:\n{text}")
-            for w in starts:
-                seen = None
-                for t in range(w, w + lanes):
-                    g.set_thread(t)
-                    for (kind, slot), v in g.ctxs[t].items():
-                        (env if kind == "e" else bufs)[slot] = v
-                    got = [as_index(f()) for f in fargs]
-                    if seen is not None and got != seen:
-                        raise LoweringError(f"the threads of {spec.collective} {w // lanes} "
-                                            f"pass different arguments to {call.op} ({seen} "
-                                            f"vs {got}):\n{text}")
-                    seen = got
+            for _ in self._group_values(
+                    lanes, lambda: [as_index(f()) for f in fargs],
+                    f"{call.op} runs on whole groups of {lanes} threads together",
+                    lambda w, a, b: f"the threads of {spec.collective} {w // lanes} pass "
+                    f"different arguments to {call.op} ({a} vs {b})", text):
+                pass
         return run
+
+    def _group_values(self, lanes, value, whole, differ, text):
+        """Yields ``(first thread, value)`` per group of ``lanes`` threads running a
+        group-wide op, ``value()`` evaluated on each lane and required equal on all of
+        them (a ``LoweringError`` names the op otherwise: ``whole`` when the running
+        threads are not whole groups, ``differ(first, a, b)`` when two lanes
+        disagree).  A generator: the caller runs a group's op with that group's last
+        lane's buffers bound, before the next group's lanes are bound."""
+        g, env, bufs = self.g, self.frame.env, self.frame.bufs
+        members = [t for t, _ in g.members()]
+        starts = sorted({t - t % lanes for t in members})
+        if len(members) != lanes * len(starts):
+            raise LoweringError(f"{whole}; {len(members)} threads of the block run it:"
+                                f"\n{text}")
+        for w in starts:
+            seen = None
+            for t in range(w, w + lanes):
+                g.set_thread(t)
+                for (kind, slot), v in g.ctxs[t].items():
+                    (env if kind == "e" else bufs)[slot] = v
+                got = value()
+                if seen is not None and got != seen:
+                    raise LoweringError(f"{differ(w, seen, got)}:\n{text}")
+                seen = got
+            yield w, seen
 
     def _tiles_once(self, spec, tiles, args, slots, seen, text, swizzles):
         g, bufs = self.g, self.frame.bufs
