@@ -307,6 +307,14 @@ def pad_einsum(func, block, padding):
         raise _fail(f"block {blk.name!r} updates {store.buffer.name!r} without an init: "
                     "its padded elements would start uninitialised. Pad before "
                     "decompose_reduction or blockize", func, blk)
+    outer = tree.enclosing_block(func, path)
+    if outer != ():
+        # the blocks around it declare the old extents: padded, it would access
+        # outside what they declare (a loop_partition part, a blockized tile)
+        raise _fail(f"block {blk.name!r} is inside block "
+                    f"{tree.get(func, outer).block.name!r}, whose regions cover only the "
+                    "unpadded iterations; pad_einsum before the step that nested it "
+                    "(loop_partition, blockize)", func, blk)
     # a parameter's size is the caller's: the block works on a padded copy of it
     params = {b: grow.pop(b) for b in list(grow) if any(p is b for p in func.params)}
     written = {store.buffer}

@@ -332,3 +332,22 @@ def test_compute_at_drops_the_guard_of_loops_the_block_shared_with_a_producer():
     got = run(sch, [x, np.zeros(6, "int32")])[1]
     y = x[:, 0].astype("int32")
     np.testing.assert_array_equal(got, y[::-1] + y)
+
+
+def test_pad_einsum_refuses_a_block_inside_a_partition_part():
+    """Padding a loop_partition part's block grew Y past what the part's wrapper block
+    declares (Y[0:3, 0]): the step broke the region contract (case 2734158303, caught
+    by the schedule's contract check). It is refused by pad_einsum itself, saying what
+    to do instead."""
+    X = T.placeholder((4, 6), "int8", name="X")
+    W = T.placeholder((6, 1), "int8", name="W")
+    k = T.reduce_axis((0, 6), name="k")
+    Y = T.compute((4, 1), lambda i, j: T.sum(X[i, k].astype("int32") * W[k, j].astype(
+        "int32"), axis=k), name="Y")
+    f = T.create_prim_func([X, W, T.compute((4, 1), lambda i, j: Y[i, j] + 1, name="Z")])
+    sch = S.Schedule(f)
+    sch.loop_partition(sch.get_loops("Y")[0], [3])
+    assert_refused(sch, lambda: sch.pad_einsum("Y_i0", [1, 4, 1]),
+                   r"CVL-E103.*block 'Y_i0' is inside block 'Y_i0_partition', whose "
+                   r"regions cover only the unpadded iterations; pad_einsum before the "
+                   r"step that nested it", PadEinsumError)
