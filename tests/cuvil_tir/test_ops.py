@@ -30,6 +30,10 @@ def test_every_layer_lists_the_registry_ops():
                     "cuda.wgmma_wait", "cuda.wgmma_epilogue_none", "cuda.wgmma_epilogue_relu",
                     "cuda.wgmma_epilogue_bias_none", "cuda.wgmma_epilogue_bias_relu"}
     dp4a = {"cuda.dp4a_s8s8", "cuda.dp4a_u8s8", "cuda.dp4a_s8u8", "cuda.dp4a_u8u8"}
+    # TVM's mma.sync intrinsics with TVM's warp layouts (targets/cuda/tvm_mma.py)
+    tensor_cores |= {"cuda.tvm_ldmatrix", "cuda.tvm_mma_fill", "cuda.tvm_mma_store",
+                     "cuda.tvm_mma_nn", "cuda.tvm_mma_nt", "cuda.tvm_mma_tn",
+                     "cuda.tvm_mma_tt"}
     # a warpgroup's register budget (targets/cuda/setmaxnreg.py)
     registers = {"cuda.setmaxnreg"}
     assert set(names[len(T.op.INTRINSICS):]) == tensor_cores | dp4a | registers
