@@ -547,12 +547,12 @@ class GpuStmtCompiler(StmtCompiler):
         text = to_text(call)
 
         def run():
-            for _ in self._group_values(
-                    lanes, lambda: [as_index(f()) for f in fargs],
-                    f"{call.op} runs on whole groups of {lanes} threads together",
-                    lambda w, a, b: f"the threads of {spec.collective} {w // lanes} pass "
-                    f"different arguments to {call.op} ({a} vs {b})", text):
-                pass
+            # only the checks run: the op computes nothing the program sees
+            list(self._group_values(
+                lanes, lambda: [as_index(f()) for f in fargs],
+                f"{call.op} runs on whole groups of {lanes} threads together",
+                lambda w, a, b: f"the threads of {spec.collective} {w // lanes} pass "
+                f"different arguments to {call.op} ({a} vs {b})", text))
         return run
 
     def _group_values(self, lanes, value, whole, differ, text):
