@@ -19,7 +19,11 @@ the lanes of a tensorized step):
   (one core of this 2-core Xeon, 512^3 fp32: 6 x 4 vectors 168 GFLOP/s, 14 x 2 155,
   6 x 2 148, 28 x 1 133; all 1.0 by the accumulators alone);
 * **caches**: the micro-kernel's operands (from the innermost reduction loop in)
-  within L1, and the whole reduction's within L2, each halving the share when not.
+  within L1, and the whole reduction's within L2, each halving the share when not;
+  and the arithmetic per byte fetched from beyond L2 (:mod:`.traffic`) against what
+  the vector pipes need there: ``4 * lanes`` flops a cycle (two FMA pipes) over
+  :data:`BEYOND_L2_BYTES_PER_CYCLE` (a 2048^3 GEMM streaming B's panels again for every
+  row tile made 3 flops a byte and ran at half the speed of one making 55),
 
 and the other blocks' work (packing, copies) adds to the time.  The score is
 ``-log2`` of that relative time: 0 at the peak, one less for every halving.  It ranks
@@ -43,6 +47,11 @@ from __future__ import annotations
 import math
 
 from cuvil_tir.target import Machine
+
+
+#: the bytes a core is assumed to fetch from beyond L2 per cycle (L3 or memory; no
+#: target declares it)
+BEYOND_L2_BYTES_PER_CYCLE = 8.0
 
 
 def _log(x: float) -> float:
@@ -88,6 +97,9 @@ def shares(values: dict, machine: Machine) -> dict:
         reuse_share = math.sqrt(min(1.0, acc / (rows + vectors) / best_reuse(regs)))
     cache_share = (1.0 if values.get("kernel_in_l1", 1.0) else 0.5) * \
         (1.0 if values.get("reduce_in_l2", 1.0) else 0.5)
+    if "intensity_beyond_l2" in values:
+        need = 4.0 * lanes / BEYOND_L2_BYTES_PER_CYCLE
+        cache_share *= min(1.0, _raw(values["intensity_beyond_l2"]) / need)
     return {"lanes": lane_share, "cores": core_share, "registers": reg_share,
             "reuse": reuse_share, "caches": cache_share}
 

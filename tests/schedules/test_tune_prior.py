@@ -141,3 +141,21 @@ def test_the_cold_start_measures_a_tile_of_high_operand_reuse_first():
                     if i.name == "sample_categorical" and "x" in str(i.inputs[0][0]))
         rows, cols = (int(x) for x in tile.split("x"))
         assert rows * (cols // 16) / (rows + cols // 16) >= 2.0, tile
+
+
+def test_the_prior_ranks_blockings_by_the_bytes_fetched_beyond_l2():
+    """One core of this 2-core Xeon on a 2048^3 GEMM, 6 x 4-vector tile: 19 blocks of
+    18 row tiles under each column panel 0.92x numpy, all 342 row tiles under it 0.85x,
+    one row tile per block (B's panels fetched again for every row tile) 0.46x; equal
+    to the prior before (the whole reduction fits L2 in each)."""
+    from schedules.tune.traffic import beyond_l2
+    m = machine_of("llvm -mcpu=skylake-avx512")
+    got = {}
+    for rows in ([19, 18], [1, 342], [342, 1]):
+        f = features(_gemm_point(2048, "tile", "6x64", rows, 2), m)
+        got[rows[1]] = (f[NAMES.index("intensity_beyond_l2")], f[-1])
+    assert got[18][0] > got[342][0] > got[1][0]
+    assert got[18][1] == got[342][1] > got[1][1] + 1.0      # over a halving below
+    # a nest that fits L2 fetches each byte once; the dependence is per loop
+    a, b = ({"i": 1, "k": 1}, 4), ({"k": 1, "j": 1}, 4)
+    assert beyond_l2([a, b], [("i", 8), ("k", 8)], 1 << 20) == 8 * 8 * 4 + 8 * 4
