@@ -78,7 +78,7 @@ def test_a_refused_step_is_not_remembered_and_is_refused_again():
     for _ in range(2):
         sch = S.Schedule(f, memo=memo)
         (i, _, _) = sch.get_loops("C")
-        assert_refused(sch, lambda: sch.split(i, [3, 8]), "split")
+        assert_refused(sch, lambda sch=sch, i=i: sch.split(i, [3, 8]), "split")
     assert memo.hits == 1 and len(memo) == 1   # get_loops only
 
 
@@ -90,7 +90,7 @@ def test_a_step_breaking_the_region_contract_is_refused_through_a_memo(monkeypat
     for _ in range(2):
         sch = S.Schedule(_reversed_sum(), memo=memo)
         _nested_blockize(sch)
-        assert_refused(sch, lambda: sch.cache_read("Y", 1, "local"),
+        assert_refused(sch, lambda sch=sch: sch.cache_read("Y", 1, "local"),
                        r"cache_read: the result breaks the region contract: block 'Y_o' "
                        r"reads X\[v_i_o, 2 - v_k_i_o \* 2:", RegionContractError)
     assert not any(entry[0].__name__ == "cache_read" for entry in memo._steps.values())
