@@ -44,6 +44,7 @@ import numpy as np
 from cuvil_tir.errors import CuvilError
 
 from ..schedule import Schedule
+from ..step_memo import StepMemo
 from ..trace import Trace
 from .cost_model import CostModel
 from .features import features
@@ -175,6 +176,7 @@ class Search:
         self._drawn: list = []     # features of fresh draws: the task's centre
         self._seeds = [list(d) for d in seeds] if guided else []  # measured first
         self._blind = False        # whether a batch of seeds went without the model
+        self.memo = StepMemo()     # steps the candidates share (a child's prefix)
         if guided and self.prior[0]:
             self._fit()
 
@@ -243,7 +245,7 @@ class Search:
 
     # -- proposing ---------------------------------------------------------------------
     def _fresh(self):
-        sch = Schedule(self.func, seed=self.rng.randrange(2 ** 31))
+        sch = Schedule(self.func, seed=self.rng.randrange(2 ** 31), memo=self.memo)
         self.space(sch)
         return sch
 
@@ -262,7 +264,7 @@ class Search:
         # a decision that steers the space's own code (a compute location, packing or
         # not) changes the candidate as it would on a fresh draw
         return run_with_decisions(self.space, self.func, [d for _, d in decisions_of(child)],
-                                  seed=self.rng.randrange(2 ** 31))
+                                  seed=self.rng.randrange(2 ** 31), memo=self.memo)
 
     def _one(self, parents):
         """``(schedule, whether a fresh draw)``; the schedule is None when its trace
@@ -356,7 +358,7 @@ class Search:
         skipped."""
         def draw():
             return run_with_decisions(self.space, self.func, self._seeds.pop(0),
-                                      seed=self.rng.randrange(2 ** 31))
+                                      seed=self.rng.randrange(2 ** 31), memo=self.memo)
         return self._draws(draw, n, seen, len(self._seeds))
 
     def _pool_seeds(self, seen) -> None:
