@@ -584,7 +584,11 @@ def prune(func, machine: Machine):
         red = [k for k, lp in enumerate(loops) if (_extent(lp) or 0) > 1 and any(
             iv.kind == "reduce" and lp.loop_var in uses[iv.var] for iv in block.iter_vars)]
         if red:
-            inner = {lp.loop_var: _extent(lp) or 1 for lp in loops[red[-1]:]}
+            # a reduction swept outside a loop over its columns (the streaming rule)
+            # keeps one step's operands in L1, not the whole sweep's
+            swept = any(lp.kind not in ("unrolled", "vectorized") and (_extent(lp) or 0) > 1
+                        for lp in loops[red[-1] + 1:])
+            inner = {lp.loop_var: _extent(lp) or 1 for lp in loops[red[-1] + swept:]}
             # each operand in its own dtype (int8 operands of an int32 sum: 1 byte)
             foot = sum(_footprint(r, inner, uses) * _bytes(r.buffer) for r in block.reads)
             if foot > machine.l1d_bytes:
