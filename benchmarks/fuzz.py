@@ -12,7 +12,9 @@ Run::
     python -m benchmarks.fuzz --cases 200 --seed 7    # the same 200 cases every time
     python -m benchmarks.fuzz --replay 1674216077     # one case again, in detail
 
-Run as a script, builds skip the compile cache (each case is new).
+Run as a script, builds skip the compile cache (each case is new).  Each case's number
+goes to stderr before it runs, so a case that aborts the process (a crash inside LLVM)
+is named by the last number printed.
 
 Example::
 
@@ -79,8 +81,15 @@ def main(argv=None) -> int:
 
     if not args.quiet:
         print(f"fuzzing with seed {seed} (rerun: --seed {seed})", flush=True)
+    def naming(case):
+        # a case that aborts the process (an LLVM assertion) prints nothing after it,
+        # so its number goes to stderr first; "\r" keeps a terminal to one line
+        print(f"\rcase {case} ", end="", file=sys.stderr, flush=True)
+
     st = run(seed, cases=cases, seconds=seconds, build=not args.no_build,
-             on_case=progress)
+             on_case=progress, before_case=None if args.quiet else naming)
+    if not args.quiet:
+        print(file=sys.stderr)
     if not args.quiet:
         print(st.report())
     return 1 if st.failures else 0

@@ -125,20 +125,54 @@ def _numbered(source: str) -> str:
     return "\n".join(f"{k + 1:4d} {line}" for k, line in enumerate(source.splitlines()))
 
 
-def _optimized(source: str, cpu: str, features: str, opt_level: int):
-    """``(module, target machine)``: ``source`` parsed, verified and optimised with the
-    new pass manager at ``opt_level`` (the caller holds ``_LOCK``)."""
+def _pipeline(source: str, tm, opt_level: int, slp: bool):
     mod = _parse(source)
-    tm = target_machine(cpu, features, opt_level)
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     if opt_level > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pto.loop_vectorization = True
-        pto.slp_vectorization = True
+        pto.slp_vectorization = slp
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
-    return mod, tm
+    return mod
+
+
+def _verify_optimized(mod) -> str | None:
+    """The verifier's message for the optimiser's output, ``None`` when it is valid."""
+    try:
+        mod.verify()
+    except RuntimeError as err:
+        return str(err).strip()
+    return None
+
+
+def _optimized(source: str, cpu: str, features: str, opt_level: int):
+    """``(module, target machine)``: ``source`` parsed, verified and optimised with the
+    new pass manager at ``opt_level`` (the caller holds ``_LOCK``).
+
+    The optimiser's output is verified before anything compiles it.  LLVM 22's SLP
+    vectorizer can produce IR that does not verify (an instruction used before it is
+    defined, next to a gapped ``llvm.masked.load``), and instruction selection of such IR
+    fails an assertion that aborts the process.  Such a module is optimised again without
+    the SLP vectorizer (loops still vectorize); if that is invalid too, the build is
+    refused with a :class:`CodegenError` instead of crashing.
+    """
+    tm = target_machine(cpu, features, opt_level)
+    mod = _pipeline(source, tm, opt_level, slp=True)
+    problem = _verify_optimized(mod) if opt_level > 0 else None
+    if problem is None:
+        return mod, tm
+    mod = _pipeline(source, tm, opt_level, slp=False)
+    second = _verify_optimized(mod)
+    if second is None:
+        return mod, tm
+    raise CodegenError(
+        f"llvm: the optimiser (opt_level={opt_level}, cpu {cpu!r}) turned valid IR into "
+        f"invalid IR, with and without the SLP vectorizer: {second.splitlines()[0]} "
+        "(expected LLVM to keep the module valid; this is an LLVM defect). Build with "
+        "opt_level=0 to avoid the optimiser, and report the IR "
+        "(Module.source) to Cuvil\n--- IR ---\n" + _numbered(source))
 
 
 def compile_object(source: str, cpu: str, features: str = "",

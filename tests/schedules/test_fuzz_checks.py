@@ -3,6 +3,7 @@
 import time
 
 import numpy as np
+import pytest
 
 import cuvil_tir as T
 import schedules as S
@@ -62,6 +63,23 @@ def test_failures_are_counted_and_reported(monkeypatch):
     text = st.report()
     assert "2 failure(s)" in text and "interpreter differs" in text
     assert "replay: python -m benchmarks.fuzz --replay" in text
+
+
+def test_each_case_is_named_before_it_runs(monkeypatch):
+    # fuzz case 116348315 aborted the process inside LLVM: nothing after the abort
+    # printed, so the run named no case
+    ran = []
+
+    def dies_on_second(seed, build=True):
+        ran.append(seed)
+        if len(ran) == 2:
+            raise SystemExit("aborted")
+        return fuzz_check.Result(seed, "fake", [])
+    monkeypatch.setattr("tests.schedules.fuzz.runner.run_case", dies_on_second)
+    named = []
+    with pytest.raises(SystemExit):
+        run(seed=5, cases=3, before_case=named.append)
+    assert named == ran and len(named) == 2
 
 
 def test_a_step_refused_for_breaking_the_region_contract_is_a_failure(monkeypatch):

@@ -61,15 +61,19 @@ class Stats:
 
 
 def run(seed: int, cases: int | None = None, seconds: float | None = None,
-        build: bool = True, on_case=None) -> Stats:
+        build: bool = True, on_case=None, before_case=None) -> Stats:
     """Run cases drawn from ``seed`` until ``cases`` ran or ``seconds`` passed;
-    ``on_case(result, stats)`` is called after each."""
+    ``before_case(case)`` is called with each case's number before it runs (a case that
+    kills the process can then still be named) and ``on_case(result, stats)`` after."""
     rng = random.Random(seed)
     st = Stats(seed)
     start = time.monotonic()
     while (cases is None or st.cases < cases) and \
             (seconds is None or time.monotonic() - start < seconds):
-        res = run_case(rng.getrandbits(32), build=build)
+        case = rng.getrandbits(32)
+        if before_case is not None:
+            before_case(case)
+        res = run_case(case, build=build)
         st.add(res)
         st.seconds = time.monotonic() - start
         if on_case is not None:
