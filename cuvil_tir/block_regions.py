@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import dtype as D
 from . import ops
 from .arith import Analyzer, bound_of
 from .arith.affine import Affine, Key, is_index_dtype
@@ -80,7 +81,7 @@ class _Collect(Visitor):
             dims = self._tighter(dims, self._dims(buf, also[0], clip, also[1]))
         if cond is not None:
             dims = self._tighter(dims, self._by_predicate(*cond))
-        never = any(d is not None and None not in d and self.ana.can_prove(LT(d[1], d[0]))
+        never = any(d is not None and None not in d and self.ana.fixed_prove(LT(d[1], d[0]))
                     for d in dims)
         if never:
             # a T.where that never holds (a part of loop_partition its predicate cuts
@@ -124,13 +125,13 @@ class _Collect(Visitor):
                 for m in _multiples(r.min, e):
                     k = IntImm(m, e.dtype)
                     try:
-                        up = bound_of(self.ana.simplify(r.min + r.extent - 1 - e * k),
+                        up = bound_of(self.ana.fixed_simplify(r.min + r.extent - 1 - e * k),
                                       self.loops, self.ana)[1] - k
-                        down = bound_of(self.ana.simplify(r.min + e * k), self.loops,
+                        down = bound_of(self.ana.fixed_simplify(r.min + e * k), self.loops,
                                         self.ana)[0] + k
                     except Exception:    # noqa: BLE001 - a bound we cannot take: none
                         continue
-                    up, down = self.ana.simplify(up), self.ana.simplify(down)
+                    up, down = self.ana.fixed_simplify(up), self.ana.fixed_simplify(down)
                     hi = up if hi is None else self._pick(hi, up, False)
                     lo = down if lo is None else self._pick(lo, down, True)
             capped = self._capped(cond)
@@ -157,7 +158,7 @@ class _Collect(Visitor):
             if isinstance(x, Var) or not any(v in loops for v in used_vars(x)) or \
                     any(v in loops for v in used_vars(top)):
                 continue
-            out.append((self.ana.simplify(x), self.ana.simplify(top)))
+            out.append((self.ana.fixed_simplify(x), self.ana.fixed_simplify(top)))
         return out
 
     def _through(self, r, pairs):
@@ -167,8 +168,8 @@ class _Collect(Visitor):
         up to ``top``.  Several pairs at once bound an index of several capped terms
         (``(a * 3 + b) * 2 + (f0 * 5 + f1) // 4`` under ``T.where(a * 3 + b < 1 and
         f0 * 5 + f1 < 8)``: each cap alone leaves the other term unbounded)."""
-        first = self.ana.simplify(r.min)
-        last = self.ana.simplify(r.min + r.extent - 1)
+        first = self.ana.fixed_simplify(r.min)
+        last = self.ana.fixed_simplify(r.min + r.extent - 1)
         loops = dict(self.loops)
         try:
             # the smallest compounds first: a cap on the whole index would hide them
@@ -180,13 +181,13 @@ class _Collect(Visitor):
                     continue
                 stood += 1
                 start = bound_of(x, self.loops, self.ana)[0]
-                if self.ana.can_prove(LT(top, start)):
+                if self.ana.fixed_prove(LT(top, start)):
                     return None  # the conjunct never holds: an empty range proves anything
-                loops[t] = Range(start, self.ana.simplify(top - start + 1))
+                loops[t] = Range(start, self.ana.fixed_simplify(top - start + 1))
             if not stood:
                 return None
-            return (self.ana.simplify(bound_of(first, loops, self.ana)[0]),
-                    self.ana.simplify(bound_of(last, loops, self.ana)[1]))
+            return (self.ana.fixed_simplify(bound_of(first, loops, self.ana)[0]),
+                    self.ana.fixed_simplify(bound_of(last, loops, self.ana)[1]))
         except Exception:    # noqa: BLE001 - a bound we cannot take: none
             return None
 
@@ -200,14 +201,14 @@ class _Collect(Visitor):
             return got
         mine = {id(v) for v in used_vars(x)}
         for m in _multiples(e, x):
-            rest = self.ana.simplify(e - x * IntImm(m, x.dtype))
+            rest = self.ana.fixed_simplify(e - x * IntImm(m, x.dtype))
             if not any(id(v) in mine for v in used_vars(rest)):
                 return rest + t * IntImm(m, x.dtype)
         return e
 
     def _pick(self, a, b, lower: bool):
         """The tighter of two bounds where provably so, else ``a``."""
-        return b if self.ana.can_prove(b >= a if lower else b <= a) else a
+        return b if self.ana.fixed_prove(b >= a if lower else b <= a) else a
 
     def _dims(self, buf, ranges, clip, loops):
         dims = []
@@ -224,7 +225,7 @@ class _Collect(Visitor):
                     # non-dividing split, TensorIR's regions): only its part inside the
                     # buffer can be accessed
                     lo, hi = Max(lo, IntImm(0, lo.dtype)), Min(hi, buf.shape[d] - 1)
-                dims.append((self.ana.simplify(lo), self.ana.simplify(hi)))
+                dims.append((self.ana.fixed_simplify(lo), self.ana.fixed_simplify(hi)))
             except Exception:        # noqa: BLE001 - an index we cannot bound: unknown
                 dims.append(None)
         return dims
@@ -329,16 +330,16 @@ class _Collect(Visitor):
             lo, hi = bound_of(value, self.loops, self.ana)
         except Exception:    # noqa: BLE001 - a binding we cannot bound: the domain
             return iv.dom
-        first, last = iv.dom.min, self.ana.simplify(iv.dom.min + iv.dom.extent - 1)
+        first, last = iv.dom.min, self.ana.fixed_simplify(iv.dom.min + iv.dom.extent - 1)
         if lo.dtype != first.dtype:
             return iv.dom
-        first = self._pick(first, self.ana.simplify(lo), True)
-        last = self._pick(last, self.ana.simplify(hi), False)
-        if self.ana.can_prove(LT(last, first)):
+        first = self._pick(first, self.ana.fixed_simplify(lo), True)
+        last = self._pick(last, self.ana.fixed_simplify(hi), False)
+        if self.ana.fixed_prove(LT(last, first)):
             # the binding never meets the domain: the block never runs (its T.where
             # fails), and an empty range would let the analyzer prove anything
             return iv.dom
-        return Range(first, self.ana.simplify(last - first + 1))
+        return Range(first, self.ana.fixed_simplify(last - first + 1))
 
     def _inner(self, br):
         """A callable giving the accesses of the body of ``br``'s block relaxed over
@@ -414,8 +415,47 @@ def _accesses(block: Block, ana: Analyzer, outer: dict | None) -> list[Access]:
     return c.out
 
 
-def _analyzer(block: Block, outer: dict | None = None) -> Analyzer:
-    ana = Analyzer(index_no_overflow=True)
+class BlockAnalyzer(Analyzer):
+    """The analyzer of one block's regions: what it knows (the block's iterators and
+    the loops around it) is bound once, then :meth:`fixed_simplify` and
+    :meth:`fixed_prove` answer at that knowledge, each distinct expression once (a
+    block's accesses and declared regions repeat the same indices: a GEMM candidate's
+    checks simplified each about five times).  ``bound_of`` binds more while it runs
+    and calls the plain ``simplify``, which stays unremembered.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> ana, i = BlockAnalyzer(), T.var("i")
+        >>> ana.bind(i, T.Range.from_extent(4))
+        >>> ana.fixed_prove(i < 4), str(ana.fixed_simplify(T.min(i, 8)))
+        (True, 'i')
+    """
+
+    def __init__(self, index_no_overflow: bool = False):
+        super().__init__(index_no_overflow)
+        self._fixed: dict = {}
+
+    def bind(self, var, value) -> None:
+        self._fixed.clear()   # what was remembered was at the old knowledge
+        super().bind(var, value)
+
+    def fixed_simplify(self, e) -> Expr:
+        """``simplify(e)``, remembered by structure (see the class doc)."""
+        key = Key(e)
+        got = self._fixed.get(key)
+        if got is None:
+            got = self._fixed[key] = self.simplify(e)
+        return got
+
+    def fixed_prove(self, cond) -> bool:
+        """``can_prove(cond)``, through :meth:`fixed_simplify`."""
+        c = self.fixed_simplify(cond)
+        return isinstance(c, IntImm) and D.is_bool(c.dtype) and c.value == 1
+
+
+def _analyzer(block: Block, outer: dict | None = None) -> BlockAnalyzer:
+    ana = BlockAnalyzer(index_no_overflow=True)
     for v, r in (outer or {}).items():
         ana.bind(v, r)
     for iv in block.iter_vars:

@@ -33,9 +33,9 @@ from .expr import GT, LT, IntImm
 from .function import PrimFunc
 from .printer import to_text
 from .region_points import NEVER
-from .stmt import Block, Range
-from .analysis.tree import blocks_under
-from .visitor import Visitor
+from .node import field_names
+from .stmt import Block, For, Range, Stmt
+from .analysis.tree import walk
 
 
 def check_block_regions(block: Block, outer: dict | None = None) -> None:
@@ -109,11 +109,11 @@ def _outside_by(a: Access, declared, ana):
         if b is None:
             continue
         lo, hi = b
-        end = ana.simplify(r.min + r.extent - 1)
-        if lo is not None and lo.dtype == r.min.dtype and ana.can_prove(LT(lo, r.min)):
+        end = ana.fixed_simplify(r.min + r.extent - 1)
+        if lo is not None and lo.dtype == r.min.dtype and ana.fixed_prove(LT(lo, r.min)):
             return d, (f"starts at {to_text(lo)}, before the declared start "
                        f"{to_text(r.min)}")
-        if hi is not None and hi.dtype == end.dtype and ana.can_prove(GT(hi, end)):
+        if hi is not None and hi.dtype == end.dtype and ana.fixed_prove(GT(hi, end)):
             return d, f"reaches {to_text(hi)}, past the declared end {to_text(end)}"
     return None
 
@@ -152,8 +152,9 @@ def _outside(block, a, kind, declared, d, what):
 def verify_block_regions(func: PrimFunc, since: PrimFunc | None = None) -> PrimFunc:
     """Check every block of ``func`` with :func:`check_block_regions`; returns ``func``.
     With ``since`` (the function ``func`` was made from), only the blocks that are not
-    in ``since`` itself are checked: IR is immutable, and a block a transform left
-    alone (the same object, its body with it) was checked there.
+    in ``since`` itself are checked: IR is immutable, and a statement a transform left
+    alone (the same object, everything under it with it) was checked there, so the
+    walk does not enter it.
 
     Example::
 
@@ -163,29 +164,37 @@ def verify_block_regions(func: PrimFunc, since: PrimFunc | None = None) -> PrimF
         >>> verify_block_regions(f) is f
         True
     """
-
-    class _V(Visitor):
-        # the loops and iterators around each block, as the parser passes them: the
-        # check then reads a function as it reads the function's text
-        outer: dict = {}
-
-        def visit_For(self, f):
-            saved = self.outer
-            self.outer = {**saved, f.loop_var: Range(f.min, f.extent)}
-            self.generic_visit(f)
-            self.outer = saved
-
-        def visit_Block(self, blk):
-            if id(blk) not in known:
-                check_block_regions(blk, self.outer)
-            saved = self.outer
-            self.outer = {**saved, **{iv.var: iv.dom for iv in blk.iter_vars}}
-            self.generic_visit(blk)
-            self.outer = saved
-
-    known = set() if since is None else {id(br.block) for br in blocks_under(since.body)}
-    _V().visit(func.body)
+    known = set() if since is None else {id(s) for _, s in walk(since)}
+    # the loops and iterators around each block, as the parser passes them: the check
+    # then reads a function as it reads the function's text
+    _check_new(func.body, {}, known)
     return func
+
+
+def _check_new(stmt, outer: dict, known: set) -> None:
+    """Check the blocks under ``stmt`` that are not in ``known`` (ids of statements
+    already checked), with ``outer`` the loops and iterators around ``stmt``.  Only
+    statements are walked: no block lives inside an expression."""
+    if id(stmt) in known:
+        return
+    if isinstance(stmt, For):
+        _check_new(stmt.body, {**outer, stmt.loop_var: Range(stmt.min, stmt.extent)},
+                   known)
+        return
+    if isinstance(stmt, Block):
+        check_block_regions(stmt, outer)
+        inner = {**outer, **{iv.var: iv.dom for iv in stmt.iter_vars}}
+        for part in (stmt.init, stmt.body):
+            if part is not None:
+                _check_new(part, inner, known)
+        return
+    for name in field_names(type(stmt)):
+        v = getattr(stmt, name)
+        if isinstance(v, Stmt):
+            _check_new(v, outer, known)
+        elif name == "seq":
+            for s in v:
+                _check_new(s, outer, known)
 
 
 __all__ = ["check_block_regions", "verify_block_regions"]

@@ -75,6 +75,9 @@ class Schedule:
     then the IR with the culprit marked, rendered only when the message is read),
     ``"fast"`` (the kind of refusal in one fixed line: refusals can be counted by
     message) or ``"none"`` (``(not rendered)``); the error's class and code are the same.
+    ``memo``: a :class:`~schedules.step_memo.StepMemo` shared by the schedules of one
+    search, which gives back the steps already taken from the same function with the
+    same arguments (not in debug mode, nor on a module of several functions).
 
     Every primitive is a method generated from its registration (see
     :func:`schedules.primitive.install_methods`): ``help(sch.split)`` shows the
@@ -90,7 +93,7 @@ class Schedule:
 
     @deep_ok
     def __init__(self, func: PrimFunc | IRModule, debug: bool = False, seed=None,
-                 error_render: str = "detail"):
+                 error_render: str = "detail", memo=None):
         if not isinstance(func, (PrimFunc, IRModule)):
             raise schedule_error(ScheduleArgumentError, "Schedule", f"expected a PrimFunc "
                                  f"(e.g. from T.create_prim_func) or an IRModule, got "
@@ -122,6 +125,7 @@ class Schedule:
         self._checker = None          # debug mode's DebugChecker, made at the first step
         self._origin = func           # the unscheduled function (debug mode's twin)
         self._renamed: dict = {}      # (function, old block name) -> its name now
+        self._memo = memo             # a StepMemo shared by a search's schedules, or None
 
     # state ------------------------------------------------------------------------------
 
@@ -268,6 +272,7 @@ class Schedule:
         new._checker = self._checker.fork() if self._checker is not None else None
         new._origin = self._origin
         new._renamed = dict(self._renamed)
+        new._memo = self._memo
         return new
 
     def show(self) -> None:
@@ -322,9 +327,7 @@ class Schedule:
                                       **call_kwargs)
             new_func = old
         else:
-            new_func, result = fn.raw(old, *call_args, **call_kwargs)
-            if new_func is not old:
-                _check_regions(name, old, new_func)
+            new_func, result = self._primitive(fn, name, old, call_args, call_kwargs)
         renames = {}
         if isinstance(result, Renamed):
             result, renames = result.result, result.renames
@@ -356,6 +359,23 @@ class Schedule:
         self._trace = self._trace._recorded(Instruction(name, inputs, attrs, outputs,
                                                         decision))
         return result
+
+    def _primitive(self, fn, name, old, args, kwargs):
+        """``(new function, result)`` of the non-sampling primitive ``fn`` applied to
+        ``old``, checked against the region contract; through the memo when there is
+        one (a remembered step was checked when first taken)."""
+        memo = self._memo if not (self.debug or self._multi) else None
+        key = memo.key(fn, old, args, kwargs) if memo is not None else None
+        if key is not None:
+            got = memo.get(key, args, kwargs)
+            if got is not None:
+                return got
+        new_func, result = fn.raw(old, *args, **kwargs)
+        if new_func is not old:
+            _check_regions(name, old, new_func)
+        if key is not None:
+            memo.put(key, fn, old, args, kwargs, new_func, result)
+        return new_func, result
 
     def _follow_renames(self, home, name, args, kwargs):
         """``args`` / ``kwargs`` with each block handle (and get_block's name) of a

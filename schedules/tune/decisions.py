@@ -30,12 +30,13 @@ from ..sampling import perfect_tiles
 from ..schedule import Schedule
 
 
-def run_with_decisions(space, func, decisions, seed=None):
+def run_with_decisions(space, func, decisions, seed=None, memo=None):
     """The Schedule that ``space`` makes of ``func`` when its sampling calls take
     ``decisions`` (a list in call order, or ``{instruction index: decision}`` as in
     ``trace.decisions``).  Unlike replaying a recorded trace with new decisions, the
     space itself runs again, so a rule that depends on a sampled value (a layout
-    sized by a tile, a branch) follows the new decision.
+    sized by a tile, a branch) follows the new decision.  ``memo``: a
+    :class:`~schedules.step_memo.StepMemo` the steps go through (a search's).
 
     Example::
 
@@ -70,7 +71,7 @@ def run_with_decisions(space, func, decisions, seed=None):
                             decision=want if isinstance(want, int) and
                             not isinstance(want, bool) else None)
 
-    sch = _Forced(func, seed=seed)
+    sch = _Forced(func, seed=seed, memo=memo)
     space(sch)
     return sch
 

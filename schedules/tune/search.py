@@ -55,6 +55,7 @@ import numpy as np
 from cuvil_tir.errors import CuvilError
 
 from ..schedule import Schedule
+from ..step_memo import StepMemo
 from ..trace import Trace
 from .cost_model import CostModel
 from .features import features
@@ -194,6 +195,7 @@ class Search:
         #: candidate key -> where it came from: "fresh" (a draw of the space), "bred"
         #: (a child of measured candidates) or "seed" (another task's best)
         self.origin: dict = {}
+        self.memo = StepMemo()     # steps the candidates share (a child's prefix)
         if guided and self.prior[0]:
             self._fit()
 
@@ -262,7 +264,7 @@ class Search:
 
     # -- proposing ---------------------------------------------------------------------
     def _fresh(self):
-        sch = Schedule(self.func, seed=self.rng.randrange(2 ** 31))
+        sch = Schedule(self.func, seed=self.rng.randrange(2 ** 31), memo=self.memo)
         self.space(sch)
         return sch
 
@@ -281,7 +283,7 @@ class Search:
         # a decision that steers the space's own code (a compute location, packing or
         # not) changes the candidate as it would on a fresh draw
         return run_with_decisions(self.space, self.func, [d for _, d in decisions_of(child)],
-                                  seed=self.rng.randrange(2 ** 31))
+                                  seed=self.rng.randrange(2 ** 31), memo=self.memo)
 
     def _one(self, parents):
         """``(schedule, whether a fresh draw)``; the schedule is None when its trace
@@ -379,7 +381,7 @@ class Search:
         skipped."""
         def draw():
             return run_with_decisions(self.space, self.func, self._seeds.pop(0),
-                                      seed=self.rng.randrange(2 ** 31))
+                                      seed=self.rng.randrange(2 ** 31), memo=self.memo)
         return self._draws(draw, n, seen, len(self._seeds), "seed")
 
     def _pool_seeds(self, seen) -> None:
