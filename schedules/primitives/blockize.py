@@ -326,8 +326,10 @@ def blockize_path(func, lpath: tuple, prim: str = "blockize",
                           reads if init is not None else inner_blk.reads)),
                       tuple(relax_region(substitute(w, shift), idom) for w in writes),
                       tree.get(g, lpath), outer_init)
-    outer = BlockRealize(tuple(outer_vals), _outer_predicate(realize.predicate, inner_loops),
-                         outer_blk)
+    binding = {iv.var: v for iv, v in zip(outer_ivs, outer_vals)}
+    outer = BlockRealize(tuple(outer_vals),
+                         _outer_predicate(realize.predicate, inner_loops, inner.predicate,
+                                          binding, prim, blk.name), outer_blk)
     return tree.replace(g, lpath, outer), outer_name
 
 
@@ -418,24 +420,53 @@ def _over_outer_vars(cond, inner_ids, outer_loops, outer_of):
     return None
 
 
-def _outer_predicate(pred, inner_loops):
+def _at_inner_start(c, ids, zero):
+    """``c`` with the inner loops at 0 where that is the weakest it gets (a linear bound
+    ``e < n`` whose inner loops have non-negative coefficients), else None."""
+    lin = linear(c.a) if isinstance(c, (LT, LE)) else None
+    if lin is None or {id(v) for v in used_vars(c.b)} & ids:
+        return None
+    if all(k >= 0 for i, (_, k) in lin[0].items() if i in ids):
+        return simplify(substitute(c, zero))
+    return None
+
+
+def _outer_predicate(pred, inner_loops, inner_pred, outer_binding, prim, name):
     """The guard the outer block needs under a non-dividing split: an outer instance
     runs only if some inner iteration does.  A bound ``e < n`` whose inner loops have
     non-negative coefficients holds for some inner iteration iff it holds with them at
-    0, so that is the outer guard (without it the outer iter var leaves its domain)."""
+    0, so that is the outer guard (without it the outer iter var leaves its domain).
+    A bound the loops write non-linearly (``fused // 2 * 2 + fused % 2`` after a fuse)
+    is taken from the inner block's ``T.where`` instead, which names the outer iter
+    vars (``outer_binding`` maps them back to the loops); one found in neither form is
+    refused."""
     ids = {id(l.loop_var) for l in inner_loops}
     zero = {l.loop_var: const(0, l.loop_var.dtype) for l in inner_loops}
-    kept = []
+    kept, lost = [], []
     for c in conjuncts(pred):
         used = {id(v) for v in used_vars(c)}
         if not used & ids:
             kept.append(c)
             continue
-        lin = linear(c.a) if isinstance(c, (LT, LE)) else None
-        if lin is None or {id(v) for v in used_vars(c.b)} & ids:
-            continue
-        if all(k >= 0 for i, (_, k) in lin[0].items() if i in ids):
-            kept.append(simplify(substitute(c, zero)))
+        g = _at_inner_start(c, ids, zero)
+        if g is not None:
+            kept.append(g)
+        elif isinstance(c, (LT, LE)) and used - ids:
+            # an upper bound naming outer loops is what keeps the outer iter vars in
+            # their domains (one on inner loops only cuts no outer instance away)
+            lost.append(c)
+    if lost:
+        outer_ids = {id(v) for v in outer_binding}
+        found = [_at_inner_start(c, ids, zero) for c in conjuncts(inner_pred)
+                 if {id(v) for v in used_vars(c)} & ids
+                 and {id(v) for v in used_vars(c)} & outer_ids]
+        if not found or any(g is None for g in found):
+            raise schedule_error(SubspaceError, prim,
+                                 f"the guard {lost[0]} of block {name!r} is not a bound "
+                                 "the new outer block can be guarded by (expected a linear "
+                                 "bound on the loops, with the inner loops counting up); "
+                                 "blockize before the fuse or split that made it")
+        kept += [simplify(substitute(g, outer_binding)) for g in found]
     return all_of(kept)
 
 

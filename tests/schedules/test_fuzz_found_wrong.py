@@ -4,6 +4,7 @@ its test); each reduced to its
 smallest form: the step is refused with a coded error, or it now computes right."""
 
 import numpy as np
+import pytest
 
 import cuvil_tir as T
 import schedules as S
@@ -372,3 +373,39 @@ def test_cache_stage_of_blocks_inside_an_init_is_refused():
                        r"cache the buffer before the blockize", CacheStageError)
     x = np.array([[3.0], [-1.0]], "float32")
     np.testing.assert_array_equal(run(sch, [x, np.zeros(2, "float32")])[1], x[:, 0])
+
+
+def test_blockize_guards_the_outer_block_of_a_fused_non_dividing_split():
+    """split [None, 2, 2] of 6, fuse of the outer two, split and blockize of the inner:
+    the guard, written with // and % of the fused loop, gave the outer block no T.where
+    and its iter var left its domain [0, 3) at the fourth fused iteration (case
+    14236232: 'v_j_o is bound to 3, outside its domain'). The outer guard now comes from
+    the inner block's T.where."""
+    X = T.placeholder((2, 6), name="X")
+    f = T.create_prim_func([X, T.compute((2, 6), lambda i, j: X[i, j] * 2.0, name="Y")])
+    sch = S.Schedule(f)
+    _, j = sch.get_loops("Y")
+    sch.split(j, [None, 2, 2])
+    _, j0, j1, _ = sch.get_loops("Y")
+    sch.fuse(j0, j1)
+    sch.blockize(sch.split(sch.get_loops("Y")[2], [None, 2])[1])
+    text = str(sch.func)
+    assert "T.where(j_2_0 * 2 + j_0_j_1_fused * 2 < 6)" in text, text
+    sch.cache_read("Y", 0, "local")
+    x = np.arange(12, dtype="float32").reshape(2, 6)
+    np.testing.assert_array_equal(run(sch, [x, np.zeros((2, 6), "float32")])[1], x * 2)
+
+
+def test_blockize_refuses_an_upper_bound_it_cannot_move_to_the_outer_block():
+    from cuvil_tir.expr import LT, Var, const
+    from cuvil_tir.stmt import Evaluate, For
+    from schedules.primitives.blockize import SubspaceError, _outer_predicate
+    i_0, i_1, v_o = Var("i_0", "int32"), Var("i_1", "int32"), Var("v_o", "int32")
+    inner_loop = For(i_1, const(0, "int32"), const(4, "int32"), "serial",
+                     Evaluate(const(0, "int32")))
+    guard = LT(i_0 * i_0 + i_1, const(6, "int32"))        # not linear in the loops
+    with pytest.raises(SubspaceError, match=r"CVL-E103.*the guard i_0 \* i_0 \+ i_1 < 6 "
+                       r"of block 'Y' is not a bound the new outer block can be guarded "
+                       r"by.*blockize before the fuse or split that made it"):
+        _outer_predicate(guard, [inner_loop], LT(v_o * v_o + i_1, const(6, "int32")),
+                         {v_o: i_0}, "blockize", "Y")
