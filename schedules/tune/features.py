@@ -8,7 +8,8 @@ the machine's cores), the vector loop (in lanes of the machine), unrolling, the
 register tile of a ``local`` accumulator against the vector registers, the stride of
 the innermost loop in each access (invariant / contiguous / strided), the bytes the
 innermost 1..6 loops touch (and how many of those levels fit L1 and L2), the
-arithmetic intensity there, the reduction loops' position; for the whole function the
+arithmetic intensity there and against the bytes fetched from beyond L2
+(:mod:`.traffic`), the reduction loops' position; for the whole function the
 share of work in other blocks (packing, copies) and the bytes of cached buffers.
 Counts enter as ``log2(1 + x)`` so the model sees ratios; sizes are taken relative to
 the :class:`~cuvil_tir.target.Machine`, so records of one task teach another.  The
@@ -39,6 +40,7 @@ from cuvil_tir.target import SCALAR_MACHINE, Machine
 from cuvil_tir.visitor import post_order_visit
 from .prior import _log, analytic_score
 from .space import machine_of
+from .traffic import beyond_l2
 
 #: inner loop levels whose footprints are described
 LEVELS = 6
@@ -52,7 +54,8 @@ NAMES = ("iterations", "flops", "parallel", "parallel_per_core", "parallel_balan
          *(f"{a}_{b}" for a in ("kernel", "reduce", "reduce_up1", "reduce_up2")
            for b in ("bytes", "in_l1", "in_l2")),
          "accumulator_vectors", "tile_rows", "work_per_task", "expression_lanes",
-         "blocks", "other_work", "cached_bytes", "local_scope", "analytic")
+         "blocks", "other_work", "cached_bytes", "local_scope", "intensity_beyond_l2",
+         "analytic")
 
 _ARITH = (Add, Sub, Mul, Div, FloorDiv, FloorMod, Min, Max, Call)
 
@@ -271,7 +274,10 @@ def _block_vector(realize, loops, machine, cores) -> list:
             # the work of one parallel iteration (a small task's threads cost more than
             # they save) and the widest vector the body computes on (a tensorized
             # step's lanes: no vectorized loop shows them)
-            _log(flops / par), _expression_lanes(block) / lanes], flops, bool(local)
+            _log(flops / par), _expression_lanes(block) / lanes], flops, bool(local), \
+        _log(flops / max(1, beyond_l2([(st, w) for st, w, _ in strides],
+                                      [(lp.loop_var, _extent(lp)) for lp in loops],
+                                      machine.l2_bytes)))
 
 
 def features(func_or_sch, machine=None) -> list:
@@ -298,7 +304,7 @@ def features(func_or_sch, machine=None) -> list:
         return [0.0] * len(NAMES)
     rows = [_block_vector(r, loops, machine, cores) for r, loops in nests]
     top = max(range(len(rows)), key=lambda k: rows[k][1])
-    vec, work, local = rows[top]
+    vec, work, local, intensity = rows[top]
     other = sum(r[1] for r in rows) - work
     cached = 0
     for r, _ in nests:
@@ -309,7 +315,7 @@ def features(func_or_sch, machine=None) -> list:
                     n *= getattr(s, "value", 1) or 1
                 cached += n
     out = vec + [float(len(nests)), _log(other / max(1, work)), _log(cached),
-                 1.0 if local else 0.0]
+                 1.0 if local else 0.0, intensity]
     out.append(analytic_score(dict(zip(NAMES, out)), machine))
     return [float(x) for x in out]
 

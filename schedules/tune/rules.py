@@ -17,8 +17,10 @@ declares through the backend contract (:mod:`cuvil_tir.target`), never from its 
 4. a machine (``machine(target)``: vector lanes, registers, caches, cores): the CPU
    rules of :func:`.space.generated_space`, with every registered tensor intrinsic
    that a reduction block computes and the target builds offered beside the register
-   tile (:mod:`.autotensorize`), and for a GEMM of int8 or bfloat16 operands on a
-   target with the x86 dot-product instructions, B packed for them (:mod:`.dot_rule`);
+   tile (:mod:`.autotensorize`), for a GEMM of int8 or bfloat16 operands on a
+   target with the x86 dot-product instructions, B packed for them (:mod:`.dot_rule`),
+   and for a GEMV-like block the reduction swept outside its columns
+   (:mod:`.stream_rule`);
 5. otherwise a :class:`.errors.TuneError` that says what the kind would need to
    declare.
 
@@ -48,6 +50,7 @@ from .dot_rule import dot_choices
 from .errors import TuneError
 from .space import generated_space, inlinable, reductions_of
 from .staged import staged_match, staged_space
+from .stream_rule import stream_choices
 
 #: thread counts a GPU thread block may take (capped by the declared limits)
 THREADS = (32, 64, 128, 256, 512, 1024)
@@ -129,7 +132,8 @@ def space_for(func, target):
         blocks = reductions_of(func)
         return generated_space(func, kind.machine(t),
                                {name: matches(func, name, t) for name in blocks},
-                               {name: dot_choices(func, name, t) for name in blocks})
+                               {name: dot_choices(func, name, t) +
+                                stream_choices(func, name, kind.machine(t)) for name in blocks})
     raise TuneError(
         f"tune: target kind {kind.name!r} declares nothing a space can be generated "
         "from: no tuning_space(func, target), no thread axes with a 'shared' memory, "

@@ -163,7 +163,7 @@ def choice_weights(func, name, machine, intrinsics=(), recipes=()) -> list:
         >>> m = Machine(512, 32, 49152, 1 << 21, 2)
         >>> choice_weights(f, "C", m, [x for x in matches(f, "C", "llvm -mcpu=znver4")
         ...                           if x.name == "cpu.gemm_4x8x4_f32"])
-        [29, 2]
+        [28, 2]
     """
     node = tree.get(func, tree.find_block(func, name))
     lanes = machine.lanes(_dtype(node.block))
@@ -272,7 +272,8 @@ def _tile_reduction(sch, name, machine) -> None:
     label = sch.sample_categorical(labels, [_weight(t, lanes) for t in options])
     tile = dict(zip(axes, options[labels.index(label)]))
     caches = [(_try(sch.cache_read, block, k, "global"), dim, axis)
-              for k, dim, axis in plans]
+              for k, dim, axis in worth_packing(plans, extents, [tile[n] for n in
+                                                                 range(len(extents))])]
     acc = sch.cache_write(block, 0, "local")
     if any(e % tile[n] for n, e in enumerate(extents)):
         pos = iter(range(len(extents)))
@@ -334,6 +335,37 @@ def _tile_reduction(sch, name, machine) -> None:
             _try(sch.vectorize, inner[-1])
 
 
+#: the register tiles that must read a panel of an operand before packing it pays
+MIN_REUSE = 2
+
+
+def worth_packing(plans, extents, tile) -> list:
+    """The pack plans (:func:`_pack_plans`) worth carrying out for a register ``tile``
+    (a size per spatial axis) of a block of ``extents``: a panel read by fewer than
+    :data:`MIN_REUSE` register tiles (A skinny GEMM's B: every tile row covers all of
+    M) costs a copy of the operand and saves nothing, unless its axis is padded (only a
+    packed operand is padded).
+
+    Example::
+
+        >>> plans = [(0, 0, 0), (1, 1, 1)]          # A[i, k] by i, B[k, j] by j
+        >>> worth_packing(plans, [1, 1024], [1, 64])        # a GEMV: A only
+        [(0, 0, 0)]
+        >>> worth_packing(plans, [1, 1000], [1, 64]) == plans  # N padded to 1024
+        True
+    """
+    out = []
+    for plan in plans:
+        axis = plan[2]
+        reuse = 1
+        for n, (ext, t) in enumerate(zip(extents, tile)):
+            if n != axis:
+                reuse *= -(-ext // t)
+        if reuse >= MIN_REUSE or extents[axis] % tile[axis]:
+            out.append(plan)
+    return out
+
+
 def _register_options(node, machine, extents=None):
     """``(pack plans, vector axis, register tiles)`` of a reduction block (``node``, its
     spatial ``extents``; default: the block's own iterator extents), or None for a block
@@ -357,8 +389,10 @@ def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
     """The register tiles (a size per axis, the vector axis last) worth sampling on
     ``machine``: the vector axis takes whole vectors (1 to 4), the others 1 to
     ``vector_registers - 3`` rows; an axis that cannot be ``paddable`` takes divisors of
-    its extent only; and the accumulators, one operand vector per vector of the tile
-    and a broadcast must fit the vector registers (what :func:`prune` checks).
+    its extent only, one that can is padded by at most :data:`MOST_PADDING` of its
+    extent (the vector axis: up to one vector; a row axis of 1 padded to 16 rows did 16
+    times the work of a GEMV); and the accumulators, one operand vector per vector of
+    the tile and a broadcast must fit the vector registers (what :func:`prune` checks).
 
     Example::
 
@@ -368,13 +402,17 @@ def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
         (True, False, True, False)
         >>> register_tiles([12, 8], [False, False], m, 8)
         [(1, 8), (2, 8), (3, 8), (4, 8), (6, 8), (12, 8)]
+        >>> sorted({r for r, _ in register_tiles([4, 64], [True, True], m, 8)})
+        [1, 2, 4]
     """
     rows = max(1, machine.vector_registers - 3)
     sizes = []
     for n, (ext, pad) in enumerate(zip(extents, paddable)):
         last = vector_last and n == len(extents) - 1
         cands = range(lanes, 4 * lanes + 1, lanes) if last else range(1, rows + 1)
-        fit = [t for t in cands if (ext % t == 0 if not pad else t <= max(ext, lanes))]
+        fit = [t for t in cands if ext % t == 0 or pad and (
+            t <= max(ext, lanes) if last else
+            t <= ext and _padded(ext, t) <= ext * MOST_PADDING)]
         sizes.append(fit or [ext if not last and ext <= rows else (lanes if last else 1)])
     out = []
 
@@ -388,6 +426,14 @@ def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
             rec(n + 1, prefix + [t], elems * t)
     rec(0, [], 1)
     return out or [tuple(s[0] for s in sizes)]
+
+
+#: how much a register tile may pad a row axis: its padded extent over its extent
+MOST_PADDING = 1.25
+
+
+def _padded(extent: int, tile: int) -> int:
+    return -(-extent // tile) * tile
 
 
 def parallel_counts(extent: int, cores: int) -> list:
@@ -538,7 +584,11 @@ def prune(func, machine: Machine):
         red = [k for k, lp in enumerate(loops) if (_extent(lp) or 0) > 1 and any(
             iv.kind == "reduce" and lp.loop_var in uses[iv.var] for iv in block.iter_vars)]
         if red:
-            inner = {lp.loop_var: _extent(lp) or 1 for lp in loops[red[-1]:]}
+            # a reduction swept outside a loop over its columns (the streaming rule)
+            # keeps one step's operands in L1, not the whole sweep's
+            swept = any(lp.kind not in ("unrolled", "vectorized") and (_extent(lp) or 0) > 1
+                        for lp in loops[red[-1] + 1:])
+            inner = {lp.loop_var: _extent(lp) or 1 for lp in loops[red[-1] + swept:]}
             # each operand in its own dtype (int8 operands of an int32 sum: 1 byte)
             foot = sum(_footprint(r, inner, uses) * _bytes(r.buffer) for r in block.reads)
             if foot > machine.l1d_bytes:

@@ -32,7 +32,7 @@ from cuvil_tir.stmt import BlockRealize
 from cuvil_tir.analysis import tree
 
 #: bump when :mod:`.features` changes meaning: older vectors are then not used
-FEATURES_VERSION = 5
+FEATURES_VERSION = 6
 #: at most this many tasks, and rows, are taken from the database to start a model
 NEAREST_TASKS = 6
 MAX_ROWS = 1500

@@ -316,3 +316,81 @@ def test_space_draws_the_register_tiling_over_a_small_generic_micro_kernel():
         first = next(i for i in sch.trace if i.name == "sample_categorical")
         picks.append(sch.trace.decisions[list(sch.trace).index(first)])
     assert picks.count(0) >= 32, picks   # index 0 is "tile"
+
+
+def test_row_tiles_never_pad_past_the_rows():
+    """A GEMV's one row is not padded to a register tile of 16 rows (16 times the
+    work); rows pad by at most a quarter of their extent."""
+    avx512 = machine_of("llvm -mcpu=skylake-avx512")
+    assert {r for r, _ in register_tiles([1, 1024], [True, True], avx512, 16)} == {1}
+    assert {r for r, _ in register_tiles([4, 1024], [True, True], avx512, 16)} == {1, 2, 4}
+    rows = {r for r, _ in register_tiles([16, 1024], [True, True], avx512, 16)}
+    assert {16, 8, 6, 9, 10}.issubset(rows) and not rows & {7, 11, 12, 13, 15}
+    # the vector axis still pads up to whole vectors
+    assert (1, 64) in register_tiles([1, 1000], [True, True], avx512, 16)
+
+
+def _labels(sch):
+    """The space's decisions, categoricals by their option."""
+    return [i.inputs[0][d] if i.name == "sample_categorical" else d
+            for k, i in enumerate(sch.trace.insts)
+            for d in [sch.trace.decisions.get(k)] if d is not None]
+
+
+def test_an_operand_read_by_one_register_tile_is_not_packed():
+    """A skinny GEMM's B panel is read by one register tile: packing it copies the
+    whole operand for nothing (a GEMV ran at 0.23x numpy).  It stays packed where
+    several tiles read it, or where its axis is padded (only a pack is zero-filled)."""
+    m = machine_of("llvm -mcpu=skylake-avx512")
+    rng = np.random.default_rng(3)
+    for rows, n in ((1, 256), (1, 200), (4, 256), (32, 256)):
+        f = _gemm(n, rows, 32)
+        space = generated_space(f, m)
+        for seed in range(4):
+            sch = S.Schedule(f, seed=seed)
+            space(sch)
+            tile = _labels(sch)[0]
+            r, cols = (int(x) for x in tile.split("x"))
+            want = [(-(-rows // r), 32, r)] + ([(-(-n // cols), 32, cols)]
+                                               if r < rows or n % cols else [])
+            assert _shapes(sch.func) == sorted(want), tile
+            a = rng.standard_normal((rows, 32), "float32")
+            b = rng.standard_normal((32, n), "float32")
+            c = np.zeros((rows, n), "float32")
+            targets.build(sch, "llvm -mcpu=skylake-avx512")(a, b, c)
+            np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_gemv_is_streamed_over_its_columns():
+    """A GEMV's reduction sweeps outside a vector loop over the columns (each row of B
+    read once, contiguously), the last vector guarded where N has no whole vectors;
+    never pruned (one reduction step's operands fit L1, not the sweep's), correct,
+    and the prior ranks it above the register tiles (4 vectors of columns at most,
+    B read in 256-byte pieces a row apart: 0.27x numpy against 0.85x on 1x1000x2048)."""
+    from schedules.tune.rules import space_for
+    from schedules.tune.features import features
+    target = "llvm -mcpu=skylake-avx512"
+    m = machine_of(target)
+    rng = np.random.default_rng(4)
+    for n, k in ((1000, 64), (256, 2048)):
+        f = _gemm(n, 1, k)
+        space = space_for(f, target)
+        streamed = run_with_decisions(space, f, [{"value": "stream"}, {"value": 16},
+                                                 {"value": 2 if n == 256 else 3}])
+        tiled = run_with_decisions(space, f, [{"value": "tile"}, {"value": "1x64"},
+                                              [1, 1], {"value": 2}])
+        assert _labels(streamed)[0] == "stream" and _labels(tiled)[0] == "tile"
+        assert prune(streamed.func, m) is None
+        assert features(streamed, m)[-1] > features(tiled, m)[-1]
+        assert [kind for _, kind in _nest(streamed.func, "C")] == [
+            "parallel", "serial", "serial", "vectorized"]
+        a, b = rng.standard_normal((1, k), "float32"), rng.standard_normal((k, n), "float32")
+        c = np.zeros((1, n), "float32")
+        targets.build(streamed, target)(a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
+    # four rows are a register tile's work: no streaming offered
+    four = space_for(_gemm(256, 4, 64), target)
+    sch = S.Schedule(_gemm(256, 4, 64), seed=0)
+    four(sch)
+    assert all("stream" not in i.inputs[0] for i in sch.trace.insts
+               if i.name == "sample_categorical")
