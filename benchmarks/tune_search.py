@@ -27,7 +27,12 @@ The best-known time of a workload is the fastest settled time of everything meas
 for it in this invocation (pool and both searches): a median, not one lucky reading in
 a quiet moment.  A run reaches 95% of it at the first trial whose candidate's settled
 time is within ``best / 0.95``; a run that never does counts as ``trials + 1`` (so the
-ratio printed is a lower bound when random search mostly misses).  Then the cost model
+ratio of the medians is a lower bound when random search mostly misses, and the output
+says so).  Beside it: how many runs of each strategy reached the bar within 4, 8, 16 ...
+trials; random search's median from its hit rate (the share of all random draws of the
+workload, pool included, within the bar; draws independent: a mixture of geometric
+distributions, not censored); and where the guided trials came from (fresh draws of the
+space, children bred from measured candidates, other tasks' best).  Then the cost model
 ranks held-out candidates: every *randomly drawn* candidate of a workload (pool and
 random searches: an unbiased sample of the space) is ranked by a model trained on the
 random candidates of the other workloads of its family, as the tuner transfers
@@ -187,6 +192,7 @@ def main(argv=None):
           f"({args.step} trials a turn), {args.seeds} seeds x {args.trials} trials; target "
           f"{TARGET}, load {os.getloadavg()[0]:.1f}; databases in {folder}", flush=True)
     runs, spent, records, measurers = {}, {h: 0.0 for h in HOW}, [], {}
+    origins: dict = {}   # (workload, strategy, seed) -> each trial's origin
     recorded = {}
     if args.cache and os.path.exists(args.cache):
         with open(args.cache) as fh:
@@ -203,6 +209,7 @@ def main(argv=None):
                   f"best {_ms(s.best_seconds())}", flush=True)
         known = pool_db.records()
         records += [dict(r, drawn="pool") for r in known]
+        save_cache(args.cache, ex)
         for name, f in funcs.items():                       # 2. the searches
             others = [r for r in known if r.get("workload") != keys[name]]
             for seed in range(args.seeds):
@@ -224,6 +231,8 @@ def main(argv=None):
                             if r.get("workload") == keys[name] and not r.get("remeasured")]
                     runs[(name, h, seed)] = [r["cand"] if r.get("seconds") else None
                                              for r in mine]
+                    origins[(name, h, seed)] = [sessions[h].search.origin.get(r["cand"])
+                                                for r in mine]
                     records += [dict(r, drawn=h) for r in mine]
                     # what the next workloads' guided runs find in their database:
                     # this workload tuned (online, across tasks; never its own records)
@@ -233,26 +242,35 @@ def main(argv=None):
                                default=None) for h in HOW}
                 print(f"  {name:9s} seed {seed}: best guided {_ms(best['guided'])}, "
                       f"random {_ms(best['random'])}", flush=True)
+            save_cache(args.cache, ex)   # a run stopped later keeps what it measured
         t1 = time.perf_counter()                            # 3. the bar, settled
         settled = settle(ex, measurers, keys, records, args.settle_top, args.settle_rounds)
         print(f"settling: the best {args.settle_top} candidates of each workload measured "
               f"{args.settle_rounds} more times, interleaved: "
               f"{time.perf_counter() - t1:.0f} s", flush=True)
         repeat = repeatability(ex, measurers, keys, records, args.repeat_check)
-    if args.cache:
-        with open(args.cache, "w") as fh:
-            json.dump(ex.recorded(), fh)
+    save_cache(args.cache, ex)
     if args.save:
         with open(args.save, "w") as fh:
             json.dump({"runs": [[*k, h] for k, h in runs.items()], "records": records,
+                       "origins": [[*k, o] for k, o in origins.items()],
                        "settled": settled}, fh)
     n_trials = max(1, len(funcs) * args.seeds * args.trials)
     print(f"search time per trial (measuring shared): guided {spent['guided'] / n_trials:.2f}"
           f" s, random {spent['random'] / n_trials:.2f} s")
-    summary(funcs, keys, runs, records, settled, args)
+    summary(funcs, keys, runs, records, settled, args, origins)
     model_quality(keys, records, repeat)
     print(f"{time.perf_counter() - t0:.0f} s in all, load {os.getloadavg()[0]:.1f}")
     return 0
+
+
+def save_cache(path, ex) -> None:
+    """Write every measurement so far to ``path`` (``--cache``; None: nothing), through
+    a temporary file so a run killed while writing leaves the last whole copy."""
+    if path:
+        with open(path + ".tmp", "w") as fh:
+            json.dump(ex.recorded(), fh)
+        os.replace(path + ".tmp", path)
 
 
 def _ms(seconds) -> str:
@@ -289,15 +307,19 @@ def settle(ex, measurers, keys, records, top, rounds) -> dict:
     return out
 
 
-def summary(funcs, keys, runs, records, settled, args):
+def summary(funcs, keys, runs, records, settled, args, origins=None) -> dict:
     """The table: trials to 95% of the best-known (settled) time, per workload and
-    seed."""
+    seed; then the medians, their ratio and its censoring, how many runs reached the
+    bar within a few budgets, and random search's median from its hit rate (uncensored).
+    Returns the medians and the ratios."""
     print(f"\ntrials to 95% of the best-known time (the best settled time of everything "
           f"measured for the workload; not reached: {args.trials + 1})")
     per = {h: [] for h in HOW}
+    rates, firsts = {}, []
     for name in funcs:
         best = min(settled[r["cand"]] for r in records
                    if r.get("workload") == keys[name] and r.get("seconds"))
+        rates[name] = hit_rate(records, settled, keys[name], best)
         row = []
         for h in HOW:
             got = [reach([(n, settled.get(c)) for n, c in enumerate(
@@ -305,12 +327,67 @@ def summary(funcs, keys, runs, records, settled, args):
                 for seed in range(args.seeds)]
             per[h] += got
             row.append(f"{h} {got}")
-        print(f"  {name:9s} best {best * 1e3:8.4f} ms   " + "   ".join(row))
+            if h == "guided" and origins:
+                firsts += [origins[(name, h, seed)][n - 1] for seed, n in enumerate(got)
+                           if n <= len(origins[(name, h, seed)])]
+        hits, draws = rates[name]
+        print(f"  {name:9s} best {best * 1e3:8.4f} ms   " + "   ".join(row) +
+              f"   random draws within: {hits}/{draws}")
     mg, mr = statistics.median(per["guided"]), statistics.median(per["random"])
+    runs_n = len(per["guided"])
     reached = {h: sum(x <= args.trials for x in per[h]) for h in HOW}
-    print(f"median over {len(per['guided'])} runs: guided {mg}, random {mr}; random / "
-          f"guided = {mr / mg:.1f}x (goal >= 3x); reached in {reached['guided']} and "
-          f"{reached['random']} runs")
+    censored = mr > args.trials
+    print(f"median over {runs_n} runs: guided {mg:g}, random {mr:g}; random / guided "
+          f"{'>= ' if censored else '= '}{mr / mg:.1f}x (goal >= 3x); reached the bar in "
+          f"{reached['guided']} and {reached['random']} of {runs_n} runs" + (
+              f" (random's median is a run that never reached it, counted as "
+              f"{args.trials + 1}: the ratio is a lower bound)" if censored else ""))
+    budgets = [b for b in (4, 8, 16, 32, 64) if b < args.trials] + [args.trials]
+    print(f"reached within {' / '.join(map(str, budgets))} trials: " + "; ".join(
+        f"{h} " + " / ".join(str(sum(x <= b for x in per[h])) for b in budgets)
+        for h in HOW) + f" of {runs_n} runs")
+    if origins:
+        every = [o for (_, h, _), os_ in origins.items() if h == "guided" for o in os_]
+        print("guided trials by origin (fresh draw / bred child / another task's best): "
+              f"{_tally(every)}; the trials that first reached the bar: {_tally(firsts)}")
+    expected = geometric_median([rates[n] for n in funcs for _ in range(args.seeds)])
+    print(f"random search from its hit rate (every random draw of the run, pool included; "
+          f"draws independent): a median of {expected:g} trials to the bar, "
+          f"{expected / mg:.1f}x the guided median (uncensored estimate)")
+    return {"guided": mg, "random": mr, "ratio": mr / mg, "censored": censored,
+            "random_from_rate": expected}
+
+
+def _tally(origins) -> str:
+    return " / ".join(str(sum(o == k for o in origins)) for k in ("fresh", "bred", "seed"))
+
+
+def hit_rate(records, settled, workload, best) -> tuple:
+    """``(hits, draws)``: how many distinct randomly drawn candidates of ``workload``
+    (pool and random searches; a failed one is a draw that missed) are within 95% of
+    ``best`` by their settled time."""
+    drawn = {r["cand"] for r in records if r["workload"] == workload and
+             r["drawn"] in ("pool", "random") and not r.get("remeasured")}
+    hits = sum(1 for c in drawn if settled.get(c) is not None and
+               settled[c] <= best / 0.95)
+    return hits, len(drawn)
+
+
+def geometric_median(rates, most: int = 100000) -> float:
+    """The median trials to a first hit of a random search over runs with the given
+    ``(hits, draws)`` rates, each draw independent (the median of the mixture of
+    geometric distributions; ``inf`` when not within ``most``).
+
+    Example::
+
+        >>> geometric_median([(1, 2)]), geometric_median([(0, 5), (1, 1)])
+        (1, 1)
+    """
+    ps = [h / d if d else 0.0 for h, d in rates]
+    for t in range(1, most + 1):
+        if sum(1.0 - (1.0 - p) ** t for p in ps) / len(ps) >= 0.5:
+            return t
+    return float("inf")
 
 
 def repeatability(ex, measurers, keys, records, n, seed=0) -> dict:

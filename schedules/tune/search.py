@@ -3,12 +3,13 @@
 schedule replay costs a tenth of a second rather than microseconds).
 
 The search keeps a *pool* of unmeasured candidates with their :mod:`.features` (read
-from the scheduled IR in a millisecond).  For every batch it grows the pool: fresh draws
-from the space, and children bred from parents (the fastest measured candidates and the
-best-predicted ones of the pool): a mutation redraws one or two sampling decisions (a
-tile's perfect factorisation, a categorical choice such as a register tile or a
-compute location); a crossover takes each decision from one of two parents whose traces
-have the same sampling instructions.  The space runs again with the child's decisions,
+from the scheduled IR in a millisecond).  The first batch the model picks is the best
+of :data:`INITIAL_POOL` fresh draws from the space.  For every batch it grows the pool:
+mostly fresh draws (:data:`FRESH`), and children bred from the fastest *measured*
+candidates: a mutation redraws one or two sampling decisions (a tile's perfect
+factorisation, a categorical choice such as a register tile or a compute location); a
+crossover takes each decision from one of two parents whose traces have the same
+sampling instructions.  The space runs again with the child's decisions,
 :func:`.space.prune` refuses what cannot be good on the machine, and the rest join the
 pool.  The pool grows by at least twice the batch and goes on growing while the
 measurements in flight run, so the workers never wait for the search.  The
@@ -18,6 +19,16 @@ batch is its best, except an ``epsilon`` share drawn at random, so the model kee
 seeing candidates it would not have picked.  Without a model (nothing measured and no
 task like it in the database) the analytic prior (:mod:`.prior`: lanes, cores,
 register tile and caches against what the target declares) ranks the pool instead.
+
+Why fresh draws, and parents that were measured (MetaSchedule evolves a population
+against the model, children of the best *predicted* too): a model fitted to a few
+hundred noisy readings ranks unbiased draws of the space well (Spearman 0.6-0.7 on
+held-out random candidates), but a population evolved towards its best predictions
+gathers where it errs.  On ``benchmarks/tune_search.py`` (8 workloads x 3 seeds, 32
+trials) a pool 70% bred, from predicted parents too, reached 95% of the best-known time
+in a median of 17 trials; ranking 64 fixed random draws by the same model reached it
+at the 4th place (random order: 16th).  See ``docs/autotuning.md`` for this pool's
+figures.
 A trace that fails to replay is counted and skipped.
 
 Example::
@@ -55,13 +66,18 @@ from .transfer import FEATURES_VERSION
 #: the share of each batch picked at random from the pool instead of by the model
 EPSILON = 0.05
 #: the share of new pool members drawn fresh from the space (the rest is bred)
-FRESH = 0.3
-#: how many of the best measured (and of the best predicted) candidates breed
+FRESH = 0.75
+#: how many of the best measured candidates breed
 POPULATION = 8
+#: whether the best predicted (unmeasured) candidates of the pool breed too
+BREED_PREDICTED = False
 #: unmeasured candidates kept in the pool (the best predicted)
 POOL = 256
 #: the pool a model starts choosing from (fresh draws, before anything is bred)
-INITIAL_POOL = 64
+INITIAL_POOL = 128
+#: whether the first batch measures the nearest tasks' best (seeds) before the model
+#: ranks them with the pool
+SEEDS_FIRST = True
 #: records of a resumed database without features replayed to learn from
 RESUMED_ROWS = 64
 
@@ -176,6 +192,9 @@ class Search:
         self._drawn: list = []     # features of fresh draws: the task's centre
         self._seeds = [list(d) for d in seeds] if guided else []  # measured first
         self._blind = False        # whether a batch of seeds went without the model
+        #: candidate key -> where it came from: "fresh" (a draw of the space), "bred"
+        #: (a child of measured candidates) or "seed" (another task's best)
+        self.origin: dict = {}
         self.memo = StepMemo()     # steps the candidates share (a child's prefix)
         if guided and self.prior[0]:
             self._fit()
@@ -281,9 +300,9 @@ class Search:
         if self.replay_error is None:
             self.replay_error = f"{type(e).__name__}: {e}"[:300]
 
-    def _add(self, sch, seen, fresh=False) -> str | None:
+    def _add(self, sch, seen, origin="bred") -> str | None:
         """Key ``sch`` and compute its features; None when it is known or pruned.
-        ``fresh``: a fresh draw of the space."""
+        ``origin``: "fresh" (a draw of the space), "bred" or "seed" (:attr:`origin`)."""
         key = decisions_key(decisions_of(sch.trace))
         if key in seen or key in self._pool:
             return None
@@ -295,8 +314,9 @@ class Search:
             self._feat[key] = features(sch.func, self.machine)
         except CuvilError:
             self._feat[key] = None  # it will fail to build too; the measurement says
-        if fresh and self._feat[key] is not None:   # part of the task's centre
+        if origin == "fresh" and self._feat[key] is not None:   # the task's centre
             self._drawn.append(self._feat[key])
+        self.origin[key] = origin
         return key
 
     def propose(self, n: int, seen: set, busy=None) -> list:
@@ -315,7 +335,7 @@ class Search:
         """
         if n <= 0:
             return []
-        if not (self.guided and self.model.trained) or not self._blind:
+        if not (self.guided and self.model.trained) or (SEEDS_FIRST and not self._blind):
             picked = self._seeded(n, seen)   # the nearest tasks' best go first
             if picked:
                 self._blind = True
@@ -323,9 +343,11 @@ class Search:
         if not self.guided:
             return self._random(n, seen)
         self._pool_seeds(seen)   # the other seeds compete in the pool
-        scores = self._scores(list(self._pool))
-        best_pool = sorted(scores, key=scores.get, reverse=True)[:POPULATION]
-        parents = self.population() + [self._pool[k].trace.as_json() for k in best_pool]
+        parents = self.population()
+        if BREED_PREDICTED:
+            scores = self._scores(list(self._pool))
+            best_pool = sorted(scores, key=scores.get, reverse=True)[:POPULATION]
+            parents += [self._pool[k].trace.as_json() for k in best_pool]
         least = max(2 * n, 8) + max(0, INITIAL_POOL - len(self._pool))
         most = least + 6 * n
         added = attempts = 0
@@ -334,7 +356,8 @@ class Search:
                 break  # the workers are free (or wait for nothing): measure now
             attempts += 1
             sch, fresh = self._one(parents)
-            key = None if sch is None else self._add(sch, seen, fresh)
+            key = None if sch is None else self._add(sch, seen,
+                                                     "fresh" if fresh else "bred")
             if key is not None:
                 self._pool[key] = sch
                 added += 1
@@ -359,7 +382,7 @@ class Search:
         def draw():
             return run_with_decisions(self.space, self.func, self._seeds.pop(0),
                                       seed=self.rng.randrange(2 ** 31), memo=self.memo)
-        return self._draws(draw, n, seen, len(self._seeds))
+        return self._draws(draw, n, seen, len(self._seeds), "seed")
 
     def _pool_seeds(self, seen) -> None:
         """The seeds not measured yet join the pool, where the model ranks them with
@@ -371,9 +394,9 @@ class Search:
 
     def _random(self, n, seen) -> list:
         """``n`` fresh draws (random search)."""
-        return self._draws(self._fresh, n, seen, 20 + 10 * n, fresh=True)
+        return self._draws(self._fresh, n, seen, 20 + 10 * n, "fresh")
 
-    def _draws(self, draw, n, seen, attempts, fresh=False) -> list:
+    def _draws(self, draw, n, seen, attempts, origin) -> list:
         """Up to ``n`` new candidates from at most ``attempts`` calls of ``draw``; a
         draw that raises is counted as a failure, one pruned or known is skipped."""
         picked = []
@@ -385,7 +408,7 @@ class Search:
             except Exception as e:  # noqa: BLE001 - a user's space may raise anything
                 self._failed(e)
                 continue
-            key = self._add(sch, seen, fresh)
+            key = self._add(sch, seen, origin)
             if key is not None:
                 seen.add(key)
                 picked.append((sch, key))

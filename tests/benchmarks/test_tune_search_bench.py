@@ -84,3 +84,30 @@ def test_repeatability_ranks_a_second_reading_against_the_first():
                             [r["seconds"] for r in picked])
     assert got == {"w": want}
     assert B.repeatability(ex, {"w": s}, {"w": workload_key(f, TARGET)}, records, 0) == {}
+
+
+def test_the_summary_says_when_random_search_never_reached_the_bar(capsys):
+    """Random search's median is then a run counted as trials + 1: the ratio printed is
+    a lower bound, said so, beside an uncensored one from random's hit rate."""
+    from argparse import Namespace
+    secs = {"g1": 2.0, "g2": 1.0, "r1": 3.0, "r2": 2.5, "p1": 1.02, "p2": 4.0}
+    drawn = {"g": "guided", "r": "random", "p": "pool"}
+    records = [{"workload": "w", "cand": c, "seconds": s, "drawn": drawn[c[0]]}
+               for c, s in secs.items()]
+    runs = {("a", "guided", 0): ["g1", "g2"], ("a", "random", 0): ["r1", None]}
+    origins = {("a", "guided", 0): ["fresh", "bred"], ("a", "random", 0): ["fresh"] * 2}
+    got = B.summary({"a": None}, {"a": "w"}, runs, records, secs,
+                    Namespace(trials=2, seeds=1), origins)
+    out = capsys.readouterr().out
+    assert got["guided"] == 2 and got["random"] == 3 and got["censored"]
+    assert "random / guided >= 1.5x" in out and "the ratio is a lower bound" in out
+    assert "random draws within: 1/4" in out        # p1 (1.02 <= 1.0 / 0.95)
+    assert got["random_from_rate"] == 3              # 1 - 0.75^3 >= 0.5 > 1 - 0.75^2
+    assert "first reached the bar: 0 / 1 / 0" in out
+
+
+def test_random_search_median_from_hit_rates():
+    assert B.geometric_median([(1, 2)]) == 1
+    assert B.geometric_median([(1, 10)]) == 7            # 1 - 0.9^7 = 0.52
+    assert B.geometric_median([(0, 5), (1, 1)]) == 1     # half the runs hit at once
+    assert B.geometric_median([(0, 5)]) == float("inf")

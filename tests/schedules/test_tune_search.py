@@ -339,3 +339,26 @@ def test_seeds_after_the_first_batch_compete_in_the_pool():
     from schedules.tune.search import decisions_key
     assert all(decisions_key([[i, d] for i, d in sorted(run_with_decisions(
         space, f, dec).trace.decisions.items())]) in later for dec in seeds[2:])
+
+
+def test_children_come_from_measured_candidates_and_most_new_ones_are_fresh(monkeypatch):
+    """A population evolved towards the model's own best predictions gathers where a
+    model of a few noisy readings errs: a child's parents are measured candidates, and
+    most candidates added to the pool are fresh draws of the space."""
+    mod = sys.modules[Search.__module__]
+    monkeypatch.setattr(mod, "INITIAL_POOL", 16)   # the small space has room for more
+    s = Search(_func(), space, TARGET, rng=random.Random(0))
+    parents_given = []
+    bred = s._bred
+    monkeypatch.setattr(s, "_bred", lambda parents: parents_given.append(
+        list(parents)) or bred(parents))
+    seen: set = set()
+    for _ in range(4):
+        batch = s.propose(2, seen)
+        s.observe([{"cand": k, "trace": sch.trace.as_json(),
+                    "seconds": cost(sorted(sch.trace.decisions.items()))}
+                   for sch, k in batch])
+    measured = {t for _, _, t in s._measured}
+    assert parents_given and all(set(p) <= measured for p in parents_given)
+    added = list(s.origin.values())
+    assert added.count("fresh") >= mod.FRESH * len(added) - 4 and "bred" in added
