@@ -82,6 +82,17 @@ def _locate(func, scope_path, writer_names, reader_names, prim):
     """Where the copy goes: ``(container node, container path)`` — the scope block or
     the innermost loop shared by the writer and its first reader."""
     node = tree.get(func, scope_path).block
+    in_init = block_names(node.init) & (reader_names | writer_names) \
+        if node.init is not None else set()
+    if in_init:
+        raise fail(CacheStageError, prim, f"block{'s' * (len(in_init) > 1)} "
+                   f"{sorted(in_init)} sit{'s' * (len(in_init) == 1)} in the T.init of "
+                   f"block {node.name!r}, where a copy stage has no place (expected the "
+                   "buffer's writer and readers in the block's body); cache the buffer before "
+                   "the blockize that made this init, or decompose_reduction "
+                   f"{node.name!r} at a loop above it so its init becomes a nest of its "
+                   "own",
+                   func)
     path, body_path = scope_path, scope_path + ("block", "body")
     while True:
         body = node.body

@@ -7,7 +7,7 @@ import numpy as np
 
 import cuvil_tir as T
 import schedules as S
-from schedules.errors import InlineError, ReductionLoopError
+from schedules.errors import CacheStageError, InlineError, ReductionLoopError
 from schedules.primitives.pad import PadEinsumError
 from tests.schedules.testing import assert_refused, run, run_llvm
 
@@ -351,3 +351,24 @@ def test_pad_einsum_refuses_a_block_inside_a_partition_part():
                    r"CVL-E103.*block 'Y_i0' is inside block 'Y_i0_partition', whose "
                    r"regions cover only the unpadded iterations; pad_einsum before the "
                    r"step that nested it", PadEinsumError)
+
+
+def test_cache_stage_of_blocks_inside_an_init_is_refused():
+    """reindex of a blockized reduction's init put Y_init and Y_reindex in the T.init of
+    Y_o; cache_read of Y_reindex then searched the block's body for its readers and
+    crashed with a raw StopIteration (case 2292935507)."""
+    X = T.placeholder((2, 1), name="X")
+    k = T.reduce_axis((0, 1), name="k")
+    f = T.create_prim_func([X, T.compute((2,), lambda i: T.min(X[i, k], axis=k),
+                                         name="Y")])
+    sch = S.Schedule(f)
+    sch.blockize(sch.get_loops("Y")[0])
+    sch.reindex("Y_init", ["write", 0])
+    sch.split(sch.get_loops("Y_init")[0], [None, 4])
+    for stage, block in (("cache_read", "Y_reindex"), ("cache_write", "Y_init")):
+        assert_refused(sch, lambda s=stage, b=block: getattr(sch, s)(b, 0, "local"),
+                       rf"CVL-E103\] {stage}: blocks \['Y_init', 'Y_reindex'\] sit in "
+                       r"the T.init of block 'Y_o', where a copy stage has no place.*"
+                       r"cache the buffer before the blockize", CacheStageError)
+    x = np.array([[3.0], [-1.0]], "float32")
+    np.testing.assert_array_equal(run(sch, [x, np.zeros(2, "float32")])[1], x[:, 0])
