@@ -105,9 +105,20 @@ def element(dt: str) -> str:
         >>> element("int8x16")
         'int8'
     """
+    got = _ELEMENTS.get(dt) if isinstance(dt, str) else None
+    if got is not None:
+        return got
     parse(dt)
     m = _VECTOR.match(dt)
-    return m.group(1) if m and m.group(1) in _SCALARS else dt
+    got = m.group(1) if m and m.group(1) in _SCALARS else dt
+    if isinstance(dt, str):
+        # asked for every node a pass builds or checks (a GEMM candidate's lowering
+        # asks some 20000 times for a dozen dtypes): known dtypes answer from here
+        _ELEMENTS[dt] = got
+    return got
+
+
+_ELEMENTS: dict = {}    # dtype string -> its element dtype, for the dtypes parse accepts
 
 
 def lanes(dt: str) -> int:

@@ -102,14 +102,20 @@ def walk(func_or_stmt, path: tuple = ()):
         ['BlockRealize', 'Block', 'For']
     """
     node = func_or_stmt.body if isinstance(func_or_stmt, PrimFunc) else func_or_stmt
-    yield path, node
-    for f in field_names(type(node)):
-        v = getattr(node, f)
-        if isinstance(v, Stmt):
-            yield from walk(v, path + (f,))
-        elif isinstance(v, tuple) and f in ("seq",):
-            for k, s in enumerate(v):
-                yield from walk(s, path + ((f, k),))
+    # a stack, not nested generators: each statement yielded through every generator
+    # above it made a walk quadratic in the depth (the primitives walk on every step)
+    stack = [(path, node)]
+    while stack:
+        path, node = stack.pop()
+        yield path, node
+        kids = []
+        for f in field_names(type(node)):
+            v = getattr(node, f)
+            if isinstance(v, Stmt):
+                kids.append((path + (f,), v))
+            elif f == "seq" and isinstance(v, tuple):
+                kids.extend((path + ((f, k),), s) for k, s in enumerate(v))
+        stack.extend(reversed(kids))
 
 
 def find_block(func: PrimFunc, name: str) -> tuple:

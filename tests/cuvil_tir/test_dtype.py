@@ -104,3 +104,16 @@ def test_error_codes_and_bases():
     assert err.code == "CVL-E101" and str(err) == "[CVL-E101] x"
     assert isinstance(err, TypeError) and isinstance(err, T.CuvilError)
     assert isinstance(T.ShapeError("y"), ValueError)
+
+
+def test_element_answers_the_same_from_its_table_and_refuses_unknown_dtypes_each_time():
+    """``element`` keeps the answers for the dtypes ``parse`` accepts (asked for every
+    node a pass builds); an unknown dtype is refused every time, never kept."""
+    for dt, want in (("int8x16", "int8"), ("float32", "float32"), ("boolx4", "bool"),
+                     ("bfloat16x32", "bfloat16")):
+        assert D.element(dt) == want and D.element(dt) == want
+    assert D._ELEMENTS["int8x16"] == "int8"
+    for _ in range(2):
+        with pytest.raises(T.DTypeError, match=r"unknown dtype 'complex64x2'"):
+            D.element("complex64x2")
+    assert "complex64x2" not in D._ELEMENTS
