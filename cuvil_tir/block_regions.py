@@ -296,8 +296,8 @@ class _Collect(Visitor):
         # under a T.where the bindings overshoot (a non-dividing split): the iter vars'
         # domains, which the predicate keeps them in, bound the regions instead
         predicated = not (isinstance(br.predicate, IntImm) and br.predicate.value)
-        doms = {iv.var: self._dom(iv, v) for iv, v in zip(blk.iter_vars, br.iter_values)
-                } if predicated else {}
+        doms = {iv.var: self._dom(iv, v, br.predicate)
+                for iv, v in zip(blk.iter_vars, br.iter_values)} if predicated else {}
         # ... and the loops the predicate cuts bound the bound regions too (T.where(i_1
         # < 3) under a loop of 4: three instances run)
         cut = tighten(dict(self.loops), br.predicate) if predicated else None
@@ -321,21 +321,30 @@ class _Collect(Visitor):
             for v in doms:
                 del self.loops[v]
 
-    def _dom(self, iv, value):
-        """The range of the iterator ``iv`` bound to ``value`` under a ``T.where``: its
-        domain, each side cut by the binding's bound over the loops where provably
-        tighter (a loop_partition part binds ``v1 = 1 + ax1``, a column its domain
-        ``[0, 4)`` would let start at 0, outside the part's declared ``1:4``)."""
+    def _dom(self, iv, value, pred):
+        """The range of the iterator ``iv`` bound to ``value`` under the ``T.where``
+        ``pred``: its domain, each side cut by the binding's bound over the loops where
+        provably tighter (a loop_partition part binds ``v1 = 1 + ax1``, a column its
+        domain ``[0, 4)`` would let start at 0, outside the part's declared ``1:4``),
+        and by its bound through the compounds ``pred`` caps (``T.where(f0 * 3 + f1 <
+        n)`` keeps ``(f0 * 3 + f1) // n`` at 0, a split of a fused loop of extent n)."""
+        got = []
         try:
-            lo, hi = bound_of(value, self.loops, self.ana)
+            got.append(bound_of(value, self.loops, self.ana))
         except Exception:    # noqa: BLE001 - a binding we cannot bound: the domain
-            return iv.dom
+            pass
+        capped = self._capped(pred)
+        if capped:
+            through = self._through(Range(value, IntImm(1, value.dtype)), capped)
+            if through is not None:
+                got.append(through)
         first, last = iv.dom.min, self.ana.fixed_simplify(iv.dom.min + iv.dom.extent - 1)
-        if lo.dtype != first.dtype:
-            return iv.dom
-        first = self._pick(first, self.ana.fixed_simplify(lo), True)
-        last = self._pick(last, self.ana.fixed_simplify(hi), False)
-        if self.ana.fixed_prove(LT(last, first)):
+        for lo, hi in got:
+            if lo.dtype != first.dtype:
+                continue
+            first = self._pick(first, self.ana.fixed_simplify(lo), True)
+            last = self._pick(last, self.ana.fixed_simplify(hi), False)
+        if not got or self.ana.fixed_prove(LT(last, first)):
             # the binding never meets the domain: the block never runs (its T.where
             # fails), and an empty range would let the analyzer prove anything
             return iv.dom

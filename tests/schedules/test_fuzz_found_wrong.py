@@ -409,3 +409,23 @@ def test_blockize_refuses_an_upper_bound_it_cannot_move_to_the_outer_block():
                        r"by.*blockize before the fuse or split that made it"):
         _outer_predicate(guard, [inner_loop], LT(v_o * v_o + i_1, const(6, "int32")),
                          {v_o: i_0}, "blockize", "Y")
+
+
+def test_split_of_a_fused_symbolic_loop_in_a_partition_part_keeps_its_region():
+    """In loop_partition's first part (one row), fuse of the row with the reduce loop of
+    extent n, then a split of that: the region check bounded the row's binding
+    ``(f0 * 3 + f1) // n`` by the iter var's domain [0, 6) and refused the split as
+    breaking the part's declared X[0, 0:n] (case 1149947718). The T.where f0 * 3 + f1 <
+    n now bounds it to 0."""
+    n = T.size_var("n")
+    X = T.placeholder((6, n), name="X")
+    k = T.reduce_axis((0, n), name="k")
+    f = T.create_prim_func([X, T.compute((6,), lambda i: T.min(X[i, n - 1 - k], axis=k),
+                                         name="Y")])
+    sch = S.Schedule(f)
+    sch.split(sch.get_loops("Y")[0], [None, 1])
+    i0, i1, _ = sch.get_loops("Y")
+    sch.loop_partition(sch.fuse(i0, i1), [1])
+    sch.split(sch.fuse(*sch.get_loops("Y_i_0_i_1_fused0")), [None, 3])
+    x = np.random.default_rng(0).standard_normal((6, 5)).astype("float32")
+    np.testing.assert_array_equal(run(sch, [x, np.zeros(6, "float32")])[1], x.min(axis=1))
