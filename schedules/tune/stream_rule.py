@@ -35,6 +35,8 @@ from cuvil_tir.analysis import tree
 from cuvil_tir.errors import CuvilError
 from cuvil_tir.expr import Var
 
+from .space import parallel_counts
+
 #: the vector widths sampled, in vectors of the target's lanes
 VECTORS = (1, 2, 4)
 
@@ -57,7 +59,6 @@ class StreamChoice:
     def apply(self, sch, block: str) -> None:
         """Sample the width and the parallel pieces, and schedule ``block`` (module
         doc): ``parallel pieces / reduction / vectors of a piece / lanes``."""
-        from .space import parallel_counts   # space imports the rules' modules
         node = tree.get(sch.func, tree.find_block(sch.func, block))
         kinds = [iv.kind for iv in node.block.iter_vars]
         loops = sch.get_loops(sch.get_block(block))
