@@ -39,6 +39,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..arith import Analyzer
 from ..arith.affine import Affine, Key
 from ..expr import EQ, GE, LE, FloorDiv, FloorMod, IntImm, Var, const
@@ -46,6 +48,7 @@ from ..op import all as all_of, any as any_of, conjuncts
 from ..stmt import Block, BlockRealize, BufferRegion, For, IterVar, Range
 from ..structural import structural_equal
 from ..visitor import Visitor, substitute, used_vars
+from .predicate_doms import tighten
 
 
 def _extent(loop):
@@ -151,8 +154,25 @@ def reach_blocker(realize, loops) -> str | None:
     return None
 
 
+class _Span(NamedTuple):
+    loop_var: Var
+    min: object
+    extent: object
+
+
+def _pure_loops(realize, loops, needed) -> dict:
+    """``{id: span}`` of the loops of ``loops`` the init does not regenerate, each cut to
+    where the block's ``T.where`` lets it run: under ``T.where(1 <= k)`` the reduction
+    starts at ``k = 1``, not at the loop's first value (a reduce axis from 1 moved
+    under a loop from 0 by ``reverse_compute_at``, fuzz case 1887014092)."""
+    doms = {l.loop_var: Range(l.min, l.extent) for l in loops
+            if id(l.loop_var) not in needed}
+    cut = tighten(doms, realize.predicate)
+    return {id(v): _Span(v, r.min, r.extent) for v, r in cut.items()}
+
+
 def _binding_start(val, pure: dict):
-    """Where the loops of ``pure`` ({id: For}) put the binding ``val`` at its least:
+    """Where the loops of ``pure`` ({id: loop span}) put the binding ``val`` at its least:
     ``{var: value}`` for each loop it names through a plain term (``c * k``: the
     loop's first value for ``c > 0``, its last for ``c < 0``), or None when it names
     one through another atom (``f // 4``: the loops' first values are taken)."""
@@ -185,7 +205,7 @@ def start_point(realize, loops, needed) -> dict:
         >>> {v.name: str(at) for v, at in point.items()}     # vk = 3 - k is least at k = 3
         {'k': '3'}
     """
-    pure = {id(l.loop_var): l for l in loops if id(l.loop_var) not in needed}
+    pure = _pure_loops(realize, loops, needed)
     point = {l.loop_var: l.min for l in pure.values()}
     for iv, val in zip(realize.block.iter_vars, realize.iter_values):
         if iv.kind == "reduce":
@@ -295,7 +315,7 @@ def start_guard(realize, loops, needed):
         ...                              {id(f)})]
         ['f % 6 == 0']
     """
-    pure = {id(l.loop_var): l for l in loops if id(l.loop_var) not in needed}
+    pure = _pure_loops(realize, loops, needed)
     out = []
     for iv, val in zip(realize.block.iter_vars, realize.iter_values):
         if iv.kind != "reduce":

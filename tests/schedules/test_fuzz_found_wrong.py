@@ -429,3 +429,22 @@ def test_split_of_a_fused_symbolic_loop_in_a_partition_part_keeps_its_region():
     sch.split(sch.fuse(*sch.get_loops("Y_i_0_i_1_fused0")), [None, 3])
     x = np.random.default_rng(0).standard_normal((6, 5)).astype("float32")
     np.testing.assert_array_equal(run(sch, [x, np.zeros(6, "float32")])[1], x.min(axis=1))
+
+
+def test_decompose_reduction_starts_where_the_guard_lets_the_reduction_start():
+    """A sum over k in [1, 8) moved under a copy's loop of 8 by reverse_compute_at runs
+    under T.where(1 <= ax0_1); decompose_reduction took the reduction's start at the
+    loop's first value 0, found v_k = 0 not at the domain's start 1, and guarded the
+    hoisted init by False: the sum added to whatever Y held (case 1887014092)."""
+    X = T.placeholder((2, 8), name="X")
+    k = T.reduce_axis((1, 8), name="k")
+    f = T.create_prim_func([X, T.compute((2,), lambda i: T.sum(X[i, k], axis=k),
+                                         name="Y")])
+    sch = S.Schedule(f)
+    copy = sch.cache_read("Y", 0, "local")
+    sch.reverse_compute_at("Y", sch.get_loops(copy)[0])
+    sch.decompose_reduction("Y", sch.get_loops("Y")[1])
+    assert "T.where(T.bool(False))" not in str(sch.func)
+    x = np.arange(16, dtype="float32").reshape(2, 8)
+    got = run(sch, [x, np.full(2, 50.0, "float32")])[1]
+    np.testing.assert_array_equal(got, x[:, 1:].sum(axis=1))
