@@ -45,6 +45,7 @@ from cuvil_tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For,
 from cuvil_tir.visitor import Mutator, post_order_visit, substitute, used_vars
 
 from cuvil_tir.analysis import tree
+from cuvil_tir.analysis.init_placement import start_guard
 from cuvil_tir.analysis.regions import bounds, provably_le, region_of, simplify, tree_same
 from ..analysis import block_path, fresh_name
 from ..errors import CacheStageError, ScheduleArgumentError, ScheduleError, schedule_error
@@ -245,6 +246,8 @@ def _reindex(func, block, buf_of, scope_of, cache_map, name_of, is_read, prim):
                              f"{buf.name!r} and has no init (an update whose init is "
                              "elsewhere): the new buffer would never be initialised. "
                              "Stage the write before decompose_reduction", func, blk)
+    if not is_read and blk.init is not None:
+        _refuse_unreached_init(func, bpath, realize, buf, prim)
     used_ids = {id(v) for x in indices for v in used_vars(x)}
     used = [k for k, iv in enumerate(blk.iter_vars) if id(iv.var) in used_ids]
     shape, cache_at = cache_map(func, blk, used)
@@ -266,6 +269,33 @@ def _reindex(func, block, buf_of, scope_of, cache_map, name_of, is_read, prim):
         scope_realize.block, alloc_buffers=scope_realize.block.alloc_buffers + (cache,))))
     g = (insert_before if is_read else insert_after)(g, top, stage)
     return g, BlockRV(name)
+
+
+def _refuse_unreached_init(func, bpath, realize, buf, prim):
+    """A reduction's staged output starts where its ``T.init`` fires: the new buffer,
+    allocated in the block's scope, holds nothing else.  Refuse where the reduction's
+    start is not inside that scope's loops: a reduce iter var bound through a loop or
+    iterator outside it, or one whose binding's least value is not provably its
+    domain's start (a ``loop_partition`` part after the first, whose init never fires:
+    it accumulates into what the first part wrote; fuzz case 248028249)."""
+    blk = realize.block
+    spath = tree.enclosing_block(func, bpath)
+    loops = [l for p, l in tree.loops_above(func, bpath) if p[:len(spath)] == spath]
+    mine = {id(l.loop_var) for l in loops}
+    outside = sorted({v.name for iv, val in zip(blk.iter_vars, realize.iter_values)
+                      if iv.kind == "reduce" for v in used_vars(val) if id(v) not in mine})
+    needed = {id(v) for iv, val in zip(blk.iter_vars, realize.iter_values)
+              if iv.kind != "reduce" for v in used_vars(val)} & mine
+    starts = [] if outside else start_guard(realize, loops, needed)
+    if outside or starts:
+        why = (f"its reduce iter vars are bound through {outside}, outside the block's "
+               "scope" if outside else "its reduction does not provably start inside "
+               "the block's scope (its init may never fire there)")
+        raise schedule_error(CacheStageError, prim, f"block {blk.name!r} accumulates into "
+                             f"{buf.name!r}, but {why}: a new buffer there would start "
+                             "unwritten instead of from what the reduction holds. "
+                             "reindex before loop_partition, split or blockize of the "
+                             "reduction", func, blk)
 
 
 def _found(stmt, buf, kind) -> list:

@@ -448,3 +448,50 @@ def test_decompose_reduction_starts_where_the_guard_lets_the_reduction_start():
     x = np.arange(16, dtype="float32").reshape(2, 8)
     got = run(sch, [x, np.full(2, 50.0, "float32")])[1]
     np.testing.assert_array_equal(got, x[:, 1:].sum(axis=1))
+
+
+def test_reindex_refuses_the_output_of_a_reduction_part_whose_init_never_fires():
+    """loop_partition of a split reduce loop: the second part's init never fires (it
+    adds to what the first part summed). reindex of its output gave it a new buffer
+    that nothing initialised (cases 248028249 and 1736947001: an uninitialised read)."""
+    X = T.placeholder((5, 7), "int8", name="X")
+    k = T.reduce_axis((1, 7), name="k")
+    f = T.create_prim_func([X, T.compute((5,), lambda i: T.sum(
+        X[i, 7 - k].astype("int32"), axis=k), name="Y")])
+    sch = S.Schedule(f)
+    _, k1 = sch.split(sch.get_loops("Y")[1], [None, 3])
+    sch.loop_partition(k1, [1, None])
+    assert_refused(sch, lambda: sch.reindex("Y_k_11", ["write", 0]),
+                   r"CVL-E103\] reindex: block 'Y_k_11' accumulates into 'Y', but its "
+                   r"reduce iter vars are bound through \['k_0'\], outside the block's "
+                   r"scope.*reindex before loop_partition", CacheStageError)
+    sch2 = S.Schedule(f)
+    sch2.reindex("Y", ["write", 0])
+    x = np.arange(35, dtype="int8").reshape(5, 7)
+    got = run(sch2, [x, np.zeros(5, "int32")])[1]
+    np.testing.assert_array_equal(got, x[:, 1:].astype("int32").sum(axis=1))
+
+
+_SUM_FROM_ONE = """
+@T.prim_func
+def main(X: T.Buffer((2, 8), "float32"), Y: T.Buffer((2,), "float32")):
+    for i in range(2):
+        for k in range(7):
+            with T.block("Y"):
+                v_i = T.axis.spatial(2, i)
+                v_k = T.axis.reduce(8, k + 1)
+                T.reads(X[v_i, v_k])
+                T.writes(Y[v_i])
+                with T.init():
+                    Y[v_i] = T.float32(0)
+                Y[v_i] = Y[v_i] + X[v_i, v_k]
+"""
+
+
+def test_reindex_refuses_a_reduction_that_never_reaches_its_start():
+    # v_k = k + 1 never meets the domain's start 0: T.init never fires, Y keeps what
+    # the caller passed, and a new buffer would start unwritten
+    sch = S.Schedule(T.parse(_SUM_FROM_ONE))
+    assert_refused(sch, lambda: sch.reindex("Y", ["write", 0]),
+                   r"CVL-E103\] reindex: block 'Y' accumulates into 'Y', but its reduction "
+                   r"does not provably start inside the block's scope", CacheStageError)
