@@ -296,7 +296,8 @@ class _Collect(Visitor):
         # under a T.where the bindings overshoot (a non-dividing split): the iter vars'
         # domains, which the predicate keeps them in, bound the regions instead
         predicated = not (isinstance(br.predicate, IntImm) and br.predicate.value)
-        doms = {iv.var: self._dom(iv, v, br.predicate)
+        capped = self._capped(br.predicate) if predicated else []
+        doms = {iv.var: self._dom(iv, v, capped)
                 for iv, v in zip(blk.iter_vars, br.iter_values)} if predicated else {}
         # ... and the loops the predicate cuts bound the bound regions too (T.where(i_1
         # < 3) under a loop of 4: three instances run)
@@ -321,23 +322,18 @@ class _Collect(Visitor):
             for v in doms:
                 del self.loops[v]
 
-    def _dom(self, iv, value, pred):
-        """The range of the iterator ``iv`` bound to ``value`` under the ``T.where``
-        ``pred``: its domain, each side cut by the binding's bound over the loops where
-        provably tighter (a loop_partition part binds ``v1 = 1 + ax1``, a column its
-        domain ``[0, 4)`` would let start at 0, outside the part's declared ``1:4``),
-        and by its bound through the compounds ``pred`` caps (``T.where(f0 * 3 + f1 <
-        n)`` keeps ``(f0 * 3 + f1) // n`` at 0, a split of a fused loop of extent n)."""
-        got = []
-        try:
-            got.append(bound_of(value, self.loops, self.ana))
-        except Exception:    # noqa: BLE001 - a binding we cannot bound: the domain
-            pass
-        capped = self._capped(pred)
+    def _dom(self, iv, value, capped):
+        """The range of the iterator ``iv`` bound to ``value`` under a ``T.where``: its
+        domain, each side cut by the binding's bound over the loops where provably
+        tighter (a loop_partition part binds ``v1 = 1 + ax1``, a column its domain
+        ``[0, 4)`` would let start at 0, outside the part's declared ``1:4``), and by
+        its bound through the compounds the ``T.where`` caps (``capped``, see
+        :meth:`_capped`: ``f0 * 3 + f1 < n`` keeps ``(f0 * 3 + f1) // n`` at 0, a
+        split of a fused loop of extent n)."""
+        got = [self._plain_bound(value)]
         if capped:
-            through = self._through(Range(value, IntImm(1, value.dtype)), capped)
-            if through is not None:
-                got.append(through)
+            got.append(self._through(Range(value, IntImm(1, value.dtype)), capped))
+        got = [b for b in got if b is not None]
         first, last = iv.dom.min, self.ana.fixed_simplify(iv.dom.min + iv.dom.extent - 1)
         for lo, hi in got:
             if lo.dtype != first.dtype:
@@ -349,6 +345,13 @@ class _Collect(Visitor):
             # fails), and an empty range would let the analyzer prove anything
             return iv.dom
         return Range(first, self.ana.fixed_simplify(last - first + 1))
+
+    def _plain_bound(self, value):
+        """``(lo, hi)`` of ``value`` over the loops, or None where it cannot be taken."""
+        try:
+            return bound_of(value, self.loops, self.ana)
+        except Exception:    # noqa: BLE001 - a binding we cannot bound: no cut from it
+            return None
 
     def _inner(self, br):
         """A callable giving the accesses of the body of ``br``'s block relaxed over
