@@ -382,18 +382,21 @@ def _register_options(node, machine, extents=None):
     vec = _vector_axis(extents, lanes, paddable, _contiguous(node, plans))
     axes = [n for n in range(len(extents)) if n != vec] + ([vec] if vec is not None else [])
     options = register_tiles([extents[n] for n in axes], [paddable[n] for n in axes],
-                             machine, lanes, vector_last=vec is not None)
+                             machine, lanes, vector_last=vec is not None,
+                             spare=window_registers(node.block, machine))
     return plans, vec, options
 
 
-def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
+def register_tiles(extents, paddable, machine, lanes, vector_last=True, spare=0) -> list:
     """The register tiles (a size per axis, the vector axis last) worth sampling on
     ``machine``: the vector axis takes whole vectors (1 to 4), the others 1 to
     ``vector_registers - 3`` rows; an axis that cannot be ``paddable`` takes divisors of
     its extent only, one that can is padded by at most :data:`MOST_PADDING` of its
-    extent (the vector axis: up to one vector; a row axis of 1 padded to 16 rows did 16
+    extent (the vector axis too, but always up to one vector: 3 vectors of 16 lanes on
+    64 channels did 1.5 times the work; a row axis of 1 padded to 16 rows did 16
     times the work of a GEMV); and the accumulators, one operand vector per vector of
-    the tile and a broadcast must fit the vector registers (what :func:`prune` checks).
+    the tile, a broadcast and ``spare`` registers (:func:`window_registers`) must fit
+    the vector registers (what :func:`prune` checks).
 
     Example::
 
@@ -405,6 +408,12 @@ def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
         [(1, 8), (2, 8), (3, 8), (4, 8), (6, 8), (12, 8)]
         >>> sorted({r for r, _ in register_tiles([4, 64], [True, True], m, 8)})
         [1, 2, 4]
+        >>> sorted({v for _, v in register_tiles([4, 64], [True, True],   # no 48 of 64
+        ...                                      Machine(512, 32, 49152, 1 << 21, 2), 16)})
+        [16, 32, 64]
+        >>> [max(r * v for r, v in register_tiles([64, 64], [True, True], m, 8, spare=s))
+        ...  for s in (0, 2)]
+        [104, 96]
     """
     rows = max(1, machine.vector_registers - 3)
     sizes = []
@@ -412,7 +421,8 @@ def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
         last = vector_last and n == len(extents) - 1
         cands = range(lanes, 4 * lanes + 1, lanes) if last else range(1, rows + 1)
         fit = [t for t in cands if ext % t == 0 or pad and (
-            t <= max(ext, lanes) if last else
+            t <= max(ext, lanes) and _padded(ext, t) <= max(lanes, ext * MOST_PADDING)
+            if last else
             t <= ext and _padded(ext, t) <= ext * MOST_PADDING)]
         sizes.append(fit or [ext if not last and ext <= rows else (lanes if last else 1)])
     out = []
@@ -420,7 +430,7 @@ def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
     def rec(n, prefix, elems):
         if n == len(sizes):
             vecs = -(-prefix[-1] // lanes) if vector_last else 0
-            if -(-elems // lanes) + vecs + 1 <= machine.vector_registers:
+            if -(-elems // lanes) + vecs + 1 + spare <= machine.vector_registers:
                 out.append(tuple(prefix))
             return
         for t in sizes[n]:
@@ -429,8 +439,36 @@ def register_tiles(extents, paddable, machine, lanes, vector_last=True) -> list:
     return out or [tuple(s[0] for s in sizes)]
 
 
-#: how much a register tile may pad a row axis: its padded extent over its extent
+#: how much a register tile may pad an axis: its padded extent over its extent
 MOST_PADDING = 1.25
+
+
+def window_registers(block, machine) -> int:
+    """The vector registers a register tile of ``block`` leaves free beyond its
+    accumulators, operand vectors and broadcast: an eighth of them when a read slides
+    a window (an index sums a spatial and a reduction iterator, a convolution's
+    ``P[c, y + ry, x + rx]``), else none.  The window's next step broadcasts the
+    values this one did, one place over, and LLVM keeps them in registers across the
+    unrolled window: on one core of this 2-core Xeon, 3x3 convolutions whose 14 x 2
+    vector tile needed 31 of the 32 registers spilled accumulators to the stack and
+    ran 1.6 to 2.9x slower than tiles needing at most 28.
+
+    Example::
+
+        >>> from schedules.tune.networks import conv2d, matmul
+        >>> from cuvil_tir.analysis import tree
+        >>> m = Machine(512, 32, 49152, 1 << 21, 2)
+        >>> [window_registers(tree.get(f, tree.find_block(f, b)).block, m)
+        ...  for f, b in ((conv2d(8, 16, 8, 8), "Y"), (matmul(8, 8, 8), "C"))]
+        [4, 0]
+    """
+    kinds = {iv.var: iv.kind for iv in block.iter_vars}
+    for read in block.reads:
+        for rg in read.region:
+            used = {kinds.get(v) for v in _vars_in(rg.min)}
+            if {"spatial", "reduce"} <= used:
+                return machine.vector_registers // 8
+    return 0
 
 
 def _padded(extent: int, tile: int) -> int:
@@ -614,9 +652,11 @@ def prune(func, machine: Machine):
             vec = -(-(_extent(run[0]) or 1) // lanes) if run and \
                 run[0].kind == "vectorized" else 0
             need = -(-elems // lanes) + vec + 1
-            if need > machine.vector_registers:
-                return (f"register tile of {elems} elements needs {need} vector registers, "
-                        f"{machine.vector_registers} exist")
+            spare = window_registers(block, machine)
+            if need + spare > machine.vector_registers:
+                return (f"register tile of {elems} elements needs {need} vector registers"
+                        + (f" and {spare} for its sliding window" if spare else "") +
+                        f", {machine.vector_registers} exist")
         uses = _iter_uses(realize)
         red = [k for k, lp in enumerate(loops) if (_extent(lp) or 0) > 1 and any(
             iv.kind == "reduce" and lp.loop_var in uses[iv.var] for iv in block.iter_vars)]

@@ -57,3 +57,38 @@ def test_a_strided_conv_vectorises_its_output_channels_not_its_width():
     sch = S.Schedule(f, seed=0)
     generated_space(f, m)(sch)
     assert [n.split("_")[1] for n in _vector_iterator(sch.func)] == ["x"]
+
+
+def _tiles(f, block, m):
+    from schedules.tune.space import _register_options
+    return _register_options(tree.get(f, tree.find_block(f, block)), m)[2]
+
+
+def test_a_sliding_window_leaves_registers_free():
+    """A 3x3 convolution's window reuses its broadcasts across steps, which LLVM keeps
+    in registers: tiles needing 31 of AVX-512's 32 registers spilled accumulators and
+    ran 1.6 to 2.9x slower, so they leave an eighth free (4) for it; a GEMM's do not,
+    and the pruning refuses what the space no longer offers.  The output channels
+    pad by at most a quarter (no 3 vectors of 16 on 64 channels: 1.5 times the work)."""
+    from schedules.tune.networks import matmul
+    m = machine_of("llvm -mcpu=skylake-avx512")
+
+    def need(t):
+        return -(-t[0] * t[1] * t[2] // 16) + t[2] // 16 + 1
+    conv = _tiles(conv2d(64, 64, 56, 56), "Y", m)
+    assert max(need(t) for t in conv) <= 28 and (1, 14, 32) not in conv
+    assert (1, 8, 32) in conv and not any(t[2] == 48 for t in conv)
+    wide = _tiles(conv2d(8, 128, 56, 56), "Y", m)      # 48 of 128 channels: 144
+    assert max(need(t) for t in wide) == 28 and (1, 8, 48) in wide
+    gemm = _tiles(matmul(256, 256, 256), "C", m)
+    assert (6, 64) in gemm and max(r + -(-v // 16) * (r + 1) + 1 for r, v in gemm) >= 29
+    f = conv2d(8, 32, 14, 14)
+    sch = S.Schedule(f)
+    ko, y, x, *red = sch.get_loops(sch.get_block("Y"))
+    acc = sch.cache_write(sch.get_block("Y"), 0, "local")
+    # 1 x 14 x 32: 28 accumulators, 2 operand vectors and a broadcast: 31 registers
+    sch.reorder(y, *red, x, ko)
+    sch.reverse_compute_at(acc, y)
+    sch.unroll(x)
+    sch.vectorize(ko)
+    assert "and 4 for its sliding window, 32 exist" in prune(sch.func, m)
