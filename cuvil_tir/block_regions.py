@@ -36,7 +36,7 @@ from .region_points import point_bounds
 from .stmt import Block, BufferRegion, Range
 from .node import same
 from .visitor import Mutator, Visitor, substitute, used_vars
-from .analysis.predicate_doms import _below_zero, _bounds_of, tighten
+from .analysis.predicate_doms import below_zero, bound_conjuncts, tighten
 
 
 @dataclass
@@ -115,7 +115,7 @@ class _Collect(Visitor):
         ``T.where``: an index ``x`` with ``x - e`` bounded by ``u`` is at most ``u - 1``
         (``T.where(vo * 2 + i < 3)`` keeps ``v * 3 + vo * 2 + i`` below ``v * 3 + 3``,
         which bounding ``vo`` and ``i`` apart overshoots); ``x + e`` bounds it below."""
-        conds = [e for e in map(_below_zero, _bounds_of(cond)) if e is not None]
+        conds = [e for e in map(below_zero, bound_conjuncts(cond)) if e is not None]
         dims = []
         for r in ranges:
             lo = hi = None
@@ -147,7 +147,7 @@ class _Collect(Visitor):
         """``(x, top)`` for each conjunct ``x <= top`` of ``cond`` whose ``x`` is a
         compound of the loops and ``top`` names none of them."""
         out = []
-        for c in _bounds_of(cond):
+        for c in bound_conjuncts(cond):
             if isinstance(c, (LT, LE)):
                 x, top = c.a, (c.b - 1 if isinstance(c, LT) else c.b)
             elif isinstance(c, (GT, GE)):

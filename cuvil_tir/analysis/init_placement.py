@@ -49,6 +49,7 @@ from ..stmt import Block, BlockRealize, BufferRegion, For, IterVar, Range
 from ..structural import structural_equal
 from ..visitor import Visitor, substitute, used_vars
 from .predicate_doms import tighten
+from .regions import bound_region, relax
 
 
 def _extent(loop):
@@ -367,16 +368,36 @@ def init_blocker(realize, loops) -> str | None:
 
 def _init_reads(body) -> tuple:
     """The points an init reads (a reduction may start from another buffer's value,
-    ``fuse_reduction_epilogue``'s bias): a block's reads must cover what it loads."""
+    ``fuse_reduction_epilogue``'s bias): a block's reads must cover what it loads.  A
+    block nested in the init (a blockized init's tile, a cache's copy) counts by its
+    declared reads, relaxed over the init's loops around it: its loads name its own
+    iterators and buffers it allocates, undefined at the init's level (fuzz case
+    947147808)."""
     found = []
 
+    def add(region):
+        if not any(structural_equal(region, r) for r in found):
+            found.append(region)
+
     class _Loads(Visitor):
+        def __init__(self):
+            self.doms = {}
+
         def visit_BufferLoad(self, ld):
-            region = BufferRegion(ld.buffer, tuple(Range(i, const(1, i.dtype))
-                                                   for i in ld.indices))
-            if not any(structural_equal(region, r) for r in found):
-                found.append(region)
+            add(BufferRegion(ld.buffer, tuple(Range(i, const(1, i.dtype))
+                                              for i in ld.indices)))
             self.visit(ld.indices)
+
+        def visit_For(self, s):
+            self.visit(s.min)
+            self.visit(s.extent)
+            self.doms[s.loop_var] = Range(s.min, s.extent)
+            self.visit(s.body)
+            del self.doms[s.loop_var]
+
+        def visit_BlockRealize(self, br):
+            for r in br.block.reads:
+                add(relax(bound_region(br, r), dict(self.doms)))
 
     _Loads().visit(body)
     return tuple(found)

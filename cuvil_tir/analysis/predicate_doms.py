@@ -32,17 +32,33 @@ from ..stmt import Range
 from .index_bounds import bounds
 
 
-def _bounds_of(predicate) -> list:
+def bound_conjuncts(predicate) -> list:
     """The conjuncts of ``predicate``, an equality ``a == b`` as ``a <= b`` and
-    ``a >= b`` (a padding block's ``T.where(ax0 == 1)`` runs one row)."""
+    ``a >= b`` (a padding block's ``T.where(ax0 == 1)`` runs one row).
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> [str(c) for c in bound_conjuncts((i == 1) & (i < 4))]
+        ['i <= 1', 'i >= 1', 'i < 4']
+    """
     out = []
     for c in conjuncts(predicate):
         out += [LE(c.a, c.b), GE(c.a, c.b)] if isinstance(c, EQ) else [c]
     return out
 
 
-def _below_zero(cond):
-    """``e`` with ``cond`` equivalent to ``e < 0`` (integers), or None."""
+def below_zero(cond):
+    """``e`` with ``cond`` equivalent to ``e < 0`` (integers), or None.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> i = T.var("i")
+        >>> str(below_zero(i <= 3)), below_zero(i != 3)
+        ('i - 3 - 1', None)
+    """
     if isinstance(cond, LT):
         return cond.a - cond.b
     if isinstance(cond, LE):
@@ -76,8 +92,8 @@ def tighten(doms: dict, predicate) -> dict:
     if predicate is None or (isinstance(predicate, IntImm) and predicate.value):
         return out
     by_id = {id(v): v for v in out}
-    for cond in _bounds_of(predicate):
-        e = _below_zero(cond)
+    for cond in bound_conjuncts(predicate):
+        e = below_zero(cond)
         if e is None or not is_index_dtype(e.dtype):
             continue
         aff = Affine.of(e)
@@ -110,4 +126,4 @@ def tighten(doms: dict, predicate) -> dict:
     return out
 
 
-__all__ = ["tighten"]
+__all__ = ["tighten", "bound_conjuncts", "below_zero"]

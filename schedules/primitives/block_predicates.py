@@ -70,7 +70,7 @@ def predicate_conditions(func, realize, loops, prim, error=BlockLocationError) -
     for raw in conjuncts(pred):
         c = _ToIterVars(realize).visit(raw)
         stray = [v.name for v in used_vars(c) if id(v) in gone]
-        if stray and _implied_by_domain(realize, raw, loops):
+        if stray and implied_by_domain(realize, raw, loops):
             continue
         if stray:
             raise fail(error, prim, f"block {blk.name!r} runs under the predicate "
@@ -88,11 +88,23 @@ def predicate_conditions(func, realize, loops, prim, error=BlockLocationError) -
 GUARD_ENUMERATE_LIMIT = 1 << 16
 
 
-def _implied_by_domain(realize, cond, loops) -> bool:
-    """Whether ``cond`` (over the loops of the block's own nest, ``loops``) holds at every iteration whose iter values lie in their domains: then it
-    is a domain guard (a split of a fused loop gives ``i_0 * 4 + i_1 < 32`` with
+def implied_by_domain(realize, cond, loops) -> bool:
+    """Whether ``cond`` (over the loops ``loops`` around the block) holds at every
+    iteration whose iter values lie in their domains: then it is a domain guard (a split of a fused loop gives ``i_0 * 4 + i_1 < 32`` with
     values ``(i_0 * 4 + i_1) // 8``) and rebuilding the domain keeps it.  Decided by
-    enumerating a small constant nest; False when it cannot be decided."""
+    enumerating a small constant nest; False when it cannot be decided.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> v, i = T.var("v"), T.var("i")
+        >>> from cuvil_tir.stmt import IterVar
+        >>> blk = Block("B", (IterVar(v, Range.from_extent(5)),), (), (), SeqStmt(()))
+        >>> br = BlockRealize((i,), i < 5, blk)
+        >>> loop = For(i, T.const(0), T.const(6), "serial", br)
+        >>> implied_by_domain(br, i < 5, [loop]), implied_by_domain(br, i < 3, [loop])
+        (True, False)
+    """
     nest = list(loops)
     if any(not isinstance(x, IntImm) for lp in nest for x in (lp.min, lp.extent)):
         return False
@@ -115,4 +127,4 @@ def _implied_by_domain(realize, cond, loops) -> bool:
     return held is not None and bool(np.all(np.broadcast_to(held, inside.shape) | ~inside))
 
 
-__all__ = ["predicate_conditions", "GUARD_ENUMERATE_LIMIT"]
+__all__ = ["predicate_conditions", "implied_by_domain", "GUARD_ENUMERATE_LIMIT"]

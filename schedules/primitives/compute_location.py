@@ -55,6 +55,7 @@ from ..handles import INLINE_MARK, LocationMark
 from .inline import compute_inline
 from .nests import (Relocate, block_names, exclusive_nest, make_nest, subtrees, with_fields)
 from .block_predicates import predicate_conditions
+from .produced_guards import written_guards
 from cuvil_tir.analysis.regions import (bounds, child_blocks, encloses, is_complete,
                                         is_param, is_reduction, loop_doms, needed_region,
                                         precedes, provably_le, region_of, scope_doms,
@@ -176,9 +177,11 @@ def _show_accesses(pairs) -> str:
                      for p, _ in pairs)
 
 
-def _in_boxes(block: Block, pairs):
+def _in_boxes(block: Block, pairs, written=()):
     """``guards`` for :func:`make_nest`: each access of ``pairs`` lies in its required
-    region (a consumer moved under its producers' loop must not read ahead)."""
+    region (a consumer moved under its producers' loop must not read ahead), and at an
+    element its producers' predicates let them write (``written``, from
+    :func:`.produced_guards.written_guards`)."""
     def guards(values):
         vm = {iv.var: v for iv, v in zip(block.iter_vars, values)}
         out = []
@@ -188,6 +191,10 @@ def _in_boxes(block: Block, pairs):
                 if used_vars(pdim.min):
                     out.append(ix >= rdim.min)
                     out.append(ix < simplify(rdim.min + rdim.extent))
+        for g in written:
+            provided = pairs[g.read][0]
+            out.append(g.condition(None if g.dim is None else simplify(
+                substitute(provided.region[g.dim].min, vm))))
         return out
     return guards
 
@@ -307,7 +314,8 @@ def _move(func, block, loop, reverse: bool, preserve_unit_loops: bool, index: in
                       "last and drop the partial sums. Keep the block where it is, or make "
                       "the producer's loop run in the order the reduction reads")
         _check_covered(func, blk, doms, outer, lname)
-        guards = _in_boxes(blk, pairs)
+        guards = _in_boxes(blk, pairs, written_guards(func, lpath, pairs, producers,
+                                                      blk.name, lname))
     # the loops the block leaves: its own nest, and loops it shared with a neighbour
     # (a reverse_compute_at before): a T.where naming those would be left undefined
     left = [f for p, f in tree.loops_above(func, bpath) if not encloses(p, lpath)]

@@ -26,7 +26,7 @@ from cuvil_tir.visitor import Mutator, post_order_visit, substitute, used_vars
 
 from cuvil_tir.analysis import tree
 from ..errors import BlockLocationError, fail
-from cuvil_tir.analysis.regions import (bounds, provably_le, simplify)
+from cuvil_tir.analysis.regions import bounds, provably_le, simplify, tree_same
 from cuvil_tir.arith import Analyzer
 
 
@@ -182,8 +182,12 @@ def make_nest(block: Block, doms: list, outer: dict, preserve_unit_loops: bool =
     for v, r in list(outer.items()) + [(ax, Range(const(0, ax.dtype), ext))
                                        for ax, ext in loops]:
         ana.bind(v, r)
-    preds = [p for p in (ana.simplify(p) for p in preds) if not ana.can_prove(p)]
-    pred = all_of(*preds) if preds else const(True)
+    kept = []
+    for p in (ana.simplify(p) for p in preds):
+        # a producer's guard may restate a domain guard (reverse_compute_at)
+        if not ana.can_prove(p) and not any(tree_same(p, q) for q in kept):
+            kept.append(p)
+    pred = all_of(*kept) if kept else const(True)
     nest = BlockRealize(tuple(values), pred, block)
     for ax, ext in reversed(loops):
         nest = For(ax, const(0, ax.dtype), ext, "serial", nest)

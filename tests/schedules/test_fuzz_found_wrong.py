@@ -8,7 +8,8 @@ import pytest
 
 import cuvil_tir as T
 import schedules as S
-from schedules.errors import CacheStageError, InlineError, ReductionLoopError
+from schedules.errors import (BlockLocationError, CacheStageError, InlineError,
+                             ReductionLoopError)
 from schedules.primitives.pad import PadEinsumError
 from tests.schedules.testing import assert_refused, run, run_llvm
 
@@ -495,3 +496,77 @@ def test_reindex_refuses_a_reduction_that_never_reaches_its_start():
     assert_refused(sch, lambda: sch.reindex("Y", ["write", 0]),
                    r"CVL-E103\] reindex: block 'Y' accumulates into 'Y', but its reduction "
                    r"does not provably start inside the block's scope", CacheStageError)
+
+
+def test_reverse_compute_at_follows_a_split_producers_cut_of_its_inner_loops():
+    """A split of a split: the producer writes Y[i_0 * 3 + 2] only in the second
+    iteration of i_1_0 (T.where(i_1_0 * 2 + i_1_1 < 3)), but the consumer moved under
+    i_1_0 read the box [i_0 * 3 + 2, i_0 * 3 + 4), Y[3] before the next i_0 wrote it
+    (case 2632808080: an uninitialised read)."""
+    X = T.placeholder((5,), "int32", name="X")
+    Y = T.compute((5,), lambda i: X[i] + 1, name="Y")
+    Z = T.compute((5,), lambda i: Y[i] * 3, name="Z")
+    sch = S.Schedule(T.create_prim_func([X, Z]))
+    _, i1 = sch.split(sch.get_loops("Y")[0], [None, 3])
+    i10, _ = sch.split(i1, [None, 2])
+    sch.reverse_compute_at("Z", i10)
+    assert "T.where(i_0 * 3 + i_1_0 * 2 + ax0 < 5 and i_1_0 * 2 + ax0 < 3)" in str(sch.func)
+    x = np.arange(5, dtype="int32")
+    for got in (run(sch, [x, np.zeros(5, "int32")])[1],
+                run_llvm(sch, [x, np.zeros(5, "int32")])[1]):
+        np.testing.assert_array_equal(got, (x + 1) * 3)
+
+
+def test_reverse_compute_at_refuses_a_producer_cut_it_cannot_follow():
+    # T.where(i_1_0 * 2 + i_1_1 != 2) is no bound on what Y writes: refused, not wrong
+    src = """
+@T.prim_func
+def main(X: T.Buffer((6,), "int32"), Z: T.Buffer((6,), "int32")):
+    Y = T.alloc_buffer((6,), "int32")
+    for i_0 in range(3):
+        for i_1 in range(2):
+            with T.block("Y"):
+                v_i = T.axis.spatial(6, i_0 * 2 + i_1)
+                T.where(i_0 * 2 + i_1 != 3)
+                T.reads(X[v_i])
+                T.writes(Y[v_i])
+                Y[v_i] = X[v_i] + 1
+    for i in range(6):
+        with T.block("Z"):
+            v_i = T.axis.spatial(6, i)
+            T.reads(Y[v_i])
+            T.writes(Z[v_i])
+            Z[v_i] = Y[v_i] * 3
+"""
+    sch = S.Schedule(T.parse(src))
+    i0 = sch.get_loops("Y")[0]
+    assert_refused(sch, lambda: sch.reverse_compute_at("Z", i0),
+                   r"CVL-E103\] reverse_compute_at: producer 'Y' runs under "
+                   r"T.where\(i_0 \* 2 \+ i_1 != 3\); its condition .* is not a bound on "
+                   r"one dimension of what the producer writes.*Move the block before "
+                   r"splitting", BlockLocationError)
+
+
+def test_decompose_reduction_declares_a_blockized_inits_reads_at_its_own_level():
+    """The init of a blockized matmul holds blocks of its own (a cache_write's copy
+    reading Y_local, allocated inside them); decompose_reduction declared their loads
+    as the hoisted init's reads, T.reads(Y_local[v0, v1]), naming an inner buffer and
+    inner iterators: the text did not parse back (case 947147808)."""
+    X = T.placeholder((5, 7), name="X")
+    W = T.placeholder((7, 7), name="W")
+    k = T.reduce_axis((0, 7), name="k")
+    Y = T.compute((5, 7), lambda i, j: T.sum(X[i, k] * W[k, j], axis=k), name="Y")
+    sch = S.Schedule(T.create_prim_func([X, W, Y]))
+    _, j = sch.get_loops("Y")[:2]
+    _, j1 = sch.split(j, [None, 3])
+    outer = sch.blockize(j1)
+    _, j1i = sch.split(sch.get_loops("Y_init")[0], [None, 3])
+    sch.blockize(j1i)
+    sch.cache_write("Y_init", 0, "local")
+    sch.decompose_reduction(outer, sch.get_loops(outer)[0])
+    init = sch.get_block("Y_o_init")
+    assert sch.get(init).reads == ()
+    assert str(T.parse(str(sch.func))) == str(sch.func)
+    x = np.arange(35, dtype="float32").reshape(5, 7)
+    w = np.ones((7, 7), "float32")
+    np.testing.assert_allclose(run(sch, [x, w, np.zeros((5, 7), "float32")])[2], x @ w)
