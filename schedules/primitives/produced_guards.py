@@ -105,7 +105,7 @@ def _translate(e, write_region, inner: set):
         if dgot is None or set(dgot[0]) != set(eterms):
             continue
         dterms, drest = dgot
-        (var_id, (_, dc)), = list(dterms.items())[:1]
+        var_id, (_, dc) = next(iter(dterms.items()))
         ec = eterms[var_id][1]
         if ec % dc:
             continue
@@ -132,16 +132,17 @@ def written_guards(func, lpath, pairs, producers, consumer: str, lname: str) -> 
         writers = [(p, b) for p, b in producers
                    if region_of(b.block.writes, read.buffer) is not None]
         for p, b in writers:
-            for cond in _cuts(func, p, b):
-                if len(writers) > 1:
-                    raise _refuse(b, cond, consumer, lname,
-                                  f"{read.buffer.name!r} has {len(writers)} producers "
-                                  "under the loop, and the guard follows one only")
-                inner = {id(lp.loop_var) for _, lp in inner_loops(func, lpath, p)}
+            cuts = _cuts(func, p, b)
+            if cuts and len(writers) > 1:
+                raise _refuse(b, cuts[0], consumer, lname,
+                              f"{read.buffer.name!r} has {len(writers)} producers under "
+                              "the loop, and the guard follows one only")
+            inner = {id(lp.loop_var) for _, lp in inner_loops(func, lpath, p)}
+            written = bound_region(b, region_of(b.block.writes, read.buffer))
+            for cond in cuts:
                 if not any(id(v) in inner for v in used_vars(cond)):
                     out.append(WrittenGuard(n, None, 0, cond))
                     continue
-                written = bound_region(b, region_of(b.block.writes, read.buffer))
                 for part in bound_conjuncts(cond):
                     e = below_zero(part)
                     got = _translate(e, written, inner) if e is not None and \

@@ -528,11 +528,12 @@ def _contiguous(node, plans) -> list:
     block = node.block
     spatial = [iv.var for iv in block.iter_vars if iv.kind == "spatial"]
     packed = {k for k, _, _ in plans}
+    written = {id(w.buffer) for w in block.writes}
     out = []
     for v in spatial:
         ok = True
         for k, read in enumerate(block.reads):
-            if k in packed or read.buffer in [w.buffer for w in block.writes]:
+            if k in packed or id(read.buffer) in written:
                 continue
             dims = [rg.min for rg in read.region]
             for n, d in enumerate(dims):
