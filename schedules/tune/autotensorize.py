@@ -64,7 +64,17 @@ class Match:
     scopes: tuple = ()
 
 
-def _leaf(func):
+def leaf_block(func):
+    """The one block (a ``BlockRealize``) of ``func`` besides the root, else None.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> leaf_block(f).block.name
+        'B'
+    """
     blocks = [s for _, s in tree.walk(func) if isinstance(s, BlockRealize)
               and s.block.name != "root"]
     return blocks[0] if len(blocks) == 1 else None
@@ -100,8 +110,16 @@ def _same(a, b, vmap: dict, bmap: dict) -> bool:
     return True
 
 
-def _match_one(block, intrin):
-    desc = _leaf(intrin.desc)
+def match_one(block, intrin):
+    """The :class:`Match` of ``intrin`` on ``block`` (a ``Block``: what its
+    description computes, up to renaming), else None (module doc).
+
+    Example::
+
+        >>> match_one.__name__
+        'match_one'
+    """
+    desc = leaf_block(intrin.desc)
     if desc is None or not isinstance(block.body, BufferStore) or \
             not isinstance(desc.block.body, BufferStore):
         return None
@@ -152,7 +170,7 @@ def matches(func, block_name: str, target) -> list:
     block = tree.get(func, tree.find_block(func, block_name)).block
     out = []
     for name in TensorIntrin.names():
-        m = _match_one(block, TensorIntrin.get(name))
+        m = match_one(block, TensorIntrin.get(name))
         if m is not None and supported(name, target):
             out.append(m)
     return out
@@ -187,4 +205,4 @@ def tensorized(sch, name: str, match: Match) -> None:
             break
 
 
-__all__ = ["Match", "matches", "supported", "tensorized"]
+__all__ = ["Match", "leaf_block", "match_one", "matches", "supported", "tensorized"]

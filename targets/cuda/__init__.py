@@ -20,7 +20,8 @@ compiler (:mod:`targets.cuda.host`).
 
 Thread axes (declared data, :data:`THREAD_AXES`): ``blockIdx.x`` up to 2**31 - 1
 blocks, ``blockIdx.y/z`` up to 65535, ``threadIdx.x/y`` up to 1024, ``threadIdx.z``
-up to 64, at most 1024 threads per block.
+up to 64, at most 1024 threads per block; ``vthread.x/y/z`` (virtual: serial loops
+after lowering).
 
 Example::
 
@@ -71,7 +72,12 @@ THREAD_AXES = (ThreadAxis("blockIdx.x", "grid", 0, (1 << 31) - 1),
                ThreadAxis("blockIdx.z", "grid", 2, 65535),
                ThreadAxis("threadIdx.x", "thread", 0, 1024),
                ThreadAxis("threadIdx.y", "thread", 1, 1024),
-               ThreadAxis("threadIdx.z", "thread", 2, 64))
+               ThreadAxis("threadIdx.z", "thread", 2, 64),
+               # TVM's virtual threads: loops the lowering makes serial, so that a
+               # thread's tiles interleave by a stride (no launch dimension, no limit)
+               ThreadAxis("vthread.x", "virtual", 0),
+               ThreadAxis("vthread.y", "virtual", 1),
+               ThreadAxis("vthread.z", "virtual", 2))
 #: threads per block
 MAX_THREADS = 1024
 

@@ -15,19 +15,22 @@ from cuvil_tir.target import TargetKind, register_target, unregister_target
 from schedules.tune.autotensorize import matches
 from schedules.tune.errors import TuneError
 from schedules.tune.measure import agree, random_args
+from schedules.tune.gpu_rules import gpu_axes
+from schedules.tune.gpu_tensorcore import tensor_cores
 from schedules.tune.rules import gpu_prune, rule_for, space_for
 from schedules.tune.space import run_with_decisions
 
 HASWELL = "llvm -mcpu=haswell"
 
 
-def gemm(m, n=None, k=None, dtype="float32"):
+def gemm(m, n=None, k=None, dtype="float32", acc=None):
     n, k = n or m, k or m
     A = T.placeholder((m, k), dtype, name="A")
     B = T.placeholder((k, n), dtype, name="B")
     r = T.reduce_axis((0, k), name="k")
+    cast = (lambda x: x.astype(acc)) if acc else (lambda x: x)
     return T.create_prim_func([A, B, T.compute((m, n), lambda i, j: T.sum(
-        A[i, r] * B[r, j], axis=r), name="C")])
+        cast(A[i, r]) * cast(B[r, j]), axis=r), name="C")])
 
 
 class Instant(Executor):
@@ -52,15 +55,139 @@ def test_gpu_candidates_run_correctly_under_the_gpu_interpreter():
     space = space_for(f, "cuda")
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((16, 16)).astype("float32") for _ in range(2))
-    for seed in range(2):
+    stages = set()
+    for seed in range(4):     # virtual threads in each, 1 to 3 pipeline stages
         sch = S.Schedule(f, seed=seed)
         space(sch)
         assert gpu_prune(sch.func, "cuda") is None
         text = str(sch.func)
         assert 'thread="blockIdx.x"' in text and 'scope="shared"' in text
+        assert 'thread="vthread.x"' in text
+        stages.add("software_pipeline_stage" in text)
         c = np.zeros((16, 16), "float32")
         T.interpret(T.lower(sch, "cuda"), a, b, c, check_races=True)
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert stages == {True, False}
+
+
+def _labels(sch) -> list:
+    """The labels of the first categorical of ``sch``'s trace (tile / tensor cores)."""
+    first = next(i for i in sch.trace.insts if i.name == "sample_categorical")
+    return list(first.inputs[0])
+
+
+def test_an_fp16_gemm_is_offered_tensor_cores_found_by_description():
+    f = gemm(32, dtype="float16", acc="float32")
+    names = [tc.gemm for tc in tensor_cores(f, "C", "cuda", gpu_axes("cuda").tensor_axes)]
+    # the wmma steps of every depth dividing K, the mma.sync warp tiles that fit
+    assert {"cuda.wmma_16x16x16_f16f32", "cuda.wmma_16x16x32_f16f32",
+            "cuda.mma_32x32x32_f16f32"} <= set(names)
+    sch = S.Schedule(f, seed=0)
+    space_for(f, "cuda")(sch)
+    assert _labels(sch) == ["tile"] + [f"tensor:{n}" for n in names]
+    # fp32 operands: no tensor-core step computes them
+    assert tensor_cores(gemm(32), "C", "cuda", gpu_axes("cuda").tensor_axes) == []
+
+
+def _tensorized(f, label, seed):
+    """A candidate of the generated space whose first decision is ``label``."""
+    sch = S.Schedule(f, seed=0)
+    space = space_for(f, "cuda")
+    space(sch)
+    return run_with_decisions(space, f, [_labels(sch).index(label)], seed=seed)
+
+
+@pytest.mark.parametrize("label,seed,n", [("tensor:cuda.wmma_16x16x16_f16f32", 0, 64),
+                                          ("tensor:cuda.wmma_16x16x16_f16f32", 3, 64),
+                                          ("tensor:cuda.mma_32x32x16_f16f32", 1, 64),
+                                          ("tile", 2, 32)])
+def test_fp16_gemm_candidates_run_correctly_under_the_gpu_interpreter(label, seed, n):
+    f = gemm(n, dtype="float16", acc="float32")
+    sch = _tensorized(f, label, seed)
+    assert gpu_prune(sch.func, "cuda") is None
+    rng = np.random.default_rng(seed)
+    a, b = (rng.standard_normal((n, n)).astype("float16") for _ in range(2))
+    c = np.zeros((n, n), "float32")
+    T.interpret(T.lower(sch, "cuda"), a, b, c, check_races=True)
+    np.testing.assert_allclose(c, a.astype("float32") @ b.astype("float32"), rtol=1e-4,
+                               atol=1e-3)
+
+
+def test_tensorized_candidates_compile_through_nvcc():
+    from tests.targets.cuda_helpers import compile_all
+    f = gemm(128, dtype="float16", acc="float32")
+    mods = [targets.build(_tensorized(f, label, seed), "cuda", name=f"tc{n}")
+            for n, (label, seed) in enumerate([("tensor:cuda.wmma_16x16x32_f16f32", 0),
+                                               ("tensor:cuda.mma_64x64x32_f16f32", 1)])]
+    for arch, ptx in compile_all(mods).items():
+        assert "wmma.mma.sync" in ptx and "mma.sync.aligned" in ptx, arch
+
+
+def test_the_plain_gpu_tiling_has_vthreads_and_pipeline_stages():
+    f = gemm(64)
+    seen = set()
+    for seed in range(6):
+        sch = S.Schedule(f, seed=seed)
+        space_for(f, "cuda")(sch)
+        text = str(sch.func)
+        assert 'thread="vthread.x"' in text      # the cuda kind declares vthread.x
+        if "software_pipeline_stage" in text:
+            seen.add(text.split("software_pipeline_stage\": (")[1].split(")")[0])
+    assert seen == {"0, 0, 1", "0, 0, 2"}     # 2 and 3 stages of the two fetches
+
+
+def softmax(n, m):
+    A = T.placeholder((n, m), name="A")
+    k = T.reduce_axis((0, m), name="k")
+    mx = T.compute((n,), lambda i: T.max(A[i, k], axis=k), name="mx")
+    e = T.compute((n, m), lambda i, j: T.exp(A[i, j] - mx[i]), name="e")
+    k2 = T.reduce_axis((0, m), name="k2")
+    s = T.compute((n,), lambda i: T.sum(e[i, k2], axis=k2), name="s")
+    return T.create_prim_func([A, T.compute((n, m), lambda i, j: e[i, j] / s[i],
+                                            name="out")])
+
+
+def test_softmax_candidates_fetch_for_each_reduction_and_run_correctly():
+    # regression: the first reduction's shared copy of A was read by the second
+    # reduction too, so it could not move into either kernel (CVL-E104 at lowering)
+    f = softmax(8, 64)
+    a = np.random.default_rng(0).standard_normal((8, 64)).astype("float32")
+    e = np.exp(a - a.max(1, keepdims=True))
+    for seed in range(2):
+        sch = S.Schedule(f, seed=seed)
+        space_for(f, "cuda")(sch)
+        out = np.zeros((8, 64), "float32")
+        T.interpret(T.lower(sch, "cuda"), a, out, check_races=True)
+        np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+def test_gpu_prune_counts_each_pipeline_version_of_a_shared_tile():
+    A = T.placeholder((2, 32768), name="A")
+    f = T.create_prim_func([A, T.compute((2, 32768), lambda i, j: A[i, j] * 2.0,
+                                         name="B")])
+    sch = S.Schedule(f)
+    blk = sch.get_block("B")
+    i, j = sch.get_loops(blk)
+    jo, tx = sch.split(j, [None, 1024])
+    sch.bind(tx, "threadIdx.x")
+    sh = sch.cache_read(blk, 0, "shared")
+    sch.compute_at(sh, i)
+    assert gpu_prune(sch.func, "cuda") is None              # one 128 KB tile fits
+    sch.annotate(i, "software_pipeline_stage", [0, 1])
+    # a version for the tile being read, one for the next being written
+    assert gpu_prune(sch.func, "cuda") == ("262144 bytes of shared memory, 166912 per "
+                                           "block")
+
+
+def test_gpu_prune_reads_each_axis_limit():
+    A = T.placeholder((4096,), name="A")
+    f = T.create_prim_func([A, T.compute((4096,), lambda i: A[i] + 1.0, name="B")])
+    sch = S.Schedule(f)
+    i, = sch.get_loops(sch.get_block("B"))
+    bx, tz = sch.split(i, [None, 128])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tz, "threadIdx.z")
+    assert gpu_prune(sch.func, "cuda") == "128 threads along threadIdx.z, at most 64"
 
 
 def test_gpu_prune_reads_the_declared_thread_limit():
