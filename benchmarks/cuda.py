@@ -26,9 +26,14 @@ needs:
    ``benchmarks/cuda_hopper``);
 5. fused rows: softmax, layernorm and RMSNorm at 4096x4096 and 16x262144 beside cupy's
    composed expressions, in GB/s and as a share of the copy bandwidth;
-6. launch overhead: a cuvil module call (argument checks included) beside a bare
+6. tuned rows (``benchmarks/cuda_tuned.py``): the fp16 GEMM at 4096^3 and the softmax
+   at 4096x4096 tuned by ``S.tune(func, None, target="cuda")`` over the generated GPU
+   space (tensor cores, vthreads, pipeline stages) for a few dozen trials, the best
+   timed beside cuBLAS / cupy and beside the hand schedule of the rows above (without
+   a GPU: a handful of candidates generated and compiled by nvcc, not timed);
+7. launch overhead: a cuvil module call (argument checks included) beside a bare
    ``cupy.RawKernel`` launch;
-7. a summary: the geomean ratio per family and whether each target of issue 22 is
+8. a summary: the geomean ratio per family and whether each target of issue 22 is
    met (SGEMM >= 0.9x cuBLAS at 4096^3; fp16/bf16 >= 0.9x at 4096^3 and geomean >=
    0.85x; softmax/layernorm >= 85% of the copy bandwidth).
 
@@ -85,6 +90,7 @@ from cuvil_tir.interp.scalar import tile_storage, tile_values  # noqa: E402
 from targets.toolkit import cuda_norms as norms  # noqa: E402
 from targets.toolkit import cuda_recipes as recipes  # noqa: E402
 from benchmarks import cuda_hopper as hopper  # noqa: E402
+from benchmarks import cuda_tuned as tuned  # noqa: E402
 
 #: the GEMM shapes, M x N x K
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (1024, 4096, 4096),
@@ -106,7 +112,7 @@ def row_names() -> list:
     out = [f"gemm:{dt}:{m}x{n}x{k}" for dt in GEMM_DTYPES for m, n, k in SHAPES]
     out += hopper.nt_row_names(SHAPES)
     out += [f"norm:{kind}:{r}x{c}" for kind in NORMS for r, c in NORM_SHAPES]
-    return out + ["launch"]
+    return out + tuned.tuned_row_names() + ["launch"]
 
 
 #: the benchmark's dtype names that cuvil spells otherwise
@@ -232,6 +238,8 @@ def quick_cpu_row(name) -> dict:
         return {"row": name, "status": "ok", "detail": "needs a GPU to mean anything"}
     if kind == "gemm_nt":
         return hopper.quick_nt_row(name, _CHECKED)
+    if kind == "tune":
+        return tuned.quick_tuned_row(name, gemm_func)
     if kind == "norm":
         what, shape = rest.split(":")
         rows, cols = (int(x) for x in shape.split("x"))
@@ -495,6 +503,8 @@ def run_row(name, quick) -> dict:
         kind, _, rest = name.partition(":")
         if kind == "launch":
             return gpu_launch_row(cp, name)
+        if kind == "tune":
+            return tuned.gpu_tuned_row(cp, name, quick, gemm_func, timed, hand_schedule)
         if kind == "norm":
             what, shape = rest.split(":")
             rows, cols = (int(x) for x in shape.split("x"))
@@ -514,6 +524,23 @@ def run_row(name, quick) -> dict:
                 "trace": traceback.format_exc()[-1500:]}
 
 
+def hand_schedule(func, target):
+    """The hand-scheduled module a tuned row is compared with: the first (fastest
+    expected) GEMM variant, or the fused softmax."""
+    shape = [int(s) for s in func.params[0].shape]
+    if len(func.params) == 2:      # softmax: A, out
+        return targets.build(norm_func("softmax", *shape, target.options.get("arch")),
+                             target, name="hand")
+    m, k = shape
+    n = int(func.params[1].shape[1])
+    variants = gemm_variants("float16", m, n, k)
+    if not variants:
+        return None
+    sch = S.Schedule(func)
+    variants[0][1](sch)
+    return targets.build(sch, target, name="hand")
+
+
 def _gpu():
     try:
         import cupy as cp
@@ -527,6 +554,8 @@ def _gpu():
 def run_row_isolated(name, quick, timeout) -> dict:
     """The row in a child process with a time limit (a hang or crash costs one row)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--row", name] + (["--quick"] if quick else [])
+    if name.startswith("tune:"):
+        timeout = max(timeout, tuned.ROW_TIMEOUT)     # tuning, then timing
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                               cwd=ROOT, check=False)
@@ -631,6 +660,9 @@ def show(res, info, copy_gbs):
         return
     if "ours_s" not in res:          # quick mode without a GPU
         print(f"{name:36s} ok       {res.get('detail', '')}", flush=True)
+        return
+    if res.get("family", "").startswith("tune:"):
+        print(tuned.show_tuned(res), flush=True)
         return
     if res.get("family") == "launch":
         print(f"{name:36s} cuvil call {res['ours_s'] * 1e6:7.2f} us (stream= "

@@ -27,12 +27,28 @@ def test_rows_cover_the_issue():
 
 
 @pytest.mark.parametrize("row", ["gemm:float16:512x3072x768", "norm:softmax:16x262144",
-                                 "gemm:float8_e4m3:4096x4096x4096"])
+                                 "gemm:float8_e4m3:4096x4096x4096",
+                                 "tune:softmax:4096x4096"])
 def test_a_row_checks_without_a_gpu(row):
     res = B.run_row(row, True)
     assert res["status"] == "ok", res
     if "float8" in row:
         assert "mma.sync m16n8k32 fp8 64x64x64" in res["detail"]
+    if row.startswith("tune"):
+        assert res["detail"].startswith("4 candidates of the generated space built and "
+                                        "compiled for sm_80 and sm_90")
+
+
+def test_tuned_rows_print_beside_the_baseline_and_the_hand_schedule(capsys):
+    assert {"tune:float16:4096x4096x4096", "tune:softmax:4096x4096"} <= set(B.row_names())
+    B.show({"row": "tune:float16:4096x4096x4096", "family": "tune:float16",
+            "status": "ok", "ours_s": 0.5e-3, "baseline_s": 0.25e-3, "hand_s": 0.4e-3,
+            "baseline": "cupy.matmul fp16 (cuBLAS)", "max_err": 1e-4,
+            "tuned_trace": "tensor:cuda.mma_64x64x32_f16f32",
+            "report": "32 trials, best 0.50 ms; 3 pruned before building"}, INFO, None)
+    out = capsys.readouterr().out
+    assert "tuned     0.500 ms | cupy.matmul fp16 (cuBLAS)     0.250 ms | ratio  0.50" in out
+    assert "hand schedule     0.400 ms, ratio  0.80" in out
 
 
 def test_a_failing_or_hanging_row_costs_that_row_only(monkeypatch, tmp_path):
