@@ -28,8 +28,11 @@ Steps (methods):
 * ``load(program, target) -> Module`` -- the runnable module (required);
 * ``machine(target) -> Machine`` -- vector width, registers, caches and cores that
   schedules are sized for (default: a scalar, single-core machine);
-* ``measure(module, args, min_repeat_seconds)`` -- the cost of one call, for the
-  tuner (default: the median of timed calls on this host);
+* ``measure(module, args, min_repeat_seconds)`` -- the cost of one call on numpy
+  ``args``, for the tuner (default: the median of timed calls on this host);
+* ``call_host(module, arrays)`` -- run ``module`` on numpy ``arrays``, its outputs
+  written back into them, for the tuner's checks (default: ``module(*arrays)``; a
+  device kind copies them to the device and back);
 * ``tuning_space(func, target)`` -- a schedule function the tuner searches when the
   user gives none (default ``None``: the tuner's generated space);
 * ``describe(target)``, ``tool_versions(target)``, ``cache_identity(target)`` -- what
@@ -159,6 +162,11 @@ class TargetKind:
         res = time_calls(lambda: module(*args), repeat=MEASURE_REPEAT, number=None,
                          warmup=1, min_repeat_seconds=min_repeat_seconds)
         return res.median, f"median of {MEASURE_REPEAT} rounds of {res.number}"
+
+    def call_host(self, module, arrays) -> None:
+        """Run ``module`` on the numpy ``arrays``, its outputs written back into them
+        (the tuner's reference and checks); by default ``module(*arrays)``."""
+        module(*arrays)
 
     def tuning_space(self, func, target):
         """A schedule function ``space(sch)`` the tuner searches for ``func`` when the

@@ -38,6 +38,7 @@ import numpy as np
 
 import cuvil_tir as T
 from cuvil_tir import dtype as D
+from cuvil_tir.errors import LoweringError
 from cuvil_tir.target import (as_target, build, cache, compile_program, get_target_kind,
                               list_targets)
 from cuvil_tir.target import register_target
@@ -314,7 +315,7 @@ def _parallel_vectorized():
 
 def reference_outputs(func, target, seed):
     """The untuned function's outputs on :func:`random_args` (all its arrays after the
-    call), kept in a per-user cache keyed by the build cache's key (function, target,
+    call; built for the host where ``target`` refuses it unscheduled), kept in a per-user cache keyed by the build cache's key (function, target,
     tools and Cuvil's own code), so an untuned GEMM that takes seconds runs once per
     machine, not once per candidate.
 
@@ -337,7 +338,13 @@ def reference_outputs(func, target, seed):
     except (OSError, ValueError, KeyError):
         pass
     want = random_args(func, seed)
-    build(func, target)(*want)
+    try:
+        mod = build(func, target)
+    except LoweringError:
+        # a kind that runs computation only where the schedule bound it (a GPU's
+        # kernels) refuses the unscheduled function: the host computes it
+        mod = build(func, "llvm")
+    mod.target.kind_obj.call_host(mod, want)
     os.makedirs(folder, exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp.npz"
     np.savez(tmp, **{f"a{i}": a for i, a in enumerate(want)})
@@ -385,7 +392,7 @@ def run_candidate(payload, emit) -> None:
         got = random_args(func, seed)
         with timing_lock():
             t0, c0 = time.perf_counter(), time.process_time()
-            mod(*got)
+            kind.call_host(mod, got)
             for p, w, g in zip(func.params, want, got):
                 if not agree(w, g, str(p.dtype)):
                     emit(("wrong", f"output {p.name!r} differs from the untuned "

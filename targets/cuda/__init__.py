@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.ir_module import calling_conv
-from cuvil_tir.target import Memory, Option, Program, TargetKind, register_target
+from cuvil_tir.target import (MEASURE_REPEAT, Memory, Option, Program, TargetKind,
+                              register_target)
 from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
 from cuvil_tir.transform.dead_stores import drop_dead_stores
 from cuvil_tir.transform.gpu_cooperative_fetch import cooperative_fetch
@@ -56,6 +57,7 @@ from cuvil_tir.visitor import Mutator
 from ..runtime import Module
 from .codegen import STATIC_SHARED_LIMIT, codegen_cuda, shared_bytes
 from .nvcc import needs_nvcc, nvcc_available, nvcc_compile
+from .args import import_cupy
 from .runtime import CudaRuntime
 from .tensorcore import wmma_leading_dims
 from .tma import tma_coordinates
@@ -225,6 +227,27 @@ class CudaKind(TargetKind):
                                              for k, v in x.items()}
                                             for x in cuda.launches]},
                        lowered=module)
+
+    def call_host(self, module, arrays) -> None:
+        """Copy the numpy ``arrays`` to the GPU, call ``module``, and copy every array
+        back (the tuner checks candidates on host arrays)."""
+        cp = import_cupy("checking a cuda module on host arrays")
+        dev = [cp.asarray(a) for a in arrays]
+        module(*dev)
+        for a, d in zip(arrays, dev):
+            a[...] = cp.asnumpy(d)
+
+    def measure(self, module, args, min_repeat_seconds: float = 0.0) -> tuple:
+        """``(seconds per call, how)``: the median of :data:`MEASURE_REPEAT` rounds
+        timed with CUDA events on device copies of the numpy ``args`` (the copies
+        outside the timing), each round enough calls to last ``min_repeat_seconds``."""
+        cp = import_cupy("timing a cuda module")
+        dev = [cp.asarray(a) for a in args]
+        once = module.benchmark(*dev, repeat=1, number=1).median
+        number = max(1, min(1000, int(min_repeat_seconds / max(once, 1e-7))))
+        res = module.benchmark(*dev, repeat=MEASURE_REPEAT, number=number, warmup=0)
+        return res.median, (f"median of {MEASURE_REPEAT} rounds of {number} "
+                            "(CUDA events)")
 
     def load(self, program, target) -> Module:
         """A module that compiles the kernels with NVRTC (or loads the cubin nvcc made

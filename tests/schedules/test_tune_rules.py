@@ -14,11 +14,12 @@ import targets
 from cuvil_tir.target import TargetKind, register_target, unregister_target
 from schedules.tune.autotensorize import matches
 from schedules.tune.errors import TuneError
-from schedules.tune.measure import agree, random_args
+from schedules.tune.measure import agree, random_args, reference_outputs
 from schedules.tune.gpu_rules import gpu_axes
 from schedules.tune.gpu_tensorcore import tensor_cores
 from schedules.tune.rules import gpu_prune, rule_for, space_for
 from schedules.tune.space import run_with_decisions
+from tests.workloads import softmax
 
 HASWELL = "llvm -mcpu=haswell"
 
@@ -136,29 +137,16 @@ def test_the_plain_gpu_tiling_has_vthreads_and_pipeline_stages():
     assert seen == {"0, 0, 1", "0, 0, 2"}     # 2 and 3 stages of the two fetches
 
 
-def softmax(n, m):
-    A = T.placeholder((n, m), name="A")
-    k = T.reduce_axis((0, m), name="k")
-    mx = T.compute((n,), lambda i: T.max(A[i, k], axis=k), name="mx")
-    e = T.compute((n, m), lambda i, j: T.exp(A[i, j] - mx[i]), name="e")
-    k2 = T.reduce_axis((0, m), name="k2")
-    s = T.compute((n,), lambda i: T.sum(e[i, k2], axis=k2), name="s")
-    return T.create_prim_func([A, T.compute((n, m), lambda i, j: e[i, j] / s[i],
-                                            name="out")])
-
-
 def test_softmax_candidates_fetch_for_each_reduction_and_run_correctly():
     # regression: the first reduction's shared copy of A was read by the second
     # reduction too, so it could not move into either kernel (CVL-E104 at lowering)
-    f = softmax(8, 64)
-    a = np.random.default_rng(0).standard_normal((8, 64)).astype("float32")
-    e = np.exp(a - a.max(1, keepdims=True))
+    w = softmax(8, 64)
     for seed in range(2):
-        sch = S.Schedule(f, seed=seed)
-        space_for(f, "cuda")(sch)
-        out = np.zeros((8, 64), "float32")
-        T.interpret(T.lower(sch, "cuda"), a, out, check_races=True)
-        np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5)
+        sch = S.Schedule(w.func, seed=seed)
+        space_for(w.func, "cuda")(sch)
+        arrays = w.make_inputs(np.random.default_rng(seed))
+        T.interpret(T.lower(sch, "cuda"), *arrays, check_races=True)
+        w.check(arrays)
 
 
 def test_gpu_prune_counts_each_pipeline_version_of_a_shared_tile():
@@ -188,6 +176,14 @@ def test_gpu_prune_reads_each_axis_limit():
     sch.bind(bx, "blockIdx.x")
     sch.bind(tz, "threadIdx.z")
     assert gpu_prune(sch.func, "cuda") == "128 threads along threadIdx.z, at most 64"
+
+
+def test_a_gpu_tuning_reference_is_computed_on_the_host():
+    # regression: the untuned function was built for cuda, which refuses computation
+    # outside kernels, so every GPU candidate failed its check before it ran
+    f = gemm(32, 16, 8, dtype="float16", acc="float32")
+    a, b, c = reference_outputs(f, "cuda", seed=3)
+    np.testing.assert_allclose(c, a.astype("float32") @ b.astype("float32"), rtol=1e-5)
 
 
 def test_gpu_prune_reads_the_declared_thread_limit():
