@@ -1,7 +1,10 @@
 """Tensor-core auto-tensorization for the GPU rules: which registered warp-wide GEMM
 intrinsics a reduction block can run on, and the warp-level tiling around one.
 
-A *tensor core* here is three registered intrinsics found by their descriptions,
+A block qualifies when it has two spatial iterators and one reduction (a GEMM
+``C[i, j] += A[i, k] * B[k, j]``; a batch axis or a transposed operand is left to
+plain tiling).  A *tensor core* here is three registered intrinsics found by their
+descriptions,
 never by their names: a GEMM step ``C[m, n] += A[m, k] @ B[k, n]`` that the block
 computes (:func:`.autotensorize.match_one`), whose ``impl`` calls a warp-collective op
 (``collective`` in the op registry: the lanes of a group issue it together), a fill
