@@ -8,19 +8,23 @@ written once, and read again (panel by panel) by the kernel.  Packed inside the 
 over the panels instead, each panel is written while the kernel is about to read it,
 and read again from L2 for every spatial tile inside that loop.
 
-The rule is offered to a block that slides a window (a convolution's
+The rule applies to a block that slides a window (a convolution's
 ``P[c, y + ry, x + rx] * W[k, c, ry, rx]``, :func:`.space.window_registers`) whose
-vector-axis operand (the weights, packed by output channel) exceeds L2: one
-categorical decision, ``root`` or ``panel``.  A GEMM's packed panel is not offered
-it: its loop over row blocks sits between the panel loops, so each row block would
-pack the panel again.  Neither is a convolution whose weights fit L2 (the root pack's
-copy is still there when the kernel reads it).  When a sampled outer spatial tile puts
-a loop between the two panel loops, the pack runs once per iteration of it: the
-features' ``other_work`` sees that work and the prior ranks it down.
+vector-axis operand (the weights, packed by output channel) exceeds L2, in the
+candidates whose outer spatial tiles put no loop between the two loops over the
+panels (S0's and S1's, :func:`.space._tile_reduction`): such a loop would pack every
+panel again per iteration, a memory-bound copy that the features' ``other_work``
+counts as a little arithmetic (layer4's weights packed 7 times ran 2.4x slower than
+packed once at the root).  It is no decision: in every such candidate measured it was
+as fast as the root pack or faster.  A GEMM's packed panel stays at the root: its
+loop over row blocks sits between the panel loops (GotoBLAS's ``j0 i0 j1 i1``), and a
+convolution whose weights fit L2 still finds the root pack's copy there.
 
-On one core of this 2-core Xeon, ResNet-18's layer4 3x3 convolution (512 channels,
-7 x 7, 9.4 MB of weights; 1 x 7 x 32 and 7 x 1 x 32 register tiles): 2.51 -> 2.36 ms
-and 3.28 -> 2.76 ms, numpy's im2col + matmul 3.23 ms (load 4.6).
+On one core of this 2-core Xeon (CPU time, the same candidates but the pack's place,
+interleaved with numpy's im2col + matmul on one thread, load 5.5-5.7), ResNet-18's
+layer4 3x3 convolution (512 channels, 7 x 7, 9.4 MB of weights) ran 15-24% faster
+(1 x 7 x 32 register tile: 3.30 -> 2.78 ms, numpy 3.36 ms) and layer3's (256
+channels, 14 x 14, 2.4 MB) 2-8% faster.
 
 Example::
 
@@ -38,13 +42,9 @@ from cuvil_tir import dtype as D
 from cuvil_tir.analysis import tree
 from cuvil_tir.errors import CuvilError
 
-#: the two placements of the weight pack (:func:`offers_panel_packing`)
-PLACES = ("root", "panel")
-
-
 def offers_panel_packing(func, name, machine) -> bool:
-    """Whether the reduction block ``name`` of ``func`` gets the ``root`` / ``panel``
-    decision (module doc): it slides a window and the operand packed along its vector
+    """Whether the reduction block ``name`` of ``func`` packs its weights panel by
+    panel (module doc): it slides a window and the operand packed along its vector
     axis is larger than ``machine``'s L2.
 
     Example::
@@ -93,4 +93,4 @@ def pack_in_panel(sch, cache, panel_loop, dim) -> bool:
     return True
 
 
-__all__ = ["PLACES", "offers_panel_packing", "pack_in_panel"]
+__all__ = ["offers_panel_packing", "pack_in_panel"]

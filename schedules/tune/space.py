@@ -44,7 +44,7 @@ from cuvil_tir.arith.affine import linear_form
 
 from .autotensorize import tensorized
 from .decisions import run_with_decisions  # noqa: F401 - its home was here
-from .panel_pack import PLACES, offers_panel_packing, pack_in_panel
+from .panel_pack import offers_panel_packing, pack_in_panel
 
 
 def machine_of(target) -> Machine:
@@ -316,13 +316,15 @@ def _tile_reduction(sch, name, machine) -> None:
     sch.reorder(*outer, *middle, *[t[0] for t in r_tiles], *[t[1] for t in r_tiles],
                 *[t[2] for t in s_tiles])
     _try(sch.parallel, outer[0])
-    place = "root"
-    if offers_panel_packing(sch.func, name, machine):
-        place = sch.sample_categorical(list(PLACES), [1] * len(PLACES))
+    # weights larger than L2 packed a panel at a time inside the loop over the panels
+    # (:mod:`.panel_pack`), unless a spatial loop between the two panel loops would
+    # pack each panel again per iteration
+    panel = middle[0] if offers_panel_packing(sch.func, name, machine) and all(
+        _extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) == 1
+        for lp in outer[1:]) else None
     for cache, dim, axis in caches:
         if cache is not None:
-            _pack(sch, cache, dim, tile[axis],
-                  middle[0] if place == "panel" and axis == vec else None)
+            _pack(sch, cache, dim, tile[axis], panel if axis == vec else None)
     if vec is not None and vec != len(extents) - 1 and _writes_in_order(node.block):
         # the accumulator laid out with the vector axis innermost (contiguous lanes)
         _try(sch.transform_layout, block, 0, _move_last(len(extents), vec))
