@@ -235,9 +235,11 @@ def throughput_report(recs, wall, parent_cpu, width) -> str:
     Overhead is everything a candidate costs but the kernel's own timed runs: the
     search (drawing and replaying the schedule, pruning), sending it, the build
     (lowering, code generation, loading), the correctness check and the timing's
-    calibration.  By wall time it depends on the other processes of a shared
-    machine (the timed runs' wall time too); by CPU it does not, and CPU / cores is the overhead per candidate that
-    idle cores would see (the builds run in parallel; the timing is serialised).
+    calibration.  The builds run in parallel, one per slot, while the timed runs are
+    serialised per host, so the machine's wall time per candidate is its timed runs
+    plus the overhead that did not overlap them.  By wall time it depends on the other
+    processes of a shared machine (the timed runs' wall time too); by CPU it does not,
+    and CPU / cores is the overhead per candidate that idle cores would see.
 
     Example::
 
@@ -246,7 +248,7 @@ def throughput_report(recs, wall, parent_cpu, width) -> str:
         >>> print(throughput_report([r] * 10, 2.0, 0.5, 2))  # doctest: +NORMALIZE_WHITESPACE
           10 candidates on 2 slots in 2.0 s: 5.00 candidates/s (goal >= 5)
           overhead = everything per candidate but the kernel's own timed runs (search, replay, build, load, check, timing calibration)
-          wall per candidate and slot: 0.400 s = timed runs 0.050 s + overhead 0.350 s (goal < 0.2 s; under this machine's load); build 0.200 s, check + timing 0.060 s
+          wall per candidate: 0.200 s (goal < 0.2 s) = its timed runs 0.050 s (serialised) + overhead 0.150 s beside them; per slot 0.400 s: build 0.200 s, check + timing 0.060 s (under this machine's load)
           CPU per candidate: 0.350 s = search 0.050 s + build 0.200 s + check + timing 0.060 s (timed runs 0.050 s) + rest of the child 0.040 s; overhead 0.300 s CPU, 0.150 s per candidate of 2 idle cores: about 5.7 candidates/s there (goal >= 5, overhead < 0.2 s)
     """
     n = len(recs)
@@ -256,10 +258,11 @@ def throughput_report(recs, wall, parent_cpu, width) -> str:
              "candidates/s (goal >= 5)",
              "  overhead = everything per candidate but the kernel's own timed runs "
              "(search, replay, build, load, check, timing calibration)",
-             f"  wall per candidate and slot: {per_slot:.3f} s = timed runs {timed:.3f} s "
-             f"+ overhead {per_slot - timed:.3f} s (goal < 0.2 s; under this machine's "
-             f"load); build {_mean(recs, 'build_s'):.3f} s, check + timing "
-             f"{_mean(recs, 'check_time_s'):.3f} s"]
+             f"  wall per candidate: {wall / n:.3f} s (goal < 0.2 s) = its timed runs "
+             f"{timed:.3f} s (serialised) + overhead {wall / n - timed:.3f} s beside "
+             f"them; per slot {per_slot:.3f} s: build {_mean(recs, 'build_s'):.3f} s, "
+             f"check + timing {_mean(recs, 'check_time_s'):.3f} s (under this machine's "
+             "load)"]
     child, build = _mean(recs, "cpu_s"), _mean(recs, "build_cpu_s")
     check, timed_cpu = _mean(recs, "check_time_cpu_s"), _mean(recs, "timed_cpu_s")
     search = parent_cpu / n

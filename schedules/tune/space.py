@@ -44,6 +44,7 @@ from cuvil_tir.arith.affine import linear_form
 
 from .autotensorize import tensorized
 from .decisions import run_with_decisions  # noqa: F401 - its home was here
+from .panel_pack import offers_panel_packing, pack_in_panel
 
 
 def machine_of(target) -> Machine:
@@ -315,9 +316,15 @@ def _tile_reduction(sch, name, machine) -> None:
     sch.reorder(*outer, *middle, *[t[0] for t in r_tiles], *[t[1] for t in r_tiles],
                 *[t[2] for t in s_tiles])
     _try(sch.parallel, outer[0])
+    # weights larger than L2 packed a panel at a time inside the loop over the panels
+    # (:mod:`.panel_pack`), unless a spatial loop between the two panel loops would
+    # pack each panel again per iteration
+    panel = middle[0] if offers_panel_packing(sch.func, name, machine) and all(
+        _extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) == 1
+        for lp in outer[1:]) else None
     for cache, dim, axis in caches:
         if cache is not None:
-            _pack(sch, cache, dim, tile[axis])
+            _pack(sch, cache, dim, tile[axis], panel if axis == vec else None)
     if vec is not None and vec != len(extents) - 1 and _writes_in_order(node.block):
         # the accumulator laid out with the vector axis innermost (contiguous lanes)
         _try(sch.transform_layout, block, 0, _move_last(len(extents), vec))
@@ -594,19 +601,23 @@ def _pack_plans(node) -> list:
     return plans
 
 
-def _pack(sch, cache, dim, tile) -> None:
+def _pack(sch, cache, dim, tile, panel_loop=None) -> None:
     """Lay the staged copy ``cache`` (see :func:`_pack_plans`) out in panels of
-    ``tile`` along ``dim``, written panel by panel, in parallel over its outer loop."""
+    ``tile`` along ``dim``, written panel by panel, in parallel over its outer loop;
+    or, given the loop over the panels, inside it, one panel per iteration
+    (:mod:`.panel_pack`)."""
     buf = _node(sch, cache.name).block.writes[0].buffer
     rank = len(buf.shape)
-    loops = sch.get_loops(cache)
-    if len(loops) == rank:  # loops in the packed order: each panel written contiguously
-        split = _try(sch.split, loops[dim], [None, tile])
-        if split is not None:
-            _try(sch.reorder, split[0], *[lp for n, lp in enumerate(loops) if n != dim],
-                 split[1])
-            loops = sch.get_loops(cache)
-    _try(sch.parallel, loops[0])
+    # under the parallel loop, its loops in the packed order (when it fits there)
+    if panel_loop is None or not pack_in_panel(sch, cache, panel_loop, dim):
+        loops = sch.get_loops(cache)
+        if len(loops) == rank:  # loops in the packed order: each panel written contiguously
+            split = _try(sch.split, loops[dim], [None, tile])
+            if split is not None:
+                _try(sch.reorder, split[0], *[lp for n, lp in enumerate(loops) if n != dim],
+                     split[1])
+                loops = sch.get_loops(cache)
+        _try(sch.parallel, loops[0])
 
     def index_map(*idx):
         return (idx[dim] // tile, *idx[:dim], *idx[dim + 1:], idx[dim] % tile)

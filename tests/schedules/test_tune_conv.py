@@ -92,3 +92,56 @@ def test_a_sliding_window_leaves_registers_free():
     sch.unroll(x)
     sch.vectorize(ko)
     assert "and 4 for its sliding window, 32 exist" in prune(sch.func, m)
+
+
+def _pack_under(func, block):
+    """The loop vars above ``block``."""
+    return [lp.loop_var for _, lp in tree.loops_above(func, tree.find_block(func, block))]
+
+
+def test_weights_larger_than_l2_are_packed_panel_by_panel():
+    """A convolution whose weights exceed L2 packs them inside its loop over the weight
+    panels (under the parallel loop, which also runs the kernel) rather than once at
+    the root, where the packed copy goes to memory and back (ResNet-18's layer4: 9.4 MB
+    of weights): in every candidate whose outer spatial tiles put no loop between the
+    two panel loops (one there would pack each panel again per iteration).  The
+    candidates compute the convolution; with an L2 holding the weights, or on a GEMM,
+    the pack stays at the root."""
+    import dataclasses
+    from schedules.tune.networks import matmul
+    from schedules.tune.panel_pack import offers_panel_packing
+    f = conv2d(16, 32, 6, 6)                       # 18 KiB of weights
+    big = machine_of(HASWELL)
+    small = dataclasses.replace(big, l2_bytes=16384)
+    assert offers_panel_packing(f, "Y", small) and not offers_panel_packing(f, "Y", big)
+    assert not offers_panel_packing(matmul(64, 64, 64), "C", dataclasses.replace(
+        big, l2_bytes=1024))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 6, 6), "float32")
+    w = rng.standard_normal((32, 16, 3, 3), "float32")
+    inside = outside = 0
+    for seed in range(16):
+        sch = S.Schedule(f, seed=seed)
+        generated_space(f, small)(sch)
+        above, kernel = _pack_under(sch.func, "W_global"), _pack_under(sch.func, "Y_update")
+        loops = [lp for _, lp in tree.loops_above(sch.func, tree.find_block(
+            sch.func, "Y_update"))]
+        # ko_0_0 y_0_0 x_0_0 ko_0_1: the spatial tiles between the two panel loops
+        between = [lp.extent.value for lp in loops[1:3]]
+        if between != [1, 1]:
+            assert above[0] is not kernel[0], seed      # at the root
+            outside += 1
+            continue
+        inside += 1
+        assert above[:4] == kernel[:4] and len(above) == 8, seed
+        packs = [lp for _, lp in tree.loops_above(sch.func, tree.find_block(
+            sch.func, "W_global"))]
+        assert packs[0].kind == "parallel" and packs[-1].kind == "serial"
+        y = np.zeros((32, 6, 6), "float32")
+        targets.build(sch, HASWELL)(x, w, y)
+        np.testing.assert_allclose(y, _want(x, w, 1, 1), rtol=1e-4, atol=1e-4)
+    assert inside >= 2 and outside >= 1, (inside, outside)
+    for seed in range(4):
+        sch = S.Schedule(f, seed=seed)
+        generated_space(f, big)(sch)
+        assert _pack_under(sch.func, "W_global")[0] is not _pack_under(sch.func, "Y_update")[0]
