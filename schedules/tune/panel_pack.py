@@ -42,6 +42,7 @@ from cuvil_tir import dtype as D
 from cuvil_tir.analysis import tree
 from cuvil_tir.errors import CuvilError
 
+
 def offers_panel_packing(func, name, machine) -> bool:
     """Whether the reduction block ``name`` of ``func`` packs its weights panel by
     panel (module doc): it slides a window and the operand packed along its vector
@@ -56,7 +57,7 @@ def offers_panel_packing(func, name, machine) -> bool:
         ...  for l2 in (1 << 21, 4 << 20)]
         [True, False]
     """
-    from .space import _register_options, window_registers
+    from .space import _register_options, window_registers   # space imports this module
     node = tree.get(func, tree.find_block(func, name))
     if not window_registers(node.block, machine):
         return False
@@ -69,9 +70,13 @@ def offers_panel_packing(func, name, machine) -> bool:
 
 
 def _bytes(buf) -> int:
+    """The buffer's bytes, 0 when a dimension is symbolic (not known to exceed L2)."""
     n = max(1, D.bits(D.element(str(buf.dtype))) // 8)
     for s in buf.shape:
-        n *= int(getattr(s, "value", s))
+        v = getattr(s, "value", None)
+        if not isinstance(v, int):
+            return 0
+        n *= v
     return n
 
 

@@ -94,6 +94,17 @@ def test_a_sliding_window_leaves_registers_free():
     assert "and 4 for its sliding window, 32 exist" in prune(sch.func, m)
 
 
+def _symbolic_conv():
+    """A 3x3 convolution of ``n`` input channels (weights of a size known at run time)."""
+    import cuvil_tir as T
+    n = T.size_var("n")
+    X = T.placeholder((n, 8, 8), name="X")
+    W = T.placeholder((16, n, 3, 3), name="W")
+    rc, ry, rx = (T.reduce_axis((0, e), name=v) for e, v in ((n, "rc"), (3, "ry"), (3, "rx")))
+    return T.create_prim_func([X, W, T.compute((16, 6, 6), lambda k, y, x: T.sum(
+        X[rc, y + ry, x + rx] * W[k, rc, ry, rx], axis=[rc, ry, rx]), name="Y")])
+
+
 def _pack_under(func, block):
     """The loop vars above ``block``."""
     return [lp.loop_var for _, lp in tree.loops_above(func, tree.find_block(func, block))]
@@ -116,6 +127,9 @@ def test_weights_larger_than_l2_are_packed_panel_by_panel():
     assert offers_panel_packing(f, "Y", small) and not offers_panel_packing(f, "Y", big)
     assert not offers_panel_packing(matmul(64, 64, 64), "C", dataclasses.replace(
         big, l2_bytes=1024))
+    sym = _symbolic_conv()                          # weights of a size unknown here
+    assert not offers_panel_packing(sym, "Y", dataclasses.replace(big, l2_bytes=16))
+    generated_space(sym, dataclasses.replace(big, l2_bytes=16))(S.Schedule(sym, seed=0))
     rng = np.random.default_rng(0)
     x = rng.standard_normal((16, 6, 6), "float32")
     w = rng.standard_normal((32, 16, 3, 3), "float32")
