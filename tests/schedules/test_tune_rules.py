@@ -11,7 +11,7 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 import targets
-from cuvil_tir.target import TargetKind, register_target, unregister_target
+from cuvil_tir.target import Axis, Memory, TargetKind, register_target, unregister_target
 from schedules.tune.autotensorize import matches
 from schedules.tune.errors import TuneError
 from schedules.tune.measure import agree, random_args, reference_outputs
@@ -217,6 +217,29 @@ def test_a_target_that_declares_nothing_gets_a_tune_error():
             S.tune(gemm(8), None, target="test-tune-bare", trials=1, progress=False)
     finally:
         unregister_target("test-tune-bare")
+
+
+class NoVirtual(Bare):
+    """A GPU-like kind with one grid and one thread axis, shared memory, no vthread."""
+
+    name = "test-tune-no-vthread"
+    axes = (Axis("blockIdx.x", "grid", 0, 65535), Axis("threadIdx.x", "thread", 0, 256))
+    max_threads = 256
+    memories = (Memory("global"), Memory("shared", 16384), Memory("local"))
+
+
+def test_the_gpu_levels_are_the_axes_a_kind_declares():
+    register_target(NoVirtual(), replace=True)
+    try:
+        assert gpu_axes("test-tune-no-vthread").virtual is None
+        f = gemm(32)
+        sch = S.Schedule(f, seed=0)
+        space_for(f, "test-tune-no-vthread")(sch)
+        text = str(sch.func)
+        assert 'thread="threadIdx.x"' in text and "vthread" not in text
+        assert "tensor:" not in str(sch.trace)  # no per-warp memory, no tensor core
+    finally:
+        unregister_target("test-tune-no-vthread")
 
 
 def test_symbolic_sizes_get_a_tune_error():
