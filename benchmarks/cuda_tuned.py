@@ -6,7 +6,9 @@ schedule the other rows time (the fastest correct ``gemm_variants`` entry; the f
 softmax of ``targets.toolkit.cuda_norms``).
 
 On a GPU: ``TRIALS`` candidates measured (``QUICK_TRIALS`` at 1024 with ``--quick``),
-then the best one timed like every other row.  Without a GPU (CI's ``--quick``): the
+then the best one timed like every other row.  The untuned reference is computed once
+per machine on the host (minutes for a naive 4096^3 GEMM, seconds at 1024), so a short
+GPU session runs ``python benchmarks/cuda.py --quick --only ^tune --skip-tests``.  Without a GPU (CI's ``--quick``): the
 space is drawn at the row's full size until ``COMPILED`` candidates pass the pruner,
 each is built and the lot is compiled by nvcc for sm_80 and sm_90 in one call per
 architecture: generated and compiled, not timed.
