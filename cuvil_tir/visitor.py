@@ -24,10 +24,12 @@ from .buffer import Buffer
 from .expr import Expr, as_expr
 from .node import _FIELDS, Node, field_names
 
-#: (visitor class, value class) -> what ``visit`` calls; one table per base, since a
-#: Visitor and a Mutator treat a tuple or a plain value differently
-_VISIT: dict[tuple[type, type], object] = {}
-_MUTATE: dict[tuple[type, type], object] = {}
+#: the class attribute holding a visitor class's own dispatch table (value class -> what
+#: ``visit`` calls): each class owns its table, so a class made inside a function (a
+#: pass's local ``Visitor``, one per call) takes its table with it when it goes; one
+#: module-wide table keyed by class kept every such class alive (a tuning run's parent
+#: grew by ~1 MB per candidate)
+_TABLE = "_cvl_dispatch"
 
 
 def _method(visitor_cls, node_cls, generic_name):
@@ -73,7 +75,7 @@ def _entry(visitor_cls, value_cls, base) -> object:
         fn = _call_visit_tuple if base is Mutator else _visit_each
     else:
         fn = _itself if base is Mutator else _nothing
-    (_MUTATE if base is Mutator else _VISIT)[(visitor_cls, value_cls)] = fn
+    visitor_cls.__dict__[_TABLE][value_cls] = fn
     return fn
 
 
@@ -90,8 +92,14 @@ class Visitor:
         2
     """
 
+    _cvl_dispatch: dict = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._cvl_dispatch = {}   # the class's own table (see _TABLE)
+
     def visit(self, n):
-        fn = _VISIT.get((type(self), type(n)))
+        fn = self._cvl_dispatch.get(type(n))
         if fn is None:
             fn = _entry(type(self), type(n), Visitor)
         return fn(self, n)
@@ -119,8 +127,14 @@ class Mutator:
         'i + 6'
     """
 
+    _cvl_dispatch: dict = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._cvl_dispatch = {}   # the class's own table (see _TABLE)
+
     def visit(self, n):
-        fn = _MUTATE.get((type(self), type(n)))
+        fn = self._cvl_dispatch.get(type(n))
         if fn is None:
             fn = _entry(type(self), type(n), Mutator)
         return fn(self, n)

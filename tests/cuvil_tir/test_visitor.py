@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import cuvil_tir as T
 from cuvil_tir.node import same
-from cuvil_tir.visitor import post_order_visit, substitute, used_vars
+from cuvil_tir.visitor import Mutator, Visitor, post_order_visit, substitute, used_vars
 
 
 def matmul():
@@ -135,18 +138,59 @@ def test_post_order_and_used_vars():
     assert [v.name for v in used_vars(j * i + j)] == ["j", "i"]
 
 
+def _tables():
+    from cuvil_tir import visitor
+    return sum(len(c.__dict__[visitor._TABLE]) for base in (Visitor, Mutator)
+               for c in [base] + _all_subclasses(base))
+
+
+def _all_subclasses(cls):
+    out = []
+    for c in cls.__subclasses__():
+        out += [c] + _all_subclasses(c)
+    return out
+
+
 def test_used_vars_and_post_order_visit_do_not_grow_the_dispatch_cache():
-    # a visitor class made per call added dispatch entries (and kept the class
-    # alive) on every call of these helpers
+    # a visitor class made per call added dispatch entries on every call of these
+    # helpers
     from cuvil_tir import visitor
     i, j = T.var("i"), T.var("j")
     e = i * j + 1
     visitor.used_vars(e)
     visitor.post_order_visit(e, lambda n: None)
-    before = len(visitor._VISIT) + len(visitor._MUTATE)
+    gc.collect()
+    before = _tables()
     for _ in range(5):
         assert [v.name for v in visitor.used_vars(e)] == ["i", "j"]
         seen = []
         visitor.post_order_visit(e, seen.append)
         assert len(seen) == 5
-    assert len(visitor._VISIT) + len(visitor._MUTATE) == before
+    gc.collect()
+    assert _tables() == before
+
+
+def test_a_visitor_class_made_per_call_is_freed_with_its_dispatch_entries():
+    # passes define local Visitor/Mutator classes, one per call: the dispatch table
+    # must not keep them alive (a module-wide table keyed by class did, and a tuning
+    # run's parent process grew by ~1 MB per candidate)
+    def count_vars(e):
+        class _Count(Visitor):
+            n = 0
+
+            def visit_Var(self, v):
+                _Count.n += 1
+
+        class _Same(Mutator):
+            def visit_Var(self, v):
+                return v
+
+        _Count().visit(e)
+        assert _Same().visit(e) is e
+        return _Count.n, weakref.ref(_Count), weakref.ref(_Same)
+
+    e = T.var("i") * T.var("j") + 1
+    got = [count_vars(e) for _ in range(3)]
+    gc.collect()
+    assert [n for n, _, _ in got] == [2, 2, 2]
+    assert [(a(), b()) for _, a, b in got] == [(None, None)] * 3
