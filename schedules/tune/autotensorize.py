@@ -116,8 +116,10 @@ def match_one(block, intrin):
 
     Example::
 
-        >>> match_one.__name__
-        'match_one'
+        >>> import schedules as S
+        >>> gemm = S.TensorIntrin.get("cpu.gemm_4x8x4_f32")   # matches its own description
+        >>> match_one(leaf_block(gemm.desc).block, gemm).extents
+        (4, 8, 4)
     """
     desc = leaf_block(intrin.desc)
     if desc is None or not isinstance(block.body, BufferStore) or \

@@ -315,9 +315,10 @@ def _parallel_vectorized():
 
 def reference_outputs(func, target, seed):
     """The untuned function's outputs on :func:`random_args` (all its arrays after the
-    call; built for the host where ``target`` refuses it unscheduled), kept in a per-user cache keyed by the build cache's key (function, target,
-    tools and Cuvil's own code), so an untuned GEMM that takes seconds runs once per
-    machine, not once per candidate.
+    call; built for the host where ``target`` refuses it unscheduled), kept in a
+    per-user cache keyed by the build cache's key (function, target, tools and Cuvil's
+    own code), so an untuned GEMM that takes seconds runs once per machine, not once per
+    candidate.
 
     Example::
 

@@ -608,7 +608,8 @@ def _pack(sch, cache, dim, tile, panel_loop=None) -> None:
     (:mod:`.panel_pack`)."""
     buf = _node(sch, cache.name).block.writes[0].buffer
     rank = len(buf.shape)
-    # under the parallel loop, its loops in the packed order (when it fits there)
+    # inside the loop over the panels when given and the copy moves there; else at
+    # the root, its loops in the packed order, in parallel over the outermost
     if panel_loop is None or not pack_in_panel(sch, cache, panel_loop, dim):
         loops = sch.get_loops(cache)
         if len(loops) == rank:  # loops in the packed order: each panel written contiguously
