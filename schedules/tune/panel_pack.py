@@ -26,10 +26,14 @@ layer4 3x3 convolution (512 channels, 7 x 7, 9.4 MB of weights) ran 15-24% faste
 (1 x 7 x 32 register tile: 3.30 -> 2.78 ms, numpy 3.36 ms) and layer3's (256
 channels, 14 x 14, 2.4 MB) 2-8% faster.
 
+Which blocks it applies to is :func:`.space.offers_panel_packing` (the space's
+register-tile plans decide the vector axis); this module holds the move itself.
+
 Example::
 
     >>> from cuvil_tir.target import Machine
     >>> from schedules.tune.networks import conv2d, matmul
+    >>> from schedules.tune.space import offers_panel_packing
     >>> m = Machine(512, 32, 49152, 1 << 21, 2)
     >>> [offers_panel_packing(f, b, m) for f, b in ((conv2d(512, 512, 7, 7), "Y"),
     ...     (conv2d(64, 64, 56, 56), "Y"), (matmul(2048, 2048, 2048), "C"))]
@@ -43,34 +47,16 @@ from cuvil_tir.analysis import tree
 from cuvil_tir.errors import CuvilError
 
 
-def offers_panel_packing(func, name, machine) -> bool:
-    """Whether the reduction block ``name`` of ``func`` packs its weights panel by
-    panel (module doc): it slides a window and the operand packed along its vector
-    axis is larger than ``machine``'s L2.
+def operand_bytes(buf) -> int:
+    """The bytes of buffer ``buf``, 0 when a dimension is symbolic (not known to exceed
+    L2).
 
     Example::
 
-        >>> from cuvil_tir.target import Machine
-        >>> from schedules.tune.networks import conv2d
-        >>> f = conv2d(256, 256, 14, 14)                    # 2.25 MiB of weights
-        >>> [offers_panel_packing(f, "Y", Machine(512, 32, 49152, l2, 2))
-        ...  for l2 in (1 << 21, 4 << 20)]
-        [True, False]
+        >>> import cuvil_tir as T
+        >>> operand_bytes(T.placeholder((512, 512, 3, 3), name="W"))
+        9437184
     """
-    from .space import _register_options, window_registers   # space imports this module
-    node = tree.get(func, tree.find_block(func, name))
-    if not window_registers(node.block, machine):
-        return False
-    got = _register_options(node, machine)
-    if not got or got[1] is None:
-        return False
-    plans, vec, _ = got
-    return any(axis == vec and _bytes(node.block.reads[k].buffer) > machine.l2_bytes
-               for k, _, axis in plans)
-
-
-def _bytes(buf) -> int:
-    """The buffer's bytes, 0 when a dimension is symbolic (not known to exceed L2)."""
     n = max(1, D.bits(D.element(str(buf.dtype))) // 8)
     for s in buf.shape:
         v = getattr(s, "value", None)
@@ -98,4 +84,4 @@ def pack_in_panel(sch, cache, panel_loop, dim) -> bool:
     return True
 
 
-__all__ = ["offers_panel_packing", "pack_in_panel"]
+__all__ = ["operand_bytes", "pack_in_panel"]

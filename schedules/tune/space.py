@@ -44,7 +44,7 @@ from cuvil_tir.arith.affine import linear_form
 
 from .autotensorize import tensorized
 from .decisions import run_with_decisions  # noqa: F401 - its home was here
-from .panel_pack import offers_panel_packing, pack_in_panel
+from .panel_pack import operand_bytes, pack_in_panel
 
 
 def machine_of(target) -> Machine:
@@ -444,6 +444,30 @@ def register_tiles(extents, paddable, machine, lanes, vector_last=True, spare=0)
             rec(n + 1, prefix + [t], elems * t)
     rec(0, [], 1)
     return out or [tuple(s[0] for s in sizes)]
+
+
+def offers_panel_packing(func, name, machine) -> bool:
+    """Whether the reduction block ``name`` of ``func`` packs its weights panel by
+    panel (:mod:`.panel_pack`): it slides a window and the operand packed along its
+    vector axis is larger than ``machine``'s L2.
+
+    Example::
+
+        >>> from schedules.tune.networks import conv2d
+        >>> f = conv2d(256, 256, 14, 14)                    # 2.25 MiB of weights
+        >>> [offers_panel_packing(f, "Y", Machine(512, 32, 49152, l2, 2))
+        ...  for l2 in (1 << 21, 4 << 20)]
+        [True, False]
+    """
+    node = tree.get(func, tree.find_block(func, name))
+    if not window_registers(node.block, machine):
+        return False
+    got = _register_options(node, machine)
+    if not got or got[1] is None:
+        return False
+    plans, vec, _ = got
+    return any(axis == vec and operand_bytes(node.block.reads[k].buffer) > machine.l2_bytes
+               for k, _, axis in plans)
 
 
 #: how much a register tile may pad an axis: its padded extent over its extent

@@ -120,7 +120,7 @@ def test_weights_larger_than_l2_are_packed_panel_by_panel():
     the pack stays at the root."""
     import dataclasses
     from schedules.tune.networks import matmul
-    from schedules.tune.panel_pack import offers_panel_packing
+    from schedules.tune.space import offers_panel_packing
     f = conv2d(16, 32, 6, 6)                       # 18 KiB of weights
     big = machine_of(HASWELL)
     small = dataclasses.replace(big, l2_bytes=16384)
