@@ -104,8 +104,12 @@ def gpu_space(func, target):
 
     Example::
 
-        >>> gpu_space.__name__
-        'gpu_space'
+        >>> import cuvil_tir as T, schedules as S
+        >>> A = T.placeholder((1024,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((1024,), lambda i: A[i] * 2.0, name="B")])
+        >>> sch = S.Schedule(f, seed=1); gpu_space(f, "cuda")(sch)
+        >>> "blockIdx.x" in str(sch.func) and "threadIdx.x" in str(sch.func)
+        True
     """
     target = as_target(target)
     axes = gpu_axes(target)

@@ -235,8 +235,19 @@ def tensorcore_tiling(tc: TensorCore, sch, name: str, axes, decisions=None) -> N
 
     Example::
 
-        >>> tensorcore_tiling.__name__
-        'tensorcore_tiling'
+        >>> import cuvil_tir as T, targets
+        >>> from schedules.tune.gpu_rules import gpu_axes
+        >>> A = T.placeholder((64, 64), "float16", name="A")
+        >>> B = T.placeholder((64, 64), "float16", name="B")
+        >>> k = T.reduce_axis((0, 64), name="k")
+        >>> f = T.create_prim_func([A, B, T.compute((64, 64), lambda i, j: T.sum(
+        ...     A[i, k].astype("float32") * B[k, j].astype("float32"), axis=k), name="C")])
+        >>> tc = next(t for t in candidates(f, "C", "cuda") if t.tile == (16, 16, 16))
+        >>> sch = Schedule(f, seed=0)
+        >>> tensorcore_tiling(tc, sch, "C", gpu_axes("cuda").tensor_axes)
+        >>> text = str(sch.func)
+        >>> 'scope="warp"' in text and 'scope="shared"' in text and "threadIdx" in text
+        True
     """
     grid, threads, _ = axes
     m, n, k = tc.tile
