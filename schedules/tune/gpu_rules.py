@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuvil_tir import dtype as D
 from cuvil_tir.analysis import tree
 from cuvil_tir.errors import CuvilError
 from cuvil_tir.stmt import Allocate, Block, BlockRealize, BufferStore, For
@@ -199,7 +198,7 @@ def _gpu_reduction(sch, name, axes) -> None:
     fetched = _fetch(sch, block, len(node.block.reads), red_o[-1], nthreads, axes)
     stages = int(sch.sample_categorical(list(STAGES), [1] * len(STAGES))) \
         if fetched else 1
-    if stages > 1 and _extent(sch, red_o[-1]) >= stages:
+    if stages > 1 and sch.get(red_o[-1]).extent.value >= stages:
         # the fetches of later slices are issued before this slice's product
         sch.annotate(red_o[-1], PIPELINE, [0] * fetched + [stages - 1])
     for lp in [*red_i, *inner]:
@@ -243,10 +242,6 @@ def _fused(sch, loops):
 
 def _under(sch, block, loop) -> bool:
     return any(lp.var is loop.var for lp in sch.get_loops(block))
-
-
-def _extent(sch, loop) -> int:
-    return tree.get(sch.func, tree.find_loop(sch.func, loop.var)).extent.value
 
 
 def _block_names(sch) -> list:
@@ -312,7 +307,7 @@ def _usage(func, axes) -> tuple:
         if isinstance(s, Allocate) and s.buffer.scope == "shared":
             buffers.append(s.buffer)
     post_order_visit(func.body, visit)
-    return extents, sum(_bytes(b) * versions.get(b.name, 1) for b in buffers)
+    return extents, sum((b.nbytes_const() or 0) * versions.get(b.name, 1) for b in buffers)
 
 
 def _shared_written(body) -> set:
@@ -320,13 +315,6 @@ def _shared_written(body) -> set:
     post_order_visit(body, lambda n: out.add(n.buffer.name) if isinstance(
         n, BufferStore) and n.buffer.scope == "shared" else None)
     return out
-
-
-def _bytes(buf) -> int:
-    n = 1
-    for e in buf.shape:
-        n *= getattr(e, "value", 1)
-    return n * max(1, D.bits(D.element(str(buf.dtype))) // 8)
 
 
 __all__ = ["GpuAxes", "PIPELINE", "THREADS", "gpu_axes", "gpu_prune", "gpu_space"]

@@ -257,8 +257,8 @@ def tensorcore_tiling(tc: TensorCore, sch, name: str, axes, decisions=None) -> N
     i, j, r = sch.get_loops(blk)
     io, ii = sch.split(i, [None, m])
     jo, jj = sch.split(j, [None, n])
-    rows = _warp_split(sch, io, _extent(sch, io), tc.fragments, decisions and decisions[0])
-    cols = _warp_split(sch, jo, _extent(sch, jo), tc.fragments, decisions and decisions[1])
+    rows = _warp_split(sch, io, sch.get(io).extent.value, tc.fragments, decisions and decisions[0])
+    cols = _warp_split(sch, jo, sch.get(jo).extent.value, tc.fragments, decisions and decisions[1])
     by, wz, fi = sch.split(io, rows)
     bx, wy, fj = sch.split(jo, cols)
     ko, ki = sch.split(r, [None, k])
@@ -282,7 +282,7 @@ def tensorcore_tiling(tc: TensorCore, sch, name: str, axes, decisions=None) -> N
         _spread(sch, [ax0, ax1], lanes)
     stages = decisions[2] if decisions else int(sch.sample_categorical(
         list(STAGES), [1] * len(STAGES)))
-    if stages > 1 and _extent(sch, ko) >= stages:   # the two copies, then the product
+    if stages > 1 and sch.get(ko).extent.value >= stages:   # the two copies, then the product
         sch.annotate(ko, "software_pipeline_stage", [0, 0, stages - 1])
     init = sch.decompose_reduction(blk, ko)
     for lp in sch.get_loops(init)[-4:-2]:
@@ -309,10 +309,6 @@ def _spread(sch, loops, lanes) -> None:
     parts = sch.split(fused, [None] + [c for _, c in lanes])
     for loop, (tag, _) in zip(parts[1:], lanes):
         sch.bind(loop, tag)
-
-
-def _extent(sch, loop) -> int:
-    return tree.get(sch.func, tree.find_loop(sch.func, loop.var)).extent.value
 
 
 __all__ = ["STAGES", "TensorCore", "candidates", "tensor_cores", "tensorcore_tiling"]

@@ -42,28 +42,8 @@ Example::
 
 from __future__ import annotations
 
-from cuvil_tir import dtype as D
 from cuvil_tir.analysis import tree
 from cuvil_tir.errors import CuvilError
-
-
-def operand_bytes(buf) -> int:
-    """The bytes of buffer ``buf``, 0 when a dimension is symbolic (not known to exceed
-    L2).
-
-    Example::
-
-        >>> import cuvil_tir as T
-        >>> operand_bytes(T.placeholder((512, 512, 3, 3), name="W"))
-        9437184
-    """
-    n = max(1, D.bits(D.element(str(buf.dtype))) // 8)
-    for s in buf.shape:
-        v = getattr(s, "value", None)
-        if not isinstance(v, int):
-            return 0
-        n *= v
-    return n
 
 
 def pack_in_panel(sch, cache, panel_loop, dim) -> bool:
@@ -84,4 +64,4 @@ def pack_in_panel(sch, cache, panel_loop, dim) -> bool:
     return True
 
 
-__all__ = ["operand_bytes", "pack_in_panel"]
+__all__ = ["pack_in_panel"]

@@ -44,7 +44,7 @@ from cuvil_tir.arith.affine import linear_form
 
 from .autotensorize import tensorized
 from .decisions import run_with_decisions  # noqa: F401 - its home was here
-from .panel_pack import operand_bytes, pack_in_panel
+from .panel_pack import pack_in_panel
 
 
 def machine_of(target) -> Machine:
@@ -466,8 +466,9 @@ def offers_panel_packing(func, name, machine) -> bool:
     if not got or got[1] is None:
         return False
     plans, vec, _ = got
-    return any(axis == vec and operand_bytes(node.block.reads[k].buffer) > machine.l2_bytes
-               for k, _, axis in plans)
+    # a weight of a symbolic size is not known to exceed L2
+    return any(axis == vec and (node.block.reads[k].buffer.nbytes_const() or 0)
+               > machine.l2_bytes for k, _, axis in plans)
 
 
 #: how much a register tile may pad an axis: its padded extent over its extent
