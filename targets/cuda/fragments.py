@@ -85,11 +85,12 @@ register_op(OpDef(STORE_OP, -1, "any", effect="opaque", collective="warp",
 
 
 def tile_func(name: str, op: str, value, fill: bool, m: int = 16, n: int = 16,
-              scope: str = ACC_SCOPE, dtype: str = "float32") -> tuple:
+              scope: str = ACC_SCOPE, dtype: str = "float32", sized: bool = False) -> tuple:
     """``(desc, impl)``: an ``m x n`` loop nest writing ``value(src, vi, vj)`` to its
     last buffer (``fill``: the only buffer, in ``scope``; else ``D`` in memory, read
     from ``C`` in ``scope``), and the warp-wide call of ``op`` on the tiles' first
-    elements (and ``m, n`` for a tile other than 16 x 16).
+    elements, then ``m, n`` when ``sized`` (an op of several tile sizes takes its
+    size whatever it is: wmma's ops are 16 x 16 only and take none).
 
     Example::
 
@@ -113,7 +114,7 @@ def tile_func(name: str, op: str, value, fill: bool, m: int = 16, n: int = 16,
     desc = PrimFunc(tuple(bufs), body, {"global_symbol": f"{name}_desc"})
     impl_bufs = [Buffer((m, n), dtype, b.name, scope=b.scope) for b in bufs]
     z = const(0)
-    dims = () if (m, n) == (16, 16) else (const(m), const(n))
+    dims = (const(m), const(n)) if sized else ()
     call = Evaluate(Call("int32", op, tuple(b[z, z] for b in impl_bufs) + dims))
     impl = PrimFunc(tuple(impl_bufs), BlockRealize((), const(True),
                                                    Block("root", (), (), (), call)),

@@ -180,15 +180,15 @@ def _register() -> None:
                 for k in depths:
                     TensorIntrin.register(mma_name(m, n, k, dt), *tile_gemm_intrin(
                         k, dt, MMA_OP, f"mma_{m}x{n}x{k}_{tag}{acc_tag}", m, n, acc,
-                        dt == "int8"), override=True)
+                        dt == "int8", sized=True), override=True)
             for acc, tag in (("float32", "f32"), ("int32", "s32")):
                 zero = FloatImm(0.0, acc) if acc == "float32" else IntImm(0, acc)
                 TensorIntrin.register(f"cuda.mma_fill_{m}x{n}_{tag}", *tile_func(
                     f"mma_fill_{m}x{n}_{tag}", MMA_FILL_OP, lambda s, i, j, z=zero: z, True,
-                    m, n, WARP_SCOPE, acc), override=True)
+                    m, n, WARP_SCOPE, acc, sized=True), override=True)
                 TensorIntrin.register(f"cuda.mma_store_{m}x{n}_{tag}", *tile_func(
                     f"mma_store_{m}x{n}_{tag}", MMA_STORE_OP, lambda s, i, j: s[i, j], False,
-                    m, n, WARP_SCOPE, acc), override=True)
+                    m, n, WARP_SCOPE, acc, sized=True), override=True)
 
 
 _register()

@@ -132,12 +132,13 @@ def wmma_intrin(k: int = 16, dtype: str = "float16") -> tuple:
 
 
 def tile_gemm_intrin(k: int, dtype: str, op: str, name: str, m: int = 16, n: int = 16,
-                     acc: str = "float32", b_transposed: bool = False) -> tuple:
+                     acc: str = "float32", b_transposed: bool = False,
+                     sized: bool = False) -> tuple:
     """``(desc, impl)`` of ``C[0:m, 0:n] += acc(A[0:m, 0:k]) @ acc(B[0:k, 0:n])``
     (A and B of ``dtype``, C of ``acc``; ``b_transposed``: B is ``[n, k]`` and read
     as ``B[j, k]``) whose ``impl`` is the warp-wide call ``op(A[0, 0], B[0, 0],
-    C[0, 0], k)`` (``op(..., m, n, k)`` for a tile other than 16 x 16); ``name``
-    prefixes the functions' symbols.
+    C[0, 0], k)`` (``op(..., m, n, k)`` when ``sized``: an op of several tile sizes
+    takes its size whatever it is); ``name`` prefixes the functions' symbols.
 
     Example::
 
@@ -168,7 +169,7 @@ def tile_gemm_intrin(k: int, dtype: str, op: str, name: str, m: int = 16, n: int
     desc = PrimFunc((A, B, C), body, {"global_symbol": f"{name}_desc"})
     A2, B2, C2 = _params(k, dtype, m, n, acc, b_transposed)
     z = const(0)
-    dims = (const(k),) if (m, n) == (16, 16) else (const(m), const(n), const(k))
+    dims = (const(m), const(n), const(k)) if sized else (const(k),)
     call = Evaluate(Call("int32", op, (A2[z, z], B2[z, z], C2[z, z]) + dims))
     root = Block("root", (), (), (), call)
     impl = PrimFunc((A2, B2, C2), BlockRealize((), const(True), root),

@@ -129,13 +129,13 @@ def _register() -> None:
             k = row_elements(dt)
             TensorIntrin.register(wgmma_name(n, dt), *tile_gemm_intrin(
                 k, dt, WGMMA_OP, f"wgmma_64x{n}x{k}_{tag}f32", 64, n,
-                "float32", True), override=True)
+                "float32", True, sized=True), override=True)
         TensorIntrin.register(f"cuda.wgmma_fill_64x{n}_f32", *tile_func(
             f"wgmma_fill_64x{n}_f32", WGMMA_FILL_OP, lambda s, i, j: FloatImm(0.0, "float32"),
-            True, 64, n, WARPGROUP_SCOPE), override=True)
+            True, 64, n, WARPGROUP_SCOPE, sized=True), override=True)
         TensorIntrin.register(f"cuda.wgmma_store_64x{n}_f32", *tile_func(
             f"wgmma_store_64x{n}_f32", WGMMA_STORE_OP, lambda s, i, j: s[i, j], False, 64, n,
-            WARPGROUP_SCOPE), override=True)
+            WARPGROUP_SCOPE, sized=True), override=True)
 
 
 _register()

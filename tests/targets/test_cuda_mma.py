@@ -18,6 +18,7 @@ from cuvil_tir import dtype as D
 from cuvil_tir.errors import LoweringError, ScheduleArgumentError
 from cuvil_tir.interp.scalar import tile_storage, tile_values
 from targets.cuda import mma
+from targets.cuda.codegen import combine
 from targets.cuda.ldmatrix import lane_rows, ldmatrix_x4
 from targets.cuda.nvcc import resource_usage, sass
 from targets.toolkit import cuda_recipes as recipes
@@ -114,6 +115,22 @@ def test_a_64x64_warp_tile_keeps_its_128_accumulators_in_registers():
         assert usage["spill_stores"] == usage["spill_loads"] == usage["stack"] == 0
         assert usage["shared"] <= 48 * 1024
     check_gemm(mod, "bfloat16", 256)
+
+
+def test_16x16_warp_tiles_fill_and_store_through_their_registered_intrinsics():
+    # before: cuda.mma_fill_16x16_* and cuda.mma_store_16x16_* called their ops without
+    # the tile size (as wmma's 16 x 16 ops are called), and the op's tiles raised
+    # IndexError: no schedule could use a 16 x 16 mma.sync warp tile
+    mods = {dt: build(dt, m=64, n=64, bm=32, bn=32, warp_m=16, warp_n=16)
+            for dt in ("float16", "int8")}
+    for dt, mod in mods.items():
+        check_gemm(mod, dt, 64)
+        src = mod.get_source("cuda")
+        assert "cvl_mma_fill<16, 16, 2>(C_warp + 0)" in src
+        assert "cvl_mma_store<16, 16, 2>(C_warp + 0, " in src
+    code = sass(combine([m.runtime.program for m in mods.values()]), "sm_80")
+    assert re.search(r"HMMA\.16816\.F32\b", code["mma_float16_kernel0"])
+    assert re.search(r"IMMA\.16832\.S8\.S8", code["mma_int8_kernel0"])
 
 
 def _lane_fragments(mat, fragment, trans=False):
