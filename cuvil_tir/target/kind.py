@@ -26,6 +26,9 @@ Steps (methods):
 * ``codegen(module, target) -> Program`` -- the lowered IRModule as a
   :class:`~cuvil_tir.target.program.Program` (required);
 * ``load(program, target) -> Module`` -- the runnable module (required);
+* ``memories_for(target) -> memories`` -- the memory table of one target, for a kind
+  whose capacities depend on its options (a GPU's shared memory on its
+  architecture); default: ``memories``;
 * ``machine(target) -> Machine`` -- vector width, registers, caches and cores that
   schedules are sized for (default: a scalar, single-core machine);
 * ``measure(module, args, min_repeat_seconds)`` -- the cost of one call on numpy
@@ -150,6 +153,20 @@ class TargetKind:
             raise TargetError(f"target kind {self.name!r} declares no op spelling table "
                               "(op_spellings)")
         return ops.spelling(self.op_spellings, op)
+
+    def memories_for(self, target) -> tuple:
+        """The memory table of ``target`` (default: :attr:`memories`); a kind whose
+        capacities depend on the target's options overrides it, and everything that
+        sizes by a capacity (the memory planner, the lowering's checks, the tuner's
+        rules) reads it here.
+
+        Example::
+
+            >>> from cuvil_tir.target import Target
+            >>> TargetKind().memories_for(Target("llvm")) == HOST_MEMORIES
+            True
+        """
+        return self.memories
 
     def machine(self, target) -> Machine:
         """What code for ``target`` runs on (default: :data:`SCALAR_MACHINE`)."""

@@ -172,7 +172,7 @@ def memory_table(target=None) -> dict | None:
     target = PassContext.current().target if target is None else target
     if target is None:
         return None
-    return {m.scope: memory_spec(m.scope, m) for m in target.kind_obj.memories}
+    return {m.scope: memory_spec(m.scope, m) for m in target.kind_obj.memories_for(target)}
 
 
 def spec_of(table: dict | None, scope: str) -> MemorySpec | None:

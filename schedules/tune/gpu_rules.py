@@ -82,8 +82,11 @@ class GpuAxes:
 
 def gpu_axes(target) -> GpuAxes:
     """The :class:`GpuAxes` ``target``'s kind declares; a kind without a grid axis is
-    a :class:`TuneError`."""
-    kind = as_target(target).kind_obj
+    a :class:`TuneError`.  The shared capacity is the target's
+    (:meth:`~cuvil_tir.target.TargetKind.memories_for`: a GPU's depends on its
+    architecture), the one lowering checks."""
+    target = as_target(target)
+    kind = target.kind_obj
     axes = list(kind.axes)
     grid = next((a.tag for a in axes if a.level == "grid"), None)
     threads = sorted((a for a in axes if a.level == "thread"), key=lambda a: a.dim)
@@ -91,7 +94,8 @@ def gpu_axes(target) -> GpuAxes:
         raise TuneError(f"tune: target kind {kind.name!r} declares thread axes but no "
                         "block-level (grid) axis to spread thread blocks over")
     most = min(threads[0].limit or THREADS[-1], kind.max_threads or THREADS[-1])
-    shared = next((m.capacity_bytes for m in kind.memories if m.scope == "shared"), None)
+    shared = next((m.capacity_bytes for m in kind.memories_for(target)
+                   if m.scope == "shared"), None)
     virtual = next((a.tag for a in axes if a.level == "virtual"), None)
     return GpuAxes(grid, tuple(a.tag for a in threads), virtual, most, shared,
                    {a.tag: a.limit for a in axes if a.limit is not None})

@@ -138,8 +138,9 @@ class Sizes:
     """
 
     def __init__(self, func, name, match, target):
-        kind = as_target(target).kind_obj
-        self.caps = {m.scope: m.capacity_bytes for m in kind.memories}
+        target = as_target(target)
+        kind = target.kind_obj
+        self.caps = {m.scope: m.capacity_bytes for m in kind.memories_for(target)}
         block = _block(func, name)
         scopes = dict(match.scopes)
         written = {r.buffer.name for r in block.writes}

@@ -6,7 +6,9 @@ and the shared-memory capacity (the runtime compiles with NVRTC for the GPU it
 finds); an architecture-specific target (``sm_90a``: ``wgmma``, ``setmaxnreg``) is
 compiled by ``nvcc`` at build time and its cubin kept in the program (and so in the
 compile cache).
-Memories: ``global``, ``shared`` (per block), ``local`` (per thread).
+Memories: ``global``, ``shared`` (per block, as much as the architecture offers:
+:func:`shared_capacity`, read through :meth:`CudaKind.memories_for`), ``local`` (per
+thread).
 
 Lowering (:func:`cuda_pipeline`): ``shared``/``local`` buffers placed and sized per
 block / per thread (the memory planner), blocks to loops, one variable and launch
@@ -32,10 +34,12 @@ Example::
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cuvil_tir.errors import LoweringError
 from cuvil_tir.ir_module import calling_conv
-from cuvil_tir.target import (MEASURE_REPEAT, Memory, Option, Program, TargetKind,
-                              register_target)
+from cuvil_tir.target import (MEASURE_REPEAT, Memory, Option, Program, Target,
+                              TargetKind, register_target)
 from cuvil_tir.transform import flatten_buffers, lower_blocks, simplify, verify
 from cuvil_tir.transform.dead_stores import drop_dead_stores
 from cuvil_tir.transform.gpu_cooperative_fetch import cooperative_fetch
@@ -83,24 +87,34 @@ THREAD_AXES = (ThreadAxis("blockIdx.x", "grid", 0, (1 << 31) - 1),
 #: threads per block
 MAX_THREADS = 1024
 
-#: opt-in shared memory per block (bytes) by architecture major version
-SHARED_CAPACITY = {7: 96 * 1024, 8: 163 * 1024, 9: 227 * 1024, 10: 227 * 1024,
-                   12: 99 * 1024}
+#: opt-in shared memory per block (bytes) by compute capability (``86``: sm_86), as
+#: the CUDA programming guide lists it: the data-center parts (sm_80, sm_87, sm_90,
+#: sm_100) offer more than the others of their major version (sm_86, sm_89, sm_120)
+SHARED_CAPACITY = {70: 96 * 1024, 72: 96 * 1024, 75: 64 * 1024,
+                   80: 163 * 1024, 86: 99 * 1024, 87: 163 * 1024, 89: 99 * 1024,
+                   90: 227 * 1024, 100: 227 * 1024, 101: 227 * 1024, 103: 227 * 1024,
+                   110: 227 * 1024, 120: 99 * 1024, 121: 99 * 1024}
+#: what an architecture the table does not list may use (every one since sm_20)
+PORTABLE_SHARED = 48 * 1024
 
 
 def shared_capacity(arch: str) -> int:
-    """Opt-in shared memory per block of ``arch`` (``sm_80`` -> 163 KB).
+    """Opt-in shared memory per block of ``arch`` (``sm_80`` -> 163 KB, ``sm_86`` ->
+    99 KB; an ``a`` suffix changes nothing; an architecture not in
+    :data:`SHARED_CAPACITY` gets :data:`PORTABLE_SHARED`).  The ``cuda`` kind's memory
+    table for a target (:meth:`CudaKind.memories_for`) reads it: the lowering and the
+    tuner's rules take the capacity from there.
 
     Example::
 
-        >>> shared_capacity("sm_90") // 1024
-        227
+        >>> shared_capacity("sm_90a") // 1024, shared_capacity("sm_89") // 1024
+        (227, 99)
     """
     try:
-        major = int(str(arch).removeprefix("sm_").rstrip("a")) // 10
+        cc = int(str(arch).removeprefix("sm_").rstrip("af"))
     except ValueError:
-        major = 8
-    return SHARED_CAPACITY.get(major, 48 * 1024)
+        return PORTABLE_SHARED
+    return SHARED_CAPACITY.get(cc, PORTABLE_SHARED)
 
 
 def _vectorize16(func):
@@ -123,8 +137,10 @@ def mark_shared_memory(func):
         True
     """
     target = PassContext.current().target
-    arch = target.options.get("arch", "sm_80") if target is not None else "sm_80"
-    cap = shared_capacity(arch)
+    target = target if target is not None else Target("cuda")
+    arch = target.options["arch"]
+    cap = next(m.capacity_bytes for m in target.kind_obj.memories_for(target)
+               if m.scope == "shared")
     changed = {}
     for k in kernels(func.body):
         n = shared_bytes(k)
@@ -182,8 +198,9 @@ class CudaKind(TargetKind):
     axes = THREAD_AXES
     max_threads = MAX_THREADS
     memories = (Memory("global", None, "device memory (parameters, temporaries)"),
-                Memory("shared", SHARED_CAPACITY[8], "per thread block, on chip", banks=32,
-                       width_bits=32),
+                # the default architecture's; memories_for gives each target its own
+                Memory("shared", shared_capacity(options["arch"].default),
+                       "per thread block, on chip", banks=32, width_bits=32),
                 Memory("local", None, "per thread: registers"),
                 Memory("wmma.accumulator", None,
                        "per warp: tensor-core accumulator fragments in registers",
@@ -205,6 +222,22 @@ class CudaKind(TargetKind):
     def pipeline(self, target) -> list:
         """The passes of :func:`cuda_pipeline`."""
         return list(self.passes)
+
+    def memories_for(self, target) -> tuple:
+        """The memory table of ``target``: ``shared`` holds what its architecture
+        offers per block (:func:`shared_capacity`).
+
+        Example::
+
+            >>> from cuvil_tir.target import Target
+            >>> kind = CudaKind()
+            >>> [m.capacity_bytes // 1024 for m in kind.memories_for(Target("cuda", arch="sm_86"))
+            ...  if m.scope == "shared"]
+            [99]
+        """
+        cap = shared_capacity(target.options.get("arch", self.options["arch"].default))
+        return tuple(replace(m, capacity_bytes=cap) if m.scope == "shared" else m
+                     for m in self.memories)
 
     def codegen(self, module, target) -> Program:
         """Every ``device_kernel`` function of the lowered module as CUDA C, the host
@@ -265,5 +298,5 @@ class CudaKind(TargetKind):
 
 CUDA = register_target(CudaKind())
 
-__all__ = ["CUDA", "CudaKind", "MAX_THREADS", "THREAD_AXES", "cuda_pipeline",
+__all__ = ["CUDA", "CudaKind", "MAX_THREADS", "PORTABLE_SHARED", "SHARED_CAPACITY", "THREAD_AXES", "cuda_pipeline",
            "mark_shared_memory", "shared_capacity"]

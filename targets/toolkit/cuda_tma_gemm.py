@@ -36,7 +36,7 @@ from cuvil_tir import dtype as D
 from cuvil_tir.errors import ScheduleArgumentError
 from cuvil_tir.swizzle import SWIZZLE_KEY
 
-from ..cuda import SHARED_CAPACITY, wgmma
+from ..cuda import shared_capacity, wgmma
 from ..cuda.wgmma_async import (ACTIVATIONS, COMMIT_OP, EPILOGUE_DTYPES, WAIT_OP,
                                 WGMMA_ASYNC_OP, epilogue_name)
 
@@ -83,10 +83,11 @@ def _check(m, n, k, dtype, bm, bn, stages, out_dtype, activation) -> int:
         raise ScheduleArgumentError(f"gemm_tma_wgmma: M, N and K must be multiples of bm, "
                                     f"bn and {bk}; found {m}x{n}x{k} with tiles {bm}x{bn}")
     ring = stages * (bm + bn) * bk * D.bits(dtype) // 8
-    if ring + 1024 + 16 * stages > SHARED_CAPACITY[9]:
+    cap = shared_capacity("sm_90")
+    if ring + 1024 + 16 * stages > cap:
         raise ScheduleArgumentError(f"gemm_tma_wgmma: {stages} stages of {bm}x{bk} and "
                                     f"{bn}x{bk} tiles need {ring} bytes of shared memory; "
-                                    f"sm_90 offers {SHARED_CAPACITY[9]}: use fewer stages")
+                                    f"sm_90 offers {cap}: use fewer stages")
     return bk
 
 
