@@ -16,7 +16,9 @@ as the CPU rules keep an intrinsic whose ``impl`` builds.
 
 :func:`tensorcore_tiling` schedules the block as the hand-written tensor-core GEMM of
 the cuda recipes does (``gemm_tensorcore``), with its sizes drawn as decisions: each
-spatial axis split into grid / warps / fragments per warp / the intrinsic's tile (the
+spatial axis split into grid / warps / fragments per warp (a warp holds 2 x 1, 1 x 2,
+2 x 2 ... tiles as CUTLASS's warp tiles do, their accumulators within
+:data:`ACC_REGISTERS` registers a lane: :func:`most_fragments`) / the intrinsic's tile (the
 warps of the rows on the third thread axis, of the columns on the second, the lanes
 of a warp on the first), the reduction into slices of the intrinsic's depth, A and B
 staged into ``shared`` memory at each slice (rows padded by 16 bytes, copied 16 bytes
@@ -60,6 +62,10 @@ STAGES = (1, 2, 3)
 #: most warps along one output axis, and fragments per warp along one axis
 MOST_WARPS = 4
 MOST_FRAGMENTS = 4
+#: the most accumulator registers one lane holds for its warp's tiles: half of the 255
+#: a thread can address (operand fragments and addresses need the rest), as CUTLASS's
+#: largest fp32 warp tile (64 x 64 on 32 lanes) holds
+ACC_REGISTERS = 128
 _SUPPORTED: dict = {}
 
 
@@ -210,6 +216,21 @@ def _builds(tc, node, target, axes, fragments: int) -> bool:
         return False
 
 
+def most_fragments(tc: TensorCore, other: int = 1) -> int:
+    """The most tiles of ``tc`` a warp may hold along one axis when it holds ``other``
+    along the other: at most :attr:`TensorCore.fragments`, and their accumulators
+    within :data:`ACC_REGISTERS` registers per lane (32-bit accumulators).
+
+    Example::
+
+        >>> tc = TensorCore("g", "f", "s", (32, 32, 16), "warp", 32)
+        >>> most_fragments(tc), most_fragments(tc, 4), most_fragments(tc, 8)
+        (4, 1, 1)
+    """
+    per_tile = max(1, tc.tile[0] * tc.tile[1] // tc.lanes)
+    return max(1, min(tc.fragments, ACC_REGISTERS // (per_tile * other)))
+
+
 def _warp_split(sch, loop, outer: int, most: int, fixed):
     """``[grid, warps, fragments]`` of ``loop`` (``outer`` iterations of the tile):
     drawn (fragments, at most ``most``, then warps, at most 4) unless ``fixed``."""
@@ -257,8 +278,10 @@ def tensorcore_tiling(tc: TensorCore, sch, name: str, axes, decisions=None) -> N
     i, j, r = sch.get_loops(blk)
     io, ii = sch.split(i, [None, m])
     jo, jj = sch.split(j, [None, n])
-    rows = _warp_split(sch, io, sch.get(io).extent.value, tc.fragments, decisions and decisions[0])
-    cols = _warp_split(sch, jo, sch.get(jo).extent.value, tc.fragments, decisions and decisions[1])
+    rows = _warp_split(sch, io, sch.get(io).extent.value, most_fragments(tc),
+                       decisions and decisions[0])
+    cols = _warp_split(sch, jo, sch.get(jo).extent.value, most_fragments(tc, rows[2]),
+                       decisions and decisions[1])
     by, wz, fi = sch.split(io, rows)
     bx, wy, fj = sch.split(jo, cols)
     ko, ki = sch.split(r, [None, k])
@@ -311,4 +334,5 @@ def _spread(sch, loops, lanes) -> None:
         sch.bind(loop, tag)
 
 
-__all__ = ["STAGES", "TensorCore", "candidates", "tensor_cores", "tensorcore_tiling"]
+__all__ = ["ACC_REGISTERS", "STAGES", "TensorCore", "candidates", "most_fragments",
+           "tensor_cores", "tensorcore_tiling"]

@@ -14,7 +14,9 @@ Lowering (:func:`cuda_pipeline`): ``shared``/``local`` buffers placed and sized 
 block / per thread (the memory planner), blocks to loops, one variable and launch
 extent per thread axis with guards for smaller sibling loops, software pipelines
 (multi-buffered shared tiles), flattening, simplification, vectorized loops of at most
-16 bytes as vector code, the host/device split (each kernel outlined into a
+16 bytes as vector code, ``unrolled`` loops of constant bounds copied out (TVM's
+explicit unroll: the register tiles of a warp then sit at constant offsets), the
+host/device split (each kernel outlined into a
 ``device_kernel`` function, the host launching it with its grid and block as
 expressions), dynamic shared memory marked beyond 48 KB, barriers, verification.
 The kernels are printed as CUDA C, the host function as C compiled by the system C
@@ -47,6 +49,7 @@ from cuvil_tir.transform.gpu_reduction import lower_cross_thread_reduction
 from cuvil_tir.transform.local_stage import fold_local_stages
 from cuvil_tir.transform.plan_allocation import plan_buffer_allocation
 from cuvil_tir.transform.software_pipeline import inject_software_pipeline
+from cuvil_tir.transform.unroll import unroll_loops
 from cuvil_tir.transform.gpu_sync import insert_barriers
 from cuvil_tir.transform.gpu_threads import (grid_roots, kernels, normalize_thread_bindings,
                                              split_host_device)
@@ -178,7 +181,8 @@ def cuda_pipeline() -> list:
             inject_software_pipeline, wmma_leading_dims,
             tma_coordinates, append_swizzles, check_hopper_ops, check_clusters,
             flatten_buffers, drop_dead_stores,
-            simplify, _vectorize16, simplify, split_host_device, mark_shared_memory,
+            simplify, _vectorize16, unroll_loops, simplify, split_host_device,
+            mark_shared_memory,
             insert_barriers, verify]
 
 
