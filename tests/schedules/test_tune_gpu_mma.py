@@ -1,7 +1,7 @@
 """The GPU tuning space on ``mma.sync`` (issue 24): 16 x 16 warp tiles (their fill and
-store intrinsics), several tiles per warp within the accumulator register budget,
-and the shared capacity of the target's own architecture.  Checked through the GPU
-interpreter (results, races) and nvcc (one call per architecture for all modules)."""
+store intrinsics) and several tiles per warp within the accumulator register budget.
+Checked through the GPU interpreter (results, races) and nvcc (one call per
+architecture for all modules)."""
 
 from __future__ import annotations
 
@@ -145,33 +145,22 @@ def test_the_gpu_space_draws_mma_tiles_per_warp_within_the_register_budget():
     assert ptx.count(".entry drawn") == 2 and "mma.sync.aligned" in ptx
 
 
-def shared_copy(row_bytes: int):
-    """``B = 2 * A`` on two rows of ``row_bytes`` each, a row staged in ``shared``."""
-    A = T.placeholder((2, row_bytes // 4), name="A")
-    f = T.create_prim_func([A, T.compute((2, row_bytes // 4), lambda i, j: A[i, j] * 2.0,
-                                         name="B")])
-    sch = S.Schedule(f)
-    blk = sch.get_block("B")
-    i, j = sch.get_loops(blk)
-    _, tx = sch.split(j, [None, 1024])
-    sch.bind(i, "blockIdx.x")
-    sch.bind(tx, "threadIdx.x")
-    sch.compute_at(sch.cache_read(blk, 0, "shared"), i)
-    return sch
-
-
-def test_the_gpu_rules_take_the_shared_capacity_of_the_targets_architecture():
-    assert [gpu_axes(targets.Target("cuda", arch=a)).shared // 1024
-            for a in ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")] \
-        == [163, 99, 99, 227, 227, 227, 99]
-    sch = shared_copy(200 * 1024)     # more than sm_80 offers, less than sm_90
-    # before: the rules read the kind's declared 163 KB whatever the architecture
-    assert gpu_prune(sch.func, SM90) is None
-    assert gpu_prune(sch.func, SM80) == "204800 bytes of shared memory, 166912 per block"
-    # the lowering refuses and accepts the same candidates
-    targets.build(sch, SM90, name="big_shared")
-    with pytest.raises(LoweringError, match=r"needs 204800 bytes of shared memory; sm_80 "
+def test_the_sm90_space_keeps_a_candidate_sm80_cannot_hold():
+    # 16 warps of one 64 x 64 tile each, three stages of 256 x 64 and 64 x 256 fp16
+    # slices: 192 KB of shared memory (207 KB with the rows' padding), more than
+    # sm_80's 163 KB, within sm_90's 227 KB
+    f = gemm(256)
+    space = gpu_space(f, SM90)
+    sch = S.Schedule(f, seed=0)
+    space(sch)
+    labels = list(next(i for i in sch.trace.insts
+                       if i.name == "sample_categorical").inputs[0])
+    cand = run_with_decisions(space, f, [labels.index("tensor:cuda.mma_64x64x64_f16f32"),
+                                         [4, 1], 2, [4, 1], 2, 2])
+    assert gpu_prune(cand.func, SM90) is None
+    assert gpu_prune(cand.func, SM80) == "196608 bytes of shared memory, 166912 per block"
+    ptx = nvcc_ptx(targets.build(cand, SM90, name="big_tc").get_source("cuda"), "sm_90")
+    assert "mma.sync.aligned" in ptx
+    with pytest.raises(LoweringError, match=r"needs \d+ bytes of shared memory; sm_80 "
                                             r"offers 166912 per block"):
-        targets.build(sch, SM80, name="big_shared")
-    assert gpu_prune(shared_copy(128 * 1024).func, targets.Target("cuda", arch="sm_86")) \
-        == "131072 bytes of shared memory, 101376 per block"
+        targets.build(cand, SM80, name="big_tc")

@@ -11,6 +11,7 @@ import pytest
 import cuvil_tir as T
 import schedules as S
 import targets
+from cuvil_tir.errors import LoweringError
 from cuvil_tir.target import Axis, Memory, TargetKind, register_target, unregister_target
 from schedules.tune.autotensorize import matches
 from schedules.tune.errors import TuneError
@@ -149,22 +150,47 @@ def test_softmax_candidates_fetch_for_each_reduction_and_run_correctly():
         w.check(arrays)
 
 
-def test_gpu_prune_counts_each_pipeline_version_of_a_shared_tile():
-    A = T.placeholder((2, 32768), name="A")
-    f = T.create_prim_func([A, T.compute((2, 32768), lambda i, j: A[i, j] * 2.0,
+def shared_copy(row_bytes: int):
+    """``B = 2 * A`` on two float32 rows of ``row_bytes`` each, one block per row, the
+    row staged in ``shared`` by 1024 threads."""
+    A = T.placeholder((2, row_bytes // 4), name="A")
+    f = T.create_prim_func([A, T.compute((2, row_bytes // 4), lambda i, j: A[i, j] * 2.0,
                                          name="B")])
     sch = S.Schedule(f)
     blk = sch.get_block("B")
     i, j = sch.get_loops(blk)
-    jo, tx = sch.split(j, [None, 1024])
+    _, tx = sch.split(j, [None, 1024])
+    sch.bind(i, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
-    sh = sch.cache_read(blk, 0, "shared")
-    sch.compute_at(sh, i)
+    sch.compute_at(sch.cache_read(blk, 0, "shared"), i)
+    return sch
+
+
+def test_gpu_prune_counts_each_pipeline_version_of_a_shared_tile():
+    sch = shared_copy(128 * 1024)
     assert gpu_prune(sch.func, "cuda") is None              # one 128 KB tile fits
-    sch.annotate(i, "software_pipeline_stage", [0, 1])
+    sch.annotate(sch.get_loops(sch.get_block("B"))[0], "software_pipeline_stage", [0, 1])
     # a version for the tile being read, one for the next being written
     assert gpu_prune(sch.func, "cuda") == ("262144 bytes of shared memory, 166912 per "
                                            "block")
+
+
+def test_the_gpu_rules_take_the_shared_capacity_of_the_targets_architecture():
+    assert [gpu_axes(targets.Target("cuda", arch=a)).shared // 1024
+            for a in ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")] \
+        == [163, 99, 99, 227, 227, 227, 99]
+    sm80, sm86, sm90 = (targets.Target("cuda", arch=a) for a in ("sm_80", "sm_86", "sm_90"))
+    sch = shared_copy(200 * 1024)     # more than sm_80 offers, less than sm_90
+    # before: the rules read the kind's declared 163 KB whatever the architecture
+    assert gpu_prune(sch.func, sm90) is None
+    assert gpu_prune(sch.func, sm80) == "204800 bytes of shared memory, 166912 per block"
+    # the lowering refuses and accepts the same candidates
+    targets.build(sch, sm90, name="big_shared")
+    with pytest.raises(LoweringError, match=r"needs 204800 bytes of shared memory; sm_80 "
+                                            r"offers 166912 per block"):
+        targets.build(sch, sm80, name="big_shared")
+    assert gpu_prune(shared_copy(128 * 1024).func, sm86) == ("131072 bytes of shared "
+                                                              "memory, 101376 per block")
 
 
 def test_gpu_prune_reads_each_axis_limit():
