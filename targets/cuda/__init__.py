@@ -114,7 +114,7 @@ def shared_capacity(arch: str) -> int:
         (227, 99)
     """
     try:
-        cc = int(str(arch).removeprefix("sm_").rstrip("af"))
+        cc = int(str(arch).removeprefix("sm_").rstrip("a"))
     except ValueError:
         return PORTABLE_SHARED
     return SHARED_CAPACITY.get(cc, PORTABLE_SHARED)
@@ -302,5 +302,5 @@ class CudaKind(TargetKind):
 
 CUDA = register_target(CudaKind())
 
-__all__ = ["CUDA", "CudaKind", "MAX_THREADS", "PORTABLE_SHARED", "SHARED_CAPACITY", "THREAD_AXES", "cuda_pipeline",
-           "mark_shared_memory", "shared_capacity"]
+__all__ = ["CUDA", "CudaKind", "MAX_THREADS", "PORTABLE_SHARED", "SHARED_CAPACITY",
+           "THREAD_AXES", "cuda_pipeline", "mark_shared_memory", "shared_capacity"]
