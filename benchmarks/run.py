@@ -221,7 +221,7 @@ def measure_peak(repeat, target=None, reps=None, kind="fp32"):
 
 
 @functools.lru_cache(maxsize=None)
-def _blas_thread_setter():
+def blas_thread_setter():
     """OpenBLAS's ``*_set_num_threads`` of the library numpy loaded, or None.
 
     threadpoolctl does this properly; without it, the symbol is looked up in the
@@ -261,7 +261,7 @@ def bench_gemm(n, thread_counts, repeat, rng):
     c = np.zeros((n, n), "float32")
     mod(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=2e-4, atol=5e-3)
-    setter, old = _blas_thread_setter(), threadpool.get_num_threads()
+    setter, old = blas_thread_setter(), threadpool.get_num_threads()
     results = []
     for threads in thread_counts:
         threadpool.set_num_threads(threads)
