@@ -102,23 +102,37 @@ def interleaved(ours, theirs, repeat, settle=None):
     return tuple(interleaved_all([ours, theirs], repeat, settle))
 
 
-def interleaved_all(fns, repeat, settle=None):
+def interleaved_all(fns, repeat, settle=None, warm_s=0.0):
     """:func:`interleaved` for any number of functions: each called in turn,
     ``repeat`` rounds; the statistics of each.
+
+    With ``warm_s`` > 0 a sample is warm: after the settle, one untimed call (caches
+    and threads warmed), then as many calls as fill ``warm_s`` seconds, and the sample
+    is their mean (TVM's ``time_evaluator`` with ``number`` > 1).  Without, a sample is
+    one call after the settle: cold caches, a kernel's first-call cost.
 
     Example::
 
         >>> [s["n"] for s in interleaved_all([lambda: None] * 3, 2, settle=0)]
         [2, 2, 2]
+        >>> interleaved_all([lambda: None], 1, settle=0, warm_s=0.001)[0]["n"]
+        1
     """
     settle = SETTLE_S if settle is None else settle
     times = [[] for _ in fns]
     for _ in range(repeat):
         for fn, out in zip(fns, times):
             time.sleep(settle)
-            t0 = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t0)
+            if warm_s > 0:
+                fn()
+            calls, t0 = 0, time.perf_counter()
+            while True:
+                fn()
+                calls += 1
+                spent = time.perf_counter() - t0
+                if spent >= warm_s:
+                    break
+            out.append(spent / calls)
     return [_stats(t) for t in times]
 
 

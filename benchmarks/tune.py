@@ -50,7 +50,7 @@ sys.path[:0] = [os.path.join(HERE, ".."), HERE]
 
 import schedules as S  # noqa: E402
 import targets  # noqa: E402
-from run import blas_thread_setter, bench_env, blas_info, measure_peak  # noqa: E402
+from run import blas_thread_setter, bench_env, blas_info, interleaved_all, measure_peak  # noqa: E402,E501
 from schedules.tune.command import history_of  # noqa: E402
 from schedules.tune.database import workload_key  # noqa: E402
 from schedules.tune.executor import local_executor, slots  # noqa: E402
@@ -87,18 +87,13 @@ def fma_peak(target, repeat=3):
         f"measured, {got['threads']} threads; {got['1 thread']:.0f} on one")
 
 
-def interleaved(fns, repeat, settle=0.15):
-    """The fastest of ``repeat`` calls of each of ``fns``, called in turn (on a shared
-    machine a slow call is one the scheduler interrupted; both sides get the same
+def interleaved(fns, repeat):
+    """The fastest of ``repeat`` warm samples of each of ``fns``, taken in turn
+    (:func:`run.interleaved_all`: after a settle and a warm-up call, the mean of the
+    calls that fill 20 ms, as the tuner measures a candidate; on a shared machine a
+    slow sample is one the scheduler interrupted, and both sides get the same
     treatment)."""
-    times = [[] for _ in fns]
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
-            time.sleep(settle)    # OpenBLAS's threads spin ~0.1 s after a call
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return [float(min(t)) for t in times]
+    return [s["min"] for s in interleaved_all(fns, repeat, warm_s=0.02)]
 
 
 def tune_task(name, func, opts, target, executor):
