@@ -254,7 +254,7 @@ def main(argv=None):
         with open(args.save, "w") as fh:
             json.dump({"runs": [[*k, h] for k, h in runs.items()], "records": records,
                        "origins": [[*k, o] for k, o in origins.items()],
-                       "settled": settled}, fh)
+                       "settled": [[w, c, t] for (w, c), t in settled.items()]}, fh)
     n_trials = max(1, len(funcs) * args.seeds * args.trials)
     print(f"search time per trial (measuring shared): guided {spent['guided'] / n_trials:.2f}"
           f" s, random {spent['random'] / n_trials:.2f} s")
@@ -278,18 +278,21 @@ def _ms(seconds) -> str:
 
 
 def settle(ex, measurers, keys, records, top, rounds) -> dict:
-    """Candidate -> its settled time: the ``top`` fastest distinct candidates of every
-    workload (by their first reading) are measured ``rounds`` more times, round after
-    round over all workloads (so a quiet or a busy minute falls on all of them), and
-    their time is the median of their readings; every other candidate keeps its one
-    reading.  The bar is then not one lucky reading."""
+    """``(workload, candidate)`` -> its settled time: the ``top`` fastest distinct
+    candidates of every workload (by their first reading) are measured ``rounds`` more
+    times, round after round over all workloads (so a quiet or a busy minute falls on
+    all of them), and their time is the median of their readings; every other
+    candidate keeps its one reading.  The bar is then not one lucky reading.  Keyed by
+    workload too: a candidate's key is its decisions, which two workloads of one space
+    (gemm256 and int8_256, skinny64 and dense64) share for different schedules."""
     first: dict = {}
     for r in records:
         if r.get("seconds"):
             first.setdefault(r["workload"], {}).setdefault(r["cand"], r)
     picked = {n: sorted(first.get(w, {}).values(), key=lambda r: r["seconds"])[:top]
               for n, w in keys.items()}
-    readings = {r["cand"]: [r["seconds"]] for rs in picked.values() for r in rs}
+    readings = {(r["workload"], r["cand"]): [r["seconds"]] for rs in picked.values()
+                for r in rs}
     ex.fresh = True
     try:
         for _ in range(rounds):
@@ -299,10 +302,10 @@ def settle(ex, measurers, keys, records, top, rounds) -> dict:
                     remeasured=True)
                 for r in got:
                     if r.get("seconds"):
-                        readings[r["cand"]].append(r["seconds"])
+                        readings[(r["workload"], r["cand"])].append(r["seconds"])
     finally:
         ex.fresh = False
-    out = {c: r["seconds"] for rs in first.values() for c, r in rs.items()}
+    out = {(w, c): r["seconds"] for w, rs in first.items() for c, r in rs.items()}
     out.update({c: statistics.median(v) for c, v in readings.items()})
     return out
 
@@ -317,12 +320,12 @@ def summary(funcs, keys, runs, records, settled, args, origins=None) -> dict:
     per = {h: [] for h in HOW}
     rates, firsts = {}, []
     for name in funcs:
-        best = min(settled[r["cand"]] for r in records
+        best = min(settled[(keys[name], r["cand"])] for r in records
                    if r.get("workload") == keys[name] and r.get("seconds"))
         rates[name] = hit_rate(records, settled, keys[name], best)
         row = []
         for h in HOW:
-            got = [reach([(n, settled.get(c)) for n, c in enumerate(
+            got = [reach([(n, settled.get((keys[name], c))) for n, c in enumerate(
                 runs[(name, h, seed)], 1) if c is not None], best, args.trials)
                 for seed in range(args.seeds)]
             per[h] += got
@@ -368,8 +371,8 @@ def hit_rate(records, settled, workload, best) -> tuple:
     ``best`` by their settled time."""
     drawn = {r["cand"] for r in records if r["workload"] == workload and
              r["drawn"] in ("pool", "random") and not r.get("remeasured")}
-    hits = sum(1 for c in drawn if settled.get(c) is not None and
-               settled[c] <= best / 0.95)
+    hits = sum(1 for c in drawn if settled.get((workload, c)) is not None and
+               settled[(workload, c)] <= best / 0.95)
     return hits, len(drawn)
 
 

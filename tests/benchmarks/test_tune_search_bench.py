@@ -3,6 +3,7 @@ the median of re-measurements, not one lucky reading (a stand-in executor: no ti
 
 import json
 from concurrent.futures import Executor, Future
+from types import SimpleNamespace
 
 from benchmarks import tune_search as B
 from schedules.tune.cost_model import rank_correlation
@@ -49,12 +50,36 @@ def test_each_candidate_is_measured_once_and_the_best_settles_on_a_median():
     again.run(6)      # the same draws: every one shared, none measured again
     assert all(n == 1 for k, n in inner.calls.items() if k != "lucky")
     lucky = min(records, key=lambda r: r["seconds"])
-    settled = B.settle(ex, {"w": s}, {"w": workload_key(f, TARGET)}, records, 2, 2)
+    w = workload_key(f, TARGET)
+    settled = B.settle(ex, {"w": s}, {"w": w}, records, 2, 2)
     base = lucky["seconds"] / 0.1
-    assert settled[lucky["cand"]] == base   # the median of 0.1x, 1.0x, 1.2x
+    assert settled[(w, lucky["cand"])] == base   # the median of 0.1x, 1.0x, 1.2x
     top = sorted(records, key=lambda r: r["seconds"])
-    assert settled[top[2]["cand"]] == top[2]["seconds"]  # not re-measured: its reading
+    assert settled[(w, top[2]["cand"])] == top[2]["seconds"]  # not re-measured: its reading
     assert inner.calls[str(lucky["decisions"])] == 3 and not ex.fresh
+
+
+def test_two_workloads_sharing_a_candidate_key_keep_their_own_times(capsys):
+    """A candidate's key is its decisions, and two workloads of one space share keys
+    (gemm256 and int8_256 shared 104 of 216): each workload's bar, hits and runs read
+    that workload's own time of the candidate, never the other's."""
+    from argparse import Namespace
+    records = [{"workload": "w1", "cand": "c", "seconds": 1.0, "drawn": "random"},
+               {"workload": "w1", "cand": "d", "seconds": 2.0, "drawn": "guided"},
+               {"workload": "w2", "cand": "c", "seconds": 9.0, "drawn": "random"},
+               {"workload": "w2", "cand": "d", "seconds": 3.0, "drawn": "guided"}]
+    settled = B.settle(SimpleNamespace(fresh=False), {}, {}, records, 0, 0)
+    assert settled == {("w1", "c"): 1.0, ("w1", "d"): 2.0, ("w2", "c"): 9.0,
+                       ("w2", "d"): 3.0}
+    runs = {(n, h, 0): [c] for n in "ab" for h, c in (("guided", "d"), ("random", "c"))}
+    got = B.summary({"a": None, "b": None}, {"a": "w1", "b": "w2"}, runs, records,
+                    settled, Namespace(trials=1, seeds=1))
+    out = capsys.readouterr().out
+    assert "a         best 1000.0000 ms" in out   # w1: its c's 1.0 s, not w2's 9.0
+    assert "b         best 3000.0000 ms" in out   # w2: its d's 3.0 s
+    # w1: guided's d missed (2), random's c hit (1); w2: guided's d hit, random's c missed
+    assert got["guided"] == got["random"] == 1.5
+    assert "random draws within: 1/1" in out and "random draws within: 0/1" in out
 
 
 def test_a_run_reaches_the_bar_at_its_first_candidate_within_95_percent():
@@ -96,7 +121,8 @@ def test_the_summary_says_when_random_search_never_reached_the_bar(capsys):
                for c, s in secs.items()]
     runs = {("a", "guided", 0): ["g1", "g2"], ("a", "random", 0): ["r1", None]}
     origins = {("a", "guided", 0): ["fresh", "bred"], ("a", "random", 0): ["fresh"] * 2}
-    got = B.summary({"a": None}, {"a": "w"}, runs, records, secs,
+    got = B.summary({"a": None}, {"a": "w"}, runs, records,
+                    {("w", c): t for c, t in secs.items()},
                     Namespace(trials=2, seeds=1), origins)
     out = capsys.readouterr().out
     assert got["guided"] == 2 and got["random"] == 3 and got["censored"]
