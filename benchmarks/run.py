@@ -102,23 +102,37 @@ def interleaved(ours, theirs, repeat, settle=None):
     return tuple(interleaved_all([ours, theirs], repeat, settle))
 
 
-def interleaved_all(fns, repeat, settle=None):
+def interleaved_all(fns, repeat, settle=None, warm_s=0.0):
     """:func:`interleaved` for any number of functions: each called in turn,
     ``repeat`` rounds; the statistics of each.
+
+    With ``warm_s`` > 0 a sample is warm: after the settle, one untimed call (caches
+    and threads warmed), then as many calls as fill ``warm_s`` seconds, and the sample
+    is their mean (TVM's ``time_evaluator`` with ``number`` > 1).  Without, a sample is
+    one call after the settle: cold caches, a kernel's first-call cost.
 
     Example::
 
         >>> [s["n"] for s in interleaved_all([lambda: None] * 3, 2, settle=0)]
         [2, 2, 2]
+        >>> interleaved_all([lambda: None], 1, settle=0, warm_s=0.001)[0]["n"]
+        1
     """
     settle = SETTLE_S if settle is None else settle
     times = [[] for _ in fns]
     for _ in range(repeat):
         for fn, out in zip(fns, times):
             time.sleep(settle)
-            t0 = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t0)
+            if warm_s > 0:
+                fn()
+            calls, t0 = 0, time.perf_counter()
+            while True:
+                fn()
+                calls += 1
+                spent = time.perf_counter() - t0
+                if spent >= warm_s:
+                    break
+            out.append(spent / calls)
     return [_stats(t) for t in times]
 
 
@@ -221,7 +235,7 @@ def measure_peak(repeat, target=None, reps=None, kind="fp32"):
 
 
 @functools.lru_cache(maxsize=None)
-def _blas_thread_setter():
+def blas_thread_setter():
     """OpenBLAS's ``*_set_num_threads`` of the library numpy loaded, or None.
 
     threadpoolctl does this properly; without it, the symbol is looked up in the
@@ -261,7 +275,7 @@ def bench_gemm(n, thread_counts, repeat, rng):
     c = np.zeros((n, n), "float32")
     mod(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=2e-4, atol=5e-3)
-    setter, old = _blas_thread_setter(), threadpool.get_num_threads()
+    setter, old = blas_thread_setter(), threadpool.get_num_threads()
     results = []
     for threads in thread_counts:
         threadpool.set_num_threads(threads)

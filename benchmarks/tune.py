@@ -50,7 +50,7 @@ sys.path[:0] = [os.path.join(HERE, ".."), HERE]
 
 import schedules as S  # noqa: E402
 import targets  # noqa: E402
-from run import bench_env, blas_info, measure_peak  # noqa: E402  (benchmarks/run.py)
+from run import blas_thread_setter, bench_env, blas_info, interleaved_all, measure_peak  # noqa: E402,E501
 from schedules.tune.command import history_of  # noqa: E402
 from schedules.tune.database import workload_key  # noqa: E402
 from schedules.tune.executor import local_executor, slots  # noqa: E402
@@ -87,18 +87,13 @@ def fma_peak(target, repeat=3):
         f"measured, {got['threads']} threads; {got['1 thread']:.0f} on one")
 
 
-def interleaved(fns, repeat, settle=0.15):
-    """The fastest of ``repeat`` calls of each of ``fns``, called in turn (on a shared
-    machine a slow call is one the scheduler interrupted; both sides get the same
+def interleaved(fns, repeat):
+    """The fastest of ``repeat`` warm samples of each of ``fns``, taken in turn
+    (:func:`run.interleaved_all`: after a settle and a warm-up call, the mean of the
+    calls that fill 20 ms, as the tuner measures a candidate; on a shared machine a
+    slow sample is one the scheduler interrupted, and both sides get the same
     treatment)."""
-    times = [[] for _ in fns]
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
-            time.sleep(settle)    # OpenBLAS's threads spin ~0.1 s after a call
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return [float(min(t)) for t in times]
+    return [s["min"] for s in interleaved_all(fns, repeat, warm_s=0.02)]
 
 
 def tune_task(name, func, opts, target, executor):
@@ -279,6 +274,23 @@ def throughput_report(recs, wall, parent_cpu, width) -> str:
     return "\n".join(lines)
 
 
+def use_cores(cores: int):
+    """The llvm target pinned to ``cores`` (0: the host's), with Cuvil's launches and
+    numpy's BLAS on as many threads: on a machine shared with other work, a run pinned
+    to the cores nobody else uses (``taskset -c 0 ... --cores 1``) measures both sides
+    without the others' noise.  The pool's processes inherit ``CUVIL_NUM_THREADS``."""
+    if not cores:
+        return targets.Target("llvm")
+    from targets.llvm import threadpool
+    os.environ["CUVIL_NUM_THREADS"] = str(cores)
+    threadpool.set_num_threads(cores)
+    setter = blas_thread_setter()
+    if setter is None:
+        raise SystemExit("--cores: cannot set numpy's BLAS threads (pip install threadpoolctl)")
+    setter(cores)
+    return targets.Target("llvm", num_cores=cores)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -294,6 +306,10 @@ def main(argv=None):
     p.add_argument("--shapes", nargs="*", default=None,
                    help="GEMM labels and conv names to run (default: all)")
     p.add_argument("--db", default=None, help="directory of the databases (kept)")
+    p.add_argument("--cores", type=int, default=0,
+                   help="measure on this many cores: the target's num_cores, Cuvil's and "
+                        "numpy's threads and the pool's slots (default: the host's); pin "
+                        "the process to as many CPUs (taskset) to keep other work off them")
     opts = p.parse_args(argv)
     rc = bench_env.rerun_without_blas_overrides(__file__, argv)
     if rc is not None:
@@ -303,7 +319,7 @@ def main(argv=None):
         opts.repeat, opts.min_repeat_ms = 3, 5.0
     opts.db = opts.db or tempfile.mkdtemp(prefix="cuvil-bench-tune-")
     os.makedirs(opts.db, exist_ok=True)
-    target = targets.Target("llvm")
+    target = use_cores(opts.cores)
     from schedules.tune.space import machine_of
     machine = machine_of(target)
     peak, how = fma_peak(target)
@@ -314,7 +330,7 @@ def main(argv=None):
     if "throughput" in want:
         print("== throughput (cold compile cache)")
         throughput(opts, target)
-    with local_executor() as ex:
+    with local_executor(opts.cores or None) as ex:
         rows = []
         if "gemm" in want:
             print(f"== GEMM (<= {opts.trials} trials, <= {opts.minutes} min per task)")
