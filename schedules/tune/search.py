@@ -4,7 +4,8 @@ schedule replay costs a tenth of a second rather than microseconds).
 
 The search keeps a *pool* of unmeasured candidates with their :mod:`.features` (read
 from the scheduled IR in a millisecond).  The first batch the model picks is the best
-of :data:`INITIAL_POOL` fresh draws from the space.  For every batch it grows the pool:
+of :data:`INITIAL_POOL` fresh draws from the space and the nearest tasks' best
+candidates (seeds, :mod:`.transfer`), all ranked alike.  For every batch it grows the pool:
 mostly fresh draws (:data:`FRESH`), and children bred from the fastest *measured*
 candidates: a mutation redraws one or two sampling decisions (a tile's perfect
 factorisation, a categorical choice such as a register tile or a compute location); a
@@ -76,8 +77,11 @@ POOL = 256
 #: the pool a model starts choosing from (fresh draws, before anything is bred)
 INITIAL_POOL = 128
 #: whether the first batch measures the nearest tasks' best (seeds) before the model
-#: ranks them with the pool
-SEEDS_FIRST = True
+#: ranks them with the pool.  Off: on the fp32 GEMMs of ``benchmarks/tune_search.py``
+#: the first two seeds, measured blindly, were 1.2-1.8x the best-known time and took
+#: half of the first 4 trials; ranked with the first pool, a seed is measured only
+#: where the model predicts it best (with no model the seeds still go first)
+SEEDS_FIRST = False
 #: records of a resumed database without features replayed to learn from
 RESUMED_ROWS = 64
 
@@ -157,8 +161,9 @@ class Search:
     their measurements; ``machine`` (a :class:`~cuvil_tir.target.Machine`, default the
     target's) sizes the features and the pruning; ``prior`` is ``(rows, seconds,
     groups)`` of other tasks (:func:`.transfer.nearest_rows`) the model starts from;
-    ``seeds`` are decisions tried first (:func:`.transfer.nearest_decisions`: the
-    first batch measures them; once a model ranks, the rest join the pool);
+    ``seeds`` are other tasks' best decisions (:func:`.transfer.nearest_decisions`):
+    they join the first pool, where the model ranks them with the fresh draws (with
+    no model, or :data:`SEEDS_FIRST`, the first batch measures them blindly);
     ``guided=False`` draws every candidate fresh from the space (random search);
     ``pruner(func)`` says why a scheduled candidate cannot be good (None: keep it;
     default: :func:`.space.prune` on the machine).

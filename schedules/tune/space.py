@@ -45,6 +45,7 @@ from cuvil_tir.arith.affine import linear_form
 from .autotensorize import tensorized
 from .decisions import run_with_decisions  # noqa: F401 - its home was here
 from .panel_pack import pack_in_panel
+from .reduction_chunks import CHUNK_PLACES, chunk_sizes
 
 
 def machine_of(target) -> Machine:
@@ -299,12 +300,16 @@ def _tile_reduction(sch, name, machine) -> None:
     # :func:`prune` checks)
     width = D.bits(D.element(_dtype(node.block))) // 8
     red_cap = max(1, machine.l1d_bytes // (width * max(sum(t) for t in options)))
-    r_tiles = []
-    for lp, k in zip(loops, kinds):
-        if k == "reduce":
-            ext = _extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) or 1
-            r_tiles.append(sch.split(lp, [None, max(d for d in range(1, min(ext, red_cap) + 1)
-                                                   if ext % d == 0)]))
+    # weights larger than L2 may be swept in reduction chunks outside the spatial
+    # tiles of a panel (:mod:`.reduction_chunks`), each chunk of the panel in L1
+    chunked = offers_reduction_chunks(sch.func, name, machine) and sch.sample_categorical(
+        list(CHUNK_PLACES), [1] * len(CHUNK_PLACES)) == "chunks"
+    red_loops = [lp for lp, k in zip(loops, kinds) if k == "reduce"]
+    red_ext = [_extent(tree.get(sch.func, tree.find_loop(sch.func, lp.var))) or 1
+               for lp in red_loops]
+    inner = chunk_sizes(red_ext, tile[vec] * width, machine.l1d_bytes) if chunked else [
+        max(d for d in range(1, min(ext, red_cap) + 1) if ext % d == 0) for ext in red_ext]
+    r_tiles = [sch.split(lp, [None, n]) for lp, n in zip(red_loops, inner)]
     # S0 and S1 both start with the vector axis (the column panels; S0's runs in
     # parallel), so that no axis's two loops are adjacent (adjacent, every split of
     # them would give the same order): on a GEMM, j0 i0 j1 i1 are GotoBLAS's blocks of
@@ -313,8 +318,11 @@ def _tile_reduction(sch, name, machine) -> None:
     # the memory planner cannot shrink to the register tile
     outer = [s_tiles[-1][0]] + [t[0] for t in s_tiles[:-1]]
     middle = [s_tiles[-1][1]] + [t[1] for t in s_tiles[:-1]]
-    sch.reorder(*outer, *middle, *[t[0] for t in r_tiles], *[t[1] for t in r_tiles],
-                *[t[2] for t in s_tiles])
+    # chunked, the accumulator holds the panel's whole spatial tile, not one register
+    # tile
+    tiles = [t[0] for t in r_tiles]
+    order = [*middle[:1], *tiles, *middle[1:]] if chunked else [*middle, *tiles]
+    sch.reorder(*outer, *order, *[t[1] for t in r_tiles], *[t[2] for t in s_tiles])
     _try(sch.parallel, outer[0])
     # weights larger than L2 packed a panel at a time inside the loop over the panels
     # (:mod:`.panel_pack`), unless a spatial loop between the two panel loops would
@@ -328,16 +336,17 @@ def _tile_reduction(sch, name, machine) -> None:
     if vec is not None and vec != len(extents) - 1 and _writes_in_order(node.block):
         # the accumulator laid out with the vector axis innermost (contiguous lanes)
         _try(sch.transform_layout, block, 0, _move_last(len(extents), vec))
-    sch.reverse_compute_at(acc, middle[-1])
+    sch.reverse_compute_at(acc, middle[0] if chunked else middle[-1])
     sch.decompose_reduction(block, r_tiles[0][0])
     above = {lp.var for lp in sch.get_loops(block)}
     # the copy-out too, so that every access to the accumulator has a constant index
-    # (registers) even in a padded tile, whose guarded tail the vectorizer peels
+    # (registers) even in a padded tile, whose guarded tail the vectorizer peels; but
+    # a chunked accumulator (a panel's spatial tile) is memory, its copy-out a loop
     copy = [lp for lp in sch.get_loops(acc) if lp.var not in above]
     for blk, inner in ((sch.get_block(name + "_init"), None), (block, None), (acc, copy)):
         inner = sch.get_loops(blk)[-len(s_tiles):] if inner is None else inner
         lanes_last = vec is not None and (blk is not acc or vec == len(extents) - 1)
-        for lp in inner[:-1] if lanes_last else inner:
+        for lp in [] if chunked and blk is acc else inner[:-1] if lanes_last else inner:
             _try(sch.unroll, lp)
         if lanes_last and inner:
             _try(sch.vectorize, inner[-1])
@@ -469,6 +478,22 @@ def offers_panel_packing(func, name, machine) -> bool:
     # a weight of a symbolic size is not known to exceed L2
     return any(axis == vec and (node.block.reads[k].buffer.nbytes_const() or 0)
                > machine.l2_bytes for k, _, axis in plans)
+
+
+def offers_reduction_chunks(func, name, machine) -> bool:
+    """Whether the reduction block ``name`` of ``func`` may sweep its reduction in
+    chunks outside its spatial tiles (:mod:`.reduction_chunks`): where its weights
+    are packed panel by panel (:func:`offers_panel_packing`).
+
+    Example::
+
+        >>> from schedules.tune.networks import conv2d, matmul
+        >>> m = Machine(512, 32, 49152, 1 << 21, 2)
+        >>> [offers_reduction_chunks(f, b, m) for f, b in ((conv2d(512, 512, 7, 7), "Y"),
+        ...     (conv2d(64, 64, 56, 56), "Y"), (matmul(2048, 2048, 2048), "C"))]
+        [True, False, False]
+    """
+    return offers_panel_packing(func, name, machine)
 
 
 #: how much a register tile may pad an axis: its padded extent over its extent

@@ -159,3 +159,57 @@ def test_weights_larger_than_l2_are_packed_panel_by_panel():
         sch = S.Schedule(f, seed=seed)
         generated_space(f, big)(sch)
         assert _pack_under(sch.func, "W_global")[0] is not _pack_under(sch.func, "Y_update")[0]
+
+
+def _chunked(sch) -> bool:
+    """Whether the candidate swept its reduction in chunks outside its spatial tiles:
+    a reduce loop of the update sits above a spatial tile loop that is no part of its
+    register tile."""
+    path = tree.find_block(sch.func, "Y_update")
+    realize = tree.get(sch.func, path)
+    kinds = {}
+    for iv, val in zip(realize.block.iter_vars, realize.iter_values):
+        for v in used_vars(val):
+            kinds[v.name] = iv.kind
+    loops = [lp for _, lp in tree.loops_above(sch.func, path)]
+    order = [kinds.get(lp.loop_var.name) for lp in loops if lp.kind in ("serial", "parallel")
+             and lp.extent.value > 1]
+    return "reduce" in order and "spatial" in order[order.index("reduce"):]
+
+
+def test_weights_larger_than_l2_may_be_swept_in_reduction_chunks():
+    """A convolution whose weights exceed the declared L2 is offered, as a decision,
+    its reduction in chunks outside its spatial tiles (each chunk of a weight panel in
+    L1 for every register tile of the panel, the accumulator the panel's spatial tile);
+    both kinds of candidates compute the convolution, a padded panel (20 output
+    channels in vectors of 8) too.  Weights that fit L2, a GEMM and weights of a
+    symbolic size are not offered the decision."""
+    import dataclasses
+    from schedules.tune.networks import matmul
+    from schedules.tune.reduction_chunks import chunk_sizes
+    from schedules.tune.space import offers_reduction_chunks
+    big = machine_of(HASWELL)
+    small = dataclasses.replace(big, l2_bytes=4096, l1d_bytes=2048)
+    assert offers_reduction_chunks(conv2d(16, 32, 6, 6), "Y", small)
+    assert not offers_reduction_chunks(conv2d(16, 32, 6, 6), "Y", big)
+    assert not offers_reduction_chunks(matmul(64, 64, 64), "C", small)
+    assert not offers_reduction_chunks(_symbolic_conv(), "Y", small)
+    assert chunk_sizes([16, 3, 3], 16 * 4, 2048) == [1, 3, 3]
+    rng = np.random.default_rng(0)
+    for k in (32, 20):
+        f = conv2d(16, k, 6, 6)
+        x = rng.standard_normal((16, 6, 6), "float32")
+        w = rng.standard_normal((k, 16, 3, 3), "float32")
+        seen = set()
+        for seed in range(6):
+            sch = S.Schedule(f, seed=seed)
+            generated_space(f, small)(sch)
+            seen.add(_chunked(sch))
+            y = np.zeros((k, 6, 6), "float32")
+            targets.build(sch, HASWELL)(x, w, y)
+            np.testing.assert_allclose(y, _want(x, w, 1, 1), rtol=1e-4, atol=1e-4)
+        assert seen == {True, False}, (k, seen)
+        for seed in range(3):                     # weights in L2: never chunked
+            sch = S.Schedule(f, seed=seed)
+            generated_space(f, big)(sch)
+            assert not _chunked(sch)
