@@ -28,8 +28,6 @@ from __future__ import annotations
 CHUNK_PLACES = ("whole", "chunks")
 
 
-
-
 def chunk_sizes(extents, step_bytes, l1d_bytes) -> list:
     """The inner extent of each reduction axis (``extents``, outermost first) in a
     chunk whose slice of the weight panel (``step_bytes`` per reduction step: the
@@ -51,4 +49,6 @@ def chunk_sizes(extents, step_bytes, l1d_bytes) -> list:
         out.append(size)
         room = max(1, room // size) if size == ext else 1
     return out[::-1]
+
+
 __all__ = ["CHUNK_PLACES", "chunk_sizes"]
