@@ -92,7 +92,13 @@ def interleaved(fns, repeat):
     (:func:`run.interleaved_all`: after a settle and a warm-up call, the mean of the
     calls that fill 20 ms, as the tuner measures a candidate; on a shared machine a
     slow sample is one the scheduler interrupted, and both sides get the same
-    treatment)."""
+    treatment).
+
+    Example::
+
+        >>> [t < 0.02 for t in interleaved([lambda: None, lambda: None], 1)]
+        [True, True]
+    """
     return [s["min"] for s in interleaved_all(fns, repeat, warm_s=0.02)]
 
 
@@ -187,7 +193,7 @@ def throughput(opts, target):
     with tempfile.TemporaryDirectory(prefix="cuvil-bench-tune-cache-") as cache_dir:
         os.environ["CUVIL_CACHE_DIR"] = cache_dir   # the pool's processes inherit it
         try:
-            with local_executor() as executor:
+            with local_executor(opts.cores or None) as executor:
                 _throughput(opts, target, executor)
         finally:
             if saved is None:
@@ -278,7 +284,16 @@ def use_cores(cores: int):
     """The llvm target pinned to ``cores`` (0: the host's), with Cuvil's launches and
     numpy's BLAS on as many threads: on a machine shared with other work, a run pinned
     to the cores nobody else uses (``taskset -c 0 ... --cores 1``) measures both sides
-    without the others' noise.  The pool's processes inherit ``CUVIL_NUM_THREADS``."""
+    without the others' noise.  The pool's processes inherit ``CUVIL_NUM_THREADS``.
+
+    Example::
+
+        >>> str(use_cores(0))     # the host's cores: nothing pinned
+        'llvm'
+    """
+    if cores < 0:
+        raise SystemExit(f"--cores: expected a count of cores >= 1 (0: the host's), "
+                         f"found {cores}")
     if not cores:
         return targets.Target("llvm")
     from targets.llvm import threadpool
