@@ -20,8 +20,10 @@ declares through the backend contract (:mod:`cuvil_tir.target`), never from its 
    that a reduction block computes and the target builds offered beside the register
    tile (:mod:`.autotensorize`), for a GEMM of int8 or bfloat16 operands on a
    target with the x86 dot-product instructions, B packed for them (:mod:`.dot_rule`),
-   and for a GEMV-like block the reduction swept outside its columns
-   (:mod:`.stream_rule`);
+   for a GEMV-like block the reduction swept outside its columns
+   (:mod:`.stream_rule`), and for a convolution whose weights exceed L2 and whose
+   output plane fits a register tile's width, a GEMM over its positions
+   (:mod:`.im2col_rule`);
 5. otherwise a :class:`.errors.TuneError` that says what the kind would need to
    declare.
 
@@ -45,6 +47,7 @@ from .autotensorize import matches
 from .dot_rule import dot_choices
 from .errors import TuneError
 from .gpu_rules import THREADS, gpu_prune, gpu_space
+from .im2col_rule import im2col_choices
 from .space import generated_space, reductions_of
 from .staged import staged_match, staged_space
 from .stream_rule import stream_choices
@@ -126,7 +129,8 @@ def space_for(func, target):
         return generated_space(func, kind.machine(t),
                                {name: matches(func, name, t) for name in blocks},
                                {name: dot_choices(func, name, t) +
-                                stream_choices(func, name, kind.machine(t)) for name in blocks})
+                                stream_choices(func, name, kind.machine(t)) +
+                                im2col_choices(func, name, kind.machine(t)) for name in blocks})
     raise TuneError(
         f"tune: target kind {kind.name!r} declares nothing a space can be generated "
         "from: no tuning_space(func, target), no thread axes with a 'shared' memory, "

@@ -213,3 +213,53 @@ def test_weights_larger_than_l2_may_be_swept_in_reduction_chunks():
             sch = S.Schedule(f, seed=seed)
             generated_space(f, big)(sch)
             assert not _chunked(sch)
+
+
+def test_a_small_output_plane_with_weights_beyond_l2_may_be_a_gemm_over_its_positions():
+    """A convolution whose weights exceed the declared L2 and whose output positions fit
+    four vectors (ResNet-18's layer4: 49 positions, 9.4 MB of weights) is offered, as
+    one more choice of its categorical, its positions fused into the vector axis and
+    padded to whole vectors, the window read staged as im2col columns and the weights
+    read unpacked as broadcasts (their per-call pack took a third of layer4's call).
+    Its candidates compute the convolution, a guarded row tile too (21 output channels
+    in tiles of 2) and a stride-2 one, and pass the pruning.  A larger plane, weights
+    that fit L2, a GEMM and weights of a symbolic size are not offered it."""
+    import dataclasses
+    from schedules.tune.decisions import run_with_decisions
+    from schedules.tune.im2col_rule import im2col_choices
+    from schedules.tune.networks import matmul
+    big = machine_of(HASWELL)                          # 8 lanes, 16 registers
+    small = dataclasses.replace(big, l2_bytes=4096)
+    avx512 = machine_of("llvm -mcpu=skylake-avx512")
+    layer4, = im2col_choices(conv2d(512, 512, 7, 7), "Y", avx512)
+    assert (layer4.vectors, layer4.tiles[-1]) == (4, (6, 4))
+    assert not im2col_choices(conv2d(256, 256, 14, 14), "Y", avx512)   # 196 positions
+    assert not im2col_choices(conv2d(16, 32, 5, 5), "Y", big)
+    assert not im2col_choices(conv2d(16, 32, 6, 6), "Y", small)       # 36: 5 vectors
+    assert not im2col_choices(matmul(64, 64, 64), "C", small)
+    assert not im2col_choices(_symbolic_conv(), "Y", small)
+    rng = np.random.default_rng(0)
+    for k, stride in ((32, 1), (21, 1), (32, 2)):     # 5 x 5 positions
+        f = conv2d(16, k, 5 * stride, 5 * stride, 3, 3, stride, 1)
+        choices = im2col_choices(f, "Y", small)
+        assert [c.tiles for c in choices] == [((1, 4), (2, 4))]
+        space = generated_space(f, small, recipes={"Y": choices})
+        x = rng.standard_normal((16, 5 * stride, 5 * stride), "float32")
+        w = rng.standard_normal((k, 16, 3, 3), "float32")
+        drawn = set()
+        for seed in range(8):
+            sch = S.Schedule(f, seed=seed)
+            space(sch)
+            drawn.add("P_reindex" in str(sch.func))
+        assert drawn == {True, False}, (k, drawn)
+        for rows in (1, 2):                               # the im2col choice, its rows
+            sch = run_with_decisions(space, f, [1, rows - 1])
+            assert "W_global" not in str(sch.func)        # the weights read unpacked
+            assert prune(sch.func, small) is None, rows
+            loops = [lp for _, lp in tree.loops_above(sch.func, tree.find_block(
+                sch.func, "Y_update"))]
+            assert loops[0].kind == "parallel" and loops[-1].kind == "vectorized"
+            assert [lp.extent.value for lp in loops[-3:]] == [rows, 4, 8]
+            y = np.zeros((k, 5, 5), "float32")
+            targets.build(sch, HASWELL)(x, w, y)
+            np.testing.assert_allclose(y, _want(x, w, stride, 1), rtol=1e-4, atol=1e-4)
