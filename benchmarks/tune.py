@@ -19,9 +19,13 @@ Sections (``--only``):
   convolutions and classifier as GEMMs, square 512-4096, skinny M = 1..64) in the
   ``--dtypes`` (fp32; int8 with int32 accumulation; bf16 with fp32 accumulation): tuned
   time beside numpy's fp32 GEMM of the same shape (numpy has no fast int8 or bf16
-  GEMM), GFLOP/s, and for fp32 the share of the FMA peak.  Goals: fp32 geomean >= 1.0x
-  numpy and no shape below 0.8x; int8 >= 2.5x the fp32 operation rate on a CPU with
-  VNNI;
+  GEMM), GFLOP/s, and the share of the measured peak of the instruction the tuned
+  kernel runs on (the FMA, or ``vpdpbusd`` / ``vdpbf16ps`` where the space's dot rule
+  won; the header prints each peak).  Goals: fp32 geomean >= 1.0x numpy and no shape
+  below 0.8x; int8 >= 2.5x the fp32 operation rate on a CPU with VNNI.  The summary
+  says how many int8 / bf16 GEMMs chose their dot product and its peak beside the
+  FMA's: a CPU that runs ``vdpbf16ps`` at half the FMA's rate makes bf16 GEMMs faster
+  on FMAs, and the tuner then picks those;
 * ``conv`` -- 8 ResNet-18 convolutions against numpy's im2col + matmul; goal >= 2x.
 
 numpy runs with the kernel OpenBLAS picks for this CPU: when ``OPENBLAS_CORETYPE`` or
@@ -51,6 +55,10 @@ sys.path[:0] = [os.path.join(HERE, ".."), HERE]
 import schedules as S  # noqa: E402
 import targets  # noqa: E402
 from run import blas_thread_setter, bench_env, blas_info, interleaved_all, measure_peak  # noqa: E402,E501
+
+from cuvil_tir.expr import Call  # noqa: E402
+from cuvil_tir.ops.dot import DPBF16PS, DPBUSD  # noqa: E402
+from cuvil_tir.visitor import post_order_visit  # noqa: E402
 from schedules.tune.command import history_of  # noqa: E402
 from schedules.tune.database import workload_key  # noqa: E402
 from schedules.tune.executor import local_executor, slots  # noqa: E402
@@ -77,14 +85,82 @@ def _load() -> str:
     return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
 
 
-def fma_peak(target, repeat=3):
-    """(FLOP/s, how it was found): the fp32 FMA peak measured on all the pool's threads
-    (``run.measure_peak``: independent FMA chains as wide as the target's vectors).
-    A figure from the nominal clock undercounts a CPU that boosts above it, and the
-    share of peak then reads over 100%."""
-    got = measure_peak(repeat, target)
-    return got["all threads"] * 1e9, (
-        f"measured, {got['threads']} threads; {got['1 thread']:.0f} on one")
+#: each dtype's dot-product instruction, the peak kind that times it (run.PEAK_KINDS)
+DOT_PATHS = {"int8": ("vpdpbusd", DPBUSD, "int8"), "bfloat16": ("vdpbf16ps", DPBF16PS, "bf16")}
+
+
+def peaks(target, repeat=3) -> dict:
+    """``{kind: run.measure_peak's dict}`` (G operations/s on one thread and on all)
+    measured on all the pool's threads
+    (``run.measure_peak``: independent chains as wide as the target's vectors) of the
+    fp32 FMA (``"fp32"``) and of the dot-product instructions the target has
+    (``"int8"``: ``vpdpbusd``, ``"bf16"``: ``vdpbf16ps``).  A figure from the nominal
+    clock undercounts a CPU that boosts above it, and the share of peak then reads
+    over 100%; and a dot product's peak is the CPU's, not the ISA's: some CPUs run
+    ``vdpbf16ps`` at half the FMA's rate, where a bf16 GEMM on FMAs beats one on it.
+    """
+    out = {}
+    for kind in ("fp32", "int8", "bf16"):
+        try:
+            got = measure_peak(repeat, target, kind=kind)
+        except targets.TargetError:     # the CPU lacks the instruction
+            continue
+        out[kind] = got
+    return out
+
+
+PEAK_NAMES = {"fp32": "fp32 FMA", "int8": "int8 vpdpbusd", "bf16": "bf16 vdpbf16ps"}
+
+
+def peak_line(measured) -> str:
+    """The header's peaks (:func:`peaks`), each on all threads and on one.
+
+    Example::
+
+        >>> peak_line({"fp32": {"threads": 2, "all threads": 450.0, "1 thread": 226.0}})
+        'peaks measured on 2 threads (one): fp32 FMA 450 (226) G ops/s'
+    """
+    if not measured:
+        return "no peak measured"
+    threads = next(iter(measured.values()))["threads"]
+    return (f"peaks measured on {threads} threads (one): " + ", ".join(
+        f"{PEAK_NAMES[k]} {m['all threads']:.0f} ({m['1 thread']:.0f})"
+        for k, m in measured.items()) + " G ops/s")
+
+
+def path_of(func) -> str:
+    """The instruction a scheduled GEMM's inner product runs on: ``vpdpbusd`` or
+    ``vdpbf16ps`` where its IR calls the dot-product op, else ``"fma"`` (the register
+    tiling, whose multiply-adds LLVM selects from the element type).
+
+    Example::
+
+        >>> path_of(matmul(4, 4, 4))
+        'fma'
+    """
+    ops = set()
+    post_order_visit(func.body, lambda n: ops.add(n.op) if isinstance(n, Call) else None)
+    return next((name for name, op, _ in DOT_PATHS.values() if op in ops), "fma")
+
+
+def share_of_peak(flops_per_s, dtype, path, peak_of) -> str:
+    """The share of the peak of the instruction ``path`` runs on (``peak_of``: kind ->
+    operations/s, :func:`peaks`): the dot product's for a dot path, the fp32 FMA's for
+    a float GEMM on FMAs; ``"-"`` where no measured peak applies (an int8 GEMM off
+    ``vpdpbusd``).
+
+    Example::
+
+        >>> share_of_peak(100.0, "bfloat16", "vdpbf16ps", {"fp32": 400.0, "bf16": 200.0})
+        ' 50.0% vdpbf16ps'
+        >>> share_of_peak(100.0, "int8", "fma", {"fp32": 400.0})
+        '     - fma      '
+    """
+    kind = next((k for name, _, k in DOT_PATHS.values() if name == path),
+                None if dtype == "int8" else "fp32")
+    peak = peak_of.get(kind)
+    share = f"{flops_per_s / peak:6.1%}" if peak else "     -"
+    return f"{share} {path:9s}"
 
 
 def interleaved(fns, repeat):
@@ -122,7 +198,7 @@ def as_float(a, dtype):
     return a.astype("float32") if dtype != "float32" else a
 
 
-def gemm_row(label, m, n, k, dtype, opts, target, executor, peak):
+def gemm_row(label, m, n, k, dtype, opts, target, executor, peak_of):
     elem, acc = DTYPES[dtype]
     func = matmul(m, n, k, elem, acc)
     hist, spent, db = tune_task(f"gemm-{label}-{dtype}", func, opts, target, executor)
@@ -141,13 +217,15 @@ def gemm_row(label, m, n, k, dtype, opts, target, executor, peak):
     with timing_lock():
         ours, ref = interleaved([lambda: mod(a, b, c), lambda: x32 @ y32], opts.repeat)
     flops = 2.0 * m * n * k
-    share = f"{flops / ours / peak:6.1%}" if peak and dtype == "float32" else "     -"
+    path = path_of(sch.func)
+    share = share_of_peak(flops / ours, dtype, path, peak_of)
     print(f"  {label:14s} {dtype:8s} {m:5d}x{n:5d}x{k:5d} {len(hist):4d} trials "
           f"{spent / 60:5.1f} min  tuned {format_seconds(ours):>9s} "
           f"{flops / ours / 1e9:7.1f} G/s  numpy fp32 {format_seconds(ref):>9s} "
           f"{flops / ref / 1e9:7.1f} G/s  {ref / ours:5.2f}x  peak {share}  "
           f"load {_load()}", flush=True)
-    return {"label": label, "dtype": dtype, "ratio": ref / ours, "rate": flops / ours}
+    return {"label": label, "dtype": dtype, "ratio": ref / ours, "rate": flops / ours,
+            "path": path}
 
 
 def numpy_conv(x, w, stride, pad):
@@ -337,10 +415,11 @@ def main(argv=None):
     target = use_cores(opts.cores)
     from schedules.tune.space import machine_of
     machine = machine_of(target)
-    peak, how = fma_peak(target)
+    measured = peaks(target)
+    peak_of = {k: m["all threads"] * 1e9 for k, m in measured.items()}
     print(f"== {machine.name}: {machine.vector_bits}-bit vectors, {machine.cores} cores; "
-          f"fp32 FMA peak {peak / 1e9 if peak else float('nan'):.0f} GFLOP/s ({how}); "
-          f"numpy {np.__version__} on {blas_info()}; load {_load()}", flush=True)
+          f"{peak_line(measured)}; numpy {np.__version__} on {blas_info()}; load {_load()}",
+          flush=True)
     want = set(opts.only or ("throughput", "gemm", "conv"))
     if "throughput" in want:
         print("== throughput (cold compile cache)")
@@ -353,7 +432,7 @@ def main(argv=None):
                 if opts.shapes and label not in opts.shapes:
                     continue
                 for dtype in opts.dtypes:
-                    rows.append(gemm_row(label, m, n, k, dtype, opts, target, ex, peak))
+                    rows.append(gemm_row(label, m, n, k, dtype, opts, target, ex, peak_of))
         convs = []
         if "conv" in want:
             print(f"== conv2d, ResNet-18 layers (<= {opts.trials} trials per task)")
@@ -366,11 +445,16 @@ def main(argv=None):
                 if opts.shapes and name not in opts.shapes and not opts.quick:
                     continue
                 convs.append(conv_row(tasks[name], opts, target, ex))
-    summary([r for r in rows if r], [c for c in convs if c])
+    summary([r for r in rows if r], [c for c in convs if c], peak_of)
     return 0
 
 
-def summary(rows, convs):
+def summary(rows, convs, peak_of=None):
+    """The suite's verdicts against the issue's goals; for int8 and bf16 also which
+    instruction the tuned GEMMs chose and what the CPU's measured dot-product peak is
+    worth beside its FMA peak (``peak_of``: :func:`peaks`' kind -> operations/s), the
+    bound on what a dot path can win."""
+    peak_of = peak_of or {}
     print("== summary")
     fp32 = [r["ratio"] for r in rows if r["dtype"] == "float32"]
     if fp32:
@@ -386,11 +470,30 @@ def summary(rows, convs):
         if pairs:
             goal = " (goal >= 2.5x with VNNI)" if dt == "int8" else ""
             print(f"  {dt} GEMM operation rate / our fp32 rate: geomean "
-                  f"{math.exp(statistics.mean(math.log(x) for x in pairs)):.2f}x{goal}")
+                  f"{math.exp(statistics.mean(math.log(x) for x in pairs)):.2f}x{goal}; "
+                  f"{dot_note(rows, dt, peak_of)}")
     if convs:
         geo = math.exp(statistics.mean(math.log(c["ratio"]) for c in convs))
         print(f"  conv2d: geomean {geo:.2f}x numpy im2col + matmul (goal >= 2x), worst "
               f"{min(c['ratio'] for c in convs):.2f}x")
+
+
+def dot_note(rows, dtype, peak_of) -> str:
+    """How many of ``dtype``'s tuned GEMMs run on its dot-product instruction, and
+    that instruction's measured peak over the fp32 FMA's.
+
+    Example::
+
+        >>> dot_note([{"dtype": "bfloat16", "path": "fma"}], "bfloat16",
+        ...          {"fp32": 400.0, "bf16": 200.0})
+        'on vdpbf16ps 0 of 1 (its peak 0.50x the FMA peak)'
+    """
+    name, _, kind = DOT_PATHS[dtype]
+    mine = [r for r in rows if r["dtype"] == dtype]
+    on = sum(r["path"] == name for r in mine)
+    ratio = (f"its peak {peak_of[kind] / peak_of['fp32']:.2f}x the FMA peak"
+             if kind in peak_of and peak_of.get("fp32") else "no peak measured")
+    return f"on {name} {on} of {len(mine)} ({ratio})"
 
 
 if __name__ == "__main__":
