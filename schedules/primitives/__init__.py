@@ -35,3 +35,4 @@ from . import rolling_buffer
 from . import decompose_padding
 from . import buffer_access
 from . import read_write_at
+from . import widen
