@@ -277,6 +277,9 @@ def _tile_reduction(sch, name, machine) -> None:
     caches = [(_try(sch.cache_read, block, k, "global"), dim, axis)
               for k, dim, axis in worth_packing(plans, extents, [tile[n] for n in
                                                                  range(len(extents))])]
+    for cache, _, _ in caches:
+        if cache is not None:
+            _widen_pack(sch, cache, _dtype(node.block))
     acc = sch.cache_write(block, 0, "local")
     if any(e % tile[n] for n, e in enumerate(extents)):
         pos = iter(range(len(extents)))
@@ -676,6 +679,21 @@ def _pack(sch, cache, dim, tile, panel_loop=None) -> None:
     # zeros where the panels overrun the operand (when the axis could not be padded)
     _try(sch.transform_layout, cache, 0, index_map, "write",
          0.0 if D.is_float(buf.dtype) else 0)   # a pad value of the operand's dtype
+
+
+#: operand dtypes whose packs store the float accumulator's dtype (no dot rule here)
+WIDENED_PACKS = ("bfloat16", "float16")
+
+
+def _widen_pack(sch, cache, acc: str) -> None:
+    """Store the pack ``cache`` of a bfloat16/float16 operand that the block converts to
+    its float accumulator dtype ``acc`` already converted (:func:`~schedules.primitives.
+    widen.widen`): the copy widens once per element, the inner loop reads float32 and
+    runs pure FMAs, not a widening per load (on this path the CPU has no fast bf16 dot;
+    a bf16 GEMM ran at 0.67-0.88x the fp32 one's rate widening in the loop)."""
+    buf = _node(sch, cache.name).block.writes[0].buffer
+    if buf.dtype in WIDENED_PACKS and D.is_float(acc) and D.bits(acc) > D.bits(buf.dtype):
+        _try(sch.widen, cache, acc)
 
 
 def _signature(rank: int):
