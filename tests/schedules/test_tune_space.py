@@ -1,6 +1,7 @@
 """The generated search space and the target-aware pruning of candidates."""
 
 import numpy as np
+import pytest
 
 import cuvil_tir as T
 import schedules as S
@@ -179,6 +180,37 @@ def test_integer_operands_are_packed_into_panels_too():
     c = np.zeros((M, N), "int32")
     targets.build(ours, HASWELL)(a, b, c)
     np.testing.assert_array_equal(c, a @ b)
+
+
+def _allocated(func):
+    return {b.name: b.dtype for b in func.body.block.alloc_buffers if b.scope == "global"}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_gemm_packs_are_stored_widened_to_float32(dtype):
+    """A bf16/fp16 GEMM accumulating in fp32 packs its operands already converted
+    (``widen``): the inner loop reads fp32 panels, no conversion per load; padded
+    panels (50 x 60 on a 6 x 16 tile) are zero-filled in fp32 too."""
+    from schedules.tune.measure import agree, random_args
+    from schedules.tune.networks import matmul
+    f = matmul(50, 60, 16, dtype, "float32")
+    ours = _point(generated_space(f, machine_of(HASWELL)), f, "6x16", [9, 1], [4, 1])
+    assert _allocated(ours.func) == {"A_global": "float32", "B_global": "float32"}
+    assert _shapes(ours.func) == [(4, 16, 16), (9, 16, 6)]
+    assert sum(i.name == "widen" for i in ours.trace.insts) == 2
+    want, got = random_args(f, 0), random_args(f, 0)
+    T.interpret(f, *want)
+    targets.build(ours, HASWELL)(*got)
+    assert agree(want[2], got[2], "float32")
+
+
+def test_float32_and_int8_gemm_packs_keep_their_dtype():
+    from schedules.tune.networks import matmul
+    for dtype, acc in (("float32", None), ("int8", "int32")):
+        f = matmul(50, 60, 16, dtype, acc)
+        ours = _point(generated_space(f, machine_of(HASWELL)), f, "6x16", [9, 1], [4, 1])
+        assert _allocated(ours.func) == {"A_global": dtype, "B_global": dtype}
+        assert not any(i.name == "widen" for i in ours.trace.insts)
 
 
 def test_register_tiles_follow_avx2_and_avx512():
