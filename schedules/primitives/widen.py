@@ -32,7 +32,6 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir import dtype as D
-from cuvil_tir.analysis import tree
 from cuvil_tir.errors import DTypeError
 from cuvil_tir.expr import BufferLoad, Cast
 from cuvil_tir.stmt import BufferStore

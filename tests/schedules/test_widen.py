@@ -99,7 +99,7 @@ def bf16_copy_then(reader):
 def test_narrowing_or_inexact_conversions_are_refused():
     sch, copy = bf16_copy_then(lambda A, i: A[i].astype("float32"))
     for dtype in ("float16", "bfloat16", "int32"):
-        assert_refused(sch, lambda: sch.widen(copy, dtype),
+        assert_refused(sch, lambda dtype=dtype: sch.widen(copy, dtype),
                        f"widen: buffer 'A_global' of dtype bfloat16 to {dtype} is not an "
                        "exact widening: expected a wider scalar dtype that holds every "
                        r"value .*; to accept rounding use unsafe_set_dtype", StorageError)
