@@ -37,7 +37,7 @@ from ..primitive import BLOCK, INDEX, STR, primitive
 from .buffer_ref import block_buffer, is_allocated, is_param, passed_to_calls, swap_buffer
 
 
-class _Retype(Mutator):
+class Retype(Mutator):
     """Loads of ``old`` read ``new`` and cast back; stores cast to ``new``'s dtype."""
 
     def __init__(self, old, new):
@@ -61,6 +61,15 @@ class _Retype(Mutator):
         lanes = D.lanes(value.dtype)
         return BufferStore(self.new, Cast(D.with_lanes(self.new.dtype, lanes), value),
                            indices)
+
+
+def checked_dtype(dtype, prim: str, examples: str, func, blk) -> str:
+    """``dtype`` canonical, or the ``StorageError`` of ``prim`` naming ``examples``."""
+    try:
+        return D.canonical(dtype)
+    except DTypeError:
+        raise schedule_error(StorageError, prim, f"dtype {dtype!r} is not a dtype; expected "
+                             f"a name such as {examples}", func, blk) from None
 
 
 @primitive("unsafe_set_dtype", block=BLOCK, buffer_index=INDEX, dtype=STR)
@@ -103,11 +112,7 @@ def unsafe_set_dtype(func, block, buffer_index: int, dtype: str):
                              f"{sorted(set(calls))}, which read(s) its memory as "
                              f"{buf.dtype}; change the dtype of a buffer the calls do not "
                              "take", func, blk)
-    try:
-        dt = D.canonical(dtype)
-    except DTypeError:
-        raise schedule_error(StorageError, prim, f"dtype {dtype!r} is not a dtype; expected "
-                             "a name such as 'float16' or 'int8'", func, blk) from None
+    dt = checked_dtype(dtype, prim, "'float16' or 'int8'", func, blk)
     if D.lanes(dt) != 1 or D.lanes(buf.dtype) != 1:
         raise schedule_error(StorageError, prim, f"buffer {buf.name!r} of dtype "
                              f"{buf.dtype} to {dt}: only scalar element dtypes change",
@@ -115,7 +120,7 @@ def unsafe_set_dtype(func, block, buffer_index: int, dtype: str):
     if dt == buf.dtype:
         return func, None
     new = buf.with_changes(dtype=dt)
-    return swap_buffer(func, buf, new, _Retype(buf, new).visit(func.body)), None
+    return swap_buffer(func, buf, new, Retype(buf, new).visit(func.body)), None
 
 
 __all__ = ["unsafe_set_dtype"]

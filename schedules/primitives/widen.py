@@ -32,14 +32,13 @@ Example::
 from __future__ import annotations
 
 from cuvil_tir import dtype as D
-from cuvil_tir.errors import DTypeError
-from cuvil_tir.expr import BufferLoad, Cast
-from cuvil_tir.stmt import BufferStore
+from cuvil_tir.expr import BufferLoad
 from cuvil_tir.visitor import Mutator, Visitor
 
 from ..errors import StorageError, schedule_error
 from ..primitive import BLOCK, STR, primitive
 from .buffer_ref import block_buffer, is_allocated, is_param, passed_to_calls, swap_buffer
+from .set_dtype import Retype, checked_dtype
 
 #: (exponent bits, mantissa bits) of the float formats a conversion may widen
 _FLOATS = {"float16": (5, 10), "bfloat16": (8, 7), "float32": (8, 23), "float64": (11, 52)}
@@ -97,27 +96,15 @@ class _Reads(Visitor):
         self.generic_visit(ld)
 
 
-class _Widen(Mutator):
-    """Stores to ``old`` cast into ``new``; ``Cast(new dtype, old[...])`` reads ``new``."""
-
-    def __init__(self, old, new):
-        self.old, self.new = old, new
-
-    def visit_buffer(self, buf):
-        return self.new if buf is self.old else buf
+class _Widen(Retype):
+    """Stores to ``old`` cast into ``new`` (:class:`.set_dtype.Retype`); every
+    ``Cast(new dtype, old[...])`` (the only reads :func:`widen` lets through) reads
+    ``new`` as it is."""
 
     def visit_Cast(self, c):
         if isinstance(c.value, BufferLoad) and c.value.buffer is self.old:
             return BufferLoad(self.new, self.visit(c.value.indices))
         return Mutator.generic_visit(self, c)
-
-    def visit_BufferStore(self, st):
-        if st.buffer is not self.old:
-            return Mutator.generic_visit(self, st)
-        # rebuilt here: the narrow value stored to the wide buffer is ill-typed
-        value, indices = self.visit(st.value), self.visit(st.indices)
-        return BufferStore(self.new, Cast(D.with_lanes(self.new.dtype, D.lanes(value.dtype)),
-                                          value), indices)
 
 
 def _bad_read(buf, dtype, func):
@@ -168,11 +155,7 @@ def widen(func, block, dtype: str):
                              f"{blk.name!r} is not allocated in the function (a parameter's "
                              "dtype is the caller's); stage it with cache_read first and "
                              "widen the copy", func, blk)
-    try:
-        dt = D.canonical(dtype)
-    except DTypeError:
-        raise schedule_error(StorageError, prim, f"dtype {dtype!r} is not a dtype; expected "
-                             "a name such as 'float32' or 'int32'", func, blk) from None
+    dt = checked_dtype(dtype, prim, "'float32' or 'int32'", func, blk)
     if D.lanes(dt) != 1 or D.lanes(buf.dtype) != 1 or not exact_conversion(buf.dtype, dt):
         raise schedule_error(StorageError, prim, f"buffer {buf.name!r} of dtype {buf.dtype} "
                              f"to {dt} is not an exact widening: expected a wider scalar "
