@@ -277,9 +277,7 @@ def _tile_reduction(sch, name, machine) -> None:
     caches = [(_try(sch.cache_read, block, k, "global"), dim, axis)
               for k, dim, axis in worth_packing(plans, extents, [tile[n] for n in
                                                                  range(len(extents))])]
-    for cache, _, _ in caches:
-        if cache is not None:
-            _widen_pack(sch, cache, _dtype(node.block))
+    _widen_packs(sch, [c for c, _, _ in caches if c is not None], _dtype(node.block))
     acc = sch.cache_write(block, 0, "local")
     if any(e % tile[n] for n, e in enumerate(extents)):
         pos = iter(range(len(extents)))
@@ -681,19 +679,31 @@ def _pack(sch, cache, dim, tile, panel_loop=None) -> None:
          0.0 if D.is_float(buf.dtype) else 0)   # a pad value of the operand's dtype
 
 
-#: operand dtypes whose packs store the float accumulator's dtype (no dot rule here)
+#: operand dtypes whose packs may store the float accumulator's dtype
 WIDENED_PACKS = ("bfloat16", "float16")
+#: a bf16/fp16 GEMM's packs stored ``widened`` to its accumulator dtype or in the
+#: ``operand``'s, and the weights they are drawn with
+PACK_DTYPES = ("widened", "operand")
+PACK_DTYPE_WEIGHTS = (2, 1)
 
 
-def _widen_pack(sch, cache, acc: str) -> None:
-    """Store the pack ``cache`` of a bfloat16/float16 operand that the block converts to
-    its float accumulator dtype ``acc`` already converted (:func:`~schedules.primitives.
-    widen.widen`): the copy widens once per element, the inner loop reads float32 and
-    runs pure FMAs, not a widening per load (on this path the CPU has no fast bf16 dot;
-    a bf16 GEMM ran at 0.67-0.88x the fp32 one's rate widening in the loop)."""
-    buf = _node(sch, cache.name).block.writes[0].buffer
-    if buf.dtype in WIDENED_PACKS and D.is_float(acc) and D.bits(acc) > D.bits(buf.dtype):
-        _try(sch.widen, cache, acc)
+def _widen_packs(sch, caches, acc: str) -> None:
+    """A decision, where a pack of ``caches`` holds a bfloat16/float16 operand that the
+    block converts to its float accumulator dtype ``acc``: store those packs already
+    converted (:func:`~schedules.primitives.widen.widen`), so that the inner loop reads
+    float32 and runs pure FMAs instead of widening every load (on this path the CPU
+    has no fast bf16 dot).  Widened, a 128x768x768 or 512^3 bf16 GEMM ran at the fp32
+    one's rate, not 0.70-0.78x; but a skinny one (M <= 16 of 1024 x 1024), whose
+    panels are read by one or two register tiles, ran 4-7% faster unwidened (half
+    the bytes to pack): hence a decision, weighted to widen.  No decision is drawn
+    where no pack qualifies (fp32 and int8 GEMMs draw what they drew before)."""
+    narrow = [c for c in caches
+              if _node(sch, c.name).block.writes[0].buffer.dtype in WIDENED_PACKS]
+    if not narrow or not D.is_float(acc) or D.bits(acc) <= 16:
+        return
+    if sch.sample_categorical(list(PACK_DTYPES), list(PACK_DTYPE_WEIGHTS)) == "widened":
+        for cache in narrow:
+            _try(sch.widen, cache, acc)
 
 
 def _signature(rank: int):

@@ -187,24 +187,32 @@ def _allocated(func):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_half_precision_gemm_packs_are_stored_widened_to_float32(dtype):
-    """A bf16/fp16 GEMM accumulating in fp32 packs its operands already converted
-    (``widen``): the inner loop reads fp32 panels, no conversion per load; padded
-    panels (50 x 60 on a 6 x 16 tile) are zero-filled in fp32 too."""
+def test_half_precision_gemm_packs_may_be_stored_widened_to_float32(dtype):
+    """A bf16/fp16 GEMM accumulating in fp32 draws whether its packs store the operands
+    already converted (``widen``: the inner loop reads fp32 panels, no conversion per
+    load) or as they are; padded panels (50 x 60 on a 6 x 16 tile) are zero-filled
+    either way."""
     from schedules.tune.measure import agree, random_args
     from schedules.tune.networks import matmul
+    from schedules.tune.space import PACK_DTYPES
     f = matmul(50, 60, 16, dtype, "float32")
-    ours = _point(generated_space(f, machine_of(HASWELL)), f, "6x16", [9, 1], [4, 1])
-    assert _allocated(ours.func) == {"A_global": "float32", "B_global": "float32"}
-    assert _shapes(ours.func) == [(4, 16, 16), (9, 16, 6)]
-    assert sum(i.name == "widen" for i in ours.trace.insts) == 2
-    want, got = random_args(f, 0), random_args(f, 0)
+    space = generated_space(f, machine_of(HASWELL))
+    want = random_args(f, 0)
     T.interpret(f, *want)
-    targets.build(ours, HASWELL)(*got)
-    assert agree(want[2], got[2], "float32")
+    for choice, packs in (("widened", "float32"), ("operand", dtype)):
+        ours = _point(space, f, "6x16", PACK_DTYPES.index(choice), [9, 1], [4, 1])
+        drawn = [i for i in ours.trace.insts if i.name == "sample_categorical"][1]
+        assert list(drawn.inputs[0]) == list(PACK_DTYPES)
+        assert _allocated(ours.func) == {"A_global": packs, "B_global": packs}
+        assert _shapes(ours.func) == [(4, 16, 16), (9, 16, 6)]
+        assert sum(i.name == "widen" for i in ours.trace.insts) == (2 if packs != dtype
+                                                                    else 0)
+        got = random_args(f, 0)
+        targets.build(ours, HASWELL)(*got)
+        assert agree(want[2], got[2], "float32")
 
 
-def test_float32_and_int8_gemm_packs_keep_their_dtype():
+def test_float32_and_int8_gemm_packs_keep_their_dtype_and_draw_nothing_more():
     from schedules.tune.networks import matmul
     for dtype, acc in (("float32", None), ("int8", "int32")):
         f = matmul(50, 60, 16, dtype, acc)
