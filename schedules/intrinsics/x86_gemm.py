@@ -192,7 +192,9 @@ def _offset_stages(sch, flip, colsum, lanes: int) -> None:
     """Schedule ``offset_to_unsigned``'s stages: A's flip over A as one run of bytes
     (whole vectors of ``4 * lanes`` where they fit), B's column sums as ``lanes``-wide
     panels in parallel, k outside the vector of columns (B's rows are contiguous)."""
-    run = sch.fuse(*sch.get_loops(flip))
+    loops = sch.get_loops(flip)
+    # the stage has no loop for a unit axis (one row of A: M = 1), so one loop is left
+    run = sch.fuse(*loops) if len(loops) > 1 else loops[0]
     if _extent(sch, run) % (4 * lanes) == 0:
         run, vec = sch.split(run, [None, 4 * lanes])
         sch.vectorize(vec)

@@ -109,17 +109,18 @@ def cache_bytes(level: str, default: int) -> int:
 
 
 def host_cores() -> int:
-    """The cores this process may run on.
+    """The cores of this host (``os.cpu_count()``), never this process's affinity:
+    the affinity is the process's state, which ``taskset`` or a scheduler may change
+    while it runs, and the tuner's space reads the cores (how many parallel tiles), so
+    a draw replayed in another process, or later in this one, would build other IR.
+    Name fewer cores with the target's ``num_cores``.
 
     Example::
 
-        >>> host_cores() >= 1
+        >>> host_cores() == (os.cpu_count() or 1)
         True
     """
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return os.cpu_count() or 1
 
 
 def host_machine() -> Machine:

@@ -14,6 +14,7 @@ from cuvil_tir.interp import interpret
 from schedules.intrinsics.x86_gemm import gemm_func
 from schedules.tune.dot_rule import dot_choices
 from schedules.tune.measure import agree, random_args
+from schedules.tune.networks import matmul
 from schedules.tune.rules import space_for
 from schedules.tune.space import run_with_decisions, prune, machine_of
 from targets.llvm.cpu import missing_host_features
@@ -104,3 +105,54 @@ def test_a_bf16_candidate_builds_and_agrees_where_the_host_can_run_it():
         return
     mod(*got)
     assert agree(want[2], got[2], "float32")
+
+
+def _numpy_gemm(args):
+    """A @ B in float64 (exact for these int8 sums); bfloat16 is stored as the high
+    16 bits of a float32."""
+    a, b = ((x.astype(np.uint32) << 16).view(np.float32) if x.dtype == np.uint16 else x
+            for x in args[:2])
+    return a.astype(np.float64) @ b.astype(np.float64)
+
+
+@pytest.mark.parametrize("target", [ZEN4, targets.Target("llvm")], ids=["znver4", "host"])
+@pytest.mark.parametrize("dtype, acc", [("int8", "int32"), ("bfloat16", "float32")])
+def test_gemms_of_a_few_rows_draw_without_an_error(target, dtype, acc):
+    """Regression (issue 24): the int8 offset's flip of a one-row A has one loop (the
+    unit row has none) and ``dot_gemm`` fused it as if it had two: a draw of an M = 1
+    int8 GEMM raised ``fuse: expected at least 2 loops, got 1``."""
+    for m, n, k in ((1, 32, 8), (1, 16, 64), (2, 32, 8), (3, 16, 8), (4, 32, 4)):
+        f = matmul(m, n, k, dtype, acc)
+        space = space_for(f, target)
+        dots = 0
+        for seed in range(8):
+            sch = S.Schedule(f, seed=seed)
+            space(sch)
+            dots += any(inst.name == "tensorize" for inst in sch.trace)
+        assert dots or not dot_choices(f, "C", target)   # the rule was drawn
+
+
+@pytest.mark.parametrize("m", [1, 3])
+@pytest.mark.parametrize("dtype, acc", [("int8", "int32"), ("bfloat16", "float32")])
+def test_dot_candidates_of_a_few_rows_agree_with_numpy(m, dtype, acc):
+    f = matmul(m, 32, 16, dtype, acc)
+    _, (sch,) = _dot_candidates(f, ZEN4, 1)
+    got = random_args(f, 0)
+    want = _numpy_gemm(got)
+    if missing_host_features(ZEN4):
+        interpret(sch.func, *got)
+    else:
+        targets.build(sch, ZEN4)(*got)
+    if dtype == "int8":
+        np.testing.assert_array_equal(got[2], want)
+    else:
+        np.testing.assert_allclose(got[2], want, rtol=1e-5)
+
+
+def test_the_benchmark_gemv_of_int8_draws_on_the_host():
+    """The reported draw: ``matmul(1, 1024, 1024, "int8", "int32")``, seed 0, on the
+    host (``llvm``) raised from ``dot_gemm``."""
+    f = matmul(1, 1024, 1024, "int8", "int32")
+    space = space_for(f, "llvm")
+    for seed in range(4):
+        space(S.Schedule(f, seed=seed))

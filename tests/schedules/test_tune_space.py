@@ -1,5 +1,7 @@
 """The generated search space and the target-aware pruning of candidates."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -434,3 +436,20 @@ def test_a_gemv_is_streamed_over_its_columns():
     four(sch)
     assert all("stream" not in i.inputs[0] for i in sch.trace.insts
                if i.name == "sample_categorical")
+
+
+def test_a_draw_on_the_host_does_not_follow_the_process_affinity(monkeypatch):
+    """Regression (issue 24): the host's cores were the process's affinity, which may
+    change while the process runs (a daemon pinning niced processes to one CPU a
+    second or two after they start): the same seed on ``llvm`` drew other tiles
+    before and after, and a replay in a process pinned otherwise built other IR."""
+    f = _gemm(64)
+    drawn = []
+    for cpus in ({0}, {0, 1}):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, cpus=cpus: cpus,
+                            raising=False)
+        assert machine_of(targets.Target("llvm")).cores == (os.cpu_count() or 1)
+        sch = S.Schedule(f, seed=0)
+        generated_space(f, targets.Target("llvm"))(sch)    # as a replay builds it
+        drawn.append(sch.func)
+    assert T.structural_equal(*drawn)
