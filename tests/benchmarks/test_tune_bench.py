@@ -48,3 +48,14 @@ def test_the_summary_says_how_many_tuned_gemms_chose_the_dot_product(capsys):
             "VNNI); on vpdpbusd 1 of 1 (its peak 4.00x the FMA peak)") in out
     assert ("bfloat16 GEMM operation rate / our fp32 rate: geomean 0.80x; on vdpbf16ps 0 "
             "of 1 (its peak 0.50x the FMA peak)") in out
+
+
+def test_the_int8_check_is_the_exact_integer_gemm_through_float64():
+    import numpy as np
+    rng = np.random.default_rng(0)
+    a = rng.integers(-128, 128, (7, 300), dtype="int8")
+    b = rng.integers(-128, 128, (300, 5), dtype="int8")
+    want = a.astype("int64") @ b.astype("int64")
+    np.testing.assert_array_equal(B.expected_gemm(a, b, "int8"), want)
+    bf = np.array([[0x3F80, 0x4000]], "uint16")     # bfloat16 1.0 and 2.0
+    np.testing.assert_array_equal(B.expected_gemm(bf, bf.T, "bfloat16"), [[5.0]])
