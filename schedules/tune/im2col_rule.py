@@ -39,6 +39,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from cuvil_tir.analysis import tree
@@ -90,7 +91,7 @@ class Im2colChoice:
         sch.reindex(block, ("write", 0))
         acc = sch.cache_write(block, 0, "local")
         width = self.vectors * self.lanes
-        if _product(shape) % width:
+        if math.prod(shape) % width:
             sch.pad_einsum(block, [1, width] + [1] * n_red)
         # the columns laid out reduction-major, a row of positions per reduction step
         sch.transform_layout(cols, 0, _move_last(1 + n_red, 0), "write")
@@ -115,13 +116,6 @@ class Im2colChoice:
 
 def _var_ids(region) -> set:
     return {id(v) for rg in region.region for v in used_vars(rg.min)}
-
-
-def _product(shape) -> int:
-    out = 1
-    for e in shape:
-        out *= e
-    return out
 
 
 def _fuse_positions(shape, n_red):
@@ -167,7 +161,7 @@ def im2col_choices(func, block: str, machine) -> list:
     if not all(isinstance(e, int) for e in shape):
         return []
     lanes = machine.lanes(str(node.writes[0].buffer.dtype))
-    vectors = -(-_product(shape) // lanes)
+    vectors = -(-math.prod(shape) // lanes)
     if vectors > MOST_VECTORS:
         return []
     # accumulators, one operand vector per vector of the tile, a broadcast
