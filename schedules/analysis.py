@@ -260,6 +260,20 @@ def const_int(e):
     return e.value if isinstance(e, IntImm) else None
 
 
+def loop_extent(func, rv):
+    """The constant extent of the loop ``rv`` (a LoopRV) names in ``func``, else None.
+
+    Example::
+
+        >>> import cuvil_tir as T
+        >>> A = T.placeholder((4,), name="A")
+        >>> f = T.create_prim_func([A, T.compute((4,), lambda i: A[i], name="B")])
+        >>> loop_extent(f, LoopRV(tree.get(f, ("block", "body")).loop_var))
+        4
+    """
+    return const_int(tree.get(func, loop_path(func, rv, "loop_extent")).extent)
+
+
 def total_iterations(stmt, extent=None):
     """How many block instances ``stmt`` runs (loop extents multiplied), or None.
 

@@ -44,6 +44,7 @@ from cuvil_tir.errors import ShapeError
 from cuvil_tir.target import as_target
 from cuvil_tir.tensor_intrin import TensorIntrin
 
+from ..analysis import loop_extent
 from .x86 import KINDS, intrin_name, pack_b
 
 _KIND_OF = {"uint8": "u8s8", "int8": "s8s8", "bfloat16": "bf16"}
@@ -136,9 +137,7 @@ def dot_gemm(sch, block: str = "C", target="llvm", rows: int | None = None,
     if offset:
         flip, colsum = sch.offset_to_unsigned(blk)
     i, j, k = sch.get_loops(blk)
-    extent = [tree.get(sch.func, tree.find_loop(sch.func, lp.var)).extent.value
-              for lp in (i, j, k)]
-    M, N, K = extent
+    M, N, K = (loop_extent(sch.func, lp) for lp in (i, j, k))
     group = KINDS[kind][3]
     lanes = lanes_for(kind, N, t)
     if K % group:
@@ -168,7 +167,7 @@ def dot_gemm(sch, block: str = "C", target="llvm", rows: int | None = None,
     sch.vectorize(sch.get_loops(acc)[-1])
     _pack_stage(sch, pack, lanes, group)
     for lp in outer:         # the first tile loop with more than one iteration
-        if tree.get(sch.func, tree.find_loop(sch.func, lp.var)).extent.value > 1:
+        if loop_extent(sch.func, lp) > 1:
             sch.parallel(lp)
             break
     if offset:
@@ -195,7 +194,7 @@ def _offset_stages(sch, flip, colsum, lanes: int) -> None:
     loops = sch.get_loops(flip)
     # the stage has no loop for a unit axis (one row of A: M = 1), so one loop is left
     run = sch.fuse(*loops) if len(loops) > 1 else loops[0]
-    if _extent(sch, run) % (4 * lanes) == 0:
+    if loop_extent(sch.func, run) % (4 * lanes) == 0:
         run, vec = sch.split(run, [None, 4 * lanes])
         sch.vectorize(vec)
     sch.parallel(run)
@@ -203,16 +202,12 @@ def _offset_stages(sch, flip, colsum, lanes: int) -> None:
     panels, jv = sch.split(j, [None, lanes])
     # k in groups of 4 rows: a streaming sum, whose innermost reduction tile (what
     # the tuner's L1 rule weighs) is 4 rows of a panel, not all K of them
-    ko, ki = sch.split(k, [None, 4]) if _extent(sch, k) % 4 == 0 else (k, None)
+    ko, ki = sch.split(k, [None, 4]) if loop_extent(sch.func, k) % 4 == 0 else (k, None)
     sch.reorder(panels, ko, *([ki] if ki is not None else []), jv)
     init = sch.decompose_reduction(colsum, ko)
     sch.parallel(panels)
     sch.vectorize(jv)
     sch.vectorize(sch.get_loops(init)[-1])
-
-
-def _extent(sch, loop) -> int:
-    return tree.get(sch.func, tree.find_loop(sch.func, loop.var)).extent.value
 
 
 def gemm_func(M: int, N: int, K: int, a: str, b: str, acc: str):

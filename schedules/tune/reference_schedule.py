@@ -53,7 +53,7 @@ from cuvil_tir.expr import Var
 from cuvil_tir.function import PrimFunc
 from cuvil_tir.target import as_target
 
-from ..analysis import uses_var
+from ..analysis import loop_extent, uses_var
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from .rules import rule_for
@@ -124,12 +124,12 @@ def _tile_and_reorder(sch, spatial, reduce, machine, dtype: str) -> list:
     rows of a block, the columns of a panel.  Returns the loops outside the
     reduction, outer to inner."""
     width = max(1, D.bits(D.element(dtype)) // 8)
-    cols = _columns(_extent(sch, spatial[-1]), machine.l1d_bytes // (3 * TILE_ROWS * width),
+    cols = _columns(loop_extent(sch.func, spatial[-1]), machine.l1d_bytes // (3 * TILE_ROWS * width),
                     machine.lanes(dtype))
     panels, columns = _split(sch, spatial[-1], cols)
     outer, inner = [*spatial[:-1], *panels], columns
     if len(spatial) > 1:
-        extent = _extent(sch, spatial[-2]) or 1
+        extent = loop_extent(sch.func, spatial[-2]) or 1
         rows = max(d for d in range(1, TILE_ROWS + 1) if extent % d == 0)
         blocks, in_block = _split(sch, spatial[-2], rows)
         outer, inner = [*spatial[:-2], *blocks, *panels], [*in_block, *columns]
@@ -153,15 +153,10 @@ def _split(sch, loop, inner):
     whole extent (no split)."""
     if inner == 1:
         return [loop], []
-    if inner is None or inner == _extent(sch, loop):
+    if inner is None or inner == loop_extent(sch.func, loop):
         return [], [loop]
     outer, rest = sch.split(loop, [None, inner])
     return [outer], [rest]
-
-
-def _extent(sch, loop):
-    return getattr(tree.get(sch.func, tree.find_loop(sch.func, loop.var)).extent, "value",
-                   None)
 
 
 def _loop_kinds(realize, loops):
@@ -196,7 +191,7 @@ def _parallel_outer(sch, outer) -> None:
     """The first of the spatial loops outside the reduction (outer to inner) with
     more than one iteration in parallel (the loops around it run once)."""
     for lp in outer:
-        if _extent(sch, lp) == 1:
+        if loop_extent(sch.func, lp) == 1:
             continue
         try:
             sch.parallel(lp)

@@ -35,6 +35,7 @@ from cuvil_tir.analysis import tree
 from cuvil_tir.errors import CuvilError
 from cuvil_tir.expr import Var
 
+from ..analysis import loop_extent
 from .space import parallel_counts
 
 #: the vector widths sampled, in vectors of the target's lanes
@@ -64,11 +65,11 @@ class StreamChoice:
         loops = sch.get_loops(sch.get_block(block))
         spatial = [lp for lp, k in zip(loops, kinds) if k == "spatial"]
         reduce = [lp for lp, k in zip(loops, kinds) if k == "reduce"]
-        extent = _extent(sch, spatial[-1])
+        extent = loop_extent(sch.func, spatial[-1])
         widths = [v * self.lanes for v in VECTORS if v == 1 or v * self.lanes <= extent]
         width = sch.sample_categorical(widths, [1] * len(widths))
         outer, vec = sch.split(spatial[-1], [None, width])
-        counts = parallel_counts(_extent(sch, outer), self.cores)
+        counts = parallel_counts(loop_extent(sch.func, outer), self.cores)
         par, rest = sch.split(outer, [sch.sample_categorical(counts, [1] * len(counts)),
                                       None])
         sch.reorder(*spatial[:-1], par, *reduce, rest, vec)
@@ -76,10 +77,6 @@ class StreamChoice:
         for blk in (init, sch.get_block(block)):
             sch.vectorize(sch.get_loops(blk)[-1])
         sch.parallel(par)
-
-
-def _extent(sch, loop) -> int:
-    return tree.get(sch.func, tree.find_loop(sch.func, loop.var)).extent.value
 
 
 def stream_choices(func, block: str, machine) -> list:
